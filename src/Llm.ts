@@ -1,0 +1,192 @@
+/**
+ * The LLM service: one non-streaming `chat` call (the tool loop) and one streaming
+ * `streamChat` call (answer synthesis), plus what the model can do (`abilities`).
+ *
+ * Layers: `OpenAiLlm` (any OpenAI-compatible endpoint, via the official SDK) and
+ * `ScriptedLlm` (a deterministic fake for tests, public).
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
+import type { ChatMessage } from "./Message.js"
+import type { Usage } from "./Usage.js"
+
+/**
+ * What a model can do. `toolCall`: native function calling; `toolChoice`: forcing a
+ * specific function; `jsonMode`: `response_format: json_object`.
+ *
+ * @since 0.1.0 @category models
+ */
+export const Abilities = Schema.Struct({
+  toolCall: Schema.Boolean,
+  toolChoice: Schema.Boolean,
+  jsonMode: Schema.Boolean,
+  vision: Schema.Boolean,
+  streaming: Schema.Boolean,
+  thinking: Schema.Boolean
+})
+/** @since 0.1.0 @category models */
+export type Abilities = typeof Abilities.Type
+
+/** @since 0.1.0 @category constructors */
+export const defaultAbilities: Abilities = {
+  toolCall: true,
+  toolChoice: true,
+  jsonMode: true,
+  vision: false,
+  streaming: true,
+  thinking: false
+}
+
+/** A JSON Schema object (as sent to providers). @since 0.1.0 @category models */
+export type JsonSchemaObject = { readonly [key: string]: unknown }
+
+/** An OpenAI function-tool definition. @since 0.1.0 @category models */
+export interface ToolDefinition {
+  readonly type: "function"
+  readonly function: {
+    readonly name: string
+    readonly description: string
+    readonly parameters: JsonSchemaObject
+    readonly strict?: boolean
+  }
+}
+
+/** @since 0.1.0 @category models */
+export type ToolChoice = "auto" | "none" | "required" | { readonly type: "function"; readonly function: { readonly name: string } }
+
+/** @since 0.1.0 @category models */
+export interface ChatRequest {
+  readonly messages: ReadonlyArray<ChatMessage>
+  /** Omitted (or empty) means no tools are advertised. */
+  readonly tools?: ReadonlyArray<ToolDefinition>
+  readonly toolChoice?: ToolChoice
+  readonly responseFormat?: { readonly type: "json_object" } | { readonly type: "text" }
+  readonly temperature?: number
+  readonly maxTokens?: number
+}
+
+/**
+ * A tool call from a reply. `arguments` is the raw text; `parsed` is the decoded
+ * arguments object, or the reason it could not be decoded (invalid JSON, not an
+ * object) — a recoverable error the loop answers as an observation.
+ *
+ * @since 0.1.0 @category models
+ */
+export interface ResponseToolCall {
+  readonly id: string
+  readonly name: string
+  readonly arguments: string
+  readonly parsed: Either.Either<Record<string, unknown>, string>
+}
+
+/** @since 0.1.0 @category models */
+export interface ChatResponse {
+  /** The reply text ("" when the model only called tools). `<think>` blocks are moved to `reasoning`. */
+  readonly content: string
+  /** Provider reasoning (`reasoning_content`, or `<think>…</think>` blocks). */
+  readonly reasoning?: string
+  readonly toolCalls: ReadonlyArray<ResponseToolCall>
+  readonly finishReason: string | null
+  readonly usage: Usage
+}
+
+/** One piece of a streamed reply. @since 0.1.0 @category models */
+export type ChatDelta =
+  | { readonly _tag: "Content"; readonly text: string }
+  | { readonly _tag: "Reasoning"; readonly text: string }
+  | {
+    readonly _tag: "ToolCall"
+    readonly index: number
+    readonly id?: string
+    readonly name?: string
+    readonly arguments?: string
+  }
+  | { readonly _tag: "Usage"; readonly usage: Usage }
+  | { readonly _tag: "Finish"; readonly reason: string | null }
+
+/** @since 0.1.0 @category errors */
+export const LlmErrorReason = Schema.Literal(
+  "RateLimited",
+  "Server",
+  "Timeout",
+  "Connection",
+  "ContextOverflow",
+  "Auth",
+  "BadRequest",
+  "Decode",
+  "Unknown"
+)
+/** @since 0.1.0 @category errors */
+export type LlmErrorReason = typeof LlmErrorReason.Type
+
+/** @since 0.1.0 @category errors */
+export class LlmError extends Schema.TaggedError<LlmError>()("LlmError", {
+  reason: LlmErrorReason,
+  message: Schema.String,
+  status: Schema.optional(Schema.Number)
+}) {
+  /** Rate limits, server errors, timeouts and connection errors are worth retrying. */
+  get retryable(): boolean {
+    return this.reason === "RateLimited" || this.reason === "Server" || this.reason === "Timeout" ||
+      this.reason === "Connection"
+  }
+}
+
+/** @since 0.1.0 @category models */
+export interface LlmService {
+  /** The provider's model name. */
+  readonly model: string
+  readonly abilities: Abilities
+  /** Context window in tokens, when known. */
+  readonly contextSize?: number
+  /** Max output tokens, when known. */
+  readonly maxOutputTokens?: number
+  readonly chat: (request: ChatRequest) => Effect.Effect<ChatResponse, LlmError>
+  readonly streamChat: (request: ChatRequest) => Stream.Stream<ChatDelta, LlmError>
+}
+
+/** @since 0.1.0 @category Context */
+export class Llm extends Context.Tag("react-engine/Llm")<Llm, LlmService>() {}
+
+/**
+ * Decodes a tool call's raw argument text. Empty text means no arguments (`{}`).
+ *
+ * @since 0.1.0 @category utils
+ */
+export const parseToolArguments = (raw: string): Either.Either<Record<string, unknown>, string> => {
+  if (raw.trim() === "") return Either.right({})
+  let value: unknown
+  try {
+    value = JSON.parse(raw)
+  } catch (e) {
+    return Either.left(`Invalid JSON in tool arguments: ${(e as Error).message}`)
+  }
+  if (value === null) return Either.right({})
+  if (typeof value !== "object" || Array.isArray(value)) {
+    return Either.left(`Tool arguments must be a JSON object, got ${Array.isArray(value) ? "an array" : typeof value}`)
+  }
+  return Either.right(value as Record<string, unknown>)
+}
+
+const THINK = /<think>([\s\S]*?)(?:<\/think>|$)/g
+
+/**
+ * Moves `<think>…</think>` blocks out of a reply's text (models such as Qwen/QwQ and
+ * DeepSeek-R1 distills inline their reasoning that way).
+ *
+ * @since 0.1.0 @category utils
+ */
+export const splitThinking = (content: string): { readonly content: string; readonly reasoning: string } => {
+  if (!content.includes("<think>")) return { content, reasoning: "" }
+  const parts: Array<string> = []
+  const rest = content.replace(THINK, (_, inner: string) => {
+    parts.push(inner.trim())
+    return ""
+  })
+  return { content: rest.trim(), reasoning: parts.join("\n\n") }
+}

@@ -1,0 +1,160 @@
+/**
+ * Everything a run does, as a tagged union of events (SPEC §10). Field names are
+ * the wire names, so `toWire` only picks the SSE channel and drops in-process-only
+ * fields (`steps`, `messages` on `Done`).
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { ChatMessage } from "./Message.js"
+import { Artifact, ContentType } from "./Tool.js"
+import { RunUsage } from "./Usage.js"
+
+/** @since 0.1.0 @category models */
+export const ThinkingStart = Schema.TaggedStruct("ThinkingStart", { iteration: Schema.Number })
+/** @since 0.1.0 @category models */
+export const ThinkingDone = Schema.TaggedStruct("ThinkingDone", { iteration: Schema.Number, reasoning: Schema.String })
+/** @since 0.1.0 @category models */
+export const ToolStart = Schema.TaggedStruct("ToolStart", {
+  iteration: Schema.Number,
+  tool_name: Schema.String,
+  tool_args: Schema.Unknown,
+  tool_call_id: Schema.optional(Schema.String)
+})
+/** @since 0.1.0 @category models */
+export const ToolDone = Schema.TaggedStruct("ToolDone", {
+  iteration: Schema.Number,
+  tool_name: Schema.String,
+  tool_args: Schema.optional(Schema.Unknown),
+  /** The full result (what the UI shows; the model may have seen a summary). */
+  observation: Schema.String,
+  /** The error message when the call failed (blocked, unknown tool, bad arguments, handler error, timeout). */
+  error: Schema.NullOr(Schema.String),
+  /** Seconds. */
+  iter_elapsed: Schema.Number,
+  tool_call_id: Schema.optional(Schema.String),
+  content_type: Schema.optional(ContentType),
+  artifacts: Schema.optional(Schema.Array(Artifact))
+})
+/** @since 0.1.0 @category models */
+export type Step = Omit<typeof ToolDone.Type, "_tag">
+
+/** @since 0.1.0 @category models */
+export const AnswerSignal = Schema.TaggedStruct("AnswerSignal", {})
+/** @since 0.1.0 @category models */
+export const AnswerStart = Schema.TaggedStruct("AnswerStart", {})
+/** @since 0.1.0 @category models */
+export const AnswerDelta = Schema.TaggedStruct("AnswerDelta", { content: Schema.String })
+/** @since 0.1.0 @category models */
+export const AnswerDone = Schema.TaggedStruct("AnswerDone", {})
+/** @since 0.1.0 @category models */
+export const Compact = Schema.TaggedStruct("Compact", { original_messages: Schema.Number, kept_messages: Schema.Number })
+/** @since 0.1.0 @category models */
+export const PhaseChange = Schema.TaggedStruct("PhaseChange", {
+  phase: Schema.Literal("selecting_tools"),
+  total_tools: Schema.Number
+})
+/** @since 0.1.0 @category models */
+export const Inject = Schema.TaggedStruct("Inject", { content: Schema.String, id: Schema.String })
+
+/** @since 0.1.0 @category models */
+export const PendingInjection = Schema.Struct({ id: Schema.String, content: Schema.String })
+
+/** @since 0.1.0 @category models */
+export const Done = Schema.TaggedStruct("Done", {
+  answer: Schema.String,
+  iterations: Schema.Number,
+  usage: RunUsage,
+  /** Seconds. */
+  elapsed: Schema.Number,
+  conversation_id: Schema.optional(Schema.String),
+  pending_injections: Schema.Array(PendingInjection),
+  /** In-process only: every tool step of the run. */
+  steps: Schema.optional(Schema.Array(Schema.typeSchema(ToolDone).pipe(Schema.omit("_tag")))),
+  /** In-process only: the full message list of the run (system prompt, query, loop messages). */
+  messages: Schema.optional(Schema.Array(ChatMessage))
+})
+/** @since 0.1.0 @category models */
+export const RunFailed = Schema.TaggedStruct("RunFailed", { message: Schema.String, retryable: Schema.Boolean })
+
+/** @since 0.1.0 @category models */
+export const RunEvent = Schema.Union(
+  ThinkingStart,
+  ThinkingDone,
+  ToolStart,
+  ToolDone,
+  AnswerSignal,
+  AnswerStart,
+  AnswerDelta,
+  AnswerDone,
+  Compact,
+  PhaseChange,
+  Inject,
+  Done,
+  RunFailed
+)
+/** @since 0.1.0 @category models */
+export type RunEvent = typeof RunEvent.Type
+/** @since 0.1.0 @category models */
+export type Done = typeof Done.Type
+
+/** The result a run collects to. @since 0.1.0 @category models */
+export interface RunResult {
+  readonly answer: string
+  readonly steps: ReadonlyArray<Step>
+  readonly iterations: number
+  readonly usage: typeof RunUsage.Type
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly elapsed: number
+  readonly pendingInjections: ReadonlyArray<typeof PendingInjection.Type>
+  /** Set when the run failed (the stream still ended with `Done`). */
+  readonly error?: { readonly message: string; readonly retryable: boolean }
+}
+
+/** SSE channels. @since 0.1.0 @category models */
+export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "done" | "error"
+
+/**
+ * The SSE channel and JSON payload of an event (SPEC §10).
+ *
+ * @since 0.1.0 @category utils
+ */
+export const toWire = (event: RunEvent): { readonly channel: Channel; readonly data: Record<string, unknown> } => {
+  switch (event._tag) {
+    case "ThinkingStart":
+      return { channel: "step", data: { type: "thinking", status: "start", iteration: event.iteration } }
+    case "ThinkingDone":
+      return {
+        channel: "step",
+        data: { type: "thinking", status: "done", iteration: event.iteration, reasoning: event.reasoning }
+      }
+    case "ToolStart": {
+      const { _tag, ...rest } = event
+      return { channel: "step", data: { type: "iteration", status: "start", ...rest } }
+    }
+    case "ToolDone": {
+      const { _tag, ...rest } = event
+      return { channel: "step", data: { type: "iteration", status: "done", ...rest } }
+    }
+    case "AnswerSignal":
+      return { channel: "step", data: { type: "answer", status: "start" } }
+    case "AnswerStart":
+      return { channel: "answer", data: { status: "start" } }
+    case "AnswerDelta":
+      return { channel: "answer", data: { status: "delta", content: event.content } }
+    case "AnswerDone":
+      return { channel: "answer", data: { status: "done" } }
+    case "Compact":
+      return { channel: "compact", data: { original_messages: event.original_messages, kept_messages: event.kept_messages } }
+    case "PhaseChange":
+      return { channel: "phase", data: { phase: event.phase, total_tools: event.total_tools } }
+    case "Inject":
+      return { channel: "inject", data: { type: "inject", content: event.content, id: event.id } }
+    case "Done": {
+      const { _tag, steps, messages, ...rest } = event
+      return { channel: "done", data: rest }
+    }
+    case "RunFailed":
+      return { channel: "error", data: { message: event.message, retryable: event.retryable } }
+  }
+}

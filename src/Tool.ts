@@ -1,0 +1,142 @@
+/**
+ * Tools: a name, a description, parameters as an Effect Schema (JSON Schema is
+ * generated from it) and a handler Effect returning text or a rich result.
+ * Arguments are decoded with the Schema before the handler runs: a decode failure
+ * is a `ToolError` the model reads as an observation, never a defect.
+ *
+ * @since 0.1.0
+ */
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as JsonSchema from "./JsonSchema.js"
+import type { JsonSchemaObject, ToolDefinition } from "./Llm.js"
+
+/** @since 0.1.0 @category models */
+export const Artifact = Schema.Struct({
+  name: Schema.String,
+  path: Schema.optional(Schema.String),
+  url: Schema.optional(Schema.String),
+  mimeType: Schema.String,
+  size: Schema.optional(Schema.Number)
+})
+/** @since 0.1.0 @category models */
+export type Artifact = typeof Artifact.Type
+
+/** @since 0.1.0 @category models */
+export const ContentType = Schema.Literal("text", "html", "markdown", "json")
+/** @since 0.1.0 @category models */
+export type ContentType = typeof ContentType.Type
+
+/** @since 0.1.0 @category models */
+export interface RichResult {
+  readonly content: string
+  readonly contentType: ContentType
+  readonly artifacts?: ReadonlyArray<Artifact>
+}
+
+/** What a handler returns. @since 0.1.0 @category models */
+export type ToolOutput = string | RichResult
+
+/** @since 0.1.0 @category errors */
+export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
+  message: Schema.String
+}) {}
+
+/** @since 0.1.0 @category models */
+export interface Tool {
+  readonly name: string
+  readonly description: string
+  /** Decodes the model's arguments object. */
+  readonly decode: (args: unknown) => Effect.Effect<unknown, ToolError>
+  readonly jsonSchema: JsonSchemaObject
+  readonly handler: (args: any) => Effect.Effect<ToolOutput, ToolError>
+  /** False for tools that write or have side effects (the read-only hook blocks them). */
+  readonly readOnly: boolean
+  /** Always advertised, even when tool selection narrowed the set. */
+  readonly pinned: boolean
+  /** Per-tool timeout (the agent's default applies when unset). */
+  readonly timeout?: Duration.DurationInput
+}
+
+/** @since 0.1.0 @category models */
+export interface ToolOptions<A, I> {
+  readonly name: string
+  readonly description: string
+  readonly parameters: Schema.Schema<A, I, never>
+  readonly handler: (args: A) => Effect.Effect<ToolOutput, ToolError>
+  readonly readOnly?: boolean
+  readonly pinned?: boolean
+  readonly timeout?: Duration.DurationInput
+}
+
+const NAME = /^[a-zA-Z0-9_-]{1,64}$/
+
+/**
+ * Defines a tool. The name must match `^[a-zA-Z0-9_-]{1,64}$` (what OpenAI accepts).
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const make = <A, I>(options: ToolOptions<A, I>): Tool => {
+  if (!NAME.test(options.name)) throw new Error(`Invalid tool name "${options.name}": use 1-64 of [a-zA-Z0-9_-]`)
+  const decodeUnknown = Schema.decodeUnknown(options.parameters, { errors: "all", onExcessProperty: "ignore" })
+  return {
+    name: options.name,
+    description: options.description,
+    jsonSchema: JsonSchema.make(options.parameters),
+    decode: (args) =>
+      decodeUnknown(args).pipe(
+        Effect.mapError((e) =>
+          new ToolError({ message: `Invalid arguments for ${options.name}: ${ParseResult.TreeFormatter.formatErrorSync(e)}` })
+        )
+      ),
+    handler: options.handler as (args: any) => Effect.Effect<ToolOutput, ToolError>,
+    readOnly: options.readOnly ?? true,
+    pinned: options.pinned ?? false,
+    ...(options.timeout !== undefined ? { timeout: options.timeout } : {})
+  }
+}
+
+const AnyObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/**
+ * Defines a tool from a ready JSON Schema (MCP tools, user JSON); arguments are
+ * only checked to be an object.
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const fromJsonSchema = (options: {
+  readonly name: string
+  readonly description: string
+  readonly jsonSchema: JsonSchemaObject
+  readonly handler: (args: Record<string, unknown>) => Effect.Effect<ToolOutput, ToolError>
+  readonly readOnly?: boolean
+  readonly pinned?: boolean
+  readonly timeout?: Duration.DurationInput
+}): Tool => {
+  const tool = make({ ...options, parameters: AnyObject })
+  const schema: Record<string, unknown> = { ...options.jsonSchema }
+  delete schema.$schema
+  if (schema.type === undefined) schema.type = "object"
+  if (schema.properties === undefined) schema.properties = {}
+  return { ...tool, jsonSchema: schema }
+}
+
+/**
+ * Decodes the arguments, then runs the handler.
+ *
+ * @since 0.1.0 @category utils
+ */
+export const execute = (tool: Tool, args: unknown): Effect.Effect<ToolOutput, ToolError> =>
+  Effect.flatMap(tool.decode(args), tool.handler)
+
+/** The OpenAI function-tool definition. @since 0.1.0 @category utils */
+export const toDefinition = (tool: Tool): ToolDefinition => ({
+  type: "function",
+  function: { name: tool.name, description: tool.description, parameters: tool.jsonSchema }
+})
+
+/** Normalises a handler's output to a rich result. @since 0.1.0 @category utils */
+export const toRich = (output: ToolOutput): RichResult =>
+  typeof output === "string" ? { content: output, contentType: "text" } : output
