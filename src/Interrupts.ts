@@ -3,10 +3,17 @@
  *
  * CONTRACT (the loop and the server call these).
  *
+ * The in-memory layer keeps one queue per registered conversation in a single
+ * `Ref` (updates are atomic). Ids are unique per layer instance (`inj_1`, `inj_2`, …).
+ * A message can be recalled until the loop drains it; injecting into a conversation
+ * without an active run fails with `NoActiveRun` (never a silent drop).
+ *
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 
 /** @since 0.1.0 @category models */
@@ -39,5 +46,63 @@ export interface InterruptsService {
   readonly isActive: (conversationId: string) => Effect.Effect<boolean>
 }
 
+type Queues = ReadonlyMap<string, ReadonlyArray<Injection>>
+
+const none: ReadonlyArray<Injection> = []
+
+const withQueue = (queues: Queues, id: string, queue: ReadonlyArray<Injection>): Queues => {
+  const next = new Map(queues)
+  next.set(id, queue)
+  return next
+}
+
+/**
+ * Builds an in-memory interrupts service. Registering an already registered
+ * conversation keeps its queue.
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const make: Effect.Effect<InterruptsService> = Effect.gen(function*() {
+  const state = yield* Ref.make<Queues>(new Map())
+  const counter = yield* Ref.make(0)
+  return {
+    register: (conversationId) =>
+      Ref.update(state, (queues) => (queues.has(conversationId) ? queues : withQueue(queues, conversationId, none))),
+    inject: (conversationId, content) =>
+      Effect.flatMap(Ref.updateAndGet(counter, (n) => n + 1), (n) => {
+        const injection: Injection = { id: `inj_${n}`, content }
+        return Effect.flatten(Ref.modify(state, (queues) => {
+          const queue = queues.get(conversationId)
+          if (queue === undefined) return [Effect.fail(new NoActiveRun({ conversationId })), queues] as const
+          return [Effect.succeed(injection), withQueue(queues, conversationId, [...queue, injection])] as const
+        }))
+      }),
+    recall: (conversationId, id) =>
+      Ref.modify(state, (queues) => {
+        const queue = queues.get(conversationId)
+        if (queue === undefined || !queue.some((i) => i.id === id)) return [false, queues] as const
+        return [true, withQueue(queues, conversationId, queue.filter((i) => i.id !== id))] as const
+      }),
+    drain: (conversationId) =>
+      Ref.modify(state, (queues) => {
+        const queue = queues.get(conversationId)
+        if (queue === undefined || queue.length === 0) return [none, queues] as const
+        return [queue, withQueue(queues, conversationId, none)] as const
+      }),
+    unregister: (conversationId) =>
+      Ref.modify(state, (queues) => {
+        const queue = queues.get(conversationId)
+        if (queue === undefined) return [none, queues] as const
+        const next = new Map(queues)
+        next.delete(conversationId)
+        return [queue, next] as const
+      }),
+    isActive: (conversationId) => Effect.map(Ref.get(state), (queues) => queues.has(conversationId))
+  }
+})
+
 /** @since 0.1.0 @category Context */
-export class Interrupts extends Context.Tag("react-engine/Interrupts")<Interrupts, InterruptsService>() {}
+export class Interrupts extends Context.Tag("react-engine/Interrupts")<Interrupts, InterruptsService>() {
+  /** In-memory queues (one process). @since 0.1.0 */
+  static readonly layer: Layer.Layer<Interrupts> = Layer.effect(Interrupts, make)
+}
