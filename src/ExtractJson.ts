@@ -110,7 +110,9 @@ const extract = (text: string): Option.Option<Record<string, unknown>> => {
 
   // 1. whole text
   const trimmed = text.trim()
-  const whole = parseWithRepair(trimmed)
+  const first = trimmed.charCodeAt(0)
+  // prose fails JSON.parse at its first character; only JSON-looking text is worth repairing
+  const whole = first === 123 /* { */ || first === 91 /* [ */ ? parseWithRepair(trimmed) : parse(trimmed)
   if (whole._tag === "Object") return Option.some(whole.value)
   if (whole._tag === "NotObject") return Option.none()
 

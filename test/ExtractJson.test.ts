@@ -189,6 +189,8 @@ describe("extractJson: properties", () => {
     }
   )
 
+  // LaTeX commands colliding with \n, \r, \t (\theta, \nabla, \right) are recognised as whole
+  // words only, hence the trailing space after \theta (\thetax would stay a tab + "hetax").
   it.prop(
     "repaired LaTeX strings round-trip the backslashes",
     [fc.array(fc.constantFrom("\\alpha", "\\frac{1}{2}", "\\(", "\\)", "\\sqrt", "\\beta", " ", "x", "\\theta ", "\\sum_{i}"), { maxLength: 12 })],
