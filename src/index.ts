@@ -1,0 +1,36 @@
+/**
+ * ReAct Engine — a ReAct agent engine for TypeScript, built on Effect.
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as Message from "./Message.js"
+/** @since 0.1.0 */
+export * as Usage from "./Usage.js"
+/** @since 0.1.0 */
+export * as Llm from "./Llm.js"
+/** @since 0.1.0 */
+export * as ScriptedLlm from "./ScriptedLlm.js"
+/** @since 0.1.0 */
+export * as ModelRegistry from "./ModelRegistry.js"
+/** @since 0.1.0 */
+export * as Tool from "./Tool.js"
+/** @since 0.1.0 */
+export * as Toolkit from "./Toolkit.js"
+/** @since 0.1.0 */
+export * as JsonSchema from "./JsonSchema.js"
+/** @since 0.1.0 */
+export * as ExtractJson from "./ExtractJson.js"
+/** @since 0.1.0 */
+export * as RunEvent from "./RunEvent.js"
+/** @since 0.1.0 */
+export * as Hooks from "./Hooks.js"
+/** @since 0.1.0 */
+export * as Interrupts from "./Interrupts.js"
+/** @since 0.1.0 */
+export * as ContextGuard from "./ContextGuard.js"
+/** @since 0.1.0 */
+export * as ToolSelection from "./ToolSelection.js"
+/** @since 0.1.0 */
+export * as ReactAgent from "./ReactAgent.js"
