@@ -1,0 +1,128 @@
+/**
+ * The web page: `GET /` serves `src/web/index.html`, `GET /assets/*` serves the
+ * page's script, stylesheet and the markdown-it browser bundle (no CDN: the
+ * machines that run this have no internet).
+ *
+ * Files are read once, when the layer is built, and answered from memory with
+ * an `ETag`; the page's own files are revalidated on every load (`no-cache`),
+ * the vendored markdown-it bundle is cached for a day.
+ *
+ * @since 0.1.0
+ */
+import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { createHash } from "node:crypto"
+import { readFile } from "node:fs/promises"
+import { createRequire } from "node:module"
+import { fileURLToPath } from "node:url"
+
+/**
+ * A file the page needs could not be read when the server started.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class WebAssetError extends Schema.TaggedError<WebAssetError>()("WebAssetError", {
+  path: Schema.String,
+  message: Schema.String
+}) {}
+
+/**
+ * One file served by the page routes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WebAsset {
+  readonly route: string
+  readonly file: string
+  readonly contentType: string
+  readonly cacheControl: string
+}
+
+const webDir = (name: string): string => fileURLToPath(new URL(`../web/${name}`, import.meta.url))
+
+const markdownItBundle = (): string =>
+  // the package's `./browser` export resolves to the UMD bundle under the `require` condition
+  createRequire(import.meta.url).resolve("markdown-it/browser")
+
+const REVALIDATE = "no-cache"
+const VENDOR = "public, max-age=86400"
+
+/**
+ * The files served by {@link WebPageRoutes}.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const webAssets = (): ReadonlyArray<WebAsset> => [
+  { route: "/", file: webDir("index.html"), contentType: "text/html; charset=utf-8", cacheControl: REVALIDATE },
+  { route: "/assets/app.js", file: webDir("app.js"), contentType: "text/javascript; charset=utf-8", cacheControl: REVALIDATE },
+  { route: "/assets/render.js", file: webDir("render.js"), contentType: "text/javascript; charset=utf-8", cacheControl: REVALIDATE },
+  { route: "/assets/sse.js", file: webDir("sse.js"), contentType: "text/javascript; charset=utf-8", cacheControl: REVALIDATE },
+  { route: "/assets/app.css", file: webDir("styles.css"), contentType: "text/css; charset=utf-8", cacheControl: REVALIDATE },
+  { route: "/assets/markdown-it.min.js", file: markdownItBundle(), contentType: "text/javascript; charset=utf-8", cacheControl: VENDOR },
+  { route: "/favicon.svg", file: webDir("favicon.svg"), contentType: "image/svg+xml", cacheControl: VENDOR }
+]
+
+const loadAsset = (asset: WebAsset) =>
+  Effect.tryPromise({
+    try: () => readFile(asset.file),
+    catch: (cause) =>
+      new WebAssetError({ path: asset.file, message: `cannot read web asset ${asset.file}: ${String(cause)}` })
+  }).pipe(
+    Effect.map((body) => ({
+      ...asset,
+      body: new Uint8Array(body),
+      etag: `"${createHash("sha1").update(body).digest("base64url").slice(0, 20)}"`
+    }))
+  )
+
+const SECURITY_HEADERS = {
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer"
+} as const
+
+// The page runs only its own scripts; previews of artifacts live in sandboxed srcdoc iframes.
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "frame-src 'self' about: data: blob:",
+  "object-src 'none'",
+  "base-uri 'none'"
+].join("; ")
+
+/**
+ * Routes for the web page: `GET /` and `GET /assets/*`. Add it next to the API
+ * routes and serve both with `HttpLayerRouter.serve`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const WebPageRoutes = HttpLayerRouter.use((router) =>
+  Effect.gen(function*() {
+    const assets = yield* Effect.forEach(webAssets(), loadAsset)
+    for (const asset of assets) {
+      yield* router.add(
+        "GET",
+        asset.route as `/${string}`,
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const headers: Record<string, string> = {
+            ...SECURITY_HEADERS,
+            "cache-control": asset.cacheControl,
+            etag: asset.etag
+          }
+          if (asset.route === "/") headers["content-security-policy"] = CSP
+          if (request.headers["if-none-match"] === asset.etag) {
+            return HttpServerResponse.empty({ status: 304, headers })
+          }
+          return HttpServerResponse.uint8Array(asset.body, { contentType: asset.contentType, headers })
+        })
+      )
+    }
+  })
+)
