@@ -1,0 +1,95 @@
+/**
+ * Token estimation without a tokenizer (SPEC §7): ASCII ≈ 4 characters per token,
+ * any other character ≈ 1.5 per token, 765 tokens per image part, +4 per message
+ * for the chat framing; tool-call names, ids and arguments are counted.
+ *
+ * Messages are immutable, so each message's estimate is computed once and cached
+ * (a `WeakMap` keyed by the message object): estimating a growing history costs
+ * O(new messages), and a cached message costs one map lookup.
+ *
+ * `reasoning_content` is not counted: providers do not take it back as input.
+ *
+ * @since 0.1.0
+ */
+import type { ChatMessage, Content } from "./Message.js"
+
+/** Tokens added per message for the role and framing. @since 0.1.0 @category constants */
+export const PER_MESSAGE = 4
+/** Tokens per image part (a high-detail tile budget). @since 0.1.0 @category constants */
+export const PER_IMAGE = 765
+/** ASCII characters per token. @since 0.1.0 @category constants */
+export const ASCII_CHARS_PER_TOKEN = 4
+/** Non-ASCII characters (CJK, accents, emoji…) per token. @since 0.1.0 @category constants */
+export const OTHER_CHARS_PER_TOKEN = 1.5
+
+/**
+ * Estimated tokens of a text. A surrogate pair (emoji, rare CJK) counts as one
+ * character.
+ *
+ * @since 0.1.0 @category estimation
+ */
+export const estimateText = (text: string): number => {
+  const length = text.length
+  if (length === 0) return 0
+  let ascii = 0
+  let other = 0
+  let previous = 0
+  for (let i = 0; i < length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 128) ascii++
+    // the low half of a surrogate pair was counted with its high half
+    else if (!((code & 0xfc00) === 0xdc00 && (previous & 0xfc00) === 0xd800)) other++
+    previous = code
+  }
+  return Math.ceil(ascii / ASCII_CHARS_PER_TOKEN + other / OTHER_CHARS_PER_TOKEN)
+}
+
+const estimateContent = (content: Content | null): number => {
+  if (content === null) return 0
+  if (typeof content === "string") return estimateText(content)
+  let tokens = 0
+  for (const part of content) {
+    tokens += part.type === "text" ? estimateText(part.text) : PER_IMAGE
+  }
+  return tokens
+}
+
+const compute = (message: ChatMessage): number => {
+  let tokens = PER_MESSAGE + estimateContent(message.content)
+  if (message.role === "assistant" && message.tool_calls) {
+    for (const call of message.tool_calls) {
+      tokens += estimateText(call.id) + estimateText(call.function.name) + estimateText(call.function.arguments) + 3
+    }
+  } else if (message.role === "tool") {
+    tokens += estimateText(message.tool_call_id)
+    if (message.name !== undefined) tokens += estimateText(message.name)
+  }
+  return tokens
+}
+
+const cache = new WeakMap<ChatMessage, number>()
+
+/**
+ * Estimated tokens of one message (cached per message object).
+ *
+ * @since 0.1.0 @category estimation
+ */
+export const estimateMessage = (message: ChatMessage): number => {
+  let tokens = cache.get(message)
+  if (tokens === undefined) {
+    tokens = compute(message)
+    cache.set(message, tokens)
+  }
+  return tokens
+}
+
+/**
+ * Estimated tokens of a message list (the sum of the cached per-message estimates).
+ *
+ * @since 0.1.0 @category estimation
+ */
+export const estimateMessages = (messages: ReadonlyArray<ChatMessage>): number => {
+  let total = 0
+  for (let i = 0; i < messages.length; i++) total += estimateMessage(messages[i])
+  return total
+}
