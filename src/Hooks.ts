@@ -4,10 +4,26 @@
  *
  * CONTRACT (the loop calls exactly these two functions; neither ever fails).
  *
+ * A hook has a name, a priority (lower runs first; equal priorities keep
+ * registration order), an optional tool-name glob filter and a `run` Effect:
+ *
+ * - Pre (`Hooks.pre`): may block (`{ allow: false, reason }`, the first block stops
+ *   the chain), replace the arguments (`{ allow: true, args }`, later hooks see them),
+ *   or allow unchanged (`void`). A Pre hook that fails or dies blocks the call
+ *   (fail closed) unless it was made with `failOpen: true`.
+ * - Post (`Hooks.post`): may replace the outcome (chained) or keep it (`void`). A Post
+ *   hook that fails or dies keeps the outcome it received (logged as a warning).
+ *
+ * Interruption is never swallowed: it propagates out of both chains.
+ *
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { compileMatcher } from "./internal/hooksMatcher.js"
+import { invalidHook, makeService } from "./internal/hooksRunner.js"
 import type { Tool, ToolOutput } from "./Tool.js"
 
 /** What a hook sees about the call. @since 0.1.0 @category models */
@@ -37,5 +53,191 @@ export interface HooksService {
   readonly runPostToolUse: (context: ToolUseContext, outcome: ToolOutcome) => Effect.Effect<ToolOutcome>
 }
 
+/**
+ * What a Pre hook returns: allow (optionally with replacement arguments), block with
+ * a reason the model reads as an error observation, or `void` (allow unchanged).
+ *
+ * @since 0.1.0 @category models
+ */
+export type PreResult =
+  | { readonly allow: true; readonly args?: Record<string, unknown> }
+  | { readonly allow: false; readonly reason: string }
+  | void
+  | undefined
+
+/** What a Post hook returns: a replacement outcome, or `void` to keep it. @since 0.1.0 @category models */
+export type PostResult = ToolOutcome | void | undefined
+
+/**
+ * Tool-name filter: a glob (`*` any run of characters, `?` one character, matched
+ * against the whole name, e.g. `"fs__*"`, `"write_*"`, `"*"`) or a list of globs (any
+ * matches). Absent = every tool.
+ *
+ * @since 0.1.0 @category models
+ */
+export type Matcher = string | ReadonlyArray<string>
+
+/** @since 0.1.0 @category models */
+export interface PreToolUseHook<R = never> {
+  readonly _tag: "PreToolUse"
+  readonly name: string
+  readonly priority: number
+  readonly matcher?: Matcher
+  /** When true a failing hook lets the chain go on; default false (fail closed). */
+  readonly failOpen: boolean
+  readonly run: (context: ToolUseContext) => Effect.Effect<PreResult, unknown, R>
+}
+
+/** @since 0.1.0 @category models */
+export interface PostToolUseHook<R = never> {
+  readonly _tag: "PostToolUse"
+  readonly name: string
+  readonly priority: number
+  readonly matcher?: Matcher
+  readonly run: (context: ToolUseContext, outcome: ToolOutcome) => Effect.Effect<PostResult, unknown, R>
+}
+
+/** @since 0.1.0 @category models */
+export type Hook<R = never> = PreToolUseHook<R> | PostToolUseHook<R>
+
+/** @since 0.1.0 @category models */
+export interface PreHookOptions<R = never> {
+  readonly name: string
+  /** Lower runs first; default 0. */
+  readonly priority?: number
+  readonly matcher?: Matcher
+  readonly failOpen?: boolean
+  readonly run: (context: ToolUseContext) => Effect.Effect<PreResult, unknown, R>
+}
+
+/** @since 0.1.0 @category models */
+export interface PostHookOptions<R = never> {
+  readonly name: string
+  /** Lower runs first; default 0. */
+  readonly priority?: number
+  readonly matcher?: Matcher
+  readonly run: (context: ToolUseContext, outcome: ToolOutcome) => Effect.Effect<PostResult, unknown, R>
+}
+
+/** A hook definition that cannot run (bad name, priority, matcher or run). @since 0.1.0 @category errors */
+export class InvalidHook extends Schema.TaggedError<InvalidHook>()("InvalidHook", {
+  message: Schema.String
+}) {}
+
+const check = <H>(hook: H): H => {
+  const problem = invalidHook(hook, 0)
+  if (problem !== undefined) throw new InvalidHook({ message: `Invalid hook: ${problem}` })
+  return hook
+}
+
+/**
+ * Defines a PreToolUse hook. Throws `InvalidHook` on a bad definition.
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const pre = <R = never>(options: PreHookOptions<R>): PreToolUseHook<R> =>
+  check({
+    _tag: "PreToolUse",
+    name: options.name,
+    priority: options.priority ?? 0,
+    ...(options.matcher !== undefined ? { matcher: options.matcher } : {}),
+    failOpen: options.failOpen ?? false,
+    run: options.run
+  })
+
+/**
+ * Defines a PostToolUse hook. Throws `InvalidHook` on a bad definition.
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const post = <R = never>(options: PostHookOptions<R>): PostToolUseHook<R> =>
+  check({
+    _tag: "PostToolUse",
+    name: options.name,
+    priority: options.priority ?? 0,
+    ...(options.matcher !== undefined ? { matcher: options.matcher } : {}),
+    run: options.run
+  })
+
+const validateAll = (hooks: ReadonlyArray<Hook<any>>): void => {
+  if (!Array.isArray(hooks)) throw new InvalidHook({ message: "Invalid hooks: expected an array of hooks" })
+  hooks.forEach((hook, index) => {
+    const problem = invalidHook(hook, index)
+    if (problem !== undefined) throw new InvalidHook({ message: `Invalid hook: ${problem}` })
+  })
+}
+
+/**
+ * Builds the service from hooks (sorted once by priority, then registration order).
+ * Throws `InvalidHook` on a bad definition.
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const make = (hooks: ReadonlyArray<Hook>): HooksService => {
+  validateAll(hooks)
+  return makeService(hooks)
+}
+
+/** True when the matcher (absent = every tool) selects the tool name. @since 0.1.0 @category utils */
+export const matches = (matcher: Matcher | undefined, toolName: string): boolean => {
+  const filter = compileMatcher(matcher)
+  if (typeof filter === "string") throw new InvalidHook({ message: `Invalid matcher: ${filter}` })
+  return filter(toolName)
+}
+
+const provideHook = <R>(hook: Hook<R>, context: Context.Context<R>): Hook => {
+  if (context.unsafeMap.size === 0) return hook as Hook
+  // Non-Effect returns pass through untouched so the runner reports them.
+  const provide = (effect: unknown): any =>
+    Effect.isEffect(effect)
+      ? Effect.mapInputContext(effect as Effect.Effect<unknown, unknown, R>, (outer: Context.Context<never>) =>
+        Context.merge(outer, context))
+      : effect
+  return hook._tag === "PreToolUse"
+    ? { ...hook, run: (ctx: ToolUseContext) => provide(hook.run(ctx)) }
+    : { ...hook, run: (ctx: ToolUseContext, outcome: ToolOutcome) => provide(hook.run(ctx, outcome)) }
+}
+
+/** The service for hooks needing services `R`, which are captured now. @since 0.1.0 @category constructors */
+export const makeWith = <R>(hooks: ReadonlyArray<Hook<R>>): Effect.Effect<HooksService, never, R> =>
+  Effect.map(Effect.context<R>(), (context) => {
+    validateAll(hooks)
+    return makeService(hooks.map((hook) => provideHook(hook, context)))
+  })
+
 /** @since 0.1.0 @category Context */
-export class Hooks extends Context.Tag("react-engine/Hooks")<Hooks, HooksService>() {}
+export class Hooks extends Context.Tag("react-engine/Hooks")<Hooks, HooksService>() {
+  /** @since 0.1.0 */
+  static readonly pre = pre
+  /** @since 0.1.0 */
+  static readonly post = post
+  /** @since 0.1.0 */
+  static readonly make = make
+  /**
+   * A layer running the given hooks; hooks that need services take them from the
+   * layer's context. Dies with `InvalidHook` on a bad definition.
+   *
+   * @since 0.1.0
+   */
+  static readonly layer = <R = never>(hooks: ReadonlyArray<Hook<R>>): Layer.Layer<Hooks, never, R> =>
+    Layer.effect(Hooks, makeWith(hooks))
+  /**
+   * A layer whose hooks are computed by an effect (e.g. from `Config`).
+   *
+   * @since 0.1.0
+   */
+  static readonly layerEffect = <E, R, R2 = never>(
+    hooks: Effect.Effect<ReadonlyArray<Hook<R2>>, E, R>
+  ): Layer.Layer<Hooks, E, R | R2> => Layer.effect(Hooks, Effect.flatMap(hooks, makeWith))
+  /** No hooks: every call is allowed unchanged, every outcome kept. @since 0.1.0 */
+  static readonly layerEmpty: Layer.Layer<Hooks> = Layer.succeed(this, makeService([]))
+}
+
+/** @since 0.1.0 @category layers */
+export const layer: <R = never>(hooks: ReadonlyArray<Hook<R>>) => Layer.Layer<Hooks, never, R> = Hooks.layer
+/** @since 0.1.0 @category layers */
+export const layerEffect: <E, R, R2 = never>(
+  hooks: Effect.Effect<ReadonlyArray<Hook<R2>>, E, R>
+) => Layer.Layer<Hooks, E, R | R2> = Hooks.layerEffect
+/** @since 0.1.0 @category layers */
+export const layerEmpty: Layer.Layer<Hooks> = Hooks.layerEmpty
