@@ -3,16 +3,37 @@
  * followed by one streaming answer-synthesis call, emitted as a `Stream` of
  * `RunEvent`s that always ends with `Done`.
  *
- * CONTRACT (implementation in progress): the server codes against `ReactAgent`,
- * `RunInput` and `collect`.
+ * CONTRACT: the server codes against `ReactAgent`, `RunInput` and `collect`.
+ *
+ * ```ts
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* ReactAgent
+ *   yield* agent.run({ query: "What is 2+2?" }).pipe(
+ *     Stream.runForEach((event) => Console.log(event._tag))
+ *   )
+ * })
+ * ```
  *
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
-import type * as Stream from "effect/Stream"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import type { AgentOptions } from "./AgentConfig.js"
+import * as AgentConfig from "./AgentConfig.js"
+import { ContextGuard } from "./ContextGuard.js"
+import { Hooks } from "./Hooks.js"
+import { execute } from "./internal/agentRun.js"
+import { Interrupts } from "./Interrupts.js"
+import { Llm } from "./Llm.js"
 import type { ChatMessage, Content } from "./Message.js"
+import { ModelRegistry } from "./ModelRegistry.js"
 import type { RunEvent, RunResult } from "./RunEvent.js"
+import { Tools } from "./Toolkit.js"
+import * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
 
 /** @since 0.1.0 @category models */
 export interface RunInput {
@@ -24,6 +45,13 @@ export interface RunInput {
   readonly history?: ReadonlyArray<ChatMessage>
   /** Overrides the agent's max iterations for this run. */
   readonly maxIterations?: number
+  /**
+   * Cancellation: when this effect completes, the run stops at once (LLM request
+   * aborted, tools interrupted, every tool call already sent answered with
+   * `Error: interrupted` in `Done.messages`) and the stream ends with `Done`
+   * (answer `""`, no `RunFailed`). E.g. `Deferred.await(cancelled)`.
+   */
+  readonly cancel?: Effect.Effect<void>
 }
 
 /** @since 0.1.0 @category models */
@@ -34,5 +62,90 @@ export interface ReactAgentService {
   readonly runCollect: (input: RunInput) => Effect.Effect<RunResult>
 }
 
+/**
+ * Collects a run's events into its result (the `Done` payload, plus the
+ * `RunFailed` message when the run failed).
+ *
+ * @since 0.1.0 @category utils
+ */
+export const collect = (events: Stream.Stream<RunEvent>): Effect.Effect<RunResult> =>
+  Stream.runFold(
+    events,
+    { done: undefined as Extract<RunEvent, { _tag: "Done" }> | undefined, error: undefined as RunResult["error"] },
+    (acc, event) => {
+      if (event._tag === "Done") acc.done = event
+      else if (event._tag === "RunFailed") acc.error = { message: event.message, retryable: event.retryable }
+      return acc
+    }
+  ).pipe(
+    Effect.map(({ done, error }): RunResult => {
+      if (done === undefined) {
+        return {
+          answer: "",
+          steps: [],
+          iterations: 0,
+          usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, llm_calls: 0, by_phase: {} },
+          messages: [],
+          elapsed: 0,
+          pendingInjections: [],
+          error: error ?? { message: "The run ended without a result", retryable: true }
+        }
+      }
+      return {
+        answer: done.answer,
+        steps: done.steps ?? [],
+        iterations: done.iterations,
+        usage: done.usage,
+        messages: done.messages ?? [],
+        elapsed: done.elapsed,
+        pendingInjections: done.pending_injections,
+        ...(error ? { error } : {})
+      }
+    })
+  )
+
+/**
+ * Builds the agent from its services. Options: explicit values, else `REACT_*`
+ * environment variables, else defaults (see `AgentConfig`).
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const make = (
+  options?: Partial<AgentOptions>
+): Effect.Effect<ReactAgentService, ConfigError.ConfigError, Llm | Tools | Hooks | ContextGuard | Interrupts> =>
+  Effect.gen(function*() {
+    const resolved = yield* AgentConfig.load(options)
+    const services = {
+      options: resolved,
+      llm: yield* Llm,
+      toolkit: yield* Tools,
+      hooks: yield* Hooks,
+      guard: yield* ContextGuard,
+      interrupts: yield* Interrupts,
+      fast: Option.map(yield* Effect.serviceOption(ModelRegistry), (r) => r.fast)
+    }
+    const run = (input: RunInput): Stream.Stream<RunEvent> =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const mailbox = yield* Mailbox.make<RunEvent>()
+        const emit = (event: RunEvent): void => {
+          mailbox.unsafeOffer(event)
+        }
+        yield* execute(services, input, emit).pipe(Effect.ensuring(mailbox.end), Effect.forkScoped)
+        return Mailbox.toStream(mailbox)
+      }))
+    return { run, runCollect: (input) => collect(run(input)) }
+  })
+
 /** @since 0.1.0 @category Context */
-export class ReactAgent extends Context.Tag("react-engine/ReactAgent")<ReactAgent, ReactAgentService>() {}
+export class ReactAgent extends Context.Tag("react-engine/ReactAgent")<ReactAgent, ReactAgentService>() {
+  /**
+   * The agent over `Llm`, `Tools`, `Hooks`, `ContextGuard` and `Interrupts` (and the
+   * optional `ModelRegistry`, whose `fast` model does tool selection).
+   *
+   * @since 0.1.0
+   */
+  static readonly layer = (
+    options?: Partial<AgentOptions>
+  ): Layer.Layer<ReactAgent, ConfigError.ConfigError, Llm | Tools | Hooks | ContextGuard | Interrupts> =>
+    Layer.effect(ReactAgent, make(options))
+}

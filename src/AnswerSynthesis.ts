@@ -1,0 +1,146 @@
+/**
+ * Answer synthesis (SPEC §9): one streaming call that reads the whole run — the
+ * question and every tool call with its arguments and its result (cut to
+ * `toolObsTruncation` chars, JSON-mode observations included) — and writes the
+ * user-facing answer. Deltas are forwarded as they arrive (no buffering).
+ *
+ * Fallback rule (the user always gets an answer, and a fallback is never an error):
+ * - the stream fails (or ends empty) before its first token → the loop's own
+ *   answer is emitted instead, as deltas whose concatenation is the text intact;
+ * - it fails midway after sending `sent` → if the loop answer starts with `sent`,
+ *   only the rest of the loop answer is sent; otherwise a separator
+ *   (`"\n\n---\n\n"`) and the whole loop answer are sent. Nothing already sent is
+ *   sent again.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import { SYNTHESIS_SYSTEM_PROMPT } from "./internal/prompts.js"
+import type { LlmService } from "./Llm.js"
+import * as Message from "./Message.js"
+import type { RunEvent, Step } from "./RunEvent.js"
+import * as Usage from "./Usage.js"
+
+/** @since 0.1.0 @category models */
+export interface SynthesisInput {
+  readonly question: Message.Content
+  /** Every tool step of the run, in order. */
+  readonly steps: ReadonlyArray<Step>
+  /** The tool loop's answer (used as the draft, and as the fallback). */
+  readonly loopAnswer: string
+  /** Earlier turns of the conversation (user/assistant text is kept). */
+  readonly history?: ReadonlyArray<Message.ChatMessage>
+  /** User messages injected during the run. */
+  readonly interrupts?: ReadonlyArray<string>
+  /** Tool results are cut to this many chars (default 2000). */
+  readonly toolObsTruncation?: number
+}
+
+/** @since 0.1.0 @category models */
+export interface SynthesisResult {
+  /** The complete answer the user received. */
+  readonly answer: string
+  readonly usage: Usage.Usage
+  readonly fallback: "none" | "before_first_token" | "midway"
+}
+
+/** Separator between a partial synthesised answer and the loop answer. @since 0.1.0 @category constants */
+export const FALLBACK_SEPARATOR = "\n\n---\n\n"
+
+const cut = (text: string, max: number): string =>
+  text.length <= max ? text : `${text.slice(0, max)}… [truncated, ${text.length - max} more chars]`
+
+const showArgs = (args: unknown): string => {
+  if (typeof args === "string") return args
+  try {
+    return JSON.stringify(args) ?? "{}"
+  } catch {
+    return String(args)
+  }
+}
+
+/**
+ * The synthesis prompt: the synthesiser system prompt, the earlier turns, and one
+ * user message with the question and the full execution trace.
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const buildMessages = (input: SynthesisInput): Array<Message.ChatMessage> => {
+  const max = input.toolObsTruncation ?? 2000
+  const parts: Array<string> = [`Question:\n${Message.textOf(input.question)}`, ""]
+  if (input.steps.length === 0) {
+    parts.push("Execution trace: no tools were used.")
+  } else {
+    parts.push("Execution trace:")
+    input.steps.forEach((s, i) => {
+      parts.push(`Step ${i + 1}: ${s.tool_name}`, `Arguments: ${cut(showArgs(s.tool_args ?? {}), max)}`)
+      parts.push(s.error === null ? `Result: ${cut(s.observation, max)}` : `Error: ${cut(s.error, max)}`, "")
+    })
+  }
+  if (input.interrupts && input.interrupts.length > 0) {
+    parts.push("", "Messages the user sent during the work:", ...input.interrupts.map((c) => `- ${c}`))
+  }
+  if (input.loopAnswer !== "") parts.push("", `Draft answer:\n${input.loopAnswer}`)
+  parts.push("", "Write the final answer to the question.")
+  const text = parts.join("\n")
+  const images = typeof input.question === "string" ? [] : input.question.filter((p) => p.type === "image_url")
+  const messages: Array<Message.ChatMessage> = [Message.system(SYNTHESIS_SYSTEM_PROMPT)]
+  for (const m of input.history ?? []) {
+    if (m.role === "user" || (m.role === "assistant" && m.content)) {
+      messages.push(m.role === "user" ? Message.user(Message.textOf(m.content)) : Message.assistant(m.content))
+    }
+  }
+  messages.push(Message.user(images.length > 0 ? [{ type: "text", text }, ...images] : text))
+  return messages
+}
+
+/** Splits a text into word-sized chunks whose concatenation is the text. */
+const chunks = (text: string): Array<string> => text.match(/\S+\s*|\s+/g) ?? []
+
+/**
+ * Streams the answer: emits `AnswerStart`, one `AnswerDelta` per chunk, `AnswerDone`
+ * (never an error event), and returns the full answer and the call's usage.
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const streamAnswer = (
+  llm: LlmService,
+  input: SynthesisInput,
+  emit: (event: RunEvent) => void
+): Effect.Effect<SynthesisResult> =>
+  Effect.gen(function*() {
+    let sent = ""
+    let usage: Usage.Usage | undefined
+    emit({ _tag: "AnswerStart" })
+    const ok = yield* llm.streamChat({ messages: buildMessages(input) }).pipe(
+      Stream.runForEach((delta) =>
+        Effect.sync(() => {
+          if (delta._tag === "Content") {
+            if (delta.text === "") return
+            sent += delta.text
+            emit({ _tag: "AnswerDelta", content: delta.text })
+          } else if (delta._tag === "Usage") {
+            usage = usage ? Usage.add(usage, delta.usage) : delta.usage
+          }
+        })
+      ),
+      Effect.as(true),
+      Effect.catchAll(() => Effect.succeed(false)),
+      Effect.catchAllDefect(() => Effect.succeed(false))
+    )
+    let rest = ""
+    let fallback: SynthesisResult["fallback"] = "none"
+    if (sent === "") {
+      rest = input.loopAnswer
+      fallback = "before_first_token"
+    } else if (!ok) {
+      fallback = "midway"
+      rest = input.loopAnswer.startsWith(sent)
+        ? input.loopAnswer.slice(sent.length)
+        : input.loopAnswer === "" ? "" : FALLBACK_SEPARATOR + input.loopAnswer
+    }
+    for (const chunk of chunks(rest)) emit({ _tag: "AnswerDelta", content: chunk })
+    emit({ _tag: "AnswerDone" })
+    return { answer: sent + rest, usage: usage ?? Usage.make(0, 0), fallback }
+  })

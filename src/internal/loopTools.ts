@@ -1,0 +1,184 @@
+/**
+ * Executing the tool calls of the ReAct loop: PreToolUse hooks → execute (decode,
+ * handler, timeout) → PostToolUse hooks → the observation the model sees (artifact
+ * summary, tool-result budget) and the full step the events and trace keep.
+ * Every call yields exactly one result, whatever happens; only interruption escapes.
+ *
+ * @internal
+ */
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type { ToolOutcome, ToolUseContext } from "../Hooks.js"
+import type { Step } from "../RunEvent.js"
+import * as Tool from "../Tool.js"
+import type { LoopEnv, RunState } from "./loopState.js"
+import * as Prompts from "./prompts.js"
+
+/** One tool call as the model asked for it. */
+export interface CallRequest {
+  readonly name: string
+  /** The decoded arguments, or why they could not be decoded. */
+  readonly args: Either.Either<Record<string, unknown>, string>
+  /** The arguments as shown in events (the object, or the raw text when invalid). */
+  readonly shownArgs: unknown
+  readonly id?: string
+}
+
+/** The outcome of one call. */
+export interface CallResult {
+  /** What the model sees (`Error: …` for failures). */
+  readonly modelText: string
+  readonly step: Step
+}
+
+/** Canonical JSON with sorted object keys (cycle detection). */
+export const canonicalJson = (value: unknown): string => {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
+  const keys = Object.keys(value).sort()
+  const obj = value as Record<string, unknown>
+  return `{${keys.filter((k) => obj[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(",")}}`
+}
+
+/** The cycle-detection key of a call. */
+export const cycleKey = (call: CallRequest): string =>
+  `${call.name}\u0000${Either.isRight(call.args) ? canonicalJson(call.args.right) : String(call.shownArgs)}`
+
+/** Token estimate of a text (SPEC §7: ASCII ≈ 4 chars/token, other chars ≈ 1.5). */
+export const estimateText = (text: string): number => {
+  let ascii = 0
+  const n = text.length
+  for (let i = 0; i < n; i++) if (text.charCodeAt(i) < 128) ascii++
+  return Math.ceil(ascii / 4 + (n - ascii) / 1.5)
+}
+
+/** Applies the per-run tool-result budget to an observation. */
+const applyBudget = (env: LoopEnv, state: RunState, text: string): string => {
+  const budget = env.options.toolResultBudget
+  if (budget <= 0) return text
+  const tokens = estimateText(text)
+  if (state.obsTokens + tokens <= budget) {
+    state.obsTokens += tokens
+    return text
+  }
+  const remaining = Math.max(0, budget - state.obsTokens)
+  state.obsTokens = budget
+  const keep = tokens === 0 ? 0 : Math.floor(text.length * (remaining / tokens))
+  return text.slice(0, keep) + Prompts.budgetNotice(budget)
+}
+
+const describe = (u: unknown): string => {
+  if (u instanceof Error) return u.message
+  try {
+    return typeof u === "string" ? u : JSON.stringify(u) ?? String(u)
+  } catch {
+    return String(u)
+  }
+}
+
+/** Runs decode + handler with the timeout; ToolError, defects and timeouts become a Failure outcome. */
+const runTool = (env: LoopEnv, tool: Tool.Tool, args: Record<string, unknown>): Effect.Effect<ToolOutcome> => {
+  const timeout = tool.timeout ?? env.options.toolTimeout
+  return Tool.execute(tool, args).pipe(
+    Effect.timeoutFail({
+      duration: timeout,
+      onTimeout: () => new Tool.ToolError({ message: `Tool ${tool.name} timed out after ${Duration.format(timeout)}` })
+    }),
+    Effect.map((output): ToolOutcome => ({ _tag: "Success", output })),
+    Effect.catchAll((e) => Effect.succeed<ToolOutcome>({ _tag: "Failure", message: e.message })),
+    Effect.catchAllDefect((defect) =>
+      Effect.succeed<ToolOutcome>({ _tag: "Failure", message: `Tool ${tool.name} crashed: ${describe(defect)}` })
+    )
+  )
+}
+
+const availableNames = (env: LoopEnv): string => {
+  const names = env.tools.advertised().map((t) => t.name)
+  return names.length > 0 ? names.join(", ") : "(none)"
+}
+
+/**
+ * Executes one call (the `ToolStart` event is emitted by the caller, so that every
+ * start of a parallel round precedes its results) and emits `ToolDone`.
+ */
+export const executeCall = (
+  env: LoopEnv,
+  state: RunState,
+  call: CallRequest,
+  iteration: number
+): Effect.Effect<CallResult> =>
+  Effect.gen(function*() {
+    const started = yield* Clock.currentTimeMillis
+    let finalArgs: unknown = call.shownArgs
+    let outcome: ToolOutcome
+    const tool = env.tools.resolve(call.name)
+    if (Either.isLeft(call.args)) {
+      outcome = { _tag: "Failure", message: call.args.left }
+    } else if (tool === undefined) {
+      outcome = { _tag: "Failure", message: `Unknown tool "${call.name}". Available tools: ${availableNames(env)}` }
+    } else {
+      const context: ToolUseContext = {
+        toolName: call.name,
+        args: call.args.right,
+        iteration,
+        conversationId: env.conversationId,
+        tool,
+        ...(call.id !== undefined ? { toolCallId: call.id } : {})
+      }
+      const decision = yield* env.hooks.runPreToolUse(context)
+      if (!decision.allow) {
+        outcome = { _tag: "Failure", message: `Blocked by ${decision.hook}: ${decision.reason}` }
+      } else {
+        finalArgs = decision.args
+        const result = yield* runTool(env, tool, decision.args)
+        outcome = yield* env.hooks.runPostToolUse({ ...context, args: decision.args }, result)
+      }
+    }
+    const elapsed = ((yield* Clock.currentTimeMillis) - started) / 1000
+    let modelText: string
+    let step: Step
+    if (outcome._tag === "Success") {
+      const rich = Tool.toRich(outcome.output)
+      const artifacts = rich.artifacts ?? []
+      const seen = (rich.contentType === "html" || rich.contentType === "markdown") && artifacts.length > 0
+        ? Prompts.artifactSummary(artifacts.map((a) => a.name))
+        : rich.content
+      modelText = applyBudget(env, state, seen)
+      step = {
+        iteration,
+        tool_name: call.name,
+        tool_args: finalArgs,
+        observation: rich.content,
+        error: null,
+        iter_elapsed: elapsed,
+        content_type: rich.contentType,
+        ...(call.id !== undefined ? { tool_call_id: call.id } : {}),
+        ...(artifacts.length > 0 ? { artifacts } : {})
+      }
+    } else {
+      modelText = `Error: ${outcome.message}`
+      step = {
+        iteration,
+        tool_name: call.name,
+        tool_args: finalArgs,
+        observation: `Error: ${outcome.message}`,
+        error: outcome.message,
+        iter_elapsed: elapsed,
+        ...(call.id !== undefined ? { tool_call_id: call.id } : {})
+      }
+    }
+    env.emit({ _tag: "ToolDone", ...step })
+    return { modelText, step }
+  })
+
+/** Emits `ToolStart` for a call. */
+export const emitStart = (env: LoopEnv, call: CallRequest, iteration: number): void =>
+  env.emit({
+    _tag: "ToolStart",
+    iteration,
+    tool_name: call.name,
+    tool_args: call.shownArgs,
+    ...(call.id !== undefined ? { tool_call_id: call.id } : {})
+  })

@@ -1,0 +1,175 @@
+/**
+ * Test wiring for the ReAct agent: a scripted LLM, tools, hooks, a context guard
+ * and the real in-memory interrupts, composed into one layer that also exposes
+ * the dependencies (so tests can inject interrupts).
+ */
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import type { AgentOptions } from "../../src/AgentConfig.js"
+import type { CheckOptions, CheckResult, ContextGuardService } from "../../src/ContextGuard.js"
+import { ContextGuard } from "../../src/ContextGuard.js"
+import type { HooksService, PreDecision, ToolOutcome, ToolUseContext } from "../../src/Hooks.js"
+import { Hooks } from "../../src/Hooks.js"
+import { Interrupts } from "../../src/Interrupts.js"
+import type { LlmService } from "../../src/Llm.js"
+import type { ChatMessage } from "../../src/Message.js"
+import { ReactAgent } from "../../src/ReactAgent.js"
+import type { RecordedRequest, ScriptedLlmOptions, ScriptStep } from "../../src/ScriptedLlm.js"
+import * as ScriptedLlm from "../../src/ScriptedLlm.js"
+import type { Tool as ToolT } from "../../src/Tool.js"
+import * as Tool from "../../src/Tool.js"
+import { Tools } from "../../src/Toolkit.js"
+import * as Usage from "../../src/Usage.js"
+
+/** Hooks that allow everything and change nothing. */
+export const noHooks: Layer.Layer<Hooks> = Layer.succeed(Hooks, {
+  runPreToolUse: (ctx) => Effect.succeed({ allow: true, args: ctx.args }),
+  runPostToolUse: (_ctx, outcome) => Effect.succeed(outcome)
+})
+
+/** Hooks from two plain functions (the real chain is tested in Hooks.test.ts). */
+export const hooksFrom = (impl: {
+  readonly pre?: (ctx: ToolUseContext) => PreDecision
+  readonly post?: (ctx: ToolUseContext, outcome: ToolOutcome) => ToolOutcome
+}): Layer.Layer<Hooks> =>
+  Layer.succeed(Hooks, {
+    runPreToolUse: (ctx) => Effect.sync(() => impl.pre ? impl.pre(ctx) : { allow: true, args: ctx.args }),
+    runPostToolUse: (ctx, outcome) => Effect.sync(() => impl.post ? impl.post(ctx, outcome) : outcome)
+  } satisfies HooksService)
+
+/** A guard that never changes the list, recording every check. */
+export const recordingGuard = (
+  budget = 32000,
+  compact?: (messages: ReadonlyArray<ChatMessage>, options: CheckOptions | undefined) => CheckResult | undefined
+): { readonly layer: Layer.Layer<ContextGuard>; readonly checks: Array<CheckOptions | undefined> } => {
+  const checks: Array<CheckOptions | undefined> = []
+  const service: ContextGuardService = {
+    budget,
+    estimate: (messages) => messages.length,
+    checkAndCompact: (messages, options) =>
+      Effect.sync(() => {
+        checks.push(options)
+        return compact?.(messages, options) ?? {
+          messages,
+          compacted: false,
+          originalMessages: messages.length,
+          keptMessages: messages.length,
+          usage: Usage.empty
+        }
+      })
+  }
+  return { layer: Layer.succeed(ContextGuard, service), checks }
+}
+
+/** A calculator-ish tool: `add({a, b})`. */
+export const addTool = Tool.make({
+  name: "add",
+  description: "Adds two numbers",
+  parameters: Schema.Struct({ a: Schema.Number, b: Schema.Number }),
+  handler: ({ a, b }) => Effect.succeed(String(a + b))
+})
+
+/** Echoes its `text` argument. */
+export const echoTool = Tool.make({
+  name: "echo",
+  description: "Echoes text",
+  parameters: Schema.Struct({ text: Schema.String }),
+  handler: ({ text }) => Effect.succeed(`echo: ${text}`)
+})
+
+/** Sleeps `ms` (real or test clock) then answers `slept <ms>`. */
+export const sleepTool = Tool.make({
+  name: "sleep",
+  description: "Sleeps",
+  parameters: Schema.Struct({ ms: Schema.Number }),
+  handler: ({ ms }) => Effect.as(Effect.sleep(ms), `slept ${ms}`)
+})
+
+/** Fails with a ToolError. */
+export const failTool = Tool.make({
+  name: "fail",
+  description: "Always fails",
+  parameters: Schema.Struct({}),
+  handler: () => Effect.fail(new Tool.ToolError({ message: "it broke" }))
+})
+
+/** Dies with a defect. */
+export const crashTool = Tool.make({
+  name: "crash",
+  description: "Always crashes",
+  parameters: Schema.Struct({}),
+  handler: () => Effect.die(new Error("boom"))
+})
+
+/** Never finishes (its own timeout is short). */
+export const hangTool = Tool.make({
+  name: "hang",
+  description: "Never returns",
+  parameters: Schema.Struct({}),
+  handler: () => Effect.never,
+  timeout: "50 millis"
+})
+
+/** Returns HTML with an artifact. */
+export const pageTool = Tool.make({
+  name: "page",
+  description: "Renders a page",
+  parameters: Schema.Struct({}),
+  handler: () =>
+    Effect.succeed({
+      content: "<html><body>big page</body></html>",
+      contentType: "html" as const,
+      artifacts: [{ name: "page.html", mimeType: "text/html", size: 34 }]
+    })
+})
+
+/** Returns `size` chars. */
+export const bigTool = Tool.make({
+  name: "big",
+  description: "Returns a big text",
+  parameters: Schema.Struct({ size: Schema.Number }),
+  handler: ({ size }) => Effect.succeed("x".repeat(size))
+})
+
+export const allTools: ReadonlyArray<ToolT> = [addTool, echoTool, sleepTool, failTool, crashTool, hangTool, pageTool, bigTool]
+
+/** @since test */
+export interface AgentHarness {
+  readonly llm: ScriptedLlm.ScriptedLlm
+  readonly layer: Layer.Layer<ReactAgent | Interrupts, never>
+  /** Loop/synthesis requests recorded by the scripted LLM. */
+  readonly requests: () => ReadonlyArray<RecordedRequest>
+}
+
+/** Builds an agent over a scripted LLM. */
+export const makeAgent = (
+  script: ReadonlyArray<ScriptStep> | ScriptedLlm.Responder,
+  options: {
+    readonly llm?: ScriptedLlmOptions
+    readonly tools?: ReadonlyArray<ToolT>
+    readonly agent?: Partial<AgentOptions>
+    readonly hooks?: Layer.Layer<Hooks>
+    readonly guard?: Layer.Layer<ContextGuard>
+    readonly extra?: Layer.Layer<never>
+  } = {}
+): AgentHarness => {
+  const llm = ScriptedLlm.make(script, options.llm)
+  const deps = Layer.mergeAll(
+    llm.layer,
+    Tools.layer(options.tools ?? allTools),
+    options.hooks ?? noHooks,
+    options.guard ?? recordingGuard().layer,
+    Interrupts.layer
+  )
+  const layer = ReactAgent.layer(options.agent).pipe(Layer.provideMerge(deps), Layer.orDie)
+  return { llm, layer, requests: () => llm.requests }
+}
+
+/** JSON-mode agent (the model has no native tool calling). */
+export const jsonLlm: ScriptedLlmOptions = { abilities: { toolCall: false } }
+
+/** The messages of the n-th recorded request. */
+export const messagesOf = (h: AgentHarness, n: number): ReadonlyArray<ChatMessage> => h.requests()[n].request.messages
+
+export type { LlmService }
