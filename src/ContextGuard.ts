@@ -3,12 +3,46 @@
  *
  * CONTRACT (the loop and the server call `checkAndCompact`; it never fails).
  *
+ * `checkAndCompact(messages, { budget?, hint? })`:
+ * 1. cuts any single message over `maxMsgChars` (suffix `[Truncated]`);
+ * 2. returns the list unchanged (same array) when its estimate fits the budget;
+ * 3. otherwise, with a compaction LLM, summarises the oldest unpinned messages
+ *    into one `[Conversation summary]` user message placed after the system
+ *    messages, keeping system messages, pinned messages and the `keepRecent` most
+ *    recent messages verbatim; without one, or when compaction fails or does not
+ *    fit, heuristic truncation keeps system + pinned, then the newest messages
+ *    that fit.
+ *
+ * Invariants: system and pinned messages survive; a tool-call group (an assistant
+ * message with `tool_calls` and its tool messages) is kept or dropped whole; the
+ * list never starts (after the system messages) with an assistant message; the
+ * result fits the budget whenever the system and pinned messages alone do.
+ *
+ * See docs/context.md.
+ *
  * @since 0.1.0
  */
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import {
+  assemble,
+  exceeds,
+  heuristic,
+  planCompaction,
+  sameMessages,
+  truncateMessage
+} from "./internal/contextGuardCompact.js"
+import { request as compactionRequest } from "./internal/contextGuardPrompts.js"
+import type { LlmService } from "./Llm.js"
+import { Llm } from "./Llm.js"
 import type { ChatMessage } from "./Message.js"
-import type { Usage } from "./Usage.js"
+import { ModelRegistry } from "./ModelRegistry.js"
+import { estimateMessages } from "./TokenEstimator.js"
+import * as Usage from "./Usage.js"
 
 /** Which compaction prompt to use. @since 0.1.0 @category models */
 export type CompactHint = "react_iteration" | "planner_input" | "step_dependency" | "general"
@@ -28,7 +62,7 @@ export interface CheckResult {
   readonly originalMessages: number
   readonly keptMessages: number
   /** Usage of the compaction LLM call(s), `Usage.empty` when none. */
-  readonly usage: Usage
+  readonly usage: Usage.Usage
 }
 
 /** @since 0.1.0 @category models */
@@ -41,4 +75,230 @@ export interface ContextGuardService {
 }
 
 /** @since 0.1.0 @category Context */
-export class ContextGuard extends Context.Tag("react-engine/ContextGuard")<ContextGuard, ContextGuardService>() {}
+export class ContextGuard extends Context.Tag("react-engine/ContextGuard")<ContextGuard, ContextGuardService>() {
+  /**
+   * Heuristic truncation only (no LLM). Budget from `CONTEXT_GUARD_DEFAULT_BUDGET`,
+   * else from the models in context (`Llm`, `ModelRegistry`), else 32000.
+   *
+   * @since 0.1.0
+   */
+  static get layerHeuristic(): Layer.Layer<ContextGuard, ConfigError.ConfigError> {
+    return layerHeuristic
+  }
+  /**
+   * LLM compaction with the `fast` model (`ModelRegistry.fast`, else `Llm`), falling
+   * back to heuristic truncation; heuristic only when neither service is present.
+   *
+   * @since 0.1.0
+   */
+  static get layer(): Layer.Layer<ContextGuard, ConfigError.ConfigError> {
+    return layer
+  }
+  /** @since 0.1.0 */
+  static readonly make = (options?: ContextGuardOptions): ContextGuardService => make(options)
+}
+
+// ---------------------------------------------------------------------------
+// defaults and budget
+
+/** @since 0.1.0 @category constants */
+export const DEFAULT_BUDGET = 32000
+/** @since 0.1.0 @category constants */
+export const MIN_MODEL_BUDGET = 4000
+/** @since 0.1.0 @category constants */
+export const DEFAULT_MAX_MSG_CHARS = 50000
+/** @since 0.1.0 @category constants */
+export const DEFAULT_KEEP_RECENT = 4
+
+/**
+ * The budget a model allows: context size minus max output tokens, at least 4000;
+ * `undefined` when the model does not report its context size.
+ *
+ * @since 0.1.0 @category utils
+ */
+export const budgetForModel = (llm: LlmService): number | undefined =>
+  llm.contextSize === undefined || !Number.isFinite(llm.contextSize)
+    ? undefined
+    : Math.max(MIN_MODEL_BUDGET, Math.floor(llm.contextSize - (llm.maxOutputTokens ?? 0)))
+
+/** @since 0.1.0 @category models */
+export interface ContextGuardOptions {
+  /** Token budget (default 32000). */
+  readonly budget?: number
+  /** Per-message character limit (default 50000). */
+  readonly maxMsgChars?: number
+  /** Messages kept verbatim by LLM compaction (default 4). */
+  readonly keepRecent?: number
+  /** The compaction model; heuristic truncation only when absent. */
+  readonly llm?: LlmService
+  /** Hint used when a check passes none (default `general`). */
+  readonly defaultHint?: CompactHint
+}
+
+const positive = (value: number | undefined, fallback: number): number =>
+  value !== undefined && Number.isFinite(value) && value > 0 ? Math.floor(value) : fallback
+
+/** Summary allowance: a fifth of the budget, between 256 and 4000 tokens. */
+const summaryTokensFor = (budget: number): number => Math.min(4000, Math.max(256, Math.floor(budget / 5)))
+
+// ---------------------------------------------------------------------------
+// make
+
+/**
+ * Builds a guard directly (no Config, no services).
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const make = (options: ContextGuardOptions = {}): ContextGuardService => {
+  const budget = positive(options.budget, DEFAULT_BUDGET)
+  const maxMsgChars = positive(options.maxMsgChars, DEFAULT_MAX_MSG_CHARS)
+  const keepRecent = options.keepRecent !== undefined && options.keepRecent >= 0 ? Math.floor(options.keepRecent) : DEFAULT_KEEP_RECENT
+  const llm = options.llm
+  const defaultHint = options.defaultHint ?? "general"
+
+  const summarise = (
+    list: ReadonlyArray<ChatMessage>,
+    limit: number,
+    hint: CompactHint
+  ): Effect.Effect<{ readonly messages: ReadonlyArray<ChatMessage> | undefined; readonly usage: Usage.Usage }> => {
+    if (llm === undefined) return Effect.succeed({ messages: undefined, usage: Usage.empty })
+    const summaryTokens = summaryTokensFor(limit)
+    const plan = planCompaction(list, limit, keepRecent, summaryTokens)
+    if (plan === undefined) return Effect.succeed({ messages: undefined, usage: Usage.empty })
+    const modelRoom = budgetForModel(llm)
+    const transcriptTokens = Math.max(1000, (modelRoom ?? Math.max(limit, 8000)) - summaryTokens - 600)
+    return llm.chat(compactionRequest(plan.old, hint, summaryTokens, transcriptTokens)).pipe(
+      Effect.map((response) => {
+        const summary = response.content.trim()
+        return { messages: summary === "" ? undefined : assemble(plan, summary), usage: response.usage }
+      }),
+      Effect.catchAll((error) =>
+        Effect.as(
+          Effect.logWarning(`ContextGuard: compaction failed (${error.reason}): ${error.message}; truncating instead`),
+          { messages: undefined, usage: Usage.empty }
+        )
+      ),
+      Effect.catchAllDefect((defect) =>
+        Effect.as(Effect.logWarning("ContextGuard: compaction failed with a defect; truncating instead", defect), {
+          messages: undefined,
+          usage: Usage.empty
+        })
+      ),
+      Effect.withSpan("ContextGuard.compact", { attributes: { hint, model: llm.model, summarised: plan.old.length } })
+    )
+  }
+
+  const checkAndCompact = (
+    messages: ReadonlyArray<ChatMessage>,
+    options?: CheckOptions
+  ): Effect.Effect<CheckResult> =>
+    Effect.suspend(() => {
+      const limit = positive(options?.budget, budget)
+      // (1) per-message hard cut
+      let cut: Array<ChatMessage> | undefined
+      for (let i = 0; i < messages.length; i++) {
+        if (exceeds(messages[i], maxMsgChars)) {
+          cut ??= messages.slice()
+          cut[i] = truncateMessage(messages[i], maxMsgChars)
+        }
+      }
+      const list: ReadonlyArray<ChatMessage> = cut ?? messages
+      const done = (out: ReadonlyArray<ChatMessage>, usage: Usage.Usage): CheckResult => {
+        const same = sameMessages(out, messages)
+        return {
+          messages: same ? messages : out,
+          compacted: !same,
+          originalMessages: messages.length,
+          keptMessages: out.length,
+          usage
+        }
+      }
+      // (2) fits
+      if (estimateMessages(list) <= limit) return Effect.succeed(done(list, Usage.empty))
+      // (3) compact, else truncate
+      return Effect.map(summarise(list, limit, options?.hint ?? defaultHint), ({ messages: summarised, usage }) => {
+        if (summarised !== undefined && estimateMessages(summarised) <= limit) return done(summarised, usage)
+        return done(heuristic(summarised ?? list, limit), usage)
+      })
+    })
+
+  return { budget, checkAndCompact, estimate: estimateMessages }
+}
+
+// ---------------------------------------------------------------------------
+// layers
+
+const settings = Config.all({
+  budget: Config.option(
+    Config.integer("CONTEXT_GUARD_DEFAULT_BUDGET").pipe(
+      Config.validate({ message: "CONTEXT_GUARD_DEFAULT_BUDGET must be a positive integer", validation: (n) => n > 0 })
+    )
+  ),
+  maxMsgChars: Config.integer("CONTEXT_GUARD_MAX_MSG_CHARS").pipe(
+    Config.withDefault(DEFAULT_MAX_MSG_CHARS),
+    Config.validate({ message: "CONTEXT_GUARD_MAX_MSG_CHARS must be at least 100", validation: (n) => n >= 100 })
+  ),
+  keepRecent: Config.integer("CONTEXT_GUARD_KEEP_RECENT").pipe(
+    Config.withDefault(DEFAULT_KEEP_RECENT),
+    Config.validate({ message: "CONTEXT_GUARD_KEEP_RECENT must be 0 or more", validation: (n) => n >= 0 })
+  )
+})
+
+/**
+ * The budget from the models in context: the smallest `contextSize − maxOutputTokens`
+ * (floor 4000) among `Llm`, `ModelRegistry.main` and `ModelRegistry.fast` (the loop
+ * may use either), or `undefined` when none reports a context size.
+ */
+const modelBudget = Effect.gen(function*() {
+  const llm = yield* Effect.serviceOption(Llm)
+  const registry = yield* Effect.serviceOption(ModelRegistry)
+  const models: Array<LlmService> = []
+  if (Option.isSome(llm)) models.push(llm.value)
+  if (Option.isSome(registry)) {
+    models.push(registry.value.main)
+    if (registry.value.hasFast) models.push(registry.value.fast)
+  }
+  let budget: number | undefined
+  for (const model of models) {
+    const b = budgetForModel(model)
+    if (b !== undefined) budget = budget === undefined ? b : Math.min(budget, b)
+  }
+  return budget
+})
+
+const fromConfig = (withLlm: boolean) =>
+  Effect.gen(function*() {
+    const config = yield* settings
+    const budget = Option.isSome(config.budget) ? config.budget.value : (yield* modelBudget) ?? DEFAULT_BUDGET
+    let llm: LlmService | undefined
+    if (withLlm) {
+      const registry = yield* Effect.serviceOption(ModelRegistry)
+      llm = Option.isSome(registry)
+        ? registry.value.fast
+        : Option.getOrUndefined(yield* Effect.serviceOption(Llm))
+    }
+    return make({ budget, maxMsgChars: config.maxMsgChars, keepRecent: config.keepRecent, ...(llm ? { llm } : {}) })
+  })
+
+/**
+ * Heuristic truncation only. Reads `CONTEXT_GUARD_DEFAULT_BUDGET`,
+ * `CONTEXT_GUARD_MAX_MSG_CHARS` (50000), `CONTEXT_GUARD_KEEP_RECENT` (4).
+ *
+ * @since 0.1.0 @category layers
+ */
+export const layerHeuristic: Layer.Layer<ContextGuard, ConfigError.ConfigError> = Layer.effect(
+  ContextGuard,
+  fromConfig(false)
+)
+
+/**
+ * LLM compaction with the `fast` model (`ModelRegistry` when present, else `Llm`),
+ * heuristic truncation as the fallback. Same configuration as `layerHeuristic`.
+ *
+ * @since 0.1.0 @category layers
+ */
+export const layer: Layer.Layer<ContextGuard, ConfigError.ConfigError> = Layer.effect(ContextGuard, fromConfig(true))
+
+/** A guard built from options, as a layer (tests, embedders). @since 0.1.0 @category layers */
+export const layerMake = (options?: ContextGuardOptions): Layer.Layer<ContextGuard> =>
+  Layer.succeed(ContextGuard, make(options))
