@@ -1,15 +1,23 @@
 /**
  * Named models: `main` and `fast` (which falls back to `main`), resolved by hint.
  *
- * CONTRACT; layers are built by the LLM work (config-based) — see OpenAiLlm.
+ * CONTRACT. `ModelRegistry.layerConfig` builds `main` from the `LLM_*` variables
+ * and `fast` from `FAST_LLM_MODEL` (+ `FAST_LLM_BASE_URL`, `FAST_LLM_API_KEY`,
+ * falling back to the main URL and key; every other setting is shared), and
+ * provides `Llm` (= main) too. `isLlmConfigured` tells whether any LLM is
+ * configured at all (the server falls back to its offline demo model when not).
  *
  * @since 0.1.0
  */
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type { LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
+import * as OpenAiLlm from "./OpenAiLlm.js"
 
 /** @since 0.1.0 @category models */
 export interface ModelRegistryService {
@@ -36,6 +44,44 @@ export const make = (models: { readonly main: LlmService; readonly fast?: LlmSer
   }
 }
 
+/**
+ * True when an LLM is configured (`LLM_MODEL` or `LLM_BASE_URL` set and not empty).
+ *
+ * @since 0.1.0 @category config
+ */
+export const isLlmConfigured: Config.Config<boolean> = Config.all([
+  OpenAiLlm.stringOption("LLM_MODEL"),
+  OpenAiLlm.stringOption("LLM_BASE_URL")
+]).pipe(Config.map(([model, baseURL]) => Option.isSome(model) || Option.isSome(baseURL)))
+
+/**
+ * The options of the configured models: `main` from `LLM_*`, `fast` (when
+ * `FAST_LLM_MODEL` is set) with the main options, its own model name, and its own
+ * URL / key when given.
+ *
+ * @since 0.1.0 @category config
+ */
+export const config: Config.Config<{
+  readonly main: OpenAiLlm.OpenAiLlmOptions
+  readonly fast: Option.Option<OpenAiLlm.OpenAiLlmOptions>
+}> = Config.all({
+  main: OpenAiLlm.config,
+  fastModel: OpenAiLlm.stringOption("FAST_LLM_MODEL"),
+  fastBaseURL: OpenAiLlm.urlOption("FAST_LLM_BASE_URL"),
+  fastApiKey: OpenAiLlm.secretOption("FAST_LLM_API_KEY")
+}).pipe(Config.map(({ fastApiKey, fastBaseURL, fastModel, main }) => ({
+  main,
+  fast: Option.map(fastModel, (model) => ({
+    ...main,
+    model,
+    baseURL: Option.getOrElse(fastBaseURL, () => main.baseURL),
+    apiKey: Option.getOrElse(fastApiKey, () => main.apiKey)
+  }))
+})))
+
+const registryContext = (registry: ModelRegistryService) =>
+  Context.make(ModelRegistry, registry).pipe(Context.add(Llm, registry.main))
+
 /** @since 0.1.0 @category Context */
 export class ModelRegistry extends Context.Tag("react-engine/ModelRegistry")<ModelRegistry, ModelRegistryService>() {
   /** A registry with the `Llm` in context as `main` (and as `fast`). @since 0.1.0 */
@@ -46,4 +92,21 @@ export class ModelRegistry extends Context.Tag("react-engine/ModelRegistry")<Mod
   /** @since 0.1.0 */
   static readonly layer = (models: Parameters<typeof make>[0]): Layer.Layer<ModelRegistry> =>
     Layer.succeed(ModelRegistry, make(models))
+  /** A registry of these models, and `Llm` = its main model. @since 0.1.0 */
+  static readonly layerWithLlm = (models: Parameters<typeof make>[0]): Layer.Layer<ModelRegistry | Llm> =>
+    Layer.succeedContext(registryContext(make(models)))
+  /**
+   * OpenAI-compatible models from the environment (see docs/configuration.md):
+   * provides `ModelRegistry` and `Llm` (= main). A missing `LLM_MODEL` or a bad
+   * value fails with a `ConfigError` naming the variable.
+   *
+   * @since 0.1.0
+   */
+  static readonly layerConfig: Layer.Layer<ModelRegistry | Llm, ConfigError.ConfigError> = Layer.effectContext(
+    Effect.map(config, ({ fast, main }) =>
+      registryContext(make({
+        main: OpenAiLlm.make(main),
+        ...(Option.isSome(fast) ? { fast: OpenAiLlm.make(fast.value) } : {})
+      })))
+  )
 }
