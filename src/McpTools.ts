@@ -1,0 +1,154 @@
+/**
+ * Tools from MCP servers (Model Context Protocol), configured with the JSON file
+ * MCP clients share:
+ *
+ * ```json
+ * { "mcpServers": {
+ *     "filesystem": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"] },
+ *     "remote": { "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer …" } } } }
+ * ```
+ *
+ * Each server is started once when the layer is built and closed when its scope
+ * closes. Its tools become `server__tool` (sanitized to `[a-zA-Z0-9_-]`, at most
+ * 64 characters). A server that fails to start or list its tools, or a bad
+ * configuration file, is logged as a warning and skipped: MCP never stops the app.
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Config from "effect/Config"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import { connect } from "./internal/mcpClient.js"
+import * as internalConfig from "./internal/mcpConfig.js"
+import type { Tool } from "./Tool.js"
+
+/**
+ * The configuration file's shape: `{"mcpServers": {name: {command, args?, env?,
+ * cwd?} | {url, headers?, type?}}}` (`type: "sse"` selects the legacy SSE
+ * transport; `disabled: true` skips a server).
+ *
+ * @since 0.1.0 @category models
+ */
+export const McpConfig = internalConfig.McpConfig
+/** @since 0.1.0 @category models */
+export type McpConfig = internalConfig.McpConfig
+/** @since 0.1.0 @category models */
+export const ServerConfig = internalConfig.ServerConfig
+/** @since 0.1.0 @category models */
+export type ServerConfig = internalConfig.ServerConfig
+
+/**
+ * Parses configuration text; fails with a readable message.
+ *
+ * @since 0.1.0 @category utils
+ */
+export const parseConfig: (text: string) => Effect.Effect<McpConfig, string> = internalConfig.parseConfig
+
+/**
+ * The tool name for an MCP tool: `server__tool`, sanitized, ≤ 64 characters.
+ *
+ * @since 0.1.0 @category utils
+ */
+export const toolName: (server: string, tool: string) => string = internalConfig.toolName
+
+/** @since 0.1.0 @category models */
+export interface ServerInfo {
+  readonly name: string
+  /** Names of the tools it contributed. */
+  readonly tools: ReadonlyArray<string>
+  /** The child process id, for stdio servers. */
+  readonly pid?: number
+}
+
+/** @since 0.1.0 @category models */
+export interface McpToolsService {
+  /** Every tool of every server that started. */
+  readonly tools: ReadonlyArray<Tool>
+  /** The servers that started. */
+  readonly servers: ReadonlyArray<ServerInfo>
+}
+
+/** @since 0.1.0 @category constructors */
+export const empty: McpToolsService = { tools: [], servers: [] }
+
+/**
+ * Starts the configured servers concurrently and collects their tools. Servers
+ * that fail are logged (`Effect.logWarning`) and skipped; each started server is
+ * closed when the scope closes.
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const fromConfig = (config: McpConfig): Effect.Effect<McpToolsService, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const parent = yield* Effect.scope
+    const taken = new Set<string>()
+    const entries = Object.entries(config.mcpServers).filter(([, server]) => server.disabled !== true)
+    const results = yield* Effect.forEach(entries, ([name, server]) =>
+      Effect.gen(function*() {
+        // A scope per server: one that fails is closed at once, not at shutdown.
+        const scope = yield* Scope.fork(parent, ExecutionStrategy.sequential)
+        const exit = yield* Effect.exit(Scope.extend(connect(name, server, taken), scope))
+        if (Exit.isSuccess(exit)) {
+          yield* Effect.logInfo(`MCP server "${name}": ${exit.value.tools.length} tools`)
+          return Option.some(exit.value)
+        }
+        yield* Scope.close(scope, exit)
+        const reason = Option.getOrElse(Cause.failureOption(exit.cause), () => Cause.pretty(exit.cause))
+        yield* Effect.logWarning(`MCP server "${name}" skipped: ${reason}`)
+        return Option.none()
+      }), { concurrency: "unbounded" })
+    const servers = results.flatMap((r) => Option.isSome(r) ? [r.value] : [])
+    return {
+      tools: servers.flatMap((s) => s.tools),
+      servers: servers.map((s) => ({ name: s.name, tools: s.tools.map((t) => t.name), ...(s.pid !== undefined ? { pid: s.pid } : {}) }))
+    }
+  })
+
+/**
+ * Reads a configuration file, then `fromConfig`. A missing, unreadable or invalid
+ * file is logged as a warning and gives no tools.
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const fromConfigFile = (path: string): Effect.Effect<McpToolsService, never, Scope.Scope> =>
+  internalConfig.loadConfigFile(path).pipe(
+    Effect.matchEffect({
+      onFailure: (message) => Effect.as(Effect.logWarning(`MCP config ${path} ignored: ${message}`), empty),
+      onSuccess: fromConfig
+    })
+  )
+
+/**
+ * The MCP tools loaded at startup. The app merges `tools` with the built-ins.
+ *
+ * @since 0.1.0 @category Context
+ */
+export class McpTools extends Context.Tag("react-engine/McpTools")<McpTools, McpToolsService>() {
+  /** Servers from a configuration file. @since 0.1.0 */
+  static readonly layer = (path: string): Layer.Layer<McpTools> => Layer.scoped(McpTools, fromConfigFile(path))
+  /** Servers from a configuration value. @since 0.1.0 */
+  static readonly layerFromConfig = (config: McpConfig): Layer.Layer<McpTools> =>
+    Layer.scoped(McpTools, fromConfig(config))
+  /** No MCP tools. @since 0.1.0 */
+  static readonly layerEmpty: Layer.Layer<McpTools> = Layer.succeed(McpTools, empty)
+  /**
+   * Reads the file path from `MCP_CONFIG`; unset or empty → no MCP tools.
+   *
+   * @since 0.1.0
+   */
+  static readonly layerConfig: Layer.Layer<McpTools> = Layer.scoped(
+    McpTools,
+    Effect.gen(function*() {
+      const path = yield* Config.option(Config.string("MCP_CONFIG")).pipe(
+        Effect.orElseSucceed(() => Option.none<string>())
+      )
+      return Option.isSome(path) && path.value.trim() !== "" ? yield* fromConfigFile(path.value.trim()) : empty
+    })
+  )
+}
