@@ -9,7 +9,6 @@ import * as Schema from "effect/Schema"
 import type { AgentOptions } from "../../src/AgentConfig.js"
 import type { CheckOptions, CheckResult, ContextGuardService } from "../../src/ContextGuard.js"
 import { ContextGuard } from "../../src/ContextGuard.js"
-import type { HooksService, PreDecision, ToolOutcome, ToolUseContext } from "../../src/Hooks.js"
 import { Hooks } from "../../src/Hooks.js"
 import { Interrupts } from "../../src/Interrupts.js"
 import type { LlmService } from "../../src/Llm.js"
@@ -22,21 +21,8 @@ import * as Tool from "../../src/Tool.js"
 import { Tools } from "../../src/Toolkit.js"
 import * as Usage from "../../src/Usage.js"
 
-/** Hooks that allow everything and change nothing. */
-export const noHooks: Layer.Layer<Hooks> = Layer.succeed(Hooks, {
-  runPreToolUse: (ctx) => Effect.succeed({ allow: true, args: ctx.args }),
-  runPostToolUse: (_ctx, outcome) => Effect.succeed(outcome)
-})
-
-/** Hooks from two plain functions (the real chain is tested in Hooks.test.ts). */
-export const hooksFrom = (impl: {
-  readonly pre?: (ctx: ToolUseContext) => PreDecision
-  readonly post?: (ctx: ToolUseContext, outcome: ToolOutcome) => ToolOutcome
-}): Layer.Layer<Hooks> =>
-  Layer.succeed(Hooks, {
-    runPreToolUse: (ctx) => Effect.sync(() => impl.pre ? impl.pre(ctx) : { allow: true, args: ctx.args }),
-    runPostToolUse: (ctx, outcome) => Effect.sync(() => impl.post ? impl.post(ctx, outcome) : outcome)
-  } satisfies HooksService)
+/** Hooks that allow everything and change nothing (the real empty layer). */
+export const noHooks: Layer.Layer<Hooks> = Hooks.layerEmpty
 
 /** A guard that never changes the list, recording every check. */
 export const recordingGuard = (

@@ -1,0 +1,145 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { Hooks } from "../src/Hooks.js"
+import type { ChatMessage } from "../src/Message.js"
+import { textOf } from "../src/Message.js"
+import { ReactAgent } from "../src/ReactAgent.js"
+import * as ScriptedLlm from "../src/ScriptedLlm.js"
+import { jsonLlm, makeAgent, messagesOf } from "./utils/agentLayers.js"
+
+const run = (query: string) => Effect.flatMap(ReactAgent, (a) => a.runCollect({ query }))
+const toolMessages = (ms: ReadonlyArray<ChatMessage>) =>
+  ms.flatMap((m) => (m.role === "tool" ? [[m.tool_call_id, m.content] as const] : []))
+
+const hooks = Hooks.layer([
+  Hooks.pre({ name: "no-fail", matcher: "fail", run: () => Effect.succeed({ allow: false, reason: "not allowed here" }) }),
+  Hooks.pre({ name: "rewrite", matcher: "add", run: () => Effect.succeed({ allow: true, args: { a: 10, b: 20 } }) }),
+  Hooks.post({
+    name: "redact",
+    matcher: "echo",
+    run: (_ctx, outcome) => Effect.succeed(outcome._tag === "Success" ? { _tag: "Success", output: "[redacted]" } : undefined)
+  })
+])
+
+describe("ReactAgent tool calls", () => {
+  it.live("native: every failing call is answered exactly once, in request order", () => {
+    const h = makeAgent([
+      ScriptedLlm.toolCalls([
+        { id: "unknown", name: "nope", arguments: {} },
+        { id: "badjson", name: "add", arguments: "{not json" },
+        { id: "notobj", name: "add", arguments: "[1,2]" },
+        { id: "decode", name: "add", arguments: { a: "x", b: 1 } },
+        { id: "toolerr", name: "fail", arguments: {} },
+        { id: "defect", name: "crash", arguments: {} },
+        { id: "timeout", name: "hang", arguments: {} },
+        { id: "slow", name: "sleep", arguments: { ms: 5000 } },
+        { id: "ok", name: "add", arguments: { a: 1, b: 2 } }
+      ]),
+      ScriptedLlm.text("done"),
+      ScriptedLlm.text("done")
+    ], { agent: { toolTimeout: "100 millis" } })
+    return Effect.gen(function*() {
+      const r = yield* run("q")
+      const second = messagesOf(h, 1)
+      const pairs = toolMessages(second)
+      assert.deepStrictEqual(pairs.map(([id]) => id), ["unknown", "badjson", "notobj", "decode", "toolerr", "defect", "timeout", "slow", "ok"])
+      const byId = Object.fromEntries(pairs)
+      assert.include(byId.unknown, "Error: Unknown tool \"nope\"")
+      assert.include(byId.badjson, "Error: Invalid JSON in tool arguments")
+      assert.include(byId.notobj, "Error: Tool arguments must be a JSON object")
+      assert.include(byId.decode, "Error: Invalid arguments for add")
+      assert.strictEqual(byId.toolerr, "Error: it broke")
+      assert.include(byId.defect, "Error: Tool crash crashed: boom")
+      assert.include(byId.timeout, "Error: Tool hang timed out after 50ms")
+      assert.include(byId.slow, "Error: Tool sleep timed out after 100ms")
+      assert.strictEqual(byId.ok, "3")
+      assert.strictEqual(second[2].role, "assistant")
+      assert.strictEqual(second.length, 3 + 9)
+      assert.strictEqual(r.steps.filter((s) => s.error !== null).length, 8)
+      const badjson = r.steps.find((s) => s.tool_call_id === "badjson")
+      assert.strictEqual(badjson?.tool_args, "{not json")
+    }).pipe(Effect.provide(h.layer))
+  })
+
+  it.live("JSON mode: a ToolError, a defect and a timeout become error observations", () => {
+    const h = makeAgent([
+      ScriptedLlm.jsonToolCall("fail"),
+      ScriptedLlm.jsonToolCall("crash"),
+      ScriptedLlm.jsonToolCall("hang"),
+      ScriptedLlm.jsonFinal("gave up"),
+      ScriptedLlm.jsonFinal("gave up"),
+      ScriptedLlm.text("gave up")
+    ], { llm: jsonLlm })
+    return Effect.gen(function*() {
+      const r = yield* run("q")
+      const obs = r.messages.filter((m) => m.role === "user" && textOf(m.content).startsWith("Observation:"))
+      assert.deepStrictEqual(obs.map((m) => textOf(m.content)), [
+        "Observation: Error: it broke",
+        "Observation: Error: Tool crash crashed: boom",
+        "Observation: Error: Tool hang timed out after 50ms"
+      ])
+      assert.strictEqual(r.answer, "gave up")
+    }).pipe(Effect.provide(h.layer))
+  })
+
+  it.effect("native hooks: block, rewrite arguments, rewrite the result", () => {
+    const h = makeAgent([
+      ScriptedLlm.toolCalls([
+        { id: "f", name: "fail", arguments: {} },
+        { id: "a", name: "add", arguments: { a: 1, b: 1 } },
+        { id: "e", name: "echo", arguments: { text: "secret" } }
+      ]),
+      ScriptedLlm.text("done"),
+      ScriptedLlm.text("done")
+    ], { hooks })
+    return Effect.gen(function*() {
+      const r = yield* run("q")
+      assert.deepStrictEqual(toolMessages(messagesOf(h, 1)), [
+        ["f", "Error: Blocked by no-fail: not allowed here"],
+        ["a", "30"],
+        ["e", "[redacted]"]
+      ])
+      assert.deepStrictEqual(r.steps[1].tool_args, { a: 10, b: 20 })
+      assert.strictEqual(r.steps[2].observation, "[redacted]")
+    }).pipe(Effect.provide(h.layer))
+  })
+
+  it.effect("JSON hooks: block, rewrite arguments, rewrite the result", () => {
+    const h = makeAgent([
+      ScriptedLlm.jsonToolCall("fail"),
+      ScriptedLlm.jsonToolCall("add", { a: 1, b: 1 }),
+      ScriptedLlm.jsonToolCall("echo", { text: "secret" }),
+      ScriptedLlm.jsonFinal("done"),
+      ScriptedLlm.jsonFinal("done"),
+      ScriptedLlm.text("done")
+    ], { hooks, llm: jsonLlm })
+    return Effect.gen(function*() {
+      const r = yield* run("q")
+      const obs = r.messages.filter((m) => m.role === "user" && textOf(m.content).startsWith("Observation:"))
+      assert.deepStrictEqual(obs.map((m) => textOf(m.content)), [
+        "Observation: Error: Blocked by no-fail: not allowed here",
+        "Observation: 30",
+        "Observation: [redacted]"
+      ])
+    }).pipe(Effect.provide(h.layer))
+  })
+
+  it.effect("hooks see the iteration, the tool call id and the conversation", () => {
+    const seen: Array<unknown> = []
+    const h = makeAgent([ScriptedLlm.toolCall("add", { a: 1, b: 1 }, { id: "x1" }), ScriptedLlm.text("2"), ScriptedLlm.text("2")], {
+      hooks: Hooks.layer([
+        Hooks.pre({
+          name: "spy",
+          run: (ctx) =>
+            Effect.sync(() => {
+              seen.push([ctx.toolName, ctx.toolCallId, ctx.iteration, ctx.conversationId, ctx.tool?.name])
+            })
+        })
+      ])
+    })
+    return Effect.gen(function*() {
+      yield* Effect.flatMap(ReactAgent, (a) => a.runCollect({ query: "q", conversationId: "conv-1" }))
+      assert.deepStrictEqual(seen, [["add", "x1", 1, "conv-1", "add"]])
+    }).pipe(Effect.provide(h.layer))
+  })
+})
