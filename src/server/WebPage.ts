@@ -15,6 +15,8 @@ import { createHash } from "node:crypto"
 import { readFile } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
+import { readdirSync } from "node:fs"
+import { extname, join } from "node:path"
 
 /**
  * A file the page needs could not be read when the server started.
@@ -40,7 +42,7 @@ export interface WebAsset {
   readonly cacheControl: string
 }
 
-const webDir = (name: string): string => fileURLToPath(new URL(`../web/${name}`, import.meta.url))
+const WEB_DIR = fileURLToPath(new URL("../web/", import.meta.url))
 
 const markdownItBundle = (): string =>
   // the package's `./browser` export resolves to the UMD bundle under the `require` condition
@@ -49,21 +51,40 @@ const markdownItBundle = (): string =>
 const REVALIDATE = "no-cache"
 const VENDOR = "public, max-age=86400"
 
+const CONTENT_TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png"
+}
+
 /**
- * The files served by {@link WebPageRoutes}.
+ * The files served by {@link WebPageRoutes}: `index.html` at `/`, every other file
+ * of `src/web/` at `/assets/<name>`, the markdown-it browser bundle at
+ * `/assets/markdown-it.min.js` and the icon at `/favicon.svg`.
  *
  * @since 0.1.0
  * @category constants
  */
-export const webAssets = (): ReadonlyArray<WebAsset> => [
-  { route: "/", file: webDir("index.html"), contentType: "text/html; charset=utf-8", cacheControl: REVALIDATE },
-  { route: "/assets/app.js", file: webDir("app.js"), contentType: "text/javascript; charset=utf-8", cacheControl: REVALIDATE },
-  { route: "/assets/render.js", file: webDir("render.js"), contentType: "text/javascript; charset=utf-8", cacheControl: REVALIDATE },
-  { route: "/assets/sse.js", file: webDir("sse.js"), contentType: "text/javascript; charset=utf-8", cacheControl: REVALIDATE },
-  { route: "/assets/app.css", file: webDir("styles.css"), contentType: "text/css; charset=utf-8", cacheControl: REVALIDATE },
-  { route: "/assets/markdown-it.min.js", file: markdownItBundle(), contentType: "text/javascript; charset=utf-8", cacheControl: VENDOR },
-  { route: "/favicon.svg", file: webDir("favicon.svg"), contentType: "image/svg+xml", cacheControl: VENDOR }
-]
+export const webAssets = (): ReadonlyArray<WebAsset> => {
+  const assets: Array<WebAsset> = [
+    { route: "/", file: join(WEB_DIR, "index.html"), contentType: CONTENT_TYPES[".html"], cacheControl: REVALIDATE },
+    { route: "/favicon.svg", file: join(WEB_DIR, "favicon.svg"), contentType: CONTENT_TYPES[".svg"], cacheControl: VENDOR },
+    {
+      route: "/assets/markdown-it.min.js",
+      file: markdownItBundle(),
+      contentType: CONTENT_TYPES[".js"],
+      cacheControl: VENDOR
+    }
+  ]
+  for (const name of readdirSync(WEB_DIR).sort()) {
+    const type = CONTENT_TYPES[extname(name)]
+    if (name === "index.html" || type === undefined) continue
+    assets.push({ route: `/assets/${name}`, file: join(WEB_DIR, name), contentType: type, cacheControl: REVALIDATE })
+  }
+  return assets
+}
 
 const loadAsset = (asset: WebAsset) =>
   Effect.tryPromise({
@@ -104,7 +125,11 @@ const CSP = [
  */
 export const WebPageRoutes = HttpLayerRouter.use((router) =>
   Effect.gen(function*() {
-    const assets = yield* Effect.forEach(webAssets(), loadAsset)
+    const list = yield* Effect.try({
+      try: webAssets,
+      catch: (cause) => new WebAssetError({ path: WEB_DIR, message: `cannot list web assets: ${String(cause)}` })
+    })
+    const assets = yield* Effect.forEach(list, loadAsset)
     for (const asset of assets) {
       yield* router.add(
         "GET",

@@ -1,1 +1,446 @@
-// placeholder
+// @ts-check
+/**
+ * The page controller: starts runs (`POST /api/react`, read as a streamed SSE
+ * body), sends follow-ups while a run is active (`/api/react/inject`), stops runs
+ * (`/api/react/cancel`), resumes after a dropped connection or a reload
+ * (`GET /api/react/events?after=<last id>`), lists stored conversations.
+ *
+ * @since 0.1.0
+ */
+import { h } from "./dom.js"
+import { renderHistory } from "./history.js"
+import { RunView } from "./render.js"
+import { readSse } from "./sse.js"
+
+const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id))
+const transcript = $("transcript")
+const input = /** @type {HTMLTextAreaElement} */ ($("composer-input"))
+const sendBtn = /** @type {HTMLButtonElement} */ ($("send"))
+const stopBtn = /** @type {HTMLButtonElement} */ ($("stop"))
+const connection = $("connection")
+const ACTIVE_KEY = "react.activeRun"
+const TOKEN_KEY = "react.token"
+
+/**
+ * @typedef {{ view: RunView, conversationId: string | null, query: string, controller: AbortController,
+ *   stopped: boolean, ready: Promise<void>, markReady: () => void }} ActiveRun
+ */
+const state = {
+  token: localStorage.getItem(TOKEN_KEY) ?? "",
+  /** @type {string | null} */ conversationId: null,
+  /** @type {ActiveRun | null} */ run: null,
+  /** @type {string[]} */ afterRun: []
+}
+
+// ---- HTTP ----------------------------------------------------------------------
+
+/** @param {string} path @param {RequestInit} [init] */
+async function api(path, init = {}) {
+  const headers = new Headers(init.headers)
+  if (state.token) headers.set("authorization", `Bearer ${state.token}`)
+  if (init.body && !headers.has("content-type")) headers.set("content-type", "application/json")
+  const res = await fetch(path, { ...init, headers })
+  if (res.status === 401) $("token-form").hidden = false
+  return res
+}
+
+/** @param {string} path @param {unknown} body */
+const postJson = (path, body) => api(path, { method: "POST", body: JSON.stringify(body) })
+
+/** @param {Response} res */
+async function errorText(res) {
+  try {
+    const body = await res.json()
+    return String(body?.message ?? body?.error ?? res.statusText)
+  } catch {
+    return `${res.status} ${res.statusText}`
+  }
+}
+
+// ---- layout helpers ------------------------------------------------------------
+
+const nearBottom = () => transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 120
+let stick = true
+transcript.addEventListener("scroll", () => { stick = nearBottom() }, { passive: true })
+const follow = () => { if (stick) transcript.scrollTop = transcript.scrollHeight }
+
+/** @param {string} text */
+function setConnection(text) {
+  connection.textContent = text
+  connection.hidden = text === ""
+}
+
+function setActive(active) {
+  stopBtn.hidden = !active
+  sendBtn.textContent = active ? "Send follow-up" : "Send"
+  input.placeholder = active ? "Add a follow-up — the agent takes it in mid-run…" : "Ask anything…"
+  document.body.classList.toggle("running", active)
+}
+
+function clearTranscript() {
+  for (const el of [...transcript.children]) if (el.id !== "empty") el.remove()
+  $("empty").hidden = false
+}
+
+/** @param {HTMLElement} el */
+function appendTurn(el) {
+  $("empty").hidden = true
+  transcript.append(el)
+}
+
+/** @param {string | null} id */
+function setConversation(id) {
+  state.conversationId = id
+  const hash = id ? `#c=${encodeURIComponent(id)}` : ""
+  if (location.hash !== hash) history.replaceState(null, "", `${location.pathname}${location.search}${hash}`)
+  for (const li of document.querySelectorAll("#conversation-list a")) {
+    li.toggleAttribute("aria-current", li.getAttribute("data-id") === id)
+  }
+}
+
+// ---- runs ----------------------------------------------------------------------
+
+/** @param {string} query @param {string | null} conversationId */
+function newRun(query, conversationId) {
+  const view = new RunView(query, { onChange: follow })
+  /** @type {() => void} */
+  let markReady = () => {}
+  const ready = new Promise((resolve) => { markReady = () => resolve(undefined) })
+  /** @type {ActiveRun} */
+  const run = { view, conversationId, query, controller: new AbortController(), stopped: false, ready, markReady }
+  if (conversationId) markReady()
+  state.run = run
+  appendTurn(view.root)
+  stick = true
+  follow()
+  setActive(true)
+  return run
+}
+
+/** @param {ActiveRun} run @param {Response} res */
+async function consume(run, res) {
+  setConnection("Live")
+  await readSse(res, (m) => {
+    let data = null
+    try {
+      data = JSON.parse(m.data)
+    } catch {
+      return
+    }
+    run.view.apply({ event: m.event, data, id: m.id })
+    if (m.event === "done") run.controller.abort() // the run is over; don't wait for the socket
+  }).catch((e) => {
+    if (!run.view.finished) throw e
+  })
+}
+
+/** @param {string} query */
+async function startRun(query) {
+  const run = newRun(query, state.conversationId)
+  const body = /** @type {Record<string, unknown>} */ ({ query })
+  if (state.conversationId) body.conversation_id = state.conversationId
+  try {
+    const res = await api("/api/react", { method: "POST", body: JSON.stringify(body), signal: run.controller.signal })
+    if (!res.ok) {
+      run.view.apply({ event: "error", data: { message: await errorText(res), retryable: res.status === 409 } })
+      return finish(run, { noFooter: true })
+    }
+    const cid = res.headers.get("x-conversation-id")
+    if (cid) {
+      run.conversationId = cid
+      setConversation(cid)
+      sessionStorage.setItem(ACTIVE_KEY, JSON.stringify({ conversationId: cid, query }))
+    }
+    run.markReady()
+    await consume(run, res)
+  } catch (e) {
+    if (run.view.finished || run.stopped) return finish(run)
+  }
+  if (!run.view.finished && !run.stopped) await resume(run)
+  finish(run)
+}
+
+/**
+ * Re-attach to a run after the stream dropped: replay what was missed (events after
+ * the last applied id) and follow it live. Retries with backoff while the network is away.
+ *
+ * @param {ActiveRun} run
+ */
+async function resume(run) {
+  let delay = 400
+  for (let attempt = 0; attempt < 40 && !run.view.finished && !run.stopped && run.conversationId; attempt++) {
+    setConnection("Reconnecting…")
+    run.view.note("Connection lost — resuming…")
+    run.controller = new AbortController()
+    const after = run.view.lastId >= 0 ? `&after=${run.view.lastId}` : ""
+    try {
+      const res = await api(`/api/react/events?conversation_id=${encodeURIComponent(run.conversationId)}${after}`, {
+        signal: run.controller.signal,
+        headers: { accept: "text/event-stream" }
+      })
+      if (res.status === 404 || res.status === 400) {
+        run.view.note("The run is no longer available.")
+        return
+      }
+      if (res.ok) {
+        run.view.note("")
+        await consume(run, res)
+        delay = 400
+        continue
+      }
+    } catch {
+      if (run.view.finished || run.stopped) return
+    }
+    await new Promise((r) => setTimeout(r, delay))
+    delay = Math.min(delay * 2, 5000)
+  }
+}
+
+/** @param {ActiveRun} run @param {{ noFooter?: boolean }} [options] */
+function finish(run, options = {}) {
+  if (state.run !== run) return
+  if (!run.view.finished && !options.noFooter) run.view.note(run.stopped ? "Stopped." : "")
+  if (!run.view.finished) {
+    run.view.dispose()
+    run.view.run.setAttribute("aria-busy", "false")
+  }
+  state.run = null
+  sessionStorage.removeItem(ACTIVE_KEY)
+  setActive(false)
+  setConnection("")
+  void loadConversations()
+  const next = state.afterRun.shift()
+  if (next) void startRun(next)
+}
+
+async function stop() {
+  const run = state.run
+  if (!run) return
+  stopBtn.disabled = true
+  try {
+    await run.ready
+    const res = run.conversationId ? await postJson("/api/react/cancel", { conversation_id: run.conversationId }) : null
+    if (!res || res.status === 404) {
+      run.stopped = true
+      run.controller.abort()
+    }
+  } catch {
+    run.stopped = true
+    run.controller.abort()
+  } finally {
+    stopBtn.disabled = false
+  }
+}
+
+/** @param {ActiveRun} run @param {string} content */
+async function inject(run, content) {
+  await run.ready
+  const res = run.conversationId ? await postJson("/api/react/inject", { conversation_id: run.conversationId, content }) : null
+  if (res && res.ok) {
+    const { id } = await res.json()
+    const key = String(id)
+    run.view.injectQueued(key, content, async () => {
+      const r = await postJson("/api/react/inject/recall", { conversation_id: run.conversationId, id: key })
+      const body = r.ok ? await r.json() : { recalled: false }
+      if (body.recalled) {
+        run.view.injectRecalled(key)
+        input.value = content
+        input.focus()
+      }
+    })
+    follow()
+    return
+  }
+  // no active run any more (it just ended): send it as the next turn
+  state.afterRun.push(content)
+  if (state.run !== run) finish(run)
+}
+
+// ---- conversations ---------------------------------------------------------------
+
+async function loadConversations() {
+  const list = $("conversation-list")
+  try {
+    const res = await api("/api/conversations")
+    if (!res.ok) return
+    const body = await res.json()
+    /** @type {any[]} */
+    const items = Array.isArray(body) ? body : Array.isArray(body?.conversations) ? body.conversations : []
+    list.replaceChildren(...items.map((c) => {
+      const a = h("a", { href: `#c=${encodeURIComponent(c.id)}`, "data-id": c.id, "aria-current": c.id === state.conversationId },
+        h("span", { class: "title", text: c.title || "Untitled" }),
+        h("span", { class: "meta", text: [c.turns ? `${c.turns} turn${c.turns === 1 ? "" : "s"}` : "", c.updated_at ? new Date(c.updated_at).toLocaleString() : ""].filter(Boolean).join(" · ") }))
+      return h("li", {}, a)
+    }))
+    if (items.length === 0) list.replaceChildren(h("li", { class: "muted", text: "No conversations yet" }))
+  } catch {
+    /* the list is a convenience; the page works without it */
+  }
+}
+
+/** @param {string} id */
+async function openConversation(id) {
+  if (state.run && state.run.conversationId === id) return
+  if (state.run) {
+    state.run.stopped = true // detach (the run continues on the server)
+    state.run.controller.abort()
+    finish(state.run)
+  }
+  clearTranscript()
+  setConversation(id)
+  closeSidebar()
+  const res = await api(`/api/conversations/${encodeURIComponent(id)}`)
+  if (!res.ok) {
+    appendTurn(h("div", { class: "run-error", role: "alert", text: `Cannot open this conversation: ${await errorText(res)}` }))
+    return
+  }
+  const body = await res.json()
+  /** @type {any[]} */
+  let messages = Array.isArray(body) ? body : Array.isArray(body?.messages) ? body.messages : []
+  /** @type {{ conversationId: string, query: string } | null} */
+  let active = null
+  try {
+    active = JSON.parse(sessionStorage.getItem(ACTIVE_KEY) ?? "null")
+  } catch {}
+  if (active && active.conversationId === id) {
+    // a run was going when the page went away: the replay renders that turn, so cut it from the history
+    for (let i = messages.length - 1; i >= 0; i--) {
+      const m = messages[i]
+      if (m?.role === "user" && (typeof m.content === "string" ? m.content : "") === active.query) {
+        messages = messages.slice(0, i)
+        break
+      }
+    }
+  }
+  for (const turn of renderHistory(messages)) appendTurn(turn)
+  transcript.scrollTop = transcript.scrollHeight
+  if (active && active.conversationId === id) {
+    const run = newRun(active.query, id)
+    await resume(run)
+    finish(run)
+  }
+}
+
+function newConversation() {
+  if (state.run) return
+  clearTranscript()
+  setConversation(null)
+  closeSidebar()
+  input.focus()
+}
+
+// ---- sidebar, composer, keyboard -------------------------------------------------
+
+const sidebarToggle = $("toggle-sidebar")
+function closeSidebar() {
+  document.body.classList.remove("sidebar-open")
+  sidebarToggle.setAttribute("aria-expanded", "false")
+}
+sidebarToggle.addEventListener("click", () => {
+  const open = document.body.classList.toggle("sidebar-open")
+  sidebarToggle.setAttribute("aria-expanded", String(open))
+  if (open) /** @type {HTMLElement | null} */ (document.querySelector("#conversation-list a"))?.focus()
+})
+$("new-chat").addEventListener("click", newConversation)
+window.addEventListener("hashchange", () => {
+  const id = conversationFromHash()
+  if (id && id !== state.conversationId) void openConversation(id)
+})
+
+function autosize() {
+  input.style.height = "auto"
+  input.style.height = `${Math.min(input.scrollHeight, 200)}px`
+}
+input.addEventListener("input", autosize)
+
+$("composer").addEventListener("submit", (e) => {
+  e.preventDefault()
+  const text = input.value.trim()
+  if (!text) return
+  input.value = ""
+  autosize()
+  if (state.run) void inject(state.run, text)
+  else void startRun(text)
+})
+input.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault()
+    const form = /** @type {HTMLFormElement} */ ($("composer"))
+    form.requestSubmit()
+  }
+})
+stopBtn.addEventListener("click", () => void stop())
+document.addEventListener("keydown", (e) => {
+  const target = /** @type {HTMLElement} */ (e.target)
+  const typing = target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement
+  if (e.key === "Escape") {
+    if (document.body.classList.contains("sidebar-open")) {
+      closeSidebar()
+      sidebarToggle.focus()
+    } else if (state.run) void stop()
+  } else if (e.key === "/" && !typing) {
+    e.preventDefault()
+    input.focus()
+  } else if (e.altKey && (e.key === "n" || e.key === "N")) {
+    e.preventDefault()
+    newConversation()
+  }
+})
+
+$("token-form").addEventListener("submit", (e) => {
+  e.preventDefault()
+  const value = /** @type {HTMLInputElement} */ ($("token-input")).value.trim()
+  state.token = value
+  localStorage.setItem(TOKEN_KEY, value)
+  $("token-form").hidden = true
+  void boot()
+})
+
+// ---- start-up ----------------------------------------------------------------------
+
+function conversationFromHash() {
+  const m = /^#c=(.+)$/.exec(location.hash)
+  return m ? decodeURIComponent(m[1]) : null
+}
+
+async function health() {
+  try {
+    const res = await fetch("/health")
+    if (!res.ok) return
+    const body = await res.json()
+    $("model").textContent = body.model ? String(body.model) : ""
+    $("demo-banner").hidden = body.demo !== true
+    document.body.classList.toggle("demo", body.demo === true)
+  } catch {
+    setConnection("Server unreachable")
+  }
+}
+
+async function boot() {
+  const url = new URL(location.href)
+  const token = url.searchParams.get("token")
+  if (token !== null) {
+    state.token = token
+    localStorage.setItem(TOKEN_KEY, token)
+    url.searchParams.delete("token")
+    history.replaceState(null, "", url.pathname + url.search + url.hash)
+  }
+  await health()
+  void loadConversations()
+  const id = conversationFromHash()
+  if (id) await openConversation(id)
+}
+
+/** Test and debugging hook: simulate a dropped connection (the run keeps going on the server). */
+Object.defineProperty(window, "reactPage", {
+  value: Object.freeze({
+    dropConnection: () => state.run?.controller.abort(),
+    get activeRun() {
+      return state.run ? { conversationId: state.run.conversationId, lastId: state.run.view.lastId } : null
+    }
+  })
+})
+
+setActive(false)
+void boot()
+input.focus()

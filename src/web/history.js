@@ -1,0 +1,112 @@
+// @ts-check
+/**
+ * Renders stored conversation messages (`GET /api/conversations/:id`) as past turns:
+ * user bubbles, tool cards (collapsed, with their results) and markdown answers.
+ *
+ * @since 0.1.0
+ */
+import { h, markdown, pretty, preview } from "./dom.js"
+
+/** @param {unknown} content */
+function textOf(content) {
+  if (typeof content === "string") return content
+  if (Array.isArray(content)) return content.map((p) => (p && p.type === "text" ? p.text : "")).join("")
+  return ""
+}
+
+/** @param {string} text */
+function parseJsonReply(text) {
+  const t = text.trim()
+  if (!t.startsWith("{")) return null
+  try {
+    const v = JSON.parse(t)
+    return v && typeof v === "object" && (v.type === "tool_call" || v.type === "final_answer") ? v : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * @param {string} name @param {unknown} args @param {string | undefined} result
+ */
+function card(name, args, result) {
+  return h("details", { class: `card ${result === undefined ? "" : "ok"}`, "data-tool": name },
+    h("summary", {}, h("span", { class: "dot", "aria-hidden": "true" }), h("span", { class: "tool-name", text: name }),
+      h("span", { class: "args-preview", text: preview(args) }), h("span", { class: "elapsed" })),
+    h("div", { class: "card-body" }, h("div", { class: "label", text: "Arguments" }), h("pre", { class: "args", text: pretty(args) }),
+      result === undefined ? null : h("div", { class: "label", text: "Observation" }),
+      result === undefined ? null : h("pre", { class: "observation", text: result })))
+}
+
+/**
+ * @param {ReadonlyArray<any>} messages stored chat messages, oldest first
+ * @returns {HTMLElement[]} one element per past turn
+ */
+export function renderHistory(messages) {
+  /** @type {Map<string, string>} */
+  const results = new Map()
+  for (const m of messages) if (m && m.role === "tool") results.set(String(m.tool_call_id), textOf(m.content))
+  /** @type {HTMLElement[]} */
+  const turns = []
+  /** @type {HTMLElement | null} */
+  let run = null
+  /** @type {HTMLElement | null} */
+  let pendingJsonCard = null
+  const ensureRun = () => {
+    if (!run) {
+      const turn = h("article", { class: "turn past" })
+      run = h("section", { class: "run", "aria-label": "Agent run" })
+      turn.append(run)
+      turns.push(turn)
+    }
+    return run
+  }
+  for (const m of messages) {
+    if (!m || typeof m !== "object") continue
+    if (m.role === "system") continue
+    if (m.role === "user") {
+      const text = textOf(m.content)
+      if (text.startsWith("[USER INTERRUPT]")) {
+        ensureRun().append(h("div", { class: "msg inject taken" }, h("div", { class: "bubble" }, h("span", { class: "badge", text: "Interrupt" }),
+          h("span", { class: "inject-text", text: text.replace(/^\[USER INTERRUPT\][^\n]*\n?/, "").replace(/\nTake it into account[^\n]*$/, "") }))))
+        continue
+      }
+      if (pendingJsonCard && /^Observation:/i.test(text)) {
+        const body = pendingJsonCard.querySelector(".card-body")
+        body?.append(h("div", { class: "label", text: "Observation" }), h("pre", { class: "observation", text: text.replace(/^Observation:\s*/i, "") }))
+        pendingJsonCard.classList.add("ok")
+        pendingJsonCard = null
+        continue
+      }
+      const turn = h("article", { class: "turn past" }, h("div", { class: "msg user" }, h("div", { class: "bubble", text })))
+      run = h("section", { class: "run", "aria-label": "Agent run" })
+      turn.append(run)
+      turns.push(turn)
+      continue
+    }
+    if (m.role === "assistant") {
+      const r = ensureRun()
+      const calls = Array.isArray(m.tool_calls) ? m.tool_calls : []
+      if (calls.length > 0) {
+        const round = h("div", { class: `round${calls.length > 1 ? " parallel" : ""}` })
+        for (const c of calls) round.append(card(c.function?.name ?? "tool", c.function?.arguments ?? "", results.get(String(c.id))))
+        r.append(h("div", { class: `iteration${calls.length > 1 ? " parallel" : ""}` }, round))
+        continue
+      }
+      const text = textOf(m.content)
+      const json = parseJsonReply(text)
+      if (json?.type === "tool_call") {
+        pendingJsonCard = card(String(json.tool_name ?? "tool"), json.tool_args ?? {}, undefined)
+        r.append(h("div", { class: "iteration" }, h("div", { class: "round" }, pendingJsonCard)))
+        continue
+      }
+      const answer = json?.type === "final_answer" ? String(json.answer ?? "") : text
+      if (answer.trim()) {
+        const el = h("div", { class: "answer markdown" })
+        el.innerHTML = markdown().render(answer)
+        r.append(el)
+      }
+    }
+  }
+  return turns
+}
