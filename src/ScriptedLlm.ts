@@ -22,6 +22,7 @@ import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmErrorReason, LlmService, ResponseToolCall } from "./Llm.js"
 import { defaultAbilities, Llm, LlmError, parseToolArguments, splitThinking } from "./Llm.js"
+import { ThinkSplitter } from "./internal/openAiThink.js"
 import { textOf } from "./Message.js"
 import * as Usage from "./Usage.js"
 
@@ -196,15 +197,22 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
         if (step instanceof LlmError) return Stream.fail(step)
         if (step._tag === "Fail") return Stream.fromEffect(Effect.zipRight(sleep(step.delay), Effect.fail(failure(step))))
         const response = toResponse(step, request)
+        // Content goes through the same <think> routing as a real provider stream.
         const chunks = step.chunks ?? words(step.content ?? "")
-        const perChunk = step.chunkDelay ?? step.delay
+        const splitter = new ThinkSplitter()
         const deltas: Array<ChatDelta> = []
-        if (response.reasoning) deltas.push({ _tag: "Reasoning", text: response.reasoning })
+        if (step.reasoning) deltas.push({ _tag: "Reasoning", text: step.reasoning })
         const failAt = step.failAfterChunks?.count ?? -1
-        let content: Stream.Stream<ChatDelta, LlmError> = Stream.fromIterable(
-          chunks.slice(0, failAt >= 0 ? failAt : chunks.length).map((t): ChatDelta => ({ _tag: "Content", text: t }))
+        const emitted = chunks.slice(0, failAt >= 0 ? failAt : chunks.length)
+        let raw: Stream.Stream<string> = Stream.fromIterable(emitted)
+        const perChunk = step.chunkDelay ?? step.delay
+        if (perChunk !== undefined && emitted.length > 0) raw = Stream.tap(raw, () => Effect.sleep(perChunk))
+        const before = step.chunkDelay !== undefined || emitted.length === 0 ? step.delay : undefined
+        if (before !== undefined) raw = Stream.concat(Stream.drain(Stream.fromEffect(Effect.sleep(before))), raw)
+        const content: Stream.Stream<ChatDelta, LlmError> = raw.pipe(
+          Stream.mapConcat((t) => splitter.push(t)),
+          Stream.concat(Stream.suspend(() => Stream.fromIterable(splitter.flush())))
         )
-        if (perChunk !== undefined) content = Stream.tap(content, () => Effect.sleep(perChunk))
         const tail: Array<ChatDelta> = response.toolCalls.map((c, i) => ({
           _tag: "ToolCall",
           index: i,
