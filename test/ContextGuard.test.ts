@@ -70,7 +70,7 @@ type Turn =
   | { readonly kind: "tools"; readonly size: number; readonly results: ReadonlyArray<number> }
 
 const turn: fc.Arbitrary<Turn> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("user" as const), size, pinned: fc.boolean({}).map((b) => b && Math.random() < 0.3) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("user" as const), size, pinned: fc.boolean().map((b) => b && Math.random() < 0.3) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("assistant" as const), size }) },
   {
     weight: 5,
