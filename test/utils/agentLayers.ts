@@ -10,7 +10,8 @@ import type { AgentOptions } from "../../src/AgentConfig.js"
 import type { CheckOptions, CheckResult, ContextGuardService } from "../../src/ContextGuard.js"
 import { ContextGuard } from "../../src/ContextGuard.js"
 import { Hooks } from "../../src/Hooks.js"
-import { Interrupts } from "../../src/Interrupts.js"
+import type { InterruptsService } from "../../src/Interrupts.js"
+import { Interrupts, make as makeInterruptsService } from "../../src/Interrupts.js"
 import type { LlmService } from "../../src/Llm.js"
 import type { ChatMessage } from "../../src/Message.js"
 import { ReactAgent } from "../../src/ReactAgent.js"
@@ -120,10 +121,16 @@ export const bigTool = Tool.make({
 
 export const allTools: ReadonlyArray<ToolT> = [addTool, echoTool, sleepTool, failTool, crashTool, hangTool, pageTool, bigTool]
 
-/** @since test */
+/** A fresh in-memory interrupts service, usable synchronously from responders and tools. */
+export const makeInterrupts = (): InterruptsService => Effect.runSync(makeInterruptsService)
+
+/** Injects synchronously (throws when no run is active). */
+export const injectNow = (service: InterruptsService, conversationId: string, content: string): string =>
+  Effect.runSync(service.inject(conversationId, content)).id
+
 export interface AgentHarness {
   readonly llm: ScriptedLlm.ScriptedLlm
-  readonly layer: Layer.Layer<ReactAgent | Interrupts, never>
+  readonly layer: Layer.Layer<ReactAgent | Interrupts>
   /** Loop/synthesis requests recorded by the scripted LLM. */
   readonly requests: () => ReadonlyArray<RecordedRequest>
 }
@@ -137,7 +144,8 @@ export const makeAgent = (
     readonly agent?: Partial<AgentOptions>
     readonly hooks?: Layer.Layer<Hooks>
     readonly guard?: Layer.Layer<ContextGuard>
-    readonly extra?: Layer.Layer<never>
+    /** A ready interrupts service (to inject from a responder or a tool); default: a fresh in-memory one. */
+    readonly interrupts?: InterruptsService
   } = {}
 ): AgentHarness => {
   const llm = ScriptedLlm.make(script, options.llm)
@@ -146,7 +154,7 @@ export const makeAgent = (
     Tools.layer(options.tools ?? allTools),
     options.hooks ?? noHooks,
     options.guard ?? recordingGuard().layer,
-    Interrupts.layer
+    options.interrupts ? Layer.succeed(Interrupts, options.interrupts) : Interrupts.layer
   )
   const layer = ReactAgent.layer(options.agent).pipe(Layer.provideMerge(deps), Layer.orDie)
   return { llm, layer, requests: () => llm.requests }
