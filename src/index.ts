@@ -27,6 +27,8 @@ export * as RunEvent from "./RunEvent.js"
 /** @since 0.1.0 */
 export * as Hooks from "./Hooks.js"
 /** @since 0.1.0 */
+export * as HookBuiltins from "./HookBuiltins.js"
+/** @since 0.1.0 */
 export * as Interrupts from "./Interrupts.js"
 /** @since 0.1.0 */
 export * as ContextGuard from "./ContextGuard.js"
