@@ -1,0 +1,194 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
+import type { AgentOptions } from "../src/AgentConfig.js"
+import * as BuiltinTools from "../src/BuiltinTools.js"
+import { ContextGuard } from "../src/ContextGuard.js"
+import * as DemoLlm from "../src/DemoLlm.js"
+import { Hooks } from "../src/Hooks.js"
+import { Interrupts } from "../src/Interrupts.js"
+import { type ChatRequest, Llm } from "../src/Llm.js"
+import * as Message from "../src/Message.js"
+import { ReactAgent } from "../src/ReactAgent.js"
+import { structuredCall } from "../src/StructuredCall.js"
+import * as Tool from "../src/Tool.js"
+import { Tools } from "../src/Toolkit.js"
+
+const fast = DemoLlm.make({ chunkDelay: 0, thinkDelay: 0 })
+const definitions = BuiltinTools.tools.map(Tool.toDefinition)
+
+/** The real agent over the demo model and the built-in tools. */
+const agentLayer = (options?: Partial<AgentOptions>) =>
+  ReactAgent.layer(options).pipe(
+    Layer.provide([
+      DemoLlm.layerWith({ chunkDelay: 0, thinkDelay: 0 }),
+      Tools.layer(BuiltinTools.tools),
+      Hooks.layerEmpty,
+      Interrupts.layer
+    ]),
+    Layer.provide(ContextGuard.layerHeuristic.pipe(Layer.provide(DemoLlm.layerWith({ thinkDelay: 0 }))))
+  )
+
+const ask = (query: string, options?: Partial<AgentOptions>) =>
+  Effect.flatMap(ReactAgent, (agent) => agent.runCollect({ query })).pipe(Effect.provide(agentLayer(options)))
+
+const INSTANT = Date.UTC(2026, 11, 2, 11, 27, 5)
+
+describe("DemoLlm", () => {
+  it("identifies itself", () => {
+    assert.strictEqual(fast.model, "offline-demo")
+    assert.isTrue(fast.abilities.toolCall)
+  })
+
+  it.effect("end to end (native tools): arithmetic goes through the calculator", () =>
+    Effect.gen(function*() {
+      const result = yield* ask("what is 2+3*4")
+      assert.isUndefined(result.error)
+      assert.strictEqual(result.steps.length, 1)
+      assert.strictEqual(result.steps[0].tool_name, "calculator")
+      assert.deepStrictEqual(result.steps[0].tool_args, { expression: "2+3*4" })
+      assert.strictEqual(result.steps[0].observation, "2+3*4 = 14")
+      assert.include(result.answer, "14")
+      assert.isAbove(result.usage.llm_calls, 1)
+      assert.isAbove(result.usage.total_tokens, 0)
+    }))
+
+  it.effect("end to end (JSON protocol): same answer through tool_call / final_answer replies", () =>
+    Effect.gen(function*() {
+      const result = yield* ask("Please calculate (17 + 25) * 3", { useNativeTools: false })
+      assert.isUndefined(result.error)
+      assert.deepStrictEqual(result.steps.map((s) => s.observation), ["(17 + 25) * 3 = 126"])
+      assert.include(result.answer, "126")
+    }))
+
+  it.effect("end to end: a time question in a city uses current_time with its IANA zone", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(INSTANT)
+      const result = yield* ask("What time is it in Tokyo?")
+      assert.strictEqual(result.steps[0].tool_name, "current_time")
+      assert.deepStrictEqual(result.steps[0].tool_args, { timezone: "Asia/Tokyo" })
+      assert.include(result.answer, "Asia/Tokyo")
+      assert.include(result.answer, "8:27:05 PM")
+    }))
+
+  it.effect("end to end: arithmetic and time together are two parallel calls", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(INSTANT)
+      const result = yield* ask("What is 6*7 and what time is it in Paris?")
+      assert.deepStrictEqual(result.steps.map((s) => s.tool_name).sort(), ["calculator", "current_time"])
+      assert.strictEqual(result.iterations, 2)
+      assert.include(result.answer, "42")
+      assert.include(result.answer, "Europe/Paris")
+    }))
+
+  it.effect("end to end: anything else gets the offline explanation, in the user's language", () =>
+    Effect.gen(function*() {
+      const en = yield* ask("Who wrote Hamlet?")
+      assert.strictEqual(en.steps.length, 0)
+      assert.include(en.answer, "offline demo model")
+      for (const name of ["LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL"]) assert.include(en.answer, name)
+      const zh = yield* ask("你好，你是谁？")
+      assert.include(zh.answer, "离线演示模型")
+      assert.include(zh.answer, "LLM_BASE_URL")
+      const zhMath = yield* ask("计算 3乘以4加2")
+      assert.strictEqual(zhMath.steps[0].observation, "3*4+2 = 14")
+      assert.include(zhMath.answer, "计算结果")
+    }))
+
+  it.effect("a tool error is explained, not hidden", () =>
+    Effect.gen(function*() {
+      const result = yield* ask("what is 1/0")
+      assert.strictEqual(result.steps[0].error, "Division by zero at 2")
+      assert.include(result.answer, "Division by zero")
+    }))
+
+  it("extracts expressions and zones from natural questions", () => {
+    const callFor = (q: string) => {
+      const response = DemoLlm.respond({ messages: [Message.user(q)], tools: definitions })
+      return response.toolCalls.map((c) => `${c.name} ${c.arguments}`)
+    }
+    assert.deepStrictEqual(callFor("How much is 15% of 80?"), ["calculator {\"expression\":\"15/100*80\"}"])
+    assert.deepStrictEqual(callFor("what's 3 times 4 plus 2?"), ["calculator {\"expression\":\"3 * 4 + 2\"}"])
+    assert.deepStrictEqual(callFor("sqrt(144) + 2^3 please"), ["calculator {\"expression\":\"sqrt(144) + 2^3\"}"])
+    assert.deepStrictEqual(callFor("what is the date today?"), ["current_time {\"timezone\":\"UTC\"}"])
+    assert.deepStrictEqual(callFor("time in America/Chicago now"), ["current_time {\"timezone\":\"America/Chicago\"}"])
+    assert.deepStrictEqual(callFor("东京现在几点？"), ["current_time {\"timezone\":\"Asia/Tokyo\"}"])
+    assert.deepStrictEqual(callFor("I was born on 1990-05-12, tell me a story"), [])
+    // without the tool, arithmetic is answered directly
+    const direct = DemoLlm.respond({ messages: [Message.user("what is 2+2")] })
+    assert.strictEqual(direct.toolCalls.length, 0)
+    assert.include(direct.content, "2+2 = **4**")
+  })
+
+  it("acknowledges a [USER INTERRUPT] and answers its question", () => {
+    const call = Message.toolCall("c1", "calculator", "{\"expression\":\"2+2\"}")
+    const base: Array<Message.ChatMessage> = [
+      Message.system("You are a capable assistant."),
+      Message.user("what is 2+2"),
+      Message.assistant(null, { toolCalls: [call] }),
+      Message.tool("c1", "2+2 = 4", "calculator"),
+      Message.user(
+        "[USER INTERRUPT] The user sent a new message while you were working:\nalso what is 10*10\nTake it into account before continuing.",
+        { pinned: true }
+      )
+    ]
+    const next = DemoLlm.respond({ messages: base, tools: definitions })
+    assert.deepStrictEqual(next.toolCalls.map((c) => c.arguments), ["{\"expression\":\"10*10\"}"])
+    const call2 = Message.toolCall("c2", "calculator", "{\"expression\":\"10*10\"}")
+    const final = DemoLlm.respond({
+      messages: [...base, Message.assistant(null, { toolCalls: [call2] }), Message.tool("c2", "10*10 = 100")],
+      tools: definitions
+    })
+    assert.strictEqual(final.toolCalls.length, 0)
+    assert.include(final.content, "Noted your new message: \"also what is 10*10\"")
+    assert.include(final.content, "**4**")
+    assert.include(final.content, "**100**")
+  })
+
+  it.effect("structured calls: a forced function gets arguments that decode", () =>
+    Effect.gen(function*() {
+      const schema = Schema.Struct({
+        plan: Schema.Array(Schema.String),
+        confidence: Schema.Number,
+        mode: Schema.Literal("fast", "slow"),
+        note: Schema.optional(Schema.String)
+      })
+      const result = yield* structuredCall({ messages: [Message.user("plan it")], schema, functionName: "make_plan" })
+      assert.strictEqual(result.level, "native")
+      assert.deepStrictEqual(result.value, { plan: [], confidence: 0, mode: "fast" })
+      // JSON Schema in the system prompt (a model without native tool choice) → a JSON reply that decodes too
+      const jsonOnly = Layer.succeed(Llm, { ...fast, abilities: { ...fast.abilities, toolCall: false, toolChoice: false } })
+      const viaJson = yield* structuredCall({ messages: [Message.user("plan it")], schema, functionName: "make_plan" }).pipe(
+        Effect.provide(jsonOnly)
+      )
+      assert.strictEqual(viaJson.level, "json")
+      assert.deepStrictEqual(viaJson.value, { plan: [], confidence: 0, mode: "fast" })
+    }).pipe(Effect.provide(DemoLlm.layerWith({ thinkDelay: 0 }))))
+
+  it.live("streamChat streams the synthesised answer word by word, paced", () =>
+    Effect.gen(function*() {
+      const llm = DemoLlm.make({ chunkDelay: "15 millis", thinkDelay: 0 })
+      const request: ChatRequest = {
+        messages: [
+          Message.system("You write the final answer to the user's question from the execution trace."),
+          Message.user(
+            "Question:\nwhat is 2+3*4\n\nExecution trace:\nStep 1: calculator\nArguments: {\"expression\":\"2+3*4\"}\n" +
+              "Result: 2+3*4 = 14\n\nDraft answer:\n14\n\nWrite the final answer to the question."
+          )
+        ]
+      }
+      const started = Date.now()
+      const deltas = Chunk.toReadonlyArray(yield* Stream.runCollect(llm.streamChat(request)))
+      const elapsed = Date.now() - started
+      const content = deltas.flatMap((d) => (d._tag === "Content" ? [d.text] : []))
+      assert.strictEqual(content.join(""), "2+3*4 = **14**")
+      assert.isAtLeast(content.length, 3)
+      assert.isAtLeast(elapsed, 15 * (content.length - 1))
+      assert.strictEqual(deltas[deltas.length - 1]._tag, "Finish")
+      assert.isTrue(deltas.some((d) => d._tag === "Usage" && d.usage.completion_tokens > 0))
+    }))
+})
