@@ -11,13 +11,9 @@ import type { Tool } from "../Tool.js"
 import * as ToolModule from "../Tool.js"
 import type { Toolkit } from "../Toolkit.js"
 import type { ActiveToolSet } from "../ToolSelection.js"
-import { shorten } from "./toolSelectionPrompt.js"
 
 /** @internal */
 export const REQUEST_TOOLS = "request_tools"
-
-/** Description length of each not-yet-loaded tool in `request_tools`' description. @internal */
-export const REQUEST_TOOLS_DESCRIPTION_MAX = 60
 
 const RequestToolsParameters = Schema.Struct({
   names: Schema.Array(Schema.String).annotations({ description: "Exact names of the tools to load" })
@@ -31,13 +27,10 @@ export const fullSet = (toolkit: Toolkit): ActiveToolSet => ({
   resolve: (name) => toolkit.get(name)
 })
 
+/** Compact: the names only (each loaded tool brings its full description). */
 const describe = (unloaded: ReadonlyArray<Tool>): string =>
   "Load more tools by name when the tools you have are not enough for the task; " +
-  "loaded tools can be called right after. Not loaded yet:\n" +
-  unloaded.map((t) => {
-    const d = shorten(t.description, REQUEST_TOOLS_DESCRIPTION_MAX)
-    return d === "" ? `- ${t.name}` : `- ${t.name}: ${d}`
-  }).join("\n")
+  `loaded tools can be called right after. Not loaded yet: ${unloaded.map((t) => t.name).join(", ")}.`
 
 /** `names` given as one string ("a, b") is accepted too. */
 const normaliseArgs = (args: unknown): unknown => {
