@@ -1,0 +1,87 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as AgentConfig from "../src/AgentConfig.js"
+import { Interrupts } from "../src/Interrupts.js"
+import { ReactAgent } from "../src/ReactAgent.js"
+import * as ScriptedLlm from "../src/ScriptedLlm.js"
+import { Tools } from "../src/Toolkit.js"
+import { noHooks, recordingGuard } from "./utils/agentLayers.js"
+
+const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+
+describe("AgentConfig", () => {
+  it.effect("defaults", () =>
+    Effect.gen(function*() {
+      const o = yield* AgentConfig.load().pipe(withEnv({}))
+      assert.strictEqual(o.maxIterations, 50)
+      assert.strictEqual(o.cycleDetectionThreshold, 3)
+      assert.strictEqual(o.selfReflectionInterval, 6)
+      assert.strictEqual(o.completionCheckMinTools, 3)
+      assert.strictEqual(o.toolSelectionThreshold, 12)
+      assert.strictEqual(o.toolSelectionMax, 6)
+      assert.strictEqual(o.toolResultBudget, 40000)
+      assert.strictEqual(o.maxTurnTokens, 0)
+      assert.strictEqual(o.toolObsTruncation, 2000)
+      assert.strictEqual(Duration.toMillis(o.toolTimeout), 60000)
+      assert.isTrue(o.useNativeTools && o.completionCheck)
+    }))
+
+  it.effect("REACT_* variables are read; explicit options win", () =>
+    Effect.gen(function*() {
+      const env = {
+        REACT_MAX_ITERATIONS: "7",
+        REACT_CYCLE_DETECTION_THRESHOLD: "4",
+        REACT_SELF_REFLECTION_INTERVAL: "0",
+        REACT_COMPLETION_CHECK_MIN_TOOLS: "1",
+        REACT_TOOL_SELECTION_THRESHOLD: "20",
+        REACT_TOOL_SELECTION_MAX: "3",
+        REACT_TOOL_RESULT_BUDGET: "1000",
+        REACT_MAX_TURN_TOKENS: "5000",
+        REACT_TOOL_OBS_TRUNCATION: "500",
+        REACT_TOOL_TIMEOUT_MS: "1500"
+      }
+      const o = yield* AgentConfig.load().pipe(withEnv(env))
+      assert.deepStrictEqual(
+        [o.maxIterations, o.cycleDetectionThreshold, o.selfReflectionInterval, o.completionCheckMinTools],
+        [7, 4, 0, 1]
+      )
+      assert.deepStrictEqual([o.toolSelectionThreshold, o.toolSelectionMax, o.toolResultBudget, o.maxTurnTokens], [20, 3, 1000, 5000])
+      assert.strictEqual(o.toolObsTruncation, 500)
+      assert.strictEqual(Duration.toMillis(o.toolTimeout), 1500)
+      const explicit = yield* AgentConfig.load({ maxIterations: 9, toolTimeout: "2 seconds" }).pipe(withEnv(env))
+      assert.strictEqual(explicit.maxIterations, 9)
+      assert.strictEqual(Duration.toMillis(explicit.toolTimeout), 2000)
+    }))
+
+  it.effect("an invalid variable is a ConfigError naming it", () =>
+    Effect.gen(function*() {
+      for (const [name, value] of [["REACT_MAX_ITERATIONS", "lots"], ["REACT_MAX_ITERATIONS", "0"], ["REACT_TOOL_TIMEOUT_MS", "-5"]]) {
+        const exit = yield* Effect.exit(AgentConfig.load().pipe(withEnv({ [name]: value })))
+        assert.isTrue(Exit.isFailure(exit))
+        if (Exit.isFailure(exit)) assert.include(String(exit.cause), name)
+      }
+      const bad = yield* Effect.exit(AgentConfig.load({ maxIterations: 0 }))
+      assert.isTrue(Exit.isFailure(bad) && String(bad.cause).includes("maxIterations"))
+    }))
+
+  it.effect("ReactAgent.layer fails with the ConfigError", () =>
+    Effect.gen(function*() {
+      const layer = ReactAgent.layer().pipe(
+        Layer.provide(Layer.mergeAll(
+          ScriptedLlm.layer([]),
+          Tools.layerEmpty,
+          noHooks,
+          recordingGuard().layer,
+          Interrupts.layer
+        ))
+      )
+      const exit = yield* Effect.exit(
+        Effect.provide(ReactAgent, layer).pipe(withEnv({ REACT_CYCLE_DETECTION_THRESHOLD: "x" }))
+      )
+      assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("REACT_CYCLE_DETECTION_THRESHOLD"))
+    }))
+})
