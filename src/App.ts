@@ -1,0 +1,113 @@
+/**
+ * The application layer of the bundled server and CLI: the LLM (OpenAI-compatible
+ * models from `LLM_*` when `LLM_MODEL` is set, else the built-in offline demo
+ * model, clearly labelled), the tools (built-ins + MCP servers from
+ * `MCP_CONFIG`), hooks (none by default), the context guard, the interrupt
+ * queues and the ReAct agent.
+ *
+ * @since 0.1.0
+ */
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as BuiltinTools from "./BuiltinTools.js"
+import { ContextGuard } from "./ContextGuard.js"
+import { Hooks } from "./Hooks.js"
+import { Interrupts } from "./Interrupts.js"
+import { Llm } from "./Llm.js"
+import { McpTools } from "./McpTools.js"
+import { ModelRegistry } from "./ModelRegistry.js"
+import { ReactAgent } from "./ReactAgent.js"
+import * as Toolkit from "./Toolkit.js"
+
+/**
+ * What the app runs on (reported by `/health` and the start-up log).
+ *
+ * @since 0.1.0 @category Context
+ */
+export class AppInfo extends Context.Tag("react-engine/AppInfo")<AppInfo, {
+  /** The main model's name. */
+  readonly model: string
+  /** True on the built-in offline demo model (no LLM configured). */
+  readonly demo: boolean
+}>() {
+  /** @since 0.1.0 */
+  static readonly layer = (info: { readonly model: string; readonly demo: boolean }): Layer.Layer<AppInfo> =>
+    Layer.succeed(AppInfo, info)
+}
+
+/**
+ * Built-in tools plus the tools of the `McpTools` in context.
+ *
+ * @since 0.1.0 @category layers
+ */
+export const ToolsLayer: Layer.Layer<Toolkit.Tools, never, McpTools> = Layer.effect(
+  Toolkit.Tools,
+  Effect.flatMap(McpTools, (mcp) =>
+    Effect.try({
+      try: () => Toolkit.make([...BuiltinTools.tools, ...mcp.tools]),
+      catch: (e) => e
+    }).pipe(Effect.orDie))
+)
+
+/**
+ * The app's services over an LLM layer (`Llm`, optionally with `ModelRegistry`):
+ * `ReactAgent`, `ContextGuard`, `Interrupts`, `Tools`, `Hooks` (empty), the LLM
+ * and `AppInfo` (model name from the `Llm`, `demo` as given).
+ *
+ * @since 0.1.0 @category layers
+ */
+export const make = <E, R>(
+  llm: Layer.Layer<Llm, E, R>,
+  options: { readonly demo: boolean; readonly tools?: Layer.Layer<Toolkit.Tools>; readonly hooks?: Layer.Layer<Hooks> }
+) => {
+  const info = Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo })))
+  const services = Layer.mergeAll(
+    ContextGuard.layer,
+    Interrupts.layer,
+    options.hooks ?? Hooks.layerEmpty,
+    options.tools ?? ToolsLayer.pipe(Layer.provide(McpTools.layerConfig)),
+    info
+  )
+  return ReactAgent.layer().pipe(Layer.provideMerge(services), Layer.provideMerge(llm))
+}
+
+/**
+ * The LLM from the environment: `ModelRegistry.layerConfig` when `LLM_MODEL` is
+ * set, else the offline demo model. Logs which one it uses.
+ *
+ * @since 0.1.0 @category layers
+ */
+export const LlmLayer: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const model = yield* Config.option(Config.string("LLM_MODEL"))
+    const configured = Option.isSome(model) && model.value.trim() !== ""
+    return configured
+      ? Layer.provideMerge(Layer.effectDiscard(Effect.void), ModelRegistry.layerConfig)
+      : demoLayer
+  })
+)
+
+const demoLayer: Layer.Layer<Llm> = Layer.fail(new Error("DemoLlm is not available yet")).pipe(Layer.orDie)
+
+/**
+ * True when `LLM_MODEL` is unset or empty (the app then runs on the demo model).
+ *
+ * @since 0.1.0 @category utils
+ */
+export const isDemo: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.map(
+  Config.option(Config.string("LLM_MODEL")),
+  (model) => Option.isNone(model) || model.value.trim() === ""
+)
+
+/**
+ * Every app service, configured from the environment.
+ *
+ * @since 0.1.0 @category layers
+ */
+export const AppLayer = Layer.unwrapEffect(
+  Effect.map(isDemo, (demo) => make(LlmLayer, { demo }))
+)

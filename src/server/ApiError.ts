@@ -1,0 +1,214 @@
+/**
+ * HTTP errors of the API as tagged errors, each with its status and JSON body
+ * (`{error, message, …}`), plus the request guards every `/api` route uses:
+ * bearer-token auth, the body-size limit and Schema decoding of JSON bodies.
+ *
+ * @since 0.1.0
+ */
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { timingSafeEqual } from "node:crypto"
+
+/** One invalid field. @since 0.1.0 @category models */
+export interface Issue {
+  /** Dotted path of the field (`max_iterations`, `messages.0.role`), `""` for the body itself. */
+  readonly path: string
+  readonly message: string
+}
+
+/** 400: invalid JSON or fields. @since 0.1.0 @category errors */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  issues: Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String }))
+}) {
+  override get message(): string {
+    return this.issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ")
+  }
+}
+
+/** 401. @since 0.1.0 @category errors */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {}) {}
+
+/** 404: unknown conversation (or no run to replay). @since 0.1.0 @category errors */
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  code: Schema.Literal("conversation_not_found", "no_active_execution", "no_run"),
+  conversationId: Schema.String
+}) {}
+
+/** 409: the conversation already has an active run. @since 0.1.0 @category errors */
+export class RunInProgress extends Schema.TaggedError<RunInProgress>()("RunInProgress", {
+  conversationId: Schema.String
+}) {}
+
+/** 413. @since 0.1.0 @category errors */
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
+  limit: Schema.Number
+}) {}
+
+/** 500: storage failure and other server-side errors. @since 0.1.0 @category errors */
+export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", {
+  message: Schema.String
+}) {}
+
+/** @since 0.1.0 @category errors */
+export type ApiError = InvalidRequest | Unauthorized | NotFound | RunInProgress | PayloadTooLarge | InternalError
+
+const notFoundMessage = {
+  conversation_not_found: "Unknown conversation",
+  no_active_execution: "No active run for this conversation",
+  no_run: "No run to replay for this conversation"
+} as const
+
+/**
+ * The JSON response of an API error.
+ *
+ * @since 0.1.0 @category conversions
+ */
+export const toResponse = (error: ApiError): HttpServerResponse.HttpServerResponse => {
+  switch (error._tag) {
+    case "InvalidRequest":
+      return HttpServerResponse.unsafeJson(
+        { error: "invalid_request", message: error.message, issues: error.issues },
+        { status: 400 }
+      )
+    case "Unauthorized":
+      return HttpServerResponse.unsafeJson(
+        { error: "unauthorized", message: "Missing or invalid bearer token" },
+        { status: 401, headers: { "www-authenticate": "Bearer" } }
+      )
+    case "NotFound":
+      return HttpServerResponse.unsafeJson(
+        { error: error.code, message: notFoundMessage[error.code], conversation_id: error.conversationId },
+        { status: 404 }
+      )
+    case "RunInProgress":
+      return HttpServerResponse.unsafeJson(
+        {
+          error: "run_in_progress",
+          message: "This conversation already has an active run",
+          conversation_id: error.conversationId
+        },
+        { status: 409 }
+      )
+    case "PayloadTooLarge":
+      return HttpServerResponse.unsafeJson(
+        { error: "payload_too_large", message: `Request body exceeds ${error.limit} bytes`, limit: error.limit },
+        { status: 413, headers: { connection: "close" } }
+      )
+    case "InternalError":
+      return HttpServerResponse.unsafeJson({ error: "internal_error", message: error.message }, { status: 500 })
+  }
+}
+
+/**
+ * Turns every `ApiError` of a handler into its response.
+ *
+ * @since 0.1.0 @category combinators
+ */
+export const handle = <R>(
+  effect: Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
+  Effect.catchAll(effect, (error) => Effect.succeed(toResponse(error)))
+
+const sameSecret = (given: string, expected: string): boolean => {
+  const a = Buffer.from(given)
+  const b = Buffer.from(expected)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/**
+ * Checks `Authorization: Bearer <token>` (or `?access_token=` for a browser
+ * `EventSource`, which cannot set headers) when a token is configured.
+ *
+ * @since 0.1.0 @category guards
+ */
+export const authorize = (
+  token: Option.Option<Redacted.Redacted<string>>
+): Effect.Effect<void, Unauthorized, HttpServerRequest.HttpServerRequest> =>
+  Option.match(token, {
+    onNone: () => Effect.void,
+    onSome: (secret) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const expected = Redacted.value(secret)
+        const header = request.headers["authorization"] ?? ""
+        const match = /^Bearer\s+(.+)$/i.exec(header.trim())
+        if (match && sameSecret(match[1].trim(), expected)) return Effect.void
+        const query = new URL(request.url, "http://localhost").searchParams.get("access_token")
+        if (query !== null && sameSecret(query, expected)) return Effect.void
+        return Effect.fail(new Unauthorized())
+      })
+  })
+
+/**
+ * Reads the body as text, rejecting bodies over `limit` bytes with 413: first by
+ * `Content-Length`, then while reading (chunked bodies). The rest of an over-limit
+ * body is drained, not stored, so the client gets the 413 instead of a reset.
+ *
+ * @since 0.1.0 @category guards
+ */
+export const readBody = (
+  limit: number
+): Effect.Effect<string, PayloadTooLarge | InvalidRequest, HttpServerRequest.HttpServerRequest> =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const declared = Number(request.headers["content-length"] ?? NaN)
+    if (Number.isFinite(declared) && declared > limit) {
+      return yield* Effect.fail(new PayloadTooLarge({ limit }))
+    }
+    const state = { size: 0, chunks: [] as Array<Uint8Array> }
+    yield* request.stream.pipe(
+      Stream.runForEach((chunk) =>
+        Effect.sync(() => {
+          state.size += chunk.length
+          if (state.size <= limit) state.chunks.push(chunk)
+        })
+      ),
+      Effect.catchAll(() => Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "Could not read the request body" }] })))
+    )
+    if (state.size > limit) return yield* Effect.fail(new PayloadTooLarge({ limit }))
+    return Buffer.concat(state.chunks).toString("utf8")
+  })
+
+/**
+ * The failing fields of a decoding error, with dotted paths.
+ *
+ * @since 0.1.0 @category conversions
+ */
+export const formatIssues = (error: ParseResult.ParseError): Array<Issue> =>
+  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
+    path: issue.path.map(String).join("."),
+    message: issue.message
+  }))
+
+/**
+ * Reads, parses and decodes a JSON body: 413 when too large, 400 with the
+ * failing fields when the JSON or a field is invalid.
+ *
+ * @since 0.1.0 @category guards
+ */
+export const decodeBody = <A, I>(
+  schema: Schema.Schema<A, I>,
+  limit: number
+): Effect.Effect<A, PayloadTooLarge | InvalidRequest, HttpServerRequest.HttpServerRequest> =>
+  Effect.gen(function*() {
+    const text = yield* readBody(limit)
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch (e) {
+      return yield* Effect.fail(
+        new InvalidRequest({ issues: [{ path: "", message: `Invalid JSON body: ${(e as Error).message}` }] })
+      )
+    }
+    if (json === null || typeof json !== "object" || Array.isArray(json)) {
+      return yield* Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "The body must be a JSON object" }] }))
+    }
+    return yield* Schema.decodeUnknown(schema, { errors: "all", onExcessProperty: "ignore" })(json).pipe(
+      Effect.mapError((error) => new InvalidRequest({ issues: formatIssues(error) }))
+    )
+  })

@@ -1,0 +1,48 @@
+/**
+ * Request bodies of the HTTP API, as Effect Schemas (decoded before any lookup).
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/** Longest accepted query / injected message, in characters. @since 0.1.0 @category constants */
+export const MAX_TEXT_CHARS = 100_000
+
+/** Conversation ids: 1–128 chars of letters, digits, `_ - . :`. @since 0.1.0 @category models */
+export const ConversationId = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9_.:-]{1,128}$/, {
+    message: () => "Expected 1-128 characters of letters, digits, '_', '-', '.', ':'"
+  })
+)
+
+const Text = (what: string) =>
+  Schema.String.pipe(
+    Schema.filter((s) => s.trim().length > 0, { message: () => `${what} must not be empty` }),
+    Schema.maxLength(MAX_TEXT_CHARS, { message: () => `${what} is longer than ${MAX_TEXT_CHARS} characters` })
+  )
+
+/** `POST /api/react`. @since 0.1.0 @category models */
+export const ReactRequest = Schema.Struct({
+  query: Text("query"),
+  conversation_id: Schema.optional(ConversationId),
+  max_iterations: Schema.optional(
+    Schema.Int.pipe(Schema.between(1, 200, { message: () => "Expected an integer between 1 and 200" }))
+  )
+})
+/** @since 0.1.0 @category models */
+export type ReactRequest = typeof ReactRequest.Type
+
+/** `POST /api/react/inject`. @since 0.1.0 @category models */
+export const InjectRequest = Schema.Struct({ conversation_id: ConversationId, content: Text("content") })
+
+/** `POST /api/react/inject/recall`. @since 0.1.0 @category models */
+export const RecallRequest = Schema.Struct({ conversation_id: ConversationId, id: Schema.String })
+
+/** `POST /api/react/cancel`. @since 0.1.0 @category models */
+export const CancelRequest = Schema.Struct({ conversation_id: ConversationId })
+
+/** `GET /api/react/events` query parameters. @since 0.1.0 @category models */
+export const EventsQuery = Schema.Struct({
+  conversation_id: ConversationId,
+  after: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()))
+})

@@ -1,0 +1,233 @@
+/**
+ * Conversations persisted in SQLite (`@effect/sql` + `@effect/sql-sqlite-node`):
+ * one row per conversation and one per turn (the user's query, the loop's
+ * messages — every tool call with its tool message — and the synthesized answer).
+ * The schema is created by `@effect/sql`'s Migrator at start-up.
+ *
+ * @since 0.1.0
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+import type { ChatMessage } from "../Message.js"
+import * as Message from "../Message.js"
+import { ServerConfig } from "./ServerConfig.js"
+
+/** Storage failure (the database could not be read or written). @since 0.1.0 @category errors */
+export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", { message: Schema.String }) {}
+
+/** A finished turn to store. @since 0.1.0 @category models */
+export interface TurnRecord {
+  readonly conversationId: string
+  readonly query: string
+  readonly answer: string
+  /** The loop's messages of this turn (assistant tool calls and tool results), without the query. */
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly usage?: unknown
+  /** `completed`, `failed` or `cancelled`. */
+  readonly status: "completed" | "failed" | "cancelled"
+}
+
+/** @since 0.1.0 @category models */
+export interface ConversationSummary {
+  readonly id: string
+  readonly title: string
+  readonly created_at: string
+  readonly updated_at: string
+  readonly turns: number
+}
+
+/** @since 0.1.0 @category models */
+export interface StoredTurn {
+  readonly turn: number
+  readonly query: string
+  readonly answer: string
+  readonly status: string
+  readonly usage: unknown
+  readonly created_at: string
+}
+
+/** @since 0.1.0 @category models */
+export interface ConversationDetail extends ConversationSummary {
+  /** Every stored message, oldest first: per turn the query, the loop's messages, the answer. */
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly turn_details: ReadonlyArray<StoredTurn>
+}
+
+/** @since 0.1.0 @category models */
+export interface ConversationStoreService {
+  readonly exists: (id: string) => Effect.Effect<boolean, StoreError>
+  /** Earlier turns as `history` for the next run: the query and the answer of each turn. */
+  readonly history: (id: string) => Effect.Effect<ReadonlyArray<ChatMessage>, StoreError>
+  readonly appendTurn: (turn: TurnRecord) => Effect.Effect<void, StoreError>
+  /** Most recently updated first. */
+  readonly list: (options?: { readonly limit?: number }) => Effect.Effect<ReadonlyArray<ConversationSummary>, StoreError>
+  readonly get: (id: string) => Effect.Effect<Option.Option<ConversationDetail>, StoreError>
+}
+
+/** Length of a conversation title (the first query, cut). @since 0.1.0 @category constants */
+export const TITLE_CHARS = 80
+
+const title = (query: string): string => {
+  const line = query.replace(/\s+/g, " ").trim()
+  return line.length <= TITLE_CHARS ? line : `${line.slice(0, TITLE_CHARS - 1)}…`
+}
+
+/** The schema migrations. @since 0.1.0 @category migrations */
+export const migrations = {
+  "1_create_conversations": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`CREATE TABLE IF NOT EXISTS conversations (
+      id TEXT PRIMARY KEY,
+      title TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      updated_at TEXT NOT NULL,
+      turns INTEGER NOT NULL DEFAULT 0
+    )`
+    yield* sql`CREATE TABLE IF NOT EXISTS turns (
+      conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+      turn INTEGER NOT NULL,
+      query TEXT NOT NULL,
+      answer TEXT NOT NULL,
+      messages TEXT NOT NULL,
+      usage TEXT,
+      status TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      PRIMARY KEY (conversation_id, turn)
+    )`
+    yield* sql`CREATE INDEX IF NOT EXISTS conversations_updated ON conversations (updated_at DESC)`
+  })
+}
+
+const decodeMessages = Schema.decodeUnknownEither(Schema.parseJson(Schema.Array(Message.ChatMessage)))
+
+interface TurnRow {
+  readonly turn: number
+  readonly query: string
+  readonly answer: string
+  readonly messages: string
+  readonly usage: string | null
+  readonly status: string
+  readonly created_at: string
+}
+
+interface ConversationRow {
+  readonly id: string
+  readonly title: string
+  readonly created_at: string
+  readonly updated_at: string
+  readonly turns: number
+}
+
+const storeError = (what: string) => (cause: unknown) =>
+  new StoreError({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
+
+/**
+ * The store over the `SqlClient` in context (runs the migrations first).
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient.SqlClient> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: "react_engine_migrations" }).pipe(
+    Effect.mapError(storeError("database migration failed"))
+  )
+
+  const turnsOf = (id: string) =>
+    sql<TurnRow>`SELECT turn, query, answer, messages, usage, status, created_at FROM turns
+      WHERE conversation_id = ${id} ORDER BY turn`
+
+  const service: ConversationStoreService = {
+    exists: (id) =>
+      sql<{ n: number }>`SELECT COUNT(*) AS n FROM conversations WHERE id = ${id}`.pipe(
+        Effect.map((rows) => (rows[0]?.n ?? 0) > 0),
+        Effect.mapError(storeError("reading the conversation failed"))
+      ),
+    history: (id) =>
+      sql<{ query: string; answer: string }>`SELECT query, answer FROM turns WHERE conversation_id = ${id} ORDER BY turn`
+        .pipe(
+          Effect.map((rows) => rows.flatMap((row) => [Message.user(row.query), Message.assistant(row.answer)])),
+          Effect.mapError(storeError("reading the conversation history failed"))
+        ),
+    appendTurn: (turn) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const now = new Date().toISOString()
+        yield* sql`INSERT INTO conversations (id, title, created_at, updated_at, turns)
+          VALUES (${turn.conversationId}, ${title(turn.query)}, ${now}, ${now}, 0)
+          ON CONFLICT (id) DO NOTHING`
+        const rows = yield* sql<{ n: number }>`SELECT COALESCE(MAX(turn), 0) AS n FROM turns
+          WHERE conversation_id = ${turn.conversationId}`
+        const next = (rows[0]?.n ?? 0) + 1
+        yield* sql`INSERT INTO turns (conversation_id, turn, query, answer, messages, usage, status, created_at)
+          VALUES (${turn.conversationId}, ${next}, ${turn.query}, ${turn.answer}, ${JSON.stringify(turn.messages)},
+            ${turn.usage === undefined ? null : JSON.stringify(turn.usage)}, ${turn.status}, ${now})`
+        yield* sql`UPDATE conversations SET updated_at = ${now}, turns = ${next} WHERE id = ${turn.conversationId}`
+      })).pipe(Effect.mapError(storeError("saving the turn failed"))),
+    list: (options) =>
+      sql<ConversationRow>`SELECT id, title, created_at, updated_at, turns FROM conversations
+        ORDER BY updated_at DESC LIMIT ${options?.limit ?? 200}`.pipe(
+        Effect.map((rows) => rows.map((row) => ({ ...row }))),
+        Effect.mapError(storeError("listing conversations failed"))
+      ),
+    get: (id) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<ConversationRow>`SELECT id, title, created_at, updated_at, turns FROM conversations
+          WHERE id = ${id}`
+        const row = rows[0]
+        if (row === undefined) return Option.none()
+        const turns = yield* turnsOf(id)
+        const messages: Array<ChatMessage> = []
+        const details: Array<StoredTurn> = []
+        for (const t of turns) {
+          messages.push(Message.user(t.query))
+          const loop = decodeMessages(t.messages)
+          if (loop._tag === "Right") messages.push(...loop.right)
+          messages.push(Message.assistant(t.answer))
+          details.push({
+            turn: t.turn,
+            query: t.query,
+            answer: t.answer,
+            status: t.status,
+            usage: t.usage === null ? null : JSON.parse(t.usage),
+            created_at: t.created_at
+          })
+        }
+        return Option.some({ ...row, messages, turn_details: details })
+      }).pipe(Effect.mapError(storeError("reading the conversation failed")))
+  }
+  return service
+})
+
+/** @since 0.1.0 @category Context */
+export class ConversationStore extends Context.Tag("react-engine/ConversationStore")<
+  ConversationStore,
+  ConversationStoreService
+>() {
+  /** Over the `SqlClient` in context. @since 0.1.0 */
+  static readonly layer: Layer.Layer<ConversationStore, StoreError, SqlClient.SqlClient> = Layer.effect(this, make)
+
+  /** A SQLite file (its directory is created; `:memory:` works too). @since 0.1.0 */
+  static readonly layerSqlite = (filename: string): Layer.Layer<ConversationStore, StoreError> =>
+    ConversationStore.layer.pipe(
+      Layer.provide(Layer.unwrapEffect(Effect.try({
+        try: () => {
+          if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
+          return SqliteClient.layer({ filename })
+        },
+        catch: storeError(`cannot create the directory of ${filename}`)
+      }))),
+      Layer.mapError((e) => (e instanceof StoreError ? e : new StoreError({ message: `cannot open ${filename}: ${String(e)}` })))
+    )
+
+  /** The SQLite file named by `DATABASE_PATH` (default `./data/react-engine.sqlite`). @since 0.1.0 */
+  static readonly layerConfig: Layer.Layer<ConversationStore, StoreError, ServerConfig> = Layer.unwrapEffect(
+    Effect.map(ServerConfig, (settings) => ConversationStore.layerSqlite(settings.databasePath))
+  )
+}

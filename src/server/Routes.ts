@@ -1,0 +1,177 @@
+/**
+ * The HTTP API routes (`/api/*`, `/health`) on `HttpLayerRouter`. Services are
+ * resolved once when the layer is built; each handler checks auth, then decodes
+ * its body (400 before any lookup), then looks things up (404 / 409).
+ *
+ * @since 0.1.0
+ */
+import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { AppInfo } from "../App.js"
+import { Interrupts } from "../Interrupts.js"
+import * as ApiError from "./ApiError.js"
+import * as ApiSchema from "./ApiSchema.js"
+import { ConversationStore } from "./ConversationStore.js"
+import { RunRegistry } from "./RunRegistry.js"
+import { ServerConfig } from "./ServerConfig.js"
+import * as Sse from "./Sse.js"
+
+/** Re-exported from `App` (what `/health` reports). @since 0.1.0 @category Context */
+export { AppInfo } from "../App.js"
+
+const storeFailure = (error: { readonly message: string }) => new ApiError.InternalError({ message: error.message })
+
+const lastEventId = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<number, ApiError.InvalidRequest> => {
+  const raw = request.headers["last-event-id"]
+  if (raw === undefined || raw.trim() === "") return Effect.succeed(0)
+  const n = Number(raw.trim())
+  return Number.isInteger(n) && n >= 0
+    ? Effect.succeed(n)
+    : Effect.fail(
+      new ApiError.InvalidRequest({ issues: [{ path: "Last-Event-ID", message: "Expected a non-negative integer" }] })
+    )
+}
+
+/**
+ * Every API route, as one router layer.
+ *
+ * @since 0.1.0 @category layers
+ */
+export const ApiRoutes = HttpLayerRouter.use((router) =>
+  Effect.gen(function*() {
+    const settings = yield* ServerConfig
+    const registry = yield* RunRegistry
+    const store = yield* ConversationStore
+    const interrupts = yield* Interrupts
+    const info = yield* AppInfo
+    const limit = settings.maxBodyBytes
+    const guard = ApiError.authorize(settings.apiToken)
+    const sse = (frames: Parameters<typeof Sse.response>[0], headers?: Record<string, string>) =>
+      Sse.response(frames, { heartbeatMs: settings.heartbeatMs, shutdown: registry.shutdown, ...(headers ? { headers } : {}) })
+
+    const api = <E extends ApiError.ApiError, R>(
+      method: "GET" | "POST",
+      path: `/${string}`,
+      handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+    ) => router.add(method, path, ApiError.handle(Effect.zipRight(guard, handler)))
+
+    yield* router.add("GET", "/health", HttpServerResponse.unsafeJson({ status: "ok", model: info.model, demo: info.demo }))
+
+    yield* api(
+      "POST",
+      "/api/react",
+      Effect.gen(function*() {
+        const body = yield* ApiError.decodeBody(ApiSchema.ReactRequest, limit)
+        // start + attach without a gap: the run is never left without its first lease
+        const { conversationId, frames } = yield* Effect.uninterruptible(Effect.gen(function*() {
+          const handle = yield* registry.start({
+            query: body.query,
+            ...(body.conversation_id !== undefined ? { conversationId: body.conversation_id } : {}),
+            ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {})
+          })
+          const frames = yield* registry.attach(handle.conversationId, 0).pipe(Effect.orDie)
+          return { conversationId: handle.conversationId, frames }
+        }))
+        return sse(frames, { "x-conversation-id": conversationId })
+      })
+    )
+
+    yield* api(
+      "GET",
+      "/api/react/events",
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const query = yield* HttpServerRequest.schemaSearchParams(ApiSchema.EventsQuery).pipe(
+          Effect.mapError((error) =>
+            new ApiError.InvalidRequest({
+              issues: error._tag === "ParseError"
+                ? ApiError.formatIssues(error)
+                : [{ path: "", message: "Invalid query string" }]
+            })
+          )
+        )
+        const fromHeader = yield* lastEventId(request)
+        const after = query.after ?? fromHeader
+        const frames = yield* registry.attach(query.conversation_id, after).pipe(
+          Effect.catchTag("NotFound", (error) =>
+            store.exists(query.conversation_id).pipe(
+              Effect.mapError(storeFailure),
+              Effect.flatMap((exists) =>
+                Effect.fail(exists ? error : new ApiError.NotFound({ code: "conversation_not_found", conversationId: query.conversation_id }))
+              )
+            )
+          )
+        )
+        return sse(frames, { "x-conversation-id": query.conversation_id })
+      })
+    )
+
+    yield* api(
+      "POST",
+      "/api/react/inject",
+      Effect.gen(function*() {
+        const body = yield* ApiError.decodeBody(ApiSchema.InjectRequest, limit)
+        const injection = yield* interrupts.inject(body.conversation_id, body.content).pipe(
+          Effect.catchTag("NoActiveRun", () =>
+            Effect.fail(new ApiError.NotFound({ code: "no_active_execution", conversationId: body.conversation_id }))
+          )
+        )
+        return HttpServerResponse.unsafeJson({ id: injection.id })
+      })
+    )
+
+    yield* api(
+      "POST",
+      "/api/react/inject/recall",
+      Effect.gen(function*() {
+        const body = yield* ApiError.decodeBody(ApiSchema.RecallRequest, limit)
+        const recalled = yield* interrupts.recall(body.conversation_id, body.id)
+        return HttpServerResponse.unsafeJson({ recalled })
+      })
+    )
+
+    yield* api(
+      "POST",
+      "/api/react/cancel",
+      Effect.gen(function*() {
+        const body = yield* ApiError.decodeBody(ApiSchema.CancelRequest, limit)
+        const cancelled = yield* registry.cancel(body.conversation_id)
+        if (!cancelled) {
+          return yield* Effect.fail(new ApiError.NotFound({ code: "no_active_execution", conversationId: body.conversation_id }))
+        }
+        return HttpServerResponse.unsafeJson({ cancelled: true, conversation_id: body.conversation_id })
+      })
+    )
+
+    yield* api(
+      "GET",
+      "/api/conversations",
+      Effect.gen(function*() {
+        const conversations = yield* store.list().pipe(Effect.mapError(storeFailure))
+        return HttpServerResponse.unsafeJson({ conversations })
+      })
+    )
+
+    yield* api(
+      "GET",
+      "/api/conversations/:id",
+      Effect.gen(function*() {
+        const params = yield* HttpLayerRouter.params
+        const id = params.id ?? ""
+        if (!Schema.is(ApiSchema.ConversationId)(id)) {
+          return yield* Effect.fail(new ApiError.InvalidRequest({ issues: [{ path: "id", message: "Invalid conversation id" }] }))
+        }
+        const found = yield* store.get(id).pipe(Effect.mapError(storeFailure))
+        if (Option.isNone(found)) {
+          return yield* Effect.fail(new ApiError.NotFound({ code: "conversation_not_found", conversationId: id }))
+        }
+        const active = yield* registry.isActive(id)
+        return HttpServerResponse.unsafeJson({ ...found.value, active })
+      })
+    )
+  })
+)

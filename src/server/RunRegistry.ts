@@ -1,0 +1,216 @@
+/**
+ * The runs of the server, owned by a scoped layer (not by request fibers), so a
+ * run survives its client's disconnect: each run keeps a bounded replay buffer
+ * of its SSE frames and a `PubSub` for live subscribers. When the last
+ * subscriber leaves, the run lives on for `RUN_DETACH_GRACE_MS`; if nobody
+ * re-attaches it is cancelled (its fiber interrupted: the LLM request is
+ * aborted, tools are interrupted). A cancelled run still ends with `done`, and
+ * its turn is stored with a tool message for every tool call.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
+import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { randomUUID } from "node:crypto"
+import { ContextGuard } from "../ContextGuard.js"
+import { Interrupts } from "../Interrupts.js"
+import { ReactAgent } from "../ReactAgent.js"
+import * as Transcript from "../internal/serverTranscript.js"
+import { NotFound, RunInProgress } from "./ApiError.js"
+import { ConversationStore } from "./ConversationStore.js"
+import { ServerConfig } from "./ServerConfig.js"
+import { execute, type RunState } from "../internal/serverRun.js"
+import type { Frame } from "./Sse.js"
+
+/** @since 0.1.0 @category models */
+export interface StartOptions {
+  readonly query: string
+  /** Continue this conversation (a new id is made when absent). */
+  readonly conversationId?: string
+  readonly maxIterations?: number
+}
+
+/** @since 0.1.0 @category models */
+export interface RunHandle {
+  readonly conversationId: string
+  readonly runId: string
+}
+
+/** @since 0.1.0 @category models */
+export interface RunRegistryService {
+  /** Starts a run in the background; 409 (`RunInProgress`) while the conversation has one. */
+  readonly start: (options: StartOptions) => Effect.Effect<RunHandle, RunInProgress>
+  /**
+   * The SSE frames of the conversation's latest run after cursor `after`, then
+   * its live frames until `done`. Attaching holds a lease on the run for the
+   * lifetime of `Scope` (the detach grace starts when the last lease ends).
+   */
+  readonly attach: (
+    conversationId: string,
+    after: number
+  ) => Effect.Effect<Stream.Stream<Uint8Array>, NotFound, Scope.Scope>
+  /** Cancels the active run and waits (≤ 5 s) for its `done`; false when none is active. */
+  readonly cancel: (conversationId: string) => Effect.Effect<boolean>
+  readonly isActive: (conversationId: string) => Effect.Effect<boolean>
+  /** Number of runs still going. */
+  readonly activeCount: Effect.Effect<number>
+  /** Completed when the registry shuts down (SSE responses end then). */
+  readonly shutdown: Deferred.Deferred<void>
+}
+
+/** @since 0.1.0 @category constructors */
+export const make = Effect.gen(function*() {
+  const settings = yield* ServerConfig
+  const agent = yield* ReactAgent
+  const guard = yield* ContextGuard
+  const interrupts = yield* Interrupts
+  const store = yield* ConversationStore
+  const fibers = yield* FiberSet.make()
+  const timers = yield* FiberSet.make()
+  const shutdown = yield* Deferred.make<void>()
+  const runs = new Map<string, RunState>()
+
+  const requestCancel = (run: RunState) => Deferred.succeed(run.cancel, undefined)
+
+  const scheduleDetach = (run: RunState): Effect.Effect<void> => {
+    if (!run.running || run.leases > 0) return Effect.void
+    if (settings.detachGraceMs === 0) return requestCancel(run)
+    const generation = run.leaseGeneration
+    return FiberSet.run(
+      timers,
+      Effect.sleep(settings.detachGraceMs).pipe(
+        Effect.zipRight(Effect.suspend(() =>
+          run.running && run.leases === 0 && run.leaseGeneration === generation
+            ? Effect.zipRight(
+              Effect.logInfo(`run ${run.id} cancelled: no client re-attached within ${settings.detachGraceMs} ms`),
+              requestCancel(run)
+            )
+            : Effect.void
+        ))
+      )
+    ).pipe(Effect.asVoid)
+  }
+
+  const evictFinished = () => {
+    let finished = 0
+    for (const run of runs.values()) if (!run.running) finished++
+    for (const [id, run] of runs) {
+      if (finished <= settings.finishedRunsKept) break
+      if (!run.running) {
+        runs.delete(id)
+        finished--
+      }
+    }
+  }
+
+  const service: RunRegistryService = {
+    start: (options) =>
+      Effect.gen(function*() {
+        const conversationId = options.conversationId ?? `conv_${randomUUID()}`
+        const run: RunState = {
+          id: `run_${randomUUID()}`,
+          conversationId,
+          query: options.query,
+          ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
+          frames: [],
+          nextId: 1,
+          pubsub: yield* PubSub.unbounded<Frame>(),
+          running: true,
+          leases: 0,
+          leaseGeneration: 0,
+          doneSent: false,
+          cancel: yield* Deferred.make<void>(),
+          finished: yield* Deferred.make<void>(),
+          transcript: Transcript.make(),
+          startedAt: Date.now()
+        }
+        // check-and-insert without yielding: two concurrent starts cannot both win
+        const conflict = yield* Effect.sync(() => {
+          const current = runs.get(conversationId)
+          if (current?.running) return true
+          runs.delete(conversationId)
+          runs.set(conversationId, run)
+          evictFinished()
+          return false
+        })
+        if (conflict) return yield* Effect.fail(new RunInProgress({ conversationId }))
+        yield* interrupts.register(conversationId)
+        yield* FiberSet.run(fibers, execute(run, { settings, agent, guard, interrupts, store }))
+        return { conversationId, runId: run.id }
+      }),
+    attach: (conversationId, after) =>
+      Effect.gen(function*() {
+        const run = runs.get(conversationId)
+        if (run === undefined) return yield* Effect.fail(new NotFound({ code: "no_run", conversationId }))
+        yield* Effect.acquireRelease(
+          Effect.sync(() => {
+            run.leases++
+            run.leaseGeneration++
+          }),
+          () =>
+            Effect.suspend(() => {
+              run.leases--
+              run.leaseGeneration++
+              return scheduleDetach(run)
+            })
+        )
+        return Stream.unwrapScoped(Effect.gen(function*() {
+          // subscribe first, then snapshot: nothing is missed, duplicates are filtered by id
+          const live = yield* PubSub.subscribe(run.pubsub)
+          const snapshot = run.frames.filter((f) => f.id > after)
+          const last = snapshot.length > 0 ? snapshot[snapshot.length - 1].id : after
+          const ended = !run.running
+          const tail = ended ? Stream.empty : Stream.fromQueue(live).pipe(Stream.filter((f) => f.id > last))
+          return Stream.fromIterable(snapshot).pipe(
+            Stream.concat(tail),
+            Stream.takeUntil((f) => f.channel === "done"),
+            Stream.map((f) => f.bytes)
+          )
+        }))
+      }),
+    cancel: (conversationId) =>
+      Effect.suspend(() => {
+        const run = runs.get(conversationId)
+        if (run === undefined || !run.running) return Effect.succeed(false)
+        return requestCancel(run).pipe(
+          Effect.zipRight(Deferred.await(run.finished).pipe(Effect.timeout("5 seconds"), Effect.ignore)),
+          Effect.as(true)
+        )
+      }),
+    isActive: (conversationId) => Effect.sync(() => runs.get(conversationId)?.running === true),
+    activeCount: Effect.sync(() => {
+      let n = 0
+      for (const run of runs.values()) if (run.running) n++
+      return n
+    }),
+    shutdown
+  }
+
+  // Runs first (finalizers run in reverse order): cancel every run so each ends
+  // with `done`, wait a little, then end the remaining SSE responses.
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      const active = [...runs.values()].filter((r) => r.running)
+      if (active.length > 0) yield* Effect.logInfo(`shutting down: cancelling ${active.length} run(s)`)
+      yield* Effect.forEach(active, requestCancel, { discard: true })
+      yield* Effect.forEach(active, (r) => Deferred.await(r.finished), { discard: true, concurrency: "unbounded" }).pipe(
+        Effect.timeout("3 seconds"),
+        Effect.ignore
+      )
+      yield* Deferred.succeed(shutdown, undefined)
+    })
+  )
+  return service
+})
+
+/** @since 0.1.0 @category Context */
+export class RunRegistry extends Context.Tag("react-engine/RunRegistry")<RunRegistry, RunRegistryService>() {
+  /** @since 0.1.0 */
+  static readonly layer = Layer.scoped(RunRegistry, make)
+}

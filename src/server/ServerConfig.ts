@@ -1,0 +1,91 @@
+/**
+ * Server settings, read from the environment once when the layer is built
+ * (`PORT`, `HOST`, `API_TOKEN`, `MAX_BODY_BYTES`, `RUN_DETACH_GRACE_MS`,
+ * `DATABASE_PATH`).
+ *
+ * @since 0.1.0
+ */
+import * as Config from "effect/Config"
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+
+/** @since 0.1.0 @category models */
+export interface ServerSettings {
+  readonly port: number
+  readonly host: string
+  /** Bearer token required on every `/api` route when set. */
+  readonly apiToken: Option.Option<Redacted.Redacted<string>>
+  /** Largest accepted request body (bytes); larger bodies get 413. */
+  readonly maxBodyBytes: number
+  /** How long a run survives without any SSE subscriber (ms); 0 cancels on disconnect. */
+  readonly detachGraceMs: number
+  /** SQLite file holding the conversations. */
+  readonly databasePath: string
+  /** SSE frames kept per run for replay. */
+  readonly replayBufferSize: number
+  /** Interval of the `: ping` SSE comments (ms). */
+  readonly heartbeatMs: number
+  /** Finished runs kept in memory for replay (oldest evicted first). */
+  readonly finishedRunsKept: number
+}
+
+/** @since 0.1.0 @category constructors */
+export const defaults: ServerSettings = {
+  port: 3000,
+  host: "127.0.0.1",
+  apiToken: Option.none(),
+  maxBodyBytes: 1024 * 1024,
+  detachGraceMs: 10_000,
+  databasePath: "./data/react-engine.sqlite",
+  replayBufferSize: 5000,
+  heartbeatMs: 15_000,
+  finishedRunsKept: 500
+}
+
+const nonNegative = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `${name} must be an integer >= 0`, validation: (n) => n >= 0 }),
+    Config.withDefault(fallback)
+  )
+
+/**
+ * The settings as a `Config` (env names in SCREAMING_CASE).
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const config: Config.Config<ServerSettings> = Config.all({
+  port: Config.port("PORT").pipe(Config.withDefault(defaults.port)),
+  host: Config.string("HOST").pipe(Config.withDefault(defaults.host)),
+  apiToken: Config.option(Config.redacted("API_TOKEN")).pipe(
+    Config.map(Option.filter((token) => Redacted.value(token).trim().length > 0))
+  ),
+  maxBodyBytes: Config.integer("MAX_BODY_BYTES").pipe(
+    Config.validate({ message: "MAX_BODY_BYTES must be an integer >= 1", validation: (n) => n >= 1 }),
+    Config.withDefault(defaults.maxBodyBytes)
+  ),
+  detachGraceMs: nonNegative("RUN_DETACH_GRACE_MS", defaults.detachGraceMs),
+  databasePath: Config.string("DATABASE_PATH").pipe(Config.withDefault(defaults.databasePath)),
+  replayBufferSize: Config.integer("RUN_REPLAY_BUFFER").pipe(
+    Config.validate({ message: "RUN_REPLAY_BUFFER must be an integer >= 1", validation: (n) => n >= 1 }),
+    Config.withDefault(defaults.replayBufferSize)
+  ),
+  heartbeatMs: Config.integer("SSE_HEARTBEAT_MS").pipe(
+    Config.validate({ message: "SSE_HEARTBEAT_MS must be an integer >= 100", validation: (n) => n >= 100 }),
+    Config.withDefault(defaults.heartbeatMs)
+  ),
+  finishedRunsKept: nonNegative("RUN_HISTORY_KEPT", defaults.finishedRunsKept)
+})
+
+/** @since 0.1.0 @category Context */
+export class ServerConfig extends Context.Tag("react-engine/ServerConfig")<ServerConfig, ServerSettings>() {
+  /** From the environment. @since 0.1.0 */
+  static readonly layerConfig: Layer.Layer<ServerConfig, import("effect/ConfigError").ConfigError> = Layer.effect(
+    ServerConfig,
+    config
+  )
+  /** Fixed settings (tests, embedding); unspecified fields take the defaults. @since 0.1.0 */
+  static readonly layer = (settings: Partial<ServerSettings> = {}): Layer.Layer<ServerConfig> =>
+    Layer.succeed(ServerConfig, { ...defaults, ...settings })
+}

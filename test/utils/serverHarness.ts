@@ -1,0 +1,67 @@
+/**
+ * Starts the REAL server (routes, run registry, SQLite store, ReactAgent, the
+ * `openai`-SDK `OpenAiLlm`) on a random port, pointed at an OpenAI-compatible
+ * fake (test/utils/fakeOpenAiServer.ts). Nothing but the remote model is faked.
+ */
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
+import { mkdtempSync } from "node:fs"
+import { createServer } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as App from "../../src/App.js"
+import * as BuiltinTools from "../../src/BuiltinTools.js"
+import * as OpenAiLlm from "../../src/OpenAiLlm.js"
+import { ConversationStore } from "../../src/server/ConversationStore.js"
+import * as Server from "../../src/server/Server.js"
+import { ServerConfig, type ServerSettings } from "../../src/server/ServerConfig.js"
+import type { Tool } from "../../src/Tool.js"
+import { Tools } from "../../src/Toolkit.js"
+
+/** A running test server. */
+export interface TestServer {
+  /** `http://127.0.0.1:PORT` */
+  readonly url: string
+  readonly databasePath: string
+  /** Stops it (runs cancelled, SSE streams ended, port closed). */
+  readonly stop: Effect.Effect<void>
+}
+
+/** A fresh temporary SQLite path. */
+export const tempDatabase = (): string => join(mkdtempSync(join(tmpdir(), "react-engine-server-")), "db", "test.sqlite")
+
+/** Starts a server; it stops when the surrounding scope closes (or with `stop`). */
+export const startServer = (options: {
+  /** Base URL of the fake OpenAI server (`fake.url`). */
+  readonly llmUrl: string
+  readonly settings?: Partial<ServerSettings>
+  readonly databasePath?: string
+  readonly tools?: ReadonlyArray<Tool>
+}): Effect.Effect<TestServer, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const databasePath = options.databasePath ?? tempDatabase()
+    const llm = OpenAiLlm.layer({ baseURL: options.llmUrl, apiKey: "test-key", model: "fake-model", maxRetries: 0 })
+    const app = App.make(llm, { demo: false, tools: Tools.layer(options.tools ?? BuiltinTools.tools) })
+    const layer = Server.serve({ disableLogger: true }).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+      Layer.provide(ConversationStore.layerSqlite(databasePath)),
+      Layer.provide(app),
+      Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings }))
+    )
+    const outer = yield* Effect.scope
+    const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
+    const context = yield* Layer.buildWithScope(layer, scope).pipe(Effect.orDie)
+    const address = Context.get(context, HttpServer.HttpServer).address
+    if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
+    return {
+      url: `http://127.0.0.1:${address.port}`,
+      databasePath,
+      stop: Scope.close(scope, Exit.void)
+    }
+  })
