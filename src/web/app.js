@@ -170,7 +170,7 @@ async function resume(run) {
   let delay = 400
   for (let attempt = 0; attempt < 40 && !run.view.finished && !run.stopped && run.conversationId; attempt++) {
     setConnection("Reconnecting…")
-    run.view.note("Connection lost — resuming…")
+    run.view.note("Reconnecting to the run…")
     run.controller = new AbortController()
     const after = run.view.lastId >= 0 ? `&after=${run.view.lastId}` : ""
     try {
@@ -298,24 +298,29 @@ async function openConversation(id) {
   /** @type {any[]} */
   let messages = Array.isArray(body) ? body : Array.isArray(body?.messages) ? body.messages : []
   /** @type {{ conversationId: string, query: string } | null} */
-  let active = null
+  let remembered = null
   try {
-    active = JSON.parse(sessionStorage.getItem(ACTIVE_KEY) ?? "null")
+    remembered = JSON.parse(sessionStorage.getItem(ACTIVE_KEY) ?? "null")
   } catch {}
-  if (active && active.conversationId === id) {
-    // a run was going when the page went away: the replay renders that turn, so cut it from the history
+  if (remembered && remembered.conversationId !== id) remembered = null
+  // the server says whether a run is going; older servers don't: then trust what this tab remembers
+  const resuming = typeof body?.active === "boolean" ? body.active : remembered !== null
+  if (resuming && remembered) {
+    // the replay renders the running turn: if the history already holds it, cut it there
     for (let i = messages.length - 1; i >= 0; i--) {
       const m = messages[i]
-      if (m?.role === "user" && (typeof m.content === "string" ? m.content : "") === active.query) {
+      if (m?.role === "user" && (typeof m.content === "string" ? m.content : "") === remembered.query) {
         messages = messages.slice(0, i)
         break
       }
     }
   }
+  if (!resuming && remembered) sessionStorage.removeItem(ACTIVE_KEY)
   for (const turn of renderHistory(messages)) appendTurn(turn)
   transcript.scrollTop = transcript.scrollHeight
-  if (active && active.conversationId === id) {
-    const run = newRun(active.query, id)
+  if (resuming) {
+    const run = newRun(remembered?.query ?? "", id)
+    sessionStorage.setItem(ACTIVE_KEY, JSON.stringify({ conversationId: id, query: remembered?.query ?? "" }))
     await resume(run)
     finish(run)
   }

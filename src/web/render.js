@@ -64,7 +64,9 @@ export class RunView {
         break
       case "phase":
         if (d.phase === "selecting_tools") {
-          this.insert(h("div", { class: "phase", text: `Selecting tools (${formatNumber(d.total_tools ?? 0)} available)…` }))
+          this.phase = h("div", { class: "phase active", text: `Selecting tools among ${formatNumber(d.total_tools ?? 0)}…` })
+          this.phaseTotal = Number(d.total_tools ?? 0)
+          this.insert(this.phase)
         }
         break
       case "compact":
@@ -122,6 +124,7 @@ export class RunView {
   thinking(d) {
     const it = this.iteration(Number(d.iteration ?? 0))
     const slot = /** @type {HTMLElement} */ (it.querySelector(".thinking"))
+    this.endPhase()
     if (d.status === "start") {
       if (slot.classList.contains("done")) return
       slot.replaceChildren(h("span", { class: "spinner", "aria-hidden": "true" }), h("span", { text: `Thinking · step ${d.iteration}` }))
@@ -139,6 +142,13 @@ export class RunView {
         slot.replaceChildren(label)
       }
       this.setStatus("")
+    }
+  }
+
+  endPhase() {
+    if (this.phase?.classList.contains("active")) {
+      this.phase.classList.remove("active")
+      this.phase.textContent = `Tools selected among ${formatNumber(this.phaseTotal ?? 0)}`
     }
   }
 
@@ -184,7 +194,7 @@ export class RunView {
     const failed = d.error !== null && d.error !== undefined && d.error !== ""
     card.classList.add(failed ? "failed" : "ok")
     const elapsed = /** @type {HTMLElement} */ (card.querySelector(".elapsed"))
-    elapsed.textContent = formatSeconds(Number(d.iter_elapsed ?? 0))
+    elapsed.textContent = `${failed ? "failed · " : ""}${formatSeconds(Number(d.iter_elapsed ?? 0))}`
     const body = /** @type {HTMLElement} */ (card.querySelector(".card-body"))
     if (failed) body.append(h("div", { class: "label", text: "Error" }), h("pre", { class: "error", text: String(d.error) }))
     const obs = typeof d.observation === "string" ? d.observation : pretty(d.observation)
@@ -285,6 +295,7 @@ export class RunView {
       if (el) el.textContent = "cancelled"
     }
     this.startedAt.clear()
+    this.endPhase()
     if (!this.answerText && typeof d.answer === "string" && d.answer) this.answerText = d.answer
     if (this.answerText) {
       this.showAnswer()

@@ -1,0 +1,141 @@
+/**
+ * The REAL HTTP server (API routes + web page, run registry, SQLite store in
+ * memory) over a scripted model with delays, for the page's browser tests.
+ * Only the LLM is scripted; the agent loop, tools, interrupts, SSE and storage
+ * are the production ones.
+ */
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { Context, Effect, Layer, Schema } from "effect"
+import { createServer } from "node:http"
+import * as ContextGuard from "../../src/ContextGuard.js"
+import { Hooks } from "../../src/Hooks.js"
+import { Interrupts } from "../../src/Interrupts.js"
+import type { ChatRequest } from "../../src/Llm.js"
+import type { ChatMessage } from "../../src/Message.js"
+import { ReactAgent } from "../../src/ReactAgent.js"
+import * as ScriptedLlm from "../../src/ScriptedLlm.js"
+import { ConversationStore } from "../../src/server/ConversationStore.js"
+import { AppInfo } from "../../src/App.js"
+import * as Server from "../../src/server/Server.js"
+import { ServerConfig } from "../../src/server/ServerConfig.js"
+import * as Tool from "../../src/Tool.js"
+import { Tools } from "../../src/Toolkit.js"
+
+/** Tools with real work and real time, so runs take visible time in the browser. */
+export const webTools: ReadonlyArray<Tool.Tool> = [
+  Tool.make({
+    name: "calculator",
+    description: "Adds two numbers",
+    parameters: Schema.Struct({ a: Schema.Number, b: Schema.Number }),
+    handler: ({ a, b }) => Effect.as(Effect.sleep("250 millis"), String(a + b))
+  }),
+  Tool.make({
+    name: "lookup",
+    description: "Looks a topic up (slowly)",
+    parameters: Schema.Struct({ topic: Schema.String, ms: Schema.optional(Schema.Number) }),
+    handler: ({ topic, ms }) => Effect.as(Effect.sleep(ms ?? 400), `Facts about ${topic}: it is well documented.`)
+  }),
+  Tool.make({
+    name: "chart",
+    description: "Renders an HTML chart",
+    parameters: Schema.Struct({ title: Schema.String }),
+    handler: ({ title }) =>
+      Effect.succeed({
+        content: `<h3>${title}</h3><div style="display:flex;gap:6px;align-items:flex-end;height:90px">` +
+          [40, 75, 55, 90].map((v) => `<div style="width:36px;height:${v}%;background:#6366f1;border-radius:4px"></div>`).join("") +
+          `</div>`,
+        contentType: "html" as const,
+        artifacts: [{ name: "chart.html", mimeType: "text/html", size: 300 }]
+      })
+  })
+]
+
+const lastQuery = (messages: ReadonlyArray<ChatMessage>): { readonly query: string; readonly index: number } => {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]
+    if (m.role === "user" && typeof m.content === "string" && !m.content.startsWith("[USER INTERRUPT]")) {
+      return { query: m.content, index: i }
+    }
+  }
+  return { query: "", index: 0 }
+}
+
+const interruptsIn = (messages: ReadonlyArray<ChatMessage>): Array<string> =>
+  messages.flatMap((m) => (m.role === "user" && typeof m.content === "string" && m.content.startsWith("[USER INTERRUPT]") ? [m.content] : []))
+
+const synthesisFor = (request: ChatRequest): string => {
+  const text = request.messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n")
+  const q = text.toLowerCase()
+  if (q.includes("hostile")) return "Here: <img src=x onerror=alert(1)> and <script>alert(2)</script> and **bold**."
+  const follow = /also mention ([a-z ]+)/i.exec(text)
+  return `France has about **123 people per km²**.\n\n| Measure | Value |\n|---|---|\n| Population | 67.97 M |\n| Area | 551,695 km² |\n\n` +
+    `The sum is \`5\`.${follow ? ` You also asked about ${follow[1]}: noted.` : ""}`
+}
+
+/**
+ * The model's script, chosen by the query's first word:
+ * - `full`: reasoning, two parallel tool calls, an HTML chart, then the answer;
+ * - `slow`: six slow lookups in a row (for stop, reload and follow-ups), then the answer;
+ * - `hostile`: one lookup, then an answer full of HTML.
+ */
+export const responder: ScriptedLlm.Responder = (request, _index, _method) => {
+  const synthesis = request.tools === undefined || request.tools.length === 0
+  if (synthesis) return ScriptedLlm.text(synthesisFor(request), { chunkDelay: "30 millis", delay: "100 millis" })
+  const { index, query } = lastQuery(request.messages)
+  const done = request.messages.slice(index).filter((m) => m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0).length
+  const word = /^[a-z]+/.exec(query.trim().toLowerCase())?.[0]
+  if (word === "full") {
+    if (done === 0) {
+      return ScriptedLlm.toolCalls([
+        { id: "call_sum", name: "calculator", arguments: { a: 2, b: 3 } },
+        { id: "call_facts", name: "lookup", arguments: { topic: "France" } }
+      ], { reasoning: "I need a sum and some facts; both at once.", delay: "300 millis" })
+    }
+    if (done === 1) return ScriptedLlm.toolCall("chart", { title: "Density by region" }, { id: "call_chart", delay: "250 millis" })
+    return ScriptedLlm.text("Done.", { delay: "200 millis" })
+  }
+  if (word === "slow") {
+    const interrupts = interruptsIn(request.messages)
+    if (done < 6 && !(interrupts.length > 0 && done >= 3)) {
+      return ScriptedLlm.toolCall("lookup", { topic: `part ${done + 1}`, ms: 700 }, { id: `call_slow_${done + 1}`, delay: "150 millis" })
+    }
+    return ScriptedLlm.text("Done.", { delay: "150 millis" })
+  }
+  if (word === "hostile" && done === 0) {
+    return ScriptedLlm.toolCall("lookup", { topic: "<b>bold</b>" }, { id: "call_h", delay: "100 millis", reasoning: "<img src=x onerror=alert(3)>" })
+  }
+  return ScriptedLlm.text("Done.", { delay: "100 millis" })
+}
+
+/** The base URL of the server under test. */
+export class WebAppUrl extends Context.Tag("test/WebAppUrl")<WebAppUrl, string>() {}
+
+/** The real server on a random port for the test's scope. */
+export const webAppServer = (options: { readonly demo?: boolean; readonly detachGraceMs?: number } = {}) => {
+  const llm = ScriptedLlm.make(responder, { model: options.demo ? "demo" : "scripted-test" })
+  const agent = ReactAgent.layer({ completionCheck: false, selfReflectionInterval: 0 }).pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      llm.layer,
+      Tools.layer(webTools),
+      Hooks.layerEmpty,
+      ContextGuard.layerMake(),
+      Interrupts.layer
+    ))
+  )
+  const settings = ServerConfig.layer({ detachGraceMs: options.detachGraceMs ?? 10_000 })
+  const app = Server.serve({ disableLogger: true }).pipe(
+    Layer.provide(agent),
+    Layer.provide(AppInfo.layer({ model: options.demo ? "demo" : "scripted-test", demo: options.demo ?? false })),
+    Layer.provide(ConversationStore.layerSqlite(":memory:")),
+    Layer.provide(settings),
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+  )
+  return Effect.gen(function*() {
+    const context = yield* Layer.build(app)
+    const server = Context.get(context, HttpServer.HttpServer)
+    const address = server.address
+    if (address._tag !== "TcpAddress") return yield* Effect.die(new Error("expected a TCP address"))
+    return { url: `http://127.0.0.1:${address.port}`, llm }
+  })
+}
