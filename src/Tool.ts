@@ -74,17 +74,27 @@ export interface ToolOptions<A, I> {
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/
 
 /**
- * Defines a tool. The name must match `^[a-zA-Z0-9_-]{1,64}$` (what OpenAI accepts).
+ * Defines a tool. The name must match `^[a-zA-Z0-9_-]{1,64}$` (what OpenAI accepts)
+ * and the parameters must be an object schema; either mistake throws a clear
+ * `Error` at definition time.
  *
  * @since 0.1.0 @category constructors
  */
 export const make = <A, I>(options: ToolOptions<A, I>): Tool => {
   if (!NAME.test(options.name)) throw new Error(`Invalid tool name "${options.name}": use 1-64 of [a-zA-Z0-9_-]`)
+  const jsonSchema = JsonSchema.make(options.parameters)
+  if (!JsonSchema.isObjectRoot(jsonSchema)) {
+    throw new Error(
+      `Invalid parameters for tool "${options.name}": expected an object schema (Schema.Struct or Schema.Class), got ${
+        JSON.stringify(jsonSchema).slice(0, 120)
+      }`
+    )
+  }
   const decodeUnknown = Schema.decodeUnknown(options.parameters, { errors: "all", onExcessProperty: "ignore" })
   return {
     name: options.name,
     description: options.description,
-    jsonSchema: JsonSchema.make(options.parameters),
+    jsonSchema,
     decode: (args) =>
       decodeUnknown(args).pipe(
         Effect.mapError((e) =>
