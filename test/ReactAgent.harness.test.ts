@@ -7,7 +7,6 @@ import type { ChatMessage } from "../src/Message.js"
 import { textOf } from "../src/Message.js"
 import { ReactAgent } from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import * as Usage from "../src/Usage.js"
 import { jsonLlm, makeAgent, messagesOf, recordingGuard } from "./utils/agentLayers.js"
 
 const run = (query: string) => Effect.flatMap(ReactAgent, (a) => a.runCollect({ query }))
@@ -185,49 +184,47 @@ describe("ReactAgent harness", () => {
   })
 
   it.effect("context overflow: force-compact to 50% of the budget and retry once per run", () => {
-    const guard = recordingGuard(1000, (messages, options) =>
-      options?.budget === 500
-        ? {
-          messages: messages.filter((m) => m.role !== "assistant" && m.role !== "tool"),
-          compacted: true,
-          originalMessages: messages.length,
-          keptMessages: 2,
-          usage: Usage.make(7, 3)
-        }
-        : undefined)
+    const guard = recordingGuard({ budget: 1000 })
     const h = makeAgent([
       ScriptedLlm.fail("ContextOverflow", "too long"),
       ScriptedLlm.toolCall("add", { a: 1, b: 1 }),
       ScriptedLlm.fail("ContextOverflow", "too long again")
     ], { guard: guard.layer })
     return Effect.gen(function*() {
-      const es = yield* Effect.flatMap(ReactAgent, (a) => a.runCollect({ query: "q" }))
+      const r = yield* run("q")
       assert.deepStrictEqual(guard.checks.map((c) => c?.budget), [undefined, 500, undefined])
       assert.deepStrictEqual(guard.checks.map((c) => c?.hint), ["react_iteration", "react_iteration", "react_iteration"])
-      assert.strictEqual(es.error?.message.includes("too long again"), true)
-      assert.strictEqual(es.usage.by_phase.compaction?.total_tokens, 10)
+      assert.strictEqual(h.requests().length, 3)
+      assert.include(r.error?.message ?? "", "too long again")
+      assert.strictEqual(r.iterations, 2)
     }).pipe(Effect.provide(h.layer))
   })
 
-  it.effect("the guard runs before each LLM call and a Compact event is emitted when it compacts", () => {
-    const guard = recordingGuard(1000, (messages) =>
-      messages.length > 3
-        ? { messages: messages.slice(0, 2), compacted: true, originalMessages: messages.length, keptMessages: 2, usage: Usage.empty }
-        : undefined)
-    const h = makeAgent([ScriptedLlm.toolCall("add", { a: 1, b: 1 }), ScriptedLlm.text("2"), ScriptedLlm.text("2")], {
-      guard: guard.layer
+  it.effect("the real guard compacts the model's list (Compact event, compaction usage); the trace stays complete", () => {
+    const compactor = ScriptedLlm.make([ScriptedLlm.text("summary of earlier work", { usage: { prompt: 7, completion: 3 } })], {
+      onExhausted: "repeatLast"
     })
+    const guard = recordingGuard({ budget: 600, keepRecent: 2, llm: compactor.service })
+    const h = makeAgent([
+      ScriptedLlm.toolCall("big", { size: 1200 }),
+      ScriptedLlm.toolCall("big", { size: 1200 }),
+      ScriptedLlm.text("done"),
+      ScriptedLlm.text("done")
+    ], { guard: guard.layer, agent: { completionCheck: false } })
     return Effect.gen(function*() {
-      const es = yield* Effect.flatMap(ReactAgent, (a) => Stream.runCollect(a.run({ query: "q" })))
-      const compacts = Chunk.toArray(es).filter((e) => e._tag === "Compact")
-      assert.deepStrictEqual(compacts, [{ _tag: "Compact", original_messages: 4, kept_messages: 2 }])
-      const done = Chunk.toArray(es).pop()!
-      assert.isTrue(done._tag === "Done")
-      const r = { messages: done._tag === "Done" ? done.messages ?? [] : [] }
-      assert.strictEqual(guard.checks.length, 2)
-      assert.strictEqual(messagesOf(h, 1).length, 2)
-      assert.strictEqual(r.messages.length, 5) // the trace is never compacted
-      assert.isTrue(r.messages.some((m) => m.role === "tool"))
+      const es = Chunk.toArray(yield* Effect.flatMap(ReactAgent, (a) => Stream.runCollect(a.run({ query: "q" }))))
+      const compacts = es.filter((e) => e._tag === "Compact")
+      assert.isAtLeast(compacts.length, 1)
+      const done = es[es.length - 1]
+      if (done._tag !== "Done") throw new Error("no Done")
+      assert.strictEqual(done.usage.by_phase.compaction?.total_tokens, 10 * compactor.calls)
+      assert.isAbove(compactor.calls, 0)
+      const trace = done.messages ?? []
+      assert.strictEqual(trace.filter((m) => m.role === "tool").length, 2)
+      const sent = messagesOf(h, 2)
+      assert.isBelow(sent.length, trace.length)
+      assert.strictEqual(sent[0].role, "system")
+      assert.isTrue(sent.some((m) => m.role === "user" && m.pinned === true && textOf(m.content) === "q"))
     }).pipe(Effect.provide(h.layer))
   })
 

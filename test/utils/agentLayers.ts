@@ -7,8 +7,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { AgentOptions } from "../../src/AgentConfig.js"
-import type { CheckOptions, CheckResult, ContextGuardService } from "../../src/ContextGuard.js"
-import { ContextGuard } from "../../src/ContextGuard.js"
+import type { CheckOptions, ContextGuardOptions, ContextGuardService } from "../../src/ContextGuard.js"
+import { ContextGuard, make as makeGuard } from "../../src/ContextGuard.js"
 import { Hooks } from "../../src/Hooks.js"
 import type { InterruptsService } from "../../src/Interrupts.js"
 import { Interrupts, make as makeInterruptsService } from "../../src/Interrupts.js"
@@ -20,31 +20,25 @@ import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import type { Tool as ToolT } from "../../src/Tool.js"
 import * as Tool from "../../src/Tool.js"
 import { Tools } from "../../src/Toolkit.js"
-import * as Usage from "../../src/Usage.js"
 
 /** Hooks that allow everything and change nothing (the real empty layer). */
 export const noHooks: Layer.Layer<Hooks> = Hooks.layerEmpty
 
-/** A guard that never changes the list, recording every check. */
+/**
+ * The real context guard (`ContextGuard.make`) wrapped to record the options of
+ * every check (the loop's hints and forced budgets).
+ */
 export const recordingGuard = (
-  budget = 32000,
-  compact?: (messages: ReadonlyArray<ChatMessage>, options: CheckOptions | undefined) => CheckResult | undefined
+  options: ContextGuardOptions = {}
 ): { readonly layer: Layer.Layer<ContextGuard>; readonly checks: Array<CheckOptions | undefined> } => {
   const checks: Array<CheckOptions | undefined> = []
+  const real = makeGuard(options)
   const service: ContextGuardService = {
-    budget,
-    estimate: (messages) => messages.length,
-    checkAndCompact: (messages, options) =>
-      Effect.sync(() => {
-        checks.push(options)
-        return compact?.(messages, options) ?? {
-          messages,
-          compacted: false,
-          originalMessages: messages.length,
-          keptMessages: messages.length,
-          usage: Usage.empty
-        }
-      })
+    ...real,
+    checkAndCompact: (messages, opts) => Effect.suspend(() => {
+      checks.push(opts)
+      return real.checkAndCompact(messages, opts)
+    })
   }
   return { layer: Layer.succeed(ContextGuard, service), checks }
 }
