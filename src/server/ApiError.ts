@@ -179,11 +179,16 @@ export const readBody = (
  *
  * @since 0.1.0 @category conversions
  */
-export const formatIssues = (error: ParseResult.ParseError): Array<Issue> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
-    path: issue.path.map(String).join("."),
-    message: issue.message
-  }))
+export const formatIssues = (error: ParseResult.ParseError): Array<Issue> => {
+  const byPath = new Map<string, Array<string>>()
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+    const path = issue.path.map(String).join(".")
+    const messages = byPath.get(path) ?? []
+    if (!messages.includes(issue.message)) messages.push(issue.message)
+    byPath.set(path, messages)
+  }
+  return [...byPath].map(([path, messages]) => ({ path, message: messages.join("; ") }))
+}
 
 /**
  * Reads, parses and decodes a JSON body: 413 when too large, 400 with the
