@@ -71,7 +71,7 @@ export const make: Effect.Effect<InterruptsService> = Effect.gen(function*() {
     inject: (conversationId, content) =>
       Effect.flatMap(Ref.updateAndGet(counter, (n) => n + 1), (n) => {
         const injection: Injection = { id: `inj_${n}`, content }
-        return Effect.flatten(Ref.modify(state, (queues) => {
+        return Effect.flatten(Ref.modify(state, (queues): readonly [Effect.Effect<Injection, NoActiveRun>, Queues] => {
           const queue = queues.get(conversationId)
           if (queue === undefined) return [Effect.fail(new NoActiveRun({ conversationId })), queues] as const
           return [Effect.succeed(injection), withQueue(queues, conversationId, [...queue, injection])] as const
