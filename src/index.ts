@@ -13,6 +13,8 @@ export * as Llm from "./Llm.js"
 /** @since 0.1.0 */
 export * as ScriptedLlm from "./ScriptedLlm.js"
 /** @since 0.1.0 */
+export * as OpenAiLlm from "./OpenAiLlm.js"
+/** @since 0.1.0 */
 export * as ModelRegistry from "./ModelRegistry.js"
 /** @since 0.1.0 */
 export * as Tool from "./Tool.js"
