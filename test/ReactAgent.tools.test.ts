@@ -1,11 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import { Hooks } from "../src/Hooks.js"
 import type { ChatMessage } from "../src/Message.js"
 import { textOf } from "../src/Message.js"
 import { ReactAgent } from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import { jsonLlm, makeAgent, messagesOf } from "./utils/agentLayers.js"
+import * as Tool from "../src/Tool.js"
+import { allTools, jsonLlm, makeAgent, messagesOf } from "./utils/agentLayers.js"
 
 const run = (query: string) => Effect.flatMap(ReactAgent, (a) => a.runCollect({ query }))
 const toolMessages = (ms: ReadonlyArray<ChatMessage>) =>
@@ -140,6 +143,37 @@ describe("ReactAgent tool calls", () => {
     return Effect.gen(function*() {
       yield* Effect.flatMap(ReactAgent, (a) => a.runCollect({ query: "q", conversationId: "conv-1" }))
       assert.deepStrictEqual(seen, [["add", "x1", 1, "conv-1", "add"]])
+    }).pipe(Effect.provide(h.layer))
+  })
+
+  it.effect("a dying hooks service or a tool returning garbage still answers the call", () => {
+    const dying = Layer.succeed(Hooks, {
+      runPreToolUse: (ctx) => (ctx.toolName === "echo" ? Effect.die("pre exploded") : Effect.succeed({ allow: true, args: ctx.args })),
+      runPostToolUse: () => Effect.die("post exploded")
+    })
+    const garbage = Tool.make({
+      name: "garbage",
+      description: "returns nonsense",
+      parameters: Schema.Struct({}),
+      handler: () => Effect.succeed(undefined as unknown as string)
+    })
+    const h = makeAgent([
+      ScriptedLlm.toolCalls([
+        { id: "e", name: "echo", arguments: { text: "x" } },
+        { id: "a", name: "add", arguments: { a: 1, b: 1 } },
+        { id: "g", name: "garbage", arguments: {} }
+      ]),
+      ScriptedLlm.text("done"),
+      ScriptedLlm.text("done")
+    ], { hooks: dying, tools: [...allTools, garbage] })
+    return Effect.gen(function*() {
+      const r = yield* run("q")
+      const pairs = toolMessages(messagesOf(h, 1))
+      assert.deepStrictEqual(pairs.map(([id]) => id), ["e", "a", "g"])
+      assert.include(pairs[0][1], "Error: Blocked by PreToolUse: hook failed: pre exploded")
+      assert.strictEqual(pairs[1][1], "2") // a failing Post hook keeps the observation
+      assert.include(pairs[2][1], "Error: Tool garbage returned an invalid result")
+      assert.isUndefined(r.error)
     }).pipe(Effect.provide(h.layer))
   })
 })

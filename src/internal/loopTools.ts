@@ -10,7 +10,7 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type { ToolOutcome, ToolUseContext } from "../Hooks.js"
+import type { PreDecision, ToolOutcome, ToolUseContext } from "../Hooks.js"
 import type { Step } from "../RunEvent.js"
 import * as Tool from "../Tool.js"
 import type { LoopEnv, RunState } from "./loopState.js"
@@ -46,8 +46,11 @@ export const canonicalJson = (value: unknown): string => {
 export const cycleKey = (call: CallRequest): string =>
   `${call.name}\u0000${Either.isRight(call.args) ? canonicalJson(call.args.right) : String(call.shownArgs)}`
 
+const NON_ASCII = /[^\x00-\x7f]/
+
 /** Token estimate of a text (SPEC §7: ASCII ≈ 4 chars/token, other chars ≈ 1.5). */
 export const estimateText = (text: string): number => {
+  if (!NON_ASCII.test(text)) return Math.ceil(text.length / 4)
   let ascii = 0
   const n = text.length
   for (let i = 0; i < n; i++) if (text.charCodeAt(i) < 128) ascii++
@@ -78,6 +81,10 @@ const describe = (u: unknown): string => {
   }
 }
 
+const validOutput = (output: unknown): boolean =>
+  typeof output === "string" ||
+  (typeof output === "object" && output !== null && typeof (output as { content?: unknown }).content === "string")
+
 /** Runs decode + handler with the timeout; ToolError, defects and timeouts become a Failure outcome. */
 const runTool = (env: LoopEnv, tool: Tool.Tool, args: Record<string, unknown>): Effect.Effect<ToolOutcome> => {
   const timeout = tool.timeout ?? env.options.toolTimeout
@@ -86,7 +93,11 @@ const runTool = (env: LoopEnv, tool: Tool.Tool, args: Record<string, unknown>): 
       duration: timeout,
       onTimeout: () => new Tool.ToolError({ message: `Tool ${tool.name} timed out after ${Duration.format(timeout)}` })
     }),
-    Effect.map((output): ToolOutcome => ({ _tag: "Success", output })),
+    Effect.map((output): ToolOutcome =>
+      validOutput(output)
+        ? { _tag: "Success", output }
+        : { _tag: "Failure", message: `Tool ${tool.name} returned an invalid result (expected text or {content, contentType})` }
+    ),
     Effect.catchAll((e) => Effect.succeed<ToolOutcome>({ _tag: "Failure", message: e.message })),
     Effect.catchAllDefect((defect) =>
       Effect.succeed<ToolOutcome>({ _tag: "Failure", message: `Tool ${tool.name} crashed: ${describe(defect)}` })
@@ -104,6 +115,31 @@ const availableNames = (env: LoopEnv): string => {
  * start of a parallel round precedes its results) and emits `ToolDone`.
  */
 export const executeCall = (
+  env: LoopEnv,
+  state: RunState,
+  call: CallRequest,
+  iteration: number
+): Effect.Effect<CallResult> =>
+  executeUnsafe(env, state, call, iteration).pipe(
+    Effect.catchAllDefect((defect) =>
+      Effect.sync((): CallResult => {
+        const message = `Tool call failed: ${describe(defect)}`
+        const step: Step = {
+          iteration,
+          tool_name: call.name,
+          tool_args: call.shownArgs,
+          observation: `Error: ${message}`,
+          error: message,
+          iter_elapsed: 0,
+          ...(call.id !== undefined ? { tool_call_id: call.id } : {})
+        }
+        env.emit({ _tag: "ToolDone", ...step })
+        return { modelText: `Error: ${message}`, step }
+      })
+    )
+  )
+
+const executeUnsafe = (
   env: LoopEnv,
   state: RunState,
   call: CallRequest,
@@ -127,13 +163,19 @@ export const executeCall = (
         tool,
         ...(call.id !== undefined ? { toolCallId: call.id } : {})
       }
-      const decision = yield* env.hooks.runPreToolUse(context)
+      const decision = yield* env.hooks.runPreToolUse(context).pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.succeed<PreDecision>({ allow: false, reason: `hook failed: ${describe(defect)}`, hook: "PreToolUse" })
+        )
+      )
       if (!decision.allow) {
         outcome = { _tag: "Failure", message: `Blocked by ${decision.hook}: ${decision.reason}` }
       } else {
         finalArgs = decision.args
         const result = yield* runTool(env, tool, decision.args)
-        outcome = yield* env.hooks.runPostToolUse({ ...context, args: decision.args }, result)
+        outcome = yield* env.hooks.runPostToolUse({ ...context, args: decision.args }, result).pipe(
+          Effect.catchAllDefect(() => Effect.succeed(result))
+        )
       }
     }
     const elapsed = ((yield* Clock.currentTimeMillis) - started) / 1000
