@@ -1,0 +1,136 @@
+/**
+ * Measuring helpers: median timing of interleaved runs, and bytes allocated by a
+ * function (V8's sampling heap profiler with collected objects included, i.e.
+ * everything allocated, not only what survives).
+ *
+ * @since 0.1.0
+ */
+import { Session } from "node:inspector/promises"
+
+/** @since 0.1.0 */
+export const median = (xs: ReadonlyArray<number>): number => quantile(xs, 0.5)
+
+/** Linear-interpolated quantile (q in [0, 1]). @since 0.1.0 */
+export const quantile = (xs: ReadonlyArray<number>, q: number): number => {
+  if (xs.length === 0) return Number.NaN
+  const s = [...xs].sort((a, b) => a - b)
+  const pos = (s.length - 1) * q
+  const lo = Math.floor(pos)
+  const hi = Math.ceil(pos)
+  return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+}
+
+/** One timed call: wall time and process CPU time (user + system, all threads), in µs. @since 0.1.0 */
+export interface Sample {
+  readonly wall: number
+  readonly cpu: number
+}
+
+const gc = (globalThis as { gc?: () => void }).gc
+
+/** Times one async call (after a full GC when `--expose-gc` is on, so no contender pays for another's garbage). @since 0.1.0 */
+export const timeOnce = async (fn: () => Promise<unknown>): Promise<Sample> => {
+  gc?.()
+  const c0 = process.cpuUsage()
+  const t0 = process.hrtime.bigint()
+  await fn()
+  const wall = Number(process.hrtime.bigint() - t0) / 1000
+  const c = process.cpuUsage(c0)
+  return { wall, cpu: c.user + c.system }
+}
+
+/**
+ * Runs every function `samples` times, round-robin (so load spikes from other
+ * processes hit every contender alike), after `warmup` untimed rounds. Returns the
+ * samples per function, in the input order. Timed rounds stop early (after at
+ * least 5) when `maxMs` has passed.
+ *
+ * @since 0.1.0
+ */
+export const interleaved = async (
+  fns: ReadonlyArray<() => Promise<unknown>>,
+  options: { readonly warmup: number; readonly samples: number; readonly maxMs?: number }
+): Promise<Array<Array<Sample>>> => {
+  for (let i = 0; i < options.warmup; i++) for (const fn of fns) await fn()
+  const out = fns.map(() => [] as Array<Sample>)
+  const deadline = options.maxMs === undefined ? Infinity : Date.now() + options.maxMs
+  for (let i = 0; i < options.samples; i++) {
+    // rotate the starting contender each round
+    for (let k = 0; k < fns.length; k++) {
+      const j = (i + k) % fns.length
+      out[j].push(await timeOnce(fns[j]))
+    }
+    if (Date.now() > deadline && i >= 4) break
+  }
+  return out
+}
+
+let session: Session | undefined
+
+const getSession = async (): Promise<Session> => {
+  if (session === undefined) {
+    session = new Session()
+    session.connect()
+    await session.post("HeapProfiler.enable")
+  }
+  return session
+}
+
+/**
+ * Bytes allocated while `fn` runs (median over `repeats`), measured with V8's
+ * sampling heap profiler (`includeObjectsCollectedByMinorGC/MajorGC`: garbage is
+ * counted too). Sampling at 4 KB: figures are statistical, good to a few percent
+ * for allocations in the megabytes.
+ *
+ * @since 0.1.0
+ */
+export const allocated = async (fn: () => Promise<unknown>, repeats = 5): Promise<number> => {
+  const s = await getSession()
+  const results: Array<number> = []
+  for (let i = 0; i < repeats; i++) {
+    ;(globalThis as { gc?: () => void }).gc?.()
+    await s.post("HeapProfiler.startSampling", {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true
+    })
+    await fn()
+    const { profile } = await s.post("HeapProfiler.stopSampling")
+    let total = 0
+    const walk = (node: { readonly selfSize: number; readonly children: ReadonlyArray<any> }): void => {
+      total += node.selfSize
+      for (const child of node.children) walk(child)
+    }
+    walk(profile.head)
+    results.push(total)
+  }
+  return median(results)
+}
+
+/** Retained heap after a full GC, in bytes (needs `--expose-gc`). @since 0.1.0 */
+export const retainedHeap = (): number => {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (gc) {
+    gc()
+    gc()
+  }
+  return process.memoryUsage().heapUsed
+}
+
+/** @since 0.1.0 */
+export const fmtUs = (us: number): string =>
+  Number.isNaN(us) ? "n/a" : us >= 100 ? us.toFixed(0) : us >= 10 ? us.toFixed(1) : us.toFixed(2)
+
+/** @since 0.1.0 */
+export const fmtBytes = (b: number): string =>
+  Number.isNaN(b) ? "n/a" : b >= 1024 * 1024 ? `${(b / 1024 / 1024).toFixed(1)} MB` : `${(b / 1024).toFixed(0)} KB`
+
+/** @since 0.1.0 */
+export const fmtRatio = (r: number): string => (Number.isFinite(r) ? `${r.toFixed(r >= 10 ? 0 : 1)}×` : "n/a")
+
+/** Renders a markdown table (also readable on a terminal). @since 0.1.0 */
+export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(" | ")} |`
+  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n")
+}
