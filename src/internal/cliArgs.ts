@@ -1,0 +1,90 @@
+/**
+ * Command-line arguments of `npm run ask`, parsed with node's `util.parseArgs`.
+ *
+ * @internal
+ */
+import { parseArgs } from "node:util"
+
+/** @internal */
+export interface CliOptions {
+  readonly question: string
+  readonly json: boolean
+  readonly conversationId?: string
+  readonly maxIterations?: number
+}
+
+/** @internal */
+export type Parsed =
+  | { readonly _tag: "Run"; readonly options: CliOptions }
+  | { readonly _tag: "Help" }
+  | { readonly _tag: "Invalid"; readonly message: string }
+
+/** @internal */
+export const USAGE = `Usage: npm run ask -- [options] "question"
+       echo "question" | npm run ask -- [options]
+
+Runs the ReAct agent once and streams its progress and answer to the terminal.
+
+Options:
+  --json                  print every event as a JSON line ({"event","data"}), ending with "done"
+  --conversation <id>     conversation id (the interrupt queue key; a fresh one when absent)
+  --max-iterations <n>    cap on tool-loop LLM calls for this run (default: REACT_MAX_ITERATIONS or 50)
+  -h, --help              show this help
+
+The model comes from LLM_BASE_URL / LLM_API_KEY / LLM_MODEL; with none set, the
+built-in offline demo model answers (arithmetic and time questions). MCP servers
+from the file named by MCP_CONFIG are started for the run.
+
+Exit codes: 0 the run finished, 1 the run failed, 2 bad usage.`
+
+/**
+ * Parses argv (without node and the script). The question is the positional
+ * arguments joined by spaces; `stdin` is used when there are none.
+ *
+ * @internal
+ */
+export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
+  let values: { json?: boolean; conversation?: string; "max-iterations"?: string; help?: boolean }
+  let positionals: Array<string>
+  try {
+    const parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        json: { type: "boolean" },
+        conversation: { type: "string" },
+        "max-iterations": { type: "string" },
+        help: { type: "boolean", short: "h" }
+      }
+    })
+    values = parsed.values
+    positionals = parsed.positionals
+  } catch (e) {
+    return { _tag: "Invalid", message: (e as Error).message }
+  }
+  if (values.help) return { _tag: "Help" }
+  const question = (positionals.length > 0 ? positionals.join(" ") : stdin ?? "").trim()
+  if (question === "") return { _tag: "Invalid", message: "No question given." }
+  let maxIterations: number | undefined
+  if (values["max-iterations"] !== undefined) {
+    const raw = values["max-iterations"].trim()
+    maxIterations = /^\d+$/.test(raw) ? Number(raw) : NaN
+    if (!Number.isSafeInteger(maxIterations) || maxIterations < 1 || maxIterations > 1000) {
+      return { _tag: "Invalid", message: `--max-iterations must be an integer from 1 to 1000, got "${raw}".` }
+    }
+  }
+  const conversation = values.conversation?.trim()
+  if (values.conversation !== undefined && (conversation === "" || conversation!.length > 200)) {
+    return { _tag: "Invalid", message: "--conversation must be a non-empty id of at most 200 characters." }
+  }
+  return {
+    _tag: "Run",
+    options: {
+      question,
+      json: values.json === true,
+      ...(conversation ? { conversationId: conversation } : {}),
+      ...(maxIterations !== undefined ? { maxIterations } : {})
+    }
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * Terminal rendering of a run's events: a spinner while the model thinks (TTY
+ * only), one line per tool call and result, inject/compact lines, the streamed
+ * answer and a footer. Or, with `--json`, one JSON line per event.
+ *
+ * @internal
+ */
+import type { RunEvent } from "../RunEvent.js"
+import { toWire } from "../RunEvent.js"
+
+/** Where the renderer writes (process streams in the CLI, buffers in tests). @internal */
+export interface Output {
+  readonly write: (text: string) => void
+  readonly error: (text: string) => void
+  readonly isTTY: boolean
+}
+
+/** @internal */
+export interface Renderer {
+  readonly event: (event: RunEvent) => void
+  /** Stops the spinner (idempotent). */
+  readonly close: () => void
+  /** True once a `RunFailed` event was seen. */
+  readonly failed: () => boolean
+}
+
+const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+
+const oneLine = (text: string, max: number): string => {
+  const flat = text.replace(/\s+/g, " ").trim()
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat
+}
+
+const showArgs = (args: unknown): string => {
+  if (args === undefined) return ""
+  try {
+    const text = typeof args === "string" ? args : JSON.stringify(args)
+    return oneLine(text ?? "", 200)
+  } catch {
+    return String(args)
+  }
+}
+
+const seconds = (s: number): string => `${s < 10 ? s.toFixed(2) : s.toFixed(1)}s`
+
+/** One JSON line per event: `{"event": <SSE channel>, "data": <payload>}`. @internal */
+export const jsonRenderer = (out: Output): Renderer => {
+  let failed = false
+  return {
+    event: (event) => {
+      if (event._tag === "RunFailed") failed = true
+      const wire = toWire(event)
+      out.write(JSON.stringify({ event: wire.channel, data: wire.data }) + "\n")
+    },
+    close: () => {},
+    failed: () => failed
+  }
+}
+
+/** The human-readable renderer. @internal */
+export const textRenderer = (out: Output, info: { readonly model: string; readonly demo: boolean }): Renderer => {
+  const color = out.isTTY
+  const dim = (s: string) => (color ? `\x1b[2m${s}\x1b[22m` : s)
+  const green = (s: string) => (color ? `\x1b[32m${s}\x1b[39m` : s)
+  const red = (s: string) => (color ? `\x1b[31m${s}\x1b[39m` : s)
+  const cyan = (s: string) => (color ? `\x1b[36m${s}\x1b[39m` : s)
+  let timer: ReturnType<typeof setInterval> | undefined
+  let failed = false
+  let answering = false
+  let answerEndsWithNewline = true
+
+  const stopSpinner = () => {
+    if (timer !== undefined) {
+      clearInterval(timer)
+      timer = undefined
+      out.write("\r\x1b[K")
+    }
+  }
+  const startSpinner = (label: string) => {
+    if (!out.isTTY) return
+    stopSpinner()
+    let frame = 0
+    const draw = () => out.write(`\r\x1b[K${cyan(FRAMES[frame++ % FRAMES.length])} ${dim(label)}`)
+    draw()
+    timer = setInterval(draw, 80)
+    timer.unref?.()
+  }
+  const line = (text: string) => {
+    stopSpinner()
+    out.write(text + "\n")
+  }
+
+  if (info.demo) line(dim(`(offline demo model: set LLM_BASE_URL, LLM_API_KEY and LLM_MODEL to use a real one)`))
+
+  return {
+    event: (event) => {
+      switch (event._tag) {
+        case "ThinkingStart":
+          startSpinner(`thinking${event.iteration > 1 ? ` (iteration ${event.iteration})` : ""}…`)
+          break
+        case "ThinkingDone":
+          stopSpinner()
+          if (event.reasoning.trim() !== "") line(dim(`· ${oneLine(event.reasoning, 200)}`))
+          break
+        case "ToolStart":
+          line(`${cyan("→")} ${event.tool_name}(${showArgs(event.tool_args)})`)
+          startSpinner(`running ${event.tool_name}…`)
+          break
+        case "ToolDone":
+          line(
+            event.error === null
+              ? `${green("✓")} ${event.tool_name} ${dim(seconds(event.iter_elapsed))}: ${oneLine(event.observation, 120)}`
+              : `${red("✗")} ${event.tool_name} ${dim(seconds(event.iter_elapsed))}: ${oneLine(event.error, 200)}`
+          )
+          break
+        case "Compact":
+          line(dim(`⇣ context compacted: ${event.original_messages} → ${event.kept_messages} messages`))
+          break
+        case "PhaseChange":
+          startSpinner(`selecting tools among ${event.total_tools}…`)
+          break
+        case "Inject":
+          line(`${cyan("↳")} injected: ${oneLine(event.content, 200)}`)
+          break
+        case "AnswerSignal":
+          startSpinner("writing the answer…")
+          break
+        case "AnswerStart":
+          stopSpinner()
+          line("")
+          answering = true
+          break
+        case "AnswerDelta":
+          stopSpinner()
+          out.write(event.content)
+          if (event.content !== "") answerEndsWithNewline = event.content.endsWith("\n")
+          break
+        case "AnswerDone":
+          if (answering && !answerEndsWithNewline) out.write("\n")
+          answering = false
+          answerEndsWithNewline = true
+          break
+        case "RunFailed":
+          stopSpinner()
+          failed = true
+          out.error(`${red("✗ error:")} ${event.message}${event.retryable ? " (retryable)" : ""}\n`)
+          break
+        case "Done": {
+          stopSpinner()
+          if (answering && !answerEndsWithNewline) out.write("\n")
+          const u = event.usage
+          const parts = [
+            `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}`,
+            `${u.total_tokens} tokens (${u.prompt_tokens} in, ${u.completion_tokens} out, ${u.llm_calls} LLM calls)`,
+            seconds(event.elapsed),
+            info.model
+          ]
+          if (event.conversation_id) parts.push(`conversation ${event.conversation_id}`)
+          line("")
+          line(dim(`— ${parts.join(" · ")}`))
+          if (event.pending_injections.length > 0) {
+            line(dim(`  ${event.pending_injections.length} message(s) arrived too late for this run`))
+          }
+          break
+        }
+      }
+    },
+    close: stopSpinner,
+    failed: () => failed
+  }
+}

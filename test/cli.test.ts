@@ -1,0 +1,102 @@
+import { assert, beforeAll, describe, it } from "@effect/vitest"
+import { execFile } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url))
+
+interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs the CLI as a child process, with no LLM or MCP configured unless `env` says so. */
+const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Run> => {
+  const base: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !/^(?:FAST_)?LLM_|^MCP_CONFIG$|^REACT_|^CONTEXT_GUARD_/.test(k)) base[k] = v
+  }
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "src/cli.ts", ...args],
+      { cwd: ROOT, env: { ...base, ...env }, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
+      }
+    )
+  })
+}
+
+// The children start together (each pays the TypeScript start-up once), the tests read their results.
+let runs: {
+  plain: Promise<Run>
+  json: Promise<Run>
+  help: Promise<Run>
+  badFlag: Promise<Run>
+  failing: Promise<Run>
+}
+
+beforeAll(() => {
+  runs = {
+    plain: cli(["what is 2+3*4"]),
+    json: cli(["--json", "--conversation", "cli-test-1", "what is 2+3*4"]),
+    help: cli(["--help"]),
+    badFlag: cli(["--max-iterations", "zero", "hi"]),
+    // a configured model that cannot be reached: the run fails, the CLI exits 1
+    failing: cli(["what is 2+3*4"], {
+      LLM_MODEL: "unreachable",
+      LLM_BASE_URL: "http://127.0.0.1:9/v1",
+      LLM_API_KEY: "x",
+      LLM_MAX_RETRIES: "0"
+    })
+  }
+})
+
+describe("cli", () => {
+  it("answers with the demo model: tool line, result line, streamed answer, footer", async () => {
+    const run = await runs.plain
+    assert.strictEqual(run.code, 0, run.stderr)
+    const lines = run.stdout.split("\n")
+    assert.include(lines[0], "offline demo model")
+    assert.include(lines, "→ calculator({\"expression\":\"2+3*4\"})")
+    assert.isTrue(lines.some((l) => /^✓ calculator \d+\.\d\ds: 2\+3\*4 = 14$/.test(l)), run.stdout)
+    assert.include(run.stdout, "2+3*4 = **14**")
+    assert.match(run.stdout, /— 2 iterations · \d+ tokens .* · offline-demo/)
+    // plain output (not a TTY): no spinner frames, no colour codes
+    assert.notMatch(run.stdout, /\x1b\[|⠋/)
+  }, 150_000)
+
+  it("--json prints parseable event lines ending with done", async () => {
+    const run = await runs.json
+    assert.strictEqual(run.code, 0, run.stderr)
+    const events = run.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; data: any })
+    assert.strictEqual(events[events.length - 1].event, "done")
+    const done = events[events.length - 1].data
+    assert.include(done.answer, "14")
+    assert.strictEqual(done.conversation_id, "cli-test-1")
+    assert.isAbove(done.usage.llm_calls, 0)
+    const toolDone = events.find((e) => e.data.type === "iteration" && e.data.status === "done")
+    assert.strictEqual(toolDone?.data.observation, "2+3*4 = 14")
+    const deltas = events.filter((e) => e.event === "answer" && e.data.status === "delta")
+    assert.isAbove(deltas.length, 1)
+    assert.strictEqual(deltas.map((e) => e.data.content).join(""), done.answer)
+  }, 150_000)
+
+  it("--help prints the usage; a bad flag is a usage error (exit 2)", async () => {
+    const help = await runs.help
+    assert.strictEqual(help.code, 0)
+    assert.include(help.stdout, "Usage: npm run ask")
+    assert.include(help.stdout, "--max-iterations")
+    const bad = await runs.badFlag
+    assert.strictEqual(bad.code, 2)
+    assert.include(bad.stderr, "--max-iterations must be an integer")
+    assert.strictEqual(bad.stdout, "")
+  }, 150_000)
+
+  it("a failed run prints the error and exits 1", async () => {
+    const run = await runs.failing
+    assert.strictEqual(run.code, 1, run.stdout + run.stderr)
+    assert.include(run.stderr, "✗ error:")
+  }, 150_000)
+})
