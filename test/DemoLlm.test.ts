@@ -14,6 +14,7 @@ import { Interrupts } from "../src/Interrupts.js"
 import { type ChatRequest, Llm } from "../src/Llm.js"
 import * as Message from "../src/Message.js"
 import { ReactAgent } from "../src/ReactAgent.js"
+import type { RunEvent } from "../src/RunEvent.js"
 import { structuredCall } from "../src/StructuredCall.js"
 import * as Tool from "../src/Tool.js"
 import { Tools } from "../src/Toolkit.js"
@@ -123,6 +124,46 @@ describe("DemoLlm", () => {
     assert.strictEqual(direct.toolCalls.length, 0)
     assert.include(direct.content, "2+2 = **4**")
   })
+
+  it.live("end to end: a message injected mid-run is acknowledged and answered", () =>
+    Effect.gen(function*() {
+      const agent = yield* ReactAgent
+      const interrupts = yield* Interrupts
+      const events: Array<RunEvent> = []
+      yield* agent.run({ query: "what is 2+2", conversationId: "demo-int" }).pipe(
+        Stream.runForEach((event) =>
+          Effect.gen(function*() {
+            events.push(event)
+            // while the first tool runs, the user sends a follow-up
+            if (event._tag === "ToolStart" && event.iteration === 1) {
+              yield* interrupts.inject("demo-int", "also what is 10*10")
+            }
+          })
+        )
+      )
+      const done = events[events.length - 1]
+      assert.strictEqual(done._tag, "Done")
+      assert.isTrue(events.some((e) => e._tag === "Inject" && e.content === "also what is 10*10"))
+      const observations = events.flatMap((e) => (e._tag === "ToolDone" ? [e.observation] : []))
+      assert.deepStrictEqual(observations, ["2+2 = 4", "10*10 = 100"])
+      if (done._tag === "Done") {
+        assert.include(done.answer, "also what is 10*10")
+        assert.include(done.answer, "**4**")
+        assert.include(done.answer, "**100**")
+      }
+    }).pipe(
+      Effect.provide(
+        ReactAgent.layer().pipe(
+          Layer.provideMerge(Layer.mergeAll(
+            DemoLlm.layerWith({ chunkDelay: 0, thinkDelay: "20 millis" }),
+            Tools.layer(BuiltinTools.tools),
+            Hooks.layerEmpty,
+            Interrupts.layer
+          )),
+          Layer.provideMerge(ContextGuard.layerHeuristic.pipe(Layer.provide(DemoLlm.layerWith({ thinkDelay: 0 }))))
+        )
+      )
+    ))
 
   it("acknowledges a [USER INTERRUPT] and answers its question", () => {
     const call = Message.toolCall("c1", "calculator", "{\"expression\":\"2+2\"}")
