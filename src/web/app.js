@@ -278,6 +278,21 @@ async function loadConversations() {
   }
 }
 
+/**
+ * The run this tab started on conversation `id` and had not seen finish.
+ *
+ * @param {string} id
+ * @returns {{ conversationId: string, query: string } | null}
+ */
+function rememberedRun(id) {
+  try {
+    const value = JSON.parse(sessionStorage.getItem(ACTIVE_KEY) ?? "null")
+    return value && value.conversationId === id && typeof value.query === "string" ? value : null
+  } catch {
+    return null
+  }
+}
+
 /** @param {string} id */
 async function openConversation(id) {
   if (state.run && state.run.conversationId === id) return
@@ -290,19 +305,17 @@ async function openConversation(id) {
   setConversation(id)
   closeSidebar()
   const res = await api(`/api/conversations/${encodeURIComponent(id)}`)
-  if (!res.ok) {
+  /** @type {any} */
+  let body = null
+  if (res.ok) body = await res.json()
+  else if (res.status !== 404 || rememberedRun(id) === null) {
+    // (a conversation whose first run is still going is not stored yet: 404 then is fine)
     appendTurn(h("div", { class: "run-error", role: "alert", text: `Cannot open this conversation: ${await errorText(res)}` }))
     return
   }
-  const body = await res.json()
   /** @type {any[]} */
   let messages = Array.isArray(body) ? body : Array.isArray(body?.messages) ? body.messages : []
-  /** @type {{ conversationId: string, query: string } | null} */
-  let remembered = null
-  try {
-    remembered = JSON.parse(sessionStorage.getItem(ACTIVE_KEY) ?? "null")
-  } catch {}
-  if (remembered && remembered.conversationId !== id) remembered = null
+  const remembered = rememberedRun(id)
   // the server says whether a run is going; older servers don't: then trust what this tab remembers
   const resuming = typeof body?.active === "boolean" ? body.active : remembered !== null
   if (resuming && remembered) {

@@ -90,7 +90,11 @@ export function renderHistory(messages) {
       if (calls.length > 0) {
         const round = h("div", { class: `round${calls.length > 1 ? " parallel" : ""}` })
         for (const c of calls) round.append(card(c.function?.name ?? "tool", c.function?.arguments ?? "", results.get(String(c.id))))
-        r.append(h("div", { class: `iteration${calls.length > 1 ? " parallel" : ""}` }, round))
+        const thought = (typeof m.reasoning_content === "string" && m.reasoning_content.trim()) || textOf(m.content).trim()
+        const thinking = thought
+          ? h("div", { class: "thinking done" }, h("details", { class: "reasoning" }, h("summary", {}, h("span", { class: "step-label", text: "Reasoning" })), h("p", { text: thought })))
+          : null
+        r.append(h("div", { class: `iteration${calls.length > 1 ? " parallel" : ""}` }, thinking, round))
         continue
       }
       const text = textOf(m.content)
@@ -102,6 +106,8 @@ export function renderHistory(messages) {
       }
       const answer = json?.type === "final_answer" ? String(json.answer ?? "") : text
       if (answer.trim()) {
+        // a turn stores the loop's own last reply, then the synthesised answer: show the latter
+        r.querySelector(":scope > .answer")?.remove()
         const el = h("div", { class: "answer markdown" })
         el.innerHTML = markdown().render(answer)
         r.append(el)

@@ -3,7 +3,7 @@
  * A missing browser is a test failure with a message saying how to install it,
  * never a silent skip.
  */
-import { Data, Effect } from "effect"
+import { Context, Data, Effect, Layer } from "effect"
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
@@ -81,3 +81,8 @@ export const screenshot = (page: Page, name: string) =>
     await page.screenshot({ path, fullPage: false })
     return path
   })
+
+/** One Chromium shared by the tests of a file (`layer(ChromiumLive)(...)`). */
+export class Chromium extends Context.Tag("test/Chromium")<Chromium, Browser>() {}
+
+export const ChromiumLive: Layer.Layer<Chromium, BrowserUnavailable> = Layer.scoped(Chromium, launchBrowser)
