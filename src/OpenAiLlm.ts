@@ -138,8 +138,15 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
     options.maxRetries ?? defaults.maxRetries,
     options.retryBaseDelay ?? Duration.millis(defaults.retryBaseDelayMs)
   )
+  const endpoint = options.client ? undefined : options.baseURL ?? "https://api.openai.com/v1"
   const retry = <A, R>(effect: Effect.Effect<A, LlmError, R>) =>
-    Effect.retry(effect, { schedule, while: (e: LlmError) => e.retryable })
+    Effect.retry(effect, { schedule, while: (e: LlmError) => e.retryable }).pipe(
+      Effect.mapError((e) =>
+        e.reason === "Connection" && endpoint !== undefined && !e.message.includes(endpoint)
+          ? new LlmError({ reason: e.reason, message: e.message.replace("LLM endpoint", `LLM endpoint ${endpoint}`) })
+          : e
+      )
+    )
   const idleTimeout = () => new LlmError({ reason: "Timeout", message: `No data from the LLM stream for ${timeoutMs} ms` })
 
   const chatOnce = (request: ChatRequest) =>

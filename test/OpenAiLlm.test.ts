@@ -224,7 +224,9 @@ describe("OpenAiLlm.chat", () => {
       const dropping = yield* FakeOpenAi.scoped([FakeOpenAi.drop, FakeOpenAi.completion({ content: "back" })])
       assert.strictEqual((yield* llmFor(dropping).chat(request)).content, "back")
       const dropped = yield* FakeOpenAi.scoped(() => FakeOpenAi.drop)
-      assert.strictEqual((yield* failure(llmFor(dropped, { maxRetries: 0 }).chat(request))).reason, "Connection")
+      const c = yield* failure(llmFor(dropped, { maxRetries: 0 }).chat(request))
+      assert.strictEqual(c.reason, "Connection")
+      assert.include(c.message, dropped.url) // says which endpoint could not be reached
     })))
 
   it.live("interrupting chat aborts the HTTP request", () =>

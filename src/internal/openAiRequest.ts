@@ -159,8 +159,14 @@ export const toLlmError = (cause: unknown): LlmError => {
     return new LlmError({ reason: "Connection", message: "LLM request aborted" })
   }
   if (cause instanceof OpenAI.APIConnectionError) {
-    const inner = (cause as { cause?: unknown }).cause
-    const detail = inner instanceof Error ? `: ${inner.message}` : ""
+    // fetch wraps the socket error: APIConnectionError → TypeError("fetch failed") → Error("connect ECONNREFUSED …")
+    const messages: Array<string> = []
+    let inner = (cause as { cause?: unknown }).cause
+    for (let depth = 0; inner instanceof Error && depth < 4; depth++) {
+      messages.push(inner.message)
+      inner = (inner as { cause?: unknown }).cause
+    }
+    const detail = messages.length > 0 ? `: ${messages[messages.length - 1]}` : ""
     return new LlmError({ reason: "Connection", message: `Could not reach the LLM endpoint${detail}` })
   }
   if (cause instanceof OpenAI.APIError) {
