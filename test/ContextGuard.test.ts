@@ -285,6 +285,39 @@ describe("ContextGuard behaviour", () => {
       assert.deepStrictEqual(out, [input[0], input[3]])
     }))
 
+  it.effect("JSON mode: an action and its observation are kept or dropped together", () =>
+    Effect.gen(function*() {
+      const input: Array<ChatMessage> = [Message.system("sys"), Message.user("question", { pinned: true })]
+      for (let i = 0; i < 3; i++) {
+        input.push(Message.assistant(`{"type":"tool_call","tool_name":"search","tool_args":{"q":"${i}"}}`))
+        input.push(Message.user(`Observation: ${"o".repeat(400)}`))
+      }
+      const pair = estimateMessages(input.slice(-2))
+      const limit = estimateMessages(input.slice(0, 2)) + Math.floor(pair * 1.5)
+      const out = (yield* ContextGuardModule.make({ budget: limit }).checkAndCompact(input)).messages
+      assert.deepStrictEqual(out, [input[0], input[1], input[6], input[7]])
+    }))
+
+  it.effect("a pinned assistant message first gets a note before it, within budget", () =>
+    Effect.gen(function*() {
+      const pinnedAnswer: ChatMessage = { role: "assistant", content: "Earlier answer: 42", pinned: true }
+      const input: Array<ChatMessage> = [
+        Message.system("sys"),
+        Message.user("x".repeat(4000)),
+        pinnedAnswer,
+        Message.user("y".repeat(200)),
+        Message.user("z".repeat(200))
+      ]
+      const limit = estimateMessages([input[0], input[2], input[4]]) + 12
+      const out = (yield* ContextGuardModule.make({ budget: limit }).checkAndCompact(input)).messages
+      assert.strictEqual(out[0], input[0])
+      assert.strictEqual(out[1].role, "user")
+      assert.include(Message.textOf(out[1].content), "truncated")
+      assert.strictEqual(out[2], pinnedAnswer)
+      assert.isAtMost(estimateMessages(out), limit)
+      assert.isUndefined(problems(out))
+    }))
+
   it.effect("per-message hard cut: only the oversized messages are replaced", () =>
     Effect.gen(function*() {
       const guard = yield* guardFrom(ContextGuard.layerHeuristic.pipe(

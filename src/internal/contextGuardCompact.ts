@@ -75,8 +75,9 @@ export const truncateMessage = <M extends ChatMessage>(message: M, max: number):
 // units
 
 /**
- * An atomic run of messages: one message, or an assistant message with
- * `tool_calls` plus the tool messages answering it. `orphan` marks a tool message
+ * An atomic run of messages: one message, an assistant message with
+ * `tool_calls` plus the tool messages answering it, or (JSON mode) an assistant
+ * message plus the `Observation:` user message right after it. `orphan` marks a tool message
  * without its assistant message (invalid input; never kept by compaction).
  *
  * @internal
@@ -96,6 +97,11 @@ export interface Split {
   readonly units: ReadonlyArray<Unit>
   readonly systemTokens: number
 }
+
+/** A JSON-mode observation: an unpinned user message starting `Observation:`. */
+const isObservation = (m: ChatMessage | undefined): boolean =>
+  m !== undefined && m.role === "user" && m.pinned !== true && typeof m.content === "string" &&
+  m.content.startsWith("Observation:")
 
 const unit = (messages: ReadonlyArray<ChatMessage>, orphan: boolean): Unit => {
   let tokens = 0
@@ -136,6 +142,10 @@ export const split = (messages: ReadonlyArray<ChatMessage>): Split => {
       }
       units.push(unit(rest.slice(i, j), false))
       i = j
+    } else if (m.role === "assistant" && isObservation(rest[i + 1])) {
+      // JSON mode: an action and its observation travel together
+      units.push(unit(rest.slice(i, i + 2), false))
+      i += 2
     } else {
       units.push(unit([m], m.role === "tool"))
       i++
@@ -191,9 +201,18 @@ export const heuristic = (messages: ReadonlyArray<ChatMessage>, budget: number):
     if (!u.assistantFirst) break
     if (u.pinned) {
       note = { role: "user", content: TRUNCATION_NOTE }
+      used += estimateMessage(note)
       break
     }
     keep[i] = false
+    used -= u.tokens
+  }
+  // the note's room comes from the oldest unpinned units kept
+  for (let i = 0; i < s.units.length && used > budget && note !== undefined; i++) {
+    if (keep[i] && !s.units[i].pinned) {
+      keep[i] = false
+      used -= s.units[i].tokens
+    }
   }
   return flatten(s.systems, s.units.filter((_, i) => keep[i]), note)
 }

@@ -33,6 +33,9 @@ export const FUNCTION_NAME = "select_tools"
 /** @internal */
 export const FUNCTION_DESCRIPTION = "Return the names of the tools needed for the request, most relevant first."
 
+/** The query is cut to this many characters in the selection prompt. @internal */
+export const QUERY_MAX = 4000
+
 /** The selection conversation. @internal */
 export const selectionMessages = (query: string, tools: ReadonlyArray<Tool>, max: number): ReadonlyArray<ChatMessage> => [
   {
@@ -44,5 +47,5 @@ export const selectionMessages = (query: string, tools: ReadonlyArray<Tool>, max
       `Answer with a JSON object: {"tools": ["tool_name", ...]}.`
     ].join(" ")
   },
-  { role: "user", content: `Tool catalogue:\n${catalogue(tools)}\n\nUser request:\n${query}` }
+  { role: "user", content: `Tool catalogue:\n${catalogue(tools)}\n\nUser request:\n${query.length > QUERY_MAX ? query.slice(0, QUERY_MAX - 3) + "..." : query}` }
 ]
