@@ -34,7 +34,8 @@ import * as Stream from "effect/Stream"
 import OpenAI from "openai"
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions"
 import { toChatResponse, toLlmError, toParams } from "./internal/openAiRequest.js"
-import { chunkToDeltas } from "./internal/openAiStream.js"
+import type { StreamState } from "./internal/openAiStream.js"
+import { chunkToDeltas, endDeltas } from "./internal/openAiStream.js"
 import { ThinkSplitter } from "./internal/openAiThink.js"
 import type { Abilities, ChatDelta, ChatRequest, LlmService } from "./Llm.js"
 import { defaultAbilities, Llm, LlmError } from "./Llm.js"
@@ -206,7 +207,7 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
       const open = yield* Effect.uninterruptibleMask((restore) =>
         restore(retry(openOnce(request))).pipe(Effect.tap((o) => Effect.addFinalizer(() => release(o))))
       )
-      const splitter = new ThinkSplitter()
+      const state: StreamState = { splitter: new ThinkSplitter(), usage: undefined }
       const first: Stream.Stream<ChatCompletionChunk> = open.first.done ? Stream.empty : Stream.succeed(open.first.value)
       const rest = Stream.repeatEffectOption(
         Effect.tryPromise({ try: () => open.iterator.next(), catch: (e) => Option.some(toLlmError(e)) }).pipe(
@@ -215,8 +216,8 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
       ).pipe(Stream.timeoutFail(idleTimeout, timeoutMs))
       const chunks = open.first.done ? first : Stream.concat(first, rest)
       return chunks.pipe(
-        Stream.mapConcat((chunk) => chunkToDeltas(chunk, splitter)),
-        Stream.concat(Stream.suspend(() => Stream.fromIterable(splitter.flush())))
+        Stream.mapConcat((chunk) => chunkToDeltas(chunk, state)),
+        Stream.concat(Stream.suspend(() => Stream.fromIterable(endDeltas(state))))
       )
     }))
 

@@ -279,6 +279,25 @@ describe("OpenAiLlm.streamChat", () => {
       assert.deepStrictEqual(body.stream_options, { include_usage: true })
     })))
 
+  it.live("usage repeated on every chunk (cumulative, vLLM style) is reported once, the last value", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { chunk } = FakeOpenAi
+      const withUsage = (c: object, prompt: number, completion: number) => ({ ...c, usage: chunk.usage(prompt, completion).usage })
+      const server = yield* FakeOpenAi.scoped([
+        FakeOpenAi.sse([
+          withUsage(chunk.content("a"), 10, 1),
+          withUsage(chunk.content("b"), 10, 2),
+          withUsage(chunk.finish("stop"), 10, 3)
+        ])
+      ])
+      const deltas = yield* collect(llmFor(server).streamChat(request))
+      const usages = deltas.filter((d) => d._tag === "Usage")
+      assert.deepStrictEqual(usages, [
+        { _tag: "Usage", usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 13, llm_calls: 1 } }
+      ])
+      assert.strictEqual(textOf(deltas, "Content"), "ab")
+    })))
+
   it.live("routes <think> blocks split across chunks to Reasoning", () =>
     Effect.scoped(Effect.gen(function*() {
       const { chunk } = FakeOpenAi

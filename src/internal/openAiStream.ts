@@ -9,8 +9,19 @@ import type { ChatDelta } from "../Llm.js"
 import { toUsage } from "./openAiRequest.js"
 import type { ThinkSplitter } from "./openAiThink.js"
 
-/** Maps one chunk to deltas (content routed through `splitter`). */
-export const chunkToDeltas = (chunk: ChatCompletionChunk, splitter: ThinkSplitter): Array<ChatDelta> => {
+/** Per-stream state: the think splitter and the latest usage seen. */
+export interface StreamState {
+  readonly splitter: ThinkSplitter
+  usage: ChatCompletionChunk["usage"] | undefined
+}
+
+/**
+ * Maps one chunk to deltas (content routed through the splitter). Usage is only
+ * remembered: some providers repeat cumulative usage on every chunk, so `endDeltas`
+ * emits the last one, once.
+ */
+export const chunkToDeltas = (chunk: ChatCompletionChunk, state: StreamState): Array<ChatDelta> => {
+  const splitter = state.splitter
   const out: Array<ChatDelta> = []
   const choices = Array.isArray(chunk.choices) ? chunk.choices : []
   for (const choice of choices) {
@@ -47,6 +58,13 @@ export const chunkToDeltas = (chunk: ChatCompletionChunk, splitter: ThinkSplitte
       out.push({ _tag: "Finish", reason: choice.finish_reason })
     }
   }
-  if (chunk.usage) out.push({ _tag: "Usage", usage: toUsage(chunk.usage) })
+  if (chunk.usage) state.usage = chunk.usage
+  return out
+}
+
+/** What is left when the stream ends: held-back text, then the usage (if any). */
+export const endDeltas = (state: StreamState): Array<ChatDelta> => {
+  const out = state.splitter.flush()
+  if (state.usage) out.push({ _tag: "Usage", usage: toUsage(state.usage) })
   return out
 }
