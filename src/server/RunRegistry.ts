@@ -82,9 +82,10 @@ export const make = Effect.gen(function*() {
     if (!run.running || run.leases > 0) return Effect.void
     if (settings.detachGraceMs === 0) return requestCancel(run)
     const generation = run.leaseGeneration
+    // forked from a finalizer: make the timer interruptible explicitly
     return FiberSet.run(
       timers,
-      Effect.sleep(settings.detachGraceMs).pipe(
+      Effect.interruptible(Effect.sleep(settings.detachGraceMs)).pipe(
         Effect.zipRight(Effect.suspend(() =>
           run.running && run.leases === 0 && run.leaseGeneration === generation
             ? Effect.zipRight(
@@ -141,7 +142,8 @@ export const make = Effect.gen(function*() {
         })
         if (conflict) return yield* Effect.fail(new RunInProgress({ conversationId }))
         yield* interrupts.register(conversationId)
-        yield* FiberSet.run(fibers, execute(run, { settings, agent, guard, interrupts, store }))
+        // `start` may be called from an uninterruptible region: the run itself must stay cancellable
+        yield* FiberSet.run(fibers, Effect.interruptible(execute(run, { settings, agent, guard, interrupts, store })))
         return { conversationId, runId: run.id }
       }),
     attach: (conversationId, after) =>

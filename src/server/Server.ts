@@ -11,7 +11,6 @@
  * @since 0.1.0
  */
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
-import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -38,11 +37,37 @@ export const serve = (options?: { readonly disableLogger?: boolean; readonly dis
     disableListenLog: options?.disableListenLog ?? true
   }).pipe(Layer.provide(RunRegistry.layer))
 
+/**
+ * A Node HTTP server on `host:port` (port 0 = a random free port). On shutdown,
+ * after the routes' finalizers ended the SSE streams, connections that turn idle
+ * are closed at once (keep-alive sockets would otherwise hold `server.close()`)
+ * and any connection still open after 2 s is closed.
+ *
+ * @since 0.1.0 @category layers
+ */
+export const listenOn = (options: { readonly port: number; readonly host: string }) =>
+  Layer.unwrapEffect(Effect.sync(() => {
+    const server = createServer()
+    const drain = Layer.scopedDiscard(Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        const idle = setInterval(() => server.closeIdleConnections(), 25)
+        const hard = setTimeout(() => server.closeAllConnections(), 2000)
+        idle.unref()
+        hard.unref()
+        server.once("close", () => {
+          clearInterval(idle)
+          clearTimeout(hard)
+        })
+        server.closeIdleConnections()
+      })
+    ))
+    return drain.pipe(Layer.provideMerge(NodeHttpServer.layer(() => server, options)))
+  }))
+
 /** A Node HTTP server on `ServerConfig`'s host and port. @since 0.1.0 @category layers */
-export const listen: Layer.Layer<HttpServer.HttpServer, import("@effect/platform/HttpServerError").ServeError, ServerConfig> =
-  Layer.unwrapEffect(Effect.map(ServerConfig, (settings) =>
-    NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })
-  ))
+export const listen = Layer.unwrapEffect(Effect.map(ServerConfig, (settings) =>
+  listenOn({ port: settings.port, host: settings.host })
+))
 
 /**
  * The whole server over the app services: routes, registry, SQLite store at

@@ -81,13 +81,18 @@ export const response = (
   }
 ): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.stream(
-    frames.pipe(
-      Stream.merge(heartbeat(Duration.millis(options.heartbeatMs)), { haltStrategy: "left" }),
-      Stream.interruptWhenDeferred(options.shutdown),
-      Stream.concat(Stream.unwrap(Effect.map(Deferred.isDone(options.shutdown), (down) =>
-        down ? Stream.make(shutdownFrame) : Stream.empty
-      )))
-    ),
+    Stream.suspend(() => {
+      // the shutdown frame only goes out when shutdown cut the frames short
+      let complete = false
+      return frames.pipe(
+        Stream.onEnd(Effect.sync(() => {
+          complete = true
+        })),
+        Stream.merge(heartbeat(Duration.millis(options.heartbeatMs)), { haltStrategy: "left" }),
+        Stream.interruptWhenDeferred(options.shutdown),
+        Stream.concat(Stream.suspend(() => (complete ? Stream.empty : Stream.make(shutdownFrame))))
+      )
+    }),
     {
       contentType: "text/event-stream",
       headers: {

@@ -4,7 +4,6 @@
  * fake (test/utils/fakeOpenAiServer.ts). Nothing but the remote model is faked.
  */
 import * as HttpServer from "@effect/platform/HttpServer"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
@@ -12,7 +11,6 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import { mkdtempSync } from "node:fs"
-import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as App from "../../src/App.js"
@@ -49,7 +47,7 @@ export const startServer = (options: {
     const llm = OpenAiLlm.layer({ baseURL: options.llmUrl, apiKey: "test-key", model: "fake-model", maxRetries: 0 })
     const app = App.make(llm, { demo: false, tools: Tools.layer(options.tools ?? BuiltinTools.tools) })
     const layer = Server.serve({ disableLogger: true }).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+      Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
       Layer.provide(ConversationStore.layerSqlite(databasePath)),
       Layer.provide(app),
       Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings }))
