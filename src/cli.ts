@@ -85,6 +85,7 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       }).pipe(Stream.runForEach((event) => Effect.sync(() => renderer.event(event))))
       return renderer.failed() ? 1 : 0
     })).pipe(
+      Effect.onInterrupt(() => Effect.sync(() => out.error("\n✗ interrupted\n"))),
       Effect.provide(cliLayer),
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause) ? Effect.interrupt : Effect.sync(() => {
@@ -104,6 +105,7 @@ const isMain = import.meta.url === `file://${process.argv[1]}` || /[/\\]cli\.[tj
 if (isMain) {
   NodeRuntime.runMain(program(process.argv.slice(2)), {
     disableErrorReporting: true,
+    disablePrettyLogger: true,
     teardown: (exit, onExit) => {
       const code: number = Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? 130 : 1
       process.exitCode = code

@@ -125,6 +125,33 @@ describe("DemoLlm", () => {
     assert.include(direct.content, "2+2 = **4**")
   })
 
+  it.effect("end to end: with many tools, tool selection keeps the tools the question needs", () => {
+    const extra = Array.from({ length: 12 }, (_, i) =>
+      Tool.make({
+        name: `noise_${i}`,
+        description: `Unrelated tool number ${i}`,
+        parameters: Schema.Struct({}),
+        handler: () => Effect.succeed("noise")
+      }))
+    const requests: Array<ChatRequest> = []
+    const recording = Layer.succeed(Llm, { ...fast, chat: (r) => Effect.zipRight(Effect.sync(() => requests.push(r)), fast.chat(r)) })
+    return Effect.gen(function*() {
+      const events = yield* Effect.flatMap(ReactAgent, (agent) => Stream.runCollect(agent.run({ query: "what is 7*6" })))
+      const list = Chunk.toReadonlyArray(events)
+      assert.isTrue(list.some((e) => e._tag === "PhaseChange" && e.total_tools === 14))
+      const done = list[list.length - 1]
+      assert.isTrue(done._tag === "Done" && done.answer.includes("42"))
+      // the loop advertised the selected calculator, not the noise
+      const loopCall = requests.find((r) => r.toolChoice === undefined || r.toolChoice === "auto")!
+      const advertised = (loopCall.tools ?? []).map((t) => t.function.name)
+      assert.include(advertised, "calculator")
+      assert.notInclude(advertised, "noise_0")
+    }).pipe(Effect.provide(ReactAgent.layer().pipe(
+      Layer.provide([recording, Tools.layer([...BuiltinTools.tools, ...extra]), Hooks.layerEmpty, Interrupts.layer]),
+      Layer.provide(ContextGuard.layerHeuristic.pipe(Layer.provide(recording)))
+    )))
+  })
+
   it.live("end to end: a message injected mid-run is acknowledged and answered", () =>
     Effect.gen(function*() {
       const agent = yield* ReactAgent

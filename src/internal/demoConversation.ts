@@ -235,8 +235,10 @@ export const sampleFromSchema = (root: JsonSchemaObject, prompt: string): unknow
       }
       case "array": {
         if (key === "tools") {
-          const wanted = plan(lastLine(prompt)).map((c) => c.tool).filter((t) => prompt.includes(`- ${t}:`))
-          return [...new Set(wanted)]
+          // the tools the question needs; else every tool the demo can use (never an empty selection)
+          const offered = (tools: ReadonlyArray<string>) => tools.filter((t) => prompt.includes(`- ${t}:`))
+          const wanted = offered(plan(lastLine(prompt)).map((c) => c.tool))
+          return [...new Set(wanted.length > 0 ? wanted : offered(["calculator", "current_time"]))]
         }
         const min = typeof schema.minItems === "number" ? schema.minItems : 0
         const items = (schema.items ?? {}) as JsonSchemaObject
