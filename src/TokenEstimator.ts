@@ -22,6 +22,8 @@ export const ASCII_CHARS_PER_TOKEN = 4
 /** Non-ASCII characters (CJK, accents, emoji…) per token. @since 0.1.0 @category constants */
 export const OTHER_CHARS_PER_TOKEN = 1.5
 
+const NON_ASCII = /[^\x00-\x7f]/
+
 /**
  * Estimated tokens of a text. A surrogate pair (emoji, rare CJK) counts as one
  * character.
@@ -31,10 +33,13 @@ export const OTHER_CHARS_PER_TOKEN = 1.5
 export const estimateText = (text: string): number => {
   const length = text.length
   if (length === 0) return 0
-  let ascii = 0
+  // fast path: the regex engine finds the first non-ASCII character much faster than a JS loop
+  const first = text.search(NON_ASCII)
+  if (first === -1) return Math.ceil(length / ASCII_CHARS_PER_TOKEN)
+  let ascii = first
   let other = 0
   let previous = 0
-  for (let i = 0; i < length; i++) {
+  for (let i = first; i < length; i++) {
     const code = text.charCodeAt(i)
     if (code < 128) ascii++
     // the low half of a surrogate pair was counted with its high half

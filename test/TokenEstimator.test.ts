@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as fc from "effect/FastCheck"
 import * as Message from "../src/Message.js"
 import type { ChatMessage } from "../src/Message.js"
 import { estimateMessage, estimateMessages, estimateText } from "../src/TokenEstimator.js"
@@ -20,6 +21,20 @@ describe("estimateText", () => {
 
   it("counts a surrogate pair (emoji) as one character", () => {
     assert.strictEqual(estimateText("😀😀😀"), 2)
+  })
+})
+
+/** The rule, written the obvious way (code points). */
+const reference = (text: string): number => {
+  let ascii = 0
+  let other = 0
+  for (const ch of text) ch.codePointAt(0)! < 128 ? ascii++ : other++
+  return Math.ceil(ascii / 4 + other / 1.5)
+}
+
+describe("estimateText (property)", () => {
+  it.prop("matches the rule on any text", [fc.oneof(fc.string(), fc.fullUnicodeString(), fc.unicodeString())], ([text]) => {
+    assert.strictEqual(estimateText(text), reference(text))
   })
 })
 
