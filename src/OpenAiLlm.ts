@@ -33,7 +33,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import OpenAI from "openai"
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions"
-import { toChatResponse, toLlmError, toParams } from "./internal/openAiRequest.js"
+import { retryAfterMillis, toChatResponse, toLlmError, toParams } from "./internal/openAiRequest.js"
 import type { StreamState } from "./internal/openAiStream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiStream.js"
 import { ThinkSplitter } from "./internal/openAiThink.js"
@@ -86,7 +86,8 @@ const MAX_BACKOFF = Duration.seconds(30)
 
 /**
  * The retry policy: exponential backoff from `base`, jittered, capped at 30 s,
- * at most `maxRetries` retries.
+ * at most `maxRetries` retries. (The LLM also waits at least as long as a 429's
+ * `Retry-After` asks, up to 60 s.)
  *
  * @since 0.1.0 @category utils
  */
@@ -95,6 +96,16 @@ export const retrySchedule = (maxRetries: number, base: Duration.DurationInput) 
     Schedule.jittered,
     Schedule.modifyDelay((_, delay) => Duration.min(delay, MAX_BACKOFF)),
     Schedule.intersect(Schedule.recurs(Math.max(0, Math.floor(maxRetries))))
+  )
+
+// The backoff, or the provider's `Retry-After` when it asks for longer.
+const llmRetrySchedule = (maxRetries: number, base: Duration.DurationInput) =>
+  retrySchedule(maxRetries, base).pipe(
+    Schedule.intersect(Schedule.identity<LlmError>()),
+    Schedule.modifyDelay(([, error], delay) => {
+      const wait = retryAfterMillis(error)
+      return wait === undefined ? delay : Duration.max(delay, Duration.millis(wait))
+    })
   )
 
 const makeClient = (options: OpenAiLlmOptions, timeoutMs: number): OpenAI => {
@@ -135,7 +146,7 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
     sendReasoningContent: options.sendReasoningContent,
     extraBody: options.extraBody
   }
-  const schedule = retrySchedule(
+  const schedule = llmRetrySchedule(
     options.maxRetries ?? defaults.maxRetries,
     options.retryBaseDelay ?? Duration.millis(defaults.retryBaseDelayMs)
   )

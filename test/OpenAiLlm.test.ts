@@ -157,6 +157,16 @@ describe("OpenAiLlm.chat", () => {
       assert.strictEqual(server.requests.length, 2)
     })))
 
+  it.live("a 429 with Retry-After waits at least that long", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FakeOpenAi.scoped([
+        FakeOpenAi.error(429, "Rate limit reached", { headers: { "retry-after-ms": "400" } }),
+        FakeOpenAi.completion({ content: "waited" })
+      ])
+      assert.strictEqual((yield* llmFor(server).chat(request)).content, "waited")
+      assert.isAtLeast(server.requests[1].receivedAt - server.requests[0].receivedAt, 380)
+    })))
+
   it.live("500 on every attempt: LLM_MAX_RETRIES + 1 attempts, then LlmError Server", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* FakeOpenAi.scoped(() => FakeOpenAi.error(500, "upstream exploded", { type: "server_error" }))

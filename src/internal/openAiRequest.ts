@@ -149,6 +149,24 @@ const describe = (e: APIError): string => {
   return detail
 }
 
+const retryAfter = new WeakMap<LlmError, number>()
+
+/** The delay the provider asked for (`retry-after-ms` / `retry-after` headers), capped at 60 s. */
+export const retryAfterMillis = (error: LlmError): number | undefined => retryAfter.get(error)
+
+const parseRetryAfter = (headers: unknown): number | undefined => {
+  if (!headers || typeof (headers as Headers).get !== "function") return undefined
+  const h = headers as Headers
+  const ms = Number(h.get("retry-after-ms"))
+  if (h.get("retry-after-ms") !== null && Number.isFinite(ms) && ms >= 0) return Math.min(ms, 60_000)
+  const raw = h.get("retry-after")
+  if (raw === null) return undefined
+  const seconds = Number(raw)
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, 60_000)
+  const date = Date.parse(raw)
+  return Number.isNaN(date) ? undefined : Math.min(Math.max(0, date - Date.now()), 60_000)
+}
+
 /** Classifies anything the SDK throws into an `LlmError` with a reason. */
 export const toLlmError = (cause: unknown): LlmError => {
   if (cause instanceof LlmError) return cause
@@ -186,7 +204,12 @@ export const toLlmError = (cause: unknown): LlmError => {
       if (code === "rate_limit_exceeded") return withStatus("RateLimited", "LLM rate limit")
       return withStatus("Server", "LLM stream error")
     }
-    if (status === 429) return withStatus("RateLimited", "LLM rate limit")
+    if (status === 429) {
+      const error = withStatus("RateLimited", "LLM rate limit")
+      const wait = parseRetryAfter(cause.headers)
+      if (wait !== undefined) retryAfter.set(error, wait)
+      return error
+    }
     if (status === 408) return withStatus("Timeout", "LLM request timed out")
     if (status >= 500) return withStatus("Server", "LLM server error")
     if (status === 401 || status === 403) return withStatus("Auth", "LLM authentication failed")

@@ -56,6 +56,8 @@ export interface RecordedHttpRequest {
   readonly abortedByClient: boolean
   /** True once the reply was completely written. */
   readonly finished: boolean
+  /** `Date.now()` when the request arrived. */
+  readonly receivedAt: number
 }
 
 /** Computes a reply from the request body and its index. */
@@ -262,7 +264,8 @@ export const start = async (script: ReadonlyArray<FakeReply> | FakeResponder): P
       headers: req.headers,
       body,
       abortedByClient: false,
-      finished: false
+      finished: false,
+      receivedAt: Date.now()
     }
     res.on("close", () => {
       if (!res.writableFinished) record.abortedByClient = true
