@@ -45,7 +45,7 @@ const normalize = (text: string): string =>
     .replace(/[，]/g, ",")
 
 const CANDIDATE = new RegExp(
-  `(?:\\d|\\.\\d|\\(|(?:${FUNCS})\\s*\\(|\\bpi\\b)(?:\\d|[eE][+-]?\\d|[.\\s+\\-*/%^(),×÷]|(?:${FUNCS})\\s*\\(|\\bpi\\b)*`,
+  `(?:-\\s*)?(?:\\d|\\.\\d|\\(|(?:${FUNCS})\\s*\\(|\\bpi\\b)(?:\\d|[eE][+-]?\\d|[.\\s+\\-*/%^(),×÷]|(?:${FUNCS})\\s*\\(|\\bpi\\b)*`,
   "gi"
 )
 const HAS_OPERATOR = new RegExp(`\\d\\s*(?:[+\\-*/%^×÷]|\\*\\*)\\s*[\\d(.-]|(?:${FUNCS})\\s*\\(|\\)\\s*[+\\-*/%^]`, "i")
