@@ -237,6 +237,17 @@ describe("DemoLlm", () => {
       assert.deepStrictEqual(viaJson.value, { plan: [], confidence: 0, mode: "fast" })
     }).pipe(Effect.provide(DemoLlm.layerWith({ thinkDelay: 0 }))))
 
+  it("compaction calls get a short summary of the conversation", () => {
+    const response = DemoLlm.respond({
+      messages: [
+        Message.system("You summarise a conversation between a user and an assistant."),
+        Message.user("Summarise this conversation:\n\n<conversation>\nuser: what is 2+2\nassistant: 4\n</conversation>")
+      ]
+    })
+    assert.strictEqual(response.toolCalls.length, 0)
+    assert.strictEqual(response.content, "Summary (offline demo model, abridged): user: what is 2+2 assistant: 4")
+  })
+
   it.live("streamChat streams the synthesised answer word by word, paced", () =>
     Effect.gen(function*() {
       const llm = DemoLlm.make({ chunkDelay: "15 millis", thinkDelay: 0 })
