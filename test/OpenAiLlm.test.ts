@@ -404,6 +404,9 @@ describe("OpenAiLlm.streamChat", () => {
       assert.isTrue(yield* Effect.promise(() => server.waitForClientAbort()))
       assert.isFalse(server.requests[0].finished)
       assert.isBelow(got.length, 200)
+      // the socket itself is closed, not left dangling in a pool
+      assert.isTrue(yield* Effect.promise(() => server.waitForClosedSockets(1)))
+      assert.strictEqual(server.openSockets, 0)
     })))
 
   it.live("taking a prefix of the stream also releases the request", () =>

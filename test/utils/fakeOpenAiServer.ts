@@ -76,6 +76,8 @@ export interface FakeOpenAiServer {
   readonly closedSockets: number
   /** Resolves when some request was aborted by the client (or after `timeoutMs` with false). */
   readonly waitForClientAbort: (timeoutMs?: number) => Promise<boolean>
+  /** Resolves when at least `count` sockets have closed (or after `timeoutMs` with false). */
+  readonly waitForClosedSockets: (count: number, timeoutMs?: number) => Promise<boolean>
   /** Resolves when `count` requests have arrived (or after `timeoutMs` with false). */
   readonly waitForRequests: (count: number, timeoutMs?: number) => Promise<boolean>
   readonly close: () => Promise<void>
@@ -361,6 +363,7 @@ export const start = async (script: ReadonlyArray<FakeReply> | FakeResponder): P
     },
     waitForClientAbort: (timeoutMs = 2000) => waitFor(() => requests.some((r) => r.abortedByClient), timeoutMs),
     waitForRequests: (count, timeoutMs = 2000) => waitFor(() => requests.length >= count, timeoutMs),
+    waitForClosedSockets: (count, timeoutMs = 2000) => waitFor(() => closedSockets >= count, timeoutMs),
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy()
