@@ -184,9 +184,9 @@ async function resume(run) {
       }
       if (res.ok) {
         run.view.note("")
+        const before = run.view.lastId
         await consume(run, res)
-        delay = 400
-        continue
+        if (run.view.lastId > before) delay = 400 // progress: retry promptly if it drops again
       }
     } catch {
       if (run.view.finished || run.stopped) return

@@ -22,12 +22,15 @@ interface FakeRun {
   readonly listeners: Set<() => void>
   done: boolean
   cancelled: boolean
+  readonly queued: Map<string, string>
 }
 
 export interface FakeServer {
   readonly url: string
   readonly requests: Array<{ method: string; path: string; body: unknown }>
   health: { status: string; model: string; demo: boolean }
+  /** When false, injected follow-ups stay queued (recallable) and end up in `done.pending_injections`. */
+  autoTakeIn: boolean
 }
 
 const readBody = (req: IncomingMessage) =>
@@ -56,10 +59,13 @@ export const fakeWebServer = (script: (query: string) => ReadonlyArray<ScriptedE
       const runs = new Map<string, FakeRun>()
       const requests: FakeServer["requests"] = []
       let nextConversation = 1
-      const fake: FakeServer = { url: "", requests, health: { status: "ok", model: "scripted", demo: false } }
+      const fake: FakeServer = { url: "", requests, health: { status: "ok", model: "scripted", demo: false }, autoTakeIn: true }
 
       const push = (run: FakeRun, event: string, data: unknown) => {
         if (run.done) return
+        if (event === "done") {
+          data = { ...(data as object), pending_injections: [...run.queued].map(([id, content]) => ({ id, content })) }
+        }
         run.log.push({ id: run.log.length + 1, event, data })
         if (event === "done") run.done = true
         for (const l of run.listeners) l()
@@ -117,7 +123,7 @@ export const fakeWebServer = (script: (query: string) => ReadonlyArray<ScriptedE
             return json(res, 200, [...runs.values()].map((r) => ({ id: r.conversationId, title: "Fake conversation", updated_at: new Date(0).toISOString(), turns: 1 })))
           case "POST /api/react": {
             const id = typeof b.conversation_id === "string" ? b.conversation_id : `c${nextConversation++}`
-            const run: FakeRun = { conversationId: id, log: [], listeners: new Set(), done: false, cancelled: false }
+            const run: FakeRun = { conversationId: id, log: [], listeners: new Set(), done: false, cancelled: false, queued: new Map() }
             runs.set(id, run)
             void play(run, script(String(b.query)))
             return stream(req, res, run, 0)
@@ -132,8 +138,17 @@ export const fakeWebServer = (script: (query: string) => ReadonlyArray<ScriptedE
             const run = runs.get(b.conversation_id)
             if (!run || run.done) return json(res, 404, { error: "no active run" })
             const id = `i${run.log.length}`
-            setTimeout(() => push(run, "inject", { type: "inject", content: b.content, id }), 150)
+            run.queued.set(id, String(b.content))
+            if (fake.autoTakeIn) {
+              setTimeout(() => {
+                if (run.queued.delete(id)) push(run, "inject", { type: "inject", content: b.content, id })
+              }, 150)
+            }
             return json(res, 200, { id })
+          }
+          case "POST /api/react/inject/recall": {
+            const run = runs.get(b.conversation_id)
+            return json(res, 200, { recalled: run?.queued.delete(String(b.id)) ?? false })
           }
           case "POST /api/react/cancel": {
             const run = runs.get(b.conversation_id)

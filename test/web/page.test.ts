@@ -77,6 +77,12 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       assert.match(footer ?? "", /^3 iterations·[\d,]+ tokens·\d+\.\d+ s$/)
       assert.isTrue(yield* pw(() => page.isHidden("#stop")))
       assert.deepStrictEqual(errors, [])
+      // the picture for docs/web.md: the whole run, first card open
+      yield* pw(async () => {
+        await page.setViewportSize({ width: 1200, height: 1240 })
+        await page.click(".card[data-tool=calculator] summary")
+        await page.$eval("#transcript", (t) => t.scrollTo(0, 0))
+      })
       const shot = yield* screenshot(page, "web-full-run")
       mkdirSync(join(process.cwd(), "docs", "images"), { recursive: true })
       copyFileSync(shot, join(process.cwd(), "docs", "images", "web.png"))

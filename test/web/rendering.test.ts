@@ -3,9 +3,9 @@
  * recorded event sequence (test/utils/webFakeServer.ts): SSE parsing across chunk
  * splits, hostile model output, replay dedupe, demo banner.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { launchBrowser, openPage, pw, screenshot } from "../utils/browser.js"
+import { Chromium, ChromiumLive, openPage, pw, screenshot } from "../utils/browser.js"
 import { fakeWebServer, type ScriptedEvent } from "../utils/webFakeServer.js"
 
 const step = (data: Record<string, unknown>, delay = 0): ScriptedEvent => ({ event: "step", data, delay })
@@ -24,11 +24,11 @@ const hostile = (): ReadonlyArray<ScriptedEvent> => [
   { event: "done", data: { answer: "ignored", iterations: 1, usage, elapsed: 0.5, pending_injections: [] } }
 ]
 
-describe("web page rendering (recorded events)", () => {
-  it.live("model output with HTML is shown as text, never executed", () =>
+layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web page rendering (recorded events)", (it) => {
+  it.scoped("model output with HTML is shown as text, never executed", () =>
     Effect.gen(function*() {
       const server = yield* fakeWebServer(hostile)
-      const browser = yield* launchBrowser
+      const browser = yield* Chromium
       const { page, errors, dialogs } = yield* openPage(browser)
       yield* pw(() => page.goto(server.url))
       yield* pw(() => page.fill("#composer-input", "show me"))
@@ -47,12 +47,12 @@ describe("web page rendering (recorded events)", () => {
       assert.include(yield* pw(() => page.textContent(".reasoning")), "<img src=x onerror=alert(1)>")
       assert.deepStrictEqual(dialogs, [])
       assert.deepStrictEqual(errors, [])
-    }).pipe(Effect.scoped))
+    }))
 
-  it.live("the SSE parser handles CRLF, CR, multi-line data, comments and any chunk split", () =>
+  it.scoped("the SSE parser handles CRLF, CR, multi-line data, comments and any chunk split", () =>
     Effect.gen(function*() {
       const server = yield* fakeWebServer(() => [])
-      const browser = yield* launchBrowser
+      const browser = yield* Chromium
       const { page } = yield* openPage(browser)
       yield* pw(() => page.goto(server.url))
       const results = yield* pw(() =>
@@ -72,12 +72,12 @@ describe("web page rendering (recorded events)", () => {
       const expected = "step|7|{\"a\":\n1};answer|7|x;message|7|plain;done|9|"
       assert.isAbove(results.length, 50)
       for (const r of results) assert.strictEqual(r, expected)
-    }).pipe(Effect.scoped))
+    }))
 
-  it.live("shows the offline-demo banner only when /health says demo", () =>
+  it.scoped("shows the offline-demo banner only when /health says demo", () =>
     Effect.gen(function*() {
       const server = yield* fakeWebServer(() => [])
-      const browser = yield* launchBrowser
+      const browser = yield* Chromium
       const { page } = yield* openPage(browser)
       yield* pw(() => page.goto(server.url))
       yield* pw(() => page.waitForFunction(() => document.getElementById("model")?.textContent === "scripted"))
@@ -87,5 +87,46 @@ describe("web page rendering (recorded events)", () => {
       yield* pw(() => page.waitForSelector("#demo-banner", { state: "visible" }))
       assert.include(yield* pw(() => page.textContent("#demo-banner")), "Offline demo model")
       yield* screenshot(page, "demo-banner")
-    }).pipe(Effect.scoped))
+    }))
+
+  it.scoped("phase line, compaction divider, error, queued follow-up recall and follow-ups left pending", () =>
+    Effect.gen(function*() {
+      const server = yield* fakeWebServer(() => [
+        { event: "phase", data: { phase: "selecting_tools", total_tools: 14 } },
+        { event: "compact", data: { original_messages: 40, kept_messages: 12 }, delay: 20 },
+        step({ type: "thinking", status: "start", iteration: 1 }, 20),
+        step({ type: "iteration", status: "start", iteration: 1, tool_name: "lookup", tool_args: "{\"topic\":\"x\"}" }, 20),
+        step({ type: "iteration", status: "done", iteration: 1, tool_name: "lookup", observation: "", error: "timed out", iter_elapsed: 1.5 }, 5000),
+        { event: "error", data: { message: "the model is unavailable", retryable: true } },
+        { event: "done", data: { answer: "", iterations: 1, usage, elapsed: 2, pending_injections: [] } }
+      ])
+      server.autoTakeIn = false
+      const browser = yield* Chromium
+      const { page, errors } = yield* openPage(browser)
+      yield* pw(() => page.goto(server.url))
+      yield* pw(() => page.fill("#composer-input", "go"))
+      yield* pw(() => page.keyboard.press("Enter"))
+      yield* pw(() => page.waitForSelector(".card.running"))
+      assert.strictEqual(yield* pw(() => page.textContent(".phase")), "Tools selected among 14")
+      assert.strictEqual(yield* pw(() => page.textContent(".divider")), "Context compacted: 40 → 12 messages")
+      // JSON-mode card (no tool_call_id, string args): pretty-printed
+      assert.strictEqual(yield* pw(() => page.textContent(".card pre.args")), JSON.stringify({ topic: "x" }, null, 2))
+      // a follow-up is queued, recalled back into the box, then queued again
+      yield* pw(() => page.fill("#composer-input", "first follow-up"))
+      yield* pw(() => page.keyboard.press("Enter"))
+      yield* pw(() => page.waitForSelector(".msg.inject.queued"))
+      yield* pw(() => page.click(".msg.inject.queued button"))
+      yield* pw(() => page.waitForSelector(".msg.inject", { state: "detached" }))
+      assert.strictEqual(yield* pw(() => page.inputValue("#composer-input")), "first follow-up")
+      yield* pw(() => page.keyboard.press("Enter"))
+      yield* pw(() => page.waitForSelector(".run-footer:not([hidden])"))
+      assert.include(yield* pw(() => page.textContent(".card.failed .elapsed")), "failed")
+      assert.include(yield* pw(() => page.textContent(".card.failed pre.error")), "timed out")
+      assert.include(yield* pw(() => page.textContent(".run-error")), "the model is unavailable")
+      assert.include(yield* pw(() => page.textContent(".msg.inject.pending")), "first follow-up")
+      assert.strictEqual(yield* pw(() => page.locator(".msg.inject").count()), 1)
+      const recalls = server.requests.filter((r) => r.path === "/api/react/inject/recall")
+      assert.strictEqual(recalls.length, 1)
+      assert.deepStrictEqual(errors, [])
+    }))
 })
