@@ -55,9 +55,10 @@ export const nativeStep = (
     )
     env.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning || response.content })
     for (const call of calls) emitStart(env, call, iteration)
-    const results = yield* Effect.forEach(calls, (call) => executeCall(env, state, call, iteration), {
-      concurrency: "unbounded"
-    }).pipe(
+    const round = calls.length === 1
+      ? Effect.map(executeCall(env, state, calls[0], iteration), (r) => [r])
+      : Effect.forEach(calls, (call) => executeCall(env, state, call, iteration), { concurrency: "unbounded" })
+    const results = yield* round.pipe(
       Effect.onInterrupt(() =>
         Effect.sync(() => {
           for (const call of calls) append(state, Message.tool(call.id!, "Error: interrupted", call.name))

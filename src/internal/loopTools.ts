@@ -14,6 +14,7 @@ import type { PreDecision, ToolOutcome, ToolUseContext } from "../Hooks.js"
 import type { Step } from "../RunEvent.js"
 import * as Tool from "../Tool.js"
 import type { LoopEnv, RunState } from "./loopState.js"
+import { timeoutFail } from "./loopTimeout.js"
 import * as Prompts from "./prompts.js"
 
 /** One tool call as the model asked for it. */
@@ -88,11 +89,11 @@ const validOutput = (output: unknown): boolean =>
 /** Runs decode + handler with the timeout; ToolError, defects and timeouts become a Failure outcome. */
 const runTool = (env: LoopEnv, tool: Tool.Tool, args: Record<string, unknown>): Effect.Effect<ToolOutcome> => {
   const timeout = tool.timeout ?? env.options.toolTimeout
-  return Tool.execute(tool, args).pipe(
-    Effect.timeoutFail({
-      duration: timeout,
-      onTimeout: () => new Tool.ToolError({ message: `Tool ${tool.name} timed out after ${Duration.format(timeout)}` })
-    }),
+  return timeoutFail(
+    Tool.execute(tool, args),
+    timeout,
+    () => new Tool.ToolError({ message: `Tool ${tool.name} timed out after ${Duration.format(timeout)}` })
+  ).pipe(
     Effect.map((output): ToolOutcome =>
       validOutput(output)
         ? { _tag: "Success", output }
