@@ -15,6 +15,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as BuiltinTools from "./BuiltinTools.js"
 import { ContextGuard } from "./ContextGuard.js"
+import * as DemoLlm from "./DemoLlm.js"
 import { Hooks } from "./Hooks.js"
 import { Interrupts } from "./Interrupts.js"
 import { Llm } from "./Llm.js"
@@ -77,7 +78,8 @@ export const make = <E, R>(
 
 /**
  * The LLM from the environment: `ModelRegistry.layerConfig` when `LLM_MODEL` is
- * set, else the offline demo model. Logs which one it uses.
+ * set (it also provides `ModelRegistry`), else the offline demo model (with a
+ * warning in the log saying so).
  *
  * @since 0.1.0 @category layers
  */
@@ -85,13 +87,14 @@ export const LlmLayer: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.unwrapE
   Effect.gen(function*() {
     const model = yield* Config.option(Config.string("LLM_MODEL"))
     const configured = Option.isSome(model) && model.value.trim() !== ""
-    return configured
-      ? Layer.provideMerge(Layer.effectDiscard(Effect.void), ModelRegistry.layerConfig)
-      : demoLayer
+    if (configured) return ModelRegistry.layerConfig as Layer.Layer<Llm, ConfigError.ConfigError>
+    yield* Effect.logWarning(
+      `No LLM configured (LLM_MODEL is not set): running on the built-in OFFLINE DEMO model "${DemoLlm.MODEL_NAME}". ` +
+        "Set LLM_MODEL (and LLM_BASE_URL / LLM_API_KEY) to use a real model."
+    )
+    return DemoLlm.layer
   })
 )
-
-const demoLayer: Layer.Layer<Llm> = Layer.fail(new Error("DemoLlm is not available yet")).pipe(Layer.orDie)
 
 /**
  * True when `LLM_MODEL` is unset or empty (the app then runs on the demo model).

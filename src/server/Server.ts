@@ -77,6 +77,6 @@ export const listen = Layer.unwrapEffect(Effect.map(ServerConfig, (settings) =>
  */
 export const layer = (options?: { readonly disableLogger?: boolean; readonly disableListenLog?: boolean }) =>
   serve(options).pipe(
-    Layer.provide(listen),
+    Layer.provideMerge(listen),
     Layer.provide(ConversationStore.layerConfig)
   )
