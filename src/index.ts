@@ -25,6 +25,8 @@ export * as JsonSchema from "./JsonSchema.js"
 /** @since 0.1.0 */
 export * as ExtractJson from "./ExtractJson.js"
 /** @since 0.1.0 */
+export * as StructuredCall from "./StructuredCall.js"
+/** @since 0.1.0 */
 export * as RunEvent from "./RunEvent.js"
 /** @since 0.1.0 */
 export * as Hooks from "./Hooks.js"
@@ -35,6 +37,18 @@ export * as Interrupts from "./Interrupts.js"
 /** @since 0.1.0 */
 export * as ContextGuard from "./ContextGuard.js"
 /** @since 0.1.0 */
+export * as TokenEstimator from "./TokenEstimator.js"
+/** @since 0.1.0 */
 export * as ToolSelection from "./ToolSelection.js"
 /** @since 0.1.0 */
 export * as ReactAgent from "./ReactAgent.js"
+/** @since 0.1.0 */
+export * as AgentConfig from "./AgentConfig.js"
+/** @since 0.1.0 */
+export * as AnswerSynthesis from "./AnswerSynthesis.js"
+/** @since 0.1.0 */
+export * as BuiltinTools from "./BuiltinTools.js"
+/** @since 0.1.0 */
+export * as McpTools from "./McpTools.js"
+/** @since 0.1.0 */
+export * as DemoLlm from "./DemoLlm.js"
