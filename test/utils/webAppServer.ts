@@ -6,7 +6,7 @@
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { createServer } from "node:http"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import { Hooks } from "../../src/Hooks.js"
@@ -112,7 +112,7 @@ export const responder: ScriptedLlm.Responder = (request, _index, _method) => {
 export class WebAppUrl extends Context.Tag("test/WebAppUrl")<WebAppUrl, string>() {}
 
 /** The real server on a random port for the test's scope. */
-export const webAppServer = (options: { readonly demo?: boolean; readonly detachGraceMs?: number } = {}) => {
+export const webAppServer = (options: { readonly demo?: boolean; readonly detachGraceMs?: number; readonly apiToken?: string } = {}) => {
   const llm = ScriptedLlm.make(responder, { model: options.demo ? "demo" : "scripted-test" })
   const agent = ReactAgent.layer({ completionCheck: false, selfReflectionInterval: 0 }).pipe(
     Layer.provideMerge(Layer.mergeAll(
@@ -123,7 +123,10 @@ export const webAppServer = (options: { readonly demo?: boolean; readonly detach
       Interrupts.layer
     ))
   )
-  const settings = ServerConfig.layer({ detachGraceMs: options.detachGraceMs ?? 10_000 })
+  const settings = ServerConfig.layer({
+    detachGraceMs: options.detachGraceMs ?? 10_000,
+    apiToken: options.apiToken === undefined ? Option.none() : Option.some(Redacted.make(options.apiToken))
+  })
   const app = Server.serve({ disableLogger: true }).pipe(
     Layer.provide(agent),
     Layer.provide(AppInfo.layer({ model: options.demo ? "demo" : "scripted-test", demo: options.demo ?? false })),

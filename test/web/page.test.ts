@@ -22,12 +22,12 @@ const waitDone = (page: Page, timeout = 20_000) => pw(() => page.waitForSelector
 /** Every card key appears once: no duplicate cards after replays. */
 const cardKeys = (page: Page) => pw(() => page.$$eval(".turn:last-child .card", (cards) => cards.map((c) => c.getAttribute("data-key") ?? "")))
 
-const setup = (options: { readonly demo?: boolean; readonly width?: number; readonly height?: number; readonly colorScheme?: "light" | "dark" } = {}) =>
+const setup = (options: { readonly demo?: boolean; readonly apiToken?: string; readonly path?: string; readonly width?: number; readonly height?: number; readonly colorScheme?: "light" | "dark" } = {}) =>
   Effect.gen(function*() {
-    const server = yield* webAppServer({ demo: options.demo ?? false })
+    const server = yield* webAppServer({ demo: options.demo ?? false, ...(options.apiToken ? { apiToken: options.apiToken } : {}) })
     const browser = yield* Chromium
     const opened = yield* openPage(browser, options)
-    yield* pw(() => opened.page.goto(server.url))
+    yield* pw(() => opened.page.goto(server.url + (options.path ?? "/")))
     return { ...server, ...opened }
   })
 
@@ -182,6 +182,23 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       const other = yield* setup({ demo: false })
       yield* pw(() => other.page.waitForFunction(() => document.getElementById("model")?.textContent === "scripted-test"))
       assert.isTrue(yield* pw(() => other.page.isHidden("#demo-banner")))
+    }))
+
+  it.scoped("with API_TOKEN set: ?token= is kept in localStorage and sent as a bearer token; without it the page asks", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup({ apiToken: "s3cret", path: "/?token=s3cret" })
+      yield* pw(() => page.waitForFunction(() => !location.search.includes("token")))
+      yield* ask(page, "full: with a token")
+      yield* waitDone(page)
+      assert.strictEqual(yield* pw(() => page.evaluate(() => localStorage.getItem("react.token"))), "s3cret")
+      const browser = yield* Chromium
+      const other = yield* openPage(browser)
+      yield* pw(() => other.page.goto(url))
+      yield* pw(() => other.page.waitForSelector("#token-form", { state: "visible" }))
+      yield* pw(() => other.page.fill("#token-input", "s3cret"))
+      yield* pw(() => other.page.keyboard.press("Enter"))
+      yield* pw(() => other.page.waitForSelector("#token-form", { state: "hidden" }))
+      yield* pw(() => other.page.waitForSelector("#conversation-list a:has-text('full: with a token')"))
     }))
 
   it.scoped("the conversation list comes from the database and reopens a past conversation", () =>
