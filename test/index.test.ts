@@ -1,0 +1,19 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Layer from "effect/Layer"
+import * as Engine from "../src/index.js"
+
+describe("package root", () => {
+  it("exports the public API embedders build on", () => {
+    assert.isFunction(Engine.ScriptedLlm.make)
+    assert.isFunction(Engine.OpenAiLlm.make)
+    assert.isFunction(Engine.Tool.make)
+    assert.isFunction(Engine.Toolkit.make)
+    assert.isFunction(Engine.ExtractJson.extractJson)
+    assert.isFunction(Engine.StructuredCall.structuredCall)
+    assert.isFunction(Engine.ReactAgent.ReactAgent.layer)
+    assert.isFunction(Engine.Hooks.Hooks.layer)
+    assert.isTrue(Layer.isLayer(Engine.ContextGuard.ContextGuard.layerHeuristic))
+    assert.isFunction(Engine.ToolSelection.selectTools)
+    assert.isFunction(Engine.RunEvent.toWire)
+  })
+})
