@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FastCheck from "effect/FastCheck"
 import { Interrupts, NoActiveRun } from "../src/Interrupts.js"
 
 const run = <A, E>(effect: Effect.Effect<A, E, Interrupts>) => Effect.provide(effect, Interrupts.layer)
@@ -89,4 +90,67 @@ describe("Interrupts", () => {
       const active = yield* run(Effect.flatMap(Interrupts, (i) => i.isActive("c1")))
       assert.isFalse(active)
     }))
+
+  type Op =
+    | { readonly op: "inject"; readonly conv: number; readonly text: string }
+    | { readonly op: "recall"; readonly conv: number; readonly pick: number }
+    | { readonly op: "drain"; readonly conv: number }
+    | { readonly op: "register"; readonly conv: number }
+    | { readonly op: "unregister"; readonly conv: number }
+  const conv = FastCheck.integer({ min: 0, max: 2 })
+  const op: FastCheck.Arbitrary<Op> = FastCheck.oneof(
+    FastCheck.record({ op: FastCheck.constant("inject" as const), conv, text: FastCheck.string({ maxLength: 5 }) }),
+    FastCheck.record({ op: FastCheck.constant("recall" as const), conv, pick: FastCheck.nat(20) }),
+    FastCheck.record({ op: FastCheck.constant("drain" as const), conv }),
+    FastCheck.record({ op: FastCheck.constant("register" as const), conv }),
+    FastCheck.record({ op: FastCheck.constant("unregister" as const), conv })
+  )
+
+  it.effect.prop("behaves like a model of per-conversation FIFO queues", [FastCheck.array(op, { maxLength: 60 })], ([ops]) =>
+    run(Effect.gen(function*() {
+      const interrupts = yield* Interrupts
+      const model = new Map<string, Array<{ id: string; content: string }>>()
+      const issued: Array<string> = []
+      for (const o of ops) {
+        const id = `c${o.conv}`
+        switch (o.op) {
+          case "register":
+            yield* interrupts.register(id)
+            if (!model.has(id)) model.set(id, [])
+            break
+          case "inject": {
+            const result = yield* Effect.either(interrupts.inject(id, o.text))
+            const queue = model.get(id)
+            if (queue === undefined) {
+              assert.isTrue(Either.isLeft(result))
+            } else {
+              assert.isTrue(Either.isRight(result))
+              if (Either.isRight(result)) {
+                assert.notInclude(issued, result.right.id)
+                issued.push(result.right.id)
+                queue.push(result.right)
+              }
+            }
+            break
+          }
+          case "recall": {
+            const target = issued.length > 0 ? issued[o.pick % issued.length] : "inj_0"
+            const queue = model.get(id)
+            const expected = queue !== undefined && queue.some((i) => i.id === target)
+            assert.strictEqual(yield* interrupts.recall(id, target), expected)
+            if (expected) model.set(id, queue!.filter((i) => i.id !== target))
+            break
+          }
+          case "drain":
+            assert.deepStrictEqual(yield* interrupts.drain(id), model.get(id) ?? [])
+            if (model.has(id)) model.set(id, [])
+            break
+          case "unregister":
+            assert.deepStrictEqual(yield* interrupts.unregister(id), model.get(id) ?? [])
+            model.delete(id)
+            break
+        }
+        assert.strictEqual(yield* interrupts.isActive(id), model.has(id))
+      }
+    })), { fastCheck: { numRuns: 40 } })
 })
