@@ -46,12 +46,11 @@ export const callLlm = (
           return yield* env.llm.chat(request(state.ctx.slice()))
         })
     ),
-    Effect.tap((response) =>
-      Effect.sync(() => {
-        addUsage(state, "loop", response.usage)
-        state.loopTokens += response.usage.total_tokens
-      })
-    )
+    Effect.map((response) => {
+      addUsage(state, "loop", response.usage)
+      state.loopTokens += response.usage.total_tokens
+      return response
+    })
   )
 
 /**

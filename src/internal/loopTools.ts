@@ -6,7 +6,6 @@
  *
  * @internal
  */
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -147,7 +146,7 @@ const executeUnsafe = (
   iteration: number
 ): Effect.Effect<CallResult> =>
   Effect.gen(function*() {
-    const started = yield* Clock.currentTimeMillis
+    const started = Date.now()
     let finalArgs: unknown = call.shownArgs
     let outcome: ToolOutcome
     const tool = env.tools.resolve(call.name)
@@ -179,7 +178,7 @@ const executeUnsafe = (
         )
       }
     }
-    const elapsed = ((yield* Clock.currentTimeMillis) - started) / 1000
+    const elapsed = (Date.now() - started) / 1000
     let modelText: string
     let step: Step
     if (outcome._tag === "Success") {
