@@ -1,7 +1,7 @@
 /**
  * `npm run ask -- "question"`: runs the agent once on the app's configuration
- * (the same layers as the server; the offline demo model when no LLM is
- * configured) and streams its progress and answer to the terminal. See
+ * (`App.AppLayer`, the same layers as the server; the offline demo model when no
+ * LLM is configured) and streams its progress and answer to the terminal. See
  * docs/cli.md.
  *
  * @since 0.1.0
@@ -38,15 +38,18 @@ const readStdin: Effect.Effect<string> = Effect.async<string>((resume) => {
 const loadApp = async (): Promise<{
   readonly AppInfo: typeof AppInfoTag
   readonly ReactAgent: typeof ReactAgentTag
-  readonly layer: typeof import("./internal/cliLayer.js").layer
+  readonly layer: typeof import("./App.js").AppLayer
 }> => {
-  const [app, agent, cliLayer] = await Promise.all([
-    import("./App.js"),
-    import("./ReactAgent.js"),
-    import("./internal/cliLayer.js")
-  ])
-  return { AppInfo: app.AppInfo, ReactAgent: agent.ReactAgent, layer: cliLayer.layer }
+  const [app, agent] = await Promise.all([import("./App.js"), import("./ReactAgent.js")])
+  return { AppInfo: app.AppInfo, ReactAgent: agent.ReactAgent, layer: app.AppLayer }
 }
+
+/** Log lines (MCP start-up, the demo-model notice) as `warning: …` on stderr, so stdout stays the answer / JSON lines. */
+const stderrLogger = Logger.make(({ logLevel, message }) => {
+  const text = (Array.isArray(message) ? message : [message]).map((m) => (typeof m === "string" ? m : String(m))).join(" ")
+  const line = `${logLevel.label.toLowerCase()}: ${text}`
+  out.error((process.stderr.isTTY ? `\x1b[2m${line}\x1b[22m` : line) + "\n")
+})
 
 /**
  * The CLI program for the given arguments; succeeds with the exit code
@@ -95,8 +98,7 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       )
     )
   }).pipe(
-    // Logs (MCP start-up, warnings) go to stderr so that stdout stays the answer / JSON lines.
-    Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))),
+    Effect.provide(Logger.replace(Logger.defaultLogger, stderrLogger)),
     Logger.withMinimumLogLevel(LogLevel.Warning)
   )
 

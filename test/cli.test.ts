@@ -58,11 +58,11 @@ describe("cli", () => {
     const run = await runs.plain
     assert.strictEqual(run.code, 0, run.stderr)
     const lines = run.stdout.split("\n")
-    assert.include(lines[0], "offline demo model")
+    assert.include(run.stderr, "OFFLINE DEMO model")
     assert.include(lines, "→ calculator({\"expression\":\"2+3*4\"})")
     assert.isTrue(lines.some((l) => /^✓ calculator \d+\.\d\ds: 2\+3\*4 = 14$/.test(l)), run.stdout)
     assert.include(run.stdout, "2+3*4 = **14**")
-    assert.match(run.stdout, /— 2 iterations · \d+ tokens .* · offline-demo/)
+    assert.match(run.stdout, /— 2 iterations · \d+ tokens .* · offline-demo \(no LLM configured\)/)
     // plain output (not a TTY): no spinner frames, no colour codes
     assert.notMatch(run.stdout, /\x1b\[|⠋/)
   }, 150_000)

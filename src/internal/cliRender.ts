@@ -90,8 +90,6 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
     out.write(text + "\n")
   }
 
-  if (info.demo) line(dim(`(offline demo model: set LLM_BASE_URL, LLM_API_KEY and LLM_MODEL to use a real one)`))
-
   return {
     event: (event) => {
       switch (event._tag) {
@@ -153,7 +151,7 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
             `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}`,
             `${u.total_tokens} tokens (${u.prompt_tokens} in, ${u.completion_tokens} out, ${u.llm_calls} LLM calls)`,
             seconds(event.elapsed),
-            info.model
+            info.demo ? `${info.model} (no LLM configured)` : info.model
           ]
           if (event.conversation_id) parts.push(`conversation ${event.conversation_id}`)
           line("")
