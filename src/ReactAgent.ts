@@ -20,6 +20,8 @@ import * as Context from "effect/Context"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { AgentOptions } from "./AgentConfig.js"
 import * as AgentConfig from "./AgentConfig.js"
@@ -32,8 +34,6 @@ import type { ChatMessage, Content } from "./Message.js"
 import { ModelRegistry } from "./ModelRegistry.js"
 import type { RunEvent, RunResult } from "./RunEvent.js"
 import { Tools } from "./Toolkit.js"
-import * as Mailbox from "effect/Mailbox"
-import * as Option from "effect/Option"
 
 /** @since 0.1.0 @category models */
 export interface RunInput {

@@ -56,6 +56,7 @@ describe("ReactAgent harness", () => {
       const seventh = messagesOf(h, 6)
       assert.strictEqual(count(seventh, "Pause and reflect"), 1)
       assert.include(textOf(seventh[seventh.length - 1].content), "\"find the meaning\"")
+      assert.strictEqual(seventh[seventh.length - 2].role, "tool") // after the tool message, never between call and result
     }).pipe(Effect.provide(h.layer))
   })
 
