@@ -63,11 +63,19 @@ export const ToolsLayer: Layer.Layer<Toolkit.Tools, never, McpTools> = Layer.eff
  */
 export const make = <E, R>(
   llm: Layer.Layer<Llm, E, R>,
-  options: { readonly demo: boolean; readonly tools?: Layer.Layer<Toolkit.Tools>; readonly hooks?: Layer.Layer<Hooks> }
+  options: {
+    readonly demo: boolean
+    /** Default: built-ins + MCP servers from `MCP_CONFIG`. */
+    readonly tools?: Layer.Layer<Toolkit.Tools>
+    /** Default: no hooks. */
+    readonly hooks?: Layer.Layer<Hooks>
+    /** Default: `ContextGuard.layer` (configured from the environment). */
+    readonly guard?: Layer.Layer<ContextGuard, ConfigError.ConfigError>
+  }
 ) => {
   const info = Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo })))
   const services = Layer.mergeAll(
-    ContextGuard.layer,
+    options.guard ?? ContextGuard.layer,
     Interrupts.layer,
     options.hooks ?? Hooks.layerEmpty,
     options.tools ?? ToolsLayer.pipe(Layer.provide(McpTools.layerConfig)),

@@ -96,6 +96,10 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
         )
         const fromHeader = yield* lastEventId(request)
         const after = query.after ?? fromHeader
+        // nothing more will come: 204 tells a browser EventSource to stop reconnecting
+        if (yield* registry.caughtUp(query.conversation_id, after)) {
+          return HttpServerResponse.empty({ status: 204 })
+        }
         const frames = yield* registry.attach(query.conversation_id, after).pipe(
           Effect.catchTag("NotFound", (error) =>
             store.exists(query.conversation_id).pipe(

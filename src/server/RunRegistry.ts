@@ -55,6 +55,11 @@ export interface RunRegistryService {
     conversationId: string,
     after: number
   ) => Effect.Effect<Stream.Stream<Uint8Array>, NotFound, Scope.Scope>
+  /**
+   * True when the conversation's latest run is over and has no frame after
+   * `after` (a replay would be empty).
+   */
+  readonly caughtUp: (conversationId: string, after: number) => Effect.Effect<boolean>
   /** Cancels the active run and waits (≤ 5 s) for its `done`; false when none is active. */
   readonly cancel: (conversationId: string) => Effect.Effect<boolean>
   readonly isActive: (conversationId: string) => Effect.Effect<boolean>
@@ -184,6 +189,11 @@ export const make = Effect.gen(function*() {
           Effect.zipRight(Deferred.await(run.finished).pipe(Effect.timeout("5 seconds"), Effect.ignore)),
           Effect.as(true)
         )
+      }),
+    caughtUp: (conversationId, after) =>
+      Effect.sync(() => {
+        const run = runs.get(conversationId)
+        return run !== undefined && !run.running && run.nextId - 1 <= after
       }),
     isActive: (conversationId) => Effect.sync(() => runs.get(conversationId)?.running === true),
     activeCount: Effect.sync(() => {

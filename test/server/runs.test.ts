@@ -250,3 +250,23 @@ describe("runs", () => {
       assert.isTrue(yield* Effect.promise(() => fake.waitForClientAbort(3000)))
     }), 30_000)
 })
+
+describe("replay of a finished run", () => {
+  it.scopedLive("a client that has everything gets 204 (EventSource stops reconnecting)", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeOpenAi.scoped((body) =>
+        body?.stream ? synthesis("done here") : FakeOpenAi.completion({ content: "done here" })
+      )
+      const { url } = yield* startServer({ llmUrl: fake.url })
+      const run = yield* Effect.promise(() => openSse(`${url}/api/react`, { body: { query: "q", conversation_id: "fin" } }))
+      const lastId = last(run.events).id!
+      const response = yield* Effect.promise(() =>
+        fetch(`${url}/api/react/events?conversation_id=fin`, { headers: { "last-event-id": lastId } })
+      )
+      assert.strictEqual(response.status, 204)
+      const replay = yield* Effect.promise(() =>
+        openSse(`${url}/api/react/events?conversation_id=fin`, { headers: { "last-event-id": String(Number(lastId) - 1) } })
+      )
+      assert.deepStrictEqual(replay.events, [last(run.events)])
+    }), 30_000)
+})

@@ -15,6 +15,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as App from "../../src/App.js"
 import * as BuiltinTools from "../../src/BuiltinTools.js"
+import type * as ContextGuard from "../../src/ContextGuard.js"
+import * as McpTools from "../../src/McpTools.js"
 import * as OpenAiLlm from "../../src/OpenAiLlm.js"
 import { ConversationStore } from "../../src/server/ConversationStore.js"
 import * as Server from "../../src/server/Server.js"
@@ -27,6 +29,8 @@ export interface TestServer {
   /** `http://127.0.0.1:PORT` */
   readonly url: string
   readonly databasePath: string
+  /** The MCP servers started (with `mcpConfigPath`). */
+  readonly mcpServers: ReadonlyArray<McpTools.ServerInfo>
   /** Stops it (runs cancelled, SSE streams ended, port closed). */
   readonly stop: Effect.Effect<void>
 }
@@ -41,15 +45,21 @@ export const startServer = (options: {
   readonly settings?: Partial<ServerSettings>
   readonly databasePath?: string
   readonly tools?: ReadonlyArray<Tool>
+  /** Tools from an MCP config file (plus the built-ins), instead of `tools`. */
+  readonly mcpConfigPath?: string
+  readonly guard?: Layer.Layer<ContextGuard.ContextGuard>
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const databasePath = options.databasePath ?? tempDatabase()
     const llm = OpenAiLlm.layer({ baseURL: options.llmUrl, apiKey: "test-key", model: "fake-model", maxRetries: 0 })
-    const app = App.make(llm, { demo: false, tools: Tools.layer(options.tools ?? BuiltinTools.tools) })
+    const tools = options.mcpConfigPath !== undefined
+      ? App.ToolsLayer.pipe(Layer.provideMerge(McpTools.McpTools.layer(options.mcpConfigPath)))
+      : Tools.layer(options.tools ?? BuiltinTools.tools)
+    const app = App.make(llm, { demo: false, tools, ...(options.guard ? { guard: options.guard } : {}) })
     const layer = Server.serve({ disableLogger: true }).pipe(
       Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
       Layer.provide(ConversationStore.layerSqlite(databasePath)),
-      Layer.provide(app),
+      Layer.provideMerge(app),
       Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings }))
     )
     const outer = yield* Effect.scope
@@ -57,7 +67,9 @@ export const startServer = (options: {
     const context = yield* Layer.buildWithScope(layer, scope).pipe(Effect.orDie)
     const address = Context.get(context, HttpServer.HttpServer).address
     if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
+    const mcp = Context.getOption(context as Context.Context<unknown>, McpTools.McpTools)
     return {
+      mcpServers: mcp._tag === "Some" ? mcp.value.servers : [],
       url: `http://127.0.0.1:${address.port}`,
       databasePath,
       stop: Scope.close(scope, Exit.void)
