@@ -51,7 +51,7 @@ export const openPage = (browser: Browser, options: { readonly width?: number; r
         colorScheme: options.colorScheme ?? "light"
       })
       const page: Page = await context.newPage()
-      page.setDefaultTimeout(10_000)
+      page.setDefaultTimeout(15_000)
       const errors: Array<string> = []
       const dialogs: Array<string> = []
       page.on("pageerror", (e) => errors.push(String(e)))

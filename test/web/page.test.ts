@@ -79,7 +79,7 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       assert.deepStrictEqual(errors, [])
       // the picture for docs/web.md: the whole run, first card open
       yield* pw(async () => {
-        await page.setViewportSize({ width: 1200, height: 1240 })
+        await page.setViewportSize({ width: 1200, height: 1320 })
         await page.click(".card[data-tool=calculator] summary")
         await page.$eval("#transcript", (t) => t.scrollTo(0, 0))
       })
