@@ -54,30 +54,50 @@ export const isLlmConfigured: Config.Config<boolean> = Config.all([
   OpenAiLlm.stringOption("LLM_BASE_URL")
 ]).pipe(Config.map(([model, baseURL]) => Option.isSome(model) || Option.isSome(baseURL)))
 
+const fastConfig = Config.all({
+  model: OpenAiLlm.stringOption("FAST_LLM_MODEL"),
+  baseURL: OpenAiLlm.urlOption("FAST_LLM_BASE_URL"),
+  apiKey: OpenAiLlm.secretOption("FAST_LLM_API_KEY")
+})
+
+const withFast = (
+  main: OpenAiLlm.OpenAiLlmOptions,
+  fast: Config.Config.Success<typeof fastConfig>
+): Option.Option<OpenAiLlm.OpenAiLlmOptions> =>
+  Option.map(fast.model, (model) => ({
+    ...main,
+    model,
+    baseURL: Option.getOrElse(fast.baseURL, () => main.baseURL),
+    apiKey: Option.getOrElse(fast.apiKey, () => main.apiKey)
+  }))
+
 /**
- * The options of the configured models: `main` from `LLM_*`, `fast` (when
- * `FAST_LLM_MODEL` is set) with the main options, its own model name, and its own
- * URL / key when given.
+ * The options of the configured models: `main` from `LLM_*` (`LLM_MODEL`
+ * required), `fast` (when `FAST_LLM_MODEL` is set) with the main options, its own
+ * model name, and its own URL / key when given.
  *
  * @since 0.1.0 @category config
  */
 export const config: Config.Config<{
   readonly main: OpenAiLlm.OpenAiLlmOptions
   readonly fast: Option.Option<OpenAiLlm.OpenAiLlmOptions>
-}> = Config.all({
-  main: OpenAiLlm.config,
-  fastModel: OpenAiLlm.stringOption("FAST_LLM_MODEL"),
-  fastBaseURL: OpenAiLlm.urlOption("FAST_LLM_BASE_URL"),
-  fastApiKey: OpenAiLlm.secretOption("FAST_LLM_API_KEY")
-}).pipe(Config.map(({ fastApiKey, fastBaseURL, fastModel, main }) => ({
-  main,
-  fast: Option.map(fastModel, (model) => ({
-    ...main,
-    model,
-    baseURL: Option.getOrElse(fastBaseURL, () => main.baseURL),
-    apiKey: Option.getOrElse(fastApiKey, () => main.apiKey)
-  }))
-})))
+}> = Config.all({ main: OpenAiLlm.config, fast: fastConfig }).pipe(
+  Config.map(({ fast, main }) => ({ main, fast: withFast(main, fast) }))
+)
+
+/**
+ * Like `config`, but a missing `LLM_MODEL` is discovered from `LLM_BASE_URL`
+ * (see `OpenAiLlm.loadConfig`).
+ *
+ * @since 0.1.0 @category config
+ */
+export const loadConfig: Effect.Effect<{
+  readonly main: OpenAiLlm.OpenAiLlmOptions
+  readonly fast: Option.Option<OpenAiLlm.OpenAiLlmOptions>
+}, ConfigError.ConfigError> = Effect.map(
+  Effect.all([OpenAiLlm.loadConfig, fastConfig]),
+  ([main, fast]) => ({ main, fast: withFast(main, fast) })
+)
 
 const registryContext = (registry: ModelRegistryService) =>
   Context.make(ModelRegistry, registry).pipe(Context.add(Llm, registry.main))
@@ -97,13 +117,14 @@ export class ModelRegistry extends Context.Tag("react-engine/ModelRegistry")<Mod
     Layer.succeedContext(registryContext(make(models)))
   /**
    * OpenAI-compatible models from the environment (see docs/configuration.md):
-   * provides `ModelRegistry` and `Llm` (= main). A missing `LLM_MODEL` or a bad
-   * value fails with a `ConfigError` naming the variable.
+   * provides `ModelRegistry` and `Llm` (= main). `LLM_MODEL` may be left unset
+   * when `LLM_BASE_URL` is set (the endpoint's first model is used); a missing
+   * model or a bad value fails with a `ConfigError` naming the variable.
    *
    * @since 0.1.0
    */
   static readonly layerConfig: Layer.Layer<ModelRegistry | Llm, ConfigError.ConfigError> = Layer.effectContext(
-    Effect.map(config, ({ fast, main }) =>
+    Effect.map(loadConfig, ({ fast, main }) =>
       registryContext(make({
         main: OpenAiLlm.make(main),
         ...(Option.isSome(fast) ? { fast: OpenAiLlm.make(fast.value) } : {})

@@ -23,7 +23,7 @@
  * @since 0.1.0
  */
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -33,6 +33,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import OpenAI from "openai"
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions"
+import * as internal from "./internal/openAiConfig.js"
 import { retryAfterMillis, toChatResponse, toLlmError, toParams } from "./internal/openAiRequest.js"
 import type { StreamState } from "./internal/openAiStream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiStream.js"
@@ -41,46 +42,10 @@ import type { Abilities, ChatDelta, ChatRequest, LlmService } from "./Llm.js"
 import { defaultAbilities, Llm, LlmError } from "./Llm.js"
 
 /** @since 0.1.0 @category models */
-export interface OpenAiLlmOptions {
-  /** The provider's model name. */
-  readonly model: string
-  /** e.g. `https://api.deepseek.com/v1`, `http://localhost:11434/v1`; the SDK default (OpenAI) when unset. */
-  readonly baseURL?: string | undefined
-  /** Omitted for local servers that need no key. */
-  readonly apiKey?: Redacted.Redacted<string> | string | undefined
-  /** Default sampling temperature (a request's own temperature wins). */
-  readonly temperature?: number | undefined
-  readonly abilities?: Partial<Abilities> | undefined
-  /** Context window in tokens (default 128000). */
-  readonly contextSize?: number | undefined
-  /** Max output tokens (default 64000); used for the context budget, not sent with requests. */
-  readonly maxOutputTokens?: number | undefined
-  /** Retries of retryable failures (default 3). */
-  readonly maxRetries?: number | undefined
-  /** First backoff delay (default 500 ms; doubled per retry, jittered, capped at 30 s). */
-  readonly retryBaseDelay?: Duration.DurationInput | undefined
-  /** Per-attempt timeout: until the response headers, then between stream chunks (default 120 s). */
-  readonly timeout?: Duration.DurationInput | undefined
-  /** Ask for usage on streams (`stream_options.include_usage`, default true). */
-  readonly streamUsage?: boolean | undefined
-  /** Send assistant `reasoning_content` back in later requests (default false: most providers reject it). */
-  readonly sendReasoningContent?: boolean | undefined
-  /** Extra fields merged into every request body (provider-specific knobs). */
-  readonly extraBody?: Record<string, unknown> | undefined
-  /** Extra HTTP headers. */
-  readonly headers?: Record<string, string> | undefined
-  /** A ready client (tests, custom fetch); the connection options above are then ignored. */
-  readonly client?: OpenAI | undefined
-}
+export type OpenAiLlmOptions = internal.OpenAiLlmOptions
 
-/** @since 0.1.0 @category constants */
-export const defaults = {
-  contextSize: 128_000,
-  maxOutputTokens: 64_000,
-  maxRetries: 3,
-  retryBaseDelayMs: 500,
-  timeoutMs: 120_000
-} as const
+/** Defaults of the options. @since 0.1.0 @category constants */
+export const defaults = internal.defaults
 
 const MAX_BACKOFF = Duration.seconds(30)
 
@@ -108,7 +73,7 @@ const llmRetrySchedule = (maxRetries: number, base: Duration.DurationInput) =>
     })
   )
 
-const makeClient = (options: OpenAiLlmOptions, timeoutMs: number): OpenAI => {
+const makeClient = (options: Omit<OpenAiLlmOptions, "model">, timeoutMs: number): OpenAI => {
   if (options.client) return options.client
   const key = options.apiKey === undefined
     ? "no-key"
@@ -248,96 +213,86 @@ export const layer = (options: OpenAiLlmOptions): Layer.Layer<Llm> => Layer.sync
 // ---------------------------------------------------------------------------
 // Config
 
-const trimmedOption = (name: string) =>
-  Config.option(Config.string(name)).pipe(Config.map(Option.filter((s) => s.trim() !== "")), Config.map(Option.map((s) => s.trim())))
-
-const isHttpUrl = (s: string): boolean => {
-  try {
-    const url = new URL(s)
-    return url.protocol === "http:" || url.protocol === "https:"
-  } catch {
-    return false
-  }
-}
-
 /** An optional http(s) URL variable (empty means unset). @since 0.1.0 @category config */
-export const urlOption = (name: string): Config.Config<Option.Option<string>> =>
-  Config.option(
-    Config.string(name).pipe(
-      Config.validate({
-        message: "Expected an http(s) URL, e.g. http://localhost:11434/v1",
-        validation: (s) => s.trim() === "" || isHttpUrl(s.trim())
-      })
-    )
-  ).pipe(Config.map(Option.filter((s) => s.trim() !== "")), Config.map(Option.map((s) => s.trim())))
+export const urlOption: (name: string) => Config.Config<Option.Option<string>> = internal.urlOption
 
 /** An optional secret variable (empty means unset). @since 0.1.0 @category config */
-export const secretOption = (name: string): Config.Config<Option.Option<Redacted.Redacted<string>>> =>
-  Config.option(Config.redacted(name)).pipe(Config.map(Option.filter((r) => Redacted.value(r).trim() !== "")))
+export const secretOption: (name: string) => Config.Config<Option.Option<Redacted.Redacted<string>>> = internal.secretOption
 
 /** An optional non-empty string variable (empty means unset). @since 0.1.0 @category config */
-export const stringOption = (name: string): Config.Config<Option.Option<string>> => trimmedOption(name)
-
-const int = (name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
-  Config.integer(name).pipe(
-    Config.validate({ message: `Expected an integer between ${min} and ${max}`, validation: (n) => n >= min && n <= max }),
-    Config.withDefault(fallback)
-  )
-
-const bool = (name: string, fallback: boolean) => Config.boolean(name).pipe(Config.withDefault(fallback))
+export const stringOption: (name: string) => Config.Config<Option.Option<string>> = internal.stringOption
 
 /**
  * Everything but the connection (model, URL, key): temperature, abilities, sizes,
- * retries, timeout. Shared by the main and the fast model.
+ * retries, timeout (`LLM_TEMPERATURE`, `LLM_*_ENABLED`, `LLM_CONTEXT_SIZE`,
+ * `LLM_MAX_OUTPUT_TOKENS`, `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY_MS`,
+ * `LLM_TIMEOUT_MS`). Shared by the main and the fast model.
  *
  * @since 0.1.0 @category config
  */
-export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "baseURL" | "apiKey" | "client">> = Config
-  .all({
-    temperature: Config.option(
-      Config.number("LLM_TEMPERATURE").pipe(
-        Config.validate({ message: "Expected a number between 0 and 2", validation: (t) => t >= 0 && t <= 2 })
-      )
-    ),
-    toolCall: bool("LLM_TOOL_CALL_ENABLED", true),
-    toolChoice: bool("LLM_TOOL_CHOICE_ENABLED", true),
-    jsonMode: bool("LLM_JSON_MODE_ENABLED", true),
-    vision: bool("LLM_VISION_ENABLED", false),
-    contextSize: int("LLM_CONTEXT_SIZE", defaults.contextSize, 1),
-    maxOutputTokens: int("LLM_MAX_OUTPUT_TOKENS", defaults.maxOutputTokens, 1),
-    maxRetries: int("LLM_MAX_RETRIES", defaults.maxRetries, 0, 20),
-    retryBaseDelayMs: int("LLM_RETRY_BASE_DELAY_MS", defaults.retryBaseDelayMs, 0, 60_000),
-    timeoutMs: int("LLM_TIMEOUT_MS", defaults.timeoutMs, 1)
-  })
-  .pipe(Config.map((c) => ({
-    temperature: Option.getOrUndefined(c.temperature),
-    abilities: { toolCall: c.toolCall, toolChoice: c.toolChoice, jsonMode: c.jsonMode, vision: c.vision },
-    contextSize: c.contextSize,
-    maxOutputTokens: c.maxOutputTokens,
-    maxRetries: c.maxRetries,
-    retryBaseDelay: Duration.millis(c.retryBaseDelayMs),
-    timeout: Duration.millis(c.timeoutMs)
-  })))
+export const settingsConfig = internal.settingsConfig
 
 /**
- * The main model's options from `LLM_*` variables (`LLM_MODEL` is required).
+ * The main model's options from `LLM_*` variables, `LLM_MODEL` required (no
+ * network). `loadConfig` also accepts a missing `LLM_MODEL` when `LLM_BASE_URL`
+ * is set.
  *
  * @since 0.1.0 @category config
  */
-export const config: Config.Config<OpenAiLlmOptions> = Config.all({
-  model: Config.string("LLM_MODEL").pipe(
-    Config.map((s) => s.trim()),
-    Config.validate({ message: "Expected a model name (LLM_MODEL must not be empty)", validation: (s) => s !== "" })
-  ),
-  baseURL: urlOption("LLM_BASE_URL"),
-  apiKey: secretOption("LLM_API_KEY"),
-  settings: settingsConfig
-}).pipe(Config.map(({ apiKey, baseURL, model, settings }) => ({
-  ...settings,
-  model,
-  baseURL: Option.getOrUndefined(baseURL),
-  apiKey: Option.getOrUndefined(apiKey)
-})))
+export const config: Config.Config<OpenAiLlmOptions> = internal.config
+
+/**
+ * Lists the endpoint's models (`GET /models`) and returns the first one — for
+ * servers that serve one model (llama.cpp, LM Studio, vLLM, Ollama with one model).
+ *
+ * @since 0.1.0 @category utils
+ */
+export const discoverModel = (
+  options: Omit<OpenAiLlmOptions, "model">
+): Effect.Effect<string, LlmError> => {
+  const timeoutMs = options.timeout !== undefined ? Duration.toMillis(options.timeout) : defaults.timeoutMs
+  const client = makeClient(options, timeoutMs)
+  return Effect.tryPromise({
+    try: async (signal) => (await client.models.list({ signal })).data,
+    catch: toLlmError
+  }).pipe(
+    Effect.flatMap((models) => {
+      const first = Array.isArray(models) ? models.find((m) => typeof m?.id === "string" && m.id !== "") : undefined
+      return first
+        ? Effect.succeed(first.id)
+        : Effect.fail(new LlmError({ reason: "Decode", message: "The endpoint lists no models" }))
+    })
+  )
+}
+
+/**
+ * The main model's options from the environment. When `LLM_MODEL` is unset but
+ * `LLM_BASE_URL` is set, the endpoint's first model is used (`discoverModel`);
+ * when that fails, or neither is set, the error is a `ConfigError` naming
+ * `LLM_MODEL`.
+ *
+ * @since 0.1.0 @category config
+ */
+export const loadConfig: Effect.Effect<OpenAiLlmOptions, ConfigError.ConfigError> = Effect.flatMap(
+  internal.configModelOptional,
+  ({ model, options }): Effect.Effect<OpenAiLlmOptions, ConfigError.ConfigError> => {
+    if (Option.isSome(model)) return Effect.succeed({ ...options, model: model.value })
+    if (options.baseURL === undefined) {
+      return Effect.fail(ConfigError.MissingData(
+        ["LLM_MODEL"],
+        "Expected LLM_MODEL to be set (or LLM_BASE_URL, to use the endpoint's first model)"
+      ))
+    }
+    const url = options.baseURL
+    return discoverModel(options).pipe(
+      Effect.tap((found) => Effect.logInfo(`LLM_MODEL is not set: using ${found}, the first model listed by ${url}`)),
+      Effect.map((found) => ({ ...options, model: found })),
+      Effect.mapError((e) =>
+        ConfigError.InvalidData(["LLM_MODEL"], `LLM_MODEL is not set and no model could be listed from ${url}/models: ${e.message}`)
+      )
+    )
+  }
+)
 
 /**
  * The `Llm` from the environment (see docs/configuration.md, "LLM"). A missing or
@@ -345,4 +300,4 @@ export const config: Config.Config<OpenAiLlmOptions> = Config.all({
  *
  * @since 0.1.0 @category layers
  */
-export const layerConfig: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.effect(Llm, Effect.map(config, make))
+export const layerConfig: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.effect(Llm, Effect.map(loadConfig, make))

@@ -94,6 +94,15 @@ describe("ModelRegistry.layerConfig", () => {
       assert.strictEqual(last.headers.authorization, "Bearer main-key")
     })))
 
+  it.live("main model discovered from LLM_BASE_URL when LLM_MODEL is unset; fast still named", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FakeOpenAi.scoped([], { models: ["served-model"] })
+      const [registry, llm] = yield* load({ LLM_BASE_URL: server.url, FAST_LLM_MODEL: "tiny" })
+      assert.strictEqual(registry.main.model, "served-model")
+      assert.strictEqual(llm.model, "served-model")
+      assert.strictEqual(registry.fast.model, "tiny")
+    })))
+
   it.effect("a bad fast URL or a missing LLM_MODEL fails naming the variable", () =>
     Effect.gen(function*() {
       const a = yield* Effect.exit(load({ LLM_MODEL: "big", FAST_LLM_MODEL: "s", FAST_LLM_BASE_URL: "ftp://x" }))

@@ -489,6 +489,23 @@ describe("OpenAiLlm.layerConfig", () => {
       }
     }))
 
+  it.live("LLM_MODEL unset with LLM_BASE_URL set: the endpoint's first model is used", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FakeOpenAi.scoped([FakeOpenAi.completion({ content: "hi" })], { models: ["local-model", "other"] })
+      const llm = yield* Effect.provide(Llm, OpenAiLlm.layerConfig.pipe(Layer.provide(withEnv({ LLM_BASE_URL: server.url }))))
+      assert.strictEqual(llm.model, "local-model")
+      yield* llm.chat(request)
+      assert.strictEqual(server.requests[0].body.model, "local-model")
+      // an endpoint without a model list: a ConfigError naming LLM_MODEL and the URL
+      const bare = yield* FakeOpenAi.scoped([])
+      const exit = yield* Effect.exit(Effect.provide(Llm, OpenAiLlm.layerConfig.pipe(Layer.provide(withEnv({ LLM_BASE_URL: bare.url })))))
+      assert.isTrue(Exit.isFailure(exit))
+      if (Exit.isFailure(exit)) {
+        assert.include(String(exit.cause), "LLM_MODEL")
+        assert.include(String(exit.cause), bare.url)
+      }
+    })))
+
   it.live("the API key is redacted in the options", () =>
     Effect.gen(function*() {
       const options = yield* Effect.provide(OpenAiLlm.config, withEnv({ LLM_MODEL: "m", LLM_API_KEY: "sk-very-secret" }))

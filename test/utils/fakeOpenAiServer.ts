@@ -8,6 +8,7 @@
  * - Reply kinds: a JSON completion, an SSE stream of chunks (tool-call deltas may
  *   be split across chunks), an error status, a raw body, a hang (never answers),
  *   a dropped connection. Each can be delayed.
+ * - `GET …/models` lists `options.models` when given (404 otherwise).
  * - Every request is recorded (path, headers, parsed body) with whether the client
  *   closed it before the reply finished; sockets are tracked (open / closed).
  *
@@ -227,7 +228,10 @@ const sleep = (ms: number | undefined) =>
 /**
  * Starts a fake server on 127.0.0.1 (random port).
  */
-export const start = async (script: ReadonlyArray<FakeReply> | FakeResponder): Promise<FakeOpenAiServer> => {
+export const start = async (
+  script: ReadonlyArray<FakeReply> | FakeResponder,
+  options?: { readonly models?: ReadonlyArray<string> }
+): Promise<FakeOpenAiServer> => {
   const requests: Array<{ -readonly [K in keyof RecordedHttpRequest]: RecordedHttpRequest[K] }> = []
   const sockets = new Set<Socket>()
   let closedSockets = 0
@@ -277,6 +281,14 @@ export const start = async (script: ReadonlyArray<FakeReply> | FakeResponder): P
       record.finished = true
       notify()
     })
+    if (req.method === "GET" && (req.url ?? "").endsWith("/models") && options?.models) {
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end(JSON.stringify({
+        object: "list",
+        data: options.models.map((id) => ({ id, object: "model", created: 1_700_000_000, owned_by: "fake" }))
+      }))
+      return
+    }
     if (req.method !== "POST" || !(req.url ?? "").endsWith("/chat/completions")) {
       res.writeHead(404, { "content-type": "application/json" })
       res.end(JSON.stringify({ error: { message: `fake server: no route ${req.method} ${req.url}` } }))
@@ -374,9 +386,10 @@ export const start = async (script: ReadonlyArray<FakeReply> | FakeResponder): P
 
 /** The server as a scoped resource (closed with the scope). */
 export const scoped = (
-  script: ReadonlyArray<FakeReply> | FakeResponder
+  script: ReadonlyArray<FakeReply> | FakeResponder,
+  options?: { readonly models?: ReadonlyArray<string> }
 ): Effect.Effect<FakeOpenAiServer, never, Scope.Scope> =>
   Effect.acquireRelease(
-    Effect.promise(() => start(script)),
+    Effect.promise(() => start(script, options)),
     (server) => Effect.promise(() => server.close())
   )
