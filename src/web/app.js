@@ -70,6 +70,7 @@ function setConnection(text) {
   connection.hidden = text === ""
 }
 
+/** @param {boolean} active */
 function setActive(active) {
   stopBtn.hidden = !active
   sendBtn.textContent = active ? "Send follow-up" : "Send"

@@ -200,7 +200,7 @@ export class RunView {
     const obs = typeof d.observation === "string" ? d.observation : pretty(d.observation)
     if (d.content_type === "html" || d.content_type === "markdown") {
       body.append(h("div", { class: "label", text: "Preview" }), previewFrame(d.content_type, obs, d.tool_name))
-      card.open = true
+      card.setAttribute("open", "")
     } else if (obs || !failed) {
       body.append(h("div", { class: "label", text: "Observation" }), h("pre", { class: "observation", text: obs }))
     }
