@@ -254,7 +254,10 @@ async function inject(run, content) {
   }
   // no active run any more (it just ended): send it as the next turn
   state.afterRun.push(content)
-  if (state.run !== run) finish(run)
+  if (!state.run) {
+    const next = state.afterRun.shift()
+    if (next) void startRun(next)
+  }
 }
 
 // ---- conversations ---------------------------------------------------------------
