@@ -6,6 +6,22 @@
  * @since 0.1.0
  */
 import { Session } from "node:inspector/promises"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
+
+/**
+ * A full-GC function: `globalThis.gc` under `--expose-gc`, else obtained at run
+ * time (`v8.setFlagsFromString("--expose-gc")` + a fresh context), so that
+ * `npm run bench` needs no extra node flag.
+ *
+ * @since 0.1.0
+ */
+export const gc: () => void = (() => {
+  const existing = (globalThis as { gc?: () => void }).gc
+  if (existing) return existing
+  v8.setFlagsFromString("--expose-gc")
+  return vm.runInNewContext("gc") as () => void
+})()
 
 /** @since 0.1.0 */
 export const median = (xs: ReadonlyArray<number>): number => quantile(xs, 0.5)
@@ -26,11 +42,9 @@ export interface Sample {
   readonly cpu: number
 }
 
-const gc = (globalThis as { gc?: () => void }).gc
-
-/** Times one async call (after a full GC when `--expose-gc` is on, so no contender pays for another's garbage). @since 0.1.0 */
+/** Times one async call (after a full GC, so no contender pays for another's garbage). @since 0.1.0 */
 export const timeOnce = async (fn: () => Promise<unknown>): Promise<Sample> => {
-  gc?.()
+  gc()
   const c0 = process.cpuUsage()
   const t0 = process.hrtime.bigint()
   await fn()
@@ -88,7 +102,7 @@ export const allocated = async (fn: () => Promise<unknown>, repeats = 5): Promis
   const s = await getSession()
   const results: Array<number> = []
   for (let i = 0; i < repeats; i++) {
-    ;(globalThis as { gc?: () => void }).gc?.()
+    gc()
     await s.post("HeapProfiler.startSampling", {
       samplingInterval: 4096,
       includeObjectsCollectedByMajorGC: true,
@@ -107,13 +121,10 @@ export const allocated = async (fn: () => Promise<unknown>, repeats = 5): Promis
   return median(results)
 }
 
-/** Retained heap after a full GC, in bytes (needs `--expose-gc`). @since 0.1.0 */
+/** Retained heap after a full GC, in bytes. @since 0.1.0 */
 export const retainedHeap = (): number => {
-  const gc = (globalThis as { gc?: () => void }).gc
-  if (gc) {
-    gc()
-    gc()
-  }
+  gc()
+  gc()
   return process.memoryUsage().heapUsed
 }
 

@@ -1,0 +1,146 @@
+/**
+ * `npm run bench`: every benchmark, side by side with the peers, printed as
+ * tables and written to docs/benchmarks.md. Bounded in time (< 10 minutes on the
+ * project's 2-core machine).
+ *
+ * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
+ * `BENCH_ONLY=loop,round,guard,selection,first,load` (a subset; the doc is only
+ * written for a full run), `BENCH_LOAD_LEVELS=100,500,1000`.
+ *
+ * @since 0.1.0
+ */
+import { writeFileSync } from "node:fs"
+import * as os from "node:os"
+import { fileURLToPath } from "node:url"
+import * as ContextGuardBench from "./contextGuard.js"
+import * as FirstToken from "./firstToken.js"
+import { fmtUs, table } from "./harness.js"
+import * as Loop from "./loopOverhead.js"
+import * as ParallelRound from "./parallelRound.js"
+import { engine as agentsSdk } from "./peers/agentsSdk.js"
+import { engine as aiSdk } from "./peers/aiSdk.js"
+import { engine as ours } from "./peers/ours.js"
+import * as Report from "./report.js"
+import * as ServerLoad from "./serverLoad.js"
+
+const quick = process.env.BENCH_QUICK === "1"
+const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim()).filter(Boolean)
+const wants = (section: string) => only === undefined || only.includes(section)
+const levels = (process.env.BENCH_LOAD_LEVELS ?? (quick ? "50,100" : "100,500,1000")).split(",").map(Number)
+
+const log = (line = "") => console.log(line)
+const started = Date.now()
+const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)} s`
+
+const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e))
+
+const main = async () => {
+  const loadBefore = os.loadavg()
+  log(`Benchmarks — Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, load ${loadBefore[0].toFixed(1)}`)
+  log(quick ? "(quick mode: fewer samples)" : "")
+
+  const results: {
+    loop: Array<Loop.CaseResult>
+    round?: Array<ParallelRound.RoundFigures>
+    guard?: Array<ContextGuardBench.GuardFigures>
+    selection?: Report.Results["selection"]
+    firstToken?: Report.Results["firstToken"]
+    load?: Array<ServerLoad.LoadResult>
+  } = { loop: [] }
+
+  if (wants("loop")) {
+    for (const c of Loop.cases) {
+      log(`\n## Loop overhead: ${c.title} [${elapsed()}]`)
+      const result = await Loop.runCase([ours, aiSdk, agentsSdk], c, {
+        warmup: quick ? 2 : 5,
+        samples: quick ? 5 : 25,
+        maxMsPerCase: quick ? 15_000 : 45_000,
+        allocRepeats: quick ? 1 : 3,
+        log
+      })
+      results.loop.push(result)
+      log(Loop.render(result, ours.name))
+    }
+  }
+
+  if (wants("round")) {
+    log(`\n## Parallel tool round (8 × 50 ms) [${elapsed()}]`)
+    results.round = await ParallelRound.run(quick ? 3 : 10)
+    log(table(["engine", "round (ms)", "÷ 50 ms"], results.round.map((r) => [r.engine, r.error ?? r.medianMs.toFixed(1), r.ratio.toFixed(2)])))
+  }
+
+  if (wants("guard")) {
+    log(`\n## Context guard cost [${elapsed()}]`)
+    results.guard = ContextGuardBench.run({ checks: quick ? 50 : 200 })
+    log(table(["messages", "warm µs", "cold µs"], results.guard.map((g) => [String(g.messages), fmtUs(g.warmUs), fmtUs(g.coldUs)])))
+  }
+
+  if (wants("selection")) {
+    log(`\n## Tool selection [${elapsed()}]`)
+    try {
+      const selection = await import("./toolSelection.js")
+      const figures = await selection.run({ samples: quick ? 50 : 300 })
+      results.selection = figures
+      log(selection.render(figures))
+    } catch (e) {
+      results.selection = errorText(e)
+      log(`not measured: ${results.selection}`)
+    }
+  }
+
+  if (wants("first")) {
+    log(`\n## First-token forwarding [${elapsed()}]`)
+    try {
+      const f = await FirstToken.run(quick ? 10 : 40)
+      results.firstToken = f
+      log(`p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, max ${f.maxMs.toFixed(2)} ms`)
+    } catch (e) {
+      results.firstToken = errorText(e)
+      log(`not measured: ${results.firstToken}`)
+    }
+  }
+
+  if (wants("load")) {
+    results.load = []
+    for (const n of levels) {
+      log(`\n## Server under load: ${n} concurrent SSE runs [${elapsed()}]`)
+      const r = await ServerLoad.runLevel(n, { timeoutMs: quick ? 30_000 : n >= 1000 ? 120_000 : 90_000 })
+      results.load.push(r)
+      log(r.error
+        ? `error: ${r.error}`
+        : `completed ${r.completed}/${n} in ${(r.wallMs / 1000).toFixed(1)} s, delivery p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, heap/run ${(r.heapPerRunBytes / 1024).toFixed(0)} KB, rss/run ${(r.rssPerRunBytes / 1024).toFixed(0)} KB, active after disconnect ${r.activeAfterDisconnect}`)
+    }
+  }
+
+  const loadAfter = os.loadavg()
+  const report: Report.Results = {
+    env: {
+      date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC",
+      node: process.version,
+      cpu: os.cpus()[0]?.model ?? "cpu",
+      cores: os.cpus().length,
+      loadBefore,
+      loadAfter,
+      totalSeconds: (Date.now() - started) / 1000
+    },
+    ours: ours.name,
+    ...results
+  }
+  log("\n## Ratios (peer ÷ ours; > 1× means we are faster / lighter)")
+  for (const line of Report.summary(report)) log(line)
+  if (only === undefined) {
+    const path = fileURLToPath(new URL("../docs/benchmarks.md", import.meta.url))
+    writeFileSync(path, Report.markdown(report))
+    log(`\nwrote ${path} [${elapsed()}]`)
+  } else {
+    log(`\n(BENCH_ONLY set: docs/benchmarks.md not written) [${elapsed()}]`)
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e)
+    process.exit(1)
+  }
+)

@@ -1,0 +1,116 @@
+/**
+ * The real server (routes, run registry, SQLite store, ReactAgent), wired by
+ * `App.make` over a scripted LLM with a fixed latency per call, run as a child
+ * process of the load benchmark (`child_process.fork`, IPC channel).
+ *
+ * The scripted model: each run makes `BENCH_STEPS` tool calls (a trivial tool),
+ * then a final answer, then streams `BENCH_CHUNKS` answer chunks. Every loop reply
+ * carries its own timestamp in `reasoning` (→ the `thinking done` SSE frame) and
+ * every answer chunk carries the time it left the model (→ the `answer delta`
+ * frame), so the client measures "LLM reply → SSE frame received" directly.
+ * Timestamps are `performance.timeOrigin + performance.now()` (ms, sub-ms resolution,
+ * comparable across processes on one machine).
+ *
+ * IPC: sends `{ type: "ready", port }`; answers `{ type: "measure" }` with
+ * `{ type: "memory", heapUsed, rss, active }` after a full GC (needs `--expose-gc`).
+ *
+ * Env: BENCH_LATENCY_MS (20), BENCH_STEPS (4), BENCH_CHUNKS (5).
+ *
+ * @since 0.1.0
+ */
+import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as App from "../src/App.js"
+import type { ChatDelta, LlmService } from "../src/Llm.js"
+import { Llm } from "../src/Llm.js"
+import * as ScriptedLlm from "../src/ScriptedLlm.js"
+import { ConversationStore } from "../src/server/ConversationStore.js"
+import { RunRegistry } from "../src/server/RunRegistry.js"
+import * as Server from "../src/server/Server.js"
+import { ServerConfig } from "../src/server/ServerConfig.js"
+import * as Tool from "../src/Tool.js"
+import { Tools } from "../src/Toolkit.js"
+
+const latencyMs = Number(process.env.BENCH_LATENCY_MS ?? 20)
+const steps = Number(process.env.BENCH_STEPS ?? 4)
+const chunks = Number(process.env.BENCH_CHUNKS ?? 5)
+
+/** Absolute time in ms with sub-ms resolution. @since 0.1.0 */
+export const now = (): number => performance.timeOrigin + performance.now()
+
+const lookup = Tool.make({
+  name: "lookup",
+  description: "Looks up one record by its index.",
+  parameters: Schema.Struct({ index: Schema.Number }),
+  handler: ({ index }) => Effect.succeed(`record ${index}: ok`)
+})
+
+const scripted = ScriptedLlm.make((request, _index, method) => {
+  if (method === "stream") {
+    return ScriptedLlm.text("", {
+      delay: latencyMs,
+      chunks: Array.from({ length: chunks }, (_, i) => `chunk ${i} `),
+      usage: { prompt: 10, completion: 5 }
+    })
+  }
+  let done = 0
+  for (const m of request.messages) if (m.role === "tool") done++
+  return done < steps
+    ? ScriptedLlm.toolCall("lookup", { index: done }, { delay: latencyMs, usage: { prompt: 10, completion: 5 } })
+    : ScriptedLlm.text("All records looked up.", { delay: latencyMs, usage: { prompt: 10, completion: 5 } })
+}, { record: false, model: "bench-scripted", contextSize: 1_000_000, maxOutputTokens: 10_000 })
+
+/** Stamps each reply / chunk with the time it leaves the model. */
+const stamped: LlmService = {
+  ...scripted.service,
+  chat: (request) => Effect.map(scripted.service.chat(request), (r) => ({ ...r, reasoning: `t=${now()}` })),
+  streamChat: (request) =>
+    Stream.map(scripted.service.streamChat(request), (d): ChatDelta =>
+      d._tag === "Content" ? { _tag: "Content", text: `[t=${now()}]` } : d)
+}
+
+const dir = mkdtempSync(join(tmpdir(), "react-engine-bench-"))
+const databasePath = join(dir, "bench.sqlite")
+
+const app = App.make(Layer.succeed(Llm, stamped), { demo: false, tools: Tools.layer([lookup]) })
+// the routes of `Server.serve`, with the run registry kept in the output (to report active runs)
+const layer = HttpLayerRouter.serve(Server.Routes, { disableLogger: true, disableListenLog: true }).pipe(
+  Layer.provideMerge(RunRegistry.layer),
+  Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
+  Layer.provide(ConversationStore.layerSqlite(databasePath)),
+  Layer.provide(app),
+  Layer.provide(ServerConfig.layer({ port: 0, databasePath, heartbeatMs: 15_000, detachGraceMs: 0, finishedRunsKept: 50 }))
+)
+
+const send = (message: unknown) => process.send?.(message)
+
+const program = Effect.gen(function*() {
+  const context = yield* Layer.build(layer)
+  const address = Context.get(context, HttpServer.HttpServer).address
+  const registry = Context.get(context, RunRegistry)
+  if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
+  process.on("message", (message: { type?: string }) => {
+    if (message?.type === "measure") {
+      ;(globalThis as { gc?: () => void }).gc?.()
+      const active = Effect.runSync(registry.activeCount)
+      const m = process.memoryUsage()
+      send({ type: "memory", heapUsed: m.heapUsed, rss: m.rss, active })
+    } else if (message?.type === "stop") {
+      rmSync(dir, { recursive: true, force: true })
+      process.exit(0)
+    }
+  })
+  send({ type: "ready", port: address.port })
+  return yield* Effect.never
+}).pipe(Effect.scoped, Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))))
+
+Effect.runFork(program)
+process.on("disconnect", () => process.exit(0))
