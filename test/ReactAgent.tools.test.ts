@@ -146,7 +146,7 @@ describe("ReactAgent tool calls", () => {
     }).pipe(Effect.provide(h.layer))
   })
 
-  it.effect("a dying hooks service or a tool returning garbage still answers the call", () => {
+  it.live("a dying hooks service, a tool returning garbage or interrupting itself: the call is still answered", () => {
     const dying = Layer.succeed(Hooks, {
       runPreToolUse: (ctx) => (ctx.toolName === "echo" ? Effect.die("pre exploded") : Effect.succeed({ allow: true, args: ctx.args })),
       runPostToolUse: () => Effect.die("post exploded")
@@ -157,19 +157,35 @@ describe("ReactAgent tool calls", () => {
       parameters: Schema.Struct({}),
       handler: () => Effect.succeed(undefined as unknown as string)
     })
+    const quitter = Tool.make({
+      name: "quitter",
+      description: "interrupts itself",
+      parameters: Schema.Struct({}),
+      handler: () => Effect.interrupt
+    })
+    const asyncQuitter = Tool.make({
+      name: "async_quitter",
+      description: "interrupts itself later",
+      parameters: Schema.Struct({}),
+      handler: () => Effect.zipRight(Effect.sleep("5 millis"), Effect.interrupt)
+    })
     const h = makeAgent([
       ScriptedLlm.toolCalls([
         { id: "e", name: "echo", arguments: { text: "x" } },
         { id: "a", name: "add", arguments: { a: 1, b: 1 } },
-        { id: "g", name: "garbage", arguments: {} }
+        { id: "g", name: "garbage", arguments: {} },
+        { id: "q", name: "quitter", arguments: {} },
+        { id: "aq", name: "async_quitter", arguments: {} }
       ]),
       ScriptedLlm.text("done"),
       ScriptedLlm.text("done")
-    ], { hooks: dying, tools: [...allTools, garbage] })
+    ], { hooks: dying, tools: [...allTools, garbage, quitter, asyncQuitter] })
     return Effect.gen(function*() {
       const r = yield* run("q")
       const pairs = toolMessages(messagesOf(h, 1))
-      assert.deepStrictEqual(pairs.map(([id]) => id), ["e", "a", "g"])
+      assert.deepStrictEqual(pairs.map(([id]) => id), ["e", "a", "g", "q", "aq"])
+      assert.strictEqual(pairs[3][1], "Error: Tool quitter was interrupted")
+      assert.strictEqual(pairs[4][1], "Error: Tool async_quitter was interrupted")
       assert.include(pairs[0][1], "Error: Blocked by PreToolUse: hook failed: pre exploded")
       assert.strictEqual(pairs[1][1], "2") // a failing Post hook keeps the observation
       assert.include(pairs[2][1], "Error: Tool garbage returned an invalid result")

@@ -11,22 +11,29 @@
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 
 export const timeoutFail = <A, E, E2>(
   self: Effect.Effect<A, E>,
   duration: Duration.DurationInput,
-  onTimeout: () => E2
+  onTimeout: () => E2,
+  /** The tool's fiber interrupted itself (not the caller): a failure, not an interruption of the run. */
+  onSelfInterrupt: () => E2
 ): Effect.Effect<A, E | E2> =>
   Effect.flatMap(Effect.runtime<never>(), (runtime) => {
     const fiber = Runtime.runFork(runtime)(self)
+    const handle = (exit: Exit.Exit<A, E>): Effect.Effect<A, E | E2> =>
+      exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause) ? Effect.fail(onSelfInterrupt()) : exit
     const done = fiber.unsafePoll()
-    if (done !== null) return done
-    return Fiber.join(fiber).pipe(
+    if (done !== null) return handle(done)
+    return Fiber.await(fiber).pipe(
       Effect.timeoutFail({ duration, onTimeout }),
-      Effect.onExit((exit) => (exit._tag === "Success" ? Effect.void : Fiber.interrupt(fiber)))
+      Effect.onExit((exit) => (exit._tag === "Success" ? Effect.void : Fiber.interrupt(fiber))),
+      Effect.flatMap(handle)
     )
   })

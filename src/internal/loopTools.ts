@@ -91,7 +91,8 @@ const runTool = (env: LoopEnv, tool: Tool.Tool, args: Record<string, unknown>): 
   return timeoutFail(
     Tool.execute(tool, args),
     timeout,
-    () => new Tool.ToolError({ message: `Tool ${tool.name} timed out after ${Duration.format(timeout)}` })
+    () => new Tool.ToolError({ message: `Tool ${tool.name} timed out after ${Duration.format(timeout)}` }),
+    () => new Tool.ToolError({ message: `Tool ${tool.name} was interrupted` })
   ).pipe(
     Effect.map((output): ToolOutcome =>
       validOutput(output)
