@@ -56,7 +56,10 @@ const nonNegative = (name: string, fallback: number) =>
  * @since 0.1.0 @category constructors
  */
 export const config: Config.Config<ServerSettings> = Config.all({
-  port: Config.port("PORT").pipe(Config.withDefault(defaults.port)),
+  port: Config.integer("PORT").pipe(
+    Config.validate({ message: "PORT must be an integer between 0 and 65535", validation: (n) => n >= 0 && n <= 65535 }),
+    Config.withDefault(defaults.port)
+  ),
   host: Config.string("HOST").pipe(Config.withDefault(defaults.host)),
   apiToken: Config.option(Config.redacted("API_TOKEN")).pipe(
     Config.map(Option.filter((token) => Redacted.value(token).trim().length > 0))
