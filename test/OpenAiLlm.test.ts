@@ -214,15 +214,29 @@ describe("OpenAiLlm.chat", () => {
       assert.strictEqual(server.requests.length, 3)
     })))
 
-  it.live("malformed replies are Decode errors", () =>
+  it.live("malformed replies are Decode errors; a 200 with an error body is typed by its content", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* FakeOpenAi.scoped([
         FakeOpenAi.raw(200, "this is not json"),
-        FakeOpenAi.raw(200, JSON.stringify({ id: "x", object: "chat.completion", choices: [] }))
+        FakeOpenAi.raw(200, JSON.stringify({ id: "x", object: "chat.completion", choices: [] })),
+        FakeOpenAi.raw(200, JSON.stringify({ id: "x", choices: [{ index: 0, message: { role: "assistant", tool_calls: [{ id: "a" }] } }] })),
+        FakeOpenAi.raw(200, JSON.stringify({ error: { message: "maximum context length exceeded", code: null } }))
       ])
       const llm = llmFor(server, { maxRetries: 0 })
       assert.strictEqual((yield* failure(llm.chat(request))).reason, "Decode")
       assert.strictEqual((yield* failure(llm.chat(request))).reason, "Decode")
+      const noName = yield* failure(llm.chat(request))
+      assert.strictEqual(noName.reason, "Decode")
+      assert.include(noName.message, "no function name")
+      assert.strictEqual((yield* failure(llm.chat(request))).reason, "ContextOverflow")
+    })))
+
+  it.live("content given as an array of parts is joined", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const body = FakeOpenAi.completionBody({ content: "" }) as any
+      body.choices[0].message.content = [{ type: "text", text: "Hello " }, { type: "text", text: "there" }]
+      const server = yield* FakeOpenAi.scoped([{ _tag: "Json", status: 200, body }])
+      assert.strictEqual((yield* llmFor(server).chat(request)).content, "Hello there")
     })))
 
   it.live("a hung server is a Timeout; a dropped connection is Connection (both retried)", () =>

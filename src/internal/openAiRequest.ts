@@ -95,9 +95,27 @@ export const toUsage = (usage: ChatCompletion["usage"] | null | undefined): Usag
 
 const decodeError = (message: string) => new LlmError({ reason: "Decode", message: `Malformed LLM reply: ${message}` })
 
+// A string, or (some providers) an array of parts whose text parts are joined.
+const contentText = (content: unknown): string => {
+  if (typeof content === "string") return content
+  if (!Array.isArray(content)) return ""
+  let out = ""
+  for (const part of content) {
+    if (part && typeof part === "object" && typeof (part as { text?: unknown }).text === "string") {
+      out += (part as { text: string }).text
+    }
+  }
+  return out
+}
+
 /** Maps a `chat.completion` body; fails with a `Decode` error when it has no usable choice. */
 export const toChatResponse = (body: ChatCompletion): ChatResponse | LlmError => {
   if (body === null || typeof body !== "object") return decodeError("the body is not an object")
+  const embedded = (body as { error?: unknown }).error
+  if (embedded !== null && typeof embedded === "object") {
+    // some gateways answer 200 with an error body
+    return toLlmError(new OpenAI.APIError(undefined, embedded, undefined, undefined))
+  }
   const choice = Array.isArray(body.choices) ? body.choices[0] : undefined
   if (!choice || typeof choice !== "object" || !choice.message || typeof choice.message !== "object") {
     return decodeError("no choices in the reply")
@@ -106,7 +124,7 @@ export const toChatResponse = (body: ChatCompletion): ChatResponse | LlmError =>
     reasoning_content?: unknown
     reasoning?: unknown
   }
-  const rawContent = typeof message.content === "string" ? message.content : ""
+  const rawContent = contentText(message.content)
   const split = splitThinking(rawContent)
   const providerReasoning = typeof message.reasoning_content === "string"
     ? message.reasoning_content
