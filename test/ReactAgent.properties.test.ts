@@ -3,12 +3,24 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as fc from "effect/FastCheck"
 import * as Stream from "effect/Stream"
+import { Hooks } from "../src/Hooks.js"
 import type { ChatMessage } from "../src/Message.js"
 import { ReactAgent } from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import type { ScriptStep } from "../src/ScriptedLlm.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import { addTool, bigTool, crashTool, echoTool, failTool, jsonLlm, makeAgent, pageTool } from "./utils/agentLayers.js"
+import {
+  addTool,
+  bigTool,
+  crashTool,
+  echoTool,
+  failTool,
+  injectNow,
+  jsonLlm,
+  makeAgent,
+  makeInterrupts,
+  pageTool
+} from "./utils/agentLayers.js"
 
 const tools = [addTool, echoTool, failTool, crashTool, pageTool, bigTool]
 const toolName = fc.constantFrom("add", "echo", "fail", "crash", "page", "big", "nope", "")
@@ -103,6 +115,35 @@ describe("ReactAgent properties", () => {
     ([script]) => {
       const h = makeAgent(script, { tools, llm: jsonLlm, agent: { maxIterations: 8 } })
       return Effect.map(Effect.provide(runAll, h.layer), (es) => checkRun(h, es))
+    },
+    { fastCheck: { numRuns: 60 } }
+  )
+
+  it.effect.prop(
+    "native mode with interrupts arriving at random calls and hooks that block or die: pairing always holds, no interrupt lost",
+    [fc.array(nativeStep, { maxLength: 8 }), fc.array(fc.integer({ min: 0, max: 9 }), { maxLength: 4 })],
+    ([script, injectAt]) => {
+      const irq = makeInterrupts()
+      const responder: ScriptedLlm.Responder = (_req, i) => {
+        for (const at of injectAt) if (at === i) injectNow(irq, "prop", `interrupt at ${i}`)
+        return script[i] ?? ScriptedLlm.fail("Unknown", "exhausted")
+      }
+      const hooks = Hooks.layer([
+        Hooks.pre({ name: "no-echo", matcher: "echo", run: () => Effect.succeed({ allow: false, reason: "no" }) }),
+        Hooks.pre({ name: "dies", matcher: "page", run: () => Effect.die("hook bug") }),
+        Hooks.post({ name: "post-dies", matcher: "add", run: () => Effect.die("post bug") })
+      ])
+      const h = makeAgent(responder, { tools, hooks, interrupts: irq, agent: { maxIterations: 8 } })
+      const events = Effect.flatMap(ReactAgent, (a) => Stream.runCollect(a.run({ query: "p", conversationId: "prop" })))
+      return Effect.map(Effect.provide(events, h.layer), (es) => {
+        const list = Chunk.toArray(es)
+        checkRun(h, list)
+        const done = list[list.length - 1]
+        const injected = list.filter((e) => e._tag === "Inject").length
+        // never lost: every injection was taken in (Inject) or reported in Done
+        const sent = injectAt.filter((at) => at < h.llm.calls).length
+        if (done._tag === "Done") assert.strictEqual(injected + done.pending_injections.length, sent)
+      })
     },
     { fastCheck: { numRuns: 60 } }
   )
