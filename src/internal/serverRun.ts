@@ -62,6 +62,9 @@ const emit = (run: RunState, channel: Channel, data: Record<string, unknown>, ca
     return PubSub.publish(run.pubsub, frame)
   })
 
+/** How long a cancelled run may take to send its own `Done` before it is cut. */
+const CANCEL_GRACE = "2 seconds"
+
 const causeMessage = (cause: Cause.Cause<unknown>): string => {
   const failure = Cause.squash(cause)
   return failure instanceof Error ? failure.message : String(failure)
@@ -83,18 +86,27 @@ export const execute = (run: RunState, deps: RunDeps): Effect.Effect<void> => {
       const wire = toWire(event)
       return send(wire.channel, wire.data)
     }
-    const messages = Transcript.loopMessages(event.messages ?? Transcript.messagesFromEvents(run.transcript), run.query)
-    return persist({
-      answer: event.answer,
-      messages,
-      usage: event.usage,
-      status: run.transcript.failure === undefined ? "completed" : "failed"
-    }).pipe(
-      Effect.zipRight(Effect.suspend(() => {
-        run.doneSent = true
-        return send("done", { ...toWire(event).data, conversation_id: run.conversationId })
-      }))
-    )
+    return Effect.flatMap(DeferredM.isDone(run.cancel), (cancelled) => {
+      const messages = Transcript.loopMessages(event.messages ?? Transcript.messagesFromEvents(run.transcript), run.query)
+      // a cancelled run keeps what was already streamed of the answer
+      const answer = event.answer === "" ? run.transcript.answer : event.answer
+      return persist({
+        answer,
+        messages,
+        usage: event.usage,
+        status: cancelled ? "cancelled" : run.transcript.failure === undefined ? "completed" : "failed"
+      }).pipe(
+        Effect.zipRight(Effect.suspend(() => {
+          run.doneSent = true
+          return send("done", {
+            ...toWire(event).data,
+            answer,
+            conversation_id: run.conversationId,
+            ...(cancelled ? { cancelled: true } : {})
+          })
+        }))
+      )
+    })
   }
 
   const loadHistory: Effect.Effect<ReadonlyArray<ChatMessage>> = deps.store.history(run.conversationId).pipe(
@@ -124,9 +136,12 @@ export const execute = (run: RunState, deps: RunDeps): Effect.Effect<void> => {
       query: run.query,
       conversationId: run.conversationId,
       history,
-      ...(run.maxIterations !== undefined ? { maxIterations: run.maxIterations } : {})
+      ...(run.maxIterations !== undefined ? { maxIterations: run.maxIterations } : {}),
+      // the agent stops at once and still ends with `Done` (usage, every tool call answered)
+      cancel: DeferredM.await(run.cancel)
     }).pipe(
-      Stream.interruptWhenDeferred(run.cancel),
+      // safety net: a run that does not end soon after the cancel is cut (`finish` sends `done`)
+      Stream.interruptWhen(Effect.zipRight(DeferredM.await(run.cancel), Effect.sleep(CANCEL_GRACE))),
       Stream.runForEach(onEvent)
     )
   })

@@ -193,6 +193,8 @@ describe("runs", () => {
       const done = last(result.events).data
       assert.isTrue(done.cancelled)
       assert.strictEqual(done.conversation_id, "stop")
+      // the agent's own Done: its usage survives the cancel
+      assert.strictEqual(done.usage.llm_calls, 1)
       const again = yield* Effect.promise(() => postJson(`${url}/api/react/cancel`, { conversation_id: "stop" }))
       assert.strictEqual(again.status, 404)
       const stored = yield* Effect.promise(() => getJson(`${url}/api/conversations/stop`))
@@ -201,7 +203,8 @@ describe("runs", () => {
       assert.strictEqual(call.tool_calls[0].id, "call_x")
       const toolMessage = messages.find((m: any) => m.role === "tool")
       assert.strictEqual(toolMessage.tool_call_id, "call_x")
-      assert.include(toolMessage.content, "Cancelled")
+      assert.match(toolMessage.content, /interrupted|cancelled/i)
+      assert.strictEqual(stored.body.turn_details[0].status, "cancelled")
     }), 30_000)
 
   it.scopedLive("cancel during the LLM call aborts the upstream request", () =>
