@@ -183,6 +183,11 @@ async function resume(run) {
         run.view.note("The run is no longer available.")
         return
       }
+      if (res.status === 204) {
+        // the server has nothing more for this cursor: the run is over
+        run.view.note("The run has ended.")
+        return
+      }
       if (res.ok) {
         run.view.note("")
         const before = run.view.lastId
