@@ -64,6 +64,30 @@ describe("runs", () => {
       assert.notInclude(interrupts[0].content, "forget this")
     }), 30_000)
 
+  it.scopedLive("a message injected during answer synthesis is reported in done.pending_injections", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeOpenAi.scoped((body) =>
+        body?.stream ? synthesis("a b c d e f", 100) : FakeOpenAi.completion({ content: "a b c d e f" })
+      )
+      const { url } = yield* startServer({ llmUrl: fake.url })
+      let injected: any
+      const result = yield* Effect.promise(() =>
+        openSse(`${url}/api/react`, {
+          body: { query: "letters", conversation_id: "late" },
+          onEvent: async (e) => {
+            if (e.event === "answer" && e.data.status === "delta" && injected === undefined) {
+              injected = await postJson(`${url}/api/react/inject`, { conversation_id: "late", content: "too late?" })
+            }
+          }
+        })
+      )
+      assert.strictEqual(injected.status, 200)
+      assert.deepStrictEqual(last(result.events).data.pending_injections, [{ id: injected.body.id, content: "too late?" }])
+      // the run is over: no more injections
+      const after = yield* Effect.promise(() => postJson(`${url}/api/react/inject`, { conversation_id: "late", content: "x" }))
+      assert.strictEqual(after.status, 404)
+    }), 30_000)
+
   it.scopedLive("resume after a disconnect with Last-Event-ID: no duplicated or missing frames", () =>
     Effect.gen(function*() {
       const fake = yield* FakeOpenAi.scoped(lookupRound("one two three four five six seven eight", 80))
