@@ -372,10 +372,12 @@ describe("OpenAiLlm.streamChat", () => {
       const server = yield* FakeOpenAi.scoped([
         FakeOpenAi.error(429, "slow down"),
         FakeOpenAi.error(503, "overloaded"),
-        FakeOpenAi.sse([FakeOpenAi.chunk.content("ok"), FakeOpenAi.chunk.finish("stop")])
+        FakeOpenAi.sseText("ok, all good", { usage: { prompt: 7, completion: 3 } })
       ])
       const deltas = yield* collect(llmFor(server).streamChat(request))
-      assert.strictEqual(textOf(deltas, "Content"), "ok")
+      assert.strictEqual(textOf(deltas, "Content"), "ok, all good")
+      assert.isAbove(deltas.filter((d) => d._tag === "Content").length, 1)
+      assert.deepInclude(deltas[deltas.length - 1], { _tag: "Usage" })
       assert.strictEqual(server.requests.length, 3)
     })))
 

@@ -211,6 +211,21 @@ export const chunk = {
   error: (message: string, code?: string) => ({ error: { message, code: code ?? null, type: "server_error" } })
 }
 
+/**
+ * A streamed text reply: word-sized content chunks, `finish_reason: stop` and a
+ * usage chunk (e.g. for answer synthesis in end-to-end tests).
+ */
+export const sseText = (
+  text: string,
+  options?: { readonly delayMs?: number; readonly chunkDelayMs?: number; readonly usage?: { readonly prompt: number; readonly completion: number } }
+): FakeReply =>
+  sse([
+    chunk.role(),
+    ...(text.match(/\s*\S+|\s+$/g) ?? []).map(chunk.content),
+    chunk.finish("stop"),
+    chunk.usage(options?.usage?.prompt ?? 10, options?.usage?.completion ?? Math.ceil(text.length / 4))
+  ], { ...(options?.delayMs !== undefined ? { delayMs: options.delayMs } : {}), ...(options?.chunkDelayMs !== undefined ? { chunkDelayMs: options.chunkDelayMs } : {}) })
+
 // ---------------------------------------------------------------------------
 // Server
 
