@@ -144,10 +144,13 @@ export const authorize = (
       })
   })
 
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
+
 /**
  * Reads the body as text, rejecting bodies over `limit` bytes with 413: first by
  * `Content-Length`, then while reading (chunked bodies). The rest of an over-limit
  * body is drained, not stored, so the client gets the 413 instead of a reset.
+ * Bytes that are not UTF-8 are a 400.
  *
  * @since 0.1.0 @category guards
  */
@@ -171,7 +174,11 @@ export const readBody = (
       Effect.catchAll(() => Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "Could not read the request body" }] })))
     )
     if (state.size > limit) return yield* Effect.fail(new PayloadTooLarge({ limit }))
-    return Buffer.concat(state.chunks).toString("utf8")
+    try {
+      return utf8.decode(Buffer.concat(state.chunks))
+    } catch {
+      return yield* Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "The body is not valid UTF-8" }] }))
+    }
   })
 
 /**

@@ -24,6 +24,14 @@ describe("HTTP status codes", () => {
         assert.strictEqual(badJson.body.error, "invalid_request")
         assert.include(badJson.body.issues[0].message, "Invalid JSON")
 
+        const notUtf8 = await fetch(`${url}/api/react`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: Buffer.concat([Buffer.from("{\"query\":\""), Buffer.from([0xff, 0xfe]), Buffer.from("\"}")])
+        })
+        assert.strictEqual(notUtf8.status, 400)
+        assert.include((await notUtf8.json()).issues[0].message, "UTF-8")
+
         const notObject = await postJson(`${url}/api/react`, "[1,2]")
         assert.strictEqual(notObject.status, 400)
 
