@@ -13,6 +13,8 @@
  *   `<think>…</think>` blocks, in replies and in stream deltas (tags split across
  *   chunks are handled).
  * - Errors are `LlmError`s typed by reason (see `Llm.ts`).
+ * - `abilities.streaming: false` (endpoints without streaming): `streamChat`
+ *   makes one non-streaming call and emits the reply as deltas.
  *
  * ```ts
  * const llm = OpenAiLlm.layer({ model: "gpt-4o-mini", apiKey: Redacted.make(key) })
@@ -38,7 +40,7 @@ import { retryAfterMillis, toChatResponse, toLlmError, toParams } from "./intern
 import type { StreamState } from "./internal/openAiStream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiStream.js"
 import { ThinkSplitter } from "./internal/openAiThink.js"
-import type { Abilities, ChatDelta, ChatRequest, LlmService } from "./Llm.js"
+import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
 import { defaultAbilities, Llm, LlmError } from "./Llm.js"
 
 /** @since 0.1.0 @category models */
@@ -203,8 +205,21 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
     contextSize: options.contextSize ?? defaults.contextSize,
     maxOutputTokens: options.maxOutputTokens ?? defaults.maxOutputTokens,
     chat: (request) => retry(chatOnce(request)),
-    streamChat
+    streamChat: abilities.streaming ? streamChat : (request) => Stream.flatMap(
+      Stream.fromEffect(retry(chatOnce(request))),
+      (response) => Stream.fromIterable(responseToDeltas(response))
+    )
   }
+}
+
+// For endpoints without streaming: the whole reply as deltas.
+const responseToDeltas = (response: ChatResponse): Array<ChatDelta> => {
+  const out: Array<ChatDelta> = []
+  if (response.reasoning) out.push({ _tag: "Reasoning", text: response.reasoning })
+  if (response.content !== "") out.push({ _tag: "Content", text: response.content })
+  response.toolCalls.forEach((c, index) => out.push({ _tag: "ToolCall", index, id: c.id, name: c.name, arguments: c.arguments }))
+  out.push({ _tag: "Finish", reason: response.finishReason }, { _tag: "Usage", usage: response.usage })
+  return out
 }
 
 /** @since 0.1.0 @category layers */

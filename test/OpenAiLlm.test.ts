@@ -409,6 +409,21 @@ describe("OpenAiLlm.streamChat", () => {
       assert.strictEqual(server.requests.length, 2)
     })))
 
+  it.live("without the streaming ability, streamChat makes one non-streaming call", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FakeOpenAi.scoped([
+        FakeOpenAi.completion({ content: "<think>hm</think>whole answer", usage: { prompt: 5, completion: 2 } })
+      ])
+      const deltas = yield* collect(llmFor(server, { abilities: { streaming: false } }).streamChat(request))
+      assert.deepStrictEqual(deltas, [
+        { _tag: "Reasoning", text: "hm" },
+        { _tag: "Content", text: "whole answer" },
+        { _tag: "Finish", reason: "stop" },
+        { _tag: "Usage", usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7, llm_calls: 1 } }
+      ])
+      assert.notStrictEqual(server.requests[0].body.stream, true)
+    })))
+
   it.live("interrupting mid-stream closes the connection", () =>
     Effect.scoped(Effect.gen(function*() {
       const words = Array.from({ length: 200 }, (_, i) => FakeOpenAi.chunk.content(`w${i} `))
@@ -459,6 +474,7 @@ describe("OpenAiLlm.layerConfig", () => {
           LLM_MODEL: "my-model",
           LLM_TEMPERATURE: "0.2",
           LLM_TOOL_CHOICE_ENABLED: "false",
+          LLM_STREAMING_ENABLED: "no",
           LLM_CONTEXT_SIZE: "32000",
           LLM_MAX_OUTPUT_TOKENS: "4000",
           LLM_MAX_RETRIES: "1",
@@ -469,6 +485,7 @@ describe("OpenAiLlm.layerConfig", () => {
       assert.strictEqual(llm.contextSize, 32000)
       assert.strictEqual(llm.maxOutputTokens, 4000)
       assert.isFalse(llm.abilities.toolChoice)
+      assert.isFalse(llm.abilities.streaming)
       assert.isTrue(llm.abilities.toolCall)
       assert.isTrue(llm.abilities.jsonMode)
       assert.strictEqual((yield* llm.chat(request)).content, "configured")

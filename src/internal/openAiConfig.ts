@@ -106,6 +106,7 @@ export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "bas
     toolChoice: bool("LLM_TOOL_CHOICE_ENABLED", true),
     jsonMode: bool("LLM_JSON_MODE_ENABLED", true),
     vision: bool("LLM_VISION_ENABLED", false),
+    streaming: bool("LLM_STREAMING_ENABLED", true),
     contextSize: int("LLM_CONTEXT_SIZE", defaults.contextSize, 1),
     maxOutputTokens: int("LLM_MAX_OUTPUT_TOKENS", defaults.maxOutputTokens, 1),
     maxRetries: int("LLM_MAX_RETRIES", defaults.maxRetries, 0, 20),
@@ -114,7 +115,13 @@ export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "bas
   })
   .pipe(Config.map((c) => ({
     temperature: Option.getOrUndefined(c.temperature),
-    abilities: { toolCall: c.toolCall, toolChoice: c.toolChoice, jsonMode: c.jsonMode, vision: c.vision },
+    abilities: {
+      toolCall: c.toolCall,
+      toolChoice: c.toolChoice,
+      jsonMode: c.jsonMode,
+      vision: c.vision,
+      streaming: c.streaming
+    },
     contextSize: c.contextSize,
     maxOutputTokens: c.maxOutputTokens,
     maxRetries: c.maxRetries,
