@@ -23,7 +23,7 @@ import type { Toolkit } from "../Toolkit.js"
 import * as Usage from "../Usage.js"
 import { runLoop } from "./loop.js"
 import type { LoopEnv, RunState } from "./loopState.js"
-import { addUsage, makeState } from "./loopState.js"
+import { addUsage, makeState, usageByPhase } from "./loopState.js"
 import { setupToolSet } from "./loopToolSet.js"
 import * as Prompts from "./prompts.js"
 
@@ -139,7 +139,7 @@ export const execute = (
     })
     yield* Effect.acquireUseRelease(interrupts.register(conversationId), () => finish, () => release)
     if (failure !== undefined) emit({ _tag: "RunFailed", message: failure.message, retryable: failure.retryable })
-    let byPhase: Usage.UsageByPhase = state?.byPhase ?? {}
+    let byPhase: Usage.UsageByPhase = state ? usageByPhase(state) : {}
     if (selectionUsage.llm_calls > 0 || selectionUsage.total_tokens > 0) {
       byPhase = Usage.addToPhase(byPhase, "selection", selectionUsage)
     }

@@ -42,7 +42,8 @@ export interface RunState {
   readonly steps: Array<Step>
   /** Contents of the user interrupts taken in, in order. */
   readonly injected: Array<string>
-  byPhase: Usage.UsageByPhase
+  /** Usage per phase, accumulated in place (see `usageByPhase`). */
+  readonly usage: { [K in Usage.Phase]?: { -readonly [F in keyof Usage.Usage]: Usage.Usage[F] } }
   /** Loop LLM calls made. */
   iterations: number
   /** Tool actions (JSON) / rounds (native) since the run started, for self-reflection. */
@@ -68,7 +69,7 @@ export const makeState = (initial: ReadonlyArray<ChatMessage>): RunState => ({
   trace: initial.slice(),
   steps: [],
   injected: [],
-  byPhase: {},
+  usage: {},
   iterations: 0,
   reflectionCount: 0,
   cycles: new Map(),
@@ -88,8 +89,24 @@ export const append = (state: RunState, message: ChatMessage): void => {
   state.trace.push(message)
 }
 
-/** Adds usage to a phase (calls with no usage and no tokens are still counted when `llm_calls > 0`). */
+/** Adds usage to a phase (in place; nothing is counted for an empty usage). */
 export const addUsage = (state: RunState, phase: Usage.Phase, usage: Usage.Usage): void => {
   if (usage.llm_calls === 0 && usage.total_tokens === 0) return
-  state.byPhase = Usage.addToPhase(state.byPhase, phase, usage)
+  const acc = state.usage[phase]
+  if (acc === undefined) {
+    state.usage[phase] = { ...usage }
+    return
+  }
+  acc.prompt_tokens += usage.prompt_tokens
+  acc.completion_tokens += usage.completion_tokens
+  acc.total_tokens += usage.total_tokens
+  acc.llm_calls += usage.llm_calls
+  if (usage.cached_tokens !== undefined) acc.cached_tokens = (acc.cached_tokens ?? 0) + usage.cached_tokens
+}
+
+/** The per-phase breakdown (copies). */
+export const usageByPhase = (state: RunState): Usage.UsageByPhase => {
+  const out: { [K in Usage.Phase]?: Usage.Usage } = {}
+  for (const phase of Object.keys(state.usage) as Array<Usage.Phase>) out[phase] = { ...state.usage[phase]! }
+  return out
 }
