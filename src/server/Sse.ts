@@ -21,7 +21,6 @@ export interface Frame {
   /** Per-run cursor, 1, 2, 3… */
   readonly id: number
   readonly channel: Channel
-  readonly data: Record<string, unknown>
   /** The encoded frame (shared by every subscriber). */
   readonly bytes: Uint8Array
 }
@@ -41,7 +40,6 @@ export const encodeText = (id: number, channel: string, data: unknown): string =
 export const frame = (id: number, channel: Channel, data: Record<string, unknown>): Frame => ({
   id,
   channel,
-  data,
   bytes: encoder.encode(encodeText(id, channel, data))
 })
 
