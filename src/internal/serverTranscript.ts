@@ -127,7 +127,8 @@ export const closeToolCalls = (messages: ReadonlyArray<ChatMessage>): Array<Chat
 
 /**
  * This turn's loop messages out of a run's full message list: what follows the
- * user's query (system messages dropped, every tool call closed).
+ * user's query (system messages and the loop's final assistant reply dropped —
+ * the synthesized answer is stored instead —, every tool call closed).
  *
  * @internal
  */
@@ -141,5 +142,11 @@ export const loopMessages = (all: ReadonlyArray<ChatMessage>, query: string): Ar
     }
   }
   const rest = all.slice(start + 1).filter((m) => m.role !== "system")
+  // the loop's own final answer: the synthesized answer is stored in its place
+  while (rest.length > 0) {
+    const tail = rest[rest.length - 1]
+    if (tail.role !== "assistant" || (tail.tool_calls?.length ?? 0) > 0) break
+    rest.pop()
+  }
   return closeToolCalls(rest)
 }

@@ -194,7 +194,11 @@ export const formatIssues = (error: ParseResult.ParseError): Array<Issue> => {
     if (!messages.includes(issue.message)) messages.push(issue.message)
     byPath.set(path, messages)
   }
-  return [...byPath].map(([path, messages]) => ({ path, message: messages.join("; ") }))
+  return [...byPath].map(([path, messages]) => {
+    // `Schema.optional` adds "Expected undefined" next to the real complaint
+    const useful = messages.filter((m) => !m.startsWith("Expected undefined"))
+    return { path, message: (useful.length > 0 ? useful : messages).join("; ") }
+  })
 }
 
 /**

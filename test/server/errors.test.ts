@@ -50,6 +50,7 @@ describe("HTTP status codes", () => {
         const range = await postJson(`${url}/api/react`, { query: "hi", max_iterations: 0 })
         assert.strictEqual(range.status, 400)
         assert.deepStrictEqual(paths(range.body), ["max_iterations"])
+        assert.strictEqual(range.body.issues[0].message, "Expected an integer between 1 and 200")
         const tooMany = await postJson(`${url}/api/react`, { query: "hi", max_iterations: 201 })
         assert.deepStrictEqual(paths(tooMany.body), ["max_iterations"])
 

@@ -89,6 +89,8 @@ describe("POST /api/react", () => {
       assert.strictEqual(stored.body.messages[1].tool_calls[0].id, "call_1")
       assert.strictEqual(stored.body.messages[2].tool_call_id, "call_1")
       assert.strictEqual(stored.body.messages[stored.body.messages.length - 1].content, "2 + 3 is **5**.")
+      // the loop's own final reply is replaced by the synthesized answer
+      assert.deepStrictEqual(roles, ["user", "assistant", "tool", "assistant"])
 
       const list = yield* Effect.promise(() => getJson(`${server.url}/api/conversations`))
       assert.strictEqual(list.status, 200)
