@@ -16,12 +16,21 @@
  *
  * Env: BENCH_LATENCY_MS (20), BENCH_STEPS (4), BENCH_CHUNKS (5).
  *
+ * Without an IPC channel (spawned, as the shutdown fault test does) it prints
+ * `READY <port>` on stdout, and on SIGTERM closes the server's scope (server
+ * closed, runs cancelled, SQLite closed) and then exits ON ITS OWN, without
+ * `process.exit`: the process only ends when nothing (socket, timer, fiber
+ * sleeping on a timer…) is left. Every 2 s after SIGTERM it prints
+ * `RESOURCES <json>` (`process.getActiveResourcesInfo()`) on stderr, so a hang says
+ * what is still alive.
+ *
  * @since 0.1.0
  */
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -109,8 +118,19 @@ const program = Effect.gen(function*() {
     }
   })
   send({ type: "ready", port: address.port })
+  if (!process.send) process.stdout.write(`READY ${address.port}\n`)
   return yield* Effect.never
 }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))))
 
-Effect.runFork(program)
+const main = Effect.runFork(program)
 process.on("disconnect", () => process.exit(0))
+process.once("SIGTERM", () => {
+  const report = setInterval(() => {
+    process.stderr.write(`RESOURCES ${JSON.stringify(process.getActiveResourcesInfo())}\n`)
+  }, 2000)
+  report.unref()
+  Effect.runFork(Fiber.interrupt(main)).addObserver(() => {
+    process.exitCode = 0
+    process.stderr.write(`CLOSED ${JSON.stringify(process.getActiveResourcesInfo())}\n`)
+  })
+})
