@@ -11,7 +11,6 @@ import * as Cause from "effect/Cause"
 import type * as Deferred from "effect/Deferred"
 import * as DeferredM from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import type { ContextGuardService } from "../ContextGuard.js"
 import type { InterruptsService } from "../Interrupts.js"
@@ -34,7 +33,8 @@ export interface RunState {
   /** Replay buffer (bounded by `replayBufferSize`). */
   frames: Array<Sse.Frame>
   nextId: number
-  readonly pubsub: PubSub.PubSub<Sse.Frame>
+  /** Live subscribers, called synchronously for each new frame. */
+  readonly listeners: Set<(frame: Sse.Frame) => void>
   running: boolean
   leases: number
   leaseGeneration: number
@@ -54,12 +54,14 @@ export interface RunDeps {
   readonly store: ConversationStoreService
 }
 
+// buffer then fan out, synchronously: a subscriber that snapshots the buffer and
+// adds its listener in one synchronous step can neither miss nor repeat a frame
 const emit = (run: RunState, channel: Channel, data: Record<string, unknown>, cap: number) =>
-  Effect.suspend(() => {
+  Effect.sync(() => {
     const frame = Sse.frame(run.nextId++, channel, data)
     run.frames.push(frame)
     if (run.frames.length >= cap + 256) run.frames.splice(0, run.frames.length - cap)
-    return PubSub.publish(run.pubsub, frame)
+    for (const listener of run.listeners) listener(frame)
   })
 
 /** How long a cancelled run may take to send its own `Done` before it is cut. */
@@ -140,9 +142,9 @@ export const execute = (run: RunState, deps: RunDeps): Effect.Effect<void> => {
       // the agent stops at once and still ends with `Done` (usage, every tool call answered)
       cancel: DeferredM.await(run.cancel)
     }).pipe(
+      Stream.runForEach(onEvent),
       // safety net: a run that does not end soon after the cancel is cut (`finish` sends `done`)
-      Stream.interruptWhen(Effect.zipRight(DeferredM.await(run.cancel), Effect.sleep(CANCEL_GRACE))),
-      Stream.runForEach(onEvent)
+      Effect.raceFirst(Effect.zipRight(DeferredM.await(run.cancel), Effect.sleep(CANCEL_GRACE)))
     )
   })
 

@@ -50,8 +50,6 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
     const info = yield* AppInfo
     const limit = settings.maxBodyBytes
     const guard = ApiError.authorize(settings.apiToken)
-    const sse = (frames: Parameters<typeof Sse.response>[0], headers?: Record<string, string>) =>
-      Sse.response(frames, { heartbeatMs: settings.heartbeatMs, shutdown: registry.shutdown, ...(headers ? { headers } : {}) })
 
     const api = <E extends ApiError.ApiError, R>(
       method: "GET" | "POST",
@@ -67,16 +65,16 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       Effect.gen(function*() {
         const body = yield* ApiError.decodeBody(ApiSchema.ReactRequest, limit)
         // start + attach without a gap: the run is never left without its first lease
-        const { conversationId, frames } = yield* Effect.uninterruptible(Effect.gen(function*() {
+        const { conversationId, sink } = yield* Effect.uninterruptible(Effect.gen(function*() {
           const handle = yield* registry.start({
             query: body.query,
             ...(body.conversation_id !== undefined ? { conversationId: body.conversation_id } : {}),
             ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {})
           })
-          const frames = yield* registry.attach(handle.conversationId, 0).pipe(Effect.orDie)
-          return { conversationId: handle.conversationId, frames }
+          const sink = yield* registry.attach(handle.conversationId, 0).pipe(Effect.orDie)
+          return { conversationId: handle.conversationId, sink }
         }))
-        return sse(frames, { "x-conversation-id": conversationId })
+        return Sse.response(sink, { "x-conversation-id": conversationId })
       })
     )
 
@@ -100,7 +98,7 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
         if (yield* registry.caughtUp(query.conversation_id, after)) {
           return HttpServerResponse.empty({ status: 204 })
         }
-        const frames = yield* registry.attach(query.conversation_id, after).pipe(
+        const sink = yield* registry.attach(query.conversation_id, after).pipe(
           Effect.catchTag("NotFound", (error) =>
             store.exists(query.conversation_id).pipe(
               Effect.mapError(storeFailure),
@@ -110,7 +108,7 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
             )
           )
         )
-        return sse(frames, { "x-conversation-id": query.conversation_id })
+        return Sse.response(sink, { "x-conversation-id": query.conversation_id })
       })
     )
 

