@@ -1,0 +1,47 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { config, defaults } from "../../src/server/ServerConfig.js"
+
+const load = (env: Record<string, string>) =>
+  Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map(Object.entries(env))))
+
+describe("ServerConfig", () => {
+  it.effect("defaults with an empty environment", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* load({}), defaults)
+    }))
+
+  it.effect("reads every variable; an empty API_TOKEN means no auth", () =>
+    Effect.gen(function*() {
+      const settings = yield* load({
+        PORT: "0",
+        HOST: "0.0.0.0",
+        API_TOKEN: "tok",
+        MAX_BODY_BYTES: "2048",
+        RUN_DETACH_GRACE_MS: "0",
+        DATABASE_PATH: "/tmp/x.sqlite",
+        RUN_REPLAY_BUFFER: "10",
+        SSE_HEARTBEAT_MS: "500",
+        RUN_HISTORY_KEPT: "3"
+      })
+      assert.strictEqual(settings.port, 0)
+      assert.strictEqual(settings.host, "0.0.0.0")
+      assert.strictEqual(Redacted.value(Option.getOrThrow(settings.apiToken)), "tok")
+      assert.deepStrictEqual(
+        [settings.maxBodyBytes, settings.detachGraceMs, settings.databasePath, settings.replayBufferSize, settings.heartbeatMs, settings.finishedRunsKept],
+        [2048, 0, "/tmp/x.sqlite", 10, 500, 3]
+      )
+      assert.isTrue(Option.isNone((yield* load({ API_TOKEN: "  " })).apiToken))
+    }))
+
+  it.effect("a bad value fails with an error naming the variable", () =>
+    Effect.gen(function*() {
+      for (const [name, value] of [["PORT", "abc"], ["PORT", "70000"], ["MAX_BODY_BYTES", "0"], ["RUN_DETACH_GRACE_MS", "-1"], ["SSE_HEARTBEAT_MS", "5"]]) {
+        const error = yield* Effect.flip(load({ [name]: value }))
+        assert.include(String(error), name, `${name}=${value}`)
+      }
+    }))
+})
