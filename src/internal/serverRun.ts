@@ -43,6 +43,8 @@ export interface RunState {
   readonly finished: Deferred.Deferred<void>
   readonly transcript: Transcript.Transcript
   readonly startedAt: number
+  /** Set when the run ended (ms since the epoch). */
+  finishedAt?: number
 }
 
 /** @internal */
@@ -172,6 +174,7 @@ export const execute = (run: RunState, deps: RunDeps): Effect.Effect<void> => {
       })
     }
     run.running = false
+    run.finishedAt = Date.now()
     yield* DeferredM.succeed(run.finished, undefined)
   })
 

@@ -74,6 +74,9 @@ export interface RunRegistryService {
   readonly shutdown: Deferred.Deferred<void>
 }
 
+/** How long a finished run stays replayable (ms). @since 0.1.0 @category constants */
+export const FINISHED_RUN_TTL_MS = 15 * 60 * 1000
+
 /** @since 0.1.0 @category constructors */
 export const make = Effect.gen(function*() {
   const settings = yield* ServerConfig
@@ -109,12 +112,15 @@ export const make = Effect.gen(function*() {
     ).pipe(Effect.asVoid)
   }
 
+  // finished runs stay replayable for a while: at most `finishedRunsKept` of
+  // them, none older than FINISHED_RUN_TTL_MS (oldest first)
   const evictFinished = () => {
+    const expired = Date.now() - FINISHED_RUN_TTL_MS
     let finished = 0
     for (const run of runs.values()) if (!run.running) finished++
     for (const [id, run] of runs) {
-      if (finished <= settings.finishedRunsKept) break
-      if (!run.running) {
+      if (run.running) continue
+      if (finished > settings.finishedRunsKept || (run.finishedAt ?? Infinity) < expired) {
         runs.delete(id)
         finished--
       }
