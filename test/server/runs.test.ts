@@ -180,6 +180,23 @@ describe("runs", () => {
       assert.strictEqual(stored.body.turn_details[0].status, "cancelled")
     }), 30_000)
 
+  it.scopedLive("no client back within RUN_DETACH_GRACE_MS: the run is cancelled then", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeOpenAi.scoped([FakeOpenAi.hang])
+      const { url } = yield* startServer({ llmUrl: fake.url, settings: { detachGraceMs: 400 } })
+      const started = Date.now()
+      yield* Effect.promise(() =>
+        openSse(`${url}/api/react`, { body: { query: "hang", conversation_id: "late-cancel" }, until: () => true })
+      )
+      // still running during the grace period
+      yield* Effect.sleep(150)
+      assert.isFalse(fake.requests[0].abortedByClient)
+      assert.isTrue(yield* Effect.promise(() => fake.waitForClientAbort(3000)))
+      assert.isAtLeast(Date.now() - started, 400)
+      const replay = yield* Effect.promise(() => openSse(`${url}/api/react/events?conversation_id=late-cancel`))
+      assert.isTrue(last(replay.events).data.cancelled)
+    }), 30_000)
+
   it.scopedLive("a disconnect within the grace period leaves the run alive", () =>
     Effect.gen(function*() {
       const fake = yield* FakeOpenAi.scoped(lookupRound("still here", 20))
