@@ -1,18 +1,16 @@
 /**
  * The application layer of the bundled server and CLI: the LLM (OpenAI-compatible
- * models from `LLM_*` when `LLM_MODEL` is set, else the built-in offline demo
+ * models from `LLM_*` when `LLM_MODEL` or `LLM_BASE_URL` is set, else the built-in offline demo
  * model, clearly labelled), the tools (built-ins + MCP servers from
  * `MCP_CONFIG`), hooks (none by default), the context guard, the interrupt
  * queues and the ReAct agent.
  *
  * @since 0.1.0
  */
-import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as BuiltinTools from "./BuiltinTools.js"
 import { ContextGuard } from "./ContextGuard.js"
 import * as DemoLlm from "./DemoLlm.js"
@@ -20,6 +18,7 @@ import { Hooks } from "./Hooks.js"
 import { Interrupts } from "./Interrupts.js"
 import { Llm } from "./Llm.js"
 import { McpTools } from "./McpTools.js"
+import * as ModelRegistryModule from "./ModelRegistry.js"
 import { ModelRegistry } from "./ModelRegistry.js"
 import { ReactAgent } from "./ReactAgent.js"
 import * as Toolkit from "./Toolkit.js"
@@ -85,33 +84,33 @@ export const make = <E, R>(
 }
 
 /**
- * The LLM from the environment: `ModelRegistry.layerConfig` when `LLM_MODEL` is
- * set (it also provides `ModelRegistry`), else the offline demo model (with a
- * warning in the log saying so).
+ * True when no LLM is configured (neither `LLM_MODEL` nor `LLM_BASE_URL` set):
+ * the app then runs on the offline demo model.
+ *
+ * @since 0.1.0 @category utils
+ */
+export const isDemo: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.map(
+  ModelRegistryModule.isLlmConfigured,
+  (configured) => !configured
+)
+
+/**
+ * The LLM from the environment: `ModelRegistry.layerConfig` when `LLM_MODEL` or
+ * `LLM_BASE_URL` is set (it also provides `ModelRegistry`; a missing model name
+ * is discovered from the endpoint), else the offline demo model (with a warning
+ * in the log saying so).
  *
  * @since 0.1.0 @category layers
  */
 export const LlmLayer: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.unwrapEffect(
   Effect.gen(function*() {
-    const model = yield* Config.option(Config.string("LLM_MODEL"))
-    const configured = Option.isSome(model) && model.value.trim() !== ""
-    if (configured) return ModelRegistry.layerConfig as Layer.Layer<Llm, ConfigError.ConfigError>
+    if (!(yield* isDemo)) return ModelRegistry.layerConfig as Layer.Layer<Llm, ConfigError.ConfigError>
     yield* Effect.logWarning(
-      `No LLM configured (LLM_MODEL is not set): running on the built-in OFFLINE DEMO model "${DemoLlm.MODEL_NAME}". ` +
-        "Set LLM_MODEL (and LLM_BASE_URL / LLM_API_KEY) to use a real model."
+      `No LLM configured (LLM_MODEL / LLM_BASE_URL not set): running on the built-in OFFLINE DEMO model "${DemoLlm.MODEL_NAME}". ` +
+        "Set LLM_BASE_URL (and LLM_MODEL, LLM_API_KEY) to use a real model."
     )
     return DemoLlm.layer
   })
-)
-
-/**
- * True when `LLM_MODEL` is unset or empty (the app then runs on the demo model).
- *
- * @since 0.1.0 @category utils
- */
-export const isDemo: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.map(
-  Config.option(Config.string("LLM_MODEL")),
-  (model) => Option.isNone(model) || model.value.trim() === ""
 )
 
 /**

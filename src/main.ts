@@ -20,7 +20,7 @@ const Banner = Layer.effectDiscard(Effect.gen(function*() {
   const port = server.address._tag === "TcpAddress" ? server.address.port : settings.port
   const host = settings.host === "0.0.0.0" || settings.host === "::" ? "localhost" : settings.host
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`
-  const model = info.demo ? `${info.model} (OFFLINE DEMO — set LLM_MODEL for a real model)` : info.model
+  const model = info.demo ? `${info.model} (OFFLINE DEMO — set LLM_BASE_URL / LLM_MODEL for a real model)` : info.model
   yield* Effect.logInfo(`react-engine listening on ${url}  model: ${model}  database: ${settings.databasePath}`)
   process.stdout.write(`\n  ReAct engine ready: ${url}\n  model: ${model}\n\n`)
 }))
