@@ -7,9 +7,13 @@
  * `BENCH_ONLY=loop,round,guard,selection,first,load` (a subset; the doc is only
  * written for a full run), `BENCH_LOAD_LEVELS=100,500,1000`.
  *
+ * A full run also saves its raw figures to bench/results.json; `npm run bench --
+ * --render` rewrites docs/benchmarks.md from that file without measuring again
+ * (after editing bench/analysis.md).
+ *
  * @since 0.1.0
  */
-import { writeFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import { fileURLToPath } from "node:url"
 import * as ContextGuardBench from "./contextGuard.js"
@@ -34,7 +38,16 @@ const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)} s`
 
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
+const docPath = fileURLToPath(new URL("../docs/benchmarks.md", import.meta.url))
+const resultsPath = fileURLToPath(new URL("./results.json", import.meta.url))
+
 const main = async () => {
+  if (process.argv.includes("--render")) {
+    const saved = JSON.parse(readFileSync(resultsPath, "utf8")) as Report.Results
+    writeFileSync(docPath, Report.markdown(saved))
+    log(`rewrote ${docPath} from ${resultsPath}`)
+    return
+  }
   const loadBefore = os.loadavg()
   log(`Benchmarks — Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, load ${loadBefore[0].toFixed(1)}`)
   log(quick ? "(quick mode: fewer samples)" : "")
@@ -108,7 +121,7 @@ const main = async () => {
       results.load.push(r)
       log(r.error
         ? `error: ${r.error}`
-        : `completed ${r.completed}/${n} in ${(r.wallMs / 1000).toFixed(1)} s, delivery p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, heap/run ${(r.heapPerRunBytes / 1024).toFixed(0)} KB, rss/run ${(r.rssPerRunBytes / 1024).toFixed(0)} KB, active after disconnect ${r.activeAfterDisconnect}`)
+        : `completed ${r.completed}/${n} in ${(r.wallMs / 1000).toFixed(1)} s, delivery p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, heap/run ${(r.heapPerRunBytes / 1024).toFixed(0)} KB, rss/run ${(r.rssPerRunBytes / 1024).toFixed(0)} KB, active after disconnect ${r.activeAfterDisconnect}${r.note ? ` (${r.note})` : ""}`)
     }
   }
 
@@ -129,9 +142,9 @@ const main = async () => {
   log("\n## Ratios (peer ÷ ours; > 1× means we are faster / lighter)")
   for (const line of Report.summary(report)) log(line)
   if (only === undefined) {
-    const path = fileURLToPath(new URL("../docs/benchmarks.md", import.meta.url))
-    writeFileSync(path, Report.markdown(report))
-    log(`\nwrote ${path} [${elapsed()}]`)
+    writeFileSync(resultsPath, JSON.stringify(report, null, 1))
+    writeFileSync(docPath, Report.markdown(report))
+    log(`\nwrote ${docPath} and ${resultsPath} [${elapsed()}]`)
   } else {
     log(`\n(BENCH_ONLY set: docs/benchmarks.md not written) [${elapsed()}]`)
   }

@@ -222,7 +222,11 @@ ${table(
         String(l.activeAtMeasure),
         String(l.activeAfterDisconnect)
       ])
-    )}`)
+    )}${
+      r.load.some((l) => l.note)
+        ? "\n\nIncomplete runs: " + r.load.filter((l) => l.note).map((l) => `${l.concurrency} runs — ${l.note}`).join("; ") + "."
+        : ""
+    }`)
   }
 
   const lost = losses(r)

@@ -85,6 +85,7 @@ export const startServerProcess = (env: Record<string, string>): Promise<ServerC
 /** One SSE client run. */
 interface ClientRun {
   status: number
+  bytes: number
   firstFrame: boolean
   done: boolean
   error?: string
@@ -101,7 +102,7 @@ const openRun = (
   onLatency: (ms: number) => void,
   onFirstFrame: () => void
 ): { run: ClientRun; finished: Promise<ClientRun> } => {
-  const run: ClientRun = { status: 0, firstFrame: false, done: false }
+  const run: ClientRun = { status: 0, bytes: 0, firstFrame: false, done: false }
   const finished = new Promise<ClientRun>((resolve) => {
     const body = JSON.stringify({ query: `load run ${index}` })
     const req = http.request({
@@ -127,7 +128,10 @@ const openRun = (
         }
       })
       res.setEncoding("utf8")
-      res.on("data", (chunk: string) => parser.feed(chunk))
+      res.on("data", (chunk: string) => {
+        run.bytes += chunk.length
+        parser.feed(chunk)
+      })
       res.on("end", () => resolve(run))
       res.on("error", (e) => {
         run.error = e.message
@@ -158,7 +162,20 @@ export interface LoadResult {
   readonly rssPerRunBytes: number
   readonly activeAtMeasure: number
   readonly activeAfterDisconnect: number
+  /** What went wrong for runs that did not complete (statuses, errors). */
+  readonly note?: string
   readonly error?: string
+}
+
+const describeFailures = (runs: ReadonlyArray<ClientRun>): string | undefined => {
+  const bad = runs.filter((r) => !r.done)
+  if (bad.length === 0) return undefined
+  const kinds = new Map<string, number>()
+  for (const r of bad) {
+    const k = r.error !== undefined ? `error ${r.error}` : `status ${r.status}, ${r.bytes} bytes, no done`
+    kinds.set(k, (kinds.get(k) ?? 0) + 1)
+  }
+  return [...kinds].slice(0, 3).map(([k, n]) => `${n} × ${k}`).join("; ")
 }
 
 const withTimeout = <A>(p: Promise<A>, ms: number, fallback: A): Promise<A> =>
@@ -176,7 +193,9 @@ const deliveryPass = async (n: number, timeoutMs: number) => {
     const wallMs = now() - t0
     for (const r of runs) if (!r.run.done) r.run.request?.destroy()
     const completed = runs.filter((r) => r.run.done).length
+    const note = describeFailures(runs.map((r) => r.run))
     return {
+      ...(note !== undefined ? { note } : {}),
       completed,
       failed: runs.filter((r) => r.run.error !== undefined || (r.run.status !== 0 && r.run.status !== 200)).length,
       wallMs,
@@ -223,10 +242,15 @@ const memoryPass = async (n: number, timeoutMs: number) => {
   }
 }
 
-/** Runs both passes for one concurrency level. @since 0.1.0 */
+/** Runs both passes for one concurrency level (the delivery pass once more if no run completed). @since 0.1.0 */
 export const runLevel = async (n: number, options: { readonly timeoutMs: number }): Promise<LoadResult> => {
   try {
-    const delivery = await deliveryPass(n, options.timeoutMs)
+    let delivery = await deliveryPass(n, options.timeoutMs)
+    if (delivery.completed === 0) {
+      const first = delivery.note ?? "no run completed"
+      delivery = await deliveryPass(n, options.timeoutMs)
+      delivery = { ...delivery, note: `first attempt: ${first}; retried${delivery.note ? `: ${delivery.note}` : ""}` }
+    }
     const memory = await memoryPass(n, options.timeoutMs)
     return { concurrency: n, ...delivery, ...memory }
   } catch (e) {
