@@ -207,6 +207,21 @@ export const formatIssues = (error: ParseResult.ParseError): Array<Issue> => {
  *
  * @since 0.1.0 @category guards
  */
+/** Request bodies nest no deeper than this (deeper input is a 400, before any decoding). */
+export const MAX_JSON_DEPTH = 32
+
+/** The path of the first value nested deeper than `max` levels, if any (iterative: no stack overflow). */
+const tooDeep = (root: unknown, max: number): string | undefined => {
+  const stack: Array<readonly [unknown, number, string]> = [[root, 1, ""]]
+  while (stack.length > 0) {
+    const [value, depth, path] = stack.pop()!
+    if (value === null || typeof value !== "object") continue
+    if (depth > max) return path
+    for (const [key, child] of Object.entries(value)) stack.push([child, depth + 1, path === "" ? key : `${path}.${key}`])
+  }
+  return undefined
+}
+
 export const decodeBody = <A, I>(
   schema: Schema.Schema<A, I>,
   limit: number
@@ -223,6 +238,12 @@ export const decodeBody = <A, I>(
     }
     if (json === null || typeof json !== "object" || Array.isArray(json)) {
       return yield* Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "The body must be a JSON object" }] }))
+    }
+    const deep = tooDeep(json, MAX_JSON_DEPTH)
+    if (deep !== undefined) {
+      return yield* Effect.fail(
+        new InvalidRequest({ issues: [{ path: deep, message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels` }] })
+      )
     }
     return yield* Schema.decodeUnknown(schema, { errors: "all", onExcessProperty: "ignore" })(json).pipe(
       Effect.mapError((error) => new InvalidRequest({ issues: formatIssues(error) }))
