@@ -86,6 +86,53 @@ const analysis = (): string => {
 
 const loaded = (env: Environment) => Math.max(env.loadBefore[0], env.loadAfter[0]) > env.cores * 0.75
 
+const verdict = (ok: boolean | undefined) => (ok === undefined ? "not measured" : ok ? "met" : "**missed**")
+
+/** SPEC §13 targets against this run's figures. @since 0.1.0 */
+export const targets = (r: Results): string => {
+  const ours = (title: string) => r.loop.find((c) => c.case.title === title)?.figures.find((f) => f.engine === r.ours)
+  const seq = ours("50 sequential single-tool steps")
+  const big = ours("50 sequential steps, 20 KB tool results")
+  const round = r.round?.find((x) => x.engine === r.ours)
+  const first = typeof r.firstToken === "object" ? r.firstToken : undefined
+  const top = r.load?.find((l) => l.concurrency === 1000)
+  const rows: Array<Array<string>> = [
+    [
+      "marginal overhead per loop iteration ≤ 100 µs (50 single-tool steps)",
+      seq ? `${fmtUs(seq.marginalUs)} µs CPU` : "n/a",
+      verdict(seq && !Number.isNaN(seq.marginalUs) ? seq.marginalUs <= 100 : undefined)
+    ],
+    [
+      "… also with 20 KB tool results",
+      big ? `${fmtUs(big.marginalUs)} µs CPU` : "n/a",
+      verdict(big && !Number.isNaN(big.marginalUs) ? big.marginalUs <= 100 : undefined)
+    ],
+    [
+      "heap allocated per 50-step run with 20 KB results ≤ 5 MB",
+      big ? fmtBytes(big.allocatedBytes) : "n/a",
+      verdict(big && !Number.isNaN(big.allocatedBytes) ? big.allocatedBytes <= 5 * 1024 * 1024 : undefined)
+    ],
+    [
+      "parallel round ≤ 1.1 × its slowest tool",
+      round && !round.error ? `${round.ratio.toFixed(2)} ×` : "n/a",
+      verdict(round && !round.error ? round.ratio <= 1.1 : undefined)
+    ],
+    [
+      "first answer token forwarded within 5 ms",
+      first ? `p99 ${first.p99Ms.toFixed(2)} ms` : "n/a",
+      verdict(first ? first.p99Ms <= 5 : undefined)
+    ],
+    [
+      "1,000 concurrent runs, p99 delivery < 50 ms, < 200 KB heap per active run",
+      top && !top.error
+        ? `${top.completed}/1000 completed, p99 ${ms(top.p99Ms)} ms, ${fmtBytes(top.heapPerRunBytes)} / run`
+        : "n/a",
+      verdict(top && !top.error ? top.completed === 1000 && top.p99Ms < 50 && top.heapPerRunBytes < 200 * 1024 : undefined)
+    ]
+  ]
+  return `## Targets (SPEC §13)\n\n${table(["target", "this run", ""], rows)}`
+}
+
 /** The whole document. @since 0.1.0 */
 export const markdown = (r: Results): string => {
   const { env } = r
@@ -108,6 +155,8 @@ engines are the ones to read.`
 Peers: Vercel AI SDK \`ai@6.0.326\` (\`generateText\`, \`MockLanguageModelV3\`, \`stopWhen: stepCountIs(steps + 1)\`)
 and OpenAI Agents SDK \`@openai/agents-core@0.14.3\` (\`Runner.run\`, a scripted \`Model\`, tracing off).
 Harnesses: bench/peers/*.ts; the scripted conversations: bench/scenario.ts.`)
+
+  parts.push(targets(r))
 
   parts.push(`## Loop overhead vs peers
 
