@@ -86,6 +86,29 @@ const analysis = (): string => {
 
 const loaded = (env: Environment) => Math.max(env.loadBefore[0], env.loadAfter[0]) > env.cores * 0.75
 
+const FAULTS = `## Fault tests (in \`npm test\`)
+
+Deterministic and fast (≈ 15 s together); \`npx vitest run test/fault\`.
+
+| file | what it proves |
+|---|---|
+| test/fault/chaos.test.ts | 120 native-mode and 60 JSON-mode runs against a seeded chaos LLM (test/utils/chaosLlm.ts: 429, 500, timeouts, connection errors, non-retryable 400s, invalid or non-object tool arguments, unknown tools, empty and garbage replies, synthesis streams failing before the first token or cut midway): every run ends with exactly one \`Done\` as its last event, never dies, every started tool call gets its \`ToolDone\`, and no request the model received — nor the final transcript — holds an unpaired or misplaced tool call. A failing seed reproduces. |
+| test/fault/toolTimeout.test.ts | Hanging handlers (\`Effect.never\`, a promise that never settles) are cut by the per-tool timeout — agent option \`toolTimeout\`, default **60 s**, env \`REACT_TOOL_TIMEOUT_MS\`; a tool's own \`timeout\` wins — and answered as error observations in request order; the other calls of the round and the run go on. |
+| test/fault/server.test.ts | Hostile HTTP inputs against the real server — 2 MB body, 25k-level JSON, wrong types, null/empty/truncated bodies, \`__proto__\`, invalid UTF-8, lone surrogates, 20 KB header, 10,000 headers, garbage request line, lying or duplicated Content-Length, Content-Length with chunked, malformed chunks, form bodies — each gets a 4xx (or Node closes the connection), starts no LLM work, and \`/health\` stays ok with a normal run still working afterwards. A client disconnect (detach grace 0) aborts the LLM request, interrupts a running tool and leaves no active run. |
+| test/fault/shutdown.test.ts | SIGTERM with 5 runs in flight: the server process (bench/serverProcess.ts) closes its scope, every SSE stream ends, and the process then exits **by itself** (no \`process.exit\`), code 0 — any leaked socket, timer or sleeping fiber would keep it alive. |
+
+Known bug found by these tests (kept as an \`it.fails\` case that turns red once fixed): a body
+whose field holds a 5,000-level nested object gets a 500 instead of a 400 —
+\`ParseResult.ArrayFormatter.formatErrorSync\` overflows the stack formatting the nested value
+(src/server/ApiError.ts, the 400 issue formatter).
+
+## Running it
+
+\`npm run bench\` (≈ 2–4 minutes on 2 cores). \`BENCH_QUICK=1\` for a smoke run, \`BENCH_ONLY=loop,round,guard,selection,first,load\`
+for a subset (the doc is then not rewritten), \`BENCH_LOAD_LEVELS=100,500,1000\`. A full run saves its
+raw figures to bench/results.json; \`npm run bench -- --render\` rewrites this page from them
+(after editing bench/analysis.md, the hand-written part of "Where we lose").`
+
 const verdict = (ok: boolean | undefined) => (ok === undefined ? "not measured" : ok ? "met" : "**missed**")
 
 /** SPEC §13 targets against this run's figures. @since 0.1.0 */
@@ -277,6 +300,8 @@ ${table(
         : ""
     }`)
   }
+
+  parts.push(FAULTS)
 
   const lost = losses(r)
   parts.push(`## Where we lose
