@@ -4,7 +4,7 @@
  * project's 2-core machine).
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
- * `BENCH_ONLY=loop,round,guard,selection,first,load` (a subset; the doc is only
+ * `BENCH_ONLY=loop,round,guard,selection,first,primitives,load` (a subset; the doc is only
  * written for a full run), `BENCH_LOAD_LEVELS=100,500,1000`.
  *
  * A full run also saves its raw figures to bench/results.json; `npm run bench --
@@ -21,6 +21,7 @@ import * as FirstToken from "./firstToken.js"
 import { fmtUs, table } from "./harness.js"
 import * as Loop from "./loopOverhead.js"
 import * as ParallelRound from "./parallelRound.js"
+import * as Primitives from "./primitives.js"
 import { engine as agentsSdk } from "./peers/agentsSdk.js"
 import { engine as aiSdk } from "./peers/aiSdk.js"
 import { engine as ours } from "./peers/ours.js"
@@ -59,6 +60,7 @@ const main = async () => {
     selection?: Report.Results["selection"]
     firstToken?: Report.Results["firstToken"]
     load?: Array<ServerLoad.LoadResult>
+    primitives?: Array<Primitives.PrimitiveFigure>
   } = { loop: [] }
 
   if (wants("loop")) {
@@ -111,6 +113,12 @@ const main = async () => {
       results.firstToken = errorText(e)
       log(`not measured: ${results.firstToken}`)
     }
+  }
+
+  if (wants("primitives")) {
+    log(`\n## Effect primitives on this machine [${elapsed()}]`)
+    results.primitives = await Primitives.run(quick)
+    log(table(["operation", "CPU µs"], results.primitives.map((p) => [p.name, fmtUs(p.us)])))
   }
 
   if (wants("load")) {

@@ -11,6 +11,7 @@ import { fmtBytes, fmtRatio, fmtUs, table } from "./harness.js"
 import type { CaseResult } from "./loopOverhead.js"
 import { render as renderLoop } from "./loopOverhead.js"
 import type { RoundFigures } from "./parallelRound.js"
+import type { PrimitiveFigure } from "./primitives.js"
 import type { LoadResult } from "./serverLoad.js"
 import type { ToolSelectionFigures } from "./toolSelection.js"
 import { render as renderSelection } from "./toolSelection.js"
@@ -36,6 +37,7 @@ export interface Results {
   readonly selection?: ToolSelectionFigures | string
   readonly firstToken?: FirstTokenFigures | string
   readonly load?: ReadonlyArray<LoadResult>
+  readonly primitives?: ReadonlyArray<PrimitiveFigure>
 }
 
 const ms = (x: number) => (Number.isNaN(x) ? "n/a" : x >= 100 ? x.toFixed(0) : x.toFixed(1))
@@ -299,6 +301,15 @@ ${table(
         ? "\n\nIncomplete runs: " + r.load.filter((l) => l.note).map((l) => `${l.concurrency} runs — ${l.note}`).join("; ") + "."
         : ""
     }`)
+  }
+
+  if (r.primitives) {
+    parts.push(`### Effect primitives on this machine
+
+CPU µs per operation (bench/primitives.ts, median of 5 batches): the building blocks the loop's
+per-call and per-run costs are made of, cited in the analysis below.
+
+${table(["operation", "CPU µs"], r.primitives.map((p) => [p.name, fmtUs(p.us)]))}`)
   }
 
   parts.push(FAULTS)
