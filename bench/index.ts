@@ -4,7 +4,7 @@
  * project's 2-core machine).
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
- * `BENCH_ONLY=loop,round,guard,selection,first,primitives,load` (a subset; the doc is only
+ * `BENCH_ONLY=loop,alone,round,guard,selection,first,primitives,load` (a subset; the doc is only
  * written for a full run), `BENCH_LOAD_LEVELS=100,500,1000`.
  *
  * A full run also saves its raw figures to bench/results.json; `npm run bench --
@@ -16,6 +16,7 @@
 import { readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import { fileURLToPath } from "node:url"
+import * as Alone from "./alone.js"
 import * as ContextGuardBench from "./contextGuard.js"
 import * as FirstToken from "./firstToken.js"
 import { fmtUs, table } from "./harness.js"
@@ -61,6 +62,7 @@ const main = async () => {
     firstToken?: Report.Results["firstToken"]
     load?: Array<ServerLoad.LoadResult>
     primitives?: Array<Primitives.PrimitiveFigure>
+    alone?: Array<Alone.AloneFigures>
   } = { loop: [] }
 
   if (wants("loop")) {
@@ -75,6 +77,14 @@ const main = async () => {
       })
       results.loop.push(result)
       log(Loop.render(result, ours.name))
+    }
+  }
+
+  if (wants("alone")) {
+    log(`\n## Loop overhead, each engine alone in its own process [${elapsed()}]`)
+    results.alone = await Alone.runAlone({ quick })
+    for (const a of results.alone) {
+      log(a.error ? `${a.engine}: ${a.error}` : `${a.engine}: ${a.cases.map((c) => `${c.title}: ${fmtUs(c.perIterationUs)} µs/iteration, marginal ${fmtUs(c.marginalUs)}`).join("; ")}`)
     }
   }
 

@@ -11,6 +11,7 @@ import { fmtBytes, fmtRatio, fmtUs, table } from "./harness.js"
 import type { CaseResult } from "./loopOverhead.js"
 import { render as renderLoop } from "./loopOverhead.js"
 import type { RoundFigures } from "./parallelRound.js"
+import type { AloneFigures } from "./alone.js"
 import type { PrimitiveFigure } from "./primitives.js"
 import type { LoadResult } from "./serverLoad.js"
 import type { ToolSelectionFigures } from "./toolSelection.js"
@@ -38,6 +39,7 @@ export interface Results {
   readonly firstToken?: FirstTokenFigures | string
   readonly load?: ReadonlyArray<LoadResult>
   readonly primitives?: ReadonlyArray<PrimitiveFigure>
+  readonly alone?: ReadonlyArray<AloneFigures>
 }
 
 const ms = (x: number) => (Number.isNaN(x) ? "n/a" : x >= 100 ? x.toFixed(0) : x.toFixed(1))
@@ -207,6 +209,26 @@ tool(s), then answers. Every run is checked (tool calls made, final answer) befo
   anything (the peers send the whole history every step, so do we); everything else at defaults.`)
   for (const c of r.loop) {
     parts.push(`### ${c.case.title}\n\nLong run: ${c.case.long.steps} steps × ${c.case.long.calls} call(s); short run (for the marginal figure): ${c.case.short.steps} steps.\n\n${renderLoop(c, r.ours)}`)
+  }
+
+  if (r.alone && r.alone.length > 0) {
+    const titles = r.loop.map((c) => c.case.title)
+    parts.push(`### Each engine alone in its own process
+
+The same cases, each engine measured in a fresh process of its own (bench/alone.ts), so no
+engine runs in a heap or JIT state shaped by another's code and garbage. CPU µs per iteration /
+marginal CPU µs per step.
+
+${table(
+      ["engine", ...titles],
+      r.alone.map((a) => [
+        a.engine,
+        ...titles.map((t) => {
+          const c = a.cases.find((x) => x.title === t)
+          return a.error ? a.error : c ? `${fmtUs(c.perIterationUs)} / ${fmtUs(c.marginalUs)}` : "n/a"
+        })
+      ])
+    )}`)
   }
 
   if (r.round) {
