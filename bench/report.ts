@@ -326,7 +326,7 @@ ${table(
   }
 
   if (r.primitives) {
-    parts.push(`### Effect primitives on this machine
+    parts.push(`## Effect primitives on this machine
 
 CPU µs per operation (bench/primitives.ts, median of 5 batches): the building blocks the loop's
 per-call and per-run costs are made of, cited in the analysis below.

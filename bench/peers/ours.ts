@@ -66,7 +66,7 @@ export const agentLayer = (
   tools: ReadonlyArray<Tool.Tool>,
   options: Partial<AgentOptions> = {}
 ): Layer.Layer<ReactAgent, ConfigError.ConfigError> =>
-  ReactAgent.layer({ completionCheck: false, toolResultBudget: 0, maxIterations: 1000, ...options }).pipe(
+  ReactAgent.layer({ completionCheck: false, toolResultBudget: HUGE_BUDGET, maxIterations: 1000, ...options }).pipe(
     Layer.provide(Layer.mergeAll(
       Layer.succeed(Llm, llm),
       Tools.layer(tools),
