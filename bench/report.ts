@@ -99,13 +99,12 @@ Deterministic and fast (≈ 20 s together); \`npx vitest run test/fault\`.
 | test/fault/chaos.test.ts | 120 native-mode and 60 JSON-mode runs against a seeded chaos LLM (test/utils/chaosLlm.ts: 429, 500, timeouts, connection errors, non-retryable 400s, invalid or non-object tool arguments, unknown tools, empty and garbage replies, synthesis streams failing before the first token or cut midway): every run ends with exactly one \`Done\` as its last event, never dies, every started tool call gets its \`ToolDone\`, and no request the model received — nor the final transcript — holds an unpaired or misplaced tool call. A failing seed reproduces. |
 | test/fault/chaosHttp.test.ts | One level down: 30 seeded runs over the real \`OpenAiLlm\` (openai SDK, retries, client timeout) against the fake OpenAI HTTP server answering 429 with Retry-After, 500, 503, dropped connections, 200s with an HTML body, hangs, invalid arguments, unknown tools, streams breaking with an error event or garbage midway: every run ends with one \`Done\` last, never dies, and no request the provider received holds an unpaired tool call. |
 | test/fault/toolTimeout.test.ts | Hanging handlers (\`Effect.never\`, a promise that never settles) are cut by the per-tool timeout — agent option \`toolTimeout\`, default **60 s**, env \`REACT_TOOL_TIMEOUT_MS\`; a tool's own \`timeout\` wins — and answered as error observations in request order; the other calls of the round and the run go on. |
-| test/fault/server.test.ts | Hostile HTTP inputs against the real server — 2 MB body, 25k-level JSON, wrong types, null/empty/truncated bodies, \`__proto__\`, invalid UTF-8, lone surrogates, 20 KB header, 10,000 headers, garbage request line, lying or duplicated Content-Length, Content-Length with chunked, malformed chunks, form bodies — each gets a 4xx (or Node closes the connection), starts no LLM work, and \`/health\` stays ok with a normal run still working afterwards. A client disconnect (detach grace 0) aborts the LLM request, interrupts a running tool and leaves no active run. |
+| test/fault/server.test.ts | Hostile HTTP inputs against the real server — 2 MB body, 25k-level JSON, wrong types, null/empty/truncated bodies, \`__proto__\`, invalid UTF-8, lone surrogates, 20 KB header, 10,000 headers, garbage request line, lying or duplicated Content-Length, Content-Length with chunked, malformed chunks, form bodies, a 5,000-level object inside a field — each gets a 4xx (or Node closes the connection), starts no LLM work, and \`/health\` stays ok with a normal run still working afterwards. A client disconnect (detach grace 0) aborts the LLM request, interrupts a running tool and leaves no active run. |
 | test/fault/shutdown.test.ts | SIGTERM with 5 runs in flight: the server process (bench/serverProcess.ts) closes its scope, every SSE stream ends, and the process then exits **by itself** (no \`process.exit\`), code 0 — any leaked socket, timer or sleeping fiber would keep it alive. |
 
-Known bug found by these tests (kept as an \`it.fails\` case that turns red once fixed): a body
-whose field holds a 5,000-level nested object gets a 500 instead of a 400 —
-\`ParseResult.ArrayFormatter.formatErrorSync\` overflows the stack formatting the nested value
-(src/server/ApiError.ts, the 400 issue formatter).
+A bug these tests found, since fixed: a body whose field held a 5,000-level nested object got a
+500 (the 400 issue formatter overflowed the stack); bodies nested deeper than 32 levels are now a
+400 before any decoding (src/server/ApiError.ts).
 
 ## Running it
 
