@@ -30,13 +30,12 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import {
   assemble,
-  exceeds,
   heuristic,
   planCompaction,
-  sameMessages,
-  truncateMessage
+  sameMessages
 } from "./internal/contextGuardCompact.js"
 import { request as compactionRequest } from "./internal/contextGuardPrompts.js"
+import { makeScanner } from "./internal/contextGuardScan.js"
 import type { LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
 import type { ChatMessage } from "./Message.js"
@@ -155,6 +154,7 @@ export const make = (options: ContextGuardOptions = {}): ContextGuardService => 
   const keepRecent = options.keepRecent !== undefined && options.keepRecent >= 0 ? Math.floor(options.keepRecent) : DEFAULT_KEEP_RECENT
   const llm = options.llm
   const defaultHint = options.defaultHint ?? "general"
+  const scanner = makeScanner(maxMsgChars)
 
   const summarise = (
     list: ReadonlyArray<ChatMessage>,
@@ -194,15 +194,10 @@ export const make = (options: ContextGuardOptions = {}): ContextGuardService => 
   ): Effect.Effect<CheckResult> =>
     Effect.suspend(() => {
       const limit = positive(options?.budget, budget)
-      // (1) per-message hard cut
-      let cut: Array<ChatMessage> | undefined
-      for (let i = 0; i < messages.length; i++) {
-        if (exceeds(messages[i], maxMsgChars)) {
-          cut ??= messages.slice()
-          cut[i] = truncateMessage(messages[i], maxMsgChars)
-        }
-      }
-      const list: ReadonlyArray<ChatMessage> = cut ?? messages
+      // (1) per-message hard cut and (2) the estimate, resumed after the part of the
+      // list seen by an earlier check (O(new messages) for the loop's growing list)
+      const scan = scanner(messages)
+      const list: ReadonlyArray<ChatMessage> = scan.cut ?? messages
       const done = (out: ReadonlyArray<ChatMessage>, usage: Usage.Usage): CheckResult => {
         const same = sameMessages(out, messages)
         return {
@@ -213,8 +208,8 @@ export const make = (options: ContextGuardOptions = {}): ContextGuardService => 
           usage
         }
       }
-      // (2) fits
-      if (estimateMessages(list) <= limit) return Effect.succeed(done(list, Usage.empty))
+      // fits: the same array back
+      if (scan.total <= limit) return Effect.succeed(done(list, Usage.empty))
       // (3) compact, else truncate
       return Effect.map(summarise(list, limit, options?.hint ?? defaultHint), ({ messages: summarised, usage }) => {
         if (summarised !== undefined && estimateMessages(summarised) <= limit) return done(summarised, usage)
