@@ -19,6 +19,8 @@ import * as Prompts from "./prompts.js"
 export const runLoop = (env: LoopEnv, state: RunState): Effect.Effect<void, LlmError> =>
   Effect.gen(function*() {
     const request = env.native ? nativeRequest(env) : jsonRequest(env)
+    // The run's runtime (context and fiber refs) for the tool fibers, fetched once.
+    const runtime = yield* Effect.runtime<never>()
     const turnBudget = env.options.maxTurnTokens
     while (true) {
       if (state.iterations >= env.maxIterations) {
@@ -37,8 +39,8 @@ export const runLoop = (env: LoopEnv, state: RunState): Effect.Effect<void, LlmE
       env.emit({ _tag: "ThinkingStart", iteration })
       const response = yield* callLlm(env, state, request)
       const done = env.native
-        ? yield* nativeStep(env, state, response, iteration)
-        : yield* jsonStep(env, state, response, iteration)
+        ? yield* nativeStep(env, state, response, iteration, runtime)
+        : yield* jsonStep(env, state, response, iteration, runtime)
       if (done) return
     }
   })

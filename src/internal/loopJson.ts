@@ -8,13 +8,15 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import type * as Runtime from "effect/Runtime"
 import { extractJson } from "../ExtractJson.js"
 import type { ChatRequest, ChatResponse } from "../Llm.js"
 import * as Message from "../Message.js"
 import { cycleCheck, drainInterrupts, finalAnswer, reflectionCheck } from "./loopHarness.js"
 import type { LoopEnv, RunState } from "./loopState.js"
 import { append } from "./loopState.js"
-import type { CallRequest } from "./loopTools.js"
+import { chain, isDone } from "./loopTimeout.js"
+import type { CallRequest, CallResult } from "./loopTools.js"
 import { emitStart, executeCall } from "./loopTools.js"
 import * as Prompts from "./prompts.js"
 
@@ -71,31 +73,40 @@ export const jsonStep = (
   env: LoopEnv,
   state: RunState,
   response: ChatResponse,
-  iteration: number
-): Effect.Effect<boolean> =>
-  Effect.gen(function*() {
-    const raw = response.content
-    append(state, Message.assistant(raw))
-    const action = parseAction(raw)
-    const reasoning = (action._tag !== "Invalid" && action.reasoning) || response.reasoning || ""
-    env.emit({ _tag: "ThinkingDone", iteration, reasoning })
-    const interrupted = yield* drainInterrupts(env, state)
+  iteration: number,
+  runtime: Runtime.Runtime<never>
+): Effect.Effect<boolean> => {
+  const raw = response.content
+  append(state, Message.assistant(raw))
+  const action = parseAction(raw)
+  const reasoning = (action._tag !== "Invalid" && action.reasoning) || response.reasoning || ""
+  env.emit({ _tag: "ThinkingDone", iteration, reasoning })
+  return chain(drainInterrupts(env, state), (interrupted): Effect.Effect<boolean> => {
     if (action._tag === "Invalid") {
-      if (state.parseFailed && !interrupted) return finalAnswer(env, state, iteration, raw, { skipChecklist: true })
+      if (state.parseFailed && !interrupted) {
+        return Effect.succeed(finalAnswer(env, state, iteration, raw, { skipChecklist: true }))
+      }
       state.parseFailed = true
       if (!interrupted) append(state, Message.user(Prompts.REFORMAT_REQUEST))
-      return false
+      return Effect.succeed(false)
     }
     state.parseFailed = false
-    if (action._tag === "Final") return interrupted ? false : finalAnswer(env, state, iteration, action.answer)
+    if (action._tag === "Final") {
+      return Effect.succeed(interrupted ? false : finalAnswer(env, state, iteration, action.answer))
+    }
     const call = action.call
     emitStart(env, call, iteration)
-    const result = yield* executeCall(env, state, call, iteration).pipe(
-      Effect.onInterrupt(() => Effect.sync(() => append(state, Message.user("Observation: Error: interrupted"))))
+    const after = (result: CallResult): Effect.Effect<boolean> => {
+      state.steps.push(result.step)
+      append(state, Message.user(`Observation: ${result.modelText}`))
+      cycleCheck(env, state, [call])
+      reflectionCheck(env, state, iteration)
+      return Effect.succeed(false)
+    }
+    const execution = executeCall(env, state, call, iteration, runtime)
+    return isDone(execution) ? after(execution.value) : Effect.flatMap(
+      Effect.onInterrupt(execution, () => Effect.sync(() => append(state, Message.user("Observation: Error: interrupted")))),
+      after
     )
-    state.steps.push(result.step)
-    append(state, Message.user(`Observation: ${result.modelText}`))
-    cycleCheck(env, state, [call])
-    reflectionCheck(env, state, iteration)
-    return false
   })
+}

@@ -6,14 +6,18 @@
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import type * as Runtime from "effect/Runtime"
 import type { PreDecision, ToolOutcome, ToolUseContext } from "../Hooks.js"
 import type { Step } from "../RunEvent.js"
 import * as Tool from "../Tool.js"
 import type { LoopEnv, RunState } from "./loopState.js"
-import { timeoutFail } from "./loopTimeout.js"
+import { chain, interruptedOnly, isDone, runTimed } from "./loopTimeout.js"
 import * as Prompts from "./prompts.js"
 
 /** One tool call as the model asked for it. */
@@ -85,24 +89,45 @@ const validOutput = (output: unknown): boolean =>
   typeof output === "string" ||
   (typeof output === "object" && output !== null && typeof (output as { content?: unknown }).content === "string")
 
-/** Runs decode + handler with the timeout; ToolError, defects and timeouts become a Failure outcome. */
-const runTool = (env: LoopEnv, tool: Tool.Tool, args: Record<string, unknown>): Effect.Effect<ToolOutcome> => {
+const invalidResult = (tool: Tool.Tool): ToolOutcome => ({
+  _tag: "Failure",
+  message: `Tool ${tool.name} returned an invalid result (expected text or {content, contentType})`
+})
+
+/** The outcome of a tool's exit: ToolError, defects and self-interruption become a Failure outcome. */
+const toOutcome = (tool: Tool.Tool, exit: Exit.Exit<Tool.ToolOutput, Tool.ToolError>): Effect.Effect<ToolOutcome> => {
+  if (exit._tag === "Success") {
+    return Effect.succeed(validOutput(exit.value) ? { _tag: "Success", output: exit.value } : invalidResult(tool))
+  }
+  const cause = exit.cause
+  if (interruptedOnly(cause)) return Effect.succeed({ _tag: "Failure", message: `Tool ${tool.name} was interrupted` })
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) return Effect.succeed({ _tag: "Failure", message: failure.value.message })
+  const defect = Cause.dieOption(cause)
+  if (Option.isSome(defect)) {
+    return Effect.succeed({ _tag: "Failure", message: `Tool ${tool.name} crashed: ${describe(defect.value)}` })
+  }
+  return Effect.succeed({ _tag: "Failure", message: `Tool ${tool.name} failed: ${Cause.pretty(cause)}` })
+}
+
+/**
+ * Runs decode + handler with the timeout; ToolError, defects and timeouts become a
+ * Failure outcome. An already successful `Exit` when the tool finished synchronously.
+ */
+const runTool = (
+  env: LoopEnv,
+  runtime: Runtime.Runtime<never>,
+  tool: Tool.Tool,
+  args: Record<string, unknown>
+): Effect.Effect<ToolOutcome> => {
   const timeout = tool.timeout ?? env.options.toolTimeout
-  return timeoutFail(
+  return runTimed(
+    runtime,
     Tool.execute(tool, args),
     timeout,
     () => new Tool.ToolError({ message: `Tool ${tool.name} timed out after ${Duration.format(timeout)}` }),
-    () => new Tool.ToolError({ message: `Tool ${tool.name} was interrupted` })
-  ).pipe(
-    Effect.map((output): ToolOutcome =>
-      validOutput(output)
-        ? { _tag: "Success", output }
-        : { _tag: "Failure", message: `Tool ${tool.name} returned an invalid result (expected text or {content, contentType})` }
-    ),
-    Effect.catchAll((e) => Effect.succeed<ToolOutcome>({ _tag: "Failure", message: e.message })),
-    Effect.catchAllDefect((defect) =>
-      Effect.succeed<ToolOutcome>({ _tag: "Failure", message: `Tool ${tool.name} crashed: ${describe(defect)}` })
-    )
+    (exit) => toOutcome(tool, exit),
+    (e) => Effect.succeed<ToolOutcome>({ _tag: "Failure", message: e.message })
   )
 }
 
@@ -111,110 +136,144 @@ const availableNames = (env: LoopEnv): string => {
   return names.length > 0 ? names.join(", ") : "(none)"
 }
 
+const failedCall = (env: LoopEnv, call: CallRequest, iteration: number, defect: unknown): CallResult => {
+  const message = `Tool call failed: ${describe(defect)}`
+  const step: Step = {
+    iteration,
+    tool_name: call.name,
+    tool_args: call.shownArgs,
+    observation: `Error: ${message}`,
+    error: message,
+    iter_elapsed: 0,
+    ...(call.id !== undefined ? { tool_call_id: call.id } : {})
+  }
+  env.emit({ _tag: "ToolDone", ...step })
+  return { modelText: `Error: ${message}`, step }
+}
+
 /**
  * Executes one call (the `ToolStart` event is emitted by the caller, so that every
  * start of a parallel round precedes its results) and emits `ToolDone`.
+ *
+ * Runs as far as it can synchronously: with hooks that answer at once and a tool
+ * that finishes without suspending, the whole call is done on return and the result
+ * is an already successful `Exit` (see `isDone`), so a round needs no fiber for it.
+ * `runtime` is the run's (the tool fiber gets its context and fiber refs).
  */
 export const executeCall = (
   env: LoopEnv,
   state: RunState,
   call: CallRequest,
-  iteration: number
-): Effect.Effect<CallResult> =>
-  executeUnsafe(env, state, call, iteration).pipe(
-    Effect.catchAllDefect((defect) =>
-      Effect.sync((): CallResult => {
-        const message = `Tool call failed: ${describe(defect)}`
-        const step: Step = {
-          iteration,
-          tool_name: call.name,
-          tool_args: call.shownArgs,
-          observation: `Error: ${message}`,
-          error: message,
-          iter_elapsed: 0,
-          ...(call.id !== undefined ? { tool_call_id: call.id } : {})
-        }
-        env.emit({ _tag: "ToolDone", ...step })
-        return { modelText: `Error: ${message}`, step }
-      })
-    )
-  )
+  iteration: number,
+  runtime: Runtime.Runtime<never>
+): Effect.Effect<CallResult> => {
+  let effect: Effect.Effect<CallResult>
+  try {
+    effect = executeUnsafe(env, state, call, iteration, runtime)
+  } catch (defect) {
+    return Effect.succeed(failedCall(env, call, iteration, defect))
+  }
+  return isDone(effect)
+    ? effect
+    : Effect.catchAllDefect(effect, (defect) => Effect.sync(() => failedCall(env, call, iteration, defect)))
+}
+
+const preFailed = (defect: unknown) =>
+  Effect.succeed<PreDecision>({ allow: false, reason: `hook failed: ${describe(defect)}`, hook: "PreToolUse" })
 
 const executeUnsafe = (
   env: LoopEnv,
   state: RunState,
   call: CallRequest,
-  iteration: number
-): Effect.Effect<CallResult> =>
-  Effect.gen(function*() {
-    const started = Date.now()
-    let finalArgs: unknown = call.shownArgs
-    let outcome: ToolOutcome
-    const tool = env.tools.resolve(call.name)
-    if (Either.isLeft(call.args)) {
-      outcome = { _tag: "Failure", message: call.args.left }
-    } else if (tool === undefined) {
-      outcome = { _tag: "Failure", message: `Unknown tool "${call.name}". Available tools: ${availableNames(env)}` }
-    } else {
-      const context: ToolUseContext = {
-        toolName: call.name,
-        args: call.args.right,
-        iteration,
-        conversationId: env.conversationId,
-        tool,
-        ...(call.id !== undefined ? { toolCallId: call.id } : {})
-      }
-      const decision = yield* env.hooks.runPreToolUse(context).pipe(
-        Effect.catchAllDefect((defect) =>
-          Effect.succeed<PreDecision>({ allow: false, reason: `hook failed: ${describe(defect)}`, hook: "PreToolUse" })
-        )
+  iteration: number,
+  runtime: Runtime.Runtime<never>
+): Effect.Effect<CallResult> => {
+  const started = Date.now()
+  const tool = env.tools.resolve(call.name)
+  if (Either.isLeft(call.args)) {
+    return Effect.succeed(finish(env, state, call, iteration, started, call.shownArgs, {
+      _tag: "Failure",
+      message: call.args.left
+    }))
+  }
+  if (tool === undefined) {
+    return Effect.succeed(finish(env, state, call, iteration, started, call.shownArgs, {
+      _tag: "Failure",
+      message: `Unknown tool "${call.name}". Available tools: ${availableNames(env)}`
+    }))
+  }
+  const context: ToolUseContext = {
+    toolName: call.name,
+    args: call.args.right,
+    iteration,
+    conversationId: env.conversationId,
+    tool,
+    ...(call.id !== undefined ? { toolCallId: call.id } : {})
+  }
+  const pre = env.hooks.runPreToolUse(context)
+  return chain(isDone(pre) ? pre : Effect.catchAllDefect(pre, preFailed), (decision) => {
+    if (!decision.allow) {
+      return Effect.succeed(finish(env, state, call, iteration, started, call.shownArgs, {
+        _tag: "Failure",
+        message: `Blocked by ${decision.hook}: ${decision.reason}`
+      }))
+    }
+    return chain(runTool(env, runtime, tool, decision.args), (result) => {
+      const post = env.hooks.runPostToolUse({ ...context, args: decision.args }, result)
+      return chain(
+        isDone(post) ? post : Effect.catchAllDefect(post, () => Effect.succeed(result)),
+        (outcome) => Effect.succeed(finish(env, state, call, iteration, started, decision.args, outcome))
       )
-      if (!decision.allow) {
-        outcome = { _tag: "Failure", message: `Blocked by ${decision.hook}: ${decision.reason}` }
-      } else {
-        finalArgs = decision.args
-        const result = yield* runTool(env, tool, decision.args)
-        outcome = yield* env.hooks.runPostToolUse({ ...context, args: decision.args }, result).pipe(
-          Effect.catchAllDefect(() => Effect.succeed(result))
-        )
-      }
-    }
-    const elapsed = (Date.now() - started) / 1000
-    let modelText: string
-    let step: Step
-    if (outcome._tag === "Success") {
-      const rich = Tool.toRich(outcome.output)
-      const artifacts = rich.artifacts ?? []
-      const seen = (rich.contentType === "html" || rich.contentType === "markdown") && artifacts.length > 0
-        ? Prompts.artifactSummary(artifacts.map((a) => a.name))
-        : rich.content
-      modelText = applyBudget(env, state, seen)
-      step = {
-        iteration,
-        tool_name: call.name,
-        tool_args: finalArgs,
-        observation: rich.content,
-        error: null,
-        iter_elapsed: elapsed,
-        content_type: rich.contentType,
-        ...(call.id !== undefined ? { tool_call_id: call.id } : {}),
-        ...(artifacts.length > 0 ? { artifacts } : {})
-      }
-    } else {
-      modelText = `Error: ${outcome.message}`
-      step = {
-        iteration,
-        tool_name: call.name,
-        tool_args: finalArgs,
-        observation: `Error: ${outcome.message}`,
-        error: outcome.message,
-        iter_elapsed: elapsed,
-        ...(call.id !== undefined ? { tool_call_id: call.id } : {})
-      }
-    }
-    env.emit({ _tag: "ToolDone", ...step })
-    return { modelText, step }
+    })
   })
+}
+
+/** Builds the call's result from its outcome and emits `ToolDone`. */
+const finish = (
+  env: LoopEnv,
+  state: RunState,
+  call: CallRequest,
+  iteration: number,
+  started: number,
+  finalArgs: unknown,
+  outcome: ToolOutcome
+): CallResult => {
+  const elapsed = (Date.now() - started) / 1000
+  let modelText: string
+  let step: Step
+  if (outcome._tag === "Success") {
+    const rich = Tool.toRich(outcome.output)
+    const artifacts = rich.artifacts ?? []
+    const seen = (rich.contentType === "html" || rich.contentType === "markdown") && artifacts.length > 0
+      ? Prompts.artifactSummary(artifacts.map((a) => a.name))
+      : rich.content
+    modelText = applyBudget(env, state, seen)
+    step = {
+      iteration,
+      tool_name: call.name,
+      tool_args: finalArgs,
+      observation: rich.content,
+      error: null,
+      iter_elapsed: elapsed,
+      content_type: rich.contentType,
+      ...(call.id !== undefined ? { tool_call_id: call.id } : {}),
+      ...(artifacts.length > 0 ? { artifacts } : {})
+    }
+  } else {
+    modelText = `Error: ${outcome.message}`
+    step = {
+      iteration,
+      tool_name: call.name,
+      tool_args: finalArgs,
+      observation: `Error: ${outcome.message}`,
+      error: outcome.message,
+      iter_elapsed: elapsed,
+      ...(call.id !== undefined ? { tool_call_id: call.id } : {})
+    }
+  }
+  env.emit({ _tag: "ToolDone", ...step })
+  return { modelText, step }
+}
 
 /** Emits `ToolStart` for a call. */
 export const emitStart = (env: LoopEnv, call: CallRequest, iteration: number): void =>
