@@ -69,16 +69,32 @@ export interface ReactAgentService {
  * @since 0.1.0 @category utils
  */
 export const collect = (events: Stream.Stream<RunEvent>): Effect.Effect<RunResult> =>
-  Stream.runFold(
-    events,
-    { done: undefined as Extract<RunEvent, { _tag: "Done" }> | undefined, error: undefined as RunResult["error"] },
-    (acc, event) => {
-      if (event._tag === "Done") acc.done = event
-      else if (event._tag === "RunFailed") acc.error = { message: event.message, retryable: event.retryable }
-      return acc
-    }
-  ).pipe(
-    Effect.map(({ done, error }): RunResult => {
+  Effect.suspend(() => {
+    const collector = makeCollector()
+    return Effect.zipRight(
+      Stream.runForEachChunk(events, (chunk) =>
+        Effect.sync(() => {
+          for (const event of chunk) collector.push(event)
+        })),
+      Effect.sync(collector.result)
+    )
+  })
+
+/** Folds events as they are emitted; `result()` builds the run's result. */
+interface Collector {
+  readonly push: (event: RunEvent) => void
+  readonly result: () => RunResult
+}
+
+const makeCollector = (): Collector => {
+  let done: Extract<RunEvent, { _tag: "Done" }> | undefined
+  let error: RunResult["error"]
+  return {
+    push: (event) => {
+      if (event._tag === "Done") done = event
+      else if (event._tag === "RunFailed") error = { message: event.message, retryable: event.retryable }
+    },
+    result: (): RunResult => {
       if (done === undefined) {
         return {
           answer: "",
@@ -101,8 +117,9 @@ export const collect = (events: Stream.Stream<RunEvent>): Effect.Effect<RunResul
         pendingInjections: done.pending_injections,
         ...(error ? { error } : {})
       }
-    })
-  )
+    }
+  }
+}
 
 /**
  * Builds the agent from its services. Options: explicit values, else `REACT_*`
@@ -133,7 +150,19 @@ export const make = (
         yield* execute(services, input, emit).pipe(Effect.ensuring(mailbox.end), Effect.forkScoped)
         return Mailbox.toStream(mailbox)
       }))
-    return { run, runCollect: (input) => collect(run(input)) }
+    // In-process collection needs no event stream: the run folds its events as it
+    // emits them. Same result as `collect(run(input))`: a failure escaping the run
+    // (a defect, a self-interruption) just ends it, and the result says so; an
+    // interruption from outside interrupts the run.
+    const runCollect = (input: RunInput): Effect.Effect<RunResult> =>
+      Effect.suspend(() => {
+        const collector = makeCollector()
+        return Effect.zipRight(
+          Effect.catchAllCause(execute(services, input, collector.push), () => Effect.void),
+          Effect.sync(collector.result)
+        )
+      })
+    return { run, runCollect }
   })
 
 /** @since 0.1.0 @category Context */
