@@ -18,6 +18,10 @@
  * list never starts (after the system messages) with an assistant message; the
  * result fits the budget whenever the system and pinned messages alone do.
  *
+ * Cost: a check of a list checked before and only appended to since (the loop's
+ * pattern) measures and estimates only the new messages (`internal/contextGuardScan`);
+ * anything else is walked in full, with the same result.
+ *
  * See docs/context.md.
  *
  * @since 0.1.0

@@ -4,8 +4,9 @@
  * for the chat framing; tool-call names, ids and arguments are counted.
  *
  * Messages are immutable, so each message's estimate is computed once and cached
- * (a `WeakMap` keyed by the message object): estimating a growing history costs
- * O(new messages), and a cached message costs one map lookup.
+ * (a `WeakMap` keyed by the message object): estimating a growing history computes
+ * only the new messages' estimates, and a cached message costs one map lookup
+ * (`ContextGuard`'s check skips even those for the part of a list it has seen).
  *
  * `reasoning_content` is not counted: providers do not take it back as input.
  *
