@@ -174,7 +174,7 @@ export const make = (options: ContextGuardOptions = {}): ContextGuardService => 
     return llm.chat(compactionRequest(plan.old, hint, summaryTokens, transcriptTokens)).pipe(
       Effect.map((response) => {
         const summary = response.content.trim()
-        return { messages: summary === "" ? undefined : assemble(plan, summary), usage: response.usage }
+        return { messages: summary === "" ? undefined : assemble(plan, summary, maxMsgChars), usage: response.usage }
       }),
       Effect.catchAll((error) =>
         Effect.as(

@@ -70,7 +70,7 @@ type Turn =
   | { readonly kind: "tools"; readonly size: number; readonly results: ReadonlyArray<number> }
 
 const turn: fc.Arbitrary<Turn> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("user" as const), size, pinned: fc.boolean().map((b) => b && Math.random() < 0.3) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("user" as const), size, pinned: fc.integer({ min: 0, max: 9 }).map((n) => n < 3) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("assistant" as const), size }) },
   {
     weight: 5,
@@ -338,6 +338,19 @@ describe("ContextGuard behaviour", () => {
       const again = yield* guard.checkAndCompact(result.messages)
       assert.strictEqual(again.messages, result.messages)
       assert.isFalse(again.compacted)
+    }))
+
+  it.effect("a runaway summary obeys the per-message cut too", () =>
+    Effect.gen(function*() {
+      const llm = ScriptedLlm.make([ScriptedLlm.text("h".repeat(60000))])
+      const guard = ContextGuardModule.make({ llm: llm.service, budget: 60000, keepRecent: 2, maxMsgChars: 50000 })
+      const input = history(200, 2000)
+      const result = yield* guard.checkAndCompact(input, { hint: "react_iteration" })
+      assert.isTrue(result.compacted)
+      const summary = result.messages.find((m) => Message.textOf(m.content).startsWith("[Conversation summary]"))
+      assert.isDefined(summary)
+      assert.strictEqual(Message.textOf(summary!.content).length, 50000)
+      assert.isTrue(Message.textOf(summary!.content).endsWith("[Truncated]"))
     }))
 
   it.effect("the default 50000-char limit applies", () =>

@@ -265,15 +265,18 @@ export const planCompaction = (
 }
 
 /**
- * The compacted list: system messages, the summary, then the pinned units before
- * the window and the recent window, in their original order (orphans dropped).
+ * The compacted list: system messages, the summary (cut to `maxMsgChars`), then
+ * the pinned units before the window and the recent window, in their original
+ * order (orphans dropped).
  *
  * @internal
  */
-export const assemble = (plan: CompactionPlan, summary: string): Array<ChatMessage> => {
+export const assemble = (plan: CompactionPlan, summary: string, maxMsgChars: number): Array<ChatMessage> => {
   const { split: s, recentStart } = plan
   const kept = s.units.filter((u, i) => !u.orphan && (u.pinned || i >= recentStart))
-  return flatten(s.systems, kept, { role: "user", content: `${SUMMARY_PREFIX}\n${summary}` })
+  // the summary obeys the per-message cut like every other message (a runaway model may write a novel)
+  const message: ChatMessage = { role: "user", content: `${SUMMARY_PREFIX}\n${summary}` }
+  return flatten(s.systems, kept, exceeds(message, maxMsgChars) ? truncateMessage(message, maxMsgChars) : message)
 }
 
 /** Same list (same length, same message objects)? @internal */
