@@ -114,14 +114,17 @@ export const streamAnswer = (
     let usage: Usage.Usage | undefined
     emit({ _tag: "AnswerStart" })
     const ok = yield* llm.streamChat({ messages: buildMessages(input) }).pipe(
-      Stream.runForEach((delta) =>
+      // One sink stage, one effect per provider chunk (not per delta).
+      Stream.runForEachChunk((chunk) =>
         Effect.sync(() => {
-          if (delta._tag === "Content") {
-            if (delta.text === "") return
-            sent += delta.text
-            emit({ _tag: "AnswerDelta", content: delta.text })
-          } else if (delta._tag === "Usage") {
-            usage = usage ? Usage.add(usage, delta.usage) : delta.usage
+          for (const delta of chunk) {
+            if (delta._tag === "Content") {
+              if (delta.text === "") continue
+              sent += delta.text
+              emit({ _tag: "AnswerDelta", content: delta.text })
+            } else if (delta._tag === "Usage") {
+              usage = usage ? Usage.add(usage, delta.usage) : delta.usage
+            }
           }
         })
       ),

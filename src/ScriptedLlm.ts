@@ -15,6 +15,7 @@
  *
  * @since 0.1.0
  */
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -204,15 +205,6 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
         if (step.reasoning) deltas.push({ _tag: "Reasoning", text: step.reasoning })
         const failAt = step.failAfterChunks?.count ?? -1
         const emitted = chunks.slice(0, failAt >= 0 ? failAt : chunks.length)
-        let raw: Stream.Stream<string> = Stream.fromIterable(emitted)
-        const perChunk = step.chunkDelay ?? step.delay
-        if (perChunk !== undefined && emitted.length > 0) raw = Stream.tap(raw, () => Effect.sleep(perChunk))
-        const before = step.chunkDelay !== undefined || emitted.length === 0 ? step.delay : undefined
-        if (before !== undefined) raw = Stream.concat(Stream.drain(Stream.fromEffect(Effect.sleep(before))), raw)
-        const content: Stream.Stream<ChatDelta, LlmError> = raw.pipe(
-          Stream.mapConcat((t) => splitter.push(t)),
-          Stream.concat(Stream.suspend(() => Stream.fromIterable(splitter.flush())))
-        )
         const tail: Array<ChatDelta> = response.toolCalls.map((c, i) => ({
           _tag: "ToolCall",
           index: i,
@@ -223,8 +215,28 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
         tail.push({ _tag: "Usage", usage: response.usage }, { _tag: "Finish", reason: response.finishReason })
         const failTail = step.failAfterChunks
           ? Stream.fail(new LlmError({ reason: step.failAfterChunks.reason, message: step.failAfterChunks.message ?? "scripted stream failure" }))
-          : Stream.fromIterable(tail)
-        return Stream.fromIterable(deltas).pipe(Stream.concat(content), Stream.concat(failTail))
+          : undefined
+        const perChunk = step.chunkDelay ?? step.delay
+        if (perChunk === undefined) {
+          // No latency: every delta is known now, so the stream is one chunk (one stage).
+          for (const t of emitted) for (const d of splitter.push(t)) deltas.push(d)
+          for (const d of splitter.flush()) deltas.push(d)
+          if (failTail === undefined) for (const d of tail) deltas.push(d)
+          const all = Stream.fromChunk(Chunk.unsafeFromArray(deltas))
+          return failTail === undefined ? all : Stream.concat(all, failTail)
+        }
+        let raw: Stream.Stream<string> = Stream.fromIterable(emitted)
+        if (emitted.length > 0) raw = Stream.tap(raw, () => Effect.sleep(perChunk))
+        const before = step.chunkDelay !== undefined || emitted.length === 0 ? step.delay : undefined
+        if (before !== undefined) raw = Stream.concat(Stream.drain(Stream.fromEffect(Effect.sleep(before))), raw)
+        const content: Stream.Stream<ChatDelta, LlmError> = raw.pipe(
+          Stream.mapConcat((t) => splitter.push(t)),
+          Stream.concat(Stream.suspend(() => Stream.fromIterable(splitter.flush())))
+        )
+        return Stream.fromIterable(deltas).pipe(
+          Stream.concat(content),
+          Stream.concat(failTail ?? Stream.fromIterable(tail))
+        )
       })
   }
   const handle: ScriptedLlm = {
