@@ -15,7 +15,7 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import * as Stream from "effect/Stream"
+import { drainChunks } from "./internal/drainChunks.js"
 import { SYNTHESIS_SYSTEM_PROMPT } from "./internal/prompts.js"
 import type { LlmService } from "./Llm.js"
 import * as Message from "./Message.js"
@@ -114,9 +114,9 @@ export const streamAnswer = (
     let usage: Usage.Usage | undefined
     emit({ _tag: "AnswerStart" })
     const ok = yield* llm.streamChat({ messages: buildMessages(input) }).pipe(
-      // One sink stage, one effect per provider chunk (not per delta).
-      Stream.runForEachChunk((chunk) =>
-        Effect.sync(() => {
+      // Pulled chunk by chunk, each delta forwarded at once (no extra stream stage).
+      (stream) =>
+        drainChunks(stream, (chunk) => {
           for (const delta of chunk) {
             if (delta._tag === "Content") {
               if (delta.text === "") continue
@@ -126,8 +126,7 @@ export const streamAnswer = (
               usage = usage ? Usage.add(usage, delta.usage) : delta.usage
             }
           }
-        })
-      ),
+        }),
       Effect.as(true),
       Effect.catchAll(() => Effect.succeed(false)),
       Effect.catchAllDefect(() => Effect.succeed(false))

@@ -16,9 +16,11 @@
  *
  * @since 0.1.0
  */
+import * as Channel from "effect/Channel"
 import * as Context from "effect/Context"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
@@ -28,6 +30,7 @@ import * as AgentConfig from "./AgentConfig.js"
 import { ContextGuard } from "./ContextGuard.js"
 import { Hooks } from "./Hooks.js"
 import { execute } from "./internal/agentRun.js"
+import { drainChunks } from "./internal/drainChunks.js"
 import { Interrupts } from "./Interrupts.js"
 import { Llm } from "./Llm.js"
 import type { ChatMessage, Content } from "./Message.js"
@@ -72,10 +75,9 @@ export const collect = (events: Stream.Stream<RunEvent>): Effect.Effect<RunResul
   Effect.suspend(() => {
     const collector = makeCollector()
     return Effect.zipRight(
-      Stream.runForEachChunk(events, (chunk) =>
-        Effect.sync(() => {
-          for (const event of chunk) collector.push(event)
-        })),
+      drainChunks(events, (chunk) => {
+        for (const event of chunk) collector.push(event)
+      }),
       Effect.sync(collector.result)
     )
   })
@@ -141,15 +143,22 @@ export const make = (
       interrupts: yield* Interrupts,
       fast: Option.map(yield* Effect.serviceOption(ModelRegistry), (r) => r.fast)
     }
+    // The run's fiber starts when the stream is pulled and is interrupted (and
+    // awaited) when the consumer stops; its events are read from the mailbox by
+    // chunks. One acquire/use/release channel: cheaper than `Stream.unwrapScoped`.
     const run = (input: RunInput): Stream.Stream<RunEvent> =>
-      Stream.unwrapScoped(Effect.gen(function*() {
-        const mailbox = yield* Mailbox.make<RunEvent>()
-        const emit = (event: RunEvent): void => {
-          mailbox.unsafeOffer(event)
-        }
-        yield* execute(services, input, emit).pipe(Effect.ensuring(mailbox.end), Effect.forkScoped)
-        return Mailbox.toStream(mailbox)
-      }))
+      Stream.fromChannel(Channel.acquireUseRelease(
+        Effect.flatMap(Mailbox.make<RunEvent>(), (mailbox) =>
+          Effect.map(
+            // `acquire` runs uninterruptibly and a fork inherits that: the run itself must stay interruptible.
+            Effect.forkDaemon(Effect.interruptible(
+              Effect.ensuring(execute(services, input, (event) => void mailbox.unsafeOffer(event)), mailbox.end)
+            )),
+            (fiber) => ({ mailbox, fiber })
+          )),
+        ({ mailbox }) => Mailbox.toChannel(mailbox),
+        ({ fiber }) => Fiber.interrupt(fiber)
+      ))
     // In-process collection needs no event stream: the run folds its events as it
     // emits them. Same result as `collect(run(input))`: a failure escaping the run
     // (a defect, a self-interruption) just ends it, and the result says so; an
