@@ -27,7 +27,7 @@ import * as Stream from "effect/Stream"
 import * as conv from "./internal/demoConversation.js"
 import { compose, type PlannedCall } from "./internal/demoRules.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService, ResponseToolCall } from "./Llm.js"
-import { Llm } from "./Llm.js"
+import { defaultAbilities, Llm } from "./Llm.js"
 import { textOf } from "./Message.js"
 import * as Usage from "./Usage.js"
 
@@ -35,14 +35,7 @@ import * as Usage from "./Usage.js"
 export const MODEL_NAME = "offline-demo"
 
 /** @since 0.1.0 @category constants */
-export const abilities: Abilities = {
-  toolCall: true,
-  toolChoice: true,
-  jsonMode: true,
-  vision: false,
-  streaming: true,
-  thinking: false
-}
+export const abilities: Abilities = defaultAbilities
 
 /** @since 0.1.0 @category models */
 export interface DemoLlmOptions {

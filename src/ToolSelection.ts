@@ -14,7 +14,6 @@
  *
  * @since 0.1.0
  */
-import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as active from "./internal/toolSelectionActive.js"
@@ -74,23 +73,6 @@ export const DEFAULT_THRESHOLD = 12
 export const DEFAULT_MAX = 6
 /** The name of the meta-tool that loads unselected tools. @since 0.1.0 @category constants */
 export const REQUEST_TOOLS: string = active.REQUEST_TOOLS
-
-/**
- * `REACT_TOOL_SELECTION_THRESHOLD` (12) and `REACT_TOOL_SELECTION_MAX` (6), for the
- * agent's layer constructor.
- *
- * @since 0.1.0 @category config
- */
-export const config: Config.Config<{ readonly threshold: number; readonly max: number }> = Config.all({
-  threshold: Config.integer("REACT_TOOL_SELECTION_THRESHOLD").pipe(
-    Config.withDefault(DEFAULT_THRESHOLD),
-    Config.validate({ message: "REACT_TOOL_SELECTION_THRESHOLD must be 0 or more", validation: (n) => n >= 0 })
-  ),
-  max: Config.integer("REACT_TOOL_SELECTION_MAX").pipe(
-    Config.withDefault(DEFAULT_MAX),
-    Config.validate({ message: "REACT_TOOL_SELECTION_MAX must be at least 1", validation: (n) => n >= 1 })
-  )
-})
 
 /** Does a toolkit of this size call for selection? @since 0.1.0 @category utils */
 export const shouldSelect = (toolkit: Toolkit, threshold: number = DEFAULT_THRESHOLD): boolean =>
