@@ -3,8 +3,9 @@ import { Effect, Logger, Ref, Schema, TestClock } from "effect"
 import type { AuditEntry } from "../src/HookBuiltins.js"
 import { auditLog, readOnlyMode, rateLimiter, resultTruncator, truncateOutput } from "../src/HookBuiltins.js"
 import type { Hook, PreDecision, ToolOutcome, ToolUseContext } from "../src/Hooks.js"
-import { Hooks, InvalidHook } from "../src/Hooks.js"
+import { Hooks } from "../src/Hooks.js"
 import * as Tool from "../src/Tool.js"
+import { rejectsInvalidHook } from "./utils/hookAssertions.js"
 
 const readTool = Tool.make({
   name: "fs__read",
@@ -41,16 +42,7 @@ const reasonOf = (decision: PreDecision): string => {
   return decision.allow ? "" : decision.reason
 }
 
-const rejects = (f: () => unknown, fragment: string) => {
-  try {
-    f()
-  } catch (error) {
-    assert.instanceOf(error, InvalidHook)
-    assert.include((error as InvalidHook).message, fragment)
-    return
-  }
-  assert.fail(`expected InvalidHook mentioning ${fragment}`)
-}
+const rejects = rejectsInvalidHook
 
 describe("resultTruncator", () => {
   it.effect("cuts long text observations with a notice and keeps short ones", () =>

@@ -3,6 +3,7 @@ import { Context, Effect, Exit, Fiber, Layer, Logger, Ref } from "effect"
 import * as fc from "effect/FastCheck"
 import type { Hook, PreDecision, ToolOutcome, ToolUseContext } from "../src/Hooks.js"
 import { Hooks, InvalidHook, matches } from "../src/Hooks.js"
+import { rejectsInvalidHook } from "./utils/hookAssertions.js"
 
 const ctx = (toolName = "fs__read", args: Record<string, unknown> = { path: "/a" }): ToolUseContext => ({
   toolName,
@@ -280,16 +281,7 @@ describe("Hooks", () => {
 
   it("bad definitions are rejected with a clear InvalidHook", () => {
     const run = () => Effect.void
-    const rejects = (f: () => unknown, fragment: string) => {
-      try {
-        f()
-      } catch (error) {
-        assert.instanceOf(error, InvalidHook)
-        assert.include((error as InvalidHook).message, fragment)
-        return
-      }
-      assert.fail(`expected InvalidHook mentioning ${fragment}`)
-    }
+    const rejects = rejectsInvalidHook
     rejects(() => Hooks.pre({ name: "", run }), "non-empty name")
     rejects(() => Hooks.pre({ name: "p", priority: Number.NaN, run }), "priority")
     rejects(() => Hooks.post({ name: "p", matcher: "", run }), "matcher")
