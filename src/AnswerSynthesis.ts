@@ -15,8 +15,8 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import { drainChunks } from "./internal/drainChunks.js"
-import { SYNTHESIS_SYSTEM_PROMPT } from "./internal/prompts.js"
+import { drainChunks } from "./internal/reactAgent/drainChunks.js"
+import { SYNTHESIS_SYSTEM_PROMPT } from "./internal/reactAgent/prompts.js"
 import type { LlmService } from "./Llm.js"
 import * as Message from "./Message.js"
 import type { RunEvent, Step } from "./RunEvent.js"

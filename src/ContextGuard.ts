@@ -37,9 +37,9 @@ import {
   heuristic,
   planCompaction,
   sameMessages
-} from "./internal/contextGuardCompact.js"
-import { request as compactionRequest } from "./internal/contextGuardPrompts.js"
-import { makeScanner } from "./internal/contextGuardScan.js"
+} from "./internal/contextGuard/compact.js"
+import { request as compactionRequest } from "./internal/contextGuard/prompts.js"
+import { makeScanner } from "./internal/contextGuard/scan.js"
 import type { LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
 import type { ChatMessage } from "./Message.js"

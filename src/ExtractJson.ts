@@ -8,7 +8,7 @@
  * @since 0.1.0
  */
 import * as Option from "effect/Option"
-import { fences, matchBrace, repairJson } from "./internal/extractJsonRepair.js"
+import { fences, matchBrace, repairJson } from "./internal/extractJson/repair.js"
 
 /**
  * How many `{` positions the balanced-brace stage tries at most before giving

@@ -22,8 +22,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { compileMatcher } from "./internal/hooksMatcher.js"
-import { invalidHook, makeService } from "./internal/hooksRunner.js"
+import { compileMatcher } from "./internal/hooks/matcher.js"
+import { invalidHook, makeService } from "./internal/hooks/runner.js"
 import type { Tool, ToolOutput } from "./Tool.js"
 
 /** What a hook sees about the call. @since 0.1.0 @category models */

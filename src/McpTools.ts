@@ -24,8 +24,8 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import { connect } from "./internal/mcpClient.js"
-import * as internalConfig from "./internal/mcpConfig.js"
+import { connect } from "./internal/mcpTools/client.js"
+import * as internalConfig from "./internal/mcpTools/config.js"
 import type { Tool } from "./Tool.js"
 
 /**

@@ -32,7 +32,7 @@ import {
   retryMessages,
   type Target,
   withSchemaInstruction
-} from "./internal/structuredCallPrompt.js"
+} from "./internal/structuredCall/prompt.js"
 import * as JsonSchema from "./JsonSchema.js"
 import type { ChatRequest, ChatResponse, LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"

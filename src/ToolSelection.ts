@@ -16,8 +16,8 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as active from "./internal/toolSelectionActive.js"
-import * as prompt from "./internal/toolSelectionPrompt.js"
+import * as active from "./internal/toolSelection/active.js"
+import * as prompt from "./internal/toolSelection/prompt.js"
 import type { LlmService, ToolDefinition } from "./Llm.js"
 import { structuredCallWith } from "./StructuredCall.js"
 import type { Tool } from "./Tool.js"

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import * as fc from "effect/FastCheck"
 import type { CheckResult, ContextGuardService } from "../src/ContextGuard.js"
 import * as ContextGuard from "../src/ContextGuard.js"
-import { makeScanner } from "../src/internal/contextGuardScan.js"
+import { makeScanner } from "../src/internal/contextGuard/scan.js"
 import * as Message from "../src/Message.js"
 import type { ChatMessage } from "../src/Message.js"
 

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc, Option } from "effect"
 import { extractJson } from "../src/ExtractJson.js"
-import { repairJson } from "../src/internal/extractJsonRepair.js"
+import { repairJson } from "../src/internal/extractJson/repair.js"
 
 const some = (text: string): Record<string, unknown> => {
   const result = extractJson(text)

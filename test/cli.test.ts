@@ -19,7 +19,7 @@ const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Pro
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ["--import", "tsx", "src/cli.ts", ...args],
+      ["--import", "tsx", "src/app/cli.ts", ...args],
       { cwd: ROOT, env: { ...base, ...env }, timeout: 120_000 },
       (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })

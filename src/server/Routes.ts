@@ -11,7 +11,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { AppInfo } from "../App.js"
+import { AppInfo } from "./AppInfo.js"
 import { Interrupts } from "../Interrupts.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
@@ -20,8 +20,6 @@ import { RunRegistry } from "./RunRegistry.js"
 import { ServerConfig } from "./ServerConfig.js"
 import * as Sse from "./Sse.js"
 
-/** Re-exported from `App` (what `/health` reports). @since 0.1.0 @category Context */
-export { AppInfo } from "../App.js"
 
 const storeFailure = (error: { readonly message: string }) => new ApiError.InternalError({ message: error.message })
 

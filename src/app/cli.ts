@@ -1,0 +1,119 @@
+/**
+ * `npm run ask -- "question"`: runs the agent once on the app's configuration
+ * (`App.AppLayer`, the same layers as the server; the offline demo model when no
+ * LLM is configured) and streams its progress and answer to the terminal. See
+ * docs/cli.md.
+ *
+ * @since 0.1.0
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Stream from "effect/Stream"
+import type { AppInfo as AppInfoTag } from "./App.js"
+import { parse, USAGE } from "./cliArgs.js"
+import { jsonRenderer, type Output, textRenderer } from "./cliRender.js"
+import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
+
+const out: Output = {
+  write: (text) => void process.stdout.write(text),
+  error: (text) => void process.stderr.write(text),
+  isTTY: process.stdout.isTTY === true
+}
+
+const readStdin: Effect.Effect<string> = Effect.async<string>((resume) => {
+  const chunks: Array<Buffer> = []
+  const onData = (c: Buffer) => chunks.push(c)
+  const onEnd = () => resume(Effect.succeed(Buffer.concat(chunks).toString("utf8")))
+  process.stdin.on("data", onData).once("end", onEnd).once("error", onEnd)
+  return Effect.sync(() => {
+    process.stdin.off("data", onData).off("end", onEnd)
+    process.stdin.pause()
+  })
+})
+
+const loadApp = async (): Promise<{
+  readonly AppInfo: typeof AppInfoTag
+  readonly ReactAgent: typeof ReactAgentTag
+  readonly layer: typeof import("./App.js").AppLayer
+}> => {
+  const [app, agent] = await Promise.all([import("./App.js"), import("../ReactAgent.js")])
+  return { AppInfo: app.AppInfo, ReactAgent: agent.ReactAgent, layer: app.AppLayer }
+}
+
+/** Log lines (MCP start-up, the demo-model notice) as `warning: …` on stderr, so stdout stays the answer / JSON lines. */
+const stderrLogger = Logger.make(({ logLevel, message }) => {
+  const text = (Array.isArray(message) ? message : [message]).map((m) => (typeof m === "string" ? m : String(m))).join(" ")
+  const line = `${logLevel.label.toLowerCase()}: ${text}`
+  out.error((process.stderr.isTTY ? `\x1b[2m${line}\x1b[22m` : line) + "\n")
+})
+
+/**
+ * The CLI program for the given arguments; succeeds with the exit code
+ * (0 done, 1 run failed, 2 usage error).
+ *
+ * @since 0.1.0 @category programs
+ */
+export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
+  Effect.gen(function*() {
+    let parsed = parse(argv)
+    if (parsed._tag === "Invalid" && argv.every((a) => a.startsWith("-")) && !process.stdin.isTTY) {
+      parsed = parse(argv, yield* readStdin)
+    }
+    if (parsed._tag === "Help") {
+      out.write(USAGE + "\n")
+      return 0
+    }
+    if (parsed._tag === "Invalid") {
+      out.error(`${parsed.message}\n\n${USAGE}\n`)
+      return 2
+    }
+    const options = parsed.options
+    // Loaded only for a run, so that --help and usage errors answer at once.
+    const { AppInfo, ReactAgent, layer: cliLayer } = yield* Effect.promise(() => loadApp())
+    return yield* Effect.scoped(Effect.gen(function*() {
+      const agent = yield* ReactAgent
+      const info = yield* AppInfo
+      const renderer = yield* Effect.acquireRelease(
+        Effect.sync(() => (options.json ? jsonRenderer(out) : textRenderer(out, info))),
+        (r) => Effect.sync(r.close)
+      )
+      yield* agent.run({
+        query: options.question,
+        ...(options.conversationId ? { conversationId: options.conversationId } : {}),
+        ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})
+      }).pipe(Stream.runForEach((event) => Effect.sync(() => renderer.event(event))))
+      return renderer.failed() ? 1 : 0
+    })).pipe(
+      Effect.onInterrupt(() => Effect.sync(() => out.error("\n✗ interrupted\n"))),
+      Effect.provide(cliLayer),
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause) ? Effect.interrupt : Effect.sync(() => {
+          out.error(`✗ could not start: ${Cause.pretty(cause)}\n`)
+          return 1
+        })
+      )
+    )
+  }).pipe(
+    Effect.provide(Logger.replace(Logger.defaultLogger, stderrLogger)),
+    Logger.withMinimumLogLevel(LogLevel.Warning)
+  )
+
+const isMain = import.meta.url === `file://${process.argv[1]}` || /[/\\]cli\.[tj]s$/.test(process.argv[1] ?? "")
+
+if (isMain) {
+  NodeRuntime.runMain(program(process.argv.slice(2)), {
+    disableErrorReporting: true,
+    disablePrettyLogger: true,
+    teardown: (exit, onExit) => {
+      const code: number = Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? 130 : 1
+      process.exitCode = code
+      // Exit even if a library left a handle open (e.g. a keep-alive socket).
+      setTimeout(() => process.exit(code), 1000).unref()
+      onExit(code)
+    }
+  })
+}

@@ -1,0 +1,180 @@
+/**
+ * Starting one MCP server (stdio child process or remote HTTP), listing its tools
+ * and wrapping each one as a `Tool`.
+ *
+ * @internal
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import type { JsonSchemaObject } from "../../Llm.js"
+import type { Tool } from "../../Tool.js"
+import { fromJsonSchema, ToolError } from "../../Tool.js"
+import type { ServerConfig } from "./config.js"
+import { isStdio, toolName } from "./config.js"
+
+/** How long starting a server and listing its tools may take. @internal */
+export const STARTUP_TIMEOUT_MS = 60_000
+
+/** A connected server. @internal */
+export interface Connected {
+  readonly name: string
+  readonly tools: ReadonlyArray<Tool>
+  /** The child process id (stdio servers). */
+  readonly pid?: number
+}
+
+const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+
+const makeTransport = (config: ServerConfig, stderrTail: { text: string }): Transport => {
+  if (isStdio(config)) {
+    const transport = new StdioClientTransport({
+      command: config.command,
+      args: [...(config.args ?? [])],
+      ...(config.env ? { env: { ...config.env } } : {}),
+      ...(config.cwd ? { cwd: config.cwd } : {}),
+      stderr: "pipe"
+    })
+    // Keep the server's stderr off our terminal, but remember its tail for error messages.
+    transport.stderr?.on("data", (chunk: Buffer) => {
+      stderrTail.text = (stderrTail.text + chunk.toString("utf8")).slice(-2000)
+    })
+    return transport
+  }
+  const requestInit: RequestInit = config.headers ? { headers: { ...config.headers } } : {}
+  const url = new URL(config.url)
+  return config.type === "sse"
+    ? new SSEClientTransport(url, { requestInit })
+    : new StreamableHTTPClientTransport(url, { requestInit })
+}
+
+interface ContentPart {
+  readonly type: string
+  readonly text?: string
+  readonly mimeType?: string
+  readonly uri?: string
+  readonly name?: string
+  readonly resource?: { readonly uri?: string; readonly text?: string; readonly mimeType?: string }
+}
+
+/** Joins a tool result's content: text as is, other parts summarised. @internal */
+export const contentToText = (result: { readonly content?: unknown; readonly structuredContent?: unknown; readonly toolResult?: unknown }): string => {
+  const parts = Array.isArray(result.content) ? (result.content as ReadonlyArray<ContentPart>) : []
+  const out: Array<string> = []
+  for (const part of parts) {
+    switch (part.type) {
+      case "text":
+        out.push(part.text ?? "")
+        break
+      case "image":
+      case "audio":
+        out.push(`[${part.type}: ${part.mimeType ?? "unknown type"}]`)
+        break
+      case "resource_link":
+        out.push(`[resource: ${part.name ?? ""} ${part.uri ?? ""}]`.replace("  ", " "))
+        break
+      case "resource":
+        out.push(
+          part.resource?.text !== undefined
+            ? part.resource.text
+            : `[resource: ${part.resource?.uri ?? ""} (${part.resource?.mimeType ?? "binary"})]`
+        )
+        break
+      default:
+        out.push(`[${String(part.type)} content]`)
+    }
+  }
+  if (out.length === 0 && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent)
+  if (out.length === 0 && result.toolResult !== undefined) {
+    return typeof result.toolResult === "string" ? result.toolResult : JSON.stringify(result.toolResult)
+  }
+  return out.join("\n")
+}
+
+const wrapTool = (server: string, client: Client, mcpTool: {
+  readonly name: string
+  readonly description?: string | undefined
+  readonly title?: string | undefined
+  readonly inputSchema: Record<string, unknown>
+  readonly annotations?: { readonly readOnlyHint?: boolean | undefined; readonly title?: string | undefined } | undefined
+}, name: string): Tool =>
+  fromJsonSchema({
+    name,
+    description: mcpTool.description ?? mcpTool.title ?? mcpTool.annotations?.title ??
+      `Tool "${mcpTool.name}" of the MCP server "${server}"`,
+    jsonSchema: mcpTool.inputSchema as JsonSchemaObject,
+    readOnly: mcpTool.annotations?.readOnlyHint === true,
+    handler: (args) =>
+      Effect.tryPromise({
+        try: (signal) => client.callTool({ name: mcpTool.name, arguments: args }, undefined, { signal }),
+        catch: (e) => new ToolError({ message: `MCP server "${server}" failed on ${mcpTool.name}: ${errorText(e)}` })
+      }).pipe(
+        Effect.flatMap((result) => {
+          const text = contentToText(result)
+          return result.isError === true
+            ? Effect.fail(new ToolError({ message: text || `${mcpTool.name} reported an error` }))
+            : Effect.succeed(text)
+        })
+      )
+  })
+
+/**
+ * Starts a server and lists its tools (all pages). The client (and its process)
+ * is closed when the scope closes. `taken` holds names already in use; a clash
+ * gets a numeric suffix.
+ *
+ * @internal
+ */
+export const connect = (
+  name: string,
+  config: ServerConfig,
+  taken: Set<string>
+): Effect.Effect<Connected, string, Scope.Scope> =>
+  Effect.gen(function*() {
+    const stderrTail = { text: "" }
+    const { client, transport } = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => ({
+          client: new Client({ name: "react-engine", version: "0.1.0" }),
+          transport: makeTransport(config, stderrTail)
+        }),
+        catch: errorText
+      }),
+      ({ client }) => Effect.promise(() => client.close().catch(() => undefined))
+    )
+    const withStderr = (message: string) => {
+      const tail = stderrTail.text.trim()
+      return tail ? `${message} (stderr: ${tail.slice(-500)})` : message
+    }
+    yield* Effect.tryPromise({
+      try: (signal) => client.connect(transport, { signal, timeout: STARTUP_TIMEOUT_MS }),
+      catch: (e) => withStderr(`cannot start: ${errorText(e)}`)
+    })
+    const listed: Array<Parameters<typeof wrapTool>[2]> = []
+    let cursor: string | undefined
+    do {
+      const page = yield* Effect.tryPromise({
+        try: (signal) =>
+          client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: STARTUP_TIMEOUT_MS }),
+        catch: (e) => withStderr(`cannot list tools: ${errorText(e)}`)
+      })
+      listed.push(...page.tools)
+      cursor = page.nextCursor
+    } while (cursor !== undefined && listed.length < 10_000)
+    const tools: Array<Tool> = []
+    for (const mcpTool of listed) {
+      let toolNameOut = toolName(name, mcpTool.name)
+      for (let n = 2; taken.has(toolNameOut); n++) toolNameOut = toolName(name, `${mcpTool.name}_${n}`)
+      taken.add(toolNameOut)
+      tools.push(wrapTool(name, client, mcpTool, toolNameOut))
+    }
+    const pid = transport instanceof StdioClientTransport ? transport.pid : null
+    return { name, tools, ...(pid !== null ? { pid } : {}) }
+  }).pipe(Effect.timeoutFail({
+    duration: STARTUP_TIMEOUT_MS + 1000,
+    onTimeout: () => `did not start within ${STARTUP_TIMEOUT_MS / 1000}s`
+  }))

@@ -1,0 +1,165 @@
+/**
+ * Options of the OpenAI-compatible LLM and how they are read from the
+ * environment (`LLM_*`).
+ *
+ * @internal
+ */
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import type OpenAI from "openai"
+import type { Abilities } from "../../Llm.js"
+
+export interface OpenAiLlmOptions {
+  /** The provider's model name. */
+  readonly model: string
+  /** e.g. `https://api.deepseek.com/v1`, `http://localhost:11434/v1`; the SDK default (OpenAI) when unset. */
+  readonly baseURL?: string | undefined
+  /** Omitted for local servers that need no key. */
+  readonly apiKey?: Redacted.Redacted<string> | string | undefined
+  /** Default sampling temperature (a request's own temperature wins). */
+  readonly temperature?: number | undefined
+  readonly abilities?: Partial<Abilities> | undefined
+  /** Context window in tokens (default 128000). */
+  readonly contextSize?: number | undefined
+  /** Max output tokens (default 64000); used for the context budget, not sent with requests. */
+  readonly maxOutputTokens?: number | undefined
+  /** Retries of retryable failures (default 3). */
+  readonly maxRetries?: number | undefined
+  /** First backoff delay (default 500 ms; doubled per retry, jittered, capped at 30 s). */
+  readonly retryBaseDelay?: Duration.DurationInput | undefined
+  /** Per-attempt timeout: until the response headers, then between stream chunks (default 120 s). */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Ask for usage on streams (`stream_options.include_usage`, default true). */
+  readonly streamUsage?: boolean | undefined
+  /** Send assistant `reasoning_content` back in later requests (default false: most providers reject it). */
+  readonly sendReasoningContent?: boolean | undefined
+  /** Extra fields merged into every request body (provider-specific knobs). */
+  readonly extraBody?: Record<string, unknown> | undefined
+  /** Extra HTTP headers. */
+  readonly headers?: Record<string, string> | undefined
+  /** A ready client (tests, custom fetch); the connection options above are then ignored. */
+  readonly client?: OpenAI | undefined
+}
+
+export const defaults = {
+  contextSize: 128_000,
+  maxOutputTokens: 64_000,
+  maxRetries: 3,
+  retryBaseDelayMs: 500,
+  timeoutMs: 120_000
+} as const
+
+const trimmedOption = (name: string) =>
+  Config.option(Config.string(name)).pipe(Config.map(Option.filter((s) => s.trim() !== "")), Config.map(Option.map((s) => s.trim())))
+
+const isHttpUrl = (s: string): boolean => {
+  try {
+    const url = new URL(s)
+    return url.protocol === "http:" || url.protocol === "https:"
+  } catch {
+    return false
+  }
+}
+
+/** An optional http(s) URL variable (empty means unset). @since 0.1.0 @category config */
+export const urlOption = (name: string): Config.Config<Option.Option<string>> =>
+  Config.option(
+    Config.string(name).pipe(
+      Config.validate({
+        message: "Expected an http(s) URL, e.g. http://localhost:11434/v1",
+        validation: (s) => s.trim() === "" || isHttpUrl(s.trim())
+      })
+    )
+  ).pipe(Config.map(Option.filter((s) => s.trim() !== "")), Config.map(Option.map((s) => s.trim())))
+
+/** An optional secret variable (empty means unset). @since 0.1.0 @category config */
+export const secretOption = (name: string): Config.Config<Option.Option<Redacted.Redacted<string>>> =>
+  Config.option(Config.redacted(name)).pipe(Config.map(Option.filter((r) => Redacted.value(r).trim() !== "")))
+
+/** An optional non-empty string variable (empty means unset). @since 0.1.0 @category config */
+export const stringOption = (name: string): Config.Config<Option.Option<string>> => trimmedOption(name)
+
+const int = (name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `Expected an integer between ${min} and ${max}`, validation: (n) => n >= min && n <= max }),
+    Config.withDefault(fallback)
+  )
+
+const bool = (name: string, fallback: boolean) => Config.boolean(name).pipe(Config.withDefault(fallback))
+
+/**
+ * Everything but the connection (model, URL, key): temperature, abilities, sizes,
+ * retries, timeout. Shared by the main and the fast model.
+ *
+ * @since 0.1.0 @category config
+ */
+export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "baseURL" | "apiKey" | "client">> = Config
+  .all({
+    temperature: Config.option(
+      Config.number("LLM_TEMPERATURE").pipe(
+        Config.validate({ message: "Expected a number between 0 and 2", validation: (t) => t >= 0 && t <= 2 })
+      )
+    ),
+    toolCall: bool("LLM_TOOL_CALL_ENABLED", true),
+    toolChoice: bool("LLM_TOOL_CHOICE_ENABLED", true),
+    jsonMode: bool("LLM_JSON_MODE_ENABLED", true),
+    vision: bool("LLM_VISION_ENABLED", false),
+    streaming: bool("LLM_STREAMING_ENABLED", true),
+    contextSize: int("LLM_CONTEXT_SIZE", defaults.contextSize, 1),
+    maxOutputTokens: int("LLM_MAX_OUTPUT_TOKENS", defaults.maxOutputTokens, 1),
+    maxRetries: int("LLM_MAX_RETRIES", defaults.maxRetries, 0, 20),
+    retryBaseDelayMs: int("LLM_RETRY_BASE_DELAY_MS", defaults.retryBaseDelayMs, 0, 60_000),
+    timeoutMs: int("LLM_TIMEOUT_MS", defaults.timeoutMs, 1)
+  })
+  .pipe(Config.map((c) => ({
+    temperature: Option.getOrUndefined(c.temperature),
+    abilities: {
+      toolCall: c.toolCall,
+      toolChoice: c.toolChoice,
+      jsonMode: c.jsonMode,
+      vision: c.vision,
+      streaming: c.streaming
+    },
+    contextSize: c.contextSize,
+    maxOutputTokens: c.maxOutputTokens,
+    maxRetries: c.maxRetries,
+    retryBaseDelay: Duration.millis(c.retryBaseDelayMs),
+    timeout: Duration.millis(c.timeoutMs)
+  })))
+
+/**
+ * The main model's options from `LLM_*` variables (`LLM_MODEL` is required).
+ *
+ * @since 0.1.0 @category config
+ */
+export const config: Config.Config<OpenAiLlmOptions> = Config.all({
+  model: Config.string("LLM_MODEL").pipe(
+    Config.map((s) => s.trim()),
+    Config.validate({ message: "Expected a model name (LLM_MODEL must not be empty)", validation: (s) => s !== "" })
+  ),
+  baseURL: urlOption("LLM_BASE_URL"),
+  apiKey: secretOption("LLM_API_KEY"),
+  settings: settingsConfig
+}).pipe(Config.map(({ apiKey, baseURL, model, settings }) => ({
+  ...settings,
+  model,
+  baseURL: Option.getOrUndefined(baseURL),
+  apiKey: Option.getOrUndefined(apiKey)
+})))
+
+
+/** Like `config`, but `LLM_MODEL` may be missing (then discovered from the endpoint). */
+export const configModelOptional: Config.Config<{
+  readonly model: Option.Option<string>
+  readonly options: Omit<OpenAiLlmOptions, "model">
+}> = Config.all({
+  model: stringOption("LLM_MODEL"),
+  baseURL: urlOption("LLM_BASE_URL"),
+  apiKey: secretOption("LLM_API_KEY"),
+  settings: settingsConfig
+}).pipe(Config.map(({ apiKey, baseURL, model, settings }) => ({
+  model,
+  options: { ...settings, baseURL: Option.getOrUndefined(baseURL), apiKey: Option.getOrUndefined(apiKey) }
+})))

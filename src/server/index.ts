@@ -1,0 +1,28 @@
+/**
+ * The bundled HTTP server as a library: routes an Effect application can mount in
+ * its own `HttpLayerRouter`, the run registry, the conversation store and the SSE
+ * protocol. Import it as `effect-react-engine/server`.
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as ApiError from "./ApiError.js"
+/** @since 0.1.0 */
+export * as ApiSchema from "./ApiSchema.js"
+/** @since 0.1.0 */
+export * as AppInfo from "./AppInfo.js"
+/** @since 0.1.0 */
+export * as ConversationStore from "./ConversationStore.js"
+/** @since 0.1.0 */
+export * as Routes from "./Routes.js"
+/** @since 0.1.0 */
+export * as RunRegistry from "./RunRegistry.js"
+/** @since 0.1.0 */
+export * as Server from "./Server.js"
+/** @since 0.1.0 */
+export * as ServerConfig from "./ServerConfig.js"
+/** @since 0.1.0 */
+export * as Sse from "./Sse.js"
+/** @since 0.1.0 */
+export * as WebPage from "./WebPage.js"
