@@ -8,7 +8,7 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import { ContextGuard } from "../src/ContextGuard.js"
+import * as ContextGuard from "../src/ContextGuard.js"
 import type { ChatMessage } from "../src/Message.js"
 import * as Message from "../src/Message.js"
 import { median } from "./harness.js"

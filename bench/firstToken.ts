@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Stream from "effect/Stream"
 import type { LlmService } from "../src/Llm.js"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { quantile } from "./harness.js"
 import { agentLayer, lookupTool } from "./peers/ours.js"
@@ -46,7 +46,7 @@ export const run = async (runs = 40): Promise<FirstTokenFigures> => {
     }
   }
   const runtime = ManagedRuntime.make(agentLayer(llm, [lookupTool({ name: "x", steps: 1, calls: 1, resultChars: 0 })]))
-  const agent = await runtime.runPromise(ReactAgent)
+  const agent = await runtime.runPromise(ReactAgent.ReactAgent)
   const latencies: Array<number> = []
   for (let i = 0; i < runs + 5; i++) {
     turn = 0

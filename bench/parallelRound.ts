@@ -15,7 +15,7 @@ import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
 import { z } from "zod"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
 import { median } from "./harness.js"
@@ -58,7 +58,7 @@ const ours = async (runs: number): Promise<Array<number>> => {
     Tool.make({ name, description: "Sleeps 50 ms.", parameters: Schema.Struct({}), handler: () => Effect.as(Effect.sleep(SLEEP_MS), "ok") })
   )
   const runtime = ManagedRuntime.make(agentLayer(llm.service, tools))
-  const agent = await runtime.runPromise(ReactAgent)
+  const agent = await runtime.runPromise(ReactAgent.ReactAgent)
   const out: Array<number> = []
   for (let i = 0; i < runs + 1; i++) {
     turn = 0

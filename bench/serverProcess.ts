@@ -41,12 +41,12 @@ import * as App from "../src/app/App.js"
 import type { ChatDelta, LlmService } from "../src/Llm.js"
 import { Llm } from "../src/Llm.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import { ConversationStore } from "../src/server/ConversationStore.js"
-import { RunRegistry } from "../src/server/RunRegistry.js"
+import * as ConversationStore from "../src/server/ConversationStore.js"
+import * as RunRegistry from "../src/server/RunRegistry.js"
 import * as Server from "../src/server/Server.js"
-import { ServerConfig } from "../src/server/ServerConfig.js"
+import * as ServerConfig from "../src/server/ServerConfig.js"
 import * as Tool from "../src/Tool.js"
-import { Tools } from "../src/Toolkit.js"
+import * as Toolkit from "../src/Toolkit.js"
 
 const latencyMs = Number(process.env.BENCH_LATENCY_MS ?? 20)
 const steps = Number(process.env.BENCH_STEPS ?? 4)
@@ -89,7 +89,7 @@ const stamped: LlmService = {
 const dir = mkdtempSync(join(tmpdir(), "react-engine-bench-"))
 const databasePath = join(dir, "bench.sqlite")
 
-const app = App.make(Layer.succeed(Llm, stamped), { demo: false, tools: Tools.layer([lookup]) })
+const app = App.make(App.modelsOf(Layer.succeed(Llm, stamped)), { demo: false, tools: Toolkit.layer([lookup]) })
 // the routes of `Server.serve`, with the run registry kept in the output (to report active runs)
 const layer = HttpLayerRouter.serve(Server.Routes, { disableLogger: true, disableListenLog: true }).pipe(
   Layer.provideMerge(RunRegistry.layer),
@@ -104,7 +104,7 @@ const send = (message: unknown) => process.send?.(message)
 const program = Effect.gen(function*() {
   const context = yield* Layer.build(layer)
   const address = Context.get(context, HttpServer.HttpServer).address
-  const registry = Context.get(context, RunRegistry)
+  const registry = Context.get(context, RunRegistry.RunRegistry)
   if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
   process.on("message", (message: { type?: string }) => {
     if (message?.type === "measure") {

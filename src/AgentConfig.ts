@@ -103,14 +103,7 @@ const checkInt = (key: string, value: number, min: number): Effect.Effect<number
     ? Effect.succeed(value)
     : Effect.fail(ConfigError.InvalidData([key], `option ${key} must be an integer >= ${min}, got ${value}`))
 
-/**
- * Resolves the options: explicit values, else the environment (through the current
- * `ConfigProvider`), else the defaults. Fails with a `ConfigError` naming the option
- * or variable when a value is invalid.
- *
- * @since 0.1.0 @category constructors
- */
-export const load = (explicit: Partial<AgentOptions> = {}): Effect.Effect<AgentOptions, ConfigError.ConfigError> =>
+const fromEnvironment = (explicit: Partial<AgentOptions>, env: boolean): Effect.Effect<AgentOptions, ConfigError.ConfigError> =>
   Effect.gen(function*() {
     const out: { -readonly [K in keyof AgentOptions]: AgentOptions[K] } = { ...defaults }
     for (const key of Object.keys(envVariables) as Array<IntKey>) {
@@ -118,9 +111,9 @@ export const load = (explicit: Partial<AgentOptions> = {}): Effect.Effect<AgentO
       const given = explicit[key]
       if (given !== undefined) {
         out[key] = yield* checkInt(key, given, min)
-      } else {
-        const env = yield* intFromEnv(name, min)
-        if (Option.isSome(env)) out[key] = env.value
+      } else if (env) {
+        const value = yield* intFromEnv(name, min)
+        if (Option.isSome(value)) out[key] = value.value
       }
     }
     if (explicit.toolTimeout !== undefined) {
@@ -129,12 +122,34 @@ export const load = (explicit: Partial<AgentOptions> = {}): Effect.Effect<AgentO
         return yield* Effect.fail(ConfigError.InvalidData(["toolTimeout"], "option toolTimeout must be a positive duration"))
       }
       out.toolTimeout = d.value
-    } else {
-      const env = yield* intFromEnv(TOOL_TIMEOUT_ENV, 1)
-      if (Option.isSome(env)) out.toolTimeout = Duration.millis(env.value)
+    } else if (env) {
+      const value = yield* intFromEnv(TOOL_TIMEOUT_ENV, 1)
+      if (Option.isSome(value)) out.toolTimeout = Duration.millis(value.value)
     }
     if (explicit.useNativeTools !== undefined) out.useNativeTools = explicit.useNativeTools
     if (explicit.completionCheck !== undefined) out.completionCheck = explicit.completionCheck
     if (explicit.systemPrompt !== undefined) out.systemPrompt = explicit.systemPrompt
     return out
   })
+
+/**
+ * Resolves the options from explicit values and the defaults (the environment
+ * is not read). Fails with a `ConfigError` naming the option when a value is
+ * invalid.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const resolve = (explicit: Partial<AgentOptions> = {}): Effect.Effect<AgentOptions, ConfigError.ConfigError> =>
+  fromEnvironment(explicit, false)
+
+/**
+ * Resolves the options: explicit values, else the environment (through the
+ * current `ConfigProvider`), else the defaults. Fails with a `ConfigError`
+ * naming the option or variable when a value is invalid.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const load = (explicit: Partial<AgentOptions> = {}): Effect.Effect<AgentOptions, ConfigError.ConfigError> =>
+  fromEnvironment(explicit, true)

@@ -15,12 +15,25 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import { drainChunks } from "./internal/reactAgent/drainChunks.js"
-import { SYNTHESIS_SYSTEM_PROMPT } from "./internal/reactAgent/prompts.js"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { LlmService } from "./Llm.js"
+import * as Json from "./Json.js"
 import * as Message from "./Message.js"
 import type { RunEvent, Step } from "./RunEvent.js"
 import * as Usage from "./Usage.js"
+
+/**
+ * The synthesiser's system prompt.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const SYNTHESIS_SYSTEM_PROMPT =
+  `You write the final answer to the user's question from the execution trace of an agent that used tools to work on it.
+Answer directly and completely, using Markdown where it helps. Present the results themselves: no meta-commentary such as "based on the tool output" or "the agent found".
+If the trace shows errors or missing information, say plainly what could not be determined.
+Answer in the same language as the question.`
 
 /** @since 0.1.0 @category models */
 export interface SynthesisInput {
@@ -51,14 +64,7 @@ export const FALLBACK_SEPARATOR = "\n\n---\n\n"
 const cut = (text: string, max: number): string =>
   text.length <= max ? text : `${text.slice(0, max)}… [truncated, ${text.length - max} more chars]`
 
-const showArgs = (args: unknown): string => {
-  if (typeof args === "string") return args
-  try {
-    return JSON.stringify(args) ?? "{}"
-  } catch {
-    return String(args)
-  }
-}
+const showArgs = (args: unknown): string => (typeof args === "string" ? args : Json.stringify(args, "{}"))
 
 /**
  * The synthesis prompt: the synthesiser system prompt, the earlier turns, and one
@@ -99,34 +105,46 @@ export const buildMessages = (input: SynthesisInput): Array<Message.ChatMessage>
 const chunks = (text: string): Array<string> => text.match(/\S+\s*|\s+/g) ?? []
 
 /**
- * Streams the answer: emits `AnswerStart`, one `AnswerDelta` per chunk, `AnswerDone`
- * (never an error event), and returns the full answer and the call's usage.
+ * A synthesis result, as a schema (how a durable run stores it).
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category models
+ */
+export const SynthesisResultSchema = Schema.Struct({
+  answer: Schema.String,
+  usage: Usage.Usage,
+  fallback: Schema.Literal("none", "before_first_token", "midway")
+})
+
+/**
+ * Streams the answer: emits `AnswerStart`, one `AnswerDelta` per chunk as it
+ * arrives, `AnswerDone` (never an error event), and returns the full answer and
+ * the call's usage.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const streamAnswer = (
   llm: LlmService,
   input: SynthesisInput,
-  emit: (event: RunEvent) => void
+  emit: (event: RunEvent) => Effect.Effect<void>
 ): Effect.Effect<SynthesisResult> =>
   Effect.gen(function*() {
     let sent = ""
     let usage: Usage.Usage | undefined
-    emit({ _tag: "AnswerStart" })
+    yield* emit({ _tag: "AnswerStart" })
     const ok = yield* llm.streamChat({ messages: buildMessages(input) }).pipe(
-      // Pulled chunk by chunk, each delta forwarded at once (no extra stream stage).
-      (stream) =>
-        drainChunks(stream, (chunk) => {
-          for (const delta of chunk) {
-            if (delta._tag === "Content") {
-              if (delta.text === "") continue
-              sent += delta.text
-              emit({ _tag: "AnswerDelta", content: delta.text })
-            } else if (delta._tag === "Usage") {
-              usage = usage ? Usage.add(usage, delta.usage) : delta.usage
-            }
+      Stream.runForEachChunk((chunk) =>
+        Effect.forEach(chunk, (delta) => {
+          if (delta._tag === "Content") {
+            if (delta.text === "") return Effect.void
+            sent += delta.text
+            return emit({ _tag: "AnswerDelta", content: delta.text })
           }
-        }),
+          if (delta._tag === "Usage") usage = usage ? Usage.add(usage, delta.usage) : delta.usage
+          return Effect.void
+        }, { discard: true })
+      ),
       Effect.as(true),
       Effect.catchAll(() => Effect.succeed(false)),
       Effect.catchAllDefect(() => Effect.succeed(false))
@@ -142,7 +160,7 @@ export const streamAnswer = (
         ? input.loopAnswer.slice(sent.length)
         : input.loopAnswer === "" ? "" : FALLBACK_SEPARATOR + input.loopAnswer
     }
-    for (const chunk of chunks(rest)) emit({ _tag: "AnswerDelta", content: chunk })
-    emit({ _tag: "AnswerDone" })
+    for (const chunk of chunks(rest)) yield* emit({ _tag: "AnswerDelta", content: chunk })
+    yield* emit({ _tag: "AnswerDone" })
     return { answer: sent + rest, usage: usage ?? Usage.make(0, 0), fallback }
   })

@@ -7,7 +7,7 @@
  */
 import * as Layer from "effect/Layer"
 import type { Tool } from "./Tool.js"
-import { Tools } from "./Toolkit.js"
+import * as Toolkit from "./Toolkit.js"
 import * as Calculator from "./tools/Calculator.js"
 import * as CurrentTime from "./tools/CurrentTime.js"
 
@@ -29,4 +29,4 @@ export const tools: ReadonlyArray<Tool> = [calculator, currentTime]
  *
  * @since 0.1.0 @category layers
  */
-export const layer: Layer.Layer<Tools> = Tools.layer(tools)
+export const layer: Layer.Layer<Toolkit.Toolkit> = Toolkit.layer(tools)

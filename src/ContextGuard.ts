@@ -41,9 +41,9 @@ import {
 import { request as compactionRequest } from "./internal/contextGuard/prompts.js"
 import { makeScanner } from "./internal/contextGuard/scan.js"
 import type { LlmService } from "./Llm.js"
-import { Llm } from "./Llm.js"
 import type { ChatMessage } from "./Message.js"
-import { ModelRegistry } from "./ModelRegistry.js"
+import type { ModelRegistryService } from "./ModelRegistry.js"
+import * as ModelRegistry from "./ModelRegistry.js"
 import { estimateMessages } from "./TokenEstimator.js"
 import * as Usage from "./Usage.js"
 
@@ -77,29 +77,11 @@ export interface ContextGuardService {
   readonly estimate: (messages: ReadonlyArray<ChatMessage>) => number
 }
 
-/** @since 0.1.0 @category Context */
-export class ContextGuard extends Context.Tag("react-engine/ContextGuard")<ContextGuard, ContextGuardService>() {
-  /**
-   * Heuristic truncation only (no LLM). Budget from `CONTEXT_GUARD_DEFAULT_BUDGET`,
-   * else from the models in context (`Llm`, `ModelRegistry`), else 32000.
-   *
-   * @since 0.1.0
-   */
-  static get layerHeuristic(): Layer.Layer<ContextGuard, ConfigError.ConfigError> {
-    return layerHeuristic
-  }
-  /**
-   * LLM compaction with the `fast` model (`ModelRegistry.fast`, else `Llm`), falling
-   * back to heuristic truncation; heuristic only when neither service is present.
-   *
-   * @since 0.1.0
-   */
-  static get layer(): Layer.Layer<ContextGuard, ConfigError.ConfigError> {
-    return layer
-  }
-  /** @since 0.1.0 */
-  static readonly make = (options?: ContextGuardOptions): ContextGuardService => make(options)
-}
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class ContextGuard extends Context.Tag("effect-react-engine/ContextGuard")<ContextGuard, ContextGuardService>() {}
 
 // ---------------------------------------------------------------------------
 // defaults and budget
@@ -244,60 +226,64 @@ const settings = Config.all({
 })
 
 /**
- * The budget from the models in context: the smallest `contextSize − maxOutputTokens`
- * (floor 4000) among `Llm`, `ModelRegistry.main` and `ModelRegistry.fast` (the loop
- * may use either), or `undefined` when none reports a context size.
+ * The budget the registry's models allow: the smallest `contextSize −
+ * maxOutputTokens` (floor 4000) of `main` and `fast` (the loop may use either),
+ * or `undefined` when neither reports a context size.
  */
-const modelBudget = Effect.gen(function*() {
-  const llm = yield* Effect.serviceOption(Llm)
-  const registry = yield* Effect.serviceOption(ModelRegistry)
-  const models: Array<LlmService> = []
-  if (Option.isSome(llm)) models.push(llm.value)
-  if (Option.isSome(registry)) {
-    models.push(registry.value.main)
-    if (registry.value.hasFast) models.push(registry.value.fast)
-  }
+const modelBudget = (registry: ModelRegistryService): number | undefined => {
   let budget: number | undefined
-  for (const model of models) {
+  for (const model of registry.hasFast ? [registry.main, registry.fast] : [registry.main]) {
     const b = budgetForModel(model)
     if (b !== undefined) budget = budget === undefined ? b : Math.min(budget, b)
   }
   return budget
-})
+}
 
 const fromConfig = (withLlm: boolean) =>
   Effect.gen(function*() {
     const config = yield* settings
-    const budget = Option.isSome(config.budget) ? config.budget.value : (yield* modelBudget) ?? DEFAULT_BUDGET
-    let llm: LlmService | undefined
-    if (withLlm) {
-      const registry = yield* Effect.serviceOption(ModelRegistry)
-      llm = Option.isSome(registry)
-        ? registry.value.fast
-        : Option.getOrUndefined(yield* Effect.serviceOption(Llm))
-    }
-    return make({ budget, maxMsgChars: config.maxMsgChars, keepRecent: config.keepRecent, ...(llm ? { llm } : {}) })
+    const registry = yield* ModelRegistry.ModelRegistry
+    const budget = Option.isSome(config.budget) ? config.budget.value : modelBudget(registry) ?? DEFAULT_BUDGET
+    return make({
+      budget,
+      maxMsgChars: config.maxMsgChars,
+      keepRecent: config.keepRecent,
+      ...(withLlm ? { llm: registry.fast } : {})
+    })
   })
 
 /**
- * Heuristic truncation only. Reads `CONTEXT_GUARD_DEFAULT_BUDGET`,
- * `CONTEXT_GUARD_MAX_MSG_CHARS` (50000), `CONTEXT_GUARD_KEEP_RECENT` (4).
+ * A guard built from options (no environment; heuristic truncation unless
+ * `options.llm` is given).
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
-export const layerHeuristic: Layer.Layer<ContextGuard, ConfigError.ConfigError> = Layer.effect(
+export const layer = (options?: ContextGuardOptions): Layer.Layer<ContextGuard> =>
+  Layer.succeed(ContextGuard, make(options))
+
+/**
+ * The guard from the environment: LLM compaction with the registry's `fast`
+ * model (its `main` when there is none), heuristic truncation as the fallback.
+ * Reads `CONTEXT_GUARD_DEFAULT_BUDGET` (else the models' context size minus
+ * their max output, else 32000), `CONTEXT_GUARD_MAX_MSG_CHARS` (50000) and
+ * `CONTEXT_GUARD_KEEP_RECENT` (4).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig: Layer.Layer<ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry> = Layer.effect(
   ContextGuard,
-  fromConfig(false)
+  fromConfig(true)
 )
 
 /**
- * LLM compaction with the `fast` model (`ModelRegistry` when present, else `Llm`),
- * heuristic truncation as the fallback. Same configuration as `layerHeuristic`.
+ * Like `layerConfig`, with heuristic truncation only (no LLM call ever).
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
-export const layer: Layer.Layer<ContextGuard, ConfigError.ConfigError> = Layer.effect(ContextGuard, fromConfig(true))
-
-/** A guard built from options, as a layer (tests, embedders). @since 0.1.0 @category layers */
-export const layerMake = (options?: ContextGuardOptions): Layer.Layer<ContextGuard> =>
-  Layer.succeed(ContextGuard, make(options))
+export const layerConfigHeuristic: Layer.Layer<ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry> = Layer.effect(
+  ContextGuard,
+  fromConfig(false)
+)

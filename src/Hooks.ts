@@ -24,7 +24,8 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { compileMatcher } from "./internal/hooks/matcher.js"
 import { invalidHook, makeService } from "./internal/hooks/runner.js"
-import type { Tool, ToolOutput } from "./Tool.js"
+import type { Tool } from "./Tool.js"
+import { ToolOutput as ToolOutputSchema } from "./Tool.js"
 
 /** What a hook sees about the call. @since 0.1.0 @category models */
 export interface ToolUseContext {
@@ -42,10 +43,21 @@ export type PreDecision =
   | { readonly allow: true; readonly args: Record<string, unknown> }
   | { readonly allow: false; readonly reason: string; readonly hook: string }
 
-/** A tool call's outcome as Post hooks see and may rewrite it. @since 0.1.0 @category models */
-export type ToolOutcome =
-  | { readonly _tag: "Success"; readonly output: ToolOutput }
-  | { readonly _tag: "Failure"; readonly message: string }
+/**
+ * A tool call's outcome as Post hooks see and may rewrite it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ToolOutcome = Schema.Union(
+  Schema.TaggedStruct("Success", { output: ToolOutputSchema }),
+  Schema.TaggedStruct("Failure", { message: Schema.String })
+)
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolOutcome = typeof ToolOutcome.Type
 
 /** @since 0.1.0 @category models */
 export interface HooksService {
@@ -205,39 +217,36 @@ export const makeWith = <R>(hooks: ReadonlyArray<Hook<R>>): Effect.Effect<HooksS
     return makeService(hooks.map((hook) => provideHook(hook, context)))
   })
 
-/** @since 0.1.0 @category Context */
-export class Hooks extends Context.Tag("react-engine/Hooks")<Hooks, HooksService>() {
-  /** @since 0.1.0 */
-  static readonly pre = pre
-  /** @since 0.1.0 */
-  static readonly post = post
-  /** @since 0.1.0 */
-  static readonly make = make
-  /**
-   * A layer running the given hooks; hooks that need services take them from the
-   * layer's context. Dies with `InvalidHook` on a bad definition.
-   *
-   * @since 0.1.0
-   */
-  static readonly layer = <R = never>(hooks: ReadonlyArray<Hook<R>>): Layer.Layer<Hooks, never, R> =>
-    Layer.effect(Hooks, makeWith(hooks))
-  /**
-   * A layer whose hooks are computed by an effect (e.g. from `Config`).
-   *
-   * @since 0.1.0
-   */
-  static readonly layerEffect = <E, R, R2 = never>(
-    hooks: Effect.Effect<ReadonlyArray<Hook<R2>>, E, R>
-  ): Layer.Layer<Hooks, E, R | R2> => Layer.effect(Hooks, Effect.flatMap(hooks, makeWith))
-  /** No hooks: every call is allowed unchanged, every outcome kept. @since 0.1.0 */
-  static readonly layerEmpty: Layer.Layer<Hooks> = Layer.succeed(this, makeService([]))
-}
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class Hooks extends Context.Tag("effect-react-engine/Hooks")<Hooks, HooksService>() {}
 
-/** @since 0.1.0 @category layers */
-export const layer: <R = never>(hooks: ReadonlyArray<Hook<R>>) => Layer.Layer<Hooks, never, R> = Hooks.layer
-/** @since 0.1.0 @category layers */
-export const layerEffect: <E, R, R2 = never>(
+/**
+ * A layer running the given hooks; hooks that need services take them from the
+ * layer's context. Dies with `InvalidHook` on a bad definition.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = <R = never>(hooks: ReadonlyArray<Hook<R>>): Layer.Layer<Hooks, never, R> =>
+  Layer.effect(Hooks, makeWith(hooks))
+
+/**
+ * A layer whose hooks are computed by an effect (e.g. from `Config`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerEffect = <E, R, R2 = never>(
   hooks: Effect.Effect<ReadonlyArray<Hook<R2>>, E, R>
-) => Layer.Layer<Hooks, E, R | R2> = Hooks.layerEffect
-/** @since 0.1.0 @category layers */
-export const layerEmpty: Layer.Layer<Hooks> = Hooks.layerEmpty
+): Layer.Layer<Hooks, E, R | R2> => Layer.effect(Hooks, Effect.flatMap(hooks, makeWith))
+
+/**
+ * No hooks: every call is allowed unchanged, every outcome kept.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerEmpty: Layer.Layer<Hooks> = Layer.succeed(Hooks, makeService([]))

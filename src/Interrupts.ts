@@ -101,8 +101,16 @@ export const make: Effect.Effect<InterruptsService> = Effect.gen(function*() {
   }
 })
 
-/** @since 0.1.0 @category Context */
-export class Interrupts extends Context.Tag("react-engine/Interrupts")<Interrupts, InterruptsService>() {
-  /** In-memory queues (one process). @since 0.1.0 */
-  static readonly layer: Layer.Layer<Interrupts> = Layer.effect(Interrupts, make)
-}
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class Interrupts extends Context.Tag("effect-react-engine/Interrupts")<Interrupts, InterruptsService>() {}
+
+/**
+ * In-memory queues (one process).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Interrupts> = Layer.effect(Interrupts, make)

@@ -14,6 +14,7 @@ import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type { ChatMessage } from "./Message.js"
 import type { Usage } from "./Usage.js"
+import { Usage as UsageSchema } from "./Usage.js"
 
 /**
  * What a model can do. `toolCall`: native function calling; `toolChoice`: forcing a
@@ -84,6 +85,33 @@ export interface ResponseToolCall {
   readonly parsed: Either.Either<Record<string, unknown>, string>
 }
 
+/**
+ * A tool call of a reply, as a schema (how a durable run stores replies).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ResponseToolCallSchema = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  arguments: Schema.String,
+  parsed: Schema.Either({ left: Schema.String, right: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
+})
+
+/**
+ * A reply, as a schema (how a durable run stores replies).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ChatResponseSchema = Schema.Struct({
+  content: Schema.String,
+  reasoning: Schema.optional(Schema.String),
+  toolCalls: Schema.Array(ResponseToolCallSchema),
+  finishReason: Schema.NullOr(Schema.String),
+  usage: UsageSchema
+})
+
 /** @since 0.1.0 @category models */
 export interface ChatResponse {
   /** The reply text ("" when the model only called tools). `<think>` blocks are moved to `reasoning`. */
@@ -151,7 +179,7 @@ export interface LlmService {
 }
 
 /** @since 0.1.0 @category Context */
-export class Llm extends Context.Tag("react-engine/Llm")<Llm, LlmService>() {}
+export class Llm extends Context.Tag("effect-react-engine/Llm")<Llm, LlmService>() {}
 
 /**
  * Decodes a tool call's raw argument text. Empty text means no arguments (`{}`).

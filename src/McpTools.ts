@@ -129,26 +129,46 @@ export const fromConfigFile = (path: string): Effect.Effect<McpToolsService, nev
  *
  * @since 0.1.0 @category Context
  */
-export class McpTools extends Context.Tag("react-engine/McpTools")<McpTools, McpToolsService>() {
-  /** Servers from a configuration file. @since 0.1.0 */
-  static readonly layer = (path: string): Layer.Layer<McpTools> => Layer.scoped(McpTools, fromConfigFile(path))
-  /** Servers from a configuration value. @since 0.1.0 */
-  static readonly layerFromConfig = (config: McpConfig): Layer.Layer<McpTools> =>
-    Layer.scoped(McpTools, fromConfig(config))
-  /** No MCP tools. @since 0.1.0 */
-  static readonly layerEmpty: Layer.Layer<McpTools> = Layer.succeed(McpTools, empty)
-  /**
-   * Reads the file path from `MCP_CONFIG`; unset or empty → no MCP tools.
-   *
-   * @since 0.1.0
-   */
-  static readonly layerConfig: Layer.Layer<McpTools> = Layer.scoped(
-    McpTools,
-    Effect.gen(function*() {
-      const path = yield* Config.option(Config.string("MCP_CONFIG")).pipe(
-        Effect.orElseSucceed(() => Option.none<string>())
-      )
-      return Option.isSome(path) && path.value.trim() !== "" ? yield* fromConfigFile(path.value.trim()) : empty
-    })
-  )
-}
+export class McpTools extends Context.Tag("effect-react-engine/McpTools")<McpTools, McpToolsService>() {}
+
+/**
+ * Servers from a configuration file.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (path: string): Layer.Layer<McpTools> => Layer.scoped(McpTools, fromConfigFile(path))
+
+/**
+ * Servers from a configuration value.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerFromConfig = (config: McpConfig): Layer.Layer<McpTools> =>
+  Layer.scoped(McpTools, fromConfig(config))
+
+/**
+ * No MCP tools.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerEmpty: Layer.Layer<McpTools> = Layer.succeed(McpTools, empty)
+
+/**
+ * Reads the file path from `MCP_CONFIG`; unset or empty → no MCP tools.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig: Layer.Layer<McpTools> = Layer.scoped(
+  McpTools,
+  Effect.gen(function*() {
+    const path = yield* Config.option(Config.string("MCP_CONFIG")).pipe(
+      Effect.orElseSucceed(() => Option.none<string>())
+    )
+    return Option.isSome(path) && path.value.trim() !== "" ? yield* fromConfigFile(path.value.trim()) : empty
+  })
+)
+

@@ -102,32 +102,45 @@ export const loadConfig: Effect.Effect<{
 const registryContext = (registry: ModelRegistryService) =>
   Context.make(ModelRegistry, registry).pipe(Context.add(Llm, registry.main))
 
-/** @since 0.1.0 @category Context */
-export class ModelRegistry extends Context.Tag("react-engine/ModelRegistry")<ModelRegistry, ModelRegistryService>() {
-  /** A registry with the `Llm` in context as `main` (and as `fast`). @since 0.1.0 */
-  static readonly fromLlm: Layer.Layer<ModelRegistry, never, Llm> = Layer.effect(
-    ModelRegistry,
-    Effect.map(Llm, (main) => make({ main }))
-  )
-  /** @since 0.1.0 */
-  static readonly layer = (models: Parameters<typeof make>[0]): Layer.Layer<ModelRegistry> =>
-    Layer.succeed(ModelRegistry, make(models))
-  /** A registry of these models, and `Llm` = its main model. @since 0.1.0 */
-  static readonly layerWithLlm = (models: Parameters<typeof make>[0]): Layer.Layer<ModelRegistry | Llm> =>
-    Layer.succeedContext(registryContext(make(models)))
-  /**
-   * OpenAI-compatible models from the environment (see docs/configuration.md):
-   * provides `ModelRegistry` and `Llm` (= main). `LLM_MODEL` may be left unset
-   * when `LLM_BASE_URL` is set (the endpoint's first model is used); a missing
-   * model or a bad value fails with a `ConfigError` naming the variable.
-   *
-   * @since 0.1.0
-   */
-  static readonly layerConfig: Layer.Layer<ModelRegistry | Llm, ConfigError.ConfigError> = Layer.effectContext(
-    Effect.map(loadConfig, ({ fast, main }) =>
-      registryContext(make({
-        main: OpenAiLlm.make(main),
-        ...(Option.isSome(fast) ? { fast: OpenAiLlm.make(fast.value) } : {})
-      })))
-  )
-}
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class ModelRegistry extends Context.Tag("effect-react-engine/ModelRegistry")<ModelRegistry, ModelRegistryService>() {}
+
+/**
+ * A registry of these models; also provides `Llm` (= `main`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (models: Parameters<typeof make>[0]): Layer.Layer<ModelRegistry | Llm> =>
+  Layer.succeedContext(registryContext(make(models)))
+
+/**
+ * A registry whose only model is the `Llm` in context (`main` and `fast`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerFromLlm: Layer.Layer<ModelRegistry, never, Llm> = Layer.effect(
+  ModelRegistry,
+  Effect.map(Llm, (main) => make({ main }))
+)
+
+/**
+ * OpenAI-compatible models from the environment (see docs/configuration.md):
+ * provides `ModelRegistry` and `Llm` (= main). `LLM_MODEL` may be left unset
+ * when `LLM_BASE_URL` is set (the endpoint's first model is used); a missing
+ * model or a bad value fails with a `ConfigError` naming the variable.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig: Layer.Layer<ModelRegistry | Llm, ConfigError.ConfigError> = Layer.effectContext(
+  Effect.map(loadConfig, ({ fast, main }) =>
+    registryContext(make({
+      main: OpenAiLlm.make(main),
+      ...(Option.isSome(fast) ? { fast: OpenAiLlm.make(fast.value) } : {})
+    })))
+)

@@ -3,7 +3,9 @@
  * followed by one streaming answer-synthesis call, emitted as a `Stream` of
  * `RunEvent`s that always ends with `Done`.
  *
- * CONTRACT: the server codes against `ReactAgent`, `RunInput` and `collect`.
+ * The run is one code path whatever hosts it: `run` (a `Stream`) and
+ * `runCollect` (the result) run it in process through `RunJournal.passThrough`;
+ * a durable host calls `execute` with its own journal.
  *
  * ```ts
  * const program = Effect.gen(function*() {
@@ -16,29 +18,32 @@
  *
  * @since 0.1.0
  */
-import * as Channel from "effect/Channel"
-import * as Context from "effect/Context"
 import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
-import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { AgentOptions } from "./AgentConfig.js"
 import * as AgentConfig from "./AgentConfig.js"
-import { ContextGuard } from "./ContextGuard.js"
-import { Hooks } from "./Hooks.js"
-import { execute } from "./internal/reactAgent/run.js"
-import { drainChunks } from "./internal/reactAgent/drainChunks.js"
-import { Interrupts } from "./Interrupts.js"
+import * as ContextGuard from "./ContextGuard.js"
+import * as Hooks from "./Hooks.js"
+import type { AgentServices } from "./internal/reactAgent/run.js"
+import { execute as executeRun } from "./internal/reactAgent/run.js"
+import * as Interrupts from "./Interrupts.js"
+import type { LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
 import type { ChatMessage, Content } from "./Message.js"
-import { ModelRegistry } from "./ModelRegistry.js"
+import * as ModelRegistry from "./ModelRegistry.js"
 import type { RunEvent, RunResult } from "./RunEvent.js"
-import { Tools } from "./Toolkit.js"
+import type { RunJournal } from "./RunJournal.js"
+import * as Journal from "./RunJournal.js"
+import { Toolkit } from "./Toolkit.js"
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface RunInput {
   /** The user's query (text or multimodal content). */
   readonly query: Content
@@ -51,48 +56,44 @@ export interface RunInput {
   /**
    * Cancellation: when this effect completes, the run stops at once (LLM request
    * aborted, tools interrupted, every tool call already sent answered with
-   * `Error: interrupted` in `Done.messages`) and the stream ends with `Done`
-   * (answer `""`, no `RunFailed`). E.g. `Deferred.await(cancelled)`.
+   * `Error: interrupted` in `Done.messages`) and ends with `Done` (answer `""`,
+   * no `RunFailed`). E.g. `Deferred.await(cancelled)`.
    */
   readonly cancel?: Effect.Effect<void>
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ReactAgentService {
-  /** Runs the agent. The stream never fails: failures become `RunFailed` then `Done`. */
+  /**
+   * Runs the agent; its events as a stream that never fails and ends with
+   * `Done` (after `RunFailed` when the run failed). Stopping the stream early
+   * interrupts the run.
+   */
   readonly run: (input: RunInput) => Stream.Stream<RunEvent>
-  /** Runs and collects the result. */
+  /** Runs the agent and collects its result. */
   readonly runCollect: (input: RunInput) => Effect.Effect<RunResult>
+  /**
+   * Runs the agent through a journal (a durable host's): every activity and
+   * event goes through it. Never fails; the last event is `Done`.
+   */
+  readonly execute: (input: RunInput, journal: RunJournal) => Effect.Effect<void>
 }
 
 /**
- * Collects a run's events into its result (the `Done` payload, plus the
- * `RunFailed` message when the run failed).
- *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category Context
  */
-export const collect = (events: Stream.Stream<RunEvent>): Effect.Effect<RunResult> =>
-  Effect.suspend(() => {
-    const collector = makeCollector()
-    return Effect.zipRight(
-      drainChunks(events, (chunk) => {
-        for (const event of chunk) collector.push(event)
-      }),
-      Effect.sync(collector.result)
-    )
-  })
+export class ReactAgent extends Context.Tag("effect-react-engine/ReactAgent")<ReactAgent, ReactAgentService>() {}
 
 /** Folds events as they are emitted; `result()` builds the run's result. */
-interface Collector {
-  readonly push: (event: RunEvent) => void
-  readonly result: () => RunResult
-}
-
-const makeCollector = (): Collector => {
+const makeCollector = () => {
   let done: Extract<RunEvent, { _tag: "Done" }> | undefined
   let error: RunResult["error"]
   return {
-    push: (event) => {
+    push: (event: RunEvent): void => {
       if (event._tag === "Done") done = event
       else if (event._tag === "RunFailed") error = { message: event.message, retryable: event.retryable }
     },
@@ -124,66 +125,112 @@ const makeCollector = (): Collector => {
 }
 
 /**
- * Builds the agent from its services. Options: explicit values, else `REACT_*`
- * environment variables, else defaults (see `AgentConfig`).
+ * Collects a run's events into its result (the `Done` payload, plus the
+ * `RunFailed` message when the run failed).
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category utils
  */
-export const make = (
-  options?: Partial<AgentOptions>
-): Effect.Effect<ReactAgentService, ConfigError.ConfigError, Llm | Tools | Hooks | ContextGuard | Interrupts> =>
-  Effect.gen(function*() {
-    const resolved = yield* AgentConfig.load(options)
-    const services = {
-      options: resolved,
-      llm: yield* Llm,
-      toolkit: yield* Tools,
-      hooks: yield* Hooks,
-      guard: yield* ContextGuard,
-      interrupts: yield* Interrupts,
-      fast: Option.map(yield* Effect.serviceOption(ModelRegistry), (r) => r.fast)
-    }
-    // The run's fiber starts when the stream is pulled and is interrupted (and
-    // awaited) when the consumer stops; its events are read from the mailbox by
-    // chunks. One acquire/use/release channel: cheaper than `Stream.unwrapScoped`.
-    const run = (input: RunInput): Stream.Stream<RunEvent> =>
-      Stream.fromChannel(Channel.acquireUseRelease(
-        Effect.flatMap(Mailbox.make<RunEvent>(), (mailbox) =>
-          Effect.map(
-            // `acquire` runs uninterruptibly and a fork inherits that: the run itself must stay interruptible.
-            Effect.forkDaemon(Effect.interruptible(
-              Effect.ensuring(execute(services, input, (event) => void mailbox.unsafeOffer(event)), mailbox.end)
-            )),
-            (fiber) => ({ mailbox, fiber })
-          )),
-        ({ mailbox }) => Mailbox.toChannel(mailbox),
-        ({ fiber }) => Fiber.interrupt(fiber)
-      ))
-    // In-process collection needs no event stream: the run folds its events as it
-    // emits them. Same result as `collect(run(input))`: a failure escaping the run
-    // (a defect, a self-interruption) just ends it, and the result says so; an
-    // interruption from outside interrupts the run.
-    const runCollect = (input: RunInput): Effect.Effect<RunResult> =>
-      Effect.suspend(() => {
-        const collector = makeCollector()
-        return Effect.zipRight(
-          Effect.catchAllCause(execute(services, input, collector.push), () => Effect.void),
-          Effect.sync(collector.result)
-        )
-      })
-    return { run, runCollect }
+export const collect = (events: Stream.Stream<RunEvent>): Effect.Effect<RunResult> =>
+  Effect.suspend(() => {
+    const collector = makeCollector()
+    return Effect.map(Stream.runForEach(events, (event) => Effect.sync(() => collector.push(event))), collector.result)
   })
 
-/** @since 0.1.0 @category Context */
-export class ReactAgent extends Context.Tag("react-engine/ReactAgent")<ReactAgent, ReactAgentService>() {
-  /**
-   * The agent over `Llm`, `Tools`, `Hooks`, `ContextGuard` and `Interrupts` (and the
-   * optional `ModelRegistry`, whose `fast` model does tool selection).
-   *
-   * @since 0.1.0
-   */
-  static readonly layer = (
-    options?: Partial<AgentOptions>
-  ): Layer.Layer<ReactAgent, ConfigError.ConfigError, Llm | Tools | Hooks | ContextGuard | Interrupts> =>
-    Layer.effect(ReactAgent, make(options))
+/**
+ * The agent over the services it was built with.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fromServices = (services: AgentServices): ReactAgentService => {
+  const execute = (input: RunInput, journal: RunJournal): Effect.Effect<void> => executeRun(services, input, journal)
+  return {
+    execute,
+    run: (input) =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const mailbox = yield* Mailbox.make<RunEvent>()
+        const journal = Journal.passThrough((event) => Effect.asVoid(mailbox.offer(event)))
+        // the run's fiber lives in the stream's scope: the stream's end (or its interruption) ends it
+        yield* execute(input, journal).pipe(Mailbox.into(mailbox), Effect.forkScoped)
+        return Mailbox.toStream(mailbox)
+      })),
+    runCollect: (input) =>
+      Effect.suspend(() => {
+        const collector = makeCollector()
+        const journal = Journal.passThrough((event) => Effect.sync(() => collector.push(event)))
+        return Effect.map(execute(input, journal), collector.result)
+      })
+  }
 }
+
+/**
+ * Options of `make` / `layer`: the loop's settings (see `AgentConfig`) and the
+ * model that selects tools when the toolkit is large (default: the agent's
+ * `Llm`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options extends Partial<AgentOptions> {
+  readonly selectionLlm?: LlmService
+}
+
+const build = (options: AgentOptions, selectionLlm: LlmService | undefined) =>
+  Effect.gen(function*() {
+    const llm = yield* Llm
+    return fromServices({
+      options,
+      llm,
+      selectionLlm: selectionLlm ?? llm,
+      toolkit: yield* Toolkit,
+      hooks: yield* Hooks.Hooks,
+      guard: yield* ContextGuard.ContextGuard,
+      interrupts: yield* Interrupts.Interrupts
+    })
+  })
+
+const split = ({ selectionLlm, ...settings }: Options = {}) => ({ selectionLlm, settings })
+
+/**
+ * Builds the agent from its services: `Llm` runs the loop and writes the
+ * answer. Settings are the given options, else the defaults (the environment is
+ * not read: see `layerConfig`); an invalid option is a `ConfigError` naming it.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  options?: Options
+): Effect.Effect<ReactAgentService, ConfigError.ConfigError, Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts> => {
+  const { selectionLlm, settings } = split(options)
+  return Effect.flatMap(AgentConfig.resolve(settings), (resolved) => build(resolved, selectionLlm))
+}
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  options?: Options
+): Layer.Layer<ReactAgent, ConfigError.ConfigError, Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts> =>
+  Layer.effect(ReactAgent, make(options))
+
+/**
+ * The agent configured from the environment (`REACT_*` variables, see
+ * docs/configuration.md; explicit options win), selecting tools with the
+ * registry's `fast` model.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (
+  options?: Partial<AgentOptions>
+): Layer.Layer<ReactAgent, ConfigError.ConfigError, Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | ModelRegistry.ModelRegistry> =>
+  Layer.effect(
+    ReactAgent,
+    Effect.gen(function*() {
+      const registry = yield* ModelRegistry.ModelRegistry
+      return yield* build(yield* AgentConfig.load(options), registry.fast)
+    })
+  )

@@ -47,6 +47,14 @@ export const AnswerStart = Schema.TaggedStruct("AnswerStart", {})
 export const AnswerDelta = Schema.TaggedStruct("AnswerDelta", { content: Schema.String })
 /** @since 0.1.0 @category models */
 export const AnswerDone = Schema.TaggedStruct("AnswerDone", {})
+/**
+ * The answer shown so far is void and starts again (a synthesis stream cut by a
+ * server restart is streamed again from its first token).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const AnswerReset = Schema.TaggedStruct("AnswerReset", {})
 /** @since 0.1.0 @category models */
 export const Compact = Schema.TaggedStruct("Compact", { original_messages: Schema.Number, kept_messages: Schema.Number })
 /** @since 0.1.0 @category models */
@@ -87,6 +95,7 @@ export const RunEvent = Schema.Union(
   AnswerStart,
   AnswerDelta,
   AnswerDone,
+  AnswerReset,
   Compact,
   PhaseChange,
   Inject,
@@ -144,6 +153,8 @@ export const toWire = (event: RunEvent): { readonly channel: Channel; readonly d
       return { channel: "answer", data: { status: "delta", content: event.content } }
     case "AnswerDone":
       return { channel: "answer", data: { status: "done" } }
+    case "AnswerReset":
+      return { channel: "answer", data: { status: "reset" } }
     case "Compact":
       return { channel: "compact", data: { original_messages: event.original_messages, kept_messages: event.kept_messages } }
     case "PhaseChange":

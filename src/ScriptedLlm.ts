@@ -259,7 +259,7 @@ export const layer = (
 ): Layer.Layer<Llm> => make(script, options).layer
 
 /** Access to a scripted LLM's recorded requests from inside Effect code. @since 0.1.0 @category Context */
-export class ScriptedLlmHandle extends Context.Tag("react-engine/ScriptedLlmHandle")<ScriptedLlmHandle, ScriptedLlm>() {}
+export class ScriptedLlmHandle extends Context.Tag("effect-react-engine/ScriptedLlmHandle")<ScriptedLlmHandle, ScriptedLlm>() {}
 
 /** Provides both `Llm` and `ScriptedLlmHandle`. @since 0.1.0 @category layers */
 export const layerWithHandle = (

@@ -10,6 +10,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as ErrorMessage from "./ErrorMessage.js"
 import * as JsonSchema from "./JsonSchema.js"
 import type { JsonSchemaObject, ToolDefinition } from "./Llm.js"
 
@@ -29,15 +30,36 @@ export const ContentType = Schema.Literal("text", "html", "markdown", "json")
 /** @since 0.1.0 @category models */
 export type ContentType = typeof ContentType.Type
 
-/** @since 0.1.0 @category models */
-export interface RichResult {
-  readonly content: string
-  readonly contentType: ContentType
-  readonly artifacts?: ReadonlyArray<Artifact>
-}
+/**
+ * A tool result with a content type and artifacts (files the UI can preview or
+ * download).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const RichResult = Schema.Struct({
+  content: Schema.String,
+  contentType: ContentType,
+  artifacts: Schema.optional(Schema.Array(Artifact))
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RichResult = typeof RichResult.Type
 
-/** What a handler returns. @since 0.1.0 @category models */
-export type ToolOutput = string | RichResult
+/**
+ * What a handler returns: text, or a rich result.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ToolOutput = Schema.Union(Schema.String, RichResult)
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolOutput = typeof ToolOutput.Type
 
 /** @since 0.1.0 @category errors */
 export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
@@ -58,6 +80,12 @@ export interface Tool {
   readonly pinned: boolean
   /** Per-tool timeout (the agent's default applies when unset). */
   readonly timeout?: Duration.DurationInput
+  /**
+   * Safe to run twice with the same arguments. A durable run re-runs an
+   * idempotent call that was in flight when its process died; any other call is
+   * answered with an error observation instead (it may have happened already).
+   */
+  readonly idempotent: boolean
 }
 
 /** @since 0.1.0 @category models */
@@ -69,6 +97,8 @@ export interface ToolOptions<A, I> {
   readonly readOnly?: boolean
   readonly pinned?: boolean
   readonly timeout?: Duration.DurationInput
+  /** Default false: see `Tool.idempotent`. */
+  readonly idempotent?: boolean
 }
 
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/
@@ -104,6 +134,7 @@ export const make = <A, I>(options: ToolOptions<A, I>): Tool => {
     handler: options.handler as (args: any) => Effect.Effect<ToolOutput, ToolError>,
     readOnly: options.readOnly ?? true,
     pinned: options.pinned ?? false,
+    idempotent: options.idempotent ?? false,
     ...(options.timeout !== undefined ? { timeout: options.timeout } : {})
   }
 }
@@ -124,6 +155,7 @@ export const fromJsonSchema = (options: {
   readonly readOnly?: boolean
   readonly pinned?: boolean
   readonly timeout?: Duration.DurationInput
+  readonly idempotent?: boolean
 }): Tool => {
   const tool = make({ ...options, parameters: AnyObject })
   const schema: Record<string, unknown> = { ...options.jsonSchema }
@@ -133,13 +165,51 @@ export const fromJsonSchema = (options: {
   return { ...tool, jsonSchema: schema }
 }
 
+const decodeOutput = Schema.decodeUnknownEither(ToolOutput, { onExcessProperty: "ignore" })
+
+const invalidOutput = (tool: Tool, output: unknown): ToolError =>
+  new ToolError({
+    message: `Tool ${tool.name} returned an invalid result (expected text or {content, contentType, artifacts?}), got ${
+      output === null ? "null" : Array.isArray(output) ? "an array" : typeof output
+    }`
+  })
+
+const isThenable = (u: unknown): u is PromiseLike<unknown> =>
+  typeof u === "object" && u !== null && typeof (u as { then?: unknown }).then === "function"
+
 /**
- * Decodes the arguments, then runs the handler.
+ * Runs a handler, whatever it really returns: an Effect as is; a Promise (a
+ * handler written as `async`) awaited, its rejection a `ToolError`; anything
+ * else a `ToolError` saying so. A handler that throws is a defect.
+ */
+const runHandler = (tool: Tool, args: unknown): Effect.Effect<unknown, ToolError> =>
+  Effect.suspend(() => {
+    const result: unknown = tool.handler(args)
+    if (Effect.isEffect(result)) return result as Effect.Effect<unknown, ToolError>
+    if (isThenable(result)) {
+      return Effect.tryPromise({
+        try: () => Promise.resolve(result),
+        catch: (e) => new ToolError({ message: `Tool ${tool.name} failed: ${ErrorMessage.messageOf(e)}` })
+      })
+    }
+    return Effect.fail(new ToolError({ message: `Tool ${tool.name}'s handler returned ${typeof result}, not an Effect` }))
+  })
+
+/**
+ * Decodes the arguments, runs the handler and checks its result: a result that
+ * is neither text nor a well-formed rich result (e.g. a number, a BigInt in an
+ * artifact) is a `ToolError`. Fields a rich result does not define are dropped.
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const execute = (tool: Tool, args: unknown): Effect.Effect<ToolOutput, ToolError> =>
-  Effect.flatMap(tool.decode(args), tool.handler)
+  Effect.flatMap(tool.decode(args), (decoded) =>
+    Effect.flatMap(runHandler(tool, decoded), (output) => {
+      if (typeof output === "string") return Effect.succeed(output)
+      const checked = decodeOutput(output)
+      return checked._tag === "Right" ? Effect.succeed(checked.right) : Effect.fail(invalidOutput(tool, output))
+    }))
 
 /** The OpenAI function-tool definition. @since 0.1.0 @category utils */
 export const toDefinition = (tool: Tool): ToolDefinition => ({

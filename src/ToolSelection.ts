@@ -21,7 +21,7 @@ import * as prompt from "./internal/toolSelection/prompt.js"
 import type { LlmService, ToolDefinition } from "./Llm.js"
 import { structuredCallWith } from "./StructuredCall.js"
 import type { Tool } from "./Tool.js"
-import type { Toolkit } from "./Toolkit.js"
+import type { ToolkitService } from "./Toolkit.js"
 import * as UsageModule from "./Usage.js"
 
 type Usage = UsageModule.Usage
@@ -29,7 +29,7 @@ type Usage = UsageModule.Usage
 /** @since 0.1.0 @category models */
 export interface SelectToolsOptions {
   readonly query: string
-  readonly toolkit: Toolkit
+  readonly toolkit: ToolkitService
   /** The model that selects (the `fast` model). */
   readonly llm: LlmService
   /** At most this many tools (default 6). */
@@ -75,7 +75,7 @@ export const DEFAULT_MAX = 6
 export const REQUEST_TOOLS: string = active.REQUEST_TOOLS
 
 /** Does a toolkit of this size call for selection? @since 0.1.0 @category utils */
-export const shouldSelect = (toolkit: Toolkit, threshold: number = DEFAULT_THRESHOLD): boolean =>
+export const shouldSelect = (toolkit: ToolkitService, threshold: number = DEFAULT_THRESHOLD): boolean =>
   toolkit.size > threshold
 
 /**
@@ -87,14 +87,14 @@ export const shouldSelect = (toolkit: Toolkit, threshold: number = DEFAULT_THRES
 export const catalogueLine: (tool: Tool) => string = prompt.catalogueLine
 
 /** The compact catalogue of the selectable (unpinned) tools. @since 0.1.0 @category utils */
-export const catalogue = (toolkit: Toolkit): string => prompt.catalogue(selectable(toolkit))
+export const catalogue = (toolkit: ToolkitService): string => prompt.catalogue(selectable(toolkit))
 
 /** The messages of the selection call. @since 0.1.0 @category utils */
-export const selectionMessages = (query: string, toolkit: Toolkit, max: number = DEFAULT_MAX) =>
+export const selectionMessages = (query: string, toolkit: ToolkitService, max: number = DEFAULT_MAX) =>
   prompt.selectionMessages(query, selectable(toolkit), max)
 
 /** Pinned tools are always advertised: they are not offered to the selector. */
-const selectable = (toolkit: Toolkit): ReadonlyArray<Tool> => toolkit.tools.filter((t) => !t.pinned)
+const selectable = (toolkit: ToolkitService): ReadonlyArray<Tool> => toolkit.tools.filter((t) => !t.pinned)
 
 /** The selector's answer. @since 0.1.0 @category models */
 export const SelectionSchema = Schema.Struct({ tools: Schema.Array(Schema.String) })
@@ -196,5 +196,5 @@ export const selectTools: SelectTools = (options) =>
  *
  * @since 0.1.0 @category constructors
  */
-export const makeActiveToolSet: (toolkit: Toolkit, selected: ReadonlyArray<string> | null) => ActiveToolSet =
+export const makeActiveToolSet: (toolkit: ToolkitService, selected: ReadonlyArray<string> | null) => ActiveToolSet =
   active.make

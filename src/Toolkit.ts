@@ -1,6 +1,6 @@
 /**
  * A registry of tools: insertion order kept, duplicate names rejected, filtering by
- * names. The `Tools` service provides the agent's toolkit.
+ * names. The `Toolkit` service provides the agent's tools.
  *
  * @since 0.1.0
  */
@@ -20,16 +20,19 @@ export class DuplicateToolError extends Schema.TaggedError<DuplicateToolError>()
   }
 }
 
-/** @since 0.1.0 @category models */
-export interface Toolkit {
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ToolkitService {
   readonly tools: ReadonlyArray<Tool>
   readonly size: number
   readonly get: (name: string) => Tool | undefined
   readonly has: (name: string) => boolean
   /** The tools with these names, in registration order (unknown names ignored). */
-  readonly filter: (names: Iterable<string>) => Toolkit
+  readonly filter: (names: Iterable<string>) => ToolkitService
   /** A toolkit with more tools; throws `DuplicateToolError` on a clash. */
-  readonly add: (...tools: ReadonlyArray<Tool>) => Toolkit
+  readonly add: (...tools: ReadonlyArray<Tool>) => ToolkitService
   /** OpenAI tool definitions (memoized). */
   readonly definitions: () => ReadonlyArray<ToolDefinition>
 }
@@ -39,7 +42,7 @@ export interface Toolkit {
  *
  * @since 0.1.0 @category constructors
  */
-export const make = (tools: Iterable<Tool>): Toolkit => {
+export const make = (tools: Iterable<Tool>): ToolkitService => {
   const list: Array<Tool> = []
   const byName = new Map<string, Tool>()
   for (const tool of tools) {
@@ -48,7 +51,7 @@ export const make = (tools: Iterable<Tool>): Toolkit => {
     list.push(tool)
   }
   let definitions: ReadonlyArray<ToolDefinition> | undefined
-  const self: Toolkit = {
+  const self: ToolkitService = {
     tools: list,
     size: list.length,
     get: (name) => byName.get(name),
@@ -63,13 +66,32 @@ export const make = (tools: Iterable<Tool>): Toolkit => {
   return self
 }
 
-/** @since 0.1.0 @category constructors */
-export const empty: Toolkit = make([])
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const empty: ToolkitService = make([])
 
-/** The agent's tools. @since 0.1.0 @category Context */
-export class Tools extends Context.Tag("react-engine/Tools")<Tools, Toolkit>() {
-  /** @since 0.1.0 */
-  static readonly layer = (tools: Iterable<Tool>): Layer.Layer<Tools> => Layer.sync(Tools, () => make(tools))
-  /** @since 0.1.0 */
-  static readonly layerEmpty: Layer.Layer<Tools> = Layer.succeed(Tools, empty)
-}
+/**
+ * The agent's tools.
+ *
+ * @since 0.1.0
+ * @category Context
+ */
+export class Toolkit extends Context.Tag("effect-react-engine/Toolkit")<Toolkit, ToolkitService>() {}
+
+/**
+ * A toolkit of these tools; dies with `DuplicateToolError` when two share a name.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (tools: Iterable<Tool>): Layer.Layer<Toolkit> => Layer.sync(Toolkit, () => make(tools))
+
+/**
+ * No tools.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerEmpty: Layer.Layer<Toolkit> = Layer.succeed(Toolkit, empty)

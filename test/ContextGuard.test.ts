@@ -3,11 +3,11 @@ import { ConfigProvider, Effect, Layer } from "effect"
 import * as fc from "effect/FastCheck"
 import type { CompactHint, ContextGuardService } from "../src/ContextGuard.js"
 import * as ContextGuardModule from "../src/ContextGuard.js"
-import { ContextGuard } from "../src/ContextGuard.js"
+
 import type { ChatRequest } from "../src/Llm.js"
 import * as Message from "../src/Message.js"
 import type { ChatMessage } from "../src/Message.js"
-import { ModelRegistry } from "../src/ModelRegistry.js"
+import * as ModelRegistry from "../src/ModelRegistry.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { estimateMessages } from "../src/TokenEstimator.js"
 import * as Usage from "../src/Usage.js"
@@ -18,7 +18,7 @@ import * as Usage from "../src/Usage.js"
 const config = (entries: ReadonlyArray<readonly [string, string]> = []) =>
   Layer.setConfigProvider(ConfigProvider.fromMap(new Map(entries)))
 
-const guardFrom = <E>(layer: Layer.Layer<ContextGuard, E>) => Effect.provide(ContextGuard, layer)
+const guardFrom = <E>(layer: Layer.Layer<ContextGuardModule.ContextGuard, E>) => Effect.provide(ContextGuardModule.ContextGuard, layer)
 
 /** A ReAct-shaped history: system, pinned query, then `rounds` tool rounds of `size` chars each. */
 const history = (rounds: number, size = 800): Array<ChatMessage> => {
@@ -130,10 +130,14 @@ const checkInvariants = (guard: ContextGuardService, input: ReadonlyArray<ChatMe
 
 // ---------------------------------------------------------------------------
 
+/** A registry over one scripted model (with no context size: the budget comes from config or the default). */
+const fromLlm = (llm: ScriptedLlm.ScriptedLlm) => ModelRegistry.layerFromLlm.pipe(Layer.provide(llm.layer))
+const noModels = ModelRegistry.layer({ main: ScriptedLlm.make([]).service })
+
 describe("ContextGuard invariants (property)", () => {
   it.effect.prop("heuristic layer", { input: messageList, limit: budget }, ({ input, limit }) =>
     Effect.gen(function*() {
-      const guard = yield* guardFrom(ContextGuard.layerHeuristic.pipe(Layer.provide(config())))
+      const guard = yield* guardFrom(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(config(), noModels))))
       yield* checkInvariants(guard, input, limit)
     }), { timeout: 120_000, fastCheck: { numRuns: 100 } })
 
@@ -143,7 +147,7 @@ describe("ContextGuard invariants (property)", () => {
     ({ input, limit, steps }) =>
       Effect.gen(function*() {
         const llm = ScriptedLlm.make((_request, i) => steps[i % steps.length])
-        const guard = yield* guardFrom(ContextGuard.layer.pipe(Layer.provide(Layer.merge(config(), llm.layer))))
+        const guard = yield* guardFrom(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(config(), fromLlm(llm)))))
         yield* checkInvariants(guard, input, limit)
       }),
     { timeout: 120_000, fastCheck: { numRuns: 100 } }
@@ -257,9 +261,9 @@ describe("ContextGuard behaviour", () => {
       assert.isUndefined(problems(result.messages))
     }))
 
-  it.effect("no LLM: heuristic truncation keeps system, pinned and the newest groups that fit", () =>
+  it.effect("heuristic layer: truncation keeps system, pinned and the newest groups that fit", () =>
     Effect.gen(function*() {
-      const guard = yield* guardFrom(ContextGuard.layer.pipe(Layer.provide(config([["CONTEXT_GUARD_DEFAULT_BUDGET", "700"]]))))
+      const guard = yield* guardFrom(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(config([["CONTEXT_GUARD_DEFAULT_BUDGET", "700"]]), noModels))))
       const input = [...history(10), Message.user("[USER INTERRUPT] also Lyon", { pinned: true }), ...history(3).slice(2)]
       const result = yield* guard.checkAndCompact(input)
       const out = result.messages
@@ -320,8 +324,8 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("per-message hard cut: only the oversized messages are replaced", () =>
     Effect.gen(function*() {
-      const guard = yield* guardFrom(ContextGuard.layerHeuristic.pipe(
-        Layer.provide(config([["CONTEXT_GUARD_MAX_MSG_CHARS", "1000"], ["CONTEXT_GUARD_DEFAULT_BUDGET", "100000"]]))
+      const guard = yield* guardFrom(ContextGuardModule.layerConfigHeuristic.pipe(
+        Layer.provide(Layer.merge(config([["CONTEXT_GUARD_MAX_MSG_CHARS", "1000"], ["CONTEXT_GUARD_DEFAULT_BUDGET", "100000"]]), noModels))
       ))
       const input = history(3)
       const big = Message.tool("c9", "z".repeat(5000), "search")
@@ -362,37 +366,37 @@ describe("ContextGuard behaviour", () => {
 })
 
 describe("ContextGuard budget", () => {
-  const budgetOf = <E>(layer: Layer.Layer<ContextGuard, E>) => Effect.map(guardFrom(layer), (g) => g.budget)
+  const budgetOf = <E>(layer: Layer.Layer<ContextGuardModule.ContextGuard, E>) => Effect.map(guardFrom(layer), (g) => g.budget)
 
   it.effect("CONTEXT_GUARD_DEFAULT_BUDGET wins", () =>
     Effect.gen(function*() {
       const llm = ScriptedLlm.make([], { contextSize: 128000, maxOutputTokens: 64000 })
-      const b = yield* budgetOf(ContextGuard.layer.pipe(Layer.provide(Layer.merge(llm.layer, config([["CONTEXT_GUARD_DEFAULT_BUDGET", "9000"]])))))
+      const b = yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(fromLlm(llm), config([["CONTEXT_GUARD_DEFAULT_BUDGET", "9000"]])))))
       assert.strictEqual(b, 9000)
     }))
 
   it.effect("else the model's context size minus max output (floor 4000)", () =>
     Effect.gen(function*() {
       const big = ScriptedLlm.make([], { contextSize: 128000, maxOutputTokens: 64000 })
-      assert.strictEqual(yield* budgetOf(ContextGuard.layerHeuristic.pipe(Layer.provide(Layer.merge(big.layer, config())))), 64000)
+      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(fromLlm(big), config())))), 64000)
       const small = ScriptedLlm.make([], { contextSize: 8000, maxOutputTokens: 6000 })
-      assert.strictEqual(yield* budgetOf(ContextGuard.layer.pipe(Layer.provide(Layer.merge(small.layer, config())))), 4000)
+      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(fromLlm(small), config())))), 4000)
       // the registry's fast model is smaller: the loop may use it
       const fast = ScriptedLlm.make([], { contextSize: 32000, maxOutputTokens: 8000 })
       const registry = ModelRegistry.layer({ main: big.service, fast: fast.service })
-      assert.strictEqual(yield* budgetOf(ContextGuard.layer.pipe(Layer.provide(Layer.merge(registry, config())))), 24000)
+      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(registry, config())))), 24000)
     }))
 
   it.effect("32000 when nothing is known", () =>
     Effect.gen(function*() {
-      assert.strictEqual(yield* budgetOf(ContextGuard.layerHeuristic.pipe(Layer.provide(config()))), 32000)
+      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(config(), noModels)))), 32000)
       const llm = ScriptedLlm.make([])
-      assert.strictEqual(yield* budgetOf(ContextGuard.layer.pipe(Layer.provide(Layer.merge(llm.layer, config())))), 32000)
+      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(fromLlm(llm), config())))), 32000)
     }))
 
   it.effect("an invalid setting is a clear ConfigError", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(budgetOf(ContextGuard.layer.pipe(Layer.provide(config([["CONTEXT_GUARD_KEEP_RECENT", "-1"]])))))
+      const error = yield* Effect.flip(budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(config([["CONTEXT_GUARD_KEEP_RECENT", "-1"]]), noModels)))))
       assert.include(String(error), "CONTEXT_GUARD_KEEP_RECENT")
     }))
 
@@ -400,7 +404,7 @@ describe("ContextGuard budget", () => {
     Effect.gen(function*() {
       const main = ScriptedLlm.make([ScriptedLlm.text("from main")])
       const fast = ScriptedLlm.make([ScriptedLlm.text("from fast")])
-      const guard = yield* guardFrom(ContextGuard.layer.pipe(
+      const guard = yield* guardFrom(ContextGuardModule.layerConfig.pipe(
         Layer.provide(Layer.merge(ModelRegistry.layer({ main: main.service, fast: fast.service }), config()))
       ))
       const result = yield* guard.checkAndCompact(history(10), { budget: 1500 })

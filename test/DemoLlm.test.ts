@@ -7,17 +7,17 @@ import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import type { AgentOptions } from "../src/AgentConfig.js"
 import * as BuiltinTools from "../src/BuiltinTools.js"
-import { ContextGuard } from "../src/ContextGuard.js"
+import * as ContextGuard from "../src/ContextGuard.js"
 import * as DemoLlm from "../src/DemoLlm.js"
-import { Hooks } from "../src/Hooks.js"
-import { Interrupts } from "../src/Interrupts.js"
+import * as Hooks from "../src/Hooks.js"
+import * as Interrupts from "../src/Interrupts.js"
 import { type ChatRequest, Llm } from "../src/Llm.js"
 import * as Message from "../src/Message.js"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import { structuredCall } from "../src/StructuredCall.js"
 import * as Tool from "../src/Tool.js"
-import { Tools } from "../src/Toolkit.js"
+import * as Toolkit from "../src/Toolkit.js"
 
 const fast = DemoLlm.make({ chunkDelay: 0, thinkDelay: 0 })
 const definitions = BuiltinTools.tools.map(Tool.toDefinition)
@@ -27,15 +27,15 @@ const agentLayer = (options?: Partial<AgentOptions>) =>
   ReactAgent.layer(options).pipe(
     Layer.provide([
       DemoLlm.layerWith({ chunkDelay: 0, thinkDelay: 0 }),
-      Tools.layer(BuiltinTools.tools),
+      Toolkit.layer(BuiltinTools.tools),
       Hooks.layerEmpty,
       Interrupts.layer
     ]),
-    Layer.provide(ContextGuard.layerHeuristic.pipe(Layer.provide(DemoLlm.layerWith({ thinkDelay: 0 }))))
+    Layer.provide(ContextGuard.layer())
   )
 
 const ask = (query: string, options?: Partial<AgentOptions>) =>
-  Effect.flatMap(ReactAgent, (agent) => agent.runCollect({ query })).pipe(Effect.provide(agentLayer(options)))
+  Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query })).pipe(Effect.provide(agentLayer(options)))
 
 const INSTANT = Date.UTC(2026, 11, 2, 11, 27, 5)
 
@@ -136,7 +136,7 @@ describe("DemoLlm", () => {
     const requests: Array<ChatRequest> = []
     const recording = Layer.succeed(Llm, { ...fast, chat: (r) => Effect.zipRight(Effect.sync(() => requests.push(r)), fast.chat(r)) })
     return Effect.gen(function*() {
-      const events = yield* Effect.flatMap(ReactAgent, (agent) => Stream.runCollect(agent.run({ query: "what is 7*6" })))
+      const events = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run({ query: "what is 7*6" })))
       const list = Chunk.toReadonlyArray(events)
       assert.isTrue(list.some((e) => e._tag === "PhaseChange" && e.total_tools === 14))
       const done = list[list.length - 1]
@@ -147,15 +147,15 @@ describe("DemoLlm", () => {
       assert.include(advertised, "calculator")
       assert.notInclude(advertised, "noise_0")
     }).pipe(Effect.provide(ReactAgent.layer().pipe(
-      Layer.provide([recording, Tools.layer([...BuiltinTools.tools, ...extra]), Hooks.layerEmpty, Interrupts.layer]),
-      Layer.provide(ContextGuard.layerHeuristic.pipe(Layer.provide(recording)))
+      Layer.provide([recording, Toolkit.layer([...BuiltinTools.tools, ...extra]), Hooks.layerEmpty, Interrupts.layer]),
+      Layer.provide(ContextGuard.layer())
     )))
   })
 
   it.live("end to end: a message injected mid-run is acknowledged and answered", () =>
     Effect.gen(function*() {
-      const agent = yield* ReactAgent
-      const interrupts = yield* Interrupts
+      const agent = yield* ReactAgent.ReactAgent
+      const interrupts = yield* Interrupts.Interrupts
       const events: Array<RunEvent> = []
       yield* agent.run({ query: "what is 2+2", conversationId: "demo-int" }).pipe(
         Stream.runForEach((event) =>
@@ -183,11 +183,11 @@ describe("DemoLlm", () => {
         ReactAgent.layer().pipe(
           Layer.provideMerge(Layer.mergeAll(
             DemoLlm.layerWith({ chunkDelay: 0, thinkDelay: "20 millis" }),
-            Tools.layer(BuiltinTools.tools),
+            Toolkit.layer(BuiltinTools.tools),
             Hooks.layerEmpty,
             Interrupts.layer
           )),
-          Layer.provideMerge(ContextGuard.layerHeuristic.pipe(Layer.provide(DemoLlm.layerWith({ thinkDelay: 0 }))))
+          Layer.provideMerge(ContextGuard.layer())
         )
       )
     ))

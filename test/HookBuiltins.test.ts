@@ -3,7 +3,7 @@ import { Effect, Logger, Ref, Schema, TestClock } from "effect"
 import type { AuditEntry } from "../src/HookBuiltins.js"
 import { auditLog, readOnlyMode, rateLimiter, resultTruncator, truncateOutput } from "../src/HookBuiltins.js"
 import type { Hook, PreDecision, ToolOutcome, ToolUseContext } from "../src/Hooks.js"
-import { Hooks } from "../src/Hooks.js"
+import * as Hooks from "../src/Hooks.js"
 import * as Tool from "../src/Tool.js"
 import { rejectsInvalidHook } from "./utils/hookAssertions.js"
 
@@ -33,9 +33,9 @@ const ctx = (tool: Tool.Tool | string, args: Record<string, unknown> = { path: "
 const success = (output: Tool.ToolOutput): ToolOutcome => ({ _tag: "Success", output })
 
 const pre = (hooks: ReadonlyArray<Hook>, context: ToolUseContext) =>
-  Effect.flatMap(Hooks, (h) => h.runPreToolUse(context)).pipe(Effect.provide(Hooks.layer(hooks)))
+  Effect.flatMap(Hooks.Hooks, (h) => h.runPreToolUse(context)).pipe(Effect.provide(Hooks.layer(hooks)))
 const post = (hooks: ReadonlyArray<Hook>, context: ToolUseContext, outcome: ToolOutcome) =>
-  Effect.flatMap(Hooks, (h) => h.runPostToolUse(context, outcome)).pipe(Effect.provide(Hooks.layer(hooks)))
+  Effect.flatMap(Hooks.Hooks, (h) => h.runPostToolUse(context, outcome)).pipe(Effect.provide(Hooks.layer(hooks)))
 
 const reasonOf = (decision: PreDecision): string => {
   assert.isFalse(decision.allow, "expected the call to be blocked")

@@ -2,7 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Logger, Ref } from "effect"
 import * as fc from "effect/FastCheck"
 import type { Hook, PreDecision, ToolOutcome, ToolUseContext } from "../src/Hooks.js"
-import { Hooks, InvalidHook, matches } from "../src/Hooks.js"
+import { InvalidHook, matches } from "../src/Hooks.js"
+import * as Hooks from "../src/Hooks.js"
 import { rejectsInvalidHook } from "./utils/hookAssertions.js"
 
 const ctx = (toolName = "fs__read", args: Record<string, unknown> = { path: "/a" }): ToolUseContext => ({
@@ -15,8 +16,8 @@ const ctx = (toolName = "fs__read", args: Record<string, unknown> = { path: "/a"
 
 const success = (output: string): ToolOutcome => ({ _tag: "Success", output })
 
-const withHooks = <A, E>(hooks: ReadonlyArray<Hook>, body: (hooks: Context.Tag.Service<Hooks>) => Effect.Effect<A, E>) =>
-  Effect.flatMap(Hooks, body).pipe(Effect.provide(Hooks.layer(hooks)))
+const withHooks = <A, E>(hooks: ReadonlyArray<Hook>, body: (hooks: Context.Tag.Service<Hooks.Hooks>) => Effect.Effect<A, E>) =>
+  Effect.flatMap(Hooks.Hooks, body).pipe(Effect.provide(Hooks.layer(hooks)))
 
 /** Pre and Post hooks that append their name to a log and change nothing. */
 const recordingPre = (log: Array<string>, name: string, priority: number, matcher?: string) =>
@@ -43,7 +44,7 @@ const assertBlocked = (decision: PreDecision, hook: string, ...fragments: Array<
 describe("Hooks", () => {
   it.effect("the empty layer allows every call unchanged and keeps every outcome", () =>
     Effect.gen(function*() {
-      const hooks = yield* Hooks
+      const hooks = yield* Hooks.Hooks
       const context = ctx()
       const decision = yield* hooks.runPreToolUse(context)
       assert.deepStrictEqual(decision, { allow: true, args: context.args })
@@ -273,7 +274,7 @@ describe("Hooks", () => {
     })
     const layer = Hooks.layer([hook]).pipe(Layer.provide(Layer.succeed(Policy, { denied: ["rm"] })))
     return Effect.gen(function*() {
-      const h = yield* Hooks
+      const h = yield* Hooks.Hooks
       assertBlocked(yield* h.runPreToolUse(ctx("rm")), "policy", "denied")
       assert.isTrue((yield* h.runPreToolUse(ctx("ls"))).allow)
     }).pipe(Effect.provide(layer))

@@ -2,14 +2,15 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FastCheck from "effect/FastCheck"
-import { Interrupts, NoActiveRun } from "../src/Interrupts.js"
+import { NoActiveRun } from "../src/Interrupts.js"
+import * as Interrupts from "../src/Interrupts.js"
 
-const run = <A, E>(effect: Effect.Effect<A, E, Interrupts>) => Effect.provide(effect, Interrupts.layer)
+const run = <A, E>(effect: Effect.Effect<A, E, Interrupts.Interrupts>) => Effect.provide(effect, Interrupts.layer)
 
 describe("Interrupts", () => {
   it.effect("inject into a conversation without a run fails with NoActiveRun", () =>
     run(Effect.gen(function*() {
-      const interrupts = yield* Interrupts
+      const interrupts = yield* Interrupts.Interrupts
       const result = yield* Effect.either(interrupts.inject("c1", "hello"))
       assert.isTrue(Either.isLeft(result))
       if (Either.isLeft(result)) {
@@ -22,7 +23,7 @@ describe("Interrupts", () => {
 
   it.effect("drain returns everything in order, then nothing", () =>
     run(Effect.gen(function*() {
-      const interrupts = yield* Interrupts
+      const interrupts = yield* Interrupts.Interrupts
       yield* interrupts.register("c1")
       assert.isTrue(yield* interrupts.isActive("c1"))
       const a = yield* interrupts.inject("c1", "first")
@@ -35,7 +36,7 @@ describe("Interrupts", () => {
 
   it.effect("ids are unique, also across conversations", () =>
     run(Effect.gen(function*() {
-      const interrupts = yield* Interrupts
+      const interrupts = yield* Interrupts.Interrupts
       yield* interrupts.register("c1")
       yield* interrupts.register("c2")
       const ids = yield* Effect.forEach(
@@ -51,7 +52,7 @@ describe("Interrupts", () => {
 
   it.effect("recall removes a queued message before it is drained, not after", () =>
     run(Effect.gen(function*() {
-      const interrupts = yield* Interrupts
+      const interrupts = yield* Interrupts.Interrupts
       yield* interrupts.register("c1")
       const a = yield* interrupts.inject("c1", "keep")
       const b = yield* interrupts.inject("c1", "oops")
@@ -64,7 +65,7 @@ describe("Interrupts", () => {
 
   it.effect("unregister returns leftovers and closes the queue", () =>
     run(Effect.gen(function*() {
-      const interrupts = yield* Interrupts
+      const interrupts = yield* Interrupts.Interrupts
       yield* interrupts.register("c1")
       const a = yield* interrupts.inject("c1", "late")
       assert.deepStrictEqual(yield* interrupts.unregister("c1"), [a])
@@ -75,7 +76,7 @@ describe("Interrupts", () => {
 
   it.effect("registering twice keeps the queue; conversations are independent", () =>
     run(Effect.gen(function*() {
-      const interrupts = yield* Interrupts
+      const interrupts = yield* Interrupts.Interrupts
       yield* interrupts.register("c1")
       yield* interrupts.register("c2")
       const a = yield* interrupts.inject("c1", "one")
@@ -86,8 +87,8 @@ describe("Interrupts", () => {
 
   it.effect("each layer build has its own state", () =>
     Effect.gen(function*() {
-      yield* run(Effect.flatMap(Interrupts, (i) => i.register("c1")))
-      const active = yield* run(Effect.flatMap(Interrupts, (i) => i.isActive("c1")))
+      yield* run(Effect.flatMap(Interrupts.Interrupts, (i) => i.register("c1")))
+      const active = yield* run(Effect.flatMap(Interrupts.Interrupts, (i) => i.isActive("c1")))
       assert.isFalse(active)
     }))
 
@@ -108,7 +109,7 @@ describe("Interrupts", () => {
 
   it.effect.prop("behaves like a model of per-conversation FIFO queues", [FastCheck.array(op, { maxLength: 60 })], ([ops]) =>
     run(Effect.gen(function*() {
-      const interrupts = yield* Interrupts
+      const interrupts = yield* Interrupts.Interrupts
       const model = new Map<string, Array<{ id: string; content: string }>>()
       const issued: Array<string> = []
       for (const o of ops) {

@@ -150,7 +150,7 @@ describe("McpTools", () => {
       const file = join(dir, "mcp.json")
       writeFileSync(file, JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [FS_SERVER, dir] } } }))
       const withConfig = (map: Map<string, string>) =>
-        Effect.scoped(Layer.build(McpTools.McpTools.layerConfig)).pipe(
+        Effect.scoped(Layer.build(McpTools.layerConfig)).pipe(
           Effect.map((ctx) => ctx.unsafeMap.get(McpTools.McpTools.key) as McpTools.McpToolsService),
           Effect.provide(Layer.setConfigProvider(ConfigProvider.fromMap(map)))
         )

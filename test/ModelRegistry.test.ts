@@ -5,7 +5,8 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import { Llm } from "../src/Llm.js"
 import * as Message from "../src/Message.js"
-import { isLlmConfigured, make, ModelRegistry } from "../src/ModelRegistry.js"
+import { isLlmConfigured, make } from "../src/ModelRegistry.js"
+import * as ModelRegistry from "../src/ModelRegistry.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as FakeOpenAi from "./utils/fakeOpenAiServer.js"
 
@@ -37,10 +38,10 @@ describe("ModelRegistry.make", () => {
 
   it.effect("fromLlm uses the Llm in context; layerWithLlm provides both", () =>
     Effect.gen(function*() {
-      const a = yield* Effect.provide(ModelRegistry, ModelRegistry.fromLlm.pipe(Layer.provide(Layer.succeed(Llm, main))))
+      const a = yield* Effect.provide(ModelRegistry.ModelRegistry, ModelRegistry.layerFromLlm.pipe(Layer.provide(Layer.succeed(Llm, main))))
       assert.strictEqual(a.main, main)
       assert.strictEqual(a.fast, main)
-      const [registry, llm] = yield* Effect.provide(Effect.all([ModelRegistry, Llm]), ModelRegistry.layerWithLlm({ main, fast }))
+      const [registry, llm] = yield* Effect.provide(Effect.all([ModelRegistry.ModelRegistry, Llm]), ModelRegistry.layer({ main, fast }))
       assert.strictEqual(llm, main)
       assert.strictEqual(registry.fast, fast)
     }))
@@ -48,7 +49,7 @@ describe("ModelRegistry.make", () => {
 
 describe("ModelRegistry.layerConfig", () => {
   const load = (env: Record<string, string>) =>
-    Effect.provide(Effect.all([ModelRegistry, Llm]), ModelRegistry.layerConfig.pipe(Layer.provide(withEnv(env))))
+    Effect.provide(Effect.all([ModelRegistry.ModelRegistry, Llm]), ModelRegistry.layerConfig.pipe(Layer.provide(withEnv(env))))
 
   it.effect("main only: fast = main, Llm = main", () =>
     Effect.gen(function*() {

@@ -5,10 +5,11 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as AgentConfig from "../src/AgentConfig.js"
-import { Interrupts } from "../src/Interrupts.js"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as Interrupts from "../src/Interrupts.js"
+import * as ReactAgent from "../src/ReactAgent.js"
+import * as ModelRegistry from "../src/ModelRegistry.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import { Tools } from "../src/Toolkit.js"
+import * as Toolkit from "../src/Toolkit.js"
 import { noHooks, recordingGuard } from "./utils/agentLayers.js"
 
 const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
@@ -68,20 +69,28 @@ describe("AgentConfig", () => {
       assert.isTrue(Exit.isFailure(bad) && String(bad.cause).includes("maxIterations"))
     }))
 
-  it.effect("ReactAgent.layer fails with the ConfigError", () =>
+  it.effect("ReactAgent.layerConfig fails with the ConfigError; ReactAgent.layer does not read the environment", () =>
     Effect.gen(function*() {
-      const layer = ReactAgent.layer().pipe(
-        Layer.provide(Layer.mergeAll(
-          ScriptedLlm.layer([]),
-          Tools.layerEmpty,
-          noHooks,
-          recordingGuard().layer,
-          Interrupts.layer
-        ))
+      const services = Layer.mergeAll(
+        ScriptedLlm.layer([]),
+        Toolkit.layerEmpty,
+        noHooks,
+        recordingGuard().layer,
+        Interrupts.layer,
+        ModelRegistry.layer({ main: ScriptedLlm.make([]).service })
       )
+      const env = withEnv({ REACT_CYCLE_DETECTION_THRESHOLD: "x" })
       const exit = yield* Effect.exit(
-        Effect.provide(ReactAgent, layer).pipe(withEnv({ REACT_CYCLE_DETECTION_THRESHOLD: "x" }))
+        Effect.provide(ReactAgent.ReactAgent, ReactAgent.layerConfig().pipe(Layer.provide(services))).pipe(env)
       )
       assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("REACT_CYCLE_DETECTION_THRESHOLD"))
+      const explicit = yield* Effect.exit(
+        Effect.provide(ReactAgent.ReactAgent, ReactAgent.layer().pipe(Layer.provide(services))).pipe(env)
+      )
+      assert.isTrue(Exit.isSuccess(explicit))
+      const invalid = yield* Effect.exit(
+        Effect.provide(ReactAgent.ReactAgent, ReactAgent.layer({ maxIterations: 0 }).pipe(Layer.provide(services)))
+      )
+      assert.isTrue(Exit.isFailure(invalid) && String(invalid.cause).includes("maxIterations"))
     }))
 })

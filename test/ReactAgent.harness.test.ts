@@ -5,11 +5,11 @@ import * as Stream from "effect/Stream"
 import { LlmError } from "../src/Llm.js"
 import type { ChatMessage } from "../src/Message.js"
 import { textOf } from "../src/Message.js"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { jsonLlm, makeAgent, messagesOf, recordingGuard } from "./utils/agentLayers.js"
 
-const run = (query: string) => Effect.flatMap(ReactAgent, (a) => a.runCollect({ query }))
+const run = (query: string) => Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query }))
 const userTexts = (ms: ReadonlyArray<ChatMessage>) => ms.filter((m) => m.role === "user").map((m) => textOf(m.content))
 const count = (ms: ReadonlyArray<ChatMessage>, needle: string) => userTexts(ms).filter((t) => t.includes(needle)).length
 
@@ -129,7 +129,7 @@ describe("ReactAgent harness", () => {
   it.effect("RunInput.maxIterations overrides the agent's", () => {
     const h = makeAgent([ScriptedLlm.toolCall("add", { a: 1, b: 1 }), ScriptedLlm.text("sum")])
     return Effect.gen(function*() {
-      const r = yield* Effect.flatMap(ReactAgent, (a) => a.runCollect({ query: "q", maxIterations: 1 }))
+      const r = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q", maxIterations: 1 }))
       assert.strictEqual(r.iterations, 1)
       assert.strictEqual(r.answer, "sum")
     }).pipe(Effect.provide(h.layer))
@@ -213,7 +213,7 @@ describe("ReactAgent harness", () => {
       ScriptedLlm.text("done")
     ], { guard: guard.layer, agent: { completionCheck: false } })
     return Effect.gen(function*() {
-      const es = Chunk.toArray(yield* Effect.flatMap(ReactAgent, (a) => Stream.runCollect(a.run({ query: "q" }))))
+      const es = Chunk.toArray(yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "q" }))))
       const compacts = es.filter((e) => e._tag === "Compact")
       assert.isAtLeast(compacts.length, 1)
       const done = es[es.length - 1]

@@ -7,7 +7,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { ChatMessage } from "../src/Message.js"
 import { textOf } from "../src/Message.js"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import type { ScriptStep } from "../src/ScriptedLlm.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
@@ -15,7 +15,7 @@ import * as Tool from "../src/Tool.js"
 import { allTools, injectNow, jsonLlm, makeAgent, makeInterrupts } from "./utils/agentLayers.js"
 
 const CID = "conv"
-const runEvents = Effect.flatMap(ReactAgent, (a) => Stream.runCollect(a.run({ query: "q", conversationId: CID }))).pipe(
+const runEvents = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "q", conversationId: CID }))).pipe(
   Effect.map(Chunk.toArray)
 )
 const doneOf = (es: ReadonlyArray<RunEvent>) => {
@@ -136,7 +136,7 @@ describe("ReactAgent interrupts", () => {
       ScriptedLlm.toolCalls([{ id: "s1", name: "slow", arguments: {} }, { id: "s2", name: "slow", arguments: {} }])
     ], { tools: [...allTools, slow] })
     return Effect.gen(function*() {
-      const agent = yield* ReactAgent
+      const agent = yield* ReactAgent.ReactAgent
       const es = Chunk.toArray(yield* Stream.runCollect(agent.run({ query: "q", cancel: Effect.sleep("100 millis") })))
       const done = doneOf(es)
       assert.strictEqual(interrupted, 2)
@@ -165,7 +165,7 @@ describe("ReactAgent interrupts", () => {
     const irq = makeInterrupts()
     const h = makeAgent([ScriptedLlm.toolCall("slow", {})], { tools: [slow], interrupts: irq })
     return Effect.gen(function*() {
-      const agent = yield* ReactAgent
+      const agent = yield* ReactAgent.ReactAgent
       const fiber = yield* Effect.fork(Stream.runDrain(agent.run({ query: "q", conversationId: "c2" })))
       yield* Deferred.await(started)
       assert.isTrue(yield* irq.isActive("c2"))

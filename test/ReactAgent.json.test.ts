@@ -3,13 +3,13 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { textOf } from "../src/Message.js"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { jsonLlm, makeAgent, messagesOf } from "./utils/agentLayers.js"
 
-const run = (query: string) => Effect.flatMap(ReactAgent, (a) => a.runCollect({ query }))
+const run = (query: string) => Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query }))
 const runEvents = (query: string) =>
-  Effect.flatMap(ReactAgent, (a) => Stream.runCollect(a.run({ query }))).pipe(Effect.map(Chunk.toArray))
+  Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query }))).pipe(Effect.map(Chunk.toArray))
 
 describe("ReactAgent JSON mode", () => {
   it.effect("a tool round: events, system prompt with schemas, json_object, Observation message", () => {

@@ -5,13 +5,13 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { makeAgent, messagesOf } from "./utils/agentLayers.js"
 
 const events = (query: string) =>
-  Effect.flatMap(ReactAgent, (agent) => Stream.runCollect(agent.run({ query }))).pipe(Effect.map(Chunk.toArray))
+  Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run({ query }))).pipe(Effect.map(Chunk.toArray))
 
 const tags = (es: ReadonlyArray<RunEvent>) => es.map((e) => e._tag)
 
@@ -58,7 +58,7 @@ describe("ReactAgent native mode", () => {
   it.effect("no tools: tools and tool_choice are omitted", () => {
     const h = makeAgent([ScriptedLlm.text("hi"), ScriptedLlm.text("hello")], { tools: [] })
     return Effect.gen(function*() {
-      const result = yield* Effect.flatMap(ReactAgent, (a) => a.runCollect({ query: "hey" }))
+      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "hey" }))
       assert.strictEqual(result.answer, "hello")
       const req = h.requests()[0].request
       assert.isUndefined(req.tools)
@@ -79,7 +79,7 @@ describe("ReactAgent native mode", () => {
     return Effect.gen(function*() {
       // TestClock time: deterministic, whatever the machine's load
       const stamps: Array<[string, number]> = []
-      const fiber = yield* Effect.flatMap(ReactAgent, (agent) =>
+      const fiber = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) =>
         Stream.runCollect(
           agent.run({ query: "sleep" }).pipe(
             Stream.tap((e) => Effect.map(Clock.currentTimeMillis, (now) => void stamps.push([e._tag, now])))
@@ -106,7 +106,7 @@ describe("ReactAgent native mode", () => {
   it.effect("a reply with text and no tool calls is the final answer", () => {
     const h = makeAgent([ScriptedLlm.text("final text"), ScriptedLlm.fail("Server")])
     return Effect.gen(function*() {
-      const result = yield* Effect.flatMap(ReactAgent, (a) => a.runCollect({ query: "q" }))
+      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q" }))
       assert.strictEqual(result.answer, "final text")
       assert.isUndefined(result.error)
       assert.strictEqual(result.iterations, 1)
@@ -121,7 +121,7 @@ describe("ReactAgent native mode", () => {
       const failed = es[1]
       assert.isTrue(failed._tag === "RunFailed" && failed.retryable === false && failed.message.includes("bad key"))
       const retryable = makeAgent([ScriptedLlm.fail("RateLimited")])
-      const r = yield* Effect.flatMap(ReactAgent, (a) => a.runCollect({ query: "q" })).pipe(Effect.provide(retryable.layer))
+      const r = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q" })).pipe(Effect.provide(retryable.layer))
       assert.strictEqual(r.error?.retryable, true)
     }).pipe(Effect.provide(h.layer))
   })
@@ -133,7 +133,7 @@ describe("ReactAgent native mode", () => {
       ScriptedLlm.text("Two", { usage: { prompt: 30, completion: 2 } })
     ])
     return Effect.gen(function*() {
-      const r = yield* Effect.flatMap(ReactAgent, (a) => a.runCollect({ query: "1+1" }))
+      const r = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "1+1" }))
       assert.strictEqual(r.usage.by_phase.loop?.total_tokens, 36)
       assert.strictEqual(r.usage.by_phase.loop?.llm_calls, 2)
       assert.strictEqual(r.usage.by_phase.synthesis?.total_tokens, 32)

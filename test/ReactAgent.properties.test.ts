@@ -3,9 +3,9 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as fc from "effect/FastCheck"
 import * as Stream from "effect/Stream"
-import { Hooks } from "../src/Hooks.js"
+import * as Hooks from "../src/Hooks.js"
 import type { ChatMessage } from "../src/Message.js"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import type { ScriptStep } from "../src/ScriptedLlm.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
@@ -96,7 +96,7 @@ const checkRun = (h: ReturnType<typeof makeAgent>, es: ReadonlyArray<RunEvent>) 
   assert.strictEqual(starts, dones)
 }
 
-const runAll = Effect.flatMap(ReactAgent, (a) => Stream.runCollect(a.run({ query: "property" }))).pipe(Effect.map(Chunk.toArray))
+const runAll = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "property" }))).pipe(Effect.map(Chunk.toArray))
 
 describe("ReactAgent properties", () => {
   it.effect.prop(
@@ -134,7 +134,7 @@ describe("ReactAgent properties", () => {
         Hooks.post({ name: "post-dies", matcher: "add", run: () => Effect.die("post bug") })
       ])
       const h = makeAgent(responder, { tools, hooks, interrupts: irq, agent: { maxIterations: 8 } })
-      const events = Effect.flatMap(ReactAgent, (a) => Stream.runCollect(a.run({ query: "p", conversationId: "prop" })))
+      const events = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "p", conversationId: "prop" })))
       return Effect.map(Effect.provide(events, h.layer), (es) => {
         const list = Chunk.toArray(es)
         checkRun(h, list)

@@ -4,13 +4,13 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { Interrupts } from "../src/Interrupts.js"
+import * as Interrupts from "../src/Interrupts.js"
 import { textOf } from "../src/Message.js"
-import { ModelRegistry } from "../src/ModelRegistry.js"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as ModelRegistry from "../src/ModelRegistry.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
-import { Tools } from "../src/Toolkit.js"
+import * as Toolkit from "../src/Toolkit.js"
 import { addTool, echoTool, jsonLlm, makeAgent, noHooks, recordingGuard } from "./utils/agentLayers.js"
 
 const filler = Array.from({ length: 12 }, (_, i) =>
@@ -22,7 +22,7 @@ const filler = Array.from({ length: 12 }, (_, i) =>
   }))
 const many = [addTool, echoTool, ...filler] // 14 tools > threshold 12
 
-const runEvents = Effect.flatMap(ReactAgent, (a) => Stream.runCollect(a.run({ query: "add 1 and 2" }))).pipe(
+const runEvents = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "add 1 and 2" }))).pipe(
   Effect.map(Chunk.toArray)
 )
 
@@ -76,14 +76,14 @@ describe("ReactAgent tool selection", () => {
     }).pipe(Effect.provide(h.layer))
   })
 
-  it.effect("the registry's fast model does the selection; the loop uses Llm", () => {
+  it.effect("layerConfig: the registry's fast model does the selection; the loop uses Llm", () => {
     const main = ScriptedLlm.make([ScriptedLlm.text("answer"), ScriptedLlm.text("answer")])
     const fast = ScriptedLlm.make([ScriptedLlm.toolCall("select_tools", { tools: ["echo"] })], { model: "fast" })
-    const layer = ReactAgent.layer().pipe(
+    const layer = ReactAgent.layerConfig().pipe(
       Layer.provide(Layer.mergeAll(
         main.layer,
         ModelRegistry.layer({ main: main.service, fast: fast.service }),
-        Tools.layer(many),
+        Toolkit.layer(many),
         noHooks,
         recordingGuard().layer,
         Interrupts.layer

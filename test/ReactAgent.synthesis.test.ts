@@ -4,13 +4,13 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { buildMessages, FALLBACK_SEPARATOR } from "../src/AnswerSynthesis.js"
 import * as Message from "../src/Message.js"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { jsonLlm, makeAgent } from "./utils/agentLayers.js"
 
 const runEvents = (query: string, history?: ReadonlyArray<Message.ChatMessage>) =>
-  Effect.flatMap(ReactAgent, (a) => Stream.runCollect(a.run({ query, ...(history ? { history } : {}) }))).pipe(
+  Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query, ...(history ? { history } : {}) }))).pipe(
     Effect.map(Chunk.toArray)
   )
 const deltas = (es: ReadonlyArray<RunEvent>) => es.flatMap((e) => (e._tag === "AnswerDelta" ? [e.content] : []))
@@ -121,7 +121,7 @@ describe("ReactAgent answer synthesis", () => {
     ])
     return Effect.gen(function*() {
       const stamps: Array<number> = []
-      yield* Effect.flatMap(ReactAgent, (a) =>
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) =>
         Stream.runDrain(
           a.run({ query: "q" }).pipe(
             Stream.tap((e) => Effect.sync(() => e._tag === "AnswerDelta" && stamps.push(Date.now())))

@@ -2,15 +2,15 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { Hooks } from "../src/Hooks.js"
+import * as Hooks from "../src/Hooks.js"
 import type { ChatMessage } from "../src/Message.js"
 import { textOf } from "../src/Message.js"
-import { ReactAgent } from "../src/ReactAgent.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
 import { allTools, jsonLlm, makeAgent, messagesOf } from "./utils/agentLayers.js"
 
-const run = (query: string) => Effect.flatMap(ReactAgent, (a) => a.runCollect({ query }))
+const run = (query: string) => Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query }))
 const toolMessages = (ms: ReadonlyArray<ChatMessage>) =>
   ms.flatMap((m) => (m.role === "tool" ? [[m.tool_call_id, m.content] as const] : []))
 
@@ -141,13 +141,13 @@ describe("ReactAgent tool calls", () => {
       ])
     })
     return Effect.gen(function*() {
-      yield* Effect.flatMap(ReactAgent, (a) => a.runCollect({ query: "q", conversationId: "conv-1" }))
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q", conversationId: "conv-1" }))
       assert.deepStrictEqual(seen, [["add", "x1", 1, "conv-1", "add"]])
     }).pipe(Effect.provide(h.layer))
   })
 
   it.live("a dying hooks service, a tool returning garbage or interrupting itself: the call is still answered", () => {
-    const dying = Layer.succeed(Hooks, {
+    const dying = Layer.succeed(Hooks.Hooks, {
       runPreToolUse: (ctx) => (ctx.toolName === "echo" ? Effect.die("pre exploded") : Effect.succeed({ allow: true, args: ctx.args })),
       runPostToolUse: () => Effect.die("post exploded")
     })

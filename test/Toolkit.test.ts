@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Tool from "../src/Tool.js"
 import * as Toolkit from "../src/Toolkit.js"
-import { DuplicateToolError, Tools } from "../src/Toolkit.js"
+import { DuplicateToolError } from "../src/Toolkit.js"
 
 const tool = (name: string) =>
   Tool.make({ name, description: `the ${name} tool`, parameters: Schema.Struct({}), handler: () => Effect.succeed(name) })
@@ -51,8 +51,8 @@ describe("Toolkit", () => {
 
   it.effect("the Tools layers provide the toolkit", () =>
     Effect.gen(function*() {
-      const kit = yield* Effect.provide(Tools, Tools.layer([tool("a"), tool("b")]))
+      const kit = yield* Effect.provide(Toolkit.Toolkit, Toolkit.layer([tool("a"), tool("b")]))
       assert.deepStrictEqual(kit.tools.map((t) => t.name), ["a", "b"])
-      assert.strictEqual((yield* Effect.provide(Tools, Tools.layerEmpty)).size, 0)
+      assert.strictEqual((yield* Effect.provide(Toolkit.Toolkit, Toolkit.layerEmpty)).size, 0)
     }))
 })

@@ -22,15 +22,15 @@ import type { Engine, Scenario } from "../scenario.js"
 import { FINAL, QUERY, runTool, TOOL_DESCRIPTION, TOOL_NAME, toolArgs } from "../scenario.js"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as Hooks from "../../src/Hooks.js"
-import { Interrupts } from "../../src/Interrupts.js"
+import * as Interrupts from "../../src/Interrupts.js"
 import type { LlmService } from "../../src/Llm.js"
 import { Llm } from "../../src/Llm.js"
-import { ReactAgent } from "../../src/ReactAgent.js"
+import * as ReactAgent from "../../src/ReactAgent.js"
 import type { AgentOptions } from "../../src/AgentConfig.js"
 import type * as ConfigError from "effect/ConfigError"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import * as Tool from "../../src/Tool.js"
-import { Tools } from "../../src/Toolkit.js"
+import * as Toolkit from "../../src/Toolkit.js"
 
 /** Large enough that neither the guard nor the result budget ever cuts anything here. */
 const HUGE_BUDGET = 100_000_000
@@ -65,13 +65,13 @@ export const agentLayer = (
   llm: LlmService,
   tools: ReadonlyArray<Tool.Tool>,
   options: Partial<AgentOptions> = {}
-): Layer.Layer<ReactAgent, ConfigError.ConfigError> =>
+): Layer.Layer<ReactAgent.ReactAgent, ConfigError.ConfigError> =>
   ReactAgent.layer({ completionCheck: false, toolResultBudget: HUGE_BUDGET, maxIterations: 1000, ...options }).pipe(
     Layer.provide(Layer.mergeAll(
       Layer.succeed(Llm, llm),
-      Tools.layer(tools),
+      Toolkit.layer(tools),
       Hooks.layerEmpty,
-      ContextGuard.layerMake({ budget: HUGE_BUDGET }),
+      ContextGuard.layer({ budget: HUGE_BUDGET }),
       Interrupts.layer
     ))
   )
@@ -91,7 +91,7 @@ export const engine: Engine = {
   prepare: async (scenario: Scenario) => {
     const scripted = resettableScript(scriptFor(scenario))
     const runtime = ManagedRuntime.make(agentLayer(scripted.llm.service, [lookupTool(scenario)]))
-    const agent = await runtime.runPromise(ReactAgent)
+    const agent = await runtime.runPromise(ReactAgent.ReactAgent)
     return async () => {
       scripted.reset()
       const result = await runtime.runPromise(agent.runCollect({ query: QUERY }))

@@ -11,15 +11,15 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as BuiltinTools from "../BuiltinTools.js"
-import { ContextGuard } from "../ContextGuard.js"
+import * as ContextGuard from "../ContextGuard.js"
 import * as DemoLlm from "../DemoLlm.js"
-import { Hooks } from "../Hooks.js"
-import { Interrupts } from "../Interrupts.js"
+import * as Hooks from "../Hooks.js"
+import * as Interrupts from "../Interrupts.js"
 import { Llm } from "../Llm.js"
-import { McpTools } from "../McpTools.js"
-import * as ModelRegistryModule from "../ModelRegistry.js"
-import { ModelRegistry } from "../ModelRegistry.js"
-import { ReactAgent } from "../ReactAgent.js"
+import * as McpTools from "../McpTools.js"
+import * as ModelRegistry from "../ModelRegistry.js"
+
+import * as ReactAgent from "../ReactAgent.js"
 import { AppInfo } from "../server/AppInfo.js"
 import * as Toolkit from "../Toolkit.js"
 
@@ -30,9 +30,9 @@ export { AppInfo } from "../server/AppInfo.js"
  *
  * @since 0.1.0 @category layers
  */
-export const ToolsLayer: Layer.Layer<Toolkit.Tools, never, McpTools> = Layer.effect(
-  Toolkit.Tools,
-  Effect.flatMap(McpTools, (mcp) =>
+export const ToolsLayer: Layer.Layer<Toolkit.Toolkit, never, McpTools.McpTools> = Layer.effect(
+  Toolkit.Toolkit,
+  Effect.flatMap(McpTools.McpTools, (mcp) =>
     Effect.try({
       try: () => Toolkit.make([...BuiltinTools.tools, ...mcp.tools]),
       catch: (e) => e
@@ -40,33 +40,44 @@ export const ToolsLayer: Layer.Layer<Toolkit.Tools, never, McpTools> = Layer.eff
 )
 
 /**
- * The app's services over an LLM layer (`Llm`, optionally with `ModelRegistry`):
- * `ReactAgent`, `ContextGuard`, `Interrupts`, `Tools`, `Hooks` (empty), the LLM
- * and `AppInfo` (model name from the `Llm`, `demo` as given).
+ * The models of a single `Llm` (it is `main` and `fast`).
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
+ */
+export const modelsOf = <E, R>(llm: Layer.Layer<Llm, E, R>): Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R> =>
+  ModelRegistry.layerFromLlm.pipe(Layer.provideMerge(llm))
+
+/**
+ * The app's services over the models (`ModelRegistry` and `Llm`; see `modelsOf`
+ * for a single LLM): `ReactAgent`, `ContextGuard`, `Interrupts`, `Toolkit`,
+ * `Hooks` (empty), the models and `AppInfo` (model name from the `Llm`, `demo`
+ * as given).
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const make = <E, R>(
-  llm: Layer.Layer<Llm, E, R>,
+  models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
   options: {
     readonly demo: boolean
     /** Default: built-ins + MCP servers from `MCP_CONFIG`. */
-    readonly tools?: Layer.Layer<Toolkit.Tools>
+    readonly tools?: Layer.Layer<Toolkit.Toolkit>
     /** Default: no hooks. */
-    readonly hooks?: Layer.Layer<Hooks>
-    /** Default: `ContextGuard.layer` (configured from the environment). */
-    readonly guard?: Layer.Layer<ContextGuard, ConfigError.ConfigError>
+    readonly hooks?: Layer.Layer<Hooks.Hooks>
+    /** Default: `ContextGuard.layerConfig` (configured from the environment). */
+    readonly guard?: Layer.Layer<ContextGuard.ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry>
   }
 ) => {
   const info = Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo })))
   const services = Layer.mergeAll(
-    options.guard ?? ContextGuard.layer,
+    options.guard ?? ContextGuard.layerConfig,
     Interrupts.layer,
     options.hooks ?? Hooks.layerEmpty,
     options.tools ?? ToolsLayer.pipe(Layer.provide(McpTools.layerConfig)),
     info
   )
-  return ReactAgent.layer().pipe(Layer.provideMerge(services), Layer.provideMerge(llm))
+  return ReactAgent.layerConfig().pipe(Layer.provideMerge(services), Layer.provideMerge(models))
 }
 
 /**
@@ -76,7 +87,7 @@ export const make = <E, R>(
  * @since 0.1.0 @category utils
  */
 export const isDemo: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.map(
-  ModelRegistryModule.isLlmConfigured,
+  ModelRegistry.isLlmConfigured,
   (configured) => !configured
 )
 
@@ -88,14 +99,14 @@ export const isDemo: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.ma
  *
  * @since 0.1.0 @category layers
  */
-export const LlmLayer: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.unwrapEffect(
+export const LlmLayer: Layer.Layer<ModelRegistry.ModelRegistry | Llm, ConfigError.ConfigError> = Layer.unwrapEffect(
   Effect.gen(function*() {
-    if (!(yield* isDemo)) return ModelRegistry.layerConfig as Layer.Layer<Llm, ConfigError.ConfigError>
+    if (!(yield* isDemo)) return ModelRegistry.layerConfig
     yield* Effect.logWarning(
       `No LLM configured (LLM_MODEL / LLM_BASE_URL not set): running on the built-in OFFLINE DEMO model "${DemoLlm.MODEL_NAME}". ` +
         "Set LLM_BASE_URL (and LLM_MODEL, LLM_API_KEY) to use a real model."
     )
-    return DemoLlm.layer
+    return modelsOf(DemoLlm.layer)
   })
 )
 

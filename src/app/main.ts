@@ -11,10 +11,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { AppInfo, AppLayer } from "./App.js"
 import * as Server from "../server/Server.js"
-import { ServerConfig } from "../server/ServerConfig.js"
+import * as ServerConfig from "../server/ServerConfig.js"
 
 const Banner = Layer.effectDiscard(Effect.gen(function*() {
-  const settings = yield* ServerConfig
+  const settings = yield* ServerConfig.ServerConfig
   const info = yield* AppInfo
   const server = yield* HttpServer.HttpServer
   const port = server.address._tag === "TcpAddress" ? server.address.port : settings.port

@@ -22,7 +22,7 @@ export interface AppInfoShape {
  * @since 0.1.0
  * @category Context
  */
-export class AppInfo extends Context.Tag("react-engine/AppInfo")<AppInfo, AppInfoShape>() {}
+export class AppInfo extends Context.Tag("effect-react-engine/AppInfo")<AppInfo, AppInfoShape>() {}
 
 /**
  * @since 0.1.0

@@ -18,7 +18,7 @@ import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import type { ChatMessage } from "../Message.js"
 import * as Message from "../Message.js"
-import { ServerConfig } from "./ServerConfig.js"
+import * as ServerConfig from "./ServerConfig.js"
 
 /** Storage failure (the database could not be read or written). @since 0.1.0 @category errors */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", { message: Schema.String }) {}
@@ -206,28 +206,44 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
 })
 
 /** @since 0.1.0 @category Context */
-export class ConversationStore extends Context.Tag("react-engine/ConversationStore")<
+export class ConversationStore extends Context.Tag("effect-react-engine/ConversationStore")<
   ConversationStore,
   ConversationStoreService
->() {
-  /** Over the `SqlClient` in context. @since 0.1.0 */
-  static readonly layer: Layer.Layer<ConversationStore, StoreError, SqlClient.SqlClient> = Layer.effect(this, make)
+>() {}
 
-  /** A SQLite file (its directory is created; `:memory:` works too). @since 0.1.0 */
-  static readonly layerSqlite = (filename: string): Layer.Layer<ConversationStore, StoreError> =>
-    ConversationStore.layer.pipe(
-      Layer.provide(Layer.unwrapEffect(Effect.try({
-        try: () => {
-          if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
-          return SqliteClient.layer({ filename })
-        },
-        catch: storeError(`cannot create the directory of ${filename}`)
-      }))),
-      Layer.mapError((e) => (e instanceof StoreError ? e : new StoreError({ message: `cannot open ${filename}: ${String(e)}` })))
-    )
+/**
+ * Over the `SqlClient` in context.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<ConversationStore, StoreError, SqlClient.SqlClient> = Layer.effect(ConversationStore, make)
 
-  /** The SQLite file named by `DATABASE_PATH` (default `./data/react-engine.sqlite`). @since 0.1.0 */
-  static readonly layerConfig: Layer.Layer<ConversationStore, StoreError, ServerConfig> = Layer.unwrapEffect(
-    Effect.map(ServerConfig, (settings) => ConversationStore.layerSqlite(settings.databasePath))
+/**
+ * A SQLite file (its directory is created; `:memory:` works too).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerSqlite = (filename: string): Layer.Layer<ConversationStore, StoreError> =>
+  layer.pipe(
+    Layer.provide(Layer.unwrapEffect(Effect.try({
+      try: () => {
+        if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
+        return SqliteClient.layer({ filename })
+      },
+      catch: storeError(`cannot create the directory of ${filename}`)
+    }))),
+    Layer.mapError((e) => (e instanceof StoreError ? e : new StoreError({ message: `cannot open ${filename}: ${String(e)}` })))
   )
-}
+
+/**
+ * The SQLite file named by `DATABASE_PATH` (default `./data/react-engine.sqlite`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig: Layer.Layer<ConversationStore, StoreError, ServerConfig.ServerConfig> = Layer.unwrapEffect(
+  Effect.map(ServerConfig.ServerConfig, (settings) => layerSqlite(settings.databasePath))
+)
+

@@ -12,12 +12,12 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { AppInfo } from "./AppInfo.js"
-import { Interrupts } from "../Interrupts.js"
+import * as Interrupts from "../Interrupts.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
-import { ConversationStore } from "./ConversationStore.js"
-import { RunRegistry } from "./RunRegistry.js"
-import { ServerConfig } from "./ServerConfig.js"
+import * as ConversationStore from "./ConversationStore.js"
+import * as RunRegistry from "./RunRegistry.js"
+import * as ServerConfig from "./ServerConfig.js"
 import * as Sse from "./Sse.js"
 
 
@@ -41,10 +41,10 @@ const lastEventId = (request: HttpServerRequest.HttpServerRequest): Effect.Effec
  */
 export const ApiRoutes = HttpLayerRouter.use((router) =>
   Effect.gen(function*() {
-    const settings = yield* ServerConfig
-    const registry = yield* RunRegistry
-    const store = yield* ConversationStore
-    const interrupts = yield* Interrupts
+    const settings = yield* ServerConfig.ServerConfig
+    const registry = yield* RunRegistry.RunRegistry
+    const store = yield* ConversationStore.ConversationStore
+    const interrupts = yield* Interrupts.Interrupts
     const info = yield* AppInfo
     const limit = settings.maxBodyBytes
     const guard = ApiError.authorize(settings.apiToken)

@@ -22,13 +22,13 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
-import { ContextGuard } from "../ContextGuard.js"
-import { Interrupts } from "../Interrupts.js"
-import { ReactAgent } from "../ReactAgent.js"
+import * as ContextGuard from "../ContextGuard.js"
+import * as Interrupts from "../Interrupts.js"
+import * as ReactAgent from "../ReactAgent.js"
 import * as Transcript from "./internal/transcript.js"
 import { NotFound, RunInProgress } from "./ApiError.js"
-import { ConversationStore } from "./ConversationStore.js"
-import { ServerConfig } from "./ServerConfig.js"
+import * as ConversationStore from "./ConversationStore.js"
+import * as ServerConfig from "./ServerConfig.js"
 import { execute, type RunState } from "./internal/run.js"
 import type { Frame } from "./Sse.js"
 import * as Sse from "./Sse.js"
@@ -79,11 +79,11 @@ export const FINISHED_RUN_TTL_MS = 15 * 60 * 1000
 
 /** @since 0.1.0 @category constructors */
 export const make = Effect.gen(function*() {
-  const settings = yield* ServerConfig
-  const agent = yield* ReactAgent
-  const guard = yield* ContextGuard
-  const interrupts = yield* Interrupts
-  const store = yield* ConversationStore
+  const settings = yield* ServerConfig.ServerConfig
+  const agent = yield* ReactAgent.ReactAgent
+  const guard = yield* ContextGuard.ContextGuard
+  const interrupts = yield* Interrupts.Interrupts
+  const store = yield* ConversationStore.ConversationStore
   const fibers = yield* FiberSet.make()
   const timers = yield* FiberSet.make()
   const shutdown = yield* Deferred.make<void>()
@@ -253,7 +253,11 @@ export const make = Effect.gen(function*() {
 })
 
 /** @since 0.1.0 @category Context */
-export class RunRegistry extends Context.Tag("react-engine/RunRegistry")<RunRegistry, RunRegistryService>() {
-  /** @since 0.1.0 */
-  static readonly layer = Layer.scoped(RunRegistry, make)
-}
+export class RunRegistry extends Context.Tag("effect-react-engine/RunRegistry")<RunRegistry, RunRegistryService>() {}
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = Layer.scoped(RunRegistry, make)
+

@@ -15,10 +15,10 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { createServer } from "node:http"
-import { ConversationStore } from "./ConversationStore.js"
+import * as ConversationStore from "./ConversationStore.js"
 import { ApiRoutes } from "./Routes.js"
-import { RunRegistry } from "./RunRegistry.js"
-import { ServerConfig } from "./ServerConfig.js"
+import * as RunRegistry from "./RunRegistry.js"
+import * as ServerConfig from "./ServerConfig.js"
 import { WebPageRoutes } from "./WebPage.js"
 
 /** API + web page routes. @since 0.1.0 @category layers */
@@ -65,7 +65,7 @@ export const listenOn = (options: { readonly port: number; readonly host: string
   }))
 
 /** A Node HTTP server on `ServerConfig`'s host and port. @since 0.1.0 @category layers */
-export const listen = Layer.unwrapEffect(Effect.map(ServerConfig, (settings) =>
+export const listen = Layer.unwrapEffect(Effect.map(ServerConfig.ServerConfig, (settings) =>
   listenOn({ port: settings.port, host: settings.host })
 ))
 

@@ -82,13 +82,25 @@ export const config: Config.Config<ServerSettings> = Config.all({
 })
 
 /** @since 0.1.0 @category Context */
-export class ServerConfig extends Context.Tag("react-engine/ServerConfig")<ServerConfig, ServerSettings>() {
-  /** From the environment. @since 0.1.0 */
-  static readonly layerConfig: Layer.Layer<ServerConfig, import("effect/ConfigError").ConfigError> = Layer.effect(
-    ServerConfig,
-    config
-  )
-  /** Fixed settings (tests, embedding); unspecified fields take the defaults. @since 0.1.0 */
-  static readonly layer = (settings: Partial<ServerSettings> = {}): Layer.Layer<ServerConfig> =>
-    Layer.succeed(ServerConfig, { ...defaults, ...settings })
-}
+export class ServerConfig extends Context.Tag("effect-react-engine/ServerConfig")<ServerConfig, ServerSettings>() {}
+
+/**
+ * From the environment.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig: Layer.Layer<ServerConfig, import("effect/ConfigError").ConfigError> = Layer.effect(
+  ServerConfig,
+  config
+)
+
+/**
+ * Fixed settings (tests, embedding); unspecified fields take the defaults.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (settings: Partial<ServerSettings> = {}): Layer.Layer<ServerConfig> =>
+  Layer.succeed(ServerConfig, { ...defaults, ...settings })
+

@@ -15,11 +15,11 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as Hooks from "../../src/Hooks.js"
-import { Interrupts } from "../../src/Interrupts.js"
-import { ReactAgent } from "../../src/ReactAgent.js"
+import * as Interrupts from "../../src/Interrupts.js"
+import * as ReactAgent from "../../src/ReactAgent.js"
 import type { RunEvent } from "../../src/RunEvent.js"
 import * as Tool from "../../src/Tool.js"
-import { Tools } from "../../src/Toolkit.js"
+import * as Toolkit from "../../src/Toolkit.js"
 import * as Chaos from "../utils/chaosLlm.js"
 
 const tools: ReadonlyArray<Tool.Tool> = [
@@ -52,14 +52,14 @@ const runOnce = (seed: number, mode: "native" | "json") =>
     const layer = ReactAgent.layer({ maxIterations: 8 }).pipe(
       Layer.provide(Layer.mergeAll(
         chaos.layer,
-        Tools.layer(tools),
+        Toolkit.layer(tools),
         Hooks.layerEmpty,
-        ContextGuard.layerMake({ budget: 2000 }),
+        ContextGuard.layer({ budget: 2000 }),
         Interrupts.layer
       ))
     )
     const exit = yield* Effect.gen(function*() {
-      const agent = yield* ReactAgent
+      const agent = yield* ReactAgent.ReactAgent
       return yield* Stream.runCollect(agent.run({ query: `chaos run ${seed}` }))
     }).pipe(Effect.provide(layer), Effect.exit)
     return { chaos, exit }

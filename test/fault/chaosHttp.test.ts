@@ -18,12 +18,12 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as Hooks from "../../src/Hooks.js"
-import { Interrupts } from "../../src/Interrupts.js"
+import * as Interrupts from "../../src/Interrupts.js"
 import type { ChatMessage } from "../../src/Message.js"
 import * as OpenAiLlm from "../../src/OpenAiLlm.js"
-import { ReactAgent } from "../../src/ReactAgent.js"
+import * as ReactAgent from "../../src/ReactAgent.js"
 import * as Tool from "../../src/Tool.js"
-import { Tools } from "../../src/Toolkit.js"
+import * as Toolkit from "../../src/Toolkit.js"
 import { prng, protocolViolations } from "../utils/chaosLlm.js"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 
@@ -91,9 +91,9 @@ describe("chaos over HTTP (real OpenAiLlm)", () => {
           timeout: "400 millis"
         })
         const layer = ReactAgent.layer({ maxIterations: 6 }).pipe(
-          Layer.provide(Layer.mergeAll(llm, Tools.layer([lookup]), Hooks.layerEmpty, ContextGuard.layerMake(), Interrupts.layer))
+          Layer.provide(Layer.mergeAll(llm, Toolkit.layer([lookup]), Hooks.layerEmpty, ContextGuard.layer(), Interrupts.layer))
         )
-        const exit = yield* Effect.flatMap(ReactAgent, (agent) => Stream.runCollect(agent.run({ query: `chaos ${seed}` }))).pipe(
+        const exit = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run({ query: `chaos ${seed}` }))).pipe(
           Effect.provide(layer),
           Effect.exit
         )

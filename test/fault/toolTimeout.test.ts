@@ -11,12 +11,12 @@ import * as Schema from "effect/Schema"
 import * as AgentConfig from "../../src/AgentConfig.js"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as Hooks from "../../src/Hooks.js"
-import { Interrupts } from "../../src/Interrupts.js"
+import * as Interrupts from "../../src/Interrupts.js"
 import type { AgentOptions } from "../../src/AgentConfig.js"
-import { ReactAgent } from "../../src/ReactAgent.js"
+import * as ReactAgent from "../../src/ReactAgent.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import * as Tool from "../../src/Tool.js"
-import { Tools } from "../../src/Toolkit.js"
+import * as Toolkit from "../../src/Toolkit.js"
 
 const Empty = Schema.Struct({})
 
@@ -42,14 +42,14 @@ const run = (script: ReadonlyArray<ScriptedLlm.ScriptStep>, options: Partial<Age
     const layer = ReactAgent.layer({ completionCheck: false, ...options }).pipe(
       Layer.provide(Layer.mergeAll(
         llm.layer,
-        Tools.layer([hangNever, hangPromise, hangOwnTimeout, quick]),
+        Toolkit.layer([hangNever, hangPromise, hangOwnTimeout, quick]),
         Hooks.layerEmpty,
-        ContextGuard.layerMake(),
+        ContextGuard.layer(),
         Interrupts.layer
       ))
     )
     const started = Date.now()
-    const result = yield* Effect.flatMap(ReactAgent, (agent) => agent.runCollect({ query: "go" })).pipe(Effect.provide(layer))
+    const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "go" })).pipe(Effect.provide(layer))
     return { result, ms: Date.now() - started, llm }
   })
 

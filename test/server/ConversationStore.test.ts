@@ -4,7 +4,7 @@ import * as Option from "effect/Option"
 import { writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import * as Message from "../../src/Message.js"
-import { ConversationStore } from "../../src/server/ConversationStore.js"
+import * as ConversationStore from "../../src/server/ConversationStore.js"
 import { tempDatabase } from "../utils/serverHarness.js"
 
 const turn = (conversationId: string, query: string, answer: string) => ({
@@ -24,7 +24,7 @@ describe("ConversationStore (SQLite)", () => {
     Effect.gen(function*() {
       const path = tempDatabase()
       yield* Effect.gen(function*() {
-        const store = yield* ConversationStore
+        const store = yield* ConversationStore.ConversationStore
         assert.isFalse(yield* store.exists("a"))
         assert.deepStrictEqual(yield* store.history("a"), [])
         assert.isTrue(Option.isNone(yield* store.get("a")))
@@ -37,7 +37,7 @@ describe("ConversationStore (SQLite)", () => {
 
       // a second open runs the migrations again (no-op) and sees everything
       yield* Effect.gen(function*() {
-        const store = yield* ConversationStore
+        const store = yield* ConversationStore.ConversationStore
         assert.isTrue(yield* store.exists("a"))
         assert.deepStrictEqual(yield* store.history("a"), [
           Message.user("  first\nquestion  "),
@@ -68,7 +68,7 @@ describe("ConversationStore (SQLite)", () => {
       const file = join(dirname(dirname(tempDatabase())), "a-file")
       writeFileSync(file, "")
       const path = join(file, "db.sqlite")
-      const error = yield* Effect.flip(Effect.provide(ConversationStore, ConversationStore.layerSqlite(path)))
+      const error = yield* Effect.flip(Effect.provide(ConversationStore.ConversationStore, ConversationStore.layerSqlite(path)))
       assert.strictEqual(error._tag, "StoreError")
       assert.include(error.message, path)
     }))

@@ -77,7 +77,7 @@ describe("server with the app's services", () => {
           : FakeOpenAi.completion({ content: "ok" })
       )
       const databasePath = tempDatabase()
-      const guard = ContextGuard.layerMake({ budget: 1500 })
+      const guard = ContextGuard.layer({ budget: 1500 })
       const server = yield* startServer({ llmUrl: fake.url, databasePath, guard })
       for (const query of ["first question", "second question"]) {
         yield* Effect.promise(() => openSse(`${server.url}/api/react`, { body: { query, conversation_id: "big" } }))

@@ -8,21 +8,23 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { AgentOptions } from "../../src/AgentConfig.js"
 import type { CheckOptions, ContextGuardOptions, ContextGuardService } from "../../src/ContextGuard.js"
-import { ContextGuard, make as makeGuard } from "../../src/ContextGuard.js"
-import { Hooks } from "../../src/Hooks.js"
+import { make as makeGuard } from "../../src/ContextGuard.js"
+import * as ContextGuard from "../../src/ContextGuard.js"
+import * as Hooks from "../../src/Hooks.js"
 import type { InterruptsService } from "../../src/Interrupts.js"
-import { Interrupts, make as makeInterruptsService } from "../../src/Interrupts.js"
+import { make as makeInterruptsService } from "../../src/Interrupts.js"
+import * as Interrupts from "../../src/Interrupts.js"
 import type { LlmService } from "../../src/Llm.js"
 import type { ChatMessage } from "../../src/Message.js"
-import { ReactAgent } from "../../src/ReactAgent.js"
+import * as ReactAgent from "../../src/ReactAgent.js"
 import type { RecordedRequest, ScriptedLlmOptions, ScriptStep } from "../../src/ScriptedLlm.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import type { Tool as ToolT } from "../../src/Tool.js"
 import * as Tool from "../../src/Tool.js"
-import { Tools } from "../../src/Toolkit.js"
+import * as Toolkit from "../../src/Toolkit.js"
 
 /** Hooks that allow everything and change nothing (the real empty layer). */
-export const noHooks: Layer.Layer<Hooks> = Hooks.layerEmpty
+export const noHooks: Layer.Layer<Hooks.Hooks> = Hooks.layerEmpty
 
 /**
  * The real context guard (`ContextGuard.make`) wrapped to record the options of
@@ -30,7 +32,7 @@ export const noHooks: Layer.Layer<Hooks> = Hooks.layerEmpty
  */
 export const recordingGuard = (
   options: ContextGuardOptions = {}
-): { readonly layer: Layer.Layer<ContextGuard>; readonly checks: Array<CheckOptions | undefined> } => {
+): { readonly layer: Layer.Layer<ContextGuard.ContextGuard>; readonly checks: Array<CheckOptions | undefined> } => {
   const checks: Array<CheckOptions | undefined> = []
   const real = makeGuard(options)
   const service: ContextGuardService = {
@@ -40,7 +42,7 @@ export const recordingGuard = (
       return real.checkAndCompact(messages, opts)
     })
   }
-  return { layer: Layer.succeed(ContextGuard, service), checks }
+  return { layer: Layer.succeed(ContextGuard.ContextGuard, service), checks }
 }
 
 /** A calculator-ish tool: `add({a, b})`. */
@@ -124,7 +126,7 @@ export const injectNow = (service: InterruptsService, conversationId: string, co
 
 export interface AgentHarness {
   readonly llm: ScriptedLlm.ScriptedLlm
-  readonly layer: Layer.Layer<ReactAgent | Interrupts>
+  readonly layer: Layer.Layer<ReactAgent.ReactAgent | Interrupts.Interrupts>
   /** Loop/synthesis requests recorded by the scripted LLM. */
   readonly requests: () => ReadonlyArray<RecordedRequest>
 }
@@ -136,8 +138,8 @@ export const makeAgent = (
     readonly llm?: ScriptedLlmOptions
     readonly tools?: ReadonlyArray<ToolT>
     readonly agent?: Partial<AgentOptions>
-    readonly hooks?: Layer.Layer<Hooks>
-    readonly guard?: Layer.Layer<ContextGuard>
+    readonly hooks?: Layer.Layer<Hooks.Hooks>
+    readonly guard?: Layer.Layer<ContextGuard.ContextGuard>
     /** A ready interrupts service (to inject from a responder or a tool); default: a fresh in-memory one. */
     readonly interrupts?: InterruptsService
   } = {}
@@ -145,10 +147,10 @@ export const makeAgent = (
   const llm = ScriptedLlm.make(script, options.llm)
   const deps = Layer.mergeAll(
     llm.layer,
-    Tools.layer(options.tools ?? allTools),
+    Toolkit.layer(options.tools ?? allTools),
     options.hooks ?? noHooks,
     options.guard ?? recordingGuard().layer,
-    options.interrupts ? Layer.succeed(Interrupts, options.interrupts) : Interrupts.layer
+    options.interrupts ? Layer.succeed(Interrupts.Interrupts, options.interrupts) : Interrupts.layer
   )
   const layer = ReactAgent.layer(options.agent).pipe(Layer.provideMerge(deps), Layer.orDie)
   return { llm, layer, requests: () => llm.requests }

@@ -18,11 +18,12 @@ import * as BuiltinTools from "../../src/BuiltinTools.js"
 import type * as ContextGuard from "../../src/ContextGuard.js"
 import * as McpTools from "../../src/McpTools.js"
 import * as OpenAiLlm from "../../src/OpenAiLlm.js"
-import { ConversationStore } from "../../src/server/ConversationStore.js"
+import * as ConversationStore from "../../src/server/ConversationStore.js"
 import * as Server from "../../src/server/Server.js"
-import { ServerConfig, type ServerSettings } from "../../src/server/ServerConfig.js"
+import { type ServerSettings } from "../../src/server/ServerConfig.js"
+import * as ServerConfig from "../../src/server/ServerConfig.js"
 import type { Tool } from "../../src/Tool.js"
-import { Tools } from "../../src/Toolkit.js"
+import * as Toolkit from "../../src/Toolkit.js"
 
 /** A running test server. */
 export interface TestServer {
@@ -53,9 +54,9 @@ export const startServer = (options: {
     const databasePath = options.databasePath ?? tempDatabase()
     const llm = OpenAiLlm.layer({ baseURL: options.llmUrl, apiKey: "test-key", model: "fake-model", maxRetries: 0 })
     const tools = options.mcpConfigPath !== undefined
-      ? App.ToolsLayer.pipe(Layer.provideMerge(McpTools.McpTools.layer(options.mcpConfigPath)))
-      : Tools.layer(options.tools ?? BuiltinTools.tools)
-    const app = App.make(llm, { demo: false, tools, ...(options.guard ? { guard: options.guard } : {}) })
+      ? App.ToolsLayer.pipe(Layer.provideMerge(McpTools.layer(options.mcpConfigPath)))
+      : Toolkit.layer(options.tools ?? BuiltinTools.tools)
+    const app = App.make(App.modelsOf(llm), { demo: false, tools, ...(options.guard ? { guard: options.guard } : {}) })
     const layer = Server.serve({ disableLogger: true }).pipe(
       Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
       Layer.provide(ConversationStore.layerSqlite(databasePath)),

@@ -9,18 +9,18 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { createServer } from "node:http"
 import * as ContextGuard from "../../src/ContextGuard.js"
-import { Hooks } from "../../src/Hooks.js"
-import { Interrupts } from "../../src/Interrupts.js"
+import * as Hooks from "../../src/Hooks.js"
+import * as Interrupts from "../../src/Interrupts.js"
 import type { ChatRequest } from "../../src/Llm.js"
 import type { ChatMessage } from "../../src/Message.js"
-import { ReactAgent } from "../../src/ReactAgent.js"
+import * as ReactAgent from "../../src/ReactAgent.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
-import { ConversationStore } from "../../src/server/ConversationStore.js"
+import * as ConversationStore from "../../src/server/ConversationStore.js"
 import * as AppInfo from "../../src/server/AppInfo.js"
 import * as Server from "../../src/server/Server.js"
-import { ServerConfig } from "../../src/server/ServerConfig.js"
+import * as ServerConfig from "../../src/server/ServerConfig.js"
 import * as Tool from "../../src/Tool.js"
-import { Tools } from "../../src/Toolkit.js"
+import * as Toolkit from "../../src/Toolkit.js"
 
 /** Tools with real work and real time, so runs take visible time in the browser. */
 export const webTools: ReadonlyArray<Tool.Tool> = [
@@ -117,9 +117,9 @@ export const webAppServer = (options: { readonly demo?: boolean; readonly detach
   const agent = ReactAgent.layer({ completionCheck: false, selfReflectionInterval: 0 }).pipe(
     Layer.provideMerge(Layer.mergeAll(
       llm.layer,
-      Tools.layer(webTools),
+      Toolkit.layer(webTools),
       Hooks.layerEmpty,
-      ContextGuard.layerMake(),
+      ContextGuard.layer(),
       Interrupts.layer
     ))
   )

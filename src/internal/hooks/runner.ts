@@ -6,7 +6,7 @@
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Option from "effect/Option"
+import * as ErrorMessage from "../../ErrorMessage.js"
 import type { Hook, HooksService, PreDecision, ToolOutcome, ToolUseContext } from "../../Hooks.js"
 import { compileMatcher, type NameFilter } from "./matcher.js"
 
@@ -43,36 +43,6 @@ export const invalidHook = (hook: unknown, index: number): string | undefined =>
   return undefined
 }
 
-/** Renders an unknown error for a reason or a log line. */
-export const describeError = (error: unknown): string => {
-  if (typeof error === "string") return error
-  if (error instanceof Error) {
-    const tag = (error as { readonly _tag?: unknown })._tag
-    const name = typeof tag === "string" ? tag : error.name
-    if (error.message.length === 0) return name
-    return name === "Error" ? error.message : `${name}: ${error.message}`
-  }
-  if (typeof error === "object" && error !== null) {
-    const { _tag, message } = error as { readonly _tag?: unknown; readonly message?: unknown }
-    if (typeof message === "string") return typeof _tag === "string" ? `${_tag}: ${message}` : message
-    try {
-      const json = JSON.stringify(error)
-      if (json !== undefined) return json
-    } catch {
-      // fall through
-    }
-  }
-  return String(error)
-}
-
-const describeCause = (cause: Cause.Cause<unknown>): string => {
-  const failure = Cause.failureOption(cause)
-  if (Option.isSome(failure)) return describeError(failure.value)
-  const defect = Cause.dieOption(cause)
-  if (Option.isSome(defect)) return `defect: ${describeError(defect.value)}`
-  return "unknown failure"
-}
-
 /**
  * Runs a hook body: failures and defects (also a throwing `run`, or one that does not
  * return an Effect) become `Left(description)`; interruption propagates.
@@ -88,7 +58,7 @@ const guarded = (body: () => unknown): Effect.Effect<Either.Either<unknown, stri
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)
         ? Effect.failCause(cause as Cause.Cause<never>)
-        : Effect.succeed(Either.left(describeCause(cause)))
+        : Effect.succeed(Either.left(ErrorMessage.fromCause(cause)))
     )
   )
 

@@ -1,5 +1,5 @@
 /**
- * JSON mode (SPEC §3.2): the protocol is in the system prompt, the model answers
+ * JSON mode (for models without native function calling): the protocol is in the system prompt, the model answers
  * with one JSON object per reply, observations come back as `Observation: …` user
  * messages, one tool per iteration.
  *
@@ -8,17 +8,16 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import type * as Runtime from "effect/Runtime"
 import { extractJson } from "../../ExtractJson.js"
 import type { ChatRequest, ChatResponse } from "../../Llm.js"
 import * as Message from "../../Message.js"
+import type { LoopEnv } from "./env.js"
 import { cycleCheck, drainInterrupts, finalAnswer, reflectionCheck } from "./harness.js"
-import type { LoopEnv, RunState } from "./state.js"
-import { append } from "./state.js"
-import { chain, isDone } from "./timeout.js"
-import type { CallRequest, CallResult } from "./toolCall.js"
-import { emitStart, executeCall } from "./toolCall.js"
 import * as Prompts from "./prompts.js"
+import * as State from "./state.js"
+import type { RunState } from "./state.js"
+import type { CallRequest } from "./toolCall.js"
+import { emitStart, observationOf, runCall, stepOf } from "./toolCall.js"
 
 /** A parsed JSON-mode reply. */
 export type Action =
@@ -58,10 +57,7 @@ export const parseAction = (raw: string): Action => {
 export const refreshSystemPrompt = (env: LoopEnv, state: RunState): void => {
   const version = env.tools.version()
   if (version === state.promptVersion) return
-  state.promptVersion = version
-  const prompt = Message.system(Prompts.jsonSystemPrompt(env.tools.advertised(), env.options.systemPrompt))
-  if (state.ctx[0]?.role === "system") state.ctx[0] = prompt
-  if (state.trace[0]?.role === "system") state.trace[0] = prompt
+  State.replaceSystemPrompt(state, Prompts.jsonSystemPrompt(env.tools.advertised(), env.options.systemPrompt), version)
 }
 
 /** The JSON-mode request for a message list. */
@@ -73,40 +69,34 @@ export const jsonStep = (
   env: LoopEnv,
   state: RunState,
   response: ChatResponse,
-  iteration: number,
-  runtime: Runtime.Runtime<never>
-): Effect.Effect<boolean> => {
-  const raw = response.content
-  append(state, Message.assistant(raw))
-  const action = parseAction(raw)
-  const reasoning = (action._tag !== "Invalid" && action.reasoning) || response.reasoning || ""
-  env.emit({ _tag: "ThinkingDone", iteration, reasoning })
-  return chain(drainInterrupts(env, state), (interrupted): Effect.Effect<boolean> => {
+  iteration: number
+): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    const raw = response.content
+    State.append(state, Message.assistant(raw))
+    const action = parseAction(raw)
+    const reasoning = (action._tag !== "Invalid" && action.reasoning) || response.reasoning || ""
+    yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning })
+    // JSON mode drains right after the assistant message, for tool calls and answers alike
+    const interrupted = yield* drainInterrupts(env, state, iteration, "reply")
     if (action._tag === "Invalid") {
-      if (state.parseFailed && !interrupted) {
-        return Effect.succeed(finalAnswer(env, state, iteration, raw, { skipChecklist: true }))
-      }
-      state.parseFailed = true
-      if (!interrupted) append(state, Message.user(Prompts.REFORMAT_REQUEST))
-      return Effect.succeed(false)
+      if (state.parseFailed && !interrupted) return finalAnswer(env, state, iteration, raw, { skipChecklist: true })
+      State.setParseFailed(state, true)
+      if (!interrupted) State.append(state, Message.user(Prompts.REFORMAT_REQUEST))
+      return false
     }
-    state.parseFailed = false
-    if (action._tag === "Final") {
-      return Effect.succeed(interrupted ? false : finalAnswer(env, state, iteration, action.answer))
-    }
+    State.setParseFailed(state, false)
+    if (action._tag === "Final") return interrupted ? false : finalAnswer(env, state, iteration, action.answer)
     const call = action.call
-    emitStart(env, call, iteration)
-    const after = (result: CallResult): Effect.Effect<boolean> => {
-      state.steps.push(result.step)
-      append(state, Message.user(`Observation: ${result.modelText}`))
-      cycleCheck(env, state, [call])
-      reflectionCheck(env, state, iteration)
-      return Effect.succeed(false)
-    }
-    const execution = executeCall(env, state, call, iteration, runtime)
-    return isDone(execution) ? after(execution.value) : Effect.flatMap(
-      Effect.onInterrupt(execution, () => Effect.sync(() => append(state, Message.user("Observation: Error: interrupted")))),
-      after
+    yield* emitStart(env, call, iteration)
+    const outcome = yield* runCall(env, call, iteration).pipe(
+      Effect.onInterrupt(() => Effect.sync(() => State.append(state, Message.user("Observation: Error: interrupted"))))
     )
+    State.recordStep(state, stepOf(call, iteration, outcome))
+    const seen = observationOf(outcome)
+    const text = seen.budgeted ? State.admitObservation(state, seen.text, env.options.toolResultBudget) : seen.text
+    State.append(state, Message.user(`Observation: ${text}`))
+    cycleCheck(env, state, [call])
+    reflectionCheck(env, state, iteration)
+    return false
   })
-}

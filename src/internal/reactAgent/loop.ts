@@ -1,46 +1,47 @@
 /**
- * The ReAct tool loop (SPEC §3.4): one loop LLM call per iteration, in either mode,
- * until a final answer, the iteration cap or the turn token budget.
+ * The ReAct tool loop: one loop LLM call per iteration, in either mode, until a
+ * final answer, the iteration cap or the turn token budget. Per iteration:
+ * context guard → LLM call → the mode's step (tools, harness checks,
+ * interrupts).
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
 import type { LlmError } from "../../Llm.js"
+import type { LoopEnv } from "./env.js"
 import { callLlm, guardCheck } from "./harness.js"
 import { jsonRequest, jsonStep, refreshSystemPrompt } from "./json.js"
 import { nativeRequest, nativeStep } from "./native.js"
-import type { LoopEnv, RunState } from "./state.js"
 import * as Prompts from "./prompts.js"
+import * as State from "./state.js"
+import type { RunState } from "./state.js"
 
 /**
- * Runs the loop; on return `state.answer` holds the loop's answer (a summary of the
- * steps when it stopped without one). Fails only with the LLM's error.
+ * Runs the loop; on return `state.answer` holds the loop's answer (a summary of
+ * the steps when it stopped without one). Fails only with the LLM's error.
  */
 export const runLoop = (env: LoopEnv, state: RunState): Effect.Effect<void, LlmError> =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const request = env.native ? nativeRequest(env) : jsonRequest(env)
-    // The run's runtime (context and fiber refs) for the tool fibers, fetched once.
-    const runtime = yield* Effect.runtime<never>()
+    const step = env.native ? nativeStep : jsonStep
     const turnBudget = env.options.maxTurnTokens
-    while (true) {
+    const iterate: Effect.Effect<void, LlmError> = Effect.suspend(() => {
       if (state.iterations >= env.maxIterations) {
-        state.stop = "max_iterations"
-        state.answer = Prompts.stoppedSummary("max_iterations", env.maxIterations, state.steps)
-        return
+        State.finish(state, Prompts.stoppedSummary("max_iterations", env.maxIterations, state.steps), "max_iterations")
+        return Effect.void
       }
       if (turnBudget > 0 && state.loopTokens >= turnBudget) {
-        state.stop = "token_budget"
-        state.answer = Prompts.stoppedSummary("token_budget", turnBudget, state.steps)
-        return
+        State.finish(state, Prompts.stoppedSummary("token_budget", turnBudget, state.steps), "token_budget")
+        return Effect.void
       }
-      const iteration = ++state.iterations
+      const iteration = State.beginIteration(state)
       if (!env.native) refreshSystemPrompt(env, state)
-      yield* guardCheck(env, state, { hint: "react_iteration" })
-      env.emit({ _tag: "ThinkingStart", iteration })
-      const response = yield* callLlm(env, state, request)
-      const done = env.native
-        ? yield* nativeStep(env, state, response, iteration, runtime)
-        : yield* jsonStep(env, state, response, iteration, runtime)
-      if (done) return
-    }
+      return guardCheck(env, state, `guard/${iteration}`, { hint: "react_iteration" }).pipe(
+        Effect.zipRight(env.journal.emit({ _tag: "ThinkingStart", iteration })),
+        Effect.zipRight(Effect.suspend(() => callLlm(env, state, iteration, request))),
+        Effect.flatMap((response) => step(env, state, response, iteration)),
+        Effect.flatMap((done) => (done ? Effect.void : iterate))
+      )
+    })
+    return iterate
   })

@@ -1,21 +1,19 @@
 /**
- * Native function-calling mode (SPEC §3.3): tools in the `tools` parameter, the
- * reply's calls executed concurrently, one `tool` message per call in request order
+ * Native function-calling mode: tools in the `tools` parameter, the reply's
+ * calls run concurrently, then one `tool` message per call in request order
  * right after the assistant message, before anything else.
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
-import * as Runtime from "effect/Runtime"
 import type { ChatRequest, ChatResponse, ResponseToolCall } from "../../Llm.js"
 import * as Message from "../../Message.js"
+import type { LoopEnv } from "./env.js"
 import { cycleCheck, drainInterrupts, finalAnswer, reflectionCheck } from "./harness.js"
-import type { LoopEnv, RunState } from "./state.js"
-import { append } from "./state.js"
-import { isDone } from "./timeout.js"
-import type { CallRequest, CallResult } from "./toolCall.js"
-import { emitStart, executeCall } from "./toolCall.js"
+import * as State from "./state.js"
+import type { RunState } from "./state.js"
+import type { CallOutcome, CallRequest } from "./toolCall.js"
+import { emitStart, observationOf, runCall, stepOf } from "./toolCall.js"
 
 /** The native request for a message list (`tools` and `tool_choice` omitted when no tools). */
 export const nativeRequest = (env: LoopEnv) => (messages: ReadonlyArray<Message.ChatMessage>): ChatRequest => {
@@ -24,7 +22,7 @@ export const nativeRequest = (env: LoopEnv) => (messages: ReadonlyArray<Message.
 }
 
 /** Unique, non-empty ids (a provider quirk must not break the pairing of calls and results). */
-const normaliseIds = (calls: ReadonlyArray<ResponseToolCall>, iteration: number): Array<CallRequest> => {
+const normaliseIds = (calls: ReadonlyArray<ResponseToolCall>, iteration: number): Array<CallRequest & { readonly id: string }> => {
   const seen = new Set<string>()
   return calls.map((c, n) => {
     let id = c.id
@@ -36,61 +34,24 @@ const normaliseIds = (calls: ReadonlyArray<ResponseToolCall>, iteration: number)
 }
 
 /**
- * Runs a round's calls concurrently, results in request order. Each call runs as far
- * as it can at once (see `executeCall`); only a call that suspends gets a fiber (and
- * its tool its own), and the round waits for those with one `Effect.async`. When the
- * round is interrupted, the pending calls are interrupted and awaited.
+ * What a round changes, applied in request order once every call is over: the
+ * step, the observation within the tool-result budget, the tool message.
  */
-const runRound = (
+const applyRound = (
   env: LoopEnv,
   state: RunState,
-  calls: ReadonlyArray<CallRequest>,
-  iteration: number,
-  runtime: Runtime.Runtime<never>
-): Effect.Effect<Array<CallResult>> => {
-  const n = calls.length
-  const results = new Array<CallResult>(n)
-  let pending: Array<Fiber.RuntimeFiber<CallResult>> | undefined
-  let pendingAt: Array<number> | undefined
-  for (let i = 0; i < n; i++) {
-    const effect = executeCall(env, state, calls[i], iteration, runtime)
-    if (isDone(effect)) {
-      results[i] = effect.value
-      continue
-    }
-    const fiber = Runtime.runFork(runtime)(effect)
-    const exit = fiber.unsafePoll()
-    if (exit !== null && exit._tag === "Success") {
-      results[i] = exit.value
-      continue
-    }
-    ;(pending ??= []).push(fiber)
-    ;(pendingAt ??= []).push(i)
+  calls: ReadonlyArray<CallRequest & { readonly id: string }>,
+  outcomes: ReadonlyArray<CallOutcome>,
+  iteration: number
+): void => {
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]
+    const outcome = outcomes[i]
+    State.recordStep(state, stepOf(call, iteration, outcome))
+    const seen = observationOf(outcome)
+    const text = seen.budgeted ? State.admitObservation(state, seen.text, env.options.toolResultBudget) : seen.text
+    State.append(state, Message.tool(call.id, text, call.name))
   }
-  if (pending === undefined) return Effect.succeed(results)
-  const fibers = pending
-  const at = pendingAt!
-  const waitAll = Effect.async<void>((resume) => {
-    let left = fibers.length
-    const observer = () => {
-      if (--left === 0) resume(Effect.void)
-    }
-    for (const fiber of fibers) fiber.addObserver(observer)
-    return Effect.sync(() => {
-      for (const fiber of fibers) fiber.removeObserver(observer)
-    })
-  })
-  return waitAll.pipe(
-    Effect.onInterrupt(() => Fiber.interruptAll(fibers)),
-    Effect.flatMap(() => {
-      for (let k = 0; k < fibers.length; k++) {
-        const exit = fibers[k].unsafePoll()!
-        if (exit._tag === "Failure") return Effect.failCause(exit.cause)
-        results[at[k]] = exit.value
-      }
-      return Effect.succeed(results)
-    })
-  )
 }
 
 /** Handles one native reply; true when the loop is finished. */
@@ -98,44 +59,37 @@ export const nativeStep = (
   env: LoopEnv,
   state: RunState,
   response: ChatResponse,
-  iteration: number,
-  runtime: Runtime.Runtime<never>
-): Effect.Effect<boolean> => {
-  if (response.toolCalls.length === 0) {
-    append(state, Message.assistant(response.content))
-    env.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning ?? "" })
-    return Effect.map(
-      drainInterrupts(env, state),
-      (interrupted) => interrupted ? false : finalAnswer(env, state, iteration, response.content)
-    )
-  }
-  const calls = normaliseIds(response.toolCalls, iteration)
-  append(
-    state,
-    Message.assistant(response.content === "" ? null : response.content, {
-      toolCalls: calls.map((c, i) => Message.toolCall(c.id!, c.name, response.toolCalls[i].arguments))
-    })
-  )
-  env.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning || response.content })
-  for (const call of calls) emitStart(env, call, iteration)
-  const onInterrupt = () =>
-    Effect.sync(() => {
-      for (const call of calls) append(state, Message.tool(call.id!, "Error: interrupted", call.name))
-    })
-  const after = (results: ReadonlyArray<CallResult>): Effect.Effect<boolean> => {
-    for (let i = 0; i < calls.length; i++) {
-      state.steps.push(results[i].step)
-      append(state, Message.tool(calls[i].id!, results[i].modelText, calls[i].name))
+  iteration: number
+): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    if (response.toolCalls.length === 0) {
+      State.append(state, Message.assistant(response.content))
+      yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning ?? "" })
+      const interrupted = yield* drainInterrupts(env, state, iteration, "final")
+      return interrupted ? false : finalAnswer(env, state, iteration, response.content)
     }
+    const calls = normaliseIds(response.toolCalls, iteration)
+    State.append(
+      state,
+      Message.assistant(response.content === "" ? null : response.content, {
+        toolCalls: calls.map((c, i) => Message.toolCall(c.id, c.name, response.toolCalls[i].arguments))
+      })
+    )
+    yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning || response.content })
+    for (const call of calls) yield* emitStart(env, call, iteration)
+    const outcomes = yield* Effect.forEach(calls, (call) => runCall(env, call, iteration), {
+      concurrency: calls.length > 1 ? "unbounded" : undefined
+    }).pipe(
+      // cancelled mid-round: every call already sent to the model still gets its tool message
+      Effect.onInterrupt(() =>
+        Effect.sync(() => {
+          for (const call of calls) State.append(state, Message.tool(call.id, "Error: interrupted", call.name))
+        })
+      )
+    )
+    applyRound(env, state, calls, outcomes, iteration)
     cycleCheck(env, state, calls)
     reflectionCheck(env, state, iteration)
-    return Effect.as(drainInterrupts(env, state), false)
-  }
-  let round: Effect.Effect<Array<CallResult>>
-  try {
-    round = runRound(env, state, calls, iteration, runtime)
-  } catch (defect) {
-    round = Effect.die(defect)
-  }
-  return isDone(round) ? after(round.value) : Effect.flatMap(Effect.onInterrupt(round, onInterrupt), after)
-}
+    yield* drainInterrupts(env, state, iteration, "tools")
+    return false
+  })

@@ -86,10 +86,3 @@ export const stoppedSummary = (
   const lines = steps.map((s, i) => `${i + 1}. ${s.tool_name}: ${s.error === null ? "OK" : `error (${s.error})`}`)
   return `${head} Steps taken:\n${lines.join("\n")}`
 }
-
-/** Synthesiser system prompt (SPEC §9). */
-export const SYNTHESIS_SYSTEM_PROMPT =
-  `You write the final answer to the user's question from the execution trace of an agent that used tools to work on it.
-Answer directly and completely, using Markdown where it helps. Present the results themselves: no meta-commentary such as "based on the tool output" or "the agent found".
-If the trace shows errors or missing information, say plainly what could not be determined.
-Answer in the same language as the question.`

@@ -1,157 +1,182 @@
 /**
  * One run of the agent, from registration in the interrupt channel to `Done`:
- * tool selection, the tool loop, answer synthesis. Never fails: failures become
- * `RunFailed` then `Done`; cancellation ends with `Done` too.
+ * tool selection, the tool loop, answer synthesis. Never fails: a failure
+ * becomes `RunFailed` then `Done`; cancellation ends with `Done` too.
  *
  * @internal
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
 import type { AgentOptions } from "../../AgentConfig.js"
-import { streamAnswer } from "../../AnswerSynthesis.js"
+import { streamAnswer, SynthesisResultSchema } from "../../AnswerSynthesis.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
+import * as ErrorMessage from "../../ErrorMessage.js"
 import type { HooksService } from "../../Hooks.js"
 import type { Injection, InterruptsService } from "../../Interrupts.js"
 import type { LlmService } from "../../Llm.js"
 import { LlmError } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { RunInput } from "../../ReactAgent.js"
-import type { RunEvent } from "../../RunEvent.js"
-import type { Toolkit } from "../../Toolkit.js"
+import type { RunJournal } from "../../RunJournal.js"
+import type { ToolkitService } from "../../Toolkit.js"
 import * as Usage from "../../Usage.js"
+import type { LoopEnv } from "./env.js"
 import { runLoop } from "./loop.js"
-import type { LoopEnv, RunState } from "./state.js"
-import { addUsage, makeState, usageByPhase } from "./state.js"
-import { setupToolSet } from "./toolSet.js"
 import * as Prompts from "./prompts.js"
+import * as State from "./state.js"
+import type { RunState } from "./state.js"
+import { setupToolSet } from "./toolSet.js"
 
 /** What the agent was built with. */
 export interface AgentServices {
   readonly options: AgentOptions
+  /** The loop and synthesis model. */
   readonly llm: LlmService
-  readonly fast: Option.Option<LlmService>
-  readonly toolkit: Toolkit
+  /** The tool-selection model (the registry's `fast` model, else `llm`). */
+  readonly selectionLlm: LlmService
+  readonly toolkit: ToolkitService
   readonly hooks: HooksService
   readonly guard: ContextGuardService
   readonly interrupts: InterruptsService
 }
 
-const failureOf = (cause: Cause.Cause<unknown>): { readonly message: string; readonly retryable: boolean } => {
+interface Failure {
+  readonly message: string
+  readonly retryable: boolean
+}
+
+const failureOf = (cause: Cause.Cause<unknown>): Failure => {
   const error = Cause.squash(cause)
   if (error instanceof LlmError) return { message: `LLM error (${error.reason}): ${error.message}`, retryable: error.retryable }
-  const message = error instanceof Error ? error.message : String(error)
-  return { message: `Internal error: ${message}`, retryable: false }
+  return { message: `Internal error: ${ErrorMessage.fromCause(cause).replace(/^defect: /, "")}`, retryable: false }
 }
 
 const effectiveMax = (requested: number | undefined, fallback: number): number =>
   requested !== undefined && Number.isInteger(requested) && requested >= 1 ? requested : fallback
 
-/** Runs one request, emitting every event; always ends with `Done`. */
-export const execute = (
-  services: AgentServices,
-  input: RunInput,
-  emit: (event: RunEvent) => void
-): Effect.Effect<void> =>
+/** How the run ended, as `Done` reports it. */
+interface Outcome {
+  state?: RunState
+  selectionUsage: Usage.Usage
+  failure?: Failure
+  cancelled: boolean
+  pending: ReadonlyArray<Injection>
+}
+
+/** Tool selection, the loop and synthesis; fills in `outcome` as it goes. */
+const body = (services: AgentServices, input: RunInput, journal: RunJournal, conversationId: string, outcome: Outcome) =>
   Effect.gen(function*() {
     const { guard, hooks, interrupts, llm, options, toolkit } = services
-    const started = yield* Clock.currentTimeMillis
-    const conversationId = input.conversationId ?? crypto.randomUUID()
     const goal = Message.textOf(input.query)
     const native = options.useNativeTools && llm.abilities.toolCall
-    const maxIterations = effectiveMax(input.maxIterations, options.maxIterations)
-    let state: RunState | undefined
-    let selectionUsage = Usage.empty
-    let failure: { readonly message: string; readonly retryable: boolean } | undefined
-
-    let pending: ReadonlyArray<Injection> | undefined
-    const release = Effect.suspend(() =>
-      pending !== undefined ? Effect.void : Effect.map(interrupts.unregister(conversationId), (left) => {
-        pending = left
-      })
+    const selected = yield* setupToolSet({
+      toolkit,
+      query: goal,
+      threshold: options.toolSelectionThreshold,
+      max: options.toolSelectionMax,
+      llm: services.selectionLlm,
+      journal
+    })
+    outcome.selectionUsage = selected.usage
+    const tools = selected.tools
+    const system = native
+      ? Prompts.nativeSystemPrompt(options.systemPrompt)
+      : Prompts.jsonSystemPrompt(tools.advertised(), options.systemPrompt)
+    const history = (input.history ?? []).filter((m) => m.role !== "system")
+    const state = State.make(
+      [Message.system(system), ...history, Message.user(input.query, { pinned: true })],
+      tools.version()
     )
+    outcome.state = state
+    const env: LoopEnv = {
+      llm,
+      hooks,
+      guard,
+      interrupts,
+      options,
+      maxIterations: effectiveMax(input.maxIterations, options.maxIterations),
+      tools,
+      conversationId,
+      goal,
+      native,
+      journal
+    }
+    yield* runLoop(env, state)
+    yield* journal.emit({ _tag: "AnswerSignal" })
+    const synthesisInput = {
+      question: input.query,
+      steps: state.steps,
+      loopAnswer: state.answer,
+      history,
+      interrupts: state.injected,
+      toolObsTruncation: options.toolObsTruncation
+    }
+    const synthesis = yield* journal.activity({
+      name: "synthesis",
+      success: SynthesisResultSchema,
+      // a stream cut by a crash starts again: the client discards what it showed
+      execute: ({ restarted }) =>
+        Effect.zipRight(
+          restarted ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
+          streamAnswer(llm, synthesisInput, journal.emit)
+        )
+    })
+    State.addUsage(state, "synthesis", synthesis.usage)
+    State.setAnswer(state, synthesis.answer)
+  })
 
-    const body = Effect.gen(function*() {
-      const selected = yield* setupToolSet({
-        toolkit,
-        query: goal,
-        threshold: options.toolSelectionThreshold,
-        max: options.toolSelectionMax,
-        llm: Option.getOrElse(services.fast, () => llm),
-        emit
-      })
-      selectionUsage = selected.usage
-      const tools = selected.tools
-      const system = native
-        ? Prompts.nativeSystemPrompt(options.systemPrompt)
-        : Prompts.jsonSystemPrompt(tools.advertised(), options.systemPrompt)
-      const history = (input.history ?? []).filter((m) => m.role !== "system")
-      state = makeState([Message.system(system), ...history, Message.user(input.query, { pinned: true })])
-      state.promptVersion = tools.version()
-      const env: LoopEnv = {
-        llm,
-        hooks,
-        guard,
-        interrupts,
-        options,
-        maxIterations,
-        tools,
-        conversationId,
-        goal,
-        native,
-        emit
-      }
-      yield* runLoop(env, state)
-      emit({ _tag: "AnswerSignal" })
-      const st = state
-      const synthesis = yield* streamAnswer(llm, {
-        question: input.query,
-        steps: st.steps,
-        loopAnswer: st.answer,
-        history,
-        interrupts: st.injected,
-        toolObsTruncation: options.toolObsTruncation
-      }, emit)
-      addUsage(st, "synthesis", synthesis.usage)
-      st.answer = synthesis.answer
-    }).pipe(
+/** Runs one request through `journal`; always ends with `Done`, never fails. */
+export const execute = (services: AgentServices, input: RunInput, journal: RunJournal): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { interrupts } = services
+    const started = yield* Clock.currentTimeMillis
+    const conversationId = input.conversationId ?? crypto.randomUUID()
+    const outcome: Outcome = { selectionUsage: Usage.empty, cancelled: false, pending: [] }
+    const released = yield* Ref.make(false)
+    // what is still queued when the run ends is reported in `Done` (once, whichever way it ends)
+    const release = Effect.flatMap(Ref.getAndSet(released, true), (done) =>
+      done ? Effect.void : Effect.map(interrupts.unregister(conversationId), (left) => {
+        outcome.pending = left
+      }))
+
+    const work = body(services, input, journal, conversationId, outcome)
+    const guarded = input.cancel === undefined ? work : Effect.raceFirst(
+      work,
+      Effect.zipRight(input.cancel, Effect.sync(() => {
+        outcome.cancelled = true
+      }))
+    )
+    yield* Effect.acquireUseRelease(
+      interrupts.register(conversationId),
+      () => Effect.zipRight(guarded, release),
+      () => release
+    ).pipe(
       Effect.catchAllCause((cause) =>
-        Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.sync(() => {
-          failure = failureOf(cause)
+        Effect.sync(() => {
+          // still running here, so an interruption in the cause came from inside the run (a failure)
+          if (!outcome.cancelled && outcome.failure === undefined) outcome.failure = failureOf(cause)
         })
       )
     )
-
-    let cancelled = false
-    const guarded = input.cancel === undefined ? body : Effect.raceFirst(
-      body,
-      Effect.zipRight(input.cancel, Effect.sync(() => {
-        cancelled = true
-      }))
-    )
-    const finish = Effect.gen(function*() {
-      const exit = yield* Effect.exit(guarded)
-      // Still running here: not interrupted from outside, so an interruption in the
-      // exit came from inside the run (e.g. a tool interrupting itself) — a failure.
-      if (exit._tag === "Failure" && failure === undefined && !cancelled) failure = failureOf(exit.cause)
-      yield* release
-    })
-    yield* Effect.acquireUseRelease(interrupts.register(conversationId), () => finish, () => release)
-    if (failure !== undefined) emit({ _tag: "RunFailed", message: failure.message, retryable: failure.retryable })
-    let byPhase: Usage.UsageByPhase = state ? usageByPhase(state) : {}
-    if (selectionUsage.llm_calls > 0 || selectionUsage.total_tokens > 0) {
-      byPhase = Usage.addToPhase(byPhase, "selection", selectionUsage)
+    const { cancelled, failure, state } = outcome
+    if (failure !== undefined) {
+      yield* journal.emit({ _tag: "RunFailed", message: failure.message, retryable: failure.retryable })
+    }
+    let byPhase: Usage.UsageByPhase = state ? State.usageByPhase(state) : {}
+    if (outcome.selectionUsage.llm_calls > 0 || outcome.selectionUsage.total_tokens > 0) {
+      byPhase = Usage.addToPhase(byPhase, "selection", outcome.selectionUsage)
     }
     const finished = yield* Clock.currentTimeMillis
-    emit({
+    yield* journal.emit({
       _tag: "Done",
       answer: failure !== undefined || cancelled ? "" : state?.answer ?? "",
       iterations: state?.iterations ?? 0,
       usage: Usage.fromPhases(byPhase),
       elapsed: (finished - started) / 1000,
       conversation_id: conversationId,
-      pending_injections: (pending ?? []).map((p) => ({ id: p.id, content: p.content })),
+      pending_injections: outcome.pending.map((p) => ({ id: p.id, content: p.content })),
       steps: state?.steps ?? [],
       messages: state?.trace ?? []
     })

@@ -1,100 +1,128 @@
 /**
- * The state of one run of the ReAct loop: loop-local mutable arrays (no per-step
- * copies of the history) and counters, plus the services the loop uses.
+ * The state of one run of the ReAct loop, and every change made to it. Only the
+ * transitions below write to it, and only the run's own fiber calls them —
+ * never a tool fiber: what a round of parallel calls changes (steps, the
+ * tool-result budget, messages) is applied after the round, in request order,
+ * so the same replies always give the same state, whichever call finished first.
+ *
+ * The message lists are loop-local arrays appended in place (no per-step copy
+ * of the history); `ctx` is what the model is sent (replaced by compaction),
+ * `trace` the full run (never compacted).
  *
  * @internal
  */
-import type { AgentOptions } from "../../AgentConfig.js"
-import type { ContextGuardService } from "../../ContextGuard.js"
-import type { HooksService } from "../../Hooks.js"
-import type { InterruptsService } from "../../Interrupts.js"
-import type { LlmService } from "../../Llm.js"
 import type { ChatMessage } from "../../Message.js"
-import type { RunEvent, Step } from "../../RunEvent.js"
-import type { ActiveToolSet } from "../../ToolSelection.js"
-import * as Usage from "../../Usage.js"
-
-/** Services and settings of one run. */
-export interface LoopEnv {
-  readonly llm: LlmService
-  readonly hooks: HooksService
-  readonly guard: ContextGuardService
-  readonly interrupts: InterruptsService
-  readonly options: AgentOptions
-  readonly maxIterations: number
-  readonly tools: ActiveToolSet
-  readonly conversationId: string
-  /** The query as text (quoted by self-reflection). */
-  readonly goal: string
-  readonly native: boolean
-  readonly emit: (event: RunEvent) => void
-}
+import * as Message from "../../Message.js"
+import type { Step } from "../../RunEvent.js"
+import { estimateText } from "../../TokenEstimator.js"
+import type * as Usage from "../../Usage.js"
+import * as Prompts from "./prompts.js"
 
 /** Why the loop stopped. */
 export type StopReason = "answer" | "max_iterations" | "token_budget"
 
-/** Mutable per-run state, owned by the run fiber. */
+type MutableUsage = { -readonly [F in keyof Usage.Usage]: Usage.Usage[F] }
+
+/** A run's state, read-only outside this module. */
 export interface RunState {
-  /** What the loop sends to the model (replaced when the context guard compacts). */
-  ctx: Array<ChatMessage>
-  /** The full trace of the run (never compacted). */
-  readonly trace: Array<ChatMessage>
-  readonly steps: Array<Step>
+  readonly ctx: ReadonlyArray<ChatMessage>
+  readonly trace: ReadonlyArray<ChatMessage>
+  readonly steps: ReadonlyArray<Step>
   /** Contents of the user interrupts taken in, in order. */
-  readonly injected: Array<string>
-  /** Usage per phase, accumulated in place (see `usageByPhase`). */
-  readonly usage: { [K in Usage.Phase]?: { -readonly [F in keyof Usage.Usage]: Usage.Usage[F] } }
+  readonly injected: ReadonlyArray<string>
   /** Loop LLM calls made. */
+  readonly iterations: number
+  /** Tool actions (JSON) / rounds (native), for self-reflection. */
+  readonly reflectionCount: number
+  readonly checklistDone: boolean
+  readonly overflowRetried: boolean
+  /** Estimated tokens of the observations the model saw (the tool-result budget). */
+  readonly obsTokens: number
+  /** Tokens used by loop LLM calls (the turn token budget). */
+  readonly loopTokens: number
+  /** JSON mode: the previous reply did not parse. */
+  readonly parseFailed: boolean
+  /** JSON mode: the version of the tool set the system prompt was built for. */
+  readonly promptVersion: number
+  readonly answer: string
+  readonly stop: StopReason
+}
+
+interface Mutable {
+  ctx: Array<ChatMessage>
+  trace: Array<ChatMessage>
+  steps: Array<Step>
+  injected: Array<string>
+  usage: { [K in Usage.Phase]?: MutableUsage }
+  cycles: Map<string, number>
   iterations: number
-  /** Tool actions (JSON) / rounds (native) since the run started, for self-reflection. */
   reflectionCount: number
-  readonly cycles: Map<string, number>
   checklistDone: boolean
   overflowRetried: boolean
-  /** Estimated tokens of the observations the model saw. */
   obsTokens: number
-  /** Tokens used by loop LLM calls. */
   loopTokens: number
-  /** JSON mode: the previous reply did not parse. */
   parseFailed: boolean
-  /** JSON mode: the version of the active tool set the system prompt was built for. */
   promptVersion: number
   answer: string
   stop: StopReason
 }
 
+const mutable = (state: RunState): Mutable => state as unknown as Mutable
+
 /** A fresh state from the initial messages. */
-export const makeState = (initial: ReadonlyArray<ChatMessage>): RunState => ({
-  ctx: initial.slice(),
-  trace: initial.slice(),
-  steps: [],
-  injected: [],
-  usage: {},
-  iterations: 0,
-  reflectionCount: 0,
-  cycles: new Map(),
-  checklistDone: false,
-  overflowRetried: false,
-  obsTokens: 0,
-  loopTokens: 0,
-  parseFailed: false,
-  promptVersion: -1,
-  answer: "",
-  stop: "answer"
-})
+export const make = (initial: ReadonlyArray<ChatMessage>, promptVersion: number): RunState => {
+  const state: Mutable = {
+    ctx: initial.slice(),
+    trace: initial.slice(),
+    steps: [],
+    injected: [],
+    usage: {},
+    cycles: new Map(),
+    iterations: 0,
+    reflectionCount: 0,
+    checklistDone: false,
+    overflowRetried: false,
+    obsTokens: 0,
+    loopTokens: 0,
+    parseFailed: false,
+    promptVersion,
+    answer: "",
+    stop: "answer"
+  }
+  return state as unknown as RunState
+}
 
 /** Appends a message to both the model's list and the trace. */
 export const append = (state: RunState, message: ChatMessage): void => {
-  state.ctx.push(message)
-  state.trace.push(message)
+  const s = mutable(state)
+  s.ctx.push(message)
+  s.trace.push(message)
 }
 
-/** Adds usage to a phase (in place; nothing is counted for an empty usage). */
+/** Starts an iteration; returns its number (1-based). */
+export const beginIteration = (state: RunState): number => ++mutable(state).iterations
+
+/** The context guard replaced the model's list (the trace keeps everything). */
+export const replaceContext = (state: RunState, messages: ReadonlyArray<ChatMessage>): void => {
+  mutable(state).ctx = messages.slice()
+}
+
+/** Replaces the system prompt (JSON mode, after the advertised tools changed). */
+export const replaceSystemPrompt = (state: RunState, prompt: string, version: number): void => {
+  const s = mutable(state)
+  s.promptVersion = version
+  const message = Message.system(prompt)
+  if (s.ctx[0]?.role === "system") s.ctx[0] = message
+  if (s.trace[0]?.role === "system") s.trace[0] = message
+}
+
+/** Adds usage to a phase (nothing is counted for an empty usage). */
 export const addUsage = (state: RunState, phase: Usage.Phase, usage: Usage.Usage): void => {
   if (usage.llm_calls === 0 && usage.total_tokens === 0) return
-  const acc = state.usage[phase]
+  const s = mutable(state)
+  const acc = s.usage[phase]
   if (acc === undefined) {
-    state.usage[phase] = { ...usage }
+    s.usage[phase] = { ...usage }
     return
   }
   acc.prompt_tokens += usage.prompt_tokens
@@ -104,9 +132,84 @@ export const addUsage = (state: RunState, phase: Usage.Phase, usage: Usage.Usage
   if (usage.cached_tokens !== undefined) acc.cached_tokens = (acc.cached_tokens ?? 0) + usage.cached_tokens
 }
 
+/** A loop LLM reply's usage: counted in the `loop` phase and against the turn token budget. */
+export const recordLoopUsage = (state: RunState, usage: Usage.Usage): void => {
+  addUsage(state, "loop", usage)
+  mutable(state).loopTokens += usage.total_tokens
+}
+
 /** The per-phase breakdown (copies). */
 export const usageByPhase = (state: RunState): Usage.UsageByPhase => {
   const out: { [K in Usage.Phase]?: Usage.Usage } = {}
-  for (const phase of Object.keys(state.usage) as Array<Usage.Phase>) out[phase] = { ...state.usage[phase]! }
+  const usage = mutable(state).usage
+  for (const phase of Object.keys(usage) as Array<Usage.Phase>) out[phase] = { ...usage[phase]! }
   return out
+}
+
+/** The provider rejected the request as too long once; not again in this run. */
+export const markOverflowRetried = (state: RunState): void => {
+  mutable(state).overflowRetried = true
+}
+
+/** JSON mode: whether the last reply failed to parse. */
+export const setParseFailed = (state: RunState, failed: boolean): void => {
+  mutable(state).parseFailed = failed
+}
+
+/**
+ * Applies the per-run tool-result budget to an observation the model is about
+ * to see: within the budget it passes whole (and counts); past it, it is cut to
+ * what is left, with a notice.
+ */
+export const admitObservation = (state: RunState, text: string, budget: number): string => {
+  if (budget <= 0) return text
+  const s = mutable(state)
+  const tokens = estimateText(text)
+  if (s.obsTokens + tokens <= budget) {
+    s.obsTokens += tokens
+    return text
+  }
+  const remaining = Math.max(0, budget - s.obsTokens)
+  s.obsTokens = budget
+  const keep = tokens === 0 ? 0 : Math.floor(text.length * (remaining / tokens))
+  return text.slice(0, keep) + Prompts.budgetNotice(budget)
+}
+
+/** Records a tool step (events, synthesis trace, the completion checklist's count). */
+export const recordStep = (state: RunState, step: Step): void => {
+  mutable(state).steps.push(step)
+}
+
+/** Counts one more call with this identity; returns how many there were. */
+export const countCall = (state: RunState, key: string): number => {
+  const cycles = mutable(state).cycles
+  const count = (cycles.get(key) ?? 0) + 1
+  cycles.set(key, count)
+  return count
+}
+
+/** Counts one more tool action (JSON) or round (native); returns the count. */
+export const countReflection = (state: RunState): number => ++mutable(state).reflectionCount
+
+/** The completion checklist was asked (once per run). */
+export const markChecklist = (state: RunState): void => {
+  mutable(state).checklistDone = true
+}
+
+/** User interrupts taken in: one pinned message for all of them. */
+export const takeInterrupts = (state: RunState, contents: ReadonlyArray<string>): void => {
+  append(state, Message.user(Prompts.interruptMessage(contents), { pinned: true }))
+  mutable(state).injected.push(...contents)
+}
+
+/** The loop is over with this answer. */
+export const finish = (state: RunState, answer: string, stop: StopReason): void => {
+  const s = mutable(state)
+  s.answer = answer
+  s.stop = stop
+}
+
+/** Synthesis replaced the loop's answer with the one the user received. */
+export const setAnswer = (state: RunState, answer: string): void => {
+  mutable(state).answer = answer
 }

@@ -9,7 +9,7 @@ import * as Schema from "effect/Schema"
 import type { ToolDefinition } from "../../Llm.js"
 import type { Tool } from "../../Tool.js"
 import * as ToolModule from "../../Tool.js"
-import type { Toolkit } from "../../Toolkit.js"
+import type { ToolkitService } from "../../Toolkit.js"
 import type { ActiveToolSet } from "../../ToolSelection.js"
 
 /** @internal */
@@ -20,7 +20,7 @@ const RequestToolsParameters = Schema.Struct({
 })
 
 /** Every tool, unchanged for the whole run; no meta-tool. @internal */
-export const fullSet = (toolkit: Toolkit): ActiveToolSet => ({
+export const fullSet = (toolkit: ToolkitService): ActiveToolSet => ({
   advertised: () => toolkit.tools,
   definitions: () => toolkit.definitions(),
   version: () => 0,
@@ -49,7 +49,7 @@ interface Snapshot {
 }
 
 /** @internal */
-export const make = (toolkit: Toolkit, selected: ReadonlyArray<string> | null): ActiveToolSet => {
+export const make = (toolkit: ToolkitService, selected: ReadonlyArray<string> | null): ActiveToolSet => {
   if (selected === null) return fullSet(toolkit)
   const loaded = new Set<string>()
   for (const t of toolkit.tools) if (t.pinned) loaded.add(t.name)

@@ -1,0 +1,29 @@
+/**
+ * What one run of the ReAct loop works with: the services the agent was built
+ * with, the run's settings and its journal (see `RunJournal`).
+ *
+ * @internal
+ */
+import type { AgentOptions } from "../../AgentConfig.js"
+import type { ContextGuardService } from "../../ContextGuard.js"
+import type { HooksService } from "../../Hooks.js"
+import type { InterruptsService } from "../../Interrupts.js"
+import type { LlmService } from "../../Llm.js"
+import type { RunJournal } from "../../RunJournal.js"
+import type { ActiveToolSet } from "../../ToolSelection.js"
+
+/** Services and settings of one run. */
+export interface LoopEnv {
+  readonly llm: LlmService
+  readonly hooks: HooksService
+  readonly guard: ContextGuardService
+  readonly interrupts: InterruptsService
+  readonly options: AgentOptions
+  readonly maxIterations: number
+  readonly tools: ActiveToolSet
+  readonly conversationId: string
+  /** The query as text (quoted by self-reflection). */
+  readonly goal: string
+  readonly native: boolean
+  readonly journal: RunJournal
+}
