@@ -1,0 +1,296 @@
+/**
+ * The published package, as an embedder gets it: `npm pack` (which builds dist/
+ * through `prepack`), the tarball installed into a fresh ESM project next to the
+ * peer dependencies (at this repo's lockfile versions), TypeScript and vitest;
+ * the embedder's code compiled by `tsc` under `tsc --init`'s strict config and
+ * run by plain `node` (no tsx), and a vitest suite of theirs that uses
+ * `ScriptedLlm`. Slow (about a minute and a half: a build, an install from the
+ * npm cache, a type check of the consumer's whole dependency tree).
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { execFile } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { delimiter, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import ts from "typescript"
+
+// ---------------------------------------------------------------------------
+// SWITCH for the README quick start.
+// false: the quick start compiled and run is OFFLINE_QUICK_START below (what the
+//        README's block is meant to become: the offline DemoLlm, no LLM_* needed).
+// true:  it is the first ```ts block under "## Quick start (library)" in README.md,
+//        taken verbatim. Flip it once that block runs offline (imports from
+//        "effect-react-engine", provides DemoLlm); adjust QUICK_START_OUTPUT to what
+//        it prints.
+const QUICK_START_FROM_README = false
+/** What the quick start must print (each pattern somewhere in its stdout). */
+const QUICK_START_OUTPUT: ReadonlyArray<RegExp> = [/→ calculator/, /\b85\b/]
+// ---------------------------------------------------------------------------
+
+const OFFLINE_QUICK_START = `import { Effect, Layer, Schema, Stream } from "effect"
+import { BuiltinTools, ContextGuard, DemoLlm, Hooks, Interrupts, ReactAgent, Tool, Toolkit } from "effect-react-engine"
+
+const weather = Tool.make({
+  name: "weather",
+  description: "Current weather for a city",
+  parameters: Schema.Struct({ city: Schema.String }),
+  handler: ({ city }) => Effect.succeed(\`\${city}: 21°C, sunny\`)
+})
+
+// DemoLlm: the offline demo model (arithmetic → calculator, time → current_time).
+// A real model: ModelRegistry.ModelRegistry.layerConfig (LLM_* variables) or OpenAiLlm.layer({ ... }).
+const AgentLayer = ReactAgent.ReactAgent.layer().pipe(
+  Layer.provide(Layer.mergeAll(
+    Toolkit.Tools.layer([...BuiltinTools.tools, weather]),
+    Hooks.Hooks.layerEmpty,
+    ContextGuard.ContextGuard.layer,
+    Interrupts.Interrupts.layer
+  )),
+  Layer.provide(DemoLlm.layer)
+)
+
+const program = Effect.gen(function*() {
+  const agent = yield* ReactAgent.ReactAgent
+  yield* agent.run({ query: "What is 12*7+1?" }).pipe(
+    Stream.runForEach((event) =>
+      Effect.sync(() => {
+        if (event._tag === "ToolStart") console.log(\`→ \${event.tool_name}\`, event.tool_args)
+        if (event._tag === "AnswerDelta") process.stdout.write(event.content)
+      })
+    )
+  )
+})
+
+Effect.runPromise(program.pipe(Effect.provide(AgentLayer)))
+`
+
+/** The embedder's one-test suite, run by their vitest straight from TypeScript. */
+const AGENT_TEST = `import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { BuiltinTools, ContextGuard, Hooks, Interrupts, ReactAgent, ScriptedLlm, Toolkit } from "effect-react-engine"
+
+describe("my agent", () => {
+  it.effect("calls the calculator, then answers", () =>
+    Effect.gen(function*() {
+      const llm = ScriptedLlm.make([
+        ScriptedLlm.toolCall("calculator", { expression: "12*7+1" }),
+        ScriptedLlm.text("85"),
+        ScriptedLlm.text("12*7+1 = **85**")
+      ])
+      const agent = ReactAgent.ReactAgent.layer({ completionCheck: false }).pipe(
+        Layer.provide(Layer.mergeAll(
+          Toolkit.Tools.layer(BuiltinTools.tools),
+          Hooks.Hooks.layerEmpty,
+          ContextGuard.ContextGuard.layerHeuristic,
+          Interrupts.Interrupts.layer
+        )),
+        Layer.provide(llm.layer)
+      )
+      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "What is 12*7+1?" }))
+        .pipe(Effect.provide(agent))
+      assert.strictEqual(result.answer, "12*7+1 = **85**")
+      const step = result.steps[0]
+      assert.strictEqual(step?.tool_name, "calculator")
+      assert.include(step?.observation, "85")
+      assert.deepStrictEqual(llm.requests.map((r) => r.method), ["chat", "chat", "stream"])
+    }))
+})
+`
+
+/** The server entry: loads (platform, SQLite client…) and finds its web assets next to dist/. */
+const SERVER_CHECK = `import { existsSync } from "node:fs"
+import { ServerConfig, WebPage } from "effect-react-engine/server"
+
+const assets = WebPage.webAssets()
+const missing = assets.filter((asset) => !existsSync(asset.file)).map((asset) => asset.file)
+if (missing.length > 0) throw new Error(\`missing web assets: \${missing.join(", ")}\`)
+if (!assets.some((asset) => asset.route === "/") || !assets.some((asset) => asset.route === "/assets/app.js")) {
+  throw new Error(\`unexpected web assets: \${assets.map((asset) => asset.route).join(", ")}\`)
+}
+if (typeof ServerConfig.ServerConfig !== "function") throw new Error("ServerConfig.ServerConfig is not exported")
+
+const internal: string = "effect-react-engine/internal/reactAgent/run.js"
+const blocked = await import(internal).then(() => "importable", (e: { code?: string }) => e.code ?? String(e))
+console.log(\`server entry: \${assets.length} web assets; internal modules: \${blocked}\`)
+`
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url))
+const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+  name: string
+  version: string
+  peerDependencies: Record<string, string>
+}
+const lock = JSON.parse(readFileSync(join(ROOT, "package-lock.json"), "utf8")) as {
+  packages: Record<string, { version?: string }>
+}
+const locked = (name: string): string => {
+  const version = lock.packages[`node_modules/${name}`]?.version
+  if (version === undefined) throw new Error(`${name} is not in package-lock.json`)
+  return `${name}@${version}`
+}
+
+// Optional peers that no entry point imports yet (they would only lengthen the install);
+// drop a name from here when the library or the server starts importing it.
+const PEERS_NOT_INSTALLED = new Set(["@effect/sql-pg", "@effect/opentelemetry"])
+const CONSUMER_DEPS = [
+  ...Object.keys(pkg.peerDependencies).filter((name) => !PEERS_NOT_INSTALLED.has(name)),
+  "typescript",
+  "vitest",
+  "@effect/vitest"
+].map(locked)
+
+interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+// The child processes see neither this run (vitest's, npm's, this repo's node_modules/.bin)
+// nor the engine's configuration: the quick start must work with nothing set.
+const childEnv = (): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined) continue
+    if (/^(?:VITEST|npm_|INIT_CWD$|NODE_ENV$|NODE_OPTIONS$|(?:FAST_)?LLM_|MCP_CONFIG$|REACT_|CONTEXT_GUARD_)/.test(k)) continue
+    env[k] = v
+  }
+  env.PATH = (process.env.PATH ?? "").split(delimiter).filter((p) => !p.includes("node_modules")).join(delimiter)
+  return env
+}
+
+const run = (cwd: string, command: string, args: ReadonlyArray<string>, timeout = 240_000): Promise<Run> =>
+  new Promise((resolve) => {
+    execFile(command, args, { cwd, env: childEnv(), timeout, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
+    })
+  })
+
+const ok = (result: Run, what: string): Run => {
+  assert.strictEqual(result.code, 0, `${what} failed:\n${result.stdout}\n${result.stderr}`)
+  return result
+}
+
+const quickStart = (): string => {
+  if (!QUICK_START_FROM_README) return OFFLINE_QUICK_START
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+  const section = readme.split(/^## Quick start \(library\)\s*$/m)[1]
+  const block = section === undefined ? undefined : /^```ts\n([\s\S]*?)^```/m.exec(section)?.[1]
+  if (block === undefined) throw new Error("README.md: no ```ts block under \"## Quick start (library)\"")
+  return block
+}
+
+/** `tsc --init`'s config (TypeScript 5.9: strict, noUncheckedIndexedAccess, exactOptionalPropertyTypes,
+ * verbatimModuleSyntax…) with Node's types (`types: []` otherwise) and the library check on, so the
+ * package's own .d.ts are checked too under these options. `lib` stays tsc's default for the target
+ * (with DOM): with `lib: ["esnext"]`, @effect/platform's own .d.ts fail the library check. */
+const strictTsconfig = (dir: string): void => {
+  const file = join(dir, "tsconfig.json")
+  const read = ts.readConfigFile(file, ts.sys.readFile)
+  if (read.error !== undefined) throw new Error(ts.flattenDiagnosticMessageText(read.error.messageText, "\n"))
+  const config = read.config as { compilerOptions: Record<string, unknown> }
+  assert.strictEqual(config.compilerOptions.strict, true)
+  config.compilerOptions = {
+    ...config.compilerOptions,
+    module: "nodenext",
+    moduleResolution: "nodenext",
+    noUncheckedIndexedAccess: true,
+    types: ["node"],
+    rootDir: "./src",
+    outDir: "./dist",
+    skipLibCheck: false
+  }
+  writeFileSync(file, JSON.stringify(config, null, 2))
+}
+
+describe("the published package", () => {
+  let work = ""
+  let tarball = ""
+  let app = ""
+
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), "effect-react-engine-package-"))
+    ok(await run(ROOT, "npm", ["pack", "--pack-destination", work, "--silent"]), "npm pack")
+    const file = readdirSync(work).find((name) => name.endsWith(".tgz"))
+    assert.strictEqual(file, `${pkg.name}-${pkg.version}.tgz`)
+    tarball = join(work, file ?? "")
+
+    app = join(work, "app")
+    mkdirSync(join(app, "src"), { recursive: true })
+    writeFileSync(
+      join(app, "package.json"),
+      JSON.stringify({ name: "embedder", version: "1.0.0", private: true, type: "module" }, null, 2)
+    )
+    // --ignore-scripts: the tarball has no install scripts; this skips the native build of
+    // better-sqlite3 (the SQLite driver, never opened here).
+    ok(
+      await run(app, "npm", [
+        "install",
+        "--prefer-offline",
+        "--no-audit",
+        "--no-fund",
+        "--ignore-scripts",
+        tarball,
+        ...CONSUMER_DEPS
+      ]),
+      "npm install"
+    )
+    ok(await run(app, process.execPath, [join(app, "node_modules/typescript/bin/tsc"), "--init"]), "tsc --init")
+    strictTsconfig(app)
+    writeFileSync(join(app, "src/quickstart.ts"), quickStart())
+    writeFileSync(join(app, "src/server.ts"), SERVER_CHECK)
+    writeFileSync(join(app, "src/agent.test.ts"), AGENT_TEST)
+  }, 420_000)
+
+  afterAll(() => {
+    if (work !== "") rmSync(work, { recursive: true, force: true })
+  })
+
+  it("holds the build, the types and the web assets; no tests, bench, CI or app", async () => {
+    const files = ok(await run(work, "tar", ["-tzf", tarball]), "tar").stdout.split("\n").filter((f) => f !== "")
+    for (const file of ["package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/server/index.js", "dist/server/index.d.ts", "dist/web/index.html", "dist/web/app.js"]) {
+      assert.include(files, `package/${file}`)
+    }
+    const unwanted = files.filter((f) =>
+      /^package\/(?:test|bench|docs|scripts|\.ci|node_modules|src\/app|dist\/app)\//.test(f) || /\.test\.|tsconfig/.test(f)
+    )
+    assert.deepStrictEqual(unwanted, [])
+    assert.strictEqual(existsSync(join(app, "node_modules/effect-react-engine/dist/index.d.ts")), true)
+  })
+
+  it("the embedder's code type-checks under tsc --init's strict config (noUncheckedIndexedAccess)", async () => {
+    ok(await run(app, process.execPath, [join(app, "node_modules/typescript/bin/tsc"), "-p", "."]), "tsc")
+    assert.strictEqual(existsSync(join(app, "dist/quickstart.js")), true)
+  }, 300_000)
+
+  it("the quick start runs with plain node, offline", async () => {
+    const result = ok(await run(app, process.execPath, ["dist/quickstart.js"], 60_000), "node dist/quickstart.js")
+    for (const pattern of QUICK_START_OUTPUT) assert.match(result.stdout, pattern)
+  }, 120_000)
+
+  it("the server entry loads and serves its web assets from the package; internals stay private", async () => {
+    const result = ok(await run(app, process.execPath, ["dist/server.js"], 60_000), "node dist/server.js")
+    assert.match(result.stdout, /server entry: \d+ web assets; internal modules: ERR_PACKAGE_PATH_NOT_EXPORTED/)
+  }, 120_000)
+
+  it("the embedder's vitest suite passes with ScriptedLlm", async () => {
+    const result = ok(
+      await run(app, process.execPath, [join(app, "node_modules/vitest/vitest.mjs"), "run", "src"], 120_000),
+      "vitest run"
+    )
+    assert.match(result.stdout.replace(/\x1b\[[0-9;]*m/g, ""), /Tests\s+1 passed/)
+  }, 180_000)
+
+  it("a project on effect@4 gets npm's peer-dependency error, not a crash at run time", async () => {
+    const v4 = join(work, "on-effect-4")
+    mkdirSync(v4)
+    writeFileSync(
+      join(v4, "package.json"),
+      JSON.stringify({ name: "on-effect-4", version: "1.0.0", private: true, dependencies: { effect: "^4.0.0" } })
+    )
+    const result = await run(v4, "npm", ["install", "--dry-run", "--prefer-offline", "--no-audit", "--no-fund", tarball])
+    assert.notStrictEqual(result.code, 0)
+    assert.include(result.stderr, "ERESOLVE")
+    assert.include(result.stderr, `peer effect@"${pkg.peerDependencies.effect}" from ${pkg.name}@${pkg.version}`)
+  }, 120_000)
+})
