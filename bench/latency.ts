@@ -316,7 +316,8 @@ export const markdownSection = (f: LatencyFigures | string): string => {
 
 \`bench/latency.ts\` (alone: \`npx tsx bench/latency.ts [--quick] [--ttft=400] [--tps=50] [--reps=5] [--policies=always,auto]\`;
 in \`npm run bench\`: \`BENCH_LATENCY_TTFT_MS\`, \`BENCH_LATENCY_TPS\`, \`BENCH_LATENCY_REPS\`, \`BENCH_LATENCY_POLICIES\`).
-Measured ${f.date} in ${Math.round(f.seconds)} s (load ${f.loadBefore.toFixed(1)} → ${f.loadAfter.toFixed(1)}).
+Measured ${f.date} in ${Math.round(f.seconds)} s (load ${f.loadBefore.toFixed(1)} → ${f.loadAfter.toFixed(1)}); this section alone is
+re-measured into this page by \`BENCH_ONLY=latency npm run bench -- --merge\`.
 **Settings: time to first token ${s.ttftMs} ms, ${s.tokensPerSecond} tokens/s, ${s.reps} timed runs per row**, median (min–max),
 wall clock, the engines interleaved round-robin after two warm-up runs each against an instant provider.
 

@@ -74,6 +74,19 @@ export const losses = (r: Results): Array<Loss> => {
       }
     }
   }
+  if (typeof r.latency === "object") {
+    for (const mine of r.latency.rows.filter((x) => x.engine.startsWith("ours") && x.error === undefined)) {
+      for (const peer of r.latency.rows.filter((x) => x.scenario === mine.scenario && !x.engine.startsWith("ours") && x.error === undefined)) {
+        const what = `latency (${mine.scenario}), ${mine.engine}`
+        if (peer.firstTokenMs.median < mine.firstTokenMs.median) {
+          out.push({ what: `${what}: first answer token`, peer: peer.engine, ours: `${ms(mine.firstTokenMs.median)} ms`, theirs: `${ms(peer.firstTokenMs.median)} ms` })
+        }
+        if (peer.totalMs.median < mine.totalMs.median) {
+          out.push({ what: `${what}: total`, peer: peer.engine, ours: `${ms(mine.totalMs.median)} ms`, theirs: `${ms(peer.totalMs.median)} ms` })
+        }
+      }
+    }
+  }
   const ourRound = r.round?.find((x) => x.engine === r.ours)
   for (const x of r.round ?? []) {
     if (ourRound && x.engine !== r.ours && !x.engine.startsWith("baseline") && x.medianMs < ourRound.medianMs) {
