@@ -4,12 +4,16 @@
  * project's 2-core machine).
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
- * `BENCH_ONLY=loop,alone,round,guard,selection,first,primitives,load` (a subset; the doc is only
- * written for a full run), `BENCH_LOAD_LEVELS=100,500,1000`.
+ * `BENCH_ONLY=loop,alone,round,guard,selection,first,primitives,latency,load` (a subset; the doc is only
+ * written for a full run, or with `--merge`), `BENCH_LOAD_LEVELS=100,500,1000`, and the latency
+ * section's `BENCH_LATENCY_TTFT_MS`, `BENCH_LATENCY_TPS`, `BENCH_LATENCY_REPS`,
+ * `BENCH_LATENCY_POLICIES` (bench/latency.ts).
  *
  * A full run also saves its raw figures to bench/results.json; `npm run bench --
  * --render` rewrites docs/benchmarks.md from that file without measuring again
- * (after editing bench/analysis.md).
+ * (after editing bench/analysis.md). `BENCH_ONLY=… npm run bench -- --merge` measures only
+ * those sections, replaces them in bench/results.json (the other sections keep their saved
+ * figures) and rewrites the doc.
  *
  * @since 0.1.0
  */
@@ -20,6 +24,7 @@ import * as Alone from "./alone.js"
 import * as ContextGuardBench from "./contextGuard.js"
 import * as FirstToken from "./firstToken.js"
 import { fmtUs, table } from "./harness.js"
+import * as Latency from "./latency.js"
 import * as Loop from "./loopOverhead.js"
 import * as ParallelRound from "./parallelRound.js"
 import * as Primitives from "./primitives.js"
@@ -63,6 +68,7 @@ const main = async () => {
     load?: Array<ServerLoad.LoadResult>
     primitives?: Array<Primitives.PrimitiveFigure>
     alone?: Array<Alone.AloneFigures>
+    latency?: Report.Results["latency"]
   } = { loop: [] }
 
   if (wants("loop")) {
@@ -131,6 +137,20 @@ const main = async () => {
     log(table(["operation", "CPU µs"], results.primitives.map((p) => [p.name, fmtUs(p.us)])))
   }
 
+  if (wants("latency")) {
+    const settings = Latency.settingsFrom(process.argv.slice(2), process.env, quick)
+    log(`\n## Latency a user feels: TTFT ${settings.ttftMs} ms, ${settings.tokensPerSecond} tokens/s, ${settings.reps} runs each [${elapsed()}]`)
+    try {
+      const f = await Latency.run(settings, log)
+      results.latency = f
+      log(Latency.render(f))
+      for (const n of f.notes) log(n)
+    } catch (e) {
+      results.latency = errorText(e)
+      log(`not measured: ${results.latency}`)
+    }
+  }
+
   if (wants("load")) {
     results.load = []
     for (const n of levels) {
@@ -163,6 +183,14 @@ const main = async () => {
     writeFileSync(resultsPath, JSON.stringify(report, null, 1))
     writeFileSync(docPath, Report.markdown(report))
     log(`\nwrote ${docPath} and ${resultsPath} [${elapsed()}]`)
+  } else if (process.argv.includes("--merge")) {
+    // Only the sections measured now are replaced; the rest (and the run header) stay as saved.
+    const saved = JSON.parse(readFileSync(resultsPath, "utf8")) as Report.Results
+    const measured = Object.fromEntries(Object.entries(results).filter(([key, value]) => value !== undefined && !(key === "loop" && !wants("loop"))))
+    const merged: Report.Results = { ...saved, ...measured }
+    writeFileSync(resultsPath, JSON.stringify(merged, null, 1))
+    writeFileSync(docPath, Report.markdown(merged))
+    log(`\nmerged ${Object.keys(measured).join(", ")} into ${resultsPath} and rewrote ${docPath} [${elapsed()}]`)
   } else {
     log(`\n(BENCH_ONLY set: docs/benchmarks.md not written) [${elapsed()}]`)
   }

@@ -8,6 +8,8 @@ import { fileURLToPath } from "node:url"
 import type { GuardFigures } from "./contextGuard.js"
 import type { FirstTokenFigures } from "./firstToken.js"
 import { fmtBytes, fmtRatio, fmtUs, table } from "./harness.js"
+import type { LatencyFigures } from "./latency.js"
+import { markdownSection as latencySection, targetRows as latencyTargets } from "./latency.js"
 import type { CaseResult } from "./loopOverhead.js"
 import { render as renderLoop } from "./loopOverhead.js"
 import type { RoundFigures } from "./parallelRound.js"
@@ -40,6 +42,7 @@ export interface Results {
   readonly load?: ReadonlyArray<LoadResult>
   readonly primitives?: ReadonlyArray<PrimitiveFigure>
   readonly alone?: ReadonlyArray<AloneFigures>
+  readonly latency?: LatencyFigures | string
 }
 
 const ms = (x: number) => (Number.isNaN(x) ? "n/a" : x >= 100 ? x.toFixed(0) : x.toFixed(1))
@@ -68,6 +71,19 @@ export const losses = (r: Results): Array<Loss> => {
       }
       if (f.allocatedBytes < base.allocatedBytes) {
         out.push({ what: `${c.case.title}: allocated / run`, peer: f.engine, ours: fmtBytes(base.allocatedBytes), theirs: fmtBytes(f.allocatedBytes) })
+      }
+    }
+  }
+  if (typeof r.latency === "object") {
+    for (const mine of r.latency.rows.filter((x) => x.engine.startsWith("ours") && x.error === undefined)) {
+      for (const peer of r.latency.rows.filter((x) => x.scenario === mine.scenario && !x.engine.startsWith("ours") && x.error === undefined)) {
+        const what = `latency (${mine.scenario}), ${mine.engine}`
+        if (peer.firstTokenMs.median < mine.firstTokenMs.median) {
+          out.push({ what: `${what}: first answer token`, peer: peer.engine, ours: `${ms(mine.firstTokenMs.median)} ms`, theirs: `${ms(peer.firstTokenMs.median)} ms` })
+        }
+        if (peer.totalMs.median < mine.totalMs.median) {
+          out.push({ what: `${what}: total`, peer: peer.engine, ours: `${ms(mine.totalMs.median)} ms`, theirs: `${ms(peer.totalMs.median)} ms` })
+        }
       }
     }
   }
@@ -108,8 +124,9 @@ A bug these tests found, since fixed: a body whose field held a 5,000-level nest
 
 ## Running it
 
-\`npm run bench\` (≈ 2–4 minutes on 2 cores). \`BENCH_QUICK=1\` for a smoke run, \`BENCH_ONLY=loop,round,guard,selection,first,load\`
-for a subset (the doc is then not rewritten), \`BENCH_LOAD_LEVELS=100,500,1000\`. A full run saves its
+\`npm run bench\` (≈ 2–4 minutes on 2 cores, plus ≈ 2–3 minutes of latency runs). \`BENCH_QUICK=1\` for a smoke run,
+\`BENCH_ONLY=loop,round,guard,selection,first,latency,load\` for a subset (the doc is then not rewritten, unless
+\`npm run bench -- --merge\`: the sections measured replace theirs in bench/results.json), \`BENCH_LOAD_LEVELS=100,500,1000\`. A full run saves its
 raw figures to bench/results.json; \`npm run bench -- --render\` rewrites this page from them
 (after editing bench/analysis.md, the hand-written part of "Where we lose").`
 
@@ -155,7 +172,8 @@ export const targets = (r: Results): string => {
         ? `${top.completed}/1000 completed, p99 ${ms(top.p99Ms)} ms, ${fmtBytes(top.heapPerRunBytes)} / run`
         : "n/a",
       verdict(top && !top.error ? top.completed === 1000 && top.p99Ms < 50 && top.heapPerRunBytes < 200 * 1024 : undefined)
-    ]
+    ],
+    ...latencyTargets(typeof r.latency === "object" ? r.latency : undefined)
   ]
   return `## Targets (SPEC §13)\n\n${table(["target", "this run", ""], rows)}`
 }
@@ -285,6 +303,8 @@ ${r.firstToken.runs} runs. Target ≤ 5 ms.
 
 ${table(["p50", "p99", "max"], [[`${r.firstToken.p50Ms.toFixed(2)} ms`, `${r.firstToken.p99Ms.toFixed(2)} ms`, `${r.firstToken.maxMs.toFixed(2)} ms`]])}`)
   }
+
+  if (r.latency !== undefined) parts.push(latencySection(r.latency))
 
   if (r.load) {
     parts.push(`## Server under load
