@@ -3,7 +3,7 @@
  * models from `LLM_*` when `LLM_MODEL` or `LLM_BASE_URL` is set, else the built-in offline demo
  * model, clearly labelled), the tools (built-ins + MCP servers from
  * `MCP_CONFIG`), hooks (none by default), the context guard, the interrupt
- * queues and the ReAct agent.
+ * queues, the ReAct agent and the DAG agent (`DAG_*`).
  *
  * @since 0.1.0
  */
@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as BuiltinTools from "../BuiltinTools.js"
 import { ContextGuard } from "../ContextGuard.js"
+import * as DagAgent from "../DagAgent.js"
 import * as DemoLlm from "../DemoLlm.js"
 import { Hooks } from "../Hooks.js"
 import { Interrupts } from "../Interrupts.js"
@@ -41,15 +42,19 @@ export const ToolsLayer: Layer.Layer<Toolkit.Tools, never, McpTools> = Layer.eff
 
 /**
  * The app's services over an LLM layer (`Llm`, optionally with `ModelRegistry`):
- * `ReactAgent`, `ContextGuard`, `Interrupts`, `Tools`, `Hooks` (empty), the LLM
- * and `AppInfo` (model name from the `Llm`, `demo` as given).
+ * `ReactAgent`, `DagAgent` (configured from `DAG_*`; its step models from
+ * `options.registry`, default a registry of the `Llm` alone), `ContextGuard`,
+ * `Interrupts`, `Tools`, `Hooks` (empty), the LLM and `AppInfo` (model name from
+ * the `Llm`, `demo` as given).
  *
  * @since 0.1.0 @category layers
  */
-export const make = <E, R>(
+export const make = <E, R, E2 = never, R2 = Llm>(
   llm: Layer.Layer<Llm, E, R>,
   options: {
     readonly demo: boolean
+    /** The models DAG steps may use (pass the same layer as `llm` when it provides the registry). Default: `ModelRegistry.fromLlm`. */
+    readonly registry?: Layer.Layer<ModelRegistry, E2, R2>
     /** Default: built-ins + MCP servers from `MCP_CONFIG`. */
     readonly tools?: Layer.Layer<Toolkit.Tools>
     /** Default: no hooks. */
@@ -66,7 +71,9 @@ export const make = <E, R>(
     options.tools ?? ToolsLayer.pipe(Layer.provide(McpTools.layerConfig)),
     info
   )
-  return ReactAgent.layer().pipe(Layer.provideMerge(services), Layer.provideMerge(llm))
+  const registry: Layer.Layer<ModelRegistry, E2, R2 | Llm> = options.registry ?? ModelRegistry.fromLlm
+  const dag = DagAgent.layerConfig.pipe(Layer.provide(registry))
+  return Layer.mergeAll(ReactAgent.layer(), dag).pipe(Layer.provideMerge(services), Layer.provideMerge(llm))
 }
 
 /**
@@ -81,21 +88,21 @@ export const isDemo: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.ma
 )
 
 /**
- * The LLM from the environment: `ModelRegistry.layerConfig` when `LLM_MODEL` or
- * `LLM_BASE_URL` is set (it also provides `ModelRegistry`; a missing model name
- * is discovered from the endpoint), else the offline demo model (with a warning
- * in the log saying so).
+ * The LLM from the environment, and the registry of models: `ModelRegistry.layerConfig`
+ * when `LLM_MODEL` or `LLM_BASE_URL` is set (a missing model name is discovered
+ * from the endpoint), else the offline demo model (with a warning in the log
+ * saying so) as the registry's only model.
  *
  * @since 0.1.0 @category layers
  */
-export const LlmLayer: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.unwrapEffect(
+export const LlmLayer: Layer.Layer<Llm | ModelRegistry, ConfigError.ConfigError> = Layer.unwrapEffect(
   Effect.gen(function*() {
-    if (!(yield* isDemo)) return ModelRegistry.layerConfig as Layer.Layer<Llm, ConfigError.ConfigError>
+    if (!(yield* isDemo)) return ModelRegistry.layerConfig
     yield* Effect.logWarning(
       `No LLM configured (LLM_MODEL / LLM_BASE_URL not set): running on the built-in OFFLINE DEMO model "${DemoLlm.MODEL_NAME}". ` +
         "Set LLM_BASE_URL (and LLM_MODEL, LLM_API_KEY) to use a real model."
     )
-    return DemoLlm.layer
+    return ModelRegistry.fromLlm.pipe(Layer.provideMerge(DemoLlm.layer))
   })
 )
 
@@ -105,5 +112,6 @@ export const LlmLayer: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.unwrapE
  * @since 0.1.0 @category layers
  */
 export const AppLayer = Layer.unwrapEffect(
-  Effect.map(isDemo, (demo) => make(LlmLayer, { demo }))
+  // one `LlmLayer` (layers are memoized by reference): the agents and the registry share its models
+  Effect.map(isDemo, (demo) => make(LlmLayer, { demo, registry: LlmLayer }))
 )

@@ -37,7 +37,7 @@ const Hint = Schema.optional(Schema.NullOr(Schema.String))
 const RawStep = Schema.Struct({
   id: Id.annotations({ description: "Short unique id, e.g. \"1\"" }),
   task: Schema.String.annotations({ description: "A self-contained instruction, in the language of the goal" }),
-  dependencies: Schema.optionalWith(Schema.NullOr(Schema.Array(Id)), { default: () => [] }).annotations({
+  dependencies: Schema.optionalWith(Schema.Array(Id), { default: () => [], nullable: true }).annotations({
     description: "Ids of the steps whose results this step needs"
   }),
   tool_hint: Hint.annotations({ description: "The tool this step most likely needs, or null" }),
@@ -116,7 +116,7 @@ export const check = (raw: ReadonlyArray<RawStep>): Checked => {
   const dropped: Array<{ readonly step: string; readonly dependency: string }> = []
   const steps: Array<DagPlanStep> = raw.map((step) => {
     const dependencies: Array<string> = []
-    for (const dependency of step.dependencies ?? []) {
+    for (const dependency of step.dependencies) {
       if (!ids.has(dependency)) dropped.push({ step: step.id, dependency })
       else if (!dependencies.includes(dependency)) dependencies.push(dependency)
     }
