@@ -95,7 +95,7 @@ export interface DagScript {
 }
 
 /** The draft a step's loop produced (the step synthesis prompt quotes it). */
-const draftOf = (text: string): string => /Draft answer:\n([\s\S]*?)\n\nWrite the final answer/.exec(text)?.[1] ?? ""
+export const draftOf = (text: string): string => /Draft answer:\n([\s\S]*?)\n\nWrite the final answer/.exec(text)?.[1] ?? ""
 
 /** A responder for a DAG run, keyed on each request's kind. */
 export const dagResponder = (script: DagScript): ScriptedLlm.Responder => {
