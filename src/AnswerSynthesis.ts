@@ -118,7 +118,8 @@ export const streamAnswer = (
  * answer is completed from `fallback` without repeating what was sent (see the
  * module documentation). Never fails.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const streamWithFallback = (
   llm: LlmService,

@@ -20,6 +20,7 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
@@ -136,6 +137,9 @@ export const stepConversationId = (conversationId: string, round: number, stepId
 
 const seconds = (d: Duration.Duration): string => `${Math.round(Duration.toMillis(d) / 100) / 10} s`
 
+/** A step's agent did not end within the grace after its timeout cancelled it. */
+class StepStuck extends Data.TaggedError("StepStuck")<{ readonly message: string }> {}
+
 /** Runs one step's agent to its end; never fails. */
 const runStep = (env: RoundEnv, step: DagPlanStep, dependencies: ReadonlyArray<StepOutcome>): Effect.Effect<StepOutcome> => {
   const failed = (error: string): StepOutcome => ({ id: step.id, task: step.task, status: "failed", error })
@@ -185,7 +189,7 @@ const runStep = (env: RoundEnv, step: DagPlanStep, dependencies: ReadonlyArray<S
       Stream.runForEach((event) => Effect.sync(() => forward(event))),
       Effect.timeoutFail({
         duration: Duration.sum(env.stepTimeout, CANCEL_GRACE),
-        onTimeout: () => new Error(`did not stop within ${seconds(CANCEL_GRACE)} of its timeout`)
+        onTimeout: () => new StepStuck({ message: `did not stop within ${seconds(CANCEL_GRACE)} of its timeout` })
       })
     )
     const finished = done
