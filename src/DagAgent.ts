@@ -7,12 +7,14 @@
  * See docs/dag-mode.md.
  *
  * ```ts
+ * import * as DagAgent from "./DagAgent.js"
+ *
  * const program = Effect.gen(function*() {
- *   const agent = yield* DagAgent
+ *   const agent = yield* DagAgent.DagAgent
  *   const result = yield* agent.runCollect({ query: "Compare the populations of Lyon and Porto" })
  *   console.log(result.answer, result.usage.by_phase)
  * })
- * // needs Llm, ModelRegistry, Toolkit, Hooks, ContextGuard and Interrupts layers
+ * // DagAgent.layerConfig needs Llm, ModelRegistry, Tools, Hooks, ContextGuard and Interrupts
  * program.pipe(Effect.provide(DagAgent.layerConfig))
  * ```
  *
