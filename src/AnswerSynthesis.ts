@@ -128,12 +128,30 @@ export const streamAnswer = (
   llm: LlmService,
   input: SynthesisInput,
   emit: (event: RunEvent) => Effect.Effect<void>
+): Effect.Effect<SynthesisResult> => streamWithFallback(llm, buildMessages(input), input.loopAnswer, emit)
+
+/**
+ * The streaming and fallback rule of `streamAnswer` for any synthesis prompt (DAG
+ * mode writes its own): streams `messages`, emitting `AnswerStart`, one
+ * `AnswerDelta` per chunk as it arrives, `AnswerDone`; when the stream fails
+ * before its first token (or ends empty) `fallback` is emitted instead, when it
+ * fails midway the answer is completed from `fallback` without repeating what
+ * was sent (see the module documentation). Never fails.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const streamWithFallback = (
+  llm: LlmService,
+  messages: ReadonlyArray<Message.ChatMessage>,
+  fallback: string,
+  emit: (event: RunEvent) => Effect.Effect<void>
 ): Effect.Effect<SynthesisResult> =>
   Effect.gen(function*() {
     let sent = ""
     let usage: Usage.Usage | undefined
     yield* emit({ _tag: "AnswerStart" })
-    const ok = yield* llm.streamChat({ messages: buildMessages(input) }).pipe(
+    const ok = yield* llm.streamChat({ messages }).pipe(
       Stream.runForEachChunk((chunk) =>
         Effect.forEach(chunk, (delta) => {
           if (delta._tag === "Content") {
@@ -150,17 +168,17 @@ export const streamAnswer = (
       Effect.catchAllDefect(() => Effect.succeed(false))
     )
     let rest = ""
-    let fallback: SynthesisResult["fallback"] = "none"
+    let kind: SynthesisResult["fallback"] = "none"
     if (sent === "") {
-      rest = input.loopAnswer
-      fallback = "before_first_token"
+      rest = fallback
+      kind = "before_first_token"
     } else if (!ok) {
-      fallback = "midway"
-      rest = input.loopAnswer.startsWith(sent)
-        ? input.loopAnswer.slice(sent.length)
-        : input.loopAnswer === "" ? "" : FALLBACK_SEPARATOR + input.loopAnswer
+      kind = "midway"
+      rest = fallback.startsWith(sent)
+        ? fallback.slice(sent.length)
+        : fallback === "" ? "" : FALLBACK_SEPARATOR + fallback
     }
     for (const chunk of chunks(rest)) yield* emit({ _tag: "AnswerDelta", content: chunk })
     yield* emit({ _tag: "AnswerDone" })
-    return { answer: sent + rest, usage: usage ?? Usage.make(0, 0), fallback }
+    return { answer: sent + rest, usage: usage ?? Usage.make(0, 0), fallback: kind }
   })

@@ -10,16 +10,23 @@ import { ChatMessage } from "./Message.js"
 import { Artifact, ContentType } from "./Tool.js"
 import { RunUsage } from "./Usage.js"
 
+/**
+ * DAG mode: the id of the plan step whose ReAct agent emitted the event (absent
+ * outside DAG steps).
+ */
+const step_id = Schema.optional(Schema.String)
+
 /** @since 0.1.0 @category models */
-export const ThinkingStart = Schema.TaggedStruct("ThinkingStart", { iteration: Schema.Number })
+export const ThinkingStart = Schema.TaggedStruct("ThinkingStart", { iteration: Schema.Number, step_id })
 /** @since 0.1.0 @category models */
-export const ThinkingDone = Schema.TaggedStruct("ThinkingDone", { iteration: Schema.Number, reasoning: Schema.String })
+export const ThinkingDone = Schema.TaggedStruct("ThinkingDone", { iteration: Schema.Number, reasoning: Schema.String, step_id })
 /** @since 0.1.0 @category models */
 export const ToolStart = Schema.TaggedStruct("ToolStart", {
   iteration: Schema.Number,
   tool_name: Schema.String,
   tool_args: Schema.Unknown,
-  tool_call_id: Schema.optional(Schema.String)
+  tool_call_id: Schema.optional(Schema.String),
+  step_id
 })
 /** @since 0.1.0 @category models */
 export const ToolDone = Schema.TaggedStruct("ToolDone", {
@@ -34,7 +41,8 @@ export const ToolDone = Schema.TaggedStruct("ToolDone", {
   iter_elapsed: Schema.Number,
   tool_call_id: Schema.optional(Schema.String),
   content_type: Schema.optional(ContentType),
-  artifacts: Schema.optional(Schema.Array(Artifact))
+  artifacts: Schema.optional(Schema.Array(Artifact)),
+  step_id
 })
 /** @since 0.1.0 @category models */
 export type Step = Omit<typeof ToolDone.Type, "_tag">
@@ -56,14 +64,72 @@ export const AnswerDone = Schema.TaggedStruct("AnswerDone", {})
  */
 export const AnswerReset = Schema.TaggedStruct("AnswerReset", {})
 /** @since 0.1.0 @category models */
-export const Compact = Schema.TaggedStruct("Compact", { original_messages: Schema.Number, kept_messages: Schema.Number })
+export const Compact = Schema.TaggedStruct("Compact", {
+  original_messages: Schema.Number,
+  kept_messages: Schema.Number,
+  step_id
+})
 /** @since 0.1.0 @category models */
 export const PhaseChange = Schema.TaggedStruct("PhaseChange", {
   phase: Schema.Literal("selecting_tools"),
-  total_tools: Schema.Number
+  total_tools: Schema.Number,
+  step_id
 })
 /** @since 0.1.0 @category models */
 export const Inject = Schema.TaggedStruct("Inject", { content: Schema.String, id: Schema.String })
+
+/**
+ * A step of a DAG plan (SPEC §16), as the `plan` event carries it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const DagPlanStep = Schema.Struct({
+  id: Schema.String,
+  task: Schema.String,
+  dependencies: Schema.Array(Schema.String),
+  tool_hint: Schema.optional(Schema.String),
+  model_hint: Schema.optional(Schema.String)
+})
+/** @since 0.1.0 @category models */
+export type DagPlanStep = typeof DagPlanStep.Type
+
+/**
+ * DAG mode: the plan of a round (1 for the first plan, then one more per re-plan).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const DagPlan = Schema.TaggedStruct("DagPlan", { round: Schema.Number, steps: Schema.Array(DagPlanStep) })
+
+/**
+ * DAG mode: a step started, finished (`result`), failed (`error`) or was skipped
+ * (`error` says why).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const DagStep = Schema.TaggedStruct("DagStep", {
+  round: Schema.Number,
+  status: Schema.Literal("start", "done", "failed", "skipped"),
+  step_id: Schema.String,
+  result: Schema.optional(Schema.String),
+  error: Schema.optional(Schema.String)
+})
+
+/**
+ * DAG mode: the run is planning, analyzing a round's results, re-planning
+ * (`reasoning`: why), or — when no usable plan came back — continuing in ReAct
+ * mode (`react_fallback`, `reasoning`: the planning problem).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const DagPhase = Schema.TaggedStruct("DagPhase", {
+  phase: Schema.Literal("planning", "analyzing", "replanning", "react_fallback"),
+  round: Schema.Number,
+  reasoning: Schema.optional(Schema.String)
+})
 
 /** @since 0.1.0 @category models */
 export const PendingInjection = Schema.Struct({ id: Schema.String, content: Schema.String })
@@ -99,6 +165,9 @@ export const RunEvent = Schema.Union(
   Compact,
   PhaseChange,
   Inject,
+  DagPlan,
+  DagStep,
+  DagPhase,
   Done,
   RunFailed
 )
@@ -121,7 +190,10 @@ export interface RunResult {
 }
 
 /** SSE channels. @since 0.1.0 @category models */
-export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "done" | "error"
+export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "dag" | "done" | "error"
+
+const withStep = (data: Record<string, unknown>, stepId: string | undefined): Record<string, unknown> =>
+  stepId === undefined ? data : { ...data, step_id: stepId }
 
 /**
  * The SSE channel and JSON payload of an event (SPEC §10).
@@ -131,11 +203,11 @@ export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "done
 export const toWire = (event: RunEvent): { readonly channel: Channel; readonly data: Record<string, unknown> } => {
   switch (event._tag) {
     case "ThinkingStart":
-      return { channel: "step", data: { type: "thinking", status: "start", iteration: event.iteration } }
+      return { channel: "step", data: withStep({ type: "thinking", status: "start", iteration: event.iteration }, event.step_id) }
     case "ThinkingDone":
       return {
         channel: "step",
-        data: { type: "thinking", status: "done", iteration: event.iteration, reasoning: event.reasoning }
+        data: withStep({ type: "thinking", status: "done", iteration: event.iteration, reasoning: event.reasoning }, event.step_id)
       }
     case "ToolStart": {
       const { _tag, ...rest } = event
@@ -156,11 +228,24 @@ export const toWire = (event: RunEvent): { readonly channel: Channel; readonly d
     case "AnswerReset":
       return { channel: "answer", data: { status: "reset" } }
     case "Compact":
-      return { channel: "compact", data: { original_messages: event.original_messages, kept_messages: event.kept_messages } }
+      return {
+        channel: "compact",
+        data: withStep({ original_messages: event.original_messages, kept_messages: event.kept_messages }, event.step_id)
+      }
     case "PhaseChange":
-      return { channel: "phase", data: { phase: event.phase, total_tools: event.total_tools } }
+      return { channel: "phase", data: withStep({ phase: event.phase, total_tools: event.total_tools }, event.step_id) }
     case "Inject":
       return { channel: "inject", data: { type: "inject", content: event.content, id: event.id } }
+    case "DagPlan":
+      return { channel: "dag", data: { type: "plan", round: event.round, steps: event.steps } }
+    case "DagStep": {
+      const { _tag, ...rest } = event
+      return { channel: "dag", data: { type: "step", ...rest } }
+    }
+    case "DagPhase": {
+      const { _tag, ...rest } = event
+      return { channel: "phase", data: rest }
+    }
     case "Done": {
       const { _tag, steps, messages, ...rest } = event
       return { channel: "done", data: rest }

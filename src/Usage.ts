@@ -18,11 +18,12 @@ export type Usage = typeof Usage.Type
 
 /**
  * The phases usage is attributed to: tool selection, the tool loop, context
- * compaction, answer synthesis.
+ * compaction, answer synthesis; in DAG mode also planning, analysis and the
+ * `auto` mode router (routing).
  *
  * @since 0.1.0 @category models
  */
-export const Phase = Schema.Literal("selection", "loop", "compaction", "synthesis")
+export const Phase = Schema.Literal("selection", "loop", "compaction", "synthesis", "planning", "analysis", "routing")
 /** @since 0.1.0 @category models */
 export type Phase = typeof Phase.Type
 

@@ -43,6 +43,8 @@ export * as ToolSelection from "./ToolSelection.js"
 /** @since 0.1.0 */
 export * as ReactAgent from "./ReactAgent.js"
 /** @since 0.1.0 */
+export * as DagAgent from "./DagAgent.js"
+/** @since 0.1.0 */
 export * as AgentConfig from "./AgentConfig.js"
 /** @since 0.1.0 */
 export * as AnswerSynthesis from "./AnswerSynthesis.js"

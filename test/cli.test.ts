@@ -1,6 +1,9 @@
 import { assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { parse } from "../src/app/cliArgs.js"
+import { type Output, textRenderer } from "../src/app/cliRender.js"
+import type { RunEvent } from "../src/RunEvent.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 
@@ -35,6 +38,7 @@ let runs: {
   help: Promise<Run>
   badFlag: Promise<Run>
   failing: Promise<Run>
+  dag: Promise<Run>
 }
 
 beforeAll(() => {
@@ -43,6 +47,8 @@ beforeAll(() => {
     json: cli(["--json", "--conversation", "cli-test-1", "what is 2+3*4"]),
     help: cli(["--help"]),
     badFlag: cli(["--max-iterations", "zero", "hi"]),
+    // the demo model cannot plan: DAG mode falls back to ReAct mode and still answers
+    dag: cli(["--json", "--mode", "dag", "what is 2+3*4"]),
     // a configured model that cannot be reached: the run fails, the CLI exits 1
     failing: cli(["what is 2+3*4"], {
       LLM_MODEL: "unreachable",
@@ -93,6 +99,56 @@ describe("cli", () => {
     assert.include(bad.stderr, "--max-iterations must be an integer")
     assert.strictEqual(bad.stdout, "")
   }, 150_000)
+
+  it("--mode dag runs DAG mode (on the demo model: the ReAct fallback answers)", async () => {
+    const run = await runs.dag
+    assert.strictEqual(run.code, 0, run.stderr)
+    const events = run.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; data: any })
+    assert.deepStrictEqual(events.filter((e) => e.event === "phase").map((e) => e.data.phase), ["planning", "react_fallback"])
+    const done = events[events.length - 1]
+    assert.strictEqual(done.event, "done")
+    assert.include(done.data.answer, "14")
+    assert.isAbove(done.data.usage.by_phase.planning.llm_calls, 0)
+  }, 150_000)
+
+  it("--mode is parsed and checked", () => {
+    const parsed = parse(["--mode", "auto", "q"])
+    assert.deepStrictEqual(parsed._tag === "Run" ? parsed.options.mode : undefined, "auto")
+    const none = parse(["q"])
+    assert.isUndefined(none._tag === "Run" ? none.options.mode : "x")
+    const bad = parse(["--mode", "graph", "q"])
+    assert.deepStrictEqual(bad, { _tag: "Invalid", message: "--mode must be react, dag or auto, got \"graph\"." })
+  })
+
+  it("the text renderer shows the plan, each step's start and result, and step-tagged tool lines", () => {
+    let text = ""
+    const out: Output = { write: (t) => void (text += t), error: (t) => void (text += t), isTTY: false }
+    const renderer = textRenderer(out, { model: "m", demo: false })
+    const events: ReadonlyArray<RunEvent> = [
+      { _tag: "DagPhase", phase: "planning", round: 1 },
+      { _tag: "DagPlan", round: 1, steps: [{ id: "1", task: "find A", dependencies: [] }, { id: "2", task: "use A", dependencies: ["1"] }] },
+      { _tag: "DagStep", round: 1, status: "start", step_id: "1" },
+      { _tag: "ToolStart", iteration: 1, tool_name: "lookup", tool_args: { q: "A" }, step_id: "1" },
+      { _tag: "ToolDone", iteration: 1, tool_name: "lookup", observation: "A is 1", error: null, iter_elapsed: 0.5, step_id: "1" },
+      { _tag: "DagStep", round: 1, status: "done", step_id: "1", result: "A is 1" },
+      { _tag: "DagStep", round: 1, status: "failed", step_id: "2", error: "it broke" },
+      { _tag: "DagPhase", phase: "replanning", round: 2, reasoning: "step 2 failed" }
+    ]
+    for (const e of events) renderer.event(e)
+    renderer.close()
+    assert.strictEqual(text, [
+      "▸ plan:",
+      "  [1] find A",
+      "  [2] use A ← 1",
+      "[1] ▶ find A",
+      "[1] → lookup({\"q\":\"A\"})",
+      "[1] ✓ lookup 0.50s: A is 1",
+      "[1] ✓ A is 1",
+      "[2] ✗ failed: it broke",
+      "↻ re-planning: step 2 failed",
+      ""
+    ].join("\n"))
+  })
 
   it("a failed run prints the error and exits 1", async () => {
     const run = await runs.failing

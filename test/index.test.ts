@@ -15,5 +15,7 @@ describe("package root", () => {
     assert.isTrue(Layer.isLayer(Engine.ContextGuard.layerConfigHeuristic))
     assert.isFunction(Engine.ToolSelection.selectTools)
     assert.isFunction(Engine.RunEvent.toWire)
+    assert.isFunction(Engine.DagAgent.make)
+    assert.isTrue(Layer.isLayer(Engine.DagAgent.layerConfig))
   })
 })

@@ -20,11 +20,11 @@ import type * as ConfigError from "effect/ConfigError"
 import * as AgentConfig from "../../src/AgentConfig.js"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as Hooks from "../../src/Hooks.js"
-import { Interrupts } from "../../src/Interrupts.js"
+import * as Interrupts from "../../src/Interrupts.js"
 import * as OpenAiLlm from "../../src/OpenAiLlm.js"
-import { ReactAgent } from "../../src/ReactAgent.js"
+import * as ReactAgent from "../../src/ReactAgent.js"
 import type * as Tool from "../../src/Tool.js"
-import { Tools } from "../../src/Toolkit.js"
+import * as Toolkit from "../../src/Toolkit.js"
 import type { LatencyEngine } from "./engine.js"
 
 /** @since 0.1.0 */
@@ -51,10 +51,10 @@ export const ourAgentLayer = (
   baseURL: string,
   tools: ReadonlyArray<Tool.Tool>,
   synthesis: SynthesisPolicy
-): Layer.Layer<ReactAgent, ConfigError.ConfigError> => {
+): Layer.Layer<ReactAgent.ReactAgent, ConfigError.ConfigError> => {
   const llm = OpenAiLlm.layer({ baseURL, apiKey: "bench", model: "fake-model" })
   const options = (synthesisOptionSupported ? { synthesis } : {}) as Partial<AgentConfig.AgentOptions>
-  const services = Layer.mergeAll(Tools.layer(tools), Hooks.layerEmpty, ContextGuard.layer, Interrupts.layer).pipe(
+  const services = Layer.mergeAll(Toolkit.layer(tools), Hooks.layerEmpty, ContextGuard.layer(), Interrupts.layer).pipe(
     Layer.provideMerge(llm)
   )
   return ReactAgent.layer(options).pipe(Layer.provide(services))
@@ -68,7 +68,7 @@ export const engine = (synthesis: SynthesisPolicy): LatencyEngine => ({
   name: `ours (synthesis: ${synthesis})`,
   prepare: async (scenario, baseURL) => {
     const runtime = ManagedRuntime.make(ourAgentLayer(baseURL, scenario.tools, synthesis))
-    const agent = await runtime.runPromise(ReactAgent)
+    const agent = await runtime.runPromise(ReactAgent.ReactAgent)
     return {
       run: async (marks) => {
         let answer = ""

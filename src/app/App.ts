@@ -3,7 +3,7 @@
  * models from `LLM_*` when `LLM_MODEL` or `LLM_BASE_URL` is set, else the built-in offline demo
  * model, clearly labelled), the tools (built-ins + MCP servers from
  * `MCP_CONFIG`), hooks (none by default), the context guard, the interrupt
- * queues and the ReAct agent.
+ * queues, the ReAct agent and the DAG agent (`DAG_*`).
  *
  * @since 0.1.0
  */
@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as BuiltinTools from "../BuiltinTools.js"
 import * as ContextGuard from "../ContextGuard.js"
+import * as DagAgent from "../DagAgent.js"
 import * as DemoLlm from "../DemoLlm.js"
 import * as Hooks from "../Hooks.js"
 import * as Interrupts from "../Interrupts.js"
@@ -50,9 +51,10 @@ export const modelsOf = <E, R>(llm: Layer.Layer<Llm, E, R>): Layer.Layer<ModelRe
 
 /**
  * The app's services over the models (`ModelRegistry` and `Llm`; see `modelsOf`
- * for a single LLM): `ReactAgent`, `ContextGuard`, `Interrupts`, `Toolkit`,
- * `Hooks` (empty), the models and `AppInfo` (model name from the `Llm`, `demo`
- * as given).
+ * for a single LLM): `ReactAgent` and `DagAgent` (configured from `REACT_*` and
+ * `DAG_*`; DAG steps pick their models from the registry), `ContextGuard`,
+ * `Interrupts`, `Toolkit`, `Hooks` (empty), the models and `AppInfo` (model name
+ * from the `Llm`, `demo` as given).
  *
  * @since 0.1.0
  * @category layers
@@ -77,7 +79,10 @@ export const make = <E, R>(
     options.tools ?? ToolsLayer.pipe(Layer.provide(McpTools.layerConfig)),
     info
   )
-  return ReactAgent.layerConfig().pipe(Layer.provideMerge(services), Layer.provideMerge(models))
+  return Layer.mergeAll(ReactAgent.layerConfig(), DagAgent.layerConfig).pipe(
+    Layer.provideMerge(services),
+    Layer.provideMerge(models)
+  )
 }
 
 /**
@@ -92,10 +97,10 @@ export const isDemo: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.ma
 )
 
 /**
- * The LLM from the environment: `ModelRegistry.layerConfig` when `LLM_MODEL` or
- * `LLM_BASE_URL` is set (it also provides `ModelRegistry`; a missing model name
- * is discovered from the endpoint), else the offline demo model (with a warning
- * in the log saying so).
+ * The LLM from the environment, and the registry of models: `ModelRegistry.layerConfig`
+ * when `LLM_MODEL` or `LLM_BASE_URL` is set (a missing model name is discovered
+ * from the endpoint), else the offline demo model (with a warning in the log
+ * saying so) as the registry's only model.
  *
  * @since 0.1.0 @category layers
  */

@@ -16,6 +16,7 @@ import * as Stream from "effect/Stream"
 import type { AppInfo as AppInfoTag } from "./App.js"
 import { parse, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer } from "./cliRender.js"
+import type * as DagAgentModule from "../DagAgent.js"
 import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
 
 const out: Output = {
@@ -38,10 +39,11 @@ const readStdin: Effect.Effect<string> = Effect.async<string>((resume) => {
 const loadApp = async (): Promise<{
   readonly AppInfo: typeof AppInfoTag
   readonly ReactAgent: typeof ReactAgentTag
+  readonly Dag: typeof DagAgentModule
   readonly layer: typeof import("./App.js").AppLayer
 }> => {
-  const [app, agent] = await Promise.all([import("./App.js"), import("../ReactAgent.js")])
-  return { AppInfo: app.AppInfo, ReactAgent: agent.ReactAgent, layer: app.AppLayer }
+  const [app, agent, dag] = await Promise.all([import("./App.js"), import("../ReactAgent.js"), import("../DagAgent.js")])
+  return { AppInfo: app.AppInfo, ReactAgent: agent.ReactAgent, Dag: dag, layer: app.AppLayer }
 }
 
 /** Log lines (MCP start-up, the demo-model notice) as `warning: …` on stderr, so stdout stays the answer / JSON lines. */
@@ -73,15 +75,16 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
     }
     const options = parsed.options
     // Loaded only for a run, so that --help and usage errors answer at once.
-    const { AppInfo, ReactAgent, layer: cliLayer } = yield* Effect.promise(() => loadApp())
+    const { AppInfo, Dag, ReactAgent, layer: cliLayer } = yield* Effect.promise(() => loadApp())
     return yield* Effect.scoped(Effect.gen(function*() {
-      const agent = yield* ReactAgent
+      const agents = { react: yield* ReactAgent, dag: yield* Dag.DagAgent }
+      const mode = options.mode ?? (yield* Dag.modeConfig)
       const info = yield* AppInfo
       const renderer = yield* Effect.acquireRelease(
         Effect.sync(() => (options.json ? jsonRenderer(out) : textRenderer(out, info))),
         (r) => Effect.sync(r.close)
       )
-      yield* agent.run({
+      yield* Dag.runWithMode(agents, mode, {
         query: options.question,
         ...(options.conversationId ? { conversationId: options.conversationId } : {}),
         ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})

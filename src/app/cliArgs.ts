@@ -11,6 +11,8 @@ export interface CliOptions {
   readonly json: boolean
   readonly conversationId?: string
   readonly maxIterations?: number
+  /** Default: `REACT_DEFAULT_MODE` (else react). */
+  readonly mode?: "react" | "dag" | "auto"
 }
 
 /** @internal */
@@ -29,6 +31,8 @@ Options:
   --json                  print every event as a JSON line ({"event","data"}), ending with "done"
   --conversation <id>     conversation id (the interrupt queue key; a fresh one when absent)
   --max-iterations <n>    cap on tool-loop LLM calls for this run (default: REACT_MAX_ITERATIONS or 50)
+  --mode <mode>           react (one tool loop), dag (a plan of steps run in parallel, checked and
+                          re-planned), or auto (a router picks); default: REACT_DEFAULT_MODE or react
   -h, --help              show this help
 
 The model comes from LLM_BASE_URL / LLM_API_KEY / LLM_MODEL; with none set, the
@@ -44,7 +48,7 @@ Exit codes: 0 the run finished, 1 the run failed, 2 bad usage.`
  * @internal
  */
 export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
-  let values: { json?: boolean; conversation?: string; "max-iterations"?: string; help?: boolean }
+  let values: { json?: boolean; conversation?: string; "max-iterations"?: string; mode?: string; help?: boolean }
   let positionals: Array<string>
   try {
     const parsed = parseArgs({
@@ -55,6 +59,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
         json: { type: "boolean" },
         conversation: { type: "string" },
         "max-iterations": { type: "string" },
+        mode: { type: "string" },
         help: { type: "boolean", short: "h" }
       }
     })
@@ -74,6 +79,10 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
       return { _tag: "Invalid", message: `--max-iterations must be an integer from 1 to 1000, got "${raw}".` }
     }
   }
+  const mode = values.mode?.trim()
+  if (mode !== undefined && mode !== "react" && mode !== "dag" && mode !== "auto") {
+    return { _tag: "Invalid", message: `--mode must be react, dag or auto, got "${mode}".` }
+  }
   const conversation = values.conversation?.trim()
   if (values.conversation !== undefined && (conversation === "" || conversation!.length > 200)) {
     return { _tag: "Invalid", message: "--conversation must be a non-empty id of at most 200 characters." }
@@ -84,7 +93,8 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
       question,
       json: values.json === true,
       ...(conversation ? { conversationId: conversation } : {}),
-      ...(maxIterations !== undefined ? { maxIterations } : {})
+      ...(maxIterations !== undefined ? { maxIterations } : {}),
+      ...(mode !== undefined ? { mode } : {})
     }
   }
 }

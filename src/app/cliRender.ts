@@ -1,7 +1,9 @@
 /**
  * Terminal rendering of a run's events: a spinner while the model thinks (TTY
  * only), one line per tool call and result, inject/compact lines, the streamed
- * answer and a footer. Or, with `--json`, one JSON line per event.
+ * answer and a footer; in DAG mode the plan, one line per step start / result,
+ * and the steps' tool lines prefixed with their step id. Or, with `--json`, one
+ * JSON line per event.
  *
  * @internal
  */
@@ -68,6 +70,8 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
   let failed = false
   let answering = false
   let answerEndsWithNewline = true
+  const tasks = new Map<string, string>()
+  const tag = (stepId: string | undefined) => (stepId === undefined ? "" : `${dim(`[${stepId}]`)} `)
 
   const stopSpinner = () => {
     if (timer !== undefined) {
@@ -94,22 +98,45 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
     event: (event) => {
       switch (event._tag) {
         case "ThinkingStart":
-          startSpinner(`thinking${event.iteration > 1 ? ` (iteration ${event.iteration})` : ""}…`)
+          startSpinner(`${event.step_id !== undefined ? `step ${event.step_id} ` : ""}thinking${event.iteration > 1 ? ` (iteration ${event.iteration})` : ""}…`)
           break
         case "ThinkingDone":
           stopSpinner()
-          if (event.reasoning.trim() !== "") line(dim(`· ${oneLine(event.reasoning, 200)}`))
+          if (event.reasoning.trim() !== "") line(`${tag(event.step_id)}${dim(`· ${oneLine(event.reasoning, 200)}`)}`)
           break
         case "ToolStart":
-          line(`${cyan("→")} ${event.tool_name}(${showArgs(event.tool_args)})`)
+          line(`${tag(event.step_id)}${cyan("→")} ${event.tool_name}(${showArgs(event.tool_args)})`)
           startSpinner(`running ${event.tool_name}…`)
           break
         case "ToolDone":
           line(
-            event.error === null
+            tag(event.step_id) + (event.error === null
               ? `${green("✓")} ${event.tool_name} ${dim(seconds(event.iter_elapsed))}: ${oneLine(event.observation, 120)}`
-              : `${red("✗")} ${event.tool_name} ${dim(seconds(event.iter_elapsed))}: ${oneLine(event.error, 200)}`
+              : `${red("✗")} ${event.tool_name} ${dim(seconds(event.iter_elapsed))}: ${oneLine(event.error, 200)}`)
           )
+          break
+        case "DagPhase":
+          if (event.phase === "planning") startSpinner("planning…")
+          else if (event.phase === "analyzing") startSpinner("checking the results…")
+          else if (event.phase === "replanning") line(`${cyan("↻")} re-planning${event.reasoning ? `: ${oneLine(event.reasoning, 200)}` : ""}`)
+          else line(dim(`no usable plan (${oneLine(event.reasoning ?? "", 160)}): continuing in ReAct mode`))
+          break
+        case "DagPlan":
+          line(`${cyan("▸")} plan${event.round > 1 ? ` (round ${event.round})` : ""}:`)
+          for (const s of event.steps) {
+            tasks.set(s.id, s.task)
+            line(`  ${dim(`[${s.id}]`)} ${oneLine(s.task, 120)}${s.dependencies.length > 0 ? dim(` ← ${s.dependencies.join(", ")}`) : ""}`)
+          }
+          break
+        case "DagStep":
+          if (event.status === "start") {
+            line(`${tag(event.step_id)}${cyan("▶")} ${oneLine(tasks.get(event.step_id) ?? "", 120)}`)
+            startSpinner(`running step ${event.step_id}…`)
+          } else if (event.status === "done") {
+            line(`${tag(event.step_id)}${green("✓")} ${oneLine(event.result ?? "", 160)}`)
+          } else {
+            line(`${tag(event.step_id)}${event.status === "failed" ? red("✗") : dim("–")} ${event.status}: ${oneLine(event.error ?? "", 160)}`)
+          }
           break
         case "Compact":
           line(dim(`⇣ context compacted: ${event.original_messages} → ${event.kept_messages} messages`))

@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { Mode } from "../DagAgent.js"
 
 /** Longest accepted query / injected message, in characters. @since 0.1.0 @category constants */
 export const MAX_TEXT_CHARS = 100_000
@@ -27,7 +28,9 @@ export const ReactRequest = Schema.Struct({
   conversation_id: Schema.optional(ConversationId),
   max_iterations: Schema.optional(
     Schema.Int.pipe(Schema.between(1, 200, { message: () => "Expected an integer between 1 and 200" }))
-  )
+  ),
+  /** `react`, `dag` or `auto`; default `REACT_DEFAULT_MODE` (SPEC §16). */
+  mode: Schema.optional(Mode)
 })
 /** @since 0.1.0 @category models */
 export type ReactRequest = typeof ReactRequest.Type

@@ -67,7 +67,8 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
           const handle = yield* registry.start({
             query: body.query,
             ...(body.conversation_id !== undefined ? { conversationId: body.conversation_id } : {}),
-            ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {})
+            ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {}),
+            ...(body.mode !== undefined ? { mode: body.mode } : {})
           })
           const sink = yield* registry.attach(handle.conversationId, 0).pipe(Effect.orDie)
           return { conversationId: handle.conversationId, sink }

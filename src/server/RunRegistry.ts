@@ -23,6 +23,8 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import * as ContextGuard from "../ContextGuard.js"
+import type { Mode } from "../DagAgent.js"
+import * as DagAgent from "../DagAgent.js"
 import * as Interrupts from "../Interrupts.js"
 import * as ReactAgent from "../ReactAgent.js"
 import * as Transcript from "./internal/transcript.js"
@@ -39,6 +41,8 @@ export interface StartOptions {
   /** Continue this conversation (a new id is made when absent). */
   readonly conversationId?: string
   readonly maxIterations?: number
+  /** Default: the server's `defaultMode` (`REACT_DEFAULT_MODE`). */
+  readonly mode?: Mode
 }
 
 /** @since 0.1.0 @category models */
@@ -81,6 +85,7 @@ export const FINISHED_RUN_TTL_MS = 15 * 60 * 1000
 export const make = Effect.gen(function*() {
   const settings = yield* ServerConfig.ServerConfig
   const agent = yield* ReactAgent.ReactAgent
+  const dag = yield* DagAgent.DagAgent
   const guard = yield* ContextGuard.ContextGuard
   const interrupts = yield* Interrupts.Interrupts
   const store = yield* ConversationStore.ConversationStore
@@ -135,6 +140,7 @@ export const make = Effect.gen(function*() {
           id: `run_${randomUUID()}`,
           conversationId,
           query: options.query,
+          mode: options.mode ?? settings.defaultMode,
           ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
           frames: [],
           nextId: 1,
@@ -160,7 +166,7 @@ export const make = Effect.gen(function*() {
         if (conflict) return yield* Effect.fail(new RunInProgress({ conversationId }))
         yield* interrupts.register(conversationId)
         // `start` may be called from an uninterruptible region: the run itself must stay cancellable
-        yield* FiberSet.run(fibers, Effect.interruptible(execute(run, { settings, agent, guard, interrupts, store })))
+        yield* FiberSet.run(fibers, Effect.interruptible(execute(run, { settings, agent, dag, guard, interrupts, store })))
         return { conversationId, runId: run.id }
       }),
     attach: (conversationId, after) =>

@@ -26,7 +26,7 @@ export const Routes = Layer.mergeAll(ApiRoutes, WebPageRoutes)
 
 /**
  * Serves the routes on the `HttpServer` in context, with the run registry.
- * Needs the app services (`ReactAgent`, `ContextGuard`, `Interrupts`, `AppInfo`),
+ * Needs the app services (`ReactAgent`, `DagAgent`, `ContextGuard`, `Interrupts`, `AppInfo`),
  * `ConversationStore` and `ServerConfig`.
  *
  * @since 0.1.0 @category layers

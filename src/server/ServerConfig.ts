@@ -1,7 +1,7 @@
 /**
  * Server settings, read from the environment once when the layer is built
  * (`PORT`, `HOST`, `API_TOKEN`, `MAX_BODY_BYTES`, `RUN_DETACH_GRACE_MS`,
- * `DATABASE_PATH`).
+ * `DATABASE_PATH`, `REACT_DEFAULT_MODE`, …).
  *
  * @since 0.1.0
  */
@@ -10,6 +10,8 @@ import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import type { Mode } from "../DagAgent.js"
+import { modeConfig } from "../DagAgent.js"
 
 /** @since 0.1.0 @category models */
 export interface ServerSettings {
@@ -29,6 +31,8 @@ export interface ServerSettings {
   readonly heartbeatMs: number
   /** Finished runs kept in memory for replay (oldest evicted first). */
   readonly finishedRunsKept: number
+  /** The mode of a run whose request names none (`REACT_DEFAULT_MODE`). */
+  readonly defaultMode: Mode
 }
 
 /** @since 0.1.0 @category constructors */
@@ -41,7 +45,8 @@ export const defaults: ServerSettings = {
   databasePath: "./data/react-engine.sqlite",
   replayBufferSize: 5000,
   heartbeatMs: 15_000,
-  finishedRunsKept: 500
+  finishedRunsKept: 500,
+  defaultMode: "react"
 }
 
 const nonNegative = (name: string, fallback: number) =>
@@ -78,7 +83,8 @@ export const config: Config.Config<ServerSettings> = Config.all({
     Config.validate({ message: "SSE_HEARTBEAT_MS must be an integer >= 100", validation: (n) => n >= 100 }),
     Config.withDefault(defaults.heartbeatMs)
   ),
-  finishedRunsKept: nonNegative("RUN_HISTORY_KEPT", defaults.finishedRunsKept)
+  finishedRunsKept: nonNegative("RUN_HISTORY_KEPT", defaults.finishedRunsKept),
+  defaultMode: modeConfig
 })
 
 /** @since 0.1.0 @category Context */

@@ -140,6 +140,8 @@ async function startRun(query) {
   const run = newRun(query, state.conversationId)
   const body = /** @type {Record<string, unknown>} */ ({ query })
   if (state.conversationId) body.conversation_id = state.conversationId
+  const mode = /** @type {HTMLSelectElement | null} */ (document.getElementById("mode"))?.value
+  if (mode) body.mode = mode
   try {
     const res = await api("/api/react", { method: "POST", body: JSON.stringify(body), signal: run.controller.signal })
     if (!res.ok) {

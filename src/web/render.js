@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import { DagView, isDagEvent } from "./dag.js"
 import { formatNumber, formatSeconds, h, markdown, pretty, preview } from "./dom.js"
 
 /**
@@ -32,6 +33,8 @@ export class RunView {
     /** @type {Map<string, number>} */
     this.startedAt = new Map()
     this.renderScheduled = false
+    /** @type {DagView | null} */
+    this.dag = null
 
     this.root = h("article", { class: "turn" })
     if (query) this.root.append(h("div", { class: "msg user" }, h("div", { class: "bubble", text: query })))
@@ -56,6 +59,17 @@ export class RunView {
       this.lastId = id
     }
     const d = ev.data ?? {}
+    // DAG mode: the plan graph renders its own events (see dag.js)
+    if (this.dag || isDagEvent(ev.event, d)) {
+      if (!this.dag) {
+        this.dag = new DagView(() => new RunView("", { onChange: this.onChange }))
+        this.insert(this.dag.root)
+      }
+      if (this.dag.apply(ev.event, d)) {
+        this.onChange()
+        return true
+      }
+    }
     switch (ev.event) {
       case "step":
         if (d.type === "thinking") this.thinking(d)
@@ -288,6 +302,7 @@ export class RunView {
     if (this.finished) return
     this.finished = true
     clearInterval(this.timer)
+    this.dag?.finish()
     for (const key of [...this.startedAt.keys()]) {
       const card = this.cards.get(key)
       card?.classList.replace("running", "cancelled")

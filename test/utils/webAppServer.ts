@@ -9,10 +9,12 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { createServer } from "node:http"
 import * as ContextGuard from "../../src/ContextGuard.js"
+import * as DagAgent from "../../src/DagAgent.js"
 import * as Hooks from "../../src/Hooks.js"
 import * as Interrupts from "../../src/Interrupts.js"
 import type { ChatRequest } from "../../src/Llm.js"
 import type { ChatMessage } from "../../src/Message.js"
+import * as ModelRegistry from "../../src/ModelRegistry.js"
 import * as ReactAgent from "../../src/ReactAgent.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import * as ConversationStore from "../../src/server/ConversationStore.js"
@@ -21,6 +23,7 @@ import * as Server from "../../src/server/Server.js"
 import * as ServerConfig from "../../src/server/ServerConfig.js"
 import * as Tool from "../../src/Tool.js"
 import * as Toolkit from "../../src/Toolkit.js"
+import { dagReply } from "./webDagScript.js"
 
 /** Tools with real work and real time, so runs take visible time in the browser. */
 export const webTools: ReadonlyArray<Tool.Tool> = [
@@ -77,9 +80,12 @@ const synthesisFor = (request: ChatRequest): string => {
  * The model's script, chosen by the query's first word:
  * - `full`: reasoning, two parallel tool calls, an HTML chart, then the answer;
  * - `slow`: six slow lookups in a row (for stop, reload and follow-ups), then the answer;
- * - `hostile`: one lookup, then an answer full of HTML.
+ * - `hostile`: one lookup, then an answer full of HTML;
+ * - `dag`, `dagreplan`: DAG mode (test/utils/webDagScript.ts).
  */
-export const responder: ScriptedLlm.Responder = (request, _index, _method) => {
+export const responder: ScriptedLlm.Responder = (request, _index, method) => {
+  const dag = dagReply(request, method)
+  if (dag !== undefined) return dag
   const synthesis = request.tools === undefined || request.tools.length === 0
   if (synthesis) return ScriptedLlm.text(synthesisFor(request), { chunkDelay: "30 millis", delay: "100 millis" })
   const { index, query } = lastQuery(request.messages)
@@ -112,11 +118,15 @@ export const responder: ScriptedLlm.Responder = (request, _index, _method) => {
 export class WebAppUrl extends Context.Tag("test/WebAppUrl")<WebAppUrl, string>() {}
 
 /** The real server on a random port for the test's scope. */
-export const webAppServer = (options: { readonly demo?: boolean; readonly detachGraceMs?: number; readonly apiToken?: string } = {}) => {
+export const webAppServer = (
+  options: { readonly demo?: boolean; readonly detachGraceMs?: number; readonly apiToken?: string; readonly defaultMode?: DagAgent.Mode } = {}
+) => {
   const llm = ScriptedLlm.make(responder, { model: options.demo ? "demo" : "scripted-test" })
-  const agent = ReactAgent.layer({ completionCheck: false, selfReflectionInterval: 0 }).pipe(
+  const agentOptions = { completionCheck: false, selfReflectionInterval: 0 }
+  const agent = Layer.mergeAll(ReactAgent.layer(agentOptions), DagAgent.layer({ agent: agentOptions })).pipe(
     Layer.provideMerge(Layer.mergeAll(
       llm.layer,
+      ModelRegistry.layer({ main: llm.service }),
       Toolkit.layer(webTools),
       Hooks.layerEmpty,
       ContextGuard.layer(),
@@ -125,6 +135,7 @@ export const webAppServer = (options: { readonly demo?: boolean; readonly detach
   )
   const settings = ServerConfig.layer({
     detachGraceMs: options.detachGraceMs ?? 10_000,
+    ...(options.defaultMode !== undefined ? { defaultMode: options.defaultMode } : {}),
     apiToken: options.apiToken === undefined ? Option.none() : Option.some(Redacted.make(options.apiToken))
   })
   const app = Server.serve({ disableLogger: true }).pipe(

@@ -13,6 +13,8 @@ import * as DeferredM from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { ContextGuardService } from "../../ContextGuard.js"
+import type { DagAgentService, Mode } from "../../DagAgent.js"
+import { runWithMode } from "../../DagAgent.js"
 import type { InterruptsService } from "../../Interrupts.js"
 import type { ChatMessage } from "../../Message.js"
 import type { ReactAgentService } from "../../ReactAgent.js"
@@ -29,6 +31,7 @@ export interface RunState {
   readonly id: string
   readonly conversationId: string
   readonly query: string
+  readonly mode: Mode
   readonly maxIterations?: number
   /** Replay buffer (bounded by `replayBufferSize`). */
   frames: Array<Sse.Frame>
@@ -51,6 +54,7 @@ export interface RunState {
 export interface RunDeps {
   readonly settings: ServerSettings
   readonly agent: ReactAgentService
+  readonly dag: DagAgentService
   readonly guard: ContextGuardService
   readonly interrupts: InterruptsService
   readonly store: ConversationStoreService
@@ -136,7 +140,7 @@ export const execute = (run: RunState, deps: RunDeps): Effect.Effect<void> => {
 
   const body = Effect.gen(function*() {
     const history = yield* loadHistory
-    yield* deps.agent.run({
+    yield* runWithMode({ react: deps.agent, dag: deps.dag }, run.mode, {
       query: run.query,
       conversationId: run.conversationId,
       history,

@@ -1,0 +1,259 @@
+/**
+ * DAG mode (SPEC §16): a planner splits the goal into a graph of steps, the steps
+ * run as fresh ReAct agents (in parallel where the graph allows), an analyzer
+ * judges the results and re-plans when the goal is not achieved, and a streamed
+ * synthesis writes the answer. Same stream contract as `ReactAgent`: `run`
+ * returns a `Stream` of `RunEvent`s that never fails and ends with one `Done`.
+ * See docs/dag-mode.md.
+ *
+ * ```ts
+ * import * as DagAgent from "./DagAgent.js"
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* DagAgent.DagAgent
+ *   const result = yield* agent.runCollect({ query: "Compare the populations of Lyon and Porto" })
+ *   console.log(result.answer, result.usage.by_phase)
+ * })
+ * // DagAgent.layerConfig needs Llm, ModelRegistry, Tools, Hooks, ContextGuard and Interrupts
+ * program.pipe(Effect.provide(DagAgent.layerConfig))
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import type { AgentOptions } from "./AgentConfig.js"
+import * as ContextGuard from "./ContextGuard.js"
+import * as Hooks from "./Hooks.js"
+import { route as routeQuery } from "./internal/dagAgent/route.js"
+import { type DagSettings, execute } from "./internal/dagAgent/run.js"
+import * as Interrupts from "./Interrupts.js"
+import type { LlmService } from "./Llm.js"
+import { Llm } from "./Llm.js"
+import * as Message from "./Message.js"
+import * as ModelRegistry from "./ModelRegistry.js"
+import * as ReactAgent from "./ReactAgent.js"
+import type { RunEvent, RunResult } from "./RunEvent.js"
+import * as Toolkit from "./Toolkit.js"
+import * as Usage from "./Usage.js"
+
+/**
+ * The knobs of DAG mode. See docs/dag-mode.md.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface DagOptions {
+  /** Steps running at once. `DAG_MAX_CONCURRENCY`, default 5. */
+  readonly maxConcurrency: number
+  /** A step running longer is cancelled and fails. `DAG_STEP_TIMEOUT_MS`, default 600000 (10 min). */
+  readonly stepTimeout: Duration.DurationInput
+  /** Planning rounds in all (the first plan included; re-plans after a user interrupt do not count). `DAG_MAX_REPLAN_ROUNDS`, default 3. */
+  readonly maxRounds: number
+  /** No re-plan once the analyzer is at least this confident (0–1). `DAG_REPLAN_STOP_CONFIDENCE`, default 0.8. */
+  readonly replanStopConfidence: number
+  /** Options of the ReAct agents that run the steps (and the ReAct fallback); `REACT_*` variables otherwise. */
+  readonly agent?: Partial<AgentOptions>
+}
+
+/**
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaults: Required<Omit<DagOptions, "agent">> = {
+  maxConcurrency: 5,
+  stepTimeout: Duration.minutes(10),
+  maxRounds: 3,
+  replanStopConfidence: 0.8
+}
+
+const intAtLeast = (name: string, min: number) =>
+  Config.integer(name).pipe(Config.validate({ message: `${name} must be an integer >= ${min}`, validation: (n) => n >= min }))
+
+/**
+ * The options from the environment: `DAG_MAX_CONCURRENCY`, `DAG_STEP_TIMEOUT_MS`,
+ * `DAG_MAX_REPLAN_ROUNDS`, `DAG_REPLAN_STOP_CONFIDENCE` (defaults when unset).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const config: Config.Config<Omit<DagOptions, "agent">> = Config.all({
+  maxConcurrency: intAtLeast("DAG_MAX_CONCURRENCY", 1).pipe(Config.withDefault(defaults.maxConcurrency)),
+  stepTimeout: intAtLeast("DAG_STEP_TIMEOUT_MS", 1).pipe(
+    Config.map(Duration.millis),
+    Config.withDefault(Duration.decode(defaults.stepTimeout))
+  ),
+  maxRounds: intAtLeast("DAG_MAX_REPLAN_ROUNDS", 1).pipe(Config.withDefault(defaults.maxRounds)),
+  replanStopConfidence: Config.number("DAG_REPLAN_STOP_CONFIDENCE").pipe(
+    Config.validate({ message: "DAG_REPLAN_STOP_CONFIDENCE must be a number from 0 to 1", validation: (n) => n >= 0 && n <= 1 }),
+    Config.withDefault(defaults.replanStopConfidence)
+  )
+})
+
+/**
+ * How a run is executed: the ReAct loop, DAG mode, or `auto` (a router on the
+ * fast model picks one per query).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Mode = Schema.Literal("react", "dag", "auto")
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Mode = typeof Mode.Type
+
+/**
+ * The default mode of the server and the CLI: `REACT_DEFAULT_MODE`, default `react`.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const modeConfig: Config.Config<Mode> = Config.literal("react", "dag", "auto")("REACT_DEFAULT_MODE").pipe(
+  Config.withDefault<Mode>("react")
+)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface DagAgentService {
+  /** Runs in DAG mode. The stream never fails: failures become `RunFailed` then `Done`. */
+  readonly run: (input: ReactAgent.RunInput) => Stream.Stream<RunEvent>
+  /** Runs and collects the result. */
+  readonly runCollect: (input: ReactAgent.RunInput) => Effect.Effect<RunResult>
+  /** The `auto` router: ReAct or DAG mode for this query (ReAct on any failure), and the call's usage. */
+  readonly route: (query: Message.Content) => Effect.Effect<{ readonly mode: "react" | "dag"; readonly usage: Usage.Usage }>
+}
+
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class DagAgent extends Context.Tag("react-engine/DagAgent")<DagAgent, DagAgentService>() {}
+
+const settingsOf = (options: Partial<DagOptions>): Effect.Effect<DagSettings, ConfigError.ConfigError> => {
+  const invalid = (key: string, expected: string) =>
+    Effect.fail(ConfigError.InvalidData([key], `option ${key} must be ${expected}`))
+  const maxConcurrency = options.maxConcurrency ?? defaults.maxConcurrency
+  const maxRounds = options.maxRounds ?? defaults.maxRounds
+  const replanStopConfidence = options.replanStopConfidence ?? defaults.replanStopConfidence
+  const stepTimeout = Duration.decodeUnknown(options.stepTimeout ?? defaults.stepTimeout)
+  if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1) return invalid("maxConcurrency", "an integer >= 1")
+  if (!Number.isInteger(maxRounds) || maxRounds < 1) return invalid("maxRounds", "an integer >= 1")
+  if (!(replanStopConfidence >= 0 && replanStopConfidence <= 1)) return invalid("replanStopConfidence", "a number from 0 to 1")
+  if (Option.isNone(stepTimeout) || Duration.toMillis(stepTimeout.value) <= 0) return invalid("stepTimeout", "a positive duration")
+  return Effect.succeed({ maxConcurrency, maxRounds, replanStopConfidence, stepTimeout: stepTimeout.value })
+}
+
+/**
+ * Builds the DAG agent from its services: `Llm` plans, analyzes, writes the
+ * answer and runs the ReAct fallback; `ModelRegistry` resolves each step's
+ * model hint (and its `fast` model routes `auto` mode); the step agents use the
+ * same `Tools`, `Hooks`, `ContextGuard` and `Interrupts`. Options: explicit
+ * values, else the defaults (see `layerConfig` for the environment).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  options: Partial<DagOptions> = {}
+): Effect.Effect<
+  DagAgentService,
+  ConfigError.ConfigError,
+  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
+> =>
+  Effect.gen(function*() {
+    const settings = yield* settingsOf(options)
+    const llm = yield* Llm
+    const registry = yield* ModelRegistry.ModelRegistry
+    const toolkit = yield* Toolkit.Toolkit
+    const guard = yield* ContextGuard.ContextGuard
+    const interrupts = yield* Interrupts.Interrupts
+    const context = yield* Effect.context<ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts>()
+    // The one construction of a step agent: a fresh ReactAgent on the given model
+    // over the same toolkit, hooks, guard and interrupts.
+    const build = (model: LlmService) =>
+      ReactAgent.make(options.agent).pipe(Effect.provideService(Llm, model), Effect.provide(context))
+    // a bad agent option fails here, once, rather than in every step
+    yield* build(llm)
+    const services = {
+      settings,
+      llm,
+      registry,
+      toolkit,
+      guard,
+      interrupts,
+      agentFor: (model: LlmService) => Effect.orDie(build(model))
+    }
+    // The run's fiber is forked in the stream's scope: it starts when the stream
+    // is pulled, is interrupted when the consumer stops, and ends the stream (or
+    // fails it with a defect) when it exits.
+    const run = (input: ReactAgent.RunInput): Stream.Stream<RunEvent> =>
+      Stream.asyncPush<RunEvent>((emit) =>
+        execute(services, input, (event) => void emit.single(event)).pipe(
+          Effect.matchCause({ onFailure: (cause) => emit.halt(cause), onSuccess: () => emit.end() }),
+          Effect.forkScoped
+        )
+      )
+    return {
+      run,
+      runCollect: (input) => ReactAgent.collect(run(input)),
+      route: (query) => routeQuery(registry.fast, Message.textOf(query))
+    }
+  })
+
+/**
+ * The DAG agent with explicit options (unset ones take the defaults).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  options?: Partial<DagOptions>
+): Layer.Layer<DagAgent, ConfigError.ConfigError, Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts> =>
+  Layer.effect(DagAgent, make(options))
+
+/**
+ * The DAG agent configured from the environment (`DAG_*`, see `config`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig: Layer.Layer<
+  DagAgent,
+  ConfigError.ConfigError,
+  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
+> = Layer.effect(DagAgent, Effect.flatMap(config, (options) => make(options)))
+
+/**
+ * Runs `input` in `mode`: the ReAct agent, the DAG agent, or (`auto`) the one
+ * the router picks, whose usage is added to `done.usage` (phase `routing`).
+ * The mode dispatch of the server and the CLI.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const runWithMode = (
+  agents: { readonly react: ReactAgent.ReactAgentService; readonly dag: DagAgentService },
+  mode: Mode,
+  input: ReactAgent.RunInput
+): Stream.Stream<RunEvent> => {
+  if (mode === "react") return agents.react.run(input)
+  if (mode === "dag") return agents.dag.run(input)
+  return Stream.unwrap(Effect.map(agents.dag.route(input.query), ({ mode, usage }) => {
+    const stream = mode === "dag" ? agents.dag.run(input) : agents.react.run(input)
+    return Stream.map(stream, (event): RunEvent =>
+      event._tag === "Done"
+        ? { ...event, usage: Usage.fromPhases(Usage.addToPhase(event.usage.by_phase, "routing", usage)) }
+        : event)
+  }))
+}

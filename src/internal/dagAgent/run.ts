@@ -1,0 +1,270 @@
+/**
+ * One DAG run, from registration in the interrupt channel to `Done` (SPEC §16):
+ * plan → execute → analyze, re-planning while the goal is not achieved and the
+ * analyzer is not confident (up to `maxRounds` rounds in all; a round cut short
+ * by a user interrupt re-plans without counting), then the streamed answer.
+ * When the first plan is unusable twice, the run continues in ReAct mode on the
+ * original query. Never fails: failures become `RunFailed` then `Done`;
+ * cancellation ends with `Done` too.
+ *
+ * @internal
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { ContextGuardService } from "../../ContextGuard.js"
+import type { Injection, InterruptsService } from "../../Interrupts.js"
+import type { LlmService } from "../../Llm.js"
+import { LlmError } from "../../Llm.js"
+import * as Message from "../../Message.js"
+import type { ModelRegistryService } from "../../ModelRegistry.js"
+import type { ReactAgentService, RunInput } from "../../ReactAgent.js"
+import type { Done, RunEvent } from "../../RunEvent.js"
+import type { ToolkitService } from "../../Toolkit.js"
+import * as ToolSelection from "../../ToolSelection.js"
+import * as Usage from "../../Usage.js"
+import { type Analysis, analyze } from "./analyze.js"
+import { addPhases, addUsage, executeRound, makeTally, type StepOutcome } from "./execute.js"
+import { plan as makePlan } from "./plan.js"
+import { synthesize } from "./synthesize.js"
+
+/** The resolved settings of a DAG agent. */
+export interface DagSettings {
+  readonly maxConcurrency: number
+  readonly stepTimeout: Duration.Duration
+  readonly maxRounds: number
+  readonly replanStopConfidence: number
+}
+
+/** What the DAG agent was built with. */
+export interface DagServices {
+  readonly settings: DagSettings
+  /** Planning, analysis, synthesis, and the ReAct fallback. */
+  readonly llm: LlmService
+  /** Resolves each step's `model_hint`. */
+  readonly registry: ModelRegistryService
+  readonly toolkit: ToolkitService
+  readonly guard: ContextGuardService
+  readonly interrupts: InterruptsService
+  /** Builds a fresh ReAct agent on a model (steps and the fallback). */
+  readonly agentFor: (llm: LlmService) => Effect.Effect<ReactAgentService>
+}
+
+/** Each step's result is cut to this many characters in the re-planning summary. */
+export const REPLAN_PREVIEW_CHARS = 500
+
+const preview = (text: string): string => {
+  const flat = text.replace(/\s+/g, " ").trim()
+  return flat.length <= REPLAN_PREVIEW_CHARS ? flat : `${flat.slice(0, REPLAN_PREVIEW_CHARS)}…`
+}
+
+/** The summary of a round the re-planner reads. */
+export const roundSummary = (round: number, results: ReadonlyArray<StepOutcome>, analysis: Analysis | undefined): string => {
+  const lines = [`What happened in round ${round}:`]
+  for (const r of results) {
+    lines.push(`- Step ${r.id} [${r.status}]: ${r.task}`)
+    lines.push(r.status === "done" ? `  Result: ${preview(r.result ?? "")}` : `  ${r.status === "skipped" ? "Skipped" : "Error"}: ${preview(r.error ?? "")}`)
+  }
+  if (analysis !== undefined) {
+    lines.push(
+      `Assessment: ${analysis.achieved ? "achieved" : "not achieved"} (confidence ${analysis.confidence}). ${analysis.reasoning}`
+    )
+  }
+  return lines.join("\n")
+}
+
+const failureOf = (cause: Cause.Cause<unknown>): { readonly message: string; readonly retryable: boolean } => {
+  const error = Cause.squash(cause)
+  if (error instanceof LlmError) return { message: `LLM error (${error.reason}): ${error.message}`, retryable: error.retryable }
+  const message = error instanceof Error ? error.message : String(error)
+  return { message: `Internal error: ${message}`, retryable: false }
+}
+
+const withFollowUps = (query: Message.Content, followUps: ReadonlyArray<string>): Message.Content => {
+  if (followUps.length === 0) return query
+  const extra = followUps.map((f) => `\n\n[User follow-up]: ${f}`).join("")
+  return typeof query === "string" ? query + extra : [...query, { type: "text", text: extra }]
+}
+
+/** Runs one request, emitting every event; always ends with `Done`. */
+export const execute = (
+  services: DagServices,
+  input: RunInput,
+  emit: (event: RunEvent) => void
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { interrupts, llm, settings } = services
+    const started = yield* Clock.currentTimeMillis
+    const conversationId = input.conversationId ?? crypto.randomUUID()
+    const goal = Message.textOf(input.query)
+    const history = (input.history ?? []).filter((m) => m.role === "user" || m.role === "assistant")
+    const tally = makeTally()
+    let answer = ""
+    let failure: { readonly message: string; readonly retryable: boolean } | undefined
+    let delegated: Done | undefined
+
+    let pending: ReadonlyArray<Injection> | undefined
+    const release = Effect.suspend(() =>
+      pending !== undefined ? Effect.void : Effect.map(interrupts.unregister(conversationId), (left) => {
+        pending = left
+      })
+    )
+    const drain = Effect.map(interrupts.drain(conversationId), (drained) => {
+      for (const i of drained) emit({ _tag: "Inject", content: i.content, id: i.id })
+      return drained
+    })
+
+    /** ReAct mode on the original query (and the follow-ups taken in so far); its `Done` is kept for ours. */
+    const fallBack = (round: number, reason: string, followUps: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        yield* Effect.logWarning(`DAG mode: no usable plan (${reason}); continuing in ReAct mode`)
+        emit({ _tag: "DagPhase", phase: "react_fallback", round, reasoning: reason })
+        const agent = yield* services.agentFor(llm)
+        yield* agent.run({
+          query: withFollowUps(input.query, followUps),
+          conversationId,
+          ...(input.history !== undefined ? { history: input.history } : {}),
+          ...(input.maxIterations !== undefined ? { maxIterations: input.maxIterations } : {})
+        }).pipe(Stream.runForEach((event) =>
+          Effect.sync(() => {
+            if (event._tag === "Done") delegated = event
+            else emit(event)
+          })
+        ))
+      })
+
+    const body = Effect.gen(function*() {
+      const tools = ToolSelection.catalogue(services.toolkit)
+      const followUps: Array<string> = []
+      let previous: string | undefined
+      let last: { readonly results: ReadonlyArray<StepOutcome>; readonly analysis?: Analysis } | undefined
+      let counted = 0
+      emit({ _tag: "DagPhase", phase: "planning", round: 1 })
+      for (let round = 1;; round++) {
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const planned = yield* makePlan(llm, {
+          goal,
+          history,
+          now,
+          tools,
+          models: services.registry.names,
+          followUps,
+          ...(previous !== undefined ? { previous } : {})
+        })
+        addUsage(tally, "planning", planned.usage)
+        if (planned._tag === "Failed") {
+          if (last === undefined || !last.results.some((r) => r.status === "done")) {
+            return yield* fallBack(round, planned.reason, followUps)
+          }
+          yield* Effect.logWarning(`DAG mode: re-planning failed (${planned.reason}); answering from round ${round - 1}`)
+          break
+        }
+        emit({ _tag: "DagPlan", round, steps: planned.plan.steps })
+        const executed = yield* executeRound({
+          goal,
+          round,
+          conversationId,
+          maxIterations: input.maxIterations,
+          maxConcurrency: settings.maxConcurrency,
+          stepTimeout: settings.stepTimeout,
+          registry: services.registry,
+          guard: services.guard,
+          interrupts,
+          agentFor: services.agentFor,
+          emit,
+          tally
+        }, planned.plan)
+        last = { results: executed.results }
+        let injected = executed.injections
+        let analysis: Analysis | undefined
+        if (injected.length === 0) {
+          emit({ _tag: "DagPhase", phase: "analyzing", round })
+          const analyzed = yield* analyze(llm, goal, executed.results, followUps)
+          addUsage(tally, "analysis", analyzed.usage)
+          analysis = analyzed.analysis
+          last = { results: executed.results, analysis }
+          injected = yield* drain
+        }
+        if (injected.length > 0) {
+          // the user changed the requirements: re-plan, without counting the round
+          followUps.push(...injected.map((i) => i.content))
+          previous = roundSummary(round, executed.results, analysis)
+          emit({
+            _tag: "DagPhase",
+            phase: "replanning",
+            round: round + 1,
+            reasoning: `The user sent a follow-up: ${injected.map((i) => i.content).join(" / ")}`
+          })
+          continue
+        }
+        counted++
+        const verdict = analysis!
+        if (verdict.achieved || verdict.confidence >= settings.replanStopConfidence || counted >= settings.maxRounds) break
+        previous = roundSummary(round, executed.results, verdict)
+        emit({ _tag: "DagPhase", phase: "replanning", round: round + 1, reasoning: verdict.reasoning })
+      }
+      emit({ _tag: "AnswerSignal" })
+      const synthesis = yield* synthesize(llm, {
+        goal,
+        history,
+        results: last?.results ?? [],
+        analysis: last?.analysis,
+        followUps
+      }, emit)
+      addUsage(tally, "synthesis", synthesis.usage)
+      answer = synthesis.answer
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.sync(() => {
+          failure = failureOf(cause)
+        })
+      )
+    )
+
+    let cancelled = false
+    const guarded = input.cancel === undefined ? body : Effect.raceFirst(
+      body,
+      Effect.zipRight(input.cancel, Effect.sync(() => {
+        cancelled = true
+      }))
+    )
+    // An interruption reaching this point came from inside the run (interruption
+    // from outside is not caught): a failure, unless the run was cancelled.
+    const finish = guarded.pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.sync(() => {
+          if (failure === undefined && !cancelled) failure = failureOf(cause)
+        })
+      ),
+      Effect.zipRight(release)
+    )
+    yield* Effect.acquireUseRelease(interrupts.register(conversationId), () => finish, () => release)
+    if (failure !== undefined) emit({ _tag: "RunFailed", message: failure.message, retryable: failure.retryable })
+    const finished = yield* Clock.currentTimeMillis
+    const left = (pending ?? []).map((p) => ({ id: p.id, content: p.content }))
+    if (delegated !== undefined) {
+      addPhases(tally, delegated.usage.by_phase)
+      emit({
+        ...delegated,
+        usage: Usage.fromPhases(tally.byPhase),
+        elapsed: (finished - started) / 1000,
+        conversation_id: conversationId,
+        pending_injections: [...delegated.pending_injections, ...left]
+      })
+      return
+    }
+    const final = failure !== undefined || cancelled ? "" : answer
+    emit({
+      _tag: "Done",
+      answer: final,
+      iterations: tally.iterations,
+      usage: Usage.fromPhases(tally.byPhase),
+      elapsed: (finished - started) / 1000,
+      conversation_id: conversationId,
+      pending_injections: left,
+      steps: tally.steps,
+      messages: [...history, Message.user(input.query, { pinned: true }), ...(final !== "" ? [Message.assistant(final)] : [])]
+    })
+  }).pipe(Effect.withSpan("DagAgent.run"))
