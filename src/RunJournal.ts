@@ -54,6 +54,11 @@ export interface ActivityOptions<A, IA, E, IE> {
    * `restarted: true`.
    */
   readonly onRestart?: () => Effect.Effect<A, E>
+  /**
+   * The activity reads `restarted` (a durable host then records who started it,
+   * which costs one more write; implied by `onRestart`).
+   */
+  readonly restartAware?: boolean
   readonly execute: (context: ActivityContext) => Effect.Effect<A, E>
 }
 
