@@ -15,14 +15,15 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { createServer } from "node:http"
+import * as BrowserSafety from "./BrowserSafety.js"
 import { ConversationStore } from "./ConversationStore.js"
 import { ApiRoutes } from "./Routes.js"
 import { RunRegistry } from "./RunRegistry.js"
 import { ServerConfig } from "./ServerConfig.js"
 import { WebPageRoutes } from "./WebPage.js"
 
-/** API + web page routes. @since 0.1.0 @category layers */
-export const Routes = Layer.mergeAll(ApiRoutes, WebPageRoutes)
+/** API + web page routes, behind the Host / Origin checks of `BrowserSafety`. @since 0.1.0 @category layers */
+export const Routes = Layer.mergeAll(ApiRoutes, WebPageRoutes, BrowserSafety.layer)
 
 /**
  * Serves the routes on the `HttpServer` in context, with the run registry.

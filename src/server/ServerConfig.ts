@@ -1,12 +1,15 @@
 /**
  * Server settings, read from the environment once when the layer is built
  * (`PORT`, `HOST`, `API_TOKEN`, `MAX_BODY_BYTES`, `RUN_DETACH_GRACE_MS`,
- * `DATABASE_PATH`).
+ * `DATABASE_PATH`, `CORS_ORIGINS`, `ALLOWED_HOSTS`, …; docs/configuration.md
+ * lists them all).
  *
  * @since 0.1.0
  */
 import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -29,6 +32,10 @@ export interface ServerSettings {
   readonly heartbeatMs: number
   /** Finished runs kept in memory for replay (oldest evicted first). */
   readonly finishedRunsKept: number
+  /** Browser origins (`scheme://host[:port]`) allowed besides the server's own; `*` allows any. */
+  readonly corsOrigins: ReadonlyArray<string>
+  /** `Host` names accepted besides loopback names and the bound address; `*` accepts any. */
+  readonly allowedHosts: ReadonlyArray<string>
 }
 
 /** @since 0.1.0 @category constructors */
@@ -41,7 +48,9 @@ export const defaults: ServerSettings = {
   databasePath: "./data/react-engine.sqlite",
   replayBufferSize: 5000,
   heartbeatMs: 15_000,
-  finishedRunsKept: 500
+  finishedRunsKept: 500,
+  corsOrigins: [],
+  allowedHosts: []
 }
 
 const nonNegative = (name: string, fallback: number) =>
@@ -49,6 +58,35 @@ const nonNegative = (name: string, fallback: number) =>
     Config.validate({ message: `${name} must be an integer >= 0`, validation: (n) => n >= 0 }),
     Config.withDefault(fallback)
   )
+
+// A comma-separated list; empty entries are dropped.
+const list = <A>(name: string, parse: (entry: string) => A | undefined, expected: string) =>
+  Config.string(name).pipe(
+    Config.mapOrFail((raw) => {
+      const out: Array<A> = []
+      for (const entry of raw.split(",").map((e) => e.trim()).filter((e) => e !== "")) {
+        const parsed = parse(entry)
+        if (parsed === undefined) return Either.left(ConfigError.InvalidData([], `${expected}, got "${entry}"`))
+        out.push(parsed)
+      }
+      return Either.right(out as ReadonlyArray<A>)
+    }),
+    Config.withDefault([] as ReadonlyArray<A>)
+  )
+
+const origin = (entry: string): string | undefined => {
+  if (entry === "*") return entry
+  try {
+    const url = new URL(entry)
+    const bare = url.pathname === "/" && url.search === "" && url.hash === "" && url.username === ""
+    return (url.protocol === "http:" || url.protocol === "https:") && bare ? url.origin : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const hostName = (entry: string): string | undefined =>
+  entry === "*" || /^\.?[a-z0-9-]+(\.[a-z0-9-]+)*$|^\[[0-9a-f:.]+\]$/i.test(entry) ? entry.toLowerCase() : undefined
 
 /**
  * The settings as a `Config` (env names in SCREAMING_CASE).
@@ -78,7 +116,9 @@ export const config: Config.Config<ServerSettings> = Config.all({
     Config.validate({ message: "SSE_HEARTBEAT_MS must be an integer >= 100", validation: (n) => n >= 100 }),
     Config.withDefault(defaults.heartbeatMs)
   ),
-  finishedRunsKept: nonNegative("RUN_HISTORY_KEPT", defaults.finishedRunsKept)
+  finishedRunsKept: nonNegative("RUN_HISTORY_KEPT", defaults.finishedRunsKept),
+  corsOrigins: list("CORS_ORIGINS", origin, "Expected origins like https://app.example.com (scheme://host[:port]) or *"),
+  allowedHosts: list("ALLOWED_HOSTS", hostName, "Expected host names like app.example.com, .example.com or *")
 })
 
 /** @since 0.1.0 @category Context */

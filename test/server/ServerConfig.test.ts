@@ -37,6 +37,27 @@ describe("ServerConfig", () => {
       assert.isTrue(Option.isNone((yield* load({ API_TOKEN: "  " })).apiToken))
     }))
 
+  it.effect("CORS_ORIGINS and ALLOWED_HOSTS are comma lists, normalised; malformed entries fail naming the variable", () =>
+    Effect.gen(function*() {
+      const settings = yield* load({
+        CORS_ORIGINS: " https://App.Example.com/ , http://localhost:5173,,",
+        ALLOWED_HOSTS: "Agent.Example.com, .corp.example"
+      })
+      assert.deepStrictEqual(settings.corsOrigins, ["https://app.example.com", "http://localhost:5173"])
+      assert.deepStrictEqual(settings.allowedHosts, ["agent.example.com", ".corp.example"])
+      assert.deepStrictEqual((yield* load({ CORS_ORIGINS: "*", ALLOWED_HOSTS: "*" })).corsOrigins, ["*"])
+      for (const [name, value] of [
+        ["CORS_ORIGINS", "app.example.com"],
+        ["CORS_ORIGINS", "https://app.example.com/path"],
+        ["CORS_ORIGINS", "ftp://app.example.com"],
+        ["ALLOWED_HOSTS", "https://agent.example.com"],
+        ["ALLOWED_HOSTS", "agent.example.com:8080"]
+      ]) {
+        const error = yield* Effect.flip(load({ [name]: value }))
+        assert.include(String(error), name, `${name}=${value}`)
+      }
+    }))
+
   it.effect("a bad value fails with an error naming the variable", () =>
     Effect.gen(function*() {
       for (const [name, value] of [["PORT", "abc"], ["PORT", "70000"], ["MAX_BODY_BYTES", "0"], ["RUN_DETACH_GRACE_MS", "-1"], ["SSE_HEARTBEAT_MS", "5"]]) {
