@@ -11,12 +11,14 @@
  * @since 0.1.0
  */
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { createServer } from "node:http"
 import * as BrowserSafety from "./BrowserSafety.js"
 import { ConversationStore } from "./ConversationStore.js"
+import * as RequestLog from "./RequestLog.js"
 import { ApiRoutes } from "./Routes.js"
 import { RunRegistry } from "./RunRegistry.js"
 import { ServerConfig } from "./ServerConfig.js"
@@ -28,15 +30,23 @@ export const Routes = Layer.mergeAll(ApiRoutes, WebPageRoutes, BrowserSafety.lay
 /**
  * Serves the routes on the `HttpServer` in context, with the run registry.
  * Needs the app services (`ReactAgent`, `ContextGuard`, `Interrupts`, `AppInfo`),
- * `ConversationStore` and `ServerConfig`.
+ * `ConversationStore` and `ServerConfig`. The request log line and span are
+ * `RequestLog`'s (credentials redacted), in place of the platform's.
  *
  * @since 0.1.0 @category layers
  */
 export const serve = (options?: { readonly disableLogger?: boolean; readonly disableListenLog?: boolean }) =>
   HttpLayerRouter.serve(Routes, {
-    disableLogger: options?.disableLogger ?? false,
-    disableListenLog: options?.disableListenLog ?? true
-  }).pipe(Layer.provide(RunRegistry.layer))
+    disableLogger: true,
+    disableListenLog: options?.disableListenLog ?? true,
+    middleware: options?.disableLogger === true
+      ? RequestLog.tracer
+      : (app) => RequestLog.tracer(RequestLog.logger(app))
+  }).pipe(
+    // the platform's tracer records the raw URL; RequestLog.tracer takes its place
+    HttpMiddleware.withTracerDisabledWhen(() => true),
+    Layer.provide(RunRegistry.layer)
+  )
 
 /**
  * A Node HTTP server on `host:port` (port 0 = a random free port). On shutdown,

@@ -52,6 +52,8 @@ export const startServer = (options: {
   readonly llm?: Partial<OpenAiLlm.OpenAiLlmOptions>
   /** Options of `Server.serve` (default: the request logger off). */
   readonly serve?: Parameters<typeof Server.serve>[0]
+  /** Provided to the whole server (a logger, a tracer). */
+  readonly provide?: Layer.Layer<never>
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const databasePath = options.databasePath ?? tempDatabase()
@@ -64,7 +66,8 @@ export const startServer = (options: {
       Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
       Layer.provide(ConversationStore.layerSqlite(databasePath)),
       Layer.provideMerge(app),
-      Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings }))
+      Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings })),
+      Layer.provide(options.provide ?? Layer.empty)
     )
     const outer = yield* Effect.scope
     const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
