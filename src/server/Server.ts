@@ -21,7 +21,7 @@ import { ConversationStore } from "./ConversationStore.js"
 import * as RequestLog from "./RequestLog.js"
 import { ApiRoutes } from "./Routes.js"
 import { RunRegistry } from "./RunRegistry.js"
-import { ServerConfig } from "./ServerConfig.js"
+import { defaults, ServerConfig } from "./ServerConfig.js"
 import { WebPageRoutes } from "./WebPage.js"
 
 /** API + web page routes, behind the Host / Origin checks of `BrowserSafety`. @since 0.1.0 @category layers */
@@ -49,16 +49,34 @@ export const serve = (options?: { readonly disableLogger?: boolean; readonly dis
   )
 
 /**
- * A Node HTTP server on `host:port` (port 0 = a random free port). On shutdown,
- * after the routes' finalizers ended the SSE streams, connections that turn idle
- * are closed at once (keep-alive sockets would otherwise hold `server.close()`)
- * and any connection still open after 2 s is closed.
+ * A Node HTTP server on `host:port` (port 0 = a random free port), with limits
+ * against slow or numerous clients (defaults: `ServerConfig.defaults`): a request
+ * must arrive whole within `requestTimeoutMs` and its headers within
+ * `headersTimeoutMs` (else 408 and the connection is closed), and connections past
+ * `maxConnections` are closed at once. On shutdown, after the routes' finalizers
+ * ended the SSE streams, connections that turn idle are closed at once (keep-alive
+ * sockets would otherwise hold `server.close()`) and any connection still open
+ * after 2 s is closed.
  *
  * @since 0.1.0 @category layers
  */
-export const listenOn = (options: { readonly port: number; readonly host: string }) =>
+export const listenOn = (options: {
+  readonly port: number
+  readonly host: string
+  readonly requestTimeoutMs?: number
+  readonly headersTimeoutMs?: number
+  readonly maxConnections?: number
+}) =>
   Layer.unwrapEffect(Effect.sync(() => {
-    const server = createServer()
+    const requestTimeout = options.requestTimeoutMs ?? defaults.requestTimeoutMs
+    const headersTimeout = Math.min(options.headersTimeoutMs ?? defaults.headersTimeoutMs, requestTimeout)
+    const server = createServer({
+      requestTimeout,
+      headersTimeout,
+      // Node checks both timeouts on this interval (default 30 s): a fraction of the shorter one
+      connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(headersTimeout / 4)))
+    })
+    server.maxConnections = options.maxConnections ?? defaults.maxConnections
     const drain = Layer.scopedDiscard(Effect.addFinalizer(() =>
       Effect.sync(() => {
         const idle = setInterval(() => server.closeIdleConnections(), 25)
@@ -77,7 +95,13 @@ export const listenOn = (options: { readonly port: number; readonly host: string
 
 /** A Node HTTP server on `ServerConfig`'s host and port. @since 0.1.0 @category layers */
 export const listen = Layer.unwrapEffect(Effect.map(ServerConfig, (settings) =>
-  listenOn({ port: settings.port, host: settings.host })
+  listenOn({
+    port: settings.port,
+    host: settings.host,
+    requestTimeoutMs: settings.requestTimeoutMs,
+    headersTimeoutMs: settings.headersTimeoutMs,
+    maxConnections: settings.maxConnections
+  })
 ))
 
 /**

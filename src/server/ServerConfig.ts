@@ -36,6 +36,14 @@ export interface ServerSettings {
   readonly corsOrigins: ReadonlyArray<string>
   /** `Host` names accepted besides loopback names and the bound address; `*` accepts any. */
   readonly allowedHosts: ReadonlyArray<string>
+  /** Time allowed to receive a whole request, headers and body (ms); slower clients get 408. */
+  readonly requestTimeoutMs: number
+  /** Time allowed to receive the request headers (ms; at most `requestTimeoutMs`). */
+  readonly headersTimeoutMs: number
+  /** Most simultaneous connections; further ones are closed at once. */
+  readonly maxConnections: number
+  /** An SSE client with more unread bytes than this is disconnected (its run goes on). */
+  readonly sseMaxBacklogBytes: number
 }
 
 /** @since 0.1.0 @category constructors */
@@ -50,8 +58,18 @@ export const defaults: ServerSettings = {
   heartbeatMs: 15_000,
   finishedRunsKept: 500,
   corsOrigins: [],
-  allowedHosts: []
+  allowedHosts: [],
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  maxConnections: 2000,
+  sseMaxBacklogBytes: 8 * 1024 * 1024
 }
+
+const atLeast = (name: string, min: number, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `${name} must be an integer >= ${min}`, validation: (n) => n >= min }),
+    Config.withDefault(fallback)
+  )
 
 const nonNegative = (name: string, fallback: number) =>
   Config.integer(name).pipe(
@@ -118,7 +136,11 @@ export const config: Config.Config<ServerSettings> = Config.all({
   ),
   finishedRunsKept: nonNegative("RUN_HISTORY_KEPT", defaults.finishedRunsKept),
   corsOrigins: list("CORS_ORIGINS", origin, "Expected origins like https://app.example.com (scheme://host[:port]) or *"),
-  allowedHosts: list("ALLOWED_HOSTS", hostName, "Expected host names like app.example.com, .example.com or *")
+  allowedHosts: list("ALLOWED_HOSTS", hostName, "Expected host names like app.example.com, .example.com or *"),
+  requestTimeoutMs: atLeast("REQUEST_TIMEOUT_MS", 100, defaults.requestTimeoutMs),
+  headersTimeoutMs: atLeast("HEADERS_TIMEOUT_MS", 100, defaults.headersTimeoutMs),
+  maxConnections: atLeast("MAX_CONNECTIONS", 1, defaults.maxConnections),
+  sseMaxBacklogBytes: atLeast("SSE_MAX_BACKLOG_BYTES", 1024, defaults.sseMaxBacklogBytes)
 })
 
 /** @since 0.1.0 @category Context */

@@ -63,7 +63,13 @@ export const startServer = (options: {
       : Tools.layer(options.tools ?? BuiltinTools.tools)
     const app = App.make(llm, { demo: false, tools, ...(options.guard ? { guard: options.guard } : {}) })
     const layer = Server.serve(options.serve ?? { disableLogger: true }).pipe(
-      Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
+      Layer.provideMerge(Server.listenOn({
+        port: 0,
+        host: "127.0.0.1",
+        ...(options.settings?.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.settings.requestTimeoutMs } : {}),
+        ...(options.settings?.headersTimeoutMs !== undefined ? { headersTimeoutMs: options.settings.headersTimeoutMs } : {}),
+        ...(options.settings?.maxConnections !== undefined ? { maxConnections: options.settings.maxConnections } : {})
+      })),
       Layer.provide(ConversationStore.layerSqlite(databasePath)),
       Layer.provideMerge(app),
       Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings })),
