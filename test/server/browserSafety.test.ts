@@ -134,6 +134,16 @@ describe("browser safety", () => {
       assert.strictEqual((yield* send(url, { path: "/api/react", headers: { ...json, origin: "http://app.example:8081" }, body: run("y") })).status, 403)
     }), 30_000)
 
+  it.scopedLive("the page may not be framed by another site: CSP frame-ancestors 'none' and X-Frame-Options DENY", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeOpenAi.scoped(answer)
+      const { url } = yield* startServer({ llmUrl: fake.url })
+      const page = yield* send(url, { path: "/" })
+      assert.strictEqual(page.status, 200)
+      assert.include(String(page.headers["content-security-policy"]), "frame-ancestors 'none'")
+      assert.strictEqual(page.headers["x-frame-options"], "DENY")
+    }), 30_000)
+
   it.scopedLive("DNS rebinding: on a loopback server a foreign Host gets 421 everywhere; loopback names pass", () =>
     Effect.gen(function*() {
       const fake = yield* FakeOpenAi.scoped(answer)

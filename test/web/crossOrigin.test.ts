@@ -4,7 +4,7 @@
  * (test/utils/serverHarness.ts) — a `no-cors` text/plain POST (no preflight), a
  * JSON POST (preflighted), a form submission. None may start a run or store a
  * turn. With that origin in `CORS_ORIGINS`, the same page can run on purpose and
- * read the stream.
+ * read the stream. Nor may it frame the server's page (clickjacking).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -125,5 +125,27 @@ describe("a page on another origin", () => {
       assert.strictEqual(result.conversation, "allowed")
       assert.include(result.text, "event: done")
       assert.include(result.text, "ran on purpose")
+    }), 60_000)
+
+  it.scopedLive("cannot frame the server's page", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeOpenAi.scoped(answer)
+      const server = yield* startServer({ llmUrl: fake.url })
+      const site = yield* attackerSite
+      const browser = yield* launch
+      const page = yield* Effect.promise(() => browser.newPage())
+      yield* Effect.promise(() => page.goto(site.origin))
+      yield* Effect.promise(() =>
+        page.evaluate((target) =>
+          new Promise<void>((resolve) => {
+            const frame = document.querySelector("iframe")!
+            frame.addEventListener("load", () => resolve(), { once: true })
+            frame.src = target
+          }), `${server.url}/`)
+      )
+      const framed = page.frames().find((f) => f !== page.mainFrame())!
+      // a blocked frame shows the browser's error page, not the app
+      assert.isNull(yield* Effect.promise(() => framed.$("#composer-input")))
+      assert.notStrictEqual(framed.url(), `${server.url}/`)
     }), 60_000)
 })
