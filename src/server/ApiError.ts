@@ -50,7 +50,12 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("Payl
   limit: Schema.Number
 }) {}
 
-/** 415: a body-carrying route got a body that is not `application/json`. @since 0.1.0 @category errors */
+/**
+ * 415: a body-carrying route got a body that is not `application/json`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", {
   contentType: Schema.String
 }) {}
@@ -252,7 +257,12 @@ export const formatIssues = (error: ParseResult.ParseError): Array<Issue> => {
   })
 }
 
-/** Request bodies nest no deeper than this (deeper input is a 400, before any decoding). @since 0.1.0 @category constants */
+/**
+ * Request bodies nest no deeper than this (deeper input is a 400, before any decoding).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const MAX_JSON_DEPTH = 32
 
 /** The path of the first value nested deeper than `max` levels, if any (iterative: no stack overflow). */

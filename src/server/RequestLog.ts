@@ -20,10 +20,20 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 
-/** Query parameter names whose values are credentials. @since 0.1.0 @category constants */
+/**
+ * Query parameter names whose values are credentials.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const CREDENTIAL_PARAM = /(token|key|secret|passw(or)?d|auth(orization)?|sig(nature)?|credentials?)$/i
 
-/** Header names redacted besides `Headers.currentRedactedNames`. @since 0.1.0 @category constants */
+/**
+ * Header names redacted besides `Headers.currentRedactedNames`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const CREDENTIAL_HEADERS: ReadonlyArray<string | RegExp> = [
   "authorization",
   "proxy-authorization",

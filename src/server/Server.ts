@@ -24,7 +24,12 @@ import { RunRegistry } from "./RunRegistry.js"
 import { defaults, ServerConfig } from "./ServerConfig.js"
 import { WebPageRoutes } from "./WebPage.js"
 
-/** API + web page routes, behind the Host / Origin checks of `BrowserSafety`. @since 0.1.0 @category layers */
+/**
+ * API + web page routes, behind the Host / Origin checks of `BrowserSafety`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const Routes = Layer.mergeAll(ApiRoutes, WebPageRoutes, BrowserSafety.layer)
 
 /**
