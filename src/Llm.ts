@@ -156,7 +156,14 @@ export type LlmErrorReason = typeof LlmErrorReason.Type
 export class LlmError extends Schema.TaggedError<LlmError>()("LlmError", {
   reason: LlmErrorReason,
   message: Schema.String,
-  status: Schema.optional(Schema.Number)
+  status: Schema.optional(Schema.Number),
+  /**
+   * How long the provider asked to wait before the next attempt (a 429's
+   * `Retry-After` / `retry-after-ms`, capped at 60 s). A field rather than a side
+   * table keyed by the error object: the retry schedule may be handed a copy of the
+   * error (inside a span it is), and must still see the delay.
+   */
+  retryAfterMs: Schema.optional(Schema.Number)
 }) {
   /** Rate limits, server errors, timeouts and connection errors are worth retrying. */
   get retryable(): boolean {

@@ -7,6 +7,10 @@
  *   limits, 5xx, timeouts and connection errors are retried `maxRetries` times with
  *   exponential backoff and jitter — for `chat`, and for `streamChat` until its
  *   first chunk arrives (never after: deltas already emitted cannot be taken back).
+ * - Time bounds are Effect timeouts: each attempt as a whole (`timeout`: a whole
+ *   reply, headers and body — the SDK's own timer stops at the headers — or a
+ *   stream until its first chunk), the call across its retries (`totalTimeout`),
+ *   and a stream between two chunks (`timeout` again, as an idle bound).
  * - Interruption aborts the HTTP request (`chat` via the `AbortSignal`, the stream
  *   by aborting its controller when the stream's scope closes).
  * - Reasoning: `reasoning_content` (DeepSeek style; also `reasoning`) and inline
@@ -36,7 +40,7 @@ import * as Stream from "effect/Stream"
 import OpenAI from "openai"
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions"
 import * as internal from "./internal/openAiLlm/config.js"
-import { retryAfterMillis, toChatResponse, toLlmError, toParams } from "./internal/openAiLlm/request.js"
+import { toChatResponse, toLlmError, toParams } from "./internal/openAiLlm/request.js"
 import type { StreamState } from "./internal/openAiLlm/stream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiLlm/stream.js"
 import { ThinkSplitter } from "./internal/openAiLlm/think.js"
@@ -65,14 +69,14 @@ export const retrySchedule = (maxRetries: number, base: Duration.DurationInput) 
     Schedule.intersect(Schedule.recurs(Math.max(0, Math.floor(maxRetries))))
   )
 
-// The backoff, or the provider's `Retry-After` when it asks for longer.
+// The backoff, or the provider's `Retry-After` when it asks for longer. The delay
+// is a field of the error: the schedule may see a copy of it (inside a span it does).
 const llmRetrySchedule = (maxRetries: number, base: Duration.DurationInput) =>
   retrySchedule(maxRetries, base).pipe(
     Schedule.intersect(Schedule.identity<LlmError>()),
-    Schedule.modifyDelay(([, error], delay) => {
-      const wait = retryAfterMillis(error)
-      return wait === undefined ? delay : Duration.max(delay, Duration.millis(wait))
-    })
+    Schedule.modifyDelay(([, error], delay) =>
+      error.retryAfterMs === undefined ? delay : Duration.max(delay, Duration.millis(error.retryAfterMs))
+    )
   )
 
 const makeClient = (options: Omit<OpenAiLlmOptions, "model">, timeoutMs: number): OpenAI => {
@@ -118,8 +122,18 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
     options.retryBaseDelay ?? Duration.millis(defaults.retryBaseDelayMs)
   )
   const endpoint = options.client ? undefined : options.baseURL ?? "https://api.openai.com/v1"
+  const totalTimeoutMs = options.totalTimeout !== undefined
+    ? Duration.toMillis(options.totalTimeout)
+    : defaults.totalTimeoutMs
+  const attemptTimeout = () =>
+    new LlmError({ reason: "Timeout", message: `LLM request timed out: no complete reply within ${timeoutMs} ms` })
+  const callTimeout = () =>
+    new LlmError({ reason: "Timeout", message: `LLM call timed out after ${totalTimeoutMs} ms (retries included)` })
+  // Each attempt is bounded by its caller (`chatOnce`, `openOnce`); the call as a
+  // whole, retries and backoff waits included, by `totalTimeoutMs`.
   const retry = <A, R>(effect: Effect.Effect<A, LlmError, R>) =>
     Effect.retry(effect, { schedule, while: (e: LlmError) => e.retryable }).pipe(
+      Effect.timeoutFail({ duration: totalTimeoutMs, onTimeout: callTimeout }),
       Effect.mapError((e) =>
         e.reason === "Connection" && endpoint !== undefined && !e.message.includes(endpoint)
           ? new LlmError({ reason: e.reason, message: e.message.replace("LLM endpoint", `LLM endpoint ${endpoint}`) })
@@ -128,20 +142,23 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
     )
   const idleTimeout = () => new LlmError({ reason: "Timeout", message: `No data from the LLM stream for ${timeoutMs} ms` })
 
+  // One attempt, headers and body: the timeout interrupts the promise, which aborts
+  // its request through the signal (a reply stalled mid-body included).
   const chatOnce = (request: ChatRequest) =>
     Effect.tryPromise({
       try: (signal) =>
         client.chat.completions.create({ ...toParams(request, settings), stream: false }, { signal }) as Promise<ChatCompletion>,
       catch: toLlmError
     }).pipe(
+      Effect.timeoutFail({ duration: timeoutMs, onTimeout: attemptTimeout }),
       Effect.flatMap((body) => {
         const response = toChatResponse(body)
         return response instanceof LlmError ? Effect.fail(response) : Effect.succeed(response)
       })
     )
 
-  // One attempt at opening a stream: request, headers, first chunk. On failure or
-  // interruption the attempt's request is aborted.
+  // One attempt at opening a stream: request, headers, first chunk, bounded as a
+  // whole. On failure, timeout or interruption the attempt's request is aborted.
   const openOnce = (request: ChatRequest): Effect.Effect<OpenStream, LlmError> =>
     Effect.suspend(() => {
       const controller = new AbortController()
@@ -161,10 +178,10 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
       }).pipe(
         Effect.flatMap(({ controller, iterator }) =>
           Effect.tryPromise({ try: () => iterator.next(), catch: toLlmError }).pipe(
-            Effect.timeoutFail({ duration: timeoutMs, onTimeout: idleTimeout }),
             Effect.map((first): OpenStream => ({ controller, iterator, first }))
           )
         ),
+        Effect.timeoutFail({ duration: timeoutMs, onTimeout: idleTimeout }),
         Effect.onExit((exit) => (exit._tag === "Success" ? Effect.void : Effect.sync(() => controller.abort())))
       )
     })
@@ -239,9 +256,9 @@ export const stringOption: (name: string) => Config.Config<Option.Option<string>
 
 /**
  * Everything but the connection (model, URL, key): temperature, abilities, sizes,
- * retries, timeout (`LLM_TEMPERATURE`, `LLM_*_ENABLED`, `LLM_CONTEXT_SIZE`,
+ * retries, timeouts (`LLM_TEMPERATURE`, `LLM_*_ENABLED`, `LLM_CONTEXT_SIZE`,
  * `LLM_MAX_OUTPUT_TOKENS`, `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY_MS`,
- * `LLM_TIMEOUT_MS`). Shared by the main and the fast model.
+ * `LLM_TIMEOUT_MS`, `LLM_TOTAL_TIMEOUT_MS`). Shared by the main and the fast model.
  *
  * @since 0.1.0 @category config
  */

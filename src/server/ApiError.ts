@@ -50,13 +50,54 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("Payl
   limit: Schema.Number
 }) {}
 
+/**
+ * 415: a body-carrying route got a body that is not `application/json`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", {
+  contentType: Schema.String
+}) {}
+
+/**
+ * 403: a browser request from an origin that is neither the server's own nor in
+ * `CORS_ORIGINS`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class OriginNotAllowed extends Schema.TaggedError<OriginNotAllowed>()("OriginNotAllowed", {
+  origin: Schema.String
+}) {}
+
+/**
+ * 421: a `Host` the server does not answer for (DNS rebinding: a loopback server
+ * reached under an attacker's name).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class HostNotAllowed extends Schema.TaggedError<HostNotAllowed>()("HostNotAllowed", {
+  host: Schema.String
+}) {}
+
 /** 500: storage failure and other server-side errors. @since 0.1.0 @category errors */
 export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", {
   message: Schema.String
 }) {}
 
 /** @since 0.1.0 @category errors */
-export type ApiError = InvalidRequest | Unauthorized | NotFound | RunInProgress | PayloadTooLarge | InternalError
+export type ApiError =
+  | InvalidRequest
+  | Unauthorized
+  | NotFound
+  | RunInProgress
+  | PayloadTooLarge
+  | UnsupportedMediaType
+  | OriginNotAllowed
+  | HostNotAllowed
+  | InternalError
 
 const notFoundMessage = {
   conversation_not_found: "Unknown conversation",
@@ -99,6 +140,21 @@ export const toResponse = (error: ApiError): HttpServerResponse.HttpServerRespon
       return HttpServerResponse.unsafeJson(
         { error: "payload_too_large", message: `Request body exceeds ${error.limit} bytes`, limit: error.limit },
         { status: 413, headers: { connection: "close" } }
+      )
+    case "UnsupportedMediaType":
+      return HttpServerResponse.unsafeJson(
+        { error: "unsupported_media_type", message: "The body must be JSON, sent with Content-Type: application/json" },
+        { status: 415 }
+      )
+    case "OriginNotAllowed":
+      return HttpServerResponse.unsafeJson(
+        { error: "origin_not_allowed", message: "Cross-origin request refused (CORS_ORIGINS lists the allowed origins)" },
+        { status: 403, headers: { vary: "Origin" } }
+      )
+    case "HostNotAllowed":
+      return HttpServerResponse.unsafeJson(
+        { error: "host_not_allowed", message: "This server does not answer for that Host (ALLOWED_HOSTS lists extra names)" },
+        { status: 421 }
       )
     case "InternalError":
       return HttpServerResponse.unsafeJson({ error: "internal_error", message: error.message }, { status: 500 })
@@ -202,12 +258,11 @@ export const formatIssues = (error: ParseResult.ParseError): Array<Issue> => {
 }
 
 /**
- * Reads, parses and decodes a JSON body: 413 when too large, 400 with the
- * failing fields when the JSON or a field is invalid.
+ * Request bodies nest no deeper than this (deeper input is a 400, before any decoding).
  *
- * @since 0.1.0 @category guards
+ * @since 0.1.0
+ * @category constants
  */
-/** Request bodies nest no deeper than this (deeper input is a 400, before any decoding). */
 export const MAX_JSON_DEPTH = 32
 
 /** The path of the first value nested deeper than `max` levels, if any (iterative: no stack overflow). */
@@ -222,11 +277,37 @@ const tooDeep = (root: unknown, max: number): string | undefined => {
   return undefined
 }
 
+/**
+ * `Content-Type: application/json` (parameters such as `charset` allowed), else 415.
+ * Browsers send `text/plain`, form and multipart bodies across origins without a
+ * CORS preflight; a JSON body cannot be sent that way.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const requireJson: Effect.Effect<void, UnsupportedMediaType, HttpServerRequest.HttpServerRequest> = Effect.flatMap(
+  HttpServerRequest.HttpServerRequest,
+  (request) => {
+    const contentType = request.headers["content-type"] ?? ""
+    return contentType.split(";")[0].trim().toLowerCase() === "application/json"
+      ? Effect.void
+      : Effect.fail(new UnsupportedMediaType({ contentType }))
+  }
+)
+
+/**
+ * Reads, parses and decodes a JSON body: 415 when it is not sent as JSON, 413 when
+ * too large, 400 with the failing fields when the JSON or a field is invalid.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const decodeBody = <A, I>(
   schema: Schema.Schema<A, I>,
   limit: number
-): Effect.Effect<A, PayloadTooLarge | InvalidRequest, HttpServerRequest.HttpServerRequest> =>
+): Effect.Effect<A, PayloadTooLarge | InvalidRequest | UnsupportedMediaType, HttpServerRequest.HttpServerRequest> =>
   Effect.gen(function*() {
+    yield* requireJson
     const text = yield* readBody(limit)
     let json: unknown
     try {

@@ -9,11 +9,19 @@ import { Mode } from "../DagAgent.js"
 /** Longest accepted query / injected message, in characters. @since 0.1.0 @category constants */
 export const MAX_TEXT_CHARS = 100_000
 
-/** Conversation ids: 1–128 chars of letters, digits, `_ - . :`. @since 0.1.0 @category models */
+/**
+ * Conversation ids: 1–128 chars of letters, digits, `_ - . :`, but not `.` or `..`
+ * (browsers rewrite those path segments, so `/api/conversations/..` could never be
+ * read back).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const ConversationId = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9_.:-]{1,128}$/, {
     message: () => "Expected 1-128 characters of letters, digits, '_', '-', '.', ':'"
-  })
+  }),
+  Schema.filter((id) => id !== "." && id !== "..", { message: () => "'.' and '..' are not conversation ids" })
 )
 
 const Text = (what: string) =>

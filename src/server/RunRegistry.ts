@@ -188,20 +188,22 @@ export const make = Effect.gen(function*() {
         // replay and subscribe in one synchronous step (frames are emitted synchronously too)
         const sink = yield* Effect.sync(() => {
           let last = after
-          const listener = (frame: Frame) => {
+          const deliver = (frame: Frame, replayed: boolean) => {
             if (frame.id <= last) return
             last = frame.id
-            sink.write(frame.bytes)
+            if (replayed) sink.replay(frame.bytes)
+            else sink.write(frame.bytes)
             if (frame.channel === "done") sink.end()
           }
+          const listener = (frame: Frame) => deliver(frame, false)
           const sink = Sse.makeSink(settings.heartbeatMs, () => {
             run.listeners.delete(listener)
             sinks.delete(sink)
-          })
+          }, settings.sseMaxBacklogBytes)
           sinks.add(sink)
           for (const frame of run.frames) {
             if (sink.isClosed()) break
-            listener(frame)
+            deliver(frame, true)
           }
           if (!sink.isClosed()) {
             if (run.running) run.listeners.add(listener)

@@ -1,12 +1,15 @@
 /**
  * Server settings, read from the environment once when the layer is built
  * (`PORT`, `HOST`, `API_TOKEN`, `MAX_BODY_BYTES`, `RUN_DETACH_GRACE_MS`,
- * `DATABASE_PATH`, `REACT_DEFAULT_MODE`, …).
+ * `DATABASE_PATH`, `REACT_DEFAULT_MODE`, `CORS_ORIGINS`, `ALLOWED_HOSTS`, …;
+ * docs/configuration.md lists them all).
  *
  * @since 0.1.0
  */
 import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -33,6 +36,18 @@ export interface ServerSettings {
   readonly finishedRunsKept: number
   /** The mode of a run whose request names none (`REACT_DEFAULT_MODE`). */
   readonly defaultMode: Mode
+  /** Browser origins (`scheme://host[:port]`) allowed besides the server's own; `*` allows any. */
+  readonly corsOrigins: ReadonlyArray<string>
+  /** `Host` names accepted besides loopback names and the bound address; `*` accepts any. */
+  readonly allowedHosts: ReadonlyArray<string>
+  /** Time allowed to receive a whole request, headers and body (ms); slower clients get 408. */
+  readonly requestTimeoutMs: number
+  /** Time allowed to receive the request headers (ms; at most `requestTimeoutMs`). */
+  readonly headersTimeoutMs: number
+  /** Most simultaneous connections; further ones are closed at once. */
+  readonly maxConnections: number
+  /** An SSE client with more unread bytes than this is disconnected (its run goes on). */
+  readonly sseMaxBacklogBytes: number
 }
 
 /** @since 0.1.0 @category constructors */
@@ -46,14 +61,55 @@ export const defaults: ServerSettings = {
   replayBufferSize: 5000,
   heartbeatMs: 15_000,
   finishedRunsKept: 500,
-  defaultMode: "react"
+  defaultMode: "react",
+  corsOrigins: [],
+  allowedHosts: [],
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  maxConnections: 2000,
+  sseMaxBacklogBytes: 8 * 1024 * 1024
 }
+
+const atLeast = (name: string, min: number, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `${name} must be an integer >= ${min}`, validation: (n) => n >= min }),
+    Config.withDefault(fallback)
+  )
 
 const nonNegative = (name: string, fallback: number) =>
   Config.integer(name).pipe(
     Config.validate({ message: `${name} must be an integer >= 0`, validation: (n) => n >= 0 }),
     Config.withDefault(fallback)
   )
+
+// A comma-separated list; empty entries are dropped.
+const list = <A>(name: string, parse: (entry: string) => A | undefined, expected: string) =>
+  Config.string(name).pipe(
+    Config.mapOrFail((raw) => {
+      const out: Array<A> = []
+      for (const entry of raw.split(",").map((e) => e.trim()).filter((e) => e !== "")) {
+        const parsed = parse(entry)
+        if (parsed === undefined) return Either.left(ConfigError.InvalidData([], `${expected}, got "${entry}"`))
+        out.push(parsed)
+      }
+      return Either.right(out as ReadonlyArray<A>)
+    }),
+    Config.withDefault([] as ReadonlyArray<A>)
+  )
+
+const origin = (entry: string): string | undefined => {
+  if (entry === "*") return entry
+  try {
+    const url = new URL(entry)
+    const bare = url.pathname === "/" && url.search === "" && url.hash === "" && url.username === ""
+    return (url.protocol === "http:" || url.protocol === "https:") && bare ? url.origin : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const hostName = (entry: string): string | undefined =>
+  entry === "*" || /^\.?[a-z0-9-]+(\.[a-z0-9-]+)*$|^\[[0-9a-f:.]+\]$/i.test(entry) ? entry.toLowerCase() : undefined
 
 /**
  * The settings as a `Config` (env names in SCREAMING_CASE).
@@ -84,7 +140,13 @@ export const config: Config.Config<ServerSettings> = Config.all({
     Config.withDefault(defaults.heartbeatMs)
   ),
   finishedRunsKept: nonNegative("RUN_HISTORY_KEPT", defaults.finishedRunsKept),
-  defaultMode: modeConfig
+  defaultMode: modeConfig,
+  corsOrigins: list("CORS_ORIGINS", origin, "Expected origins like https://app.example.com (scheme://host[:port]) or *"),
+  allowedHosts: list("ALLOWED_HOSTS", hostName, "Expected host names like app.example.com, .example.com or *"),
+  requestTimeoutMs: atLeast("REQUEST_TIMEOUT_MS", 100, defaults.requestTimeoutMs),
+  headersTimeoutMs: atLeast("HEADERS_TIMEOUT_MS", 100, defaults.headersTimeoutMs),
+  maxConnections: atLeast("MAX_CONNECTIONS", 1, defaults.maxConnections),
+  sseMaxBacklogBytes: atLeast("SSE_MAX_BACKLOG_BYTES", 1024, defaults.sseMaxBacklogBytes)
 })
 
 /** @since 0.1.0 @category Context */

@@ -60,19 +60,27 @@ export const comment = (text: string): Uint8Array => encoder.encode(`: ${text}\n
  * this ~2 KB). It sends `: ping` at once (flushing the headers) and then every
  * `heartbeatMs`, and runs `onClose` exactly once when it ends or the client goes.
  *
+ * A client that does not read (its socket stays full) is dropped: when more than
+ * `maxBacklogBytes` of live frames wait unread in the sink as a frame comes, the
+ * sink is destroyed, which closes the connection. Its run goes on; the client can
+ * resume from its last event id. Replayed frames (`replay`) do not count: they
+ * come all at once, are bounded by the replay buffer and are shared with it.
+ *
  * @since 0.1.0 @category models
  */
 export interface Sink {
   readonly readable: Readable
-  /** Pushes an encoded frame (ignored once closed). */
+  /** Pushes an encoded live frame (ignored once closed). */
   readonly write: (bytes: Uint8Array) => void
+  /** Pushes a frame replayed from the run's buffer (not counted in the backlog). */
+  readonly replay: (bytes: Uint8Array) => void
   /** Ends the response (idempotent). */
   readonly end: () => void
   readonly isClosed: () => boolean
 }
 
 /** @since 0.1.0 @category constructors */
-export const makeSink = (heartbeatMs: number, onClose: () => void): Sink => {
+export const makeSink = (heartbeatMs: number, onClose: () => void, maxBacklogBytes = Infinity): Sink => {
   let closed = false
   const close = () => {
     if (closed) return
@@ -87,15 +95,27 @@ export const makeSink = (heartbeatMs: number, onClose: () => void): Sink => {
       callback(error)
     }
   })
+  // Unread bytes are the last `readableLength` bytes pushed; of those, at most
+  // `live` are live frames. Checked before this frame: one large frame to a reading
+  // client is fine.
+  let live = 0
+  const push = (bytes: Uint8Array) => {
+    if (closed) return
+    if (Math.min(readable.readableLength, live) > maxBacklogBytes) {
+      readable.destroy(new Error(`SSE client dropped: more than ${maxBacklogBytes} bytes unread`))
+      return
+    }
+    live += bytes.length
+    readable.push(bytes)
+  }
   const ping = comment("ping")
-  const timer = setInterval(() => {
-    if (!closed) readable.push(ping)
-  }, heartbeatMs)
+  const timer = setInterval(() => push(ping), heartbeatMs)
   timer.unref()
   readable.push(ping)
   return {
     readable,
-    write: (bytes) => {
+    write: push,
+    replay: (bytes) => {
       if (!closed) readable.push(bytes)
     },
     end: () => {

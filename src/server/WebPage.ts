@@ -99,12 +99,16 @@ const loadAsset = (asset: WebAsset) =>
     }))
   )
 
+// No other site may frame the page (clickjacking): `frame-ancestors` below, and
+// X-Frame-Options for browsers that predate it.
 const SECURITY_HEADERS = {
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer"
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY"
 } as const
 
-// The page runs only its own scripts; previews of artifacts live in sandboxed srcdoc iframes.
+// The page runs only its own scripts; previews of artifacts live in sandboxed srcdoc
+// iframes; no page may embed it.
 const CSP = [
   "default-src 'self'",
   "script-src 'self'",
@@ -113,7 +117,8 @@ const CSP = [
   "connect-src 'self'",
   "frame-src 'self' about: data: blob:",
   "object-src 'none'",
-  "base-uri 'none'"
+  "base-uri 'none'",
+  "frame-ancestors 'none'"
 ].join("; ")
 
 /**

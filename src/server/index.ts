@@ -13,7 +13,11 @@ export * as ApiSchema from "./ApiSchema.js"
 /** @since 0.1.0 */
 export * as AppInfo from "./AppInfo.js"
 /** @since 0.1.0 */
+export * as BrowserSafety from "./BrowserSafety.js"
+/** @since 0.1.0 */
 export * as ConversationStore from "./ConversationStore.js"
+/** @since 0.1.0 */
+export * as RequestLog from "./RequestLog.js"
 /** @since 0.1.0 */
 export * as Routes from "./Routes.js"
 /** @since 0.1.0 */

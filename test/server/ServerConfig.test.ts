@@ -25,7 +25,11 @@ describe("ServerConfig", () => {
         DATABASE_PATH: "/tmp/x.sqlite",
         RUN_REPLAY_BUFFER: "10",
         SSE_HEARTBEAT_MS: "500",
-        RUN_HISTORY_KEPT: "3"
+        RUN_HISTORY_KEPT: "3",
+        REQUEST_TIMEOUT_MS: "5000",
+        HEADERS_TIMEOUT_MS: "2000",
+        MAX_CONNECTIONS: "50",
+        SSE_MAX_BACKLOG_BYTES: "65536"
       })
       assert.strictEqual(settings.port, 0)
       assert.strictEqual(settings.host, "0.0.0.0")
@@ -34,12 +38,37 @@ describe("ServerConfig", () => {
         [settings.maxBodyBytes, settings.detachGraceMs, settings.databasePath, settings.replayBufferSize, settings.heartbeatMs, settings.finishedRunsKept],
         [2048, 0, "/tmp/x.sqlite", 10, 500, 3]
       )
+      assert.deepStrictEqual(
+        [settings.requestTimeoutMs, settings.headersTimeoutMs, settings.maxConnections, settings.sseMaxBacklogBytes],
+        [5000, 2000, 50, 65536]
+      )
       assert.isTrue(Option.isNone((yield* load({ API_TOKEN: "  " })).apiToken))
+    }))
+
+  it.effect("CORS_ORIGINS and ALLOWED_HOSTS are comma lists, normalised; malformed entries fail naming the variable", () =>
+    Effect.gen(function*() {
+      const settings = yield* load({
+        CORS_ORIGINS: " https://App.Example.com/ , http://localhost:5173,,",
+        ALLOWED_HOSTS: "Agent.Example.com, .corp.example"
+      })
+      assert.deepStrictEqual(settings.corsOrigins, ["https://app.example.com", "http://localhost:5173"])
+      assert.deepStrictEqual(settings.allowedHosts, ["agent.example.com", ".corp.example"])
+      assert.deepStrictEqual((yield* load({ CORS_ORIGINS: "*", ALLOWED_HOSTS: "*" })).corsOrigins, ["*"])
+      for (const [name, value] of [
+        ["CORS_ORIGINS", "app.example.com"],
+        ["CORS_ORIGINS", "https://app.example.com/path"],
+        ["CORS_ORIGINS", "ftp://app.example.com"],
+        ["ALLOWED_HOSTS", "https://agent.example.com"],
+        ["ALLOWED_HOSTS", "agent.example.com:8080"]
+      ]) {
+        const error = yield* Effect.flip(load({ [name]: value }))
+        assert.include(String(error), name, `${name}=${value}`)
+      }
     }))
 
   it.effect("a bad value fails with an error naming the variable", () =>
     Effect.gen(function*() {
-      for (const [name, value] of [["PORT", "abc"], ["PORT", "70000"], ["MAX_BODY_BYTES", "0"], ["RUN_DETACH_GRACE_MS", "-1"], ["SSE_HEARTBEAT_MS", "5"]]) {
+      for (const [name, value] of [["PORT", "abc"], ["PORT", "70000"], ["MAX_BODY_BYTES", "0"], ["RUN_DETACH_GRACE_MS", "-1"], ["SSE_HEARTBEAT_MS", "5"], ["REQUEST_TIMEOUT_MS", "10"], ["HEADERS_TIMEOUT_MS", "x"], ["MAX_CONNECTIONS", "0"], ["SSE_MAX_BACKLOG_BYTES", "10"]]) {
         const error = yield* Effect.flip(load({ [name]: value }))
         assert.include(String(error), name, `${name}=${value}`)
       }

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import { get } from "node:http"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 import { startServer } from "../utils/serverHarness.js"
 import { getJson, openSse, postJson } from "../utils/sse.js"
@@ -57,6 +58,23 @@ describe("HTTP status codes", () => {
         const badId = await postJson(`${url}/api/react`, { query: "hi", conversation_id: "bad id/../x" })
         assert.strictEqual(badId.status, 400)
         assert.deepStrictEqual(paths(badId.body), ["conversation_id"])
+        // browsers rewrite `.` and `..` path segments: such ids could never be read back
+        for (const id of [".", ".."]) {
+          const dots = await postJson(`${url}/api/react`, { query: "hi", conversation_id: id })
+          assert.strictEqual(dots.status, 400, id)
+          assert.deepStrictEqual(paths(dots.body), ["conversation_id"])
+          const injectDots = await postJson(`${url}/api/react/inject`, { conversation_id: id, content: "x" })
+          assert.strictEqual(injectDots.status, 400, id)
+        }
+        // sent as is (fetch would normalise it away), an encoded `..` reaches the route as `..`
+        const raw = await new Promise<number>((resolve, reject) =>
+          get({ host: "127.0.0.1", port: new URL(url).port, path: "/api/conversations/%2e%2e" }, (res) => {
+            res.resume()
+            resolve(res.statusCode ?? 0)
+          }).on("error", reject)
+        )
+        assert.strictEqual(raw, 400)
+        assert.strictEqual((await getJson(`${url}/api/react/events?conversation_id=..`)).status, 400)
 
         // malformed bodies on routes that look a conversation up: 400, not 404
         const inject = await postJson(`${url}/api/react/inject`, { conversation_id: "nobody", content: 42 })

@@ -7,7 +7,8 @@
  *   500 with a clear message.
  * - Reply kinds: a JSON completion, an SSE stream of chunks (tool-call deltas may
  *   be split across chunks), an error status, a raw body, a hang (never answers),
- *   a dropped connection. Each can be delayed.
+ *   a dropped connection, a stall (headers and part of the body, then nothing).
+ *   Each can be delayed.
  * - `GET …/models` lists `options.models` when given (404 otherwise).
  * - Every request is recorded (path, headers, parsed body) with whether the client
  *   closed it before the reply finished; sockets are tracked (open / closed).
@@ -45,6 +46,14 @@ export type FakeReply =
   | { readonly _tag: "Raw"; readonly status: number; readonly body: string; readonly contentType?: string; readonly delayMs?: number }
   | { readonly _tag: "Hang" }
   | { readonly _tag: "Drop"; readonly delayMs?: number }
+  | {
+    /** Sends the status, the headers and `partialBody`, then nothing more (the socket stays open). */
+    readonly _tag: "Stall"
+    readonly status: number
+    readonly partialBody: string
+    readonly contentType?: string
+    readonly delayMs?: number
+  }
 
 /** A recorded request. */
 export interface RecordedHttpRequest {
@@ -161,6 +170,21 @@ export const raw = (status: number, body: string, contentType = "application/jso
 
 /** Never answers (the client must time out or abort). */
 export const hang: FakeReply = { _tag: "Hang" }
+
+/**
+ * Sends the headers and the first half of a JSON completion, then stalls (a
+ * provider that hangs mid-body: the SDK's own timer stops at the headers).
+ */
+export const stall = (options?: { readonly partialBody?: string; readonly delayMs?: number }): FakeReply => {
+  const body = JSON.stringify(completionBody({ content: "never finished" }))
+  return {
+    _tag: "Stall",
+    status: 200,
+    partialBody: options?.partialBody ?? body.slice(0, Math.floor(body.length / 2)),
+    contentType: "application/json",
+    ...(options?.delayMs !== undefined ? { delayMs: options.delayMs } : {})
+  }
+}
 
 /** Destroys the socket without answering. */
 export const drop: FakeReply = { _tag: "Drop" }
@@ -340,6 +364,13 @@ export const start = async (
       }
       case "Hang":
         return
+      case "Stall": {
+        await sleep(reply.delayMs)
+        if (!alive()) return
+        res.writeHead(reply.status, { "content-type": reply.contentType ?? "application/json" })
+        res.write(reply.partialBody)
+        return
+      }
       case "Drop": {
         await sleep(reply.delayMs)
         req.socket.destroy()

@@ -49,19 +49,32 @@ export const startServer = (options: {
   /** Tools from an MCP config file (plus the built-ins), instead of `tools`. */
   readonly mcpConfigPath?: string
   readonly guard?: Layer.Layer<ContextGuard.ContextGuard>
+  /** Options of the `OpenAiLlm` (default: no retries). */
+  readonly llm?: Partial<OpenAiLlm.OpenAiLlmOptions>
+  /** Options of `Server.serve` (default: the request logger off). */
+  readonly serve?: Parameters<typeof Server.serve>[0]
+  /** Provided to the whole server (a logger, a tracer). */
+  readonly provide?: Layer.Layer<never>
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const databasePath = options.databasePath ?? tempDatabase()
-    const llm = OpenAiLlm.layer({ baseURL: options.llmUrl, apiKey: "test-key", model: "fake-model", maxRetries: 0 })
+    const llm = OpenAiLlm.layer({ baseURL: options.llmUrl, apiKey: "test-key", model: "fake-model", maxRetries: 0, ...options.llm })
     const tools = options.mcpConfigPath !== undefined
       ? App.ToolsLayer.pipe(Layer.provideMerge(McpTools.layer(options.mcpConfigPath)))
       : Toolkit.layer(options.tools ?? BuiltinTools.tools)
     const app = App.make(App.modelsOf(llm), { demo: false, tools, ...(options.guard ? { guard: options.guard } : {}) })
-    const layer = Server.serve({ disableLogger: true }).pipe(
-      Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
+    const layer = Server.serve(options.serve ?? { disableLogger: true }).pipe(
+      Layer.provideMerge(Server.listenOn({
+        port: 0,
+        host: "127.0.0.1",
+        ...(options.settings?.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.settings.requestTimeoutMs } : {}),
+        ...(options.settings?.headersTimeoutMs !== undefined ? { headersTimeoutMs: options.settings.headersTimeoutMs } : {}),
+        ...(options.settings?.maxConnections !== undefined ? { maxConnections: options.settings.maxConnections } : {})
+      })),
       Layer.provide(ConversationStore.layerSqlite(databasePath)),
       Layer.provideMerge(app),
-      Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings }))
+      Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings })),
+      Layer.provide(options.provide ?? Layer.empty)
     )
     const outer = yield* Effect.scope
     const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)

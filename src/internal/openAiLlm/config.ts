@@ -29,8 +29,16 @@ export interface OpenAiLlmOptions {
   readonly maxRetries?: number | undefined
   /** First backoff delay (default 500 ms; doubled per retry, jittered, capped at 30 s). */
   readonly retryBaseDelay?: Duration.DurationInput | undefined
-  /** Per-attempt timeout: until the response headers, then between stream chunks (default 120 s). */
+  /**
+   * Per-attempt timeout (default 120 s): a whole non-streaming reply (headers and
+   * body), a stream until its first chunk, then between two stream chunks.
+   */
   readonly timeout?: Duration.DurationInput | undefined
+  /**
+   * Cap on one call across all its attempts and backoff waits (default 300 s): a
+   * `chat`, or a stream until its first chunk.
+   */
+  readonly totalTimeout?: Duration.DurationInput | undefined
   /** Ask for usage on streams (`stream_options.include_usage`, default true). */
   readonly streamUsage?: boolean | undefined
   /** Send assistant `reasoning_content` back in later requests (default false: most providers reject it). */
@@ -48,7 +56,8 @@ export const defaults = {
   maxOutputTokens: 64_000,
   maxRetries: 3,
   retryBaseDelayMs: 500,
-  timeoutMs: 120_000
+  timeoutMs: 120_000,
+  totalTimeoutMs: 300_000
 } as const
 
 const trimmedOption = (name: string) =>
@@ -111,7 +120,8 @@ export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "bas
     maxOutputTokens: int("LLM_MAX_OUTPUT_TOKENS", defaults.maxOutputTokens, 1),
     maxRetries: int("LLM_MAX_RETRIES", defaults.maxRetries, 0, 20),
     retryBaseDelayMs: int("LLM_RETRY_BASE_DELAY_MS", defaults.retryBaseDelayMs, 0, 60_000),
-    timeoutMs: int("LLM_TIMEOUT_MS", defaults.timeoutMs, 1)
+    timeoutMs: int("LLM_TIMEOUT_MS", defaults.timeoutMs, 1),
+    totalTimeoutMs: int("LLM_TOTAL_TIMEOUT_MS", defaults.totalTimeoutMs, 1)
   })
   .pipe(Config.map((c) => ({
     temperature: Option.getOrUndefined(c.temperature),
@@ -126,7 +136,8 @@ export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "bas
     maxOutputTokens: c.maxOutputTokens,
     maxRetries: c.maxRetries,
     retryBaseDelay: Duration.millis(c.retryBaseDelayMs),
-    timeout: Duration.millis(c.timeoutMs)
+    timeout: Duration.millis(c.timeoutMs),
+    totalTimeout: Duration.millis(c.totalTimeoutMs)
   })))
 
 /**

@@ -167,11 +167,7 @@ const describe = (e: APIError): string => {
   return detail
 }
 
-const retryAfter = new WeakMap<LlmError, number>()
-
 /** The delay the provider asked for (`retry-after-ms` / `retry-after` headers), capped at 60 s. */
-export const retryAfterMillis = (error: LlmError): number | undefined => retryAfter.get(error)
-
 const parseRetryAfter = (headers: unknown): number | undefined => {
   if (!headers || typeof (headers as Headers).get !== "function") return undefined
   const h = headers as Headers
@@ -209,11 +205,12 @@ export const toLlmError = (cause: unknown): LlmError => {
     const status = cause.status
     const detail = describe(cause)
     const code = (cause.error as { code?: unknown } | undefined)?.code
-    const withStatus = (reason: LlmError["reason"], prefix: string) =>
+    const withStatus = (reason: LlmError["reason"], prefix: string, retryAfterMs?: number) =>
       new LlmError({
         reason,
         message: `${prefix}${status !== undefined ? ` (HTTP ${status})` : ""}: ${detail}`,
-        ...(status !== undefined ? { status } : {})
+        ...(status !== undefined ? { status } : {}),
+        ...(retryAfterMs !== undefined ? { retryAfterMs } : {})
       })
     if (code === "context_length_exceeded" || ((status === undefined || status === 400 || status === 413 || status === 422) && isContextOverflowMessage(detail))) {
       return withStatus("ContextOverflow", "The request exceeds the model's context window")
@@ -222,12 +219,7 @@ export const toLlmError = (cause: unknown): LlmError => {
       if (code === "rate_limit_exceeded") return withStatus("RateLimited", "LLM rate limit")
       return withStatus("Server", "LLM stream error")
     }
-    if (status === 429) {
-      const error = withStatus("RateLimited", "LLM rate limit")
-      const wait = parseRetryAfter(cause.headers)
-      if (wait !== undefined) retryAfter.set(error, wait)
-      return error
-    }
+    if (status === 429) return withStatus("RateLimited", "LLM rate limit", parseRetryAfter(cause.headers))
     if (status === 408) return withStatus("Timeout", "LLM request timed out")
     if (status >= 500) return withStatus("Server", "LLM server error")
     if (status === 401 || status === 403) return withStatus("Auth", "LLM authentication failed")
