@@ -43,7 +43,9 @@ import { Llm } from "../src/Llm.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as ConversationStore from "../src/server/ConversationStore.js"
 import * as RunRegistry from "../src/server/RunRegistry.js"
+import * as DurableRuns from "../src/server/DurableRuns.js"
 import * as Server from "../src/server/Server.js"
+import * as SqlInterrupts from "../src/server/SqlInterrupts.js"
 import * as ServerConfig from "../src/server/ServerConfig.js"
 import * as Tool from "../src/Tool.js"
 import * as Toolkit from "../src/Toolkit.js"
@@ -89,14 +91,19 @@ const stamped: LlmService = {
 const dir = mkdtempSync(join(tmpdir(), "react-engine-bench-"))
 const databasePath = join(dir, "bench.sqlite")
 
-const app = App.make(App.modelsOf(Layer.succeed(Llm, stamped)), { demo: false, tools: Toolkit.layer([lookup]) })
+const app = App.make(App.modelsOf(Layer.succeed(Llm, stamped)), {
+  demo: false,
+  tools: Toolkit.layer([lookup]),
+  interrupts: SqlInterrupts.layer
+})
 // the routes of `Server.serve`, with the run registry kept in the output (to report active runs)
 const layer = HttpLayerRouter.serve(Server.Routes, { disableLogger: true, disableListenLog: true }).pipe(
   Layer.provideMerge(RunRegistry.layer),
   Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
-  Layer.provide(ConversationStore.layerSqlite(databasePath)),
-  Layer.provide(app),
-  Layer.provide(ServerConfig.layer({ port: 0, databasePath, heartbeatMs: 15_000, detachGraceMs: 0, finishedRunsKept: 50 }))
+  Layer.provide(DurableRuns.layerWorkflow),
+  Layer.provideMerge(app),
+  Layer.provide(Server.storage({ _tag: "Sqlite", filename: databasePath })),
+  Layer.provide(ServerConfig.layer({ port: 0, databasePath, heartbeatMs: 15_000, detachGraceMs: 0 }))
 )
 
 const send = (message: unknown) => process.send?.(message)

@@ -131,6 +131,15 @@ export const DagPhase = Schema.TaggedStruct("DagPhase", {
   reasoning: Schema.optional(Schema.String)
 })
 
+/**
+ * The run continued after a restart or on another server instance (emitted once
+ * per resume, before the run's next events).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Resumed = Schema.TaggedStruct("Resumed", {})
+
 /** @since 0.1.0 @category models */
 export const PendingInjection = Schema.Struct({ id: Schema.String, content: Schema.String })
 
@@ -168,6 +177,7 @@ export const RunEvent = Schema.Union(
   DagPlan,
   DagStep,
   DagPhase,
+  Resumed,
   Done,
   RunFailed
 )
@@ -246,6 +256,8 @@ export const toWire = (event: RunEvent): { readonly channel: Channel; readonly d
       const { _tag, ...rest } = event
       return { channel: "phase", data: rest }
     }
+    case "Resumed":
+      return { channel: "phase", data: { phase: "resumed" } }
     case "Done": {
       const { _tag, steps, messages, ...rest } = event
       return { channel: "done", data: rest }

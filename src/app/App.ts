@@ -59,10 +59,12 @@ export const modelsOf = <E, R>(llm: Layer.Layer<Llm, E, R>): Layer.Layer<ModelRe
  * @since 0.1.0
  * @category layers
  */
-export const make = <E, R>(
+export const make = <E, R, RI = never>(
   models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
   options: {
     readonly demo: boolean
+    /** Default: in-memory queues (`Interrupts.layer`); the server passes its run log's (`SqlInterrupts.layer`). */
+    readonly interrupts?: Layer.Layer<Interrupts.Interrupts, never, RI>
     /** Default: built-ins + MCP servers from `MCP_CONFIG`. */
     readonly tools?: Layer.Layer<Toolkit.Toolkit>
     /** Default: no hooks. */
@@ -74,7 +76,7 @@ export const make = <E, R>(
   const info = Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo })))
   const services = Layer.mergeAll(
     options.guard ?? ContextGuard.layerConfig,
-    Interrupts.layer,
+    options.interrupts ?? (Interrupts.layer as Layer.Layer<Interrupts.Interrupts, never, RI>),
     options.hooks ?? Hooks.layerEmpty,
     options.tools ?? ToolsLayer.pipe(Layer.provide(McpTools.layerConfig)),
     info

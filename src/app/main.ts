@@ -9,31 +9,41 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { AppInfo, AppLayer } from "./App.js"
+import * as Database from "../server/Database.js"
 import * as Server from "../server/Server.js"
 import * as ServerConfig from "../server/ServerConfig.js"
+import * as SqlInterrupts from "../server/SqlInterrupts.js"
+import * as App from "./App.js"
 
 const Banner = Layer.effectDiscard(Effect.gen(function*() {
   const settings = yield* ServerConfig.ServerConfig
-  const info = yield* AppInfo
+  const info = yield* App.AppInfo
   const server = yield* HttpServer.HttpServer
   const port = server.address._tag === "TcpAddress" ? server.address.port : settings.port
   const host = settings.host === "0.0.0.0" || settings.host === "::" ? "localhost" : settings.host
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`
   const model = info.demo ? `${info.model} (OFFLINE DEMO — set LLM_BASE_URL / LLM_MODEL for a real model)` : info.model
-  yield* Effect.logInfo(`react-engine listening on ${url}  model: ${model}  database: ${settings.databasePath}`)
+  const database = Database.describe(yield* Database.location)
+  yield* Effect.logInfo(`react-engine listening on ${url}  model: ${model}  database: ${database}`)
   process.stdout.write(`\n  ReAct engine ready: ${url}\n  model: ${model}\n\n`)
 }))
 
+/** The app's services, with the user messages injected into runs kept in the run log. */
+const ServerApp = Layer.unwrapEffect(
+  Effect.map(App.isDemo, (demo) => App.make(App.LlmLayer, { demo, interrupts: SqlInterrupts.layer }))
+)
+
 /**
- * The server program's layer: server + banner over the app services and the
- * environment's settings.
+ * The server program's layer: server + banner over the app services, the
+ * storage (database, run log, workflow engine) and the environment's settings.
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const MainLayer = Banner.pipe(
   Layer.provideMerge(Server.layer()),
-  Layer.provide(AppLayer),
+  Layer.provideMerge(ServerApp),
+  Layer.provide(Server.storageConfig),
   Layer.provide(ServerConfig.layerConfig)
 )
 

@@ -1,37 +1,32 @@
 /**
- * The runs of the server, owned by a scoped layer (not by request fibers), so a
- * run survives its client's disconnect: each run keeps a bounded replay buffer
- * of its SSE frames and a `PubSub` for live subscribers. When the last
- * subscriber leaves, the run lives on for `RUN_DETACH_GRACE_MS`; if nobody
- * re-attaches it is cancelled (its fiber interrupted: the LLM request is
- * aborted, tools are interrupted). A cancelled run still ends with `done`, and
- * its turn is stored with a tool message for every tool call.
- *
- * Live subscribers are plain listeners called synchronously by the run as it
- * buffers each frame (instead of a `PubSub` + a Stream per connection: measured
- * ~150 KB less heap per connection), so replay-then-live needs no
- * de-duplication window: a subscriber replays the buffer and adds its listener in
- * one synchronous step.
+ * The server's runs. A run is a durable workflow (`DurableRuns`); this service
+ * starts them, serves their stored events to clients (from any instance: the
+ * events are in the run log), cancels them, and applies the detach grace: a run
+ * no client holds for `RUN_DETACH_GRACE_MS` is cancelled (a run waiting for a
+ * person never is). Clients attached to the instance that executes a run get
+ * its events as they are stored; on another instance they are read from the
+ * run log every 100 ms.
  *
  * @since 0.1.0
  */
+import type { WorkflowEngine } from "@effect/workflow/WorkflowEngine"
+import * as WorkflowEngineModule from "@effect/workflow/WorkflowEngine"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
-import * as ContextGuard from "../ContextGuard.js"
 import type { Mode } from "../DagAgent.js"
-import * as DagAgent from "../DagAgent.js"
-import * as Interrupts from "../Interrupts.js"
-import * as ReactAgent from "../ReactAgent.js"
-import * as Transcript from "./internal/transcript.js"
-import { NotFound, RunInProgress } from "./ApiError.js"
-import * as ConversationStore from "./ConversationStore.js"
+import { NotFound, type RunInProgress } from "./ApiError.js"
+import * as DurableRuns from "./DurableRuns.js"
+import type { RunRow } from "./RunLog.js"
+import * as RunLog from "./RunLog.js"
 import * as ServerConfig from "./ServerConfig.js"
-import { execute, type RunState } from "./internal/run.js"
 import type { Frame } from "./Sse.js"
 import * as Sse from "./Sse.js"
 
@@ -51,205 +46,241 @@ export interface RunHandle {
   readonly runId: string
 }
 
+/**
+ * One event of a run as clients receive it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WireEvent {
+  readonly id: number
+  readonly channel: string
+  readonly data: Record<string, unknown>
+}
+
 /** @since 0.1.0 @category models */
 export interface RunRegistryService {
-  /** Starts a run in the background; 409 (`RunInProgress`) while the conversation has one. */
+  /** Starts a run (a durable workflow); 409 (`RunInProgress`) while the conversation has one, on any instance. */
   readonly start: (options: StartOptions) => Effect.Effect<RunHandle, RunInProgress>
   /**
    * The SSE frames of the conversation's latest run after cursor `after`, then
    * its live frames until `done`. Attaching holds a lease on the run for the
    * lifetime of `Scope` (the detach grace starts when the last lease ends).
    */
-  readonly attach: (
+  readonly attach: (conversationId: string, after: number) => Effect.Effect<Sse.Sink, NotFound, Scope.Scope>
+  /** The same events as values (for other protocols), with the same lease. */
+  readonly events: (
     conversationId: string,
     after: number
-  ) => Effect.Effect<Sse.Sink, NotFound, Scope.Scope>
-  /**
-   * True when the conversation's latest run is over and has no frame after
-   * `after` (a replay would be empty).
-   */
+  ) => Effect.Effect<Stream.Stream<WireEvent>, NotFound, Scope.Scope>
+  /** True when the conversation's latest run is over and has no event after `after`. */
   readonly caughtUp: (conversationId: string, after: number) => Effect.Effect<boolean>
   /** Cancels the active run and waits (≤ 5 s) for its `done`; false when none is active. */
   readonly cancel: (conversationId: string) => Effect.Effect<boolean>
   readonly isActive: (conversationId: string) => Effect.Effect<boolean>
-  /** Number of runs still going. */
+  /** Number of runs executing in this process. */
   readonly activeCount: Effect.Effect<number>
   /** Completed when the registry has shut down (every SSE response ended). */
   readonly shutdown: Deferred.Deferred<void>
 }
 
-/** How long a finished run stays replayable (ms). @since 0.1.0 @category constants */
-export const FINISHED_RUN_TTL_MS = 15 * 60 * 1000
+/** @since 0.1.0 @category Context */
+export class RunRegistry extends Context.Tag("effect-react-engine/RunRegistry")<RunRegistry, RunRegistryService>() {}
+
+const POLL = "100 millis"
+
+const encoder = new TextEncoder()
+const storedFrame = (seq: number, channel: string, data: string): Frame => ({
+  id: seq,
+  channel: channel as Frame["channel"],
+  bytes: encoder.encode(`id: ${seq}\nevent: ${channel}\ndata: ${data}\n\n`)
+})
 
 /** @since 0.1.0 @category constructors */
 export const make = Effect.gen(function*() {
   const settings = yield* ServerConfig.ServerConfig
-  const agent = yield* ReactAgent.ReactAgent
-  const dag = yield* DagAgent.DagAgent
-  const guard = yield* ContextGuard.ContextGuard
-  const interrupts = yield* Interrupts.Interrupts
-  const store = yield* ConversationStore.ConversationStore
-  const fibers = yield* FiberSet.make()
-  const timers = yield* FiberSet.make()
+  const log = yield* RunLog.RunLog
+  const host = yield* DurableRuns.RunHost
+  const engine = yield* WorkflowEngineModule.WorkflowEngine
   const shutdown = yield* Deferred.make<void>()
-  const runs = new Map<string, RunState>()
   const sinks = new Set<Sse.Sink>()
+  const withEngine = <A, E>(effect: Effect.Effect<A, E, WorkflowEngine>) =>
+    Effect.provideService(effect, WorkflowEngineModule.WorkflowEngine, engine)
 
-  const requestCancel = (run: RunState) => Deferred.succeed(run.cancel, undefined)
+  /** Asks a run to stop, wherever it executes (its instance polls the run log). */
+  const stop = (conversationId: string, runId: string) =>
+    Effect.zipRight(Effect.orDie(log.requestCancel(conversationId)), host.cancelLocal(runId))
 
-  const scheduleDetach = (run: RunState): Effect.Effect<void> => {
-    if (!run.running || run.leases > 0) return Effect.void
-    if (settings.detachGraceMs === 0) return requestCancel(run)
-    const generation = run.leaseGeneration
-    // forked from a finalizer: make the timer interruptible explicitly
-    return FiberSet.run(
-      timers,
-      Effect.interruptible(Effect.sleep(settings.detachGraceMs)).pipe(
-        Effect.zipRight(Effect.suspend(() =>
-          run.running && run.leases === 0 && run.leaseGeneration === generation
-            ? Effect.zipRight(
-              Effect.logInfo(`run ${run.id} cancelled: no client re-attached within ${settings.detachGraceMs} ms`),
-              requestCancel(run)
-            )
-            : Effect.void
-        ))
-      )
-    ).pipe(Effect.asVoid)
-  }
+  const latest = (conversationId: string) =>
+    Effect.flatMap(Effect.orDie(log.latest(conversationId)), Option.match({
+      onNone: () => Effect.fail(new NotFound({ code: "no_run", conversationId })),
+      onSome: Effect.succeed
+    }))
 
-  // finished runs stay replayable for a while: at most `finishedRunsKept` of
-  // them, none older than FINISHED_RUN_TTL_MS (oldest first)
-  const evictFinished = () => {
-    const expired = Date.now() - FINISHED_RUN_TTL_MS
-    let finished = 0
-    for (const run of runs.values()) if (!run.running) finished++
-    for (const [id, run] of runs) {
-      if (run.running) continue
-      if (finished > settings.finishedRunsKept || (run.finishedAt ?? Infinity) < expired) {
-        runs.delete(id)
-        finished--
+  /** Holds a client lease on the run for the scope; with no grace, the last one leaving stops the run. */
+  const lease = (run: RunRow) =>
+    Effect.acquireRelease(Effect.orDie(log.lease(run.runId, 1, Date.now())), () =>
+      log.lease(run.runId, -1, Date.now()).pipe(
+        Effect.zipRight(settings.detachGraceMs > 0 ? Effect.void : Effect.flatMap(log.run(run.runId), (row) =>
+          Option.isSome(row) && row.value.status === "running" && row.value.leases === 0 && !row.value.waiting
+            ? stop(run.conversationId, run.runId)
+            : Effect.void)),
+        Effect.ignore
+      ))
+
+  /**
+   * Delivers the run's frames after `after`, in order, then live until `done`:
+   * the live listener is added first (its frames wait while the stored ones are
+   * read), frames already delivered are skipped, and while the run executes on
+   * another instance the run log is polled.
+   */
+  const follow = (
+    run: RunRow,
+    after: number,
+    /** `replayed`: read back from storage when the client attached (not a live frame). */
+    deliver: (frame: Frame, replayed: boolean) => Effect.Effect<void>,
+    closed: () => boolean
+  ) =>
+    Effect.gen(function*() {
+      let last = after
+      let replaying = true
+      let finished = false
+      const waiting: Array<Frame> = []
+      const take = (frame: Frame): Effect.Effect<void> => {
+        if (finished || frame.id <= last) return Effect.void
+        last = frame.id
+        if (frame.channel === "done") finished = true
+        return deliver(frame, replaying)
       }
-    }
-  }
+      const remove = host.listen(run.runId, (frame) => (replaying ? Effect.sync(() => void waiting.push(frame)) : take(frame)))
+      yield* Effect.addFinalizer(() => Effect.sync(remove))
+      const catchUp = Effect.flatMap(Effect.orDie(log.eventsAfter(run.runId, last)), (rows) =>
+        Effect.forEach(rows, (row) => take(storedFrame(row.seq, row.channel, row.data)), { discard: true }))
+      yield* catchUp
+      replaying = false
+      yield* Effect.forEach(waiting.sort((a, b) => a.id - b.id), take, { discard: true })
+      waiting.length = 0
+      if (finished || closed()) return
+      // not executing here (yet, or any more): read what its instance stores
+      yield* Effect.suspend(() => (host.local(run.runId) === undefined ? catchUp : Effect.void)).pipe(
+        Effect.repeat({ schedule: Schedule.spaced(POLL), until: () => finished || closed() }),
+        Effect.forkScoped
+      )
+    })
 
   const service: RunRegistryService = {
     start: (options) =>
       Effect.gen(function*() {
         const conversationId = options.conversationId ?? `conv_${randomUUID()}`
-        const run: RunState = {
-          id: `run_${randomUUID()}`,
+        const runId = `run_${randomUUID()}`
+        yield* log.start({ runId, conversationId, query: options.query }).pipe(
+          Effect.catchTag("RunLogError", Effect.die)
+        )
+        yield* DurableRuns.AgentRun.execute({
+          runId,
           conversationId,
           query: options.query,
           mode: options.mode ?? settings.defaultMode,
-          ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
-          frames: [],
-          nextId: 1,
-          listeners: new Set(),
-          running: true,
-          leases: 0,
-          leaseGeneration: 0,
-          doneSent: false,
-          cancel: yield* Deferred.make<void>(),
-          finished: yield* Deferred.make<void>(),
-          transcript: Transcript.make(),
-          startedAt: Date.now()
-        }
-        // check-and-insert without yielding: two concurrent starts cannot both win
-        const conflict = yield* Effect.sync(() => {
-          const current = runs.get(conversationId)
-          if (current?.running) return true
-          runs.delete(conversationId)
-          runs.set(conversationId, run)
-          evictFinished()
-          return false
-        })
-        if (conflict) return yield* Effect.fail(new RunInProgress({ conversationId }))
-        yield* interrupts.register(conversationId)
-        // `start` may be called from an uninterruptible region: the run itself must stay cancellable
-        yield* FiberSet.run(fibers, Effect.interruptible(execute(run, { settings, agent, dag, guard, interrupts, store })))
-        return { conversationId, runId: run.id }
+          ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})
+        }, { discard: true }).pipe(withEngine)
+        yield* Effect.logInfo(`run ${runId} started`).pipe(Effect.annotateLogs({ conversationId }))
+        return { conversationId, runId }
       }),
     attach: (conversationId, after) =>
       Effect.gen(function*() {
-        const run = runs.get(conversationId)
-        if (run === undefined) return yield* Effect.fail(new NotFound({ code: "no_run", conversationId }))
-        yield* Effect.acquireRelease(
+        const run = yield* latest(conversationId)
+        yield* lease(run)
+        const sink = Sse.makeSink(settings.heartbeatMs, () => sinks.delete(sink), settings.sseMaxBacklogBytes)
+        sinks.add(sink)
+        yield* Effect.addFinalizer(() => Effect.sync(sink.end))
+        yield* follow(run, after, (frame, replayed) =>
           Effect.sync(() => {
-            run.leases++
-            run.leaseGeneration++
-          }),
-          () =>
-            Effect.suspend(() => {
-              run.leases--
-              run.leaseGeneration++
-              return scheduleDetach(run)
-            })
-        )
-        // replay and subscribe in one synchronous step (frames are emitted synchronously too)
-        const sink = yield* Effect.sync(() => {
-          let last = after
-          const deliver = (frame: Frame, replayed: boolean) => {
-            if (frame.id <= last) return
-            last = frame.id
             if (replayed) sink.replay(frame.bytes)
             else sink.write(frame.bytes)
             if (frame.channel === "done") sink.end()
-          }
-          const listener = (frame: Frame) => deliver(frame, false)
-          const sink = Sse.makeSink(settings.heartbeatMs, () => {
-            run.listeners.delete(listener)
-            sinks.delete(sink)
-          }, settings.sseMaxBacklogBytes)
-          sinks.add(sink)
-          for (const frame of run.frames) {
-            if (sink.isClosed()) break
-            deliver(frame, true)
-          }
-          if (!sink.isClosed()) {
-            if (run.running) run.listeners.add(listener)
-            else sink.end()
-          }
-          return sink
-        })
-        // the response is over with the scope (normally the sink ended first)
-        yield* Effect.addFinalizer(() => Effect.sync(sink.end))
+          }), sink.isClosed)
         return sink
       }),
-    cancel: (conversationId) =>
-      Effect.suspend(() => {
-        const run = runs.get(conversationId)
-        if (run === undefined || !run.running) return Effect.succeed(false)
-        return requestCancel(run).pipe(
-          Effect.zipRight(Deferred.await(run.finished).pipe(Effect.timeout("5 seconds"), Effect.ignore)),
-          Effect.as(true)
-        )
+    events: (conversationId, after) =>
+      Effect.gen(function*() {
+        const run = yield* latest(conversationId)
+        yield* lease(run)
+        const mailbox = yield* Mailbox.make<WireEvent>()
+        const decoder = new TextDecoder()
+        yield* follow(run, after, (frame) => {
+          const text = decoder.decode(frame.bytes)
+          const data = JSON.parse(text.slice(text.indexOf("\ndata: ") + 7, text.lastIndexOf("\n\n")))
+          return Effect.zipRight(
+            mailbox.offer({ id: frame.id, channel: frame.channel, data }),
+            frame.channel === "done" ? mailbox.end : Effect.void
+          )
+        }, () => false)
+        return Mailbox.toStream(mailbox)
       }),
     caughtUp: (conversationId, after) =>
-      Effect.sync(() => {
-        const run = runs.get(conversationId)
-        return run !== undefined && !run.running && run.nextId - 1 <= after
+      log.latest(conversationId).pipe(
+        Effect.map((run) => Option.isSome(run) && run.value.status === "done" && run.value.lastSeq <= after),
+        Effect.orElseSucceed(() => false)
+      ),
+    cancel: (conversationId) =>
+      Effect.gen(function*() {
+        const runId = yield* Effect.orDie(log.requestCancel(conversationId))
+        if (Option.isNone(runId)) return false
+        yield* host.cancelLocal(runId.value)
+        // wait for its `done` (the run ends on its own instance)
+        yield* Effect.orDie(log.run(runId.value)).pipe(
+          Effect.repeat({ schedule: Schedule.spaced(POLL), until: (row) => Option.isNone(row) || row.value.status === "done" }),
+          Effect.timeout("5 seconds"),
+          Effect.ignore
+        )
+        return true
       }),
-    isActive: (conversationId) => Effect.sync(() => runs.get(conversationId)?.running === true),
-    activeCount: Effect.sync(() => {
-      let n = 0
-      for (const run of runs.values()) if (run.running) n++
-      return n
-    }),
+    isActive: (conversationId) =>
+      log.active(conversationId).pipe(Effect.map(Option.isSome), Effect.orElseSucceed(() => false)),
+    activeCount: Effect.sync(() => host.localRuns().length),
     shutdown
   }
 
-  // Runs first (finalizers run in reverse order): cancel every run so each ends
-  // with `done`, wait a little, then end the remaining SSE responses.
+  // runs executing here learn of a cancel made on any instance
+  yield* Effect.suspend(() => {
+    const ids = host.localRuns().map((r) => r.runId)
+    return ids.length === 0 ? Effect.void : Effect.flatMap(log.cancelRequested(ids), (cancelled) =>
+      Effect.forEach(cancelled, host.cancelLocal, { discard: true }))
+  }).pipe(Effect.ignore, Effect.repeat(Schedule.spaced("250 millis")), Effect.interruptible, Effect.forkScoped)
+
+  // the detach grace of the runs executing here
+  if (settings.detachGraceMs > 0) {
+    const every = Math.min(1000, Math.max(100, Math.floor(settings.detachGraceMs / 4)))
+    yield* Effect.suspend(() => {
+      const now = Date.now()
+      return Effect.forEach(host.localRuns(), (local) =>
+        Effect.flatMap(log.run(local.runId), (row) => {
+          if (Option.isNone(row)) return Effect.void
+          const run = row.value
+          const detached = run.status === "running" && run.leases === 0 && !run.waiting &&
+            run.detachedAt !== undefined && now - run.detachedAt >= settings.detachGraceMs
+          return detached
+            ? Effect.zipRight(
+              Effect.logInfo(`run ${run.runId} cancelled: no client re-attached within ${settings.detachGraceMs} ms`),
+              stop(run.conversationId, run.runId)
+            )
+            : Effect.void
+        }), { discard: true })
+    }).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(every)), Effect.interruptible, Effect.forkScoped)
+  }
+
+  // bounded retention: finished runs' events and messages
+  yield* Effect.suspend(() => log.prune(Date.now() - settings.runRetentionMs)).pipe(
+    Effect.ignore,
+    Effect.repeat(Schedule.spaced("10 minutes")),
+    Effect.interruptible,
+    Effect.forkScoped
+  )
+
+  // shutdown: runs are durable (they continue after a restart or on another instance); open
+  // responses get a final frame without an id, so clients resume from their last event
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
-      const active = [...runs.values()].filter((r) => r.running)
-      if (active.length > 0) yield* Effect.logInfo(`shutting down: cancelling ${active.length} run(s)`)
-      yield* Effect.forEach(active, requestCancel, { discard: true })
-      yield* Effect.forEach(active, (r) => Deferred.await(r.finished), { discard: true, concurrency: "unbounded" }).pipe(
-        Effect.timeout("3 seconds"),
-        Effect.ignore
-      )
-      // responses still open (their run did not end in time): a final frame, then the end
       for (const sink of [...sinks]) {
         sink.write(Sse.shutdownFrame)
         sink.end()
@@ -260,12 +291,10 @@ export const make = Effect.gen(function*() {
   return service
 })
 
-/** @since 0.1.0 @category Context */
-export class RunRegistry extends Context.Tag("effect-react-engine/RunRegistry")<RunRegistry, RunRegistryService>() {}
-
 /**
+ * The registry over the run log, the run host and the workflow engine in context.
+ *
  * @since 0.1.0
  * @category layers
  */
 export const layer = Layer.scoped(RunRegistry, make)
-

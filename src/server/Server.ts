@@ -1,12 +1,13 @@
 /**
  * The HTTP server: the API routes and the web page on `HttpLayerRouter`, the run
- * registry and the conversation store, listening with `NodeHttpServer` on
- * `HOST:PORT`.
+ * registry and the durable run workflow, listening with `NodeHttpServer` on
+ * `HOST:PORT`, over the storage (`storage` / `storageConfig`: the database, the
+ * run log, the conversation store and the workflow engine).
  *
  * Layer order matters for shutdown: the registry is built after the HTTP server
- * and finalized before it closes (runs are cancelled and every open SSE stream
- * ends with a final frame), and the app services (LLM, MCP servers) are
- * finalized last.
+ * and finalized before it closes (every open SSE stream ends with a final
+ * frame; runs are durable and continue after a restart), and the app services
+ * (LLM, MCP servers) and the storage are finalized last.
  *
  * @since 0.1.0
  */
@@ -18,7 +19,10 @@ import * as Layer from "effect/Layer"
 import { createServer } from "node:http"
 import * as BrowserSafety from "./BrowserSafety.js"
 import * as ConversationStore from "./ConversationStore.js"
+import * as Database from "./Database.js"
+import * as DurableRuns from "./DurableRuns.js"
 import * as RequestLog from "./RequestLog.js"
+import * as RunLog from "./RunLog.js"
 import { ApiRoutes } from "./Routes.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
@@ -50,8 +54,40 @@ export const serve = (options?: { readonly disableLogger?: boolean; readonly dis
   }).pipe(
     // the platform's tracer records the raw URL; RequestLog.tracer takes its place
     HttpMiddleware.withTracerDisabledWhen(() => true),
-    Layer.provide(RunRegistry.layer)
+    Layer.provide(RunRegistry.layer),
+    Layer.provide(DurableRuns.layerWorkflow)
   )
+
+/**
+ * What the server stores, in one database: the conversations, the run log, the
+ * workflow engine's messages (embedded on SQLite; a socket runner of a cluster
+ * on PostgreSQL, at `cluster`'s address) and this process's run host.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const storage = (
+  where: Database.Location,
+  cluster?: DurableRuns.ClusterSettings
+) =>
+  Layer.mergeAll(
+    RunLog.layer,
+    ConversationStore.layer,
+    where._tag === "Sqlite" || cluster === undefined ? DurableRuns.layerEngineEmbedded : DurableRuns.layerEngineCluster(cluster),
+    DurableRuns.layerHost
+  ).pipe(Layer.provideMerge(Database.layer(where)))
+
+/**
+ * The storage from the environment: `DATABASE_URL` / `DATABASE_PATH`, and the
+ * `CLUSTER_*` settings when the database is PostgreSQL.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const storageConfig = Layer.unwrapEffect(Effect.gen(function*() {
+  const where = yield* Database.location
+  return storage(where, where._tag === "Postgres" ? yield* DurableRuns.clusterConfig : undefined)
+}))
 
 /**
  * A Node HTTP server on `host:port` (port 0 = a random free port), with limits
@@ -110,13 +146,11 @@ export const listen = Layer.unwrapEffect(Effect.map(ServerConfig.ServerConfig, (
 ))
 
 /**
- * The whole server over the app services: routes, registry, SQLite store at
- * `DATABASE_PATH`, listening on `HOST:PORT`.
+ * The server over the app services and the storage: routes, registry and run
+ * workflow, listening on `HOST:PORT`.
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (options?: { readonly disableLogger?: boolean; readonly disableListenLog?: boolean }) =>
-  serve(options).pipe(
-    Layer.provideMerge(listen),
-    Layer.provide(ConversationStore.layerConfig)
-  )
+  serve(options).pipe(Layer.provideMerge(listen))

@@ -28,12 +28,10 @@ export interface ServerSettings {
   readonly detachGraceMs: number
   /** SQLite file holding the conversations. */
   readonly databasePath: string
-  /** SSE frames kept per run for replay. */
-  readonly replayBufferSize: number
   /** Interval of the `: ping` SSE comments (ms). */
   readonly heartbeatMs: number
-  /** Finished runs kept in memory for replay (oldest evicted first). */
-  readonly finishedRunsKept: number
+  /** Finished runs' events are kept this long (ms) for replay, then deleted. */
+  readonly runRetentionMs: number
   /** The mode of a run whose request names none (`REACT_DEFAULT_MODE`). */
   readonly defaultMode: Mode
   /** Browser origins (`scheme://host[:port]`) allowed besides the server's own; `*` allows any. */
@@ -58,9 +56,8 @@ export const defaults: ServerSettings = {
   maxBodyBytes: 1024 * 1024,
   detachGraceMs: 10_000,
   databasePath: "./data/react-engine.sqlite",
-  replayBufferSize: 5000,
   heartbeatMs: 15_000,
-  finishedRunsKept: 500,
+  runRetentionMs: 24 * 60 * 60 * 1000,
   defaultMode: "react",
   corsOrigins: [],
   allowedHosts: [],
@@ -131,15 +128,11 @@ export const config: Config.Config<ServerSettings> = Config.all({
   ),
   detachGraceMs: nonNegative("RUN_DETACH_GRACE_MS", defaults.detachGraceMs),
   databasePath: Config.string("DATABASE_PATH").pipe(Config.withDefault(defaults.databasePath)),
-  replayBufferSize: Config.integer("RUN_REPLAY_BUFFER").pipe(
-    Config.validate({ message: "RUN_REPLAY_BUFFER must be an integer >= 1", validation: (n) => n >= 1 }),
-    Config.withDefault(defaults.replayBufferSize)
-  ),
   heartbeatMs: Config.integer("SSE_HEARTBEAT_MS").pipe(
     Config.validate({ message: "SSE_HEARTBEAT_MS must be an integer >= 100", validation: (n) => n >= 100 }),
     Config.withDefault(defaults.heartbeatMs)
   ),
-  finishedRunsKept: nonNegative("RUN_HISTORY_KEPT", defaults.finishedRunsKept),
+  runRetentionMs: atLeast("RUN_RETENTION_MS", 1000, defaults.runRetentionMs),
   defaultMode: modeConfig,
   corsOrigins: list("CORS_ORIGINS", origin, "Expected origins like https://app.example.com (scheme://host[:port]) or *"),
   allowedHosts: list("ALLOWED_HOSTS", hostName, "Expected host names like app.example.com, .example.com or *"),

@@ -63,8 +63,8 @@ export const comment = (text: string): Uint8Array => encoder.encode(`: ${text}\n
  * A client that does not read (its socket stays full) is dropped: when more than
  * `maxBacklogBytes` of live frames wait unread in the sink as a frame comes, the
  * sink is destroyed, which closes the connection. Its run goes on; the client can
- * resume from its last event id. Replayed frames (`replay`) do not count: they
- * come all at once, are bounded by the replay buffer and are shared with it.
+ * resume from its last event id. Replayed frames (`replay`, read back from the run
+ * log when the client attached) do not count: they come all at once.
  *
  * @since 0.1.0 @category models
  */

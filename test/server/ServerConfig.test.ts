@@ -23,9 +23,8 @@ describe("ServerConfig", () => {
         MAX_BODY_BYTES: "2048",
         RUN_DETACH_GRACE_MS: "0",
         DATABASE_PATH: "/tmp/x.sqlite",
-        RUN_REPLAY_BUFFER: "10",
         SSE_HEARTBEAT_MS: "500",
-        RUN_HISTORY_KEPT: "3",
+        RUN_RETENTION_MS: "3000",
         REQUEST_TIMEOUT_MS: "5000",
         HEADERS_TIMEOUT_MS: "2000",
         MAX_CONNECTIONS: "50",
@@ -35,8 +34,8 @@ describe("ServerConfig", () => {
       assert.strictEqual(settings.host, "0.0.0.0")
       assert.strictEqual(Redacted.value(Option.getOrThrow(settings.apiToken)), "tok")
       assert.deepStrictEqual(
-        [settings.maxBodyBytes, settings.detachGraceMs, settings.databasePath, settings.replayBufferSize, settings.heartbeatMs, settings.finishedRunsKept],
-        [2048, 0, "/tmp/x.sqlite", 10, 500, 3]
+        [settings.maxBodyBytes, settings.detachGraceMs, settings.databasePath, settings.heartbeatMs, settings.runRetentionMs],
+        [2048, 0, "/tmp/x.sqlite", 500, 3000]
       )
       assert.deepStrictEqual(
         [settings.requestTimeoutMs, settings.headersTimeoutMs, settings.maxConnections, settings.sseMaxBacklogBytes],

@@ -20,6 +20,7 @@ import * as McpTools from "../../src/McpTools.js"
 import * as OpenAiLlm from "../../src/OpenAiLlm.js"
 import * as ConversationStore from "../../src/server/ConversationStore.js"
 import * as Server from "../../src/server/Server.js"
+import * as SqlInterrupts from "../../src/server/SqlInterrupts.js"
 import { type ServerSettings } from "../../src/server/ServerConfig.js"
 import * as ServerConfig from "../../src/server/ServerConfig.js"
 import type { Tool } from "../../src/Tool.js"
@@ -62,7 +63,12 @@ export const startServer = (options: {
     const tools = options.mcpConfigPath !== undefined
       ? App.ToolsLayer.pipe(Layer.provideMerge(McpTools.layer(options.mcpConfigPath)))
       : Toolkit.layer(options.tools ?? BuiltinTools.tools)
-    const app = App.make(App.modelsOf(llm), { demo: false, tools, ...(options.guard ? { guard: options.guard } : {}) })
+    const app = App.make(App.modelsOf(llm), {
+      demo: false,
+      tools,
+      interrupts: SqlInterrupts.layer,
+      ...(options.guard ? { guard: options.guard } : {})
+    })
     const layer = Server.serve(options.serve ?? { disableLogger: true }).pipe(
       Layer.provideMerge(Server.listenOn({
         port: 0,
@@ -71,8 +77,8 @@ export const startServer = (options: {
         ...(options.settings?.headersTimeoutMs !== undefined ? { headersTimeoutMs: options.settings.headersTimeoutMs } : {}),
         ...(options.settings?.maxConnections !== undefined ? { maxConnections: options.settings.maxConnections } : {})
       })),
-      Layer.provide(ConversationStore.layerSqlite(databasePath)),
       Layer.provideMerge(app),
+      Layer.provide(Server.storage({ _tag: "Sqlite", filename: databasePath })),
       Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings })),
       Layer.provide(options.provide ?? Layer.empty)
     )

@@ -11,7 +11,6 @@ import { createServer } from "node:http"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as DagAgent from "../../src/DagAgent.js"
 import * as Hooks from "../../src/Hooks.js"
-import * as Interrupts from "../../src/Interrupts.js"
 import type { ChatRequest } from "../../src/Llm.js"
 import type { ChatMessage } from "../../src/Message.js"
 import * as ModelRegistry from "../../src/ModelRegistry.js"
@@ -20,6 +19,7 @@ import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import * as ConversationStore from "../../src/server/ConversationStore.js"
 import * as AppInfo from "../../src/server/AppInfo.js"
 import * as Server from "../../src/server/Server.js"
+import * as SqlInterrupts from "../../src/server/SqlInterrupts.js"
 import * as ServerConfig from "../../src/server/ServerConfig.js"
 import * as Tool from "../../src/Tool.js"
 import * as Toolkit from "../../src/Toolkit.js"
@@ -130,7 +130,7 @@ export const webAppServer = (
       Toolkit.layer(webTools),
       Hooks.layerEmpty,
       ContextGuard.layer(),
-      Interrupts.layer
+      SqlInterrupts.layer
     ))
   )
   const settings = ServerConfig.layer({
@@ -141,7 +141,7 @@ export const webAppServer = (
   const app = Server.serve({ disableLogger: true }).pipe(
     Layer.provide(agent),
     Layer.provide(AppInfo.layer({ model: options.demo ? "demo" : "scripted-test", demo: options.demo ?? false })),
-    Layer.provide(ConversationStore.layerSqlite(":memory:")),
+    Layer.provide(Server.storage({ _tag: "Sqlite", filename: ":memory:" })),
     Layer.provide(settings),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
   )

@@ -1,0 +1,110 @@
+/**
+ * The server's database: one `SqlClient` for the conversations, the run log and
+ * the workflow engine's storage. The embedded default is a SQLite file
+ * (`DATABASE_PATH`); `DATABASE_URL=postgres://…` moves everything to PostgreSQL,
+ * which several server instances share.
+ *
+ * @since 0.1.0
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export class DatabaseError extends Schema.TaggedError<DatabaseError>()("DatabaseError", { message: Schema.String }) {}
+
+/**
+ * Where the data lives.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Location =
+  | { readonly _tag: "Sqlite"; readonly filename: string }
+  | { readonly _tag: "Postgres"; readonly url: Redacted.Redacted<string> }
+
+/**
+ * `DATABASE_URL` (a `postgres://` or `postgresql://` URL) when set, else the
+ * SQLite file `DATABASE_PATH` (default `./data/react-engine.sqlite`).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const location: Config.Config<Location> = Config.all({
+  url: Config.option(Config.redacted("DATABASE_URL")),
+  path: Config.string("DATABASE_PATH").pipe(Config.withDefault("./data/react-engine.sqlite"))
+}).pipe(
+  Config.validate({
+    message: "DATABASE_URL must be a postgres:// or postgresql:// URL",
+    validation: ({ url }) =>
+      Option.isNone(url) || Redacted.value(url.value).trim() === "" ||
+      /^postgres(ql)?:\/\//i.test(Redacted.value(url.value).trim())
+  }),
+  Config.map(({ path, url }): Location =>
+    Option.isSome(url) && Redacted.value(url.value).trim() !== ""
+      ? { _tag: "Postgres", url: url.value }
+      : { _tag: "Sqlite", filename: path }
+  )
+)
+
+/**
+ * A printable name of a location (no credentials).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const describe = (where: Location): string => {
+  if (where._tag === "Sqlite") return where.filename
+  try {
+    const url = new URL(Redacted.value(where.url))
+    return `postgres://${url.hostname}${url.port ? `:${url.port}` : ""}${url.pathname}`
+  } catch {
+    return "postgres"
+  }
+}
+
+/**
+ * The `SqlClient` of a location (a SQLite file's directory is created; `:memory:` works too).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (where: Location): Layer.Layer<SqlClient.SqlClient, DatabaseError> => {
+  if (where._tag === "Postgres") {
+    return PgClient.layer({ url: where.url, applicationName: "effect-react-engine" }).pipe(
+      Layer.mapError((e) => new DatabaseError({ message: `cannot connect to ${describe(where)}: ${e.message}` }))
+    )
+  }
+  const filename = where.filename
+  return Layer.unwrapEffect(Effect.try({
+    try: () => {
+      if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
+      return SqliteClient.layer({ filename })
+    },
+    catch: (e) => new DatabaseError({ message: `cannot create the directory of ${filename}: ${String(e)}` })
+  })).pipe(
+    Layer.mapError((e) => (e instanceof DatabaseError ? e : new DatabaseError({ message: `cannot open ${filename}: ${String(e)}` })))
+  )
+}
+
+/**
+ * The database from the environment (see `location`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig: Layer.Layer<SqlClient.SqlClient, DatabaseError | ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.map(location, layer)
+)

@@ -1,0 +1,331 @@
+/**
+ * Every server run is a durable workflow (`@effect/workflow` on
+ * `@effect/cluster`) keyed by its run id. The run is the agent's own code path
+ * (`ReactAgent.execute`) through a journal whose activities are workflow
+ * activities: each loop LLM reply, tool outcome, tool selection, guard check,
+ * interrupt drain and the synthesized answer is stored as it happens, so a run
+ * whose process died continues — on the same file after a restart, or on
+ * another instance sharing PostgreSQL — without calling the model or a
+ * completed tool again. Its events are stored in the run log with their ids.
+ *
+ * The engine runs embedded (one runner, `SingleRunner`, on the SQLite file of
+ * the conversations) or as a socket runner of a cluster (`DATABASE_URL` set:
+ * PostgreSQL holds the messages, the runners and the shard locks;
+ * `CLUSTER_HOST` / `CLUSTER_PORT` is this instance's runner address).
+ *
+ * @since 0.1.0
+ */
+import * as ClusterWorkflowEngine from "@effect/cluster/ClusterWorkflowEngine"
+import * as RunnerAddress from "@effect/cluster/RunnerAddress"
+import * as SingleRunner from "@effect/cluster/SingleRunner"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Activity from "@effect/workflow/Activity"
+import * as Workflow from "@effect/workflow/Workflow"
+import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as ContextGuard from "../ContextGuard.js"
+import * as DagAgent from "../DagAgent.js"
+import * as Message from "../Message.js"
+import * as ReactAgent from "../ReactAgent.js"
+import type { RunEvent } from "../RunEvent.js"
+import * as ConversationStore from "./ConversationStore.js"
+import * as DurableJournal from "./internal/durableJournal.js"
+import * as RunHostModule from "./internal/runHost.js"
+import * as Transcript from "./internal/transcript.js"
+import * as RunLog from "./RunLog.js"
+
+/**
+ * What starts a run (stored with the workflow execution).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const RunPayload = Schema.Struct({
+  runId: Schema.String,
+  conversationId: Schema.String,
+  query: Schema.String,
+  mode: DagAgent.Mode,
+  maxIterations: Schema.optional(Schema.Number)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RunPayload = typeof RunPayload.Type
+
+/**
+ * The workflow of one server run.
+ *
+ * @since 0.1.0
+ * @category workflows
+ */
+export const AgentRun = Workflow.make({
+  name: "effect-react-engine/AgentRun",
+  payload: RunPayload,
+  idempotencyKey: (payload) => payload.runId
+})
+
+/**
+ * This process's runs and live listeners (see `internal/runHost`).
+ *
+ * @since 0.1.0
+ * @category Context
+ */
+export class RunHost extends Context.Tag("effect-react-engine/server/RunHost")<RunHost, RunHostModule.RunHost>() {}
+
+/**
+ * A fresh host with a new boot id (one per process).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerHost: Layer.Layer<RunHost> = Layer.sync(RunHost, () => RunHostModule.make(crypto.randomUUID()))
+
+/** The observation of a DAG run cut by a restart: DAG runs end there instead of being replayed. */
+const DAG_RESTART = "the server restarted during this DAG run; DAG runs are not resumed"
+
+const StoredHistory = Schema.Array(Message.ChatMessage)
+
+const body = (payload: RunPayload) =>
+  Effect.gen(function*() {
+    const { conversationId, query, runId } = payload
+    const host = yield* RunHost
+    const log = yield* RunLog.RunLog
+    const store = yield* ConversationStore.ConversationStore
+    const guard = yield* ContextGuard.ContextGuard
+    const agent = yield* ReactAgent.ReactAgent
+    const dag = yield* DagAgent.DagAgent
+    const workflow = yield* Effect.context<WorkflowEngine | WorkflowInstance>()
+    const local = yield* host.register(runId, conversationId)
+    const row = yield* Effect.flatMap(log.run(runId), Option.match({
+      onNone: () => Effect.dieMessage(`run ${runId} is not in the run log`),
+      onSome: Effect.succeed
+    })).pipe(Effect.orDie)
+    const stored = yield* Effect.orDie(log.storedKeys(runId))
+
+    // what the stored turn says: the answer the user saw, whether the run failed
+    let streamed = ""
+    let failed = false
+    const observe = (event: RunEvent) => {
+      if (event._tag === "AnswerDelta") streamed += event.content
+      else if (event._tag === "AnswerReset") streamed = ""
+      else if (event._tag === "RunFailed") failed = true
+    }
+    let cancelled = false
+
+    const persist = (done: Extract<RunEvent, { _tag: "Done" }>) =>
+      Effect.zipRight(
+        Effect.map(Deferred.isDone(local.cancel), (isDone) => {
+          cancelled = isDone
+        }),
+        journalActivity("persist", () =>
+          store.appendTurn({
+            conversationId,
+            query,
+            answer: done.answer === "" ? streamed : done.answer,
+            messages: Transcript.loopMessages(done.messages ?? [], query),
+            usage: done.usage,
+            status: cancelled ? "cancelled" : failed ? "failed" : "completed"
+          }).pipe(Effect.catchAll((error) => Effect.logError(`run ${runId}: ${error.message}`))))
+      ).pipe(
+        // the conversation is free again before its client reads `done`
+        Effect.zipRight(journalActivity("finish", () => Effect.orDie(log.finish(runId))))
+      )
+
+    const journalActivity = (name: string, execute: () => Effect.Effect<void>) =>
+      Effect.provide(Activity.make({ name, execute: Effect.suspend(execute) }), workflow)
+
+    const durable = DurableJournal.make({
+      runId,
+      workflow,
+      host,
+      log,
+      local,
+      stored,
+      rewrite: (event, data) =>
+        event._tag === "Done"
+          ? {
+            ...data,
+            answer: event.answer === "" ? streamed : event.answer,
+            elapsed: (Date.now() - row.startedAt) / 1000,
+            conversation_id: conversationId,
+            ...(cancelled ? { cancelled: true } : {})
+          }
+          : data,
+      beforeDone: persist
+    })
+    const journal = {
+      ...durable,
+      emit: (event: RunEvent) => Effect.zipRight(Effect.sync(() => observe(event)), durable.emit(event))
+    }
+
+    // a run found half done was cut by a crash (or moved here from a dead instance)
+    if (stored.keys.size > 0) {
+      yield* durable.emitOnce(`resumed@${host.bootId}`, { _tag: "Resumed" })
+      // a fresh detach grace: its clients are reconnecting
+      yield* Effect.orDie(log.touch(runId, Date.now()))
+    }
+
+    const history = yield* journal.activity({
+      name: "history",
+      success: StoredHistory,
+      execute: () =>
+        store.history(conversationId).pipe(
+          Effect.flatMap((turns) =>
+            turns.length === 0 ? Effect.succeed(turns) : guard.checkAndCompact(turns, { hint: "general" }).pipe(
+              Effect.tap((checked) =>
+                checked.compacted
+                  ? journal.emit({ _tag: "Compact", original_messages: checked.originalMessages, kept_messages: checked.keptMessages })
+                  : Effect.void
+              ),
+              Effect.map((checked) => checked.messages)
+            )
+          ),
+          Effect.catchAll((error) =>
+            Effect.as(Effect.logError(`run ${runId}: ${error.message}; continuing without history`), [])
+          )
+        )
+    })
+    const input: ReactAgent.RunInput = {
+      query,
+      conversationId,
+      history,
+      ...(payload.maxIterations !== undefined ? { maxIterations: payload.maxIterations } : {}),
+      cancel: Deferred.await(local.cancel)
+    }
+    const mode = payload.mode === "auto"
+      ? yield* journal.activity({
+        name: "route",
+        success: Schema.Literal("react", "dag"),
+        execute: () => Effect.map(dag.route(query), (routed) => routed.mode)
+      })
+      : payload.mode
+    if (mode === "react") return yield* agent.execute(input, journal)
+    // DAG runs stream their events inside one activity: a run cut by a crash ends with an error
+    yield* journal.activity({
+      name: "dag",
+      success: Schema.Void,
+      onRestart: () =>
+        Effect.zipRight(
+          journal.emit({ _tag: "RunFailed", message: DAG_RESTART, retryable: true }),
+          journal.emit({
+            _tag: "Done",
+            answer: "",
+            iterations: 0,
+            usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, llm_calls: 0, by_phase: {} },
+            elapsed: 0,
+            conversation_id: conversationId,
+            pending_injections: []
+          })
+        ),
+      execute: () => Stream.runForEach(dag.run(input), journal.emit)
+    })
+  }).pipe(Effect.scoped)
+
+/**
+ * Registers the run workflow (every instance registers it: which runner
+ * executes a run depends on its shard, not on who started it).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWorkflow = AgentRun.toLayer(body)
+
+/**
+ * The cluster's settings for several instances.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ClusterSettings {
+  /** This instance's runner address (other instances connect to it). */
+  readonly host: string
+  readonly port: number
+  /** A dead instance's shards are taken over after this long. */
+  readonly shardLockExpiration: Duration.Duration
+  readonly shardLockRefresh: Duration.Duration
+}
+
+/**
+ * `CLUSTER_HOST` (127.0.0.1), `CLUSTER_PORT` (34431),
+ * `CLUSTER_SHARD_LOCK_EXPIRATION_MS` (10000), `CLUSTER_SHARD_LOCK_REFRESH_MS`
+ * (3000; below the expiration).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const clusterConfig: Config.Config<ClusterSettings> = Config.all({
+  host: Config.string("CLUSTER_HOST").pipe(Config.withDefault("127.0.0.1")),
+  port: Config.integer("CLUSTER_PORT").pipe(
+    Config.validate({ message: "CLUSTER_PORT must be an integer between 1 and 65535", validation: (n) => n >= 1 && n <= 65535 }),
+    Config.withDefault(34431)
+  ),
+  expiration: Config.integer("CLUSTER_SHARD_LOCK_EXPIRATION_MS").pipe(
+    Config.validate({ message: "CLUSTER_SHARD_LOCK_EXPIRATION_MS must be >= 1000", validation: (n) => n >= 1000 }),
+    Config.withDefault(10_000)
+  ),
+  refresh: Config.integer("CLUSTER_SHARD_LOCK_REFRESH_MS").pipe(
+    Config.validate({ message: "CLUSTER_SHARD_LOCK_REFRESH_MS must be >= 100", validation: (n) => n >= 100 }),
+    Config.withDefault(3000)
+  )
+}).pipe(
+  Config.validate({
+    message: "CLUSTER_SHARD_LOCK_REFRESH_MS must be below CLUSTER_SHARD_LOCK_EXPIRATION_MS",
+    validation: ({ expiration, refresh }) => refresh < expiration
+  }),
+  Config.map(({ expiration, host, port, refresh }) => ({
+    host,
+    port,
+    shardLockExpiration: Duration.millis(expiration),
+    shardLockRefresh: Duration.millis(refresh)
+  }))
+)
+
+/**
+ * The workflow engine embedded in this process: one runner over the
+ * `SqlClient` in context (its messages and replies stored there).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerEngineEmbedded: Layer.Layer<WorkflowEngine, ConfigError.ConfigError, SqlClient.SqlClient> =
+  ClusterWorkflowEngine.layer.pipe(
+    Layer.provide(SingleRunner.layer({
+      runnerStorage: "memory",
+      // SIGTERM waits this long for running workflows to stop (default 15 s); they resume on restart
+      shardingConfig: { entityTerminationTimeout: "1 second" }
+    }))
+  )
+
+/**
+ * The workflow engine as a socket runner of a cluster sharing the database in
+ * context (PostgreSQL).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerEngineCluster = (
+  settings: ClusterSettings
+): Layer.Layer<WorkflowEngine, ConfigError.ConfigError | Error, SqlClient.SqlClient> =>
+  ClusterWorkflowEngine.layer.pipe(
+    Layer.provide(NodeClusterSocket.layer({
+      storage: "sql",
+      shardingConfig: {
+        runnerAddress: Option.some(RunnerAddress.make(settings.host, settings.port)),
+        shardLockExpiration: settings.shardLockExpiration,
+        shardLockRefreshInterval: settings.shardLockRefresh,
+        refreshAssignmentsInterval: "500 millis",
+        entityTerminationTimeout: "1 second"
+      }
+    }))
+  ) as Layer.Layer<WorkflowEngine, ConfigError.ConfigError | Error, SqlClient.SqlClient>

@@ -1,0 +1,298 @@
+/**
+ * What every server instance knows about runs, in the shared database (the
+ * embedded SQLite file, or PostgreSQL when several instances share it): which
+ * conversation has an active run (one at a time, across instances), each run's
+ * events in order with their ids (what `GET /api/react/events` replays, from
+ * any instance), the user messages injected into a run, cancellation requests
+ * and client leases (the detach grace).
+ *
+ * The run's durable state — its activities and their results — belongs to the
+ * workflow engine (`@effect/workflow` on `@effect/cluster`); this is the rest.
+ *
+ * @since 0.1.0
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { Injection } from "../Interrupts.js"
+import { RunInProgress } from "./ApiError.js"
+import * as Migrations from "./internal/runLogMigrations.js"
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export class RunLogError extends Schema.TaggedError<RunLogError>()("RunLogError", { message: Schema.String }) {}
+
+/**
+ * A stored event.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StoredEvent {
+  readonly seq: number
+  readonly channel: string
+  /** The JSON payload, as text. */
+  readonly data: string
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface RunRow {
+  readonly runId: string
+  readonly conversationId: string
+  readonly query: string
+  readonly status: "running" | "done"
+  readonly startedAt: number
+  readonly lastSeq: number
+  readonly cancelRequested: boolean
+  readonly leases: number
+  /** When the last client lease ended (ms since the epoch), if none is held. */
+  readonly detachedAt: number | undefined
+  /** True while the run waits for a person (it is not cancelled by the detach grace). */
+  readonly waiting: boolean
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface RunLogService {
+  /** Records a new run and makes it the conversation's active run; `RunInProgress` when it has one. */
+  readonly start: (run: {
+    readonly runId: string
+    readonly conversationId: string
+    readonly query: string
+  }) => Effect.Effect<void, RunInProgress | RunLogError>
+  /** The run is over: no longer the conversation's active run. */
+  readonly finish: (runId: string) => Effect.Effect<void, RunLogError>
+  readonly run: (runId: string) => Effect.Effect<Option.Option<RunRow>, RunLogError>
+  /** The conversation's latest run. */
+  readonly latest: (conversationId: string) => Effect.Effect<Option.Option<RunRow>, RunLogError>
+  /** The conversation's active run id. */
+  readonly active: (conversationId: string) => Effect.Effect<Option.Option<string>, RunLogError>
+  /** Runs not finished (after a restart: what the workflow engine resumes). */
+  readonly running: Effect.Effect<ReadonlyArray<RunRow>, RunLogError>
+  /** Stores events (ids already assigned by the run's owner); keys already stored are skipped. */
+  readonly append: (
+    runId: string,
+    events: ReadonlyArray<{ readonly seq: number; readonly key: string; readonly channel: string; readonly data: string }>
+  ) => Effect.Effect<void, RunLogError>
+  readonly eventsAfter: (runId: string, after: number) => Effect.Effect<ReadonlyArray<StoredEvent>, RunLogError>
+  /** The keys and the last id of a run's stored events (a resumed run skips what is stored). */
+  readonly storedKeys: (runId: string) => Effect.Effect<{ readonly keys: ReadonlySet<string>; readonly lastSeq: number }, RunLogError>
+  /** Asks the conversation's active run to stop; its id, or none when no run is active. */
+  readonly requestCancel: (conversationId: string) => Effect.Effect<Option.Option<string>, RunLogError>
+  /** Which of these runs were asked to stop. */
+  readonly cancelRequested: (runIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, RunLogError>
+  /** A client attached (`+1`) or left (`-1`). */
+  readonly lease: (runId: string, delta: 1 | -1, now: number) => Effect.Effect<void, RunLogError>
+  /** Restarts the detach grace of a run no client holds (a resumed run's clients are reconnecting). */
+  readonly touch: (runId: string, now: number) => Effect.Effect<void, RunLogError>
+  /** Marks a run as waiting for a person (or no longer). */
+  readonly setWaiting: (runId: string, waiting: boolean) => Effect.Effect<void, RunLogError>
+  /** Queues a user message for the conversation's active run; none when no run is active. */
+  readonly inject: (conversationId: string, content: string) => Effect.Effect<Option.Option<Injection>, RunLogError>
+  /** Removes a message not drained yet; true when it was still queued. */
+  readonly recall: (conversationId: string, id: string) => Effect.Effect<boolean, RunLogError>
+  /** Takes every queued message of the conversation, in order. */
+  readonly drain: (conversationId: string) => Effect.Effect<ReadonlyArray<Injection>, RunLogError>
+  /** Deletes finished runs older than `before` (ms) and their events and messages. */
+  readonly prune: (before: number) => Effect.Effect<number, RunLogError>
+}
+
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class RunLog extends Context.Tag("effect-react-engine/server/RunLog")<RunLog, RunLogService>() {}
+
+const failure = (what: string) => (error: SqlError.SqlError) => new RunLogError({ message: `${what}: ${error.message}` })
+
+interface RunSqlRow {
+  readonly run_id: string
+  readonly conversation_id: string
+  readonly query: string
+  readonly status: string
+  readonly started_at: number | string
+  readonly last_seq: number | string
+  readonly cancel_requested: number | string
+  readonly leases: number | string
+  readonly detached_at: number | string | null
+  readonly waiting: number | string
+}
+
+const toRun = (row: RunSqlRow): RunRow => ({
+  runId: row.run_id,
+  conversationId: row.conversation_id,
+  query: row.query,
+  status: row.status === "done" ? "done" : "running",
+  startedAt: Number(row.started_at),
+  lastSeq: Number(row.last_seq),
+  cancelRequested: Number(row.cancel_requested) === 1,
+  leases: Number(row.leases),
+  detachedAt: row.detached_at === null ? undefined : Number(row.detached_at),
+  waiting: Number(row.waiting) === 1
+})
+
+const newInjectionId = () => `inj_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`
+
+/**
+ * The run log over the `SqlClient` in context (runs its migrations first).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* Migrations.run.pipe(Effect.mapError((e) => new RunLogError({ message: `run log migration failed: ${e.message}` })))
+  const columns = sql`run_id, conversation_id, query, status, started_at, last_seq, cancel_requested, leases, detached_at, waiting`
+
+  const one = (rows: ReadonlyArray<RunSqlRow>) => Option.map(Option.fromNullable(rows[0]), toRun)
+
+  const service: RunLogService = {
+    start: ({ conversationId, query, runId }) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO react_active_runs (conversation_id, run_id) VALUES (${conversationId}, ${runId})
+          ON CONFLICT (conversation_id) DO NOTHING`
+        const owner = yield* sql<{ run_id: string }>`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}`
+        if (owner[0]?.run_id !== runId) return false
+        yield* sql`INSERT INTO react_runs (run_id, conversation_id, query, status, started_at, last_seq, cancel_requested, leases, waiting)
+          VALUES (${runId}, ${conversationId}, ${query}, 'running', ${Date.now()}, 0, 0, 0, 0)`
+        return true
+      })).pipe(
+        Effect.mapError(failure("starting the run failed")),
+        Effect.flatMap((started) => (started ? Effect.void : Effect.fail(new RunInProgress({ conversationId }))))
+      ),
+    finish: (runId) =>
+      sql.withTransaction(Effect.zipRight(
+        sql`UPDATE react_runs SET status = 'done' WHERE run_id = ${runId}`,
+        sql`DELETE FROM react_active_runs WHERE run_id = ${runId}`
+      )).pipe(Effect.asVoid, Effect.mapError(failure("finishing the run failed"))),
+    run: (runId) =>
+      sql<RunSqlRow>`SELECT ${columns} FROM react_runs WHERE run_id = ${runId}`.pipe(
+        Effect.map(one),
+        Effect.mapError(failure("reading the run failed"))
+      ),
+    latest: (conversationId) =>
+      sql<RunSqlRow>`SELECT ${columns} FROM react_runs WHERE conversation_id = ${conversationId}
+        ORDER BY started_at DESC, run_id DESC LIMIT 1`.pipe(
+        Effect.map(one),
+        Effect.mapError(failure("reading the conversation's runs failed"))
+      ),
+    active: (conversationId) =>
+      sql<{ run_id: string }>`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]?.run_id)),
+        Effect.mapError(failure("reading the active run failed"))
+      ),
+    running: sql<RunSqlRow>`SELECT ${columns} FROM react_runs WHERE status = 'running'`.pipe(
+      Effect.map((rows) => rows.map(toRun)),
+      Effect.mapError(failure("listing running runs failed"))
+    ),
+    append: (runId, events) =>
+      events.length === 0 ? Effect.void : sql.withTransaction(Effect.gen(function*() {
+        for (const e of events) {
+          yield* sql`INSERT INTO react_run_events (run_id, seq, event_key, channel, data)
+            VALUES (${runId}, ${e.seq}, ${e.key}, ${e.channel}, ${e.data}) ON CONFLICT DO NOTHING`
+        }
+        yield* sql`UPDATE react_runs SET last_seq = ${events[events.length - 1].seq}
+          WHERE run_id = ${runId} AND last_seq < ${events[events.length - 1].seq}`
+      })).pipe(Effect.asVoid, Effect.mapError(failure("storing events failed"))),
+    eventsAfter: (runId, after) =>
+      sql<{ seq: number | string; channel: string; data: string }>`SELECT seq, channel, data FROM react_run_events
+        WHERE run_id = ${runId} AND seq > ${after} ORDER BY seq`.pipe(
+        Effect.map((rows) => rows.map((r) => ({ seq: Number(r.seq), channel: r.channel, data: r.data }))),
+        Effect.mapError(failure("reading events failed"))
+      ),
+    storedKeys: (runId) =>
+      sql<{ seq: number | string; event_key: string }>`SELECT seq, event_key FROM react_run_events WHERE run_id = ${runId}`.pipe(
+        Effect.map((rows) => ({
+          keys: new Set(rows.map((r) => r.event_key)),
+          lastSeq: rows.reduce((max, r) => Math.max(max, Number(r.seq)), 0)
+        })),
+        Effect.mapError(failure("reading stored events failed"))
+      ),
+    requestCancel: (conversationId) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const rows = yield* sql<{ run_id: string }>`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}`
+        const runId = rows[0]?.run_id
+        if (runId === undefined) return Option.none<string>()
+        yield* sql`UPDATE react_runs SET cancel_requested = 1 WHERE run_id = ${runId}`
+        return Option.some(runId)
+      })).pipe(Effect.mapError(failure("cancelling the run failed"))),
+    cancelRequested: (runIds) =>
+      runIds.length === 0 ? Effect.succeed([]) : sql<{ run_id: string }>`SELECT run_id FROM react_runs
+        WHERE cancel_requested = 1 AND status = 'running' AND ${sql.in("run_id", runIds)}`.pipe(
+        Effect.map((rows) => rows.map((r) => r.run_id)),
+        Effect.mapError(failure("reading cancellation requests failed"))
+      ),
+    lease: (runId, delta, now) =>
+      (delta === 1
+        ? sql`UPDATE react_runs SET leases = leases + 1, detached_at = NULL WHERE run_id = ${runId}`
+        : sql`UPDATE react_runs SET leases = CASE WHEN leases > 0 THEN leases - 1 ELSE 0 END,
+            detached_at = CASE WHEN leases <= 1 THEN ${now} ELSE detached_at END WHERE run_id = ${runId}`).pipe(
+        Effect.asVoid,
+        Effect.mapError(failure("updating the run's clients failed"))
+      ),
+    touch: (runId, now) =>
+      sql`UPDATE react_runs SET detached_at = ${now} WHERE run_id = ${runId} AND leases = 0`.pipe(
+        Effect.asVoid,
+        Effect.mapError(failure("updating the run failed"))
+      ),
+    setWaiting: (runId, waiting) =>
+      sql`UPDATE react_runs SET waiting = ${waiting ? 1 : 0} WHERE run_id = ${runId}`.pipe(
+        Effect.asVoid,
+        Effect.mapError(failure("updating the run failed"))
+      ),
+    inject: (conversationId, content) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const rows = yield* sql<{ run_id: string }>`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}`
+        const runId = rows[0]?.run_id
+        if (runId === undefined) return Option.none<Injection>()
+        const id = newInjectionId()
+        yield* sql`INSERT INTO react_injections (id, conversation_id, run_id, content, state, created_at)
+          VALUES (${id}, ${conversationId}, ${runId}, ${content}, 'queued', ${Date.now()})`
+        return Option.some({ id, content })
+      })).pipe(Effect.mapError(failure("queueing the message failed"))),
+    recall: (conversationId, id) =>
+      sql<{ id: string }>`UPDATE react_injections SET state = 'recalled'
+        WHERE id = ${id} AND conversation_id = ${conversationId} AND state = 'queued' RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.mapError(failure("recalling the message failed"))
+      ),
+    drain: (conversationId) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const rows = yield* sql<{ id: string; content: string; created_at: number | string }>`SELECT id, content, created_at
+          FROM react_injections WHERE conversation_id = ${conversationId} AND state = 'queued' ORDER BY created_at, id`
+        if (rows.length === 0) return []
+        yield* sql`UPDATE react_injections SET state = 'drained' WHERE ${sql.in("id", rows.map((r) => r.id))}`
+        return rows.map((r): Injection => ({ id: r.id, content: r.content }))
+      })).pipe(Effect.mapError(failure("draining messages failed"))),
+    prune: (before) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const old = yield* sql<{ run_id: string }>`SELECT run_id FROM react_runs WHERE status = 'done' AND started_at < ${before}`
+        if (old.length === 0) return 0
+        const ids = old.map((r) => r.run_id)
+        yield* sql`DELETE FROM react_run_events WHERE ${sql.in("run_id", ids)}`
+        yield* sql`DELETE FROM react_injections WHERE ${sql.in("run_id", ids)}`
+        yield* sql`DELETE FROM react_runs WHERE ${sql.in("run_id", ids)}`
+        return ids.length
+      })).pipe(Effect.mapError(failure("pruning old runs failed")))
+  }
+  return service
+})
+
+/**
+ * Over the `SqlClient` in context.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<RunLog, RunLogError, SqlClient.SqlClient> = Layer.effect(RunLog, make)

@@ -1,0 +1,140 @@
+/**
+ * The `RunJournal` of a durable run: activities are `@effect/workflow`
+ * activities (their results are stored; a replay returns them without running
+ * them again), events are stored in the run log with their per-run ids before
+ * live listeners get them.
+ *
+ * Event identity. A replay re-emits the events of the run's deterministic part
+ * in the same order: they are keyed by their position (`b:<n>`) and skipped
+ * when stored. Events emitted while an activity executes are keyed by the
+ * activity, the process and their position in it (`<activity>@<boot>:<n>`):
+ * a completed activity does not run again, so its events are not re-emitted;
+ * an activity re-run after a crash emits new ones. Event ids continue from the
+ * last stored one.
+ *
+ * Restarts. An activity with `onRestart` (a tool that is not idempotent) or
+ * that reads `restarted` (the synthesis stream) first stores which process
+ * started it (`<name>/start`); when that is not this process, it had been in
+ * flight when its process died.
+ *
+ * @internal
+ */
+import * as Activity from "@effect/workflow/Activity"
+import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
+import type * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import type { RunEvent } from "../../RunEvent.js"
+import { toWire } from "../../RunEvent.js"
+import type { ActivityOptions, RunJournal } from "../../RunJournal.js"
+import type { RunLogService } from "../RunLog.js"
+import * as Sse from "../Sse.js"
+import type { LocalRun, RunHost } from "./runHost.js"
+
+/** The activity whose execution emits the current events (undefined: the run's own body). */
+const CurrentActivity = FiberRef.unsafeMake<string | undefined>(undefined)
+
+/** A run that stops runs no activity any more: it dies instead of being retried on interruption. */
+class RunStopped extends Schema.TaggedError<RunStopped>()("RunStopped", {}) {}
+
+export interface DurableJournal extends RunJournal {
+  /** Emits an event under a key of the host's choosing (once: skipped when stored). */
+  readonly emitOnce: (key: string, event: RunEvent) => Effect.Effect<void>
+  /** How many stored events a replay skipped (0 for a run that never stopped). */
+  readonly skipped: () => number
+}
+
+export const make = (options: {
+  readonly runId: string
+  /** The workflow execution the activities belong to (captured in the workflow body). */
+  readonly workflow: Context.Context<WorkflowEngine | WorkflowInstance>
+  readonly host: RunHost
+  readonly log: RunLogService
+  readonly local: LocalRun
+  readonly stored: { readonly keys: ReadonlySet<string>; readonly lastSeq: number }
+  /** Rewrites an event's wire payload before it is stored (e.g. `done`'s elapsed time and conversation id). */
+  readonly rewrite?: (event: RunEvent, data: Record<string, unknown>) => Record<string, unknown>
+  /** Runs before `Done` is stored (storing the turn, releasing the conversation). */
+  readonly beforeDone?: (done: Extract<RunEvent, { _tag: "Done" }>) => Effect.Effect<void>
+}): DurableJournal => {
+  const { host, log, runId } = options
+  const keys = new Set(options.stored.keys)
+  let seq = options.stored.lastSeq
+  let body = 0
+  let skipped = 0
+  const positions = new Map<string, number>()
+  // one event at a time: ids are assigned and stored in order (concurrent tool calls emit concurrently)
+  const lock = Effect.unsafeMakeSemaphore(1)
+
+  const store = (key: string, event: RunEvent): Effect.Effect<void> => lock.withPermits(1)(Effect.suspend(() => {
+    if (keys.has(key)) {
+      skipped++
+      return Effect.void
+    }
+    keys.add(key)
+    const wire = toWire(event)
+    const data = options.rewrite ? options.rewrite(event, wire.data) : wire.data
+    const frame = Sse.frame(++seq, wire.channel, data)
+    return log.append(runId, [{ seq: frame.id, key, channel: wire.channel, data: JSON.stringify(data) }]).pipe(
+      Effect.orDie,
+      Effect.zipRight(host.publish(runId, frame))
+    )
+  }))
+
+  const emit = (event: RunEvent): Effect.Effect<void> =>
+    Effect.flatMap(FiberRef.get(CurrentActivity), (activity) => {
+      let key: string
+      if (activity === undefined) {
+        key = `b:${++body}`
+      } else {
+        const n = (positions.get(activity) ?? 0) + 1
+        positions.set(activity, n)
+        key = `${activity}:${n}`
+      }
+      if (event._tag === "Done" && options.beforeDone !== undefined && !keys.has(key)) {
+        return Effect.zipRight(options.beforeDone(event), store(key, event))
+      }
+      return store(key, event)
+    })
+
+  // an activity runs interruptibly (the workflow engine runs it uninterruptible) so that tool
+  // timeouts and the run's cancellation can stop it; cancellation fails it instead of retrying it
+  const running = <A, E>(name: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    Effect.interruptible(effect).pipe(
+      Effect.locally(CurrentActivity, `${name}@${host.bootId}`),
+      Effect.raceFirst(Effect.zipRight(Deferred.await(options.local.cancel), Effect.die(new RunStopped())))
+    )
+
+  const activity = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
+    const make = (execute: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.provide(
+        Activity.make({
+          name: o.name,
+          success: o.success,
+          error: (o.error ?? Schema.Never) as Schema.Schema<E, IE>,
+          execute,
+          interruptRetryPolicy: Schedule.stop
+        }),
+        options.workflow
+      )
+    if (o.onRestart === undefined && o.restartAware !== true) {
+      return make(running(o.name, Effect.suspend(() => o.execute({ restarted: false }))))
+    }
+    const startedBy = Activity.make({ name: `${o.name}/start`, success: Schema.String, execute: Effect.succeed(host.bootId) })
+    return Effect.flatMap(
+      Effect.provide(startedBy, options.workflow),
+      (startedBy) => {
+        const restarted = startedBy !== host.bootId
+        return make(running(
+          o.name,
+          Effect.suspend(() => (restarted && o.onRestart !== undefined ? o.onRestart() : o.execute({ restarted })))
+        ))
+      }
+    )
+  }
+
+  return { activity, emit, emitOnce: store, skipped: () => skipped }
+}

@@ -1,0 +1,53 @@
+/**
+ * The run log's tables (the same SQL on SQLite and PostgreSQL).
+ *
+ * @internal
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+
+const migrations = {
+  "1_create_run_log": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`CREATE TABLE IF NOT EXISTS react_runs (
+      run_id TEXT PRIMARY KEY,
+      conversation_id TEXT NOT NULL,
+      query TEXT NOT NULL,
+      status TEXT NOT NULL,
+      started_at BIGINT NOT NULL,
+      last_seq INTEGER NOT NULL DEFAULT 0,
+      cancel_requested INTEGER NOT NULL DEFAULT 0,
+      leases INTEGER NOT NULL DEFAULT 0,
+      detached_at BIGINT,
+      waiting INTEGER NOT NULL DEFAULT 0
+    )`
+    yield* sql`CREATE INDEX IF NOT EXISTS react_runs_conversation ON react_runs (conversation_id, started_at)`
+    yield* sql`CREATE INDEX IF NOT EXISTS react_runs_status ON react_runs (status, started_at)`
+    yield* sql`CREATE TABLE IF NOT EXISTS react_active_runs (
+      conversation_id TEXT PRIMARY KEY,
+      run_id TEXT NOT NULL
+    )`
+    yield* sql`CREATE TABLE IF NOT EXISTS react_run_events (
+      run_id TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      event_key TEXT NOT NULL,
+      channel TEXT NOT NULL,
+      data TEXT NOT NULL,
+      PRIMARY KEY (run_id, seq),
+      UNIQUE (run_id, event_key)
+    )`
+    yield* sql`CREATE TABLE IF NOT EXISTS react_injections (
+      id TEXT PRIMARY KEY,
+      conversation_id TEXT NOT NULL,
+      run_id TEXT NOT NULL,
+      content TEXT NOT NULL,
+      state TEXT NOT NULL,
+      created_at BIGINT NOT NULL
+    )`
+    yield* sql`CREATE INDEX IF NOT EXISTS react_injections_queue ON react_injections (conversation_id, state)`
+  })
+}
+
+/** Runs the migrations (idempotent; concurrent instances are serialised by the migrator's table). */
+export const run = Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: "react_engine_run_log_migrations" })
