@@ -100,7 +100,11 @@ const wrapTool = (server: string, client: Client, mcpTool: {
   readonly description?: string | undefined
   readonly title?: string | undefined
   readonly inputSchema: Record<string, unknown>
-  readonly annotations?: { readonly readOnlyHint?: boolean | undefined; readonly title?: string | undefined } | undefined
+  readonly annotations?: {
+    readonly readOnlyHint?: boolean | undefined
+    readonly idempotentHint?: boolean | undefined
+    readonly title?: string | undefined
+  } | undefined
 }, name: string): Tool =>
   fromJsonSchema({
     name,
@@ -108,6 +112,8 @@ const wrapTool = (server: string, client: Client, mcpTool: {
       `Tool "${mcpTool.name}" of the MCP server "${server}"`,
     jsonSchema: mcpTool.inputSchema as JsonSchemaObject,
     readOnly: mcpTool.annotations?.readOnlyHint === true,
+    // a durable run re-runs an idempotent call cut by a restart (any other is answered with an error)
+    idempotent: mcpTool.annotations?.idempotentHint === true,
     handler: (args) =>
       Effect.tryPromise({
         try: (signal) => client.callTool({ name: mcpTool.name, arguments: args }, undefined, { signal }),

@@ -116,6 +116,7 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
     const synthesis = yield* journal.activity({
       name: "synthesis",
       success: SynthesisResultSchema,
+      restartAware: true,
       // a stream cut by a crash starts again: the client discards what it showed
       execute: ({ restarted }) =>
         Effect.zipRight(
