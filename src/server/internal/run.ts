@@ -3,7 +3,8 @@
  * the agent, turns its events into numbered SSE frames (replay buffer + PubSub),
  * stores the turn before `done` goes out, and guarantees the last frame is a
  * `done` — after an `error` frame when something failed, with `cancelled: true`
- * when the run was cancelled.
+ * when the run was cancelled. LLM retries become `phase {phase:"retrying"}`
+ * frames. It logs one line when the run starts and one when it ends.
  *
  * @internal
  */
@@ -14,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { ContextGuardService } from "../../ContextGuard.js"
 import type { InterruptsService } from "../../Interrupts.js"
+import * as Llm from "../../Llm.js"
 import type { ChatMessage } from "../../Message.js"
 import type { ReactAgentService } from "../../ReactAgent.js"
 import type { Channel, RunEvent } from "../../RunEvent.js"
@@ -69,6 +71,29 @@ const emit = (run: RunState, channel: Channel, data: Record<string, unknown>, ca
 /** How long a cancelled run may take to send its own `Done` before it is cut. */
 const CANCEL_GRACE = "2 seconds"
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+
+/** The run's end, for its log line. */
+interface Outcome {
+  iterations: number
+  tokens: number
+  llmCalls: number
+  retries: number
+}
+
+const endLine = (run: RunState, outcome: Outcome, status: "done" | "cancelled" | "failed"): string => {
+  const seconds = ((Date.now() - run.startedAt) / 1000).toFixed(2)
+  const parts = [
+    plural(outcome.iterations, "iteration"),
+    `${outcome.tokens} tokens`,
+    plural(outcome.llmCalls, "LLM call"),
+    ...(outcome.retries === 0 ? [] : [outcome.retries === 1 ? "1 LLM retry" : `${outcome.retries} LLM retries`]),
+    `${seconds} s`
+  ]
+  const failure = status === "failed" && run.transcript.failure !== undefined ? `: ${run.transcript.failure}` : ""
+  return `run ${run.id} ${status} (conversation ${run.conversationId}): ${parts.join(", ")}${failure}`
+}
+
 const causeMessage = (cause: Cause.Cause<unknown>): string => {
   const failure = Cause.squash(cause)
   return failure instanceof Error ? failure.message : String(failure)
@@ -78,6 +103,18 @@ const causeMessage = (cause: Cause.Cause<unknown>): string => {
 export const execute = (run: RunState, deps: RunDeps): Effect.Effect<void> => {
   const cap = deps.settings.replayBufferSize
   const send = (channel: Channel, data: Record<string, unknown>) => emit(run, channel, data, cap)
+  const outcome: Outcome = { iterations: 0, tokens: 0, llmCalls: 0, retries: 0 }
+
+  const onRetry = (notice: Llm.RetryNotice): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      outcome.retries++
+      return send("phase", {
+        phase: "retrying",
+        attempt: notice.attempt,
+        reason: notice.reason,
+        delay_ms: Math.round(notice.delayMs)
+      })
+    })
 
   const persist = (turn: Omit<TurnRecord, "conversationId" | "query">) =>
     deps.store.appendTurn({ conversationId: run.conversationId, query: run.query, ...turn }).pipe(
@@ -90,6 +127,9 @@ export const execute = (run: RunState, deps: RunDeps): Effect.Effect<void> => {
       const wire = toWire(event)
       return send(wire.channel, wire.data)
     }
+    outcome.iterations = event.iterations
+    outcome.tokens = event.usage.total_tokens
+    outcome.llmCalls = event.usage.llm_calls
     return Effect.flatMap(DeferredM.isDone(run.cancel), (cancelled) => {
       const messages = Transcript.loopMessages(event.messages ?? Transcript.messagesFromEvents(run.transcript), run.query)
       // a cancelled run keeps what was already streamed of the answer
@@ -135,6 +175,7 @@ export const execute = (run: RunState, deps: RunDeps): Effect.Effect<void> => {
   )
 
   const body = Effect.gen(function*() {
+    yield* Effect.logInfo(`run ${run.id} started (conversation ${run.conversationId})`)
     const history = yield* loadHistory
     yield* deps.agent.run({
       query: run.query,
@@ -145,6 +186,8 @@ export const execute = (run: RunState, deps: RunDeps): Effect.Effect<void> => {
       cancel: DeferredM.await(run.cancel)
     }).pipe(
       Stream.runForEach(onEvent),
+      // the LLM's retries inside the run (every fiber the agent forks inherits this)
+      Llm.withRetryObserver(onRetry),
       // safety net: a run that does not end soon after the cancel is cut (`finish` sends `done`)
       Effect.raceFirst(Effect.zipRight(DeferredM.await(run.cancel), Effect.sleep(CANCEL_GRACE)))
     )
@@ -154,9 +197,10 @@ export const execute = (run: RunState, deps: RunDeps): Effect.Effect<void> => {
   // out (cancelled, or a defect), store what happened and send `done`
   const finish = Effect.gen(function*() {
     const pending = yield* deps.interrupts.unregister(run.conversationId)
+    const cancelled = yield* DeferredM.isDone(run.cancel)
     if (!run.doneSent) {
       const t = run.transcript
-      const cancelled = yield* DeferredM.isDone(run.cancel)
+      outcome.iterations = t.iterations
       yield* persist({
         answer: t.answer,
         messages: Transcript.messagesFromEvents(t),
@@ -173,6 +217,8 @@ export const execute = (run: RunState, deps: RunDeps): Effect.Effect<void> => {
         ...(cancelled ? { cancelled: true } : {})
       })
     }
+    const status = cancelled ? "cancelled" : run.transcript.failure === undefined ? "done" : "failed"
+    yield* (status === "failed" ? Effect.logWarning : Effect.logInfo)(endLine(run, outcome, status))
     run.running = false
     run.finishedAt = Date.now()
     yield* DeferredM.succeed(run.finished, undefined)
