@@ -42,7 +42,8 @@ export const ToolsLayer: Layer.Layer<Toolkit.Tools, never, McpTools> = Layer.eff
 /**
  * The app's services over an LLM layer (`Llm`, optionally with `ModelRegistry`):
  * `ReactAgent`, `ContextGuard`, `Interrupts`, `Tools`, `Hooks` (empty), the LLM
- * and `AppInfo` (model name from the `Llm`, `demo` as given).
+ * and `AppInfo` (model name from the `Llm`, `demo` as given, the MCP servers
+ * behind the tools), and `McpTools` unless `tools` is given.
  *
  * @since 0.1.0 @category layers
  */
@@ -50,21 +51,31 @@ export const make = <E, R>(
   llm: Layer.Layer<Llm, E, R>,
   options: {
     readonly demo: boolean
-    /** Default: built-ins + MCP servers from `MCP_CONFIG`. */
+    /** Default: built-ins + the tools of `mcp`. Given: exactly these tools (all reported as built in). */
     readonly tools?: Layer.Layer<Toolkit.Tools>
+    /** The MCP servers (ignored with `tools`). Default: the servers of `MCP_CONFIG`. */
+    readonly mcp?: Layer.Layer<McpTools>
     /** Default: no hooks. */
     readonly hooks?: Layer.Layer<Hooks>
     /** Default: `ContextGuard.layer` (configured from the environment). */
     readonly guard?: Layer.Layer<ContextGuard, ConfigError.ConfigError>
   }
 ) => {
-  const info = Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo })))
+  const tools = options.tools !== undefined
+    ? Layer.merge(options.tools, Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo }))))
+    : Layer.merge(
+      ToolsLayer,
+      Layer.effect(AppInfo, Effect.all([Llm, McpTools]).pipe(Effect.map(([service, mcp]) => ({
+        model: service.model,
+        demo: options.demo,
+        mcp: { servers: mcp.servers, failed: mcp.failed }
+      }))))
+    ).pipe(Layer.provideMerge(options.mcp ?? McpTools.layerConfig))
   const services = Layer.mergeAll(
     options.guard ?? ContextGuard.layer,
     Interrupts.layer,
     options.hooks ?? Hooks.layerEmpty,
-    options.tools ?? ToolsLayer.pipe(Layer.provide(McpTools.layerConfig)),
-    info
+    tools
   )
   return ReactAgent.layer().pipe(Layer.provideMerge(services), Layer.provideMerge(llm))
 }

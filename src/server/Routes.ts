@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { AppInfo } from "./AppInfo.js"
 import { Interrupts } from "../Interrupts.js"
+import { Tools } from "../Toolkit.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
 import { ConversationStore } from "./ConversationStore.js"
@@ -46,6 +47,7 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
     const store = yield* ConversationStore
     const interrupts = yield* Interrupts
     const info = yield* AppInfo
+    const toolkit = yield* Tools
     const limit = settings.maxBodyBytes
     const guard = ApiError.authorize(settings.apiToken)
 
@@ -55,7 +57,19 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
     ) => router.add(method, path, ApiError.handle(Effect.zipRight(guard, handler)))
 
-    yield* router.add("GET", "/health", HttpServerResponse.unsafeJson({ status: "ok", model: info.model, demo: info.demo }))
+    yield* router.add(
+      "GET",
+      "/health",
+      HttpServerResponse.unsafeJson({ status: "ok", model: info.model, demo: info.demo, tools: toolkit.size })
+    )
+
+    // every tool the agent has, with where it comes from, and the MCP servers that did not start
+    const sources = new Map(info.mcp?.servers.flatMap((s) => s.tools.map((t) => [t, `mcp:${s.name}`] as const)) ?? [])
+    const catalogue = {
+      tools: toolkit.tools.map((t) => ({ name: t.name, description: t.description, source: sources.get(t.name) ?? "builtin" })),
+      failed_servers: info.mcp?.failed ?? []
+    }
+    yield* api("GET", "/api/tools", Effect.sync(() => HttpServerResponse.unsafeJson(catalogue)))
 
     yield* api(
       "POST",

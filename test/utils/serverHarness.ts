@@ -48,14 +48,22 @@ export const startServer = (options: {
   /** Tools from an MCP config file (plus the built-ins), instead of `tools`. */
   readonly mcpConfigPath?: string
   readonly guard?: Layer.Layer<ContextGuard.ContextGuard>
+  /** Retries of the LLM layer (default 0). */
+  readonly llmMaxRetries?: number
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const databasePath = options.databasePath ?? tempDatabase()
-    const llm = OpenAiLlm.layer({ baseURL: options.llmUrl, apiKey: "test-key", model: "fake-model", maxRetries: 0 })
+    const llm = OpenAiLlm.layer({
+      baseURL: options.llmUrl,
+      apiKey: "test-key",
+      model: "fake-model",
+      maxRetries: options.llmMaxRetries ?? 0,
+      retryBaseDelay: "20 millis"
+    })
     const tools = options.mcpConfigPath !== undefined
-      ? App.ToolsLayer.pipe(Layer.provideMerge(McpTools.McpTools.layer(options.mcpConfigPath)))
-      : Tools.layer(options.tools ?? BuiltinTools.tools)
-    const app = App.make(llm, { demo: false, tools, ...(options.guard ? { guard: options.guard } : {}) })
+      ? { mcp: McpTools.McpTools.layer(options.mcpConfigPath) }
+      : { tools: Tools.layer(options.tools ?? BuiltinTools.tools) }
+    const app = App.make(llm, { demo: false, ...tools, ...(options.guard ? { guard: options.guard } : {}) })
     const layer = Server.serve({ disableLogger: true }).pipe(
       Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
       Layer.provide(ConversationStore.layerSqlite(databasePath)),
