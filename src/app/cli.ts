@@ -12,11 +12,14 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AppInfo as AppInfoTag } from "./App.js"
-import { parse, USAGE } from "./cliArgs.js"
-import { jsonRenderer, type Output, textRenderer } from "./cliRender.js"
+import { type CliOptions, parse, USAGE } from "./cliArgs.js"
+import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
+import * as Llm from "../Llm.js"
 import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
+import type { Tools as ToolsTag } from "../Toolkit.js"
 
 const out: Output = {
   write: (text) => void process.stdout.write(text),
@@ -38,10 +41,17 @@ const readStdin: Effect.Effect<string> = Effect.async<string>((resume) => {
 const loadApp = async (): Promise<{
   readonly AppInfo: typeof AppInfoTag
   readonly ReactAgent: typeof ReactAgentTag
+  readonly Tools: typeof ToolsTag
+  readonly toolCatalogue: typeof import("../server/AppInfo.js").toolCatalogue
   readonly layer: typeof import("./App.js").AppLayer
 }> => {
-  const [app, agent] = await Promise.all([import("./App.js"), import("../ReactAgent.js")])
-  return { AppInfo: app.AppInfo, ReactAgent: agent.ReactAgent, layer: app.AppLayer }
+  const [app, agent, toolkit, info] = await Promise.all([
+    import("./App.js"),
+    import("../ReactAgent.js"),
+    import("../Toolkit.js"),
+    import("../server/AppInfo.js")
+  ])
+  return { AppInfo: app.AppInfo, ReactAgent: agent.ReactAgent, Tools: toolkit.Tools, toolCatalogue: info.toolCatalogue, layer: app.AppLayer }
 }
 
 /** Log lines (MCP start-up, the demo-model notice) as `warning: …` on stderr, so stdout stays the answer / JSON lines. */
@@ -53,7 +63,7 @@ const stderrLogger = Logger.make(({ logLevel, message }) => {
 
 /**
  * The CLI program for the given arguments; succeeds with the exit code
- * (0 done, 1 run failed, 2 usage error).
+ * (0 done, 1 run failed, 2 usage error; `--tools` lists the tools and exits 0).
  *
  * @since 0.1.0 @category programs
  */
@@ -71,10 +81,16 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       out.error(`${parsed.message}\n\n${USAGE}\n`)
       return 2
     }
-    const options = parsed.options
+    const command = parsed
     // Loaded only for a run, so that --help and usage errors answer at once.
-    const { AppInfo, ReactAgent, layer: cliLayer } = yield* Effect.promise(() => loadApp())
-    return yield* Effect.scoped(Effect.gen(function*() {
+    const { AppInfo, ReactAgent, Tools, toolCatalogue, layer: cliLayer } = yield* Effect.promise(() => loadApp())
+    const listTools = (json: boolean): Effect.Effect<number, never, ToolsTag | AppInfoTag> =>
+      Effect.gen(function*() {
+        const catalogue = toolCatalogue(yield* AppInfo, yield* Tools)
+        out.write(json ? JSON.stringify(catalogue) + "\n" : toolsText(catalogue, out.isTTY))
+        return 0
+      })
+    const run = (options: CliOptions) => Effect.gen(function*() {
       const agent = yield* ReactAgent
       const info = yield* AppInfo
       const renderer = yield* Effect.acquireRelease(
@@ -85,9 +101,16 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
         query: options.question,
         ...(options.conversationId ? { conversationId: options.conversationId } : {}),
         ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})
-      }).pipe(Stream.runForEach((event) => Effect.sync(() => renderer.event(event))))
+      }).pipe(
+        Stream.runForEach((event) => Effect.sync(() => renderer.event(event))),
+        // the LLM's retries, shown like the server's phase {phase:"retrying"} frames
+        Llm.withRetryObserver((notice) => Effect.sync(() => renderer.retry(notice)))
+      )
       return renderer.failed() ? 1 : 0
-    })).pipe(
+    })
+    const body: Effect.Effect<number, never, ToolsTag | AppInfoTag | ReactAgentTag | Scope.Scope> =
+      command._tag === "Tools" ? listTools(command.json) : run(command.options)
+    return yield* Effect.scoped(body).pipe(
       Effect.onInterrupt(() => Effect.sync(() => out.error("\n✗ interrupted\n"))),
       Effect.provide(cliLayer),
       Effect.catchAllCause((cause) =>

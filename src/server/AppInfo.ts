@@ -7,6 +7,7 @@
  */
 import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
+import type { Toolkit } from "../Toolkit.js"
 
 /**
  * @since 0.1.0
@@ -38,3 +39,41 @@ export class AppInfo extends Context.Tag("react-engine/AppInfo")<AppInfo, AppInf
  * @category layers
  */
 export const layer = (info: AppInfoShape): Layer.Layer<AppInfo> => Layer.succeed(AppInfo, info)
+
+/**
+ * One tool as `GET /api/tools` lists it: `source` is `"builtin"` or
+ * `"mcp:<server>"`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ToolEntry {
+  readonly name: string
+  readonly description: string
+  readonly source: string
+}
+
+/**
+ * The body of `GET /api/tools` (and of `npm run ask -- --tools --json`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ToolCatalogue {
+  readonly tools: ReadonlyArray<ToolEntry>
+  readonly failed_servers: ReadonlyArray<{ readonly name: string; readonly error: string }>
+}
+
+/**
+ * Every tool of the toolkit with its source, and the MCP servers that did not start.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const toolCatalogue = (info: AppInfoShape, toolkit: Toolkit): ToolCatalogue => {
+  const sources = new Map(info.mcp?.servers.flatMap((s) => s.tools.map((t) => [t, `mcp:${s.name}`] as const)) ?? [])
+  return {
+    tools: toolkit.tools.map((t) => ({ name: t.name, description: t.description, source: sources.get(t.name) ?? "builtin" })),
+    failed_servers: info.mcp?.failed ?? []
+  }
+}

@@ -11,7 +11,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { AppInfo } from "./AppInfo.js"
+import { AppInfo, toolCatalogue } from "./AppInfo.js"
 import { Interrupts } from "../Interrupts.js"
 import { Tools } from "../Toolkit.js"
 import * as ApiError from "./ApiError.js"
@@ -64,11 +64,7 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
     )
 
     // every tool the agent has, with where it comes from, and the MCP servers that did not start
-    const sources = new Map(info.mcp?.servers.flatMap((s) => s.tools.map((t) => [t, `mcp:${s.name}`] as const)) ?? [])
-    const catalogue = {
-      tools: toolkit.tools.map((t) => ({ name: t.name, description: t.description, source: sources.get(t.name) ?? "builtin" })),
-      failed_servers: info.mcp?.failed ?? []
-    }
+    const catalogue = toolCatalogue(info, toolkit)
     yield* api("GET", "/api/tools", Effect.sync(() => HttpServerResponse.unsafeJson(catalogue)))
 
     yield* api(
