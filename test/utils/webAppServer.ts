@@ -11,7 +11,8 @@ import { createServer } from "node:http"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import { Hooks } from "../../src/Hooks.js"
 import { Interrupts } from "../../src/Interrupts.js"
-import type { ChatRequest } from "../../src/Llm.js"
+import type { ChatRequest, LlmService } from "../../src/Llm.js"
+import * as Llm from "../../src/Llm.js"
 import type { ChatMessage } from "../../src/Message.js"
 import { ReactAgent } from "../../src/ReactAgent.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
@@ -73,18 +74,32 @@ const synthesisFor = (request: ChatRequest): string => {
     `The sum is \`5\`.${follow ? ` You also asked about ${follow[1]}: noted.` : ""}`
 }
 
+/** The first word of the query the request works on. */
+const firstWord = (messages: ReadonlyArray<ChatMessage>): string | undefined =>
+  /^[a-z]+/.exec(lastQuery(messages).query.trim().toLowerCase())?.[0]
+
 /**
  * The model's script, chosen by the query's first word:
  * - `full`: reasoning, two parallel tool calls, an HTML chart, then the answer;
  * - `slow`: six slow lookups in a row (for stop, reload and follow-ups), then the answer;
- * - `hostile`: one lookup, then an answer full of HTML.
+ * - `hostile`: one lookup, then an answer full of HTML;
+ * - `think`: the first model call takes 20 s (for a stop while thinking);
+ * - `slowanswer`: one lookup, then an answer streamed slowly (for a stop during the answer);
+ * - `fail`: the model fails (a run that ends with an error);
+ * - `busy`: the first call is retried once by the LLM layer (see `retrying`).
  */
 export const responder: ScriptedLlm.Responder = (request, _index, _method) => {
   const synthesis = request.tools === undefined || request.tools.length === 0
+  const word = firstWord(request.messages)
+  if (word === "fail") return ScriptedLlm.fail("Server", "the model is down (scripted)")
+  if (synthesis && lastQuery(request.messages).query.includes("slowanswer:")) {
+    return ScriptedLlm.text(Array.from({ length: 60 }, (_, i) => `word${i}`).join(" "), { chunkDelay: "150 millis" })
+  }
   if (synthesis) return ScriptedLlm.text(synthesisFor(request), { chunkDelay: "30 millis", delay: "100 millis" })
-  const { index, query } = lastQuery(request.messages)
+  const { index } = lastQuery(request.messages)
   const done = request.messages.slice(index).filter((m) => m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0).length
-  const word = /^[a-z]+/.exec(query.trim().toLowerCase())?.[0]
+  if (word === "think") return ScriptedLlm.text("Done.", { delay: "20 seconds" })
+  if (word === "slowanswer" && done === 0) return ScriptedLlm.toolCall("lookup", { topic: "x", ms: 50 }, { id: "call_sa" })
   if (word === "full") {
     if (done === 0) {
       return ScriptedLlm.toolCalls([
@@ -108,15 +123,44 @@ export const responder: ScriptedLlm.Responder = (request, _index, _method) => {
   return ScriptedLlm.text("Done.", { delay: "100 millis" })
 }
 
+/**
+ * The scripted model as an LLM layer that retries, like `OpenAiLlm`: the first
+ * loop call of a `busy` query "fails" and is announced with `Llm.notifyRetry`
+ * (rate limited, 700 ms), then goes on.
+ */
+const retrying = (service: LlmService): LlmService => {
+  const retried = new Set<string>()
+  return {
+    ...service,
+    chat: (request) => {
+      const query = lastQuery(request.messages).query
+      if (firstWord(request.messages) !== "busy" || retried.has(query)) return service.chat(request)
+      retried.add(query)
+      // the failed first attempt takes a moment (a real one is an HTTP round trip)
+      return Effect.sleep("50 millis").pipe(
+        Effect.zipRight(Llm.notifyRetry({ attempt: 1, reason: "RateLimited", delayMs: 700 })),
+        Effect.zipRight(Effect.sleep("700 millis")),
+        Effect.zipRight(service.chat(request))
+      )
+    }
+  }
+}
+
 /** The base URL of the server under test. */
 export class WebAppUrl extends Context.Tag("test/WebAppUrl")<WebAppUrl, string>() {}
 
 /** The real server on a random port for the test's scope. */
-export const webAppServer = (options: { readonly demo?: boolean; readonly detachGraceMs?: number; readonly apiToken?: string } = {}) => {
+export const webAppServer = (options: {
+  readonly demo?: boolean
+  readonly detachGraceMs?: number
+  readonly apiToken?: string
+  /** Where the tools come from, as `AppInfo` reports it (`GET /api/tools`). */
+  readonly mcp?: AppInfo.AppInfoShape["mcp"]
+} = {}) => {
   const llm = ScriptedLlm.make(responder, { model: options.demo ? "demo" : "scripted-test" })
   const agent = ReactAgent.layer({ completionCheck: false, selfReflectionInterval: 0 }).pipe(
     Layer.provideMerge(Layer.mergeAll(
-      llm.layer,
+      Layer.succeed(Llm.Llm, retrying(llm.service)),
       Tools.layer(webTools),
       Hooks.layerEmpty,
       ContextGuard.layerMake(),
@@ -129,7 +173,11 @@ export const webAppServer = (options: { readonly demo?: boolean; readonly detach
   })
   const app = Server.serve({ disableLogger: true }).pipe(
     Layer.provide(agent),
-    Layer.provide(AppInfo.layer({ model: options.demo ? "demo" : "scripted-test", demo: options.demo ?? false })),
+    Layer.provide(AppInfo.layer({
+      model: options.demo ? "demo" : "scripted-test",
+      demo: options.demo ?? false,
+      ...(options.mcp ? { mcp: options.mcp } : {})
+    })),
     Layer.provide(ConversationStore.layerSqlite(":memory:")),
     Layer.provide(settings),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))

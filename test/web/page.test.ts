@@ -160,6 +160,8 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       assert.strictEqual(yield* pw(() => page.locator(".card.running").count()), 0)
       assert.isTrue(yield* pw(() => page.isHidden("#stop")))
       assert.strictEqual(yield* pw(() => page.textContent("#send")), "Send")
+      // the footer says it was stopped, and while doing what
+      assert.match((yield* pw(() => page.textContent(".turn:last-child .run-footer"))) ?? "", /^Stopped (?:while running lookup|while thinking)·/)
     }))
 
   it.scoped("model output with HTML is rendered as text, not HTML", () =>
