@@ -1,10 +1,11 @@
 /**
  * `npm start` as a real process (src/app/main.ts on the offline demo model):
- * what it logs per run, and what it says when its port is taken.
+ * what it logs per run, the README's inject example, and what it says when its
+ * port is taken.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { mkdtempSync, readFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -59,6 +60,28 @@ describe("npm start", () => {
       assert.strictEqual(lines.length, 2, lines.join("\n"))
       assert.match(lines[0], /INFO .*: run run_\S+ started \(conversation log-test\)$/)
       assert.match(lines[1], /INFO .*: run run_\S+ done \(conversation log-test\): 2 iterations, \d+ tokens, 3 LLM calls, \d+\.\d\d s$/)
+    } finally {
+      await stop(server.child, server.exited)
+    }
+  }, 90_000)
+
+  it("the README's inject script gets its follow-up taken in by a demo-model run", async () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+    const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("while IFS= read"))
+    assert.isString(block, "the inject script is in README.md")
+    const server = start({ PORT: "0" })
+    try {
+      await waitFor(() => /ready: http:\/\/(\S+)/.test(server.output.stdout), 60_000, "the banner")
+      const host = /ready: http:\/\/(\S+)/.exec(server.output.stdout)![1]
+      const script = block!.replaceAll("localhost:3000", host)
+      const output = await new Promise<string>((resolve, reject) =>
+        execFile("bash", ["-c", script], { timeout: 30_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout)))
+      )
+      assert.include(output, "event: inject")
+      assert.include(output, "\"tool_name\":\"current_time\"")
+      const done = JSON.parse(output.trim().split("\n").at(-1)!.replace(/^data: /, ""))
+      assert.include(done.answer, "also: what time is it in Tokyo?")
+      assert.include(done.answer, "**85**")
     } finally {
       await stop(server.child, server.exited)
     }
