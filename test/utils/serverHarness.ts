@@ -9,6 +9,8 @@ import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Scope from "effect/Scope"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -68,7 +70,9 @@ export const startServer = (options: {
       Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
       Layer.provide(ConversationStore.layerSqlite(databasePath)),
       Layer.provideMerge(app),
-      Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings }))
+      Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings })),
+      // the server's run log lines stay out of the test output
+      Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
     )
     const outer = yield* Effect.scope
     const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)

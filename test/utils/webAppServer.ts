@@ -6,7 +6,7 @@
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted, Schema } from "effect"
 import { createServer } from "node:http"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import { Hooks } from "../../src/Hooks.js"
@@ -180,7 +180,9 @@ export const webAppServer = (options: {
     })),
     Layer.provide(ConversationStore.layerSqlite(":memory:")),
     Layer.provide(settings),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    // the server's run log lines stay out of the test output
+    Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
   return Effect.gen(function*() {
     const context = yield* Layer.build(app)
