@@ -126,7 +126,7 @@ export const responder: ScriptedLlm.Responder = (request, _index, _method) => {
 /**
  * The scripted model as an LLM layer that retries, like `OpenAiLlm`: the first
  * loop call of a `busy` query "fails" and is announced with `Llm.notifyRetry`
- * (rate limited, 700 ms), then goes on.
+ * (rate limited, 1.5 s), then goes on.
  */
 const retrying = (service: LlmService): LlmService => {
   const retried = new Set<string>()
@@ -138,8 +138,8 @@ const retrying = (service: LlmService): LlmService => {
       retried.add(query)
       // the failed first attempt takes a moment (a real one is an HTTP round trip)
       return Effect.sleep("50 millis").pipe(
-        Effect.zipRight(Llm.notifyRetry({ attempt: 1, reason: "RateLimited", delayMs: 700 })),
-        Effect.zipRight(Effect.sleep("700 millis")),
+        Effect.zipRight(Llm.notifyRetry({ attempt: 1, reason: "RateLimited", delayMs: 1500 })),
+        Effect.zipRight(Effect.sleep("1500 millis")),
         Effect.zipRight(service.chat(request))
       )
     }

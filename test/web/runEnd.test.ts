@@ -115,7 +115,7 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("how a
       yield* pw(() => page.waitForSelector(".turn:last-child .phase.retry.active"))
       // under the step that waits for the model
       assert.strictEqual(yield* count(page, ".turn:last-child .iteration[data-iteration='1'] .thinking.active + .phase.retry"), 1)
-      assert.match(yield* text(page, ".turn:last-child .phase.retry"), /^The model is busy \(rate limited\): retry 1 in 0\.70 s…$/)
+      assert.match(yield* text(page, ".turn:last-child .phase.retry"), /^The model is busy \(rate limited\): retry 1 in 1\.50 s…$/)
       yield* waitEnded(page)
       yield* assertSettled(page)
       assert.strictEqual(yield* text(page, ".turn:last-child .phase.retry"), "Model call retried 1× (rate limited)")
