@@ -21,7 +21,12 @@ const Text = (what: string) =>
     Schema.maxLength(MAX_TEXT_CHARS, { message: () => `${what} is longer than ${MAX_TEXT_CHARS} characters` })
   )
 
-/** A run's cap on loop LLM calls (`max_iterations`; the CLI's `--max-iterations`). @since 0.1.0 @category models */
+/**
+ * A run's cap on loop LLM calls: `max_iterations` (and the CLI's `--max-iterations`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const MaxIterations = Schema.Int.pipe(Schema.between(1, 200, { message: () => "Expected an integer between 1 and 200" }))
 
 /** `POST /api/react`. @since 0.1.0 @category models */

@@ -58,7 +58,7 @@ export class ListenError extends Schema.TaggedError<ListenError>()("ListenError"
     const where = `${this.host}:${this.port}`
     switch (this.reason) {
       case "AddressInUse":
-        return `Port ${this.port} is already in use (${where}): another server is running there. ` +
+        return `Port ${this.port} is already in use (${where}), probably by another server. ` +
           `Stop it, or choose another port with PORT, e.g. PORT=${this.port + 1} npm start`
       case "PermissionDenied":
         return `Not allowed to listen on ${where}: choose a port above 1023 with PORT, e.g. PORT=3000 npm start`
