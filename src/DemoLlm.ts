@@ -7,9 +7,10 @@
  *   question (or "calculate"/"compute") → `calculator`; a time/date question
  *   (optionally "in <city or IANA zone>") → `current_time`; both → both (in
  *   parallel in native mode); after the results, a final answer built from them.
- *   Anything else: an explanation that this is the offline demo and how to
- *   configure a real model (`LLM_BASE_URL`, `LLM_API_KEY`, `LLM_MODEL`), in
- *   Chinese when the question is.
+ *   Anything else: an explanation that this is the offline demo, the tools the
+ *   agent has (every tool its request offers or can load, grouped by MCP
+ *   server) and how to configure a real model (`LLM_BASE_URL`, `LLM_API_KEY`,
+ *   `LLM_MODEL`), in Chinese when the question is.
  * - `[USER INTERRUPT]` messages are acknowledged and their question answered too.
  * - Structured calls (forced `tool_choice`, or a JSON Schema in the system
  *   prompt) get a valid object; compaction calls get a short summary.
@@ -104,6 +105,8 @@ export const respond = (request: ChatRequest): ChatResponse => {
       return reply(request, JSON.stringify(conv.sampleFromSchema(kind.schema, conv.lastUserText(request.messages))))
     case "Synthesis": {
       const trace = conv.readTrace(conv.lastUserText(request.messages))
+      // no tool results: the loop's draft already says what the demo can say (it saw the tools)
+      if (trace.observed.length === 0 && trace.draft !== undefined) return reply(request, trace.draft)
       return reply(request, compose(trace.question, trace.observed, trace.interrupt))
     }
     case "Compaction": {
@@ -114,6 +117,7 @@ export const respond = (request: ChatRequest): ChatResponse => {
     case "Loop": {
       const view = conv.readLoop(request.messages)
       const next = conv.remaining(view, conv.availability(request, kind.json))
+      const tools = conv.toolNames(request, kind.json)
       if (kind.json) {
         const first = next[0]
         return reply(
@@ -123,13 +127,13 @@ export const respond = (request: ChatRequest): ChatResponse => {
             : JSON.stringify({
               type: "final_answer",
               reasoning: "I have what I need to answer.",
-              answer: compose(view.question, view.observed, view.interrupt)
+              answer: compose(view.question, view.observed, view.interrupt, tools)
             })
         )
       }
       return next.length > 0
         ? reply(request, "", next, why(next))
-        : reply(request, compose(view.question, view.observed, view.interrupt))
+        : reply(request, compose(view.question, view.observed, view.interrupt, tools))
     }
   }
 }

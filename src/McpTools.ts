@@ -10,8 +10,9 @@
  *
  * Each server is started once when the layer is built and closed when its scope
  * closes. Its tools become `server__tool` (sanitized to `[a-zA-Z0-9_-]`, at most
- * 64 characters). A server that fails to start or list its tools, or a bad
- * configuration file, is logged as a warning and skipped: MCP never stops the app.
+ * 64 characters). A server that fails to start or list its tools is logged as a
+ * warning, skipped and reported in `failed` (with its error); a bad configuration
+ * file is logged and gives no tools: MCP never stops the app.
  *
  * @since 0.1.0
  */
@@ -19,6 +20,7 @@ import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -66,21 +68,35 @@ export interface ServerInfo {
   readonly pid?: number
 }
 
+/**
+ * A configured server that did not start or could not list its tools.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FailedServer {
+  readonly name: string
+  /** Why, e.g. `cannot start: spawn npx ENOENT` (with the tail of its stderr). */
+  readonly error: string
+}
+
 /** @since 0.1.0 @category models */
 export interface McpToolsService {
   /** Every tool of every server that started. */
   readonly tools: ReadonlyArray<Tool>
   /** The servers that started. */
   readonly servers: ReadonlyArray<ServerInfo>
+  /** The servers that were configured (and not disabled) but did not start. */
+  readonly failed: ReadonlyArray<FailedServer>
 }
 
 /** @since 0.1.0 @category constructors */
-export const empty: McpToolsService = { tools: [], servers: [] }
+export const empty: McpToolsService = { tools: [], servers: [], failed: [] }
 
 /**
  * Starts the configured servers concurrently and collects their tools. Servers
- * that fail are logged (`Effect.logWarning`) and skipped; each started server is
- * closed when the scope closes.
+ * that fail are logged (`Effect.logWarning`), skipped and listed in `failed`;
+ * each started server is closed when the scope closes.
  *
  * @since 0.1.0 @category constructors
  */
@@ -96,17 +112,18 @@ export const fromConfig = (config: McpConfig): Effect.Effect<McpToolsService, ne
         const exit = yield* Effect.exit(Scope.extend(connect(name, server, taken), scope))
         if (Exit.isSuccess(exit)) {
           yield* Effect.logInfo(`MCP server "${name}": ${exit.value.tools.length} tools`)
-          return Option.some(exit.value)
+          return Either.right(exit.value)
         }
         yield* Scope.close(scope, exit)
         const reason = Option.getOrElse(Cause.failureOption(exit.cause), () => Cause.pretty(exit.cause))
         yield* Effect.logWarning(`MCP server "${name}" skipped: ${reason}`)
-        return Option.none()
+        return Either.left<FailedServer>({ name, error: reason })
       }), { concurrency: "unbounded" })
-    const servers = results.flatMap((r) => Option.isSome(r) ? [r.value] : [])
+    const servers = results.flatMap((r) => Either.isRight(r) ? [r.right] : [])
     return {
       tools: servers.flatMap((s) => s.tools),
-      servers: servers.map((s) => ({ name: s.name, tools: s.tools.map((t) => t.name), ...(s.pid !== undefined ? { pid: s.pid } : {}) }))
+      servers: servers.map((s) => ({ name: s.name, tools: s.tools.map((t) => t.name), ...(s.pid !== undefined ? { pid: s.pid } : {}) })),
+      failed: results.flatMap((r) => Either.isLeft(r) ? [r.left] : [])
     }
   })
 

@@ -11,6 +11,7 @@
  *   reply, headers and body — the SDK's own timer stops at the headers — or a
  *   stream until its first chunk), the call across its retries (`totalTimeout`),
  *   and a stream between two chunks (`timeout` again, as an idle bound).
+ *   Each retry is announced to the fiber's retry observer (`Llm.notifyRetry`).
  * - Interruption aborts the HTTP request (`chat` via the `AbortSignal`, the stream
  *   by aborting its controller when the stream's scope closes).
  * - Reasoning: `reasoning_content` (DeepSeek style; also `reasoning`) and inline
@@ -45,7 +46,7 @@ import type { StreamState } from "./internal/openAiLlm/stream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiLlm/stream.js"
 import { ThinkSplitter } from "./internal/openAiLlm/think.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
-import { defaultAbilities, Llm, LlmError } from "./Llm.js"
+import { defaultAbilities, Llm, LlmError, notifyRetry } from "./Llm.js"
 
 /** @since 0.1.0 @category models */
 export type OpenAiLlmOptions = internal.OpenAiLlmOptions
@@ -120,6 +121,15 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
   const schedule = llmRetrySchedule(
     options.maxRetries ?? defaults.maxRetries,
     options.retryBaseDelay ?? Duration.millis(defaults.retryBaseDelayMs)
+  ).pipe(
+    // Before each retry (with its final delay), tell the run's observer (`Llm.notifyRetry`).
+    // This step is only reached while the schedule continues; errors that are not
+    // retryable are stopped by `while` right after it, so they are skipped here.
+    Schedule.modifyDelayEffect(([[, retries], error], delay) =>
+      error.retryable
+        ? Effect.as(notifyRetry({ attempt: retries + 1, reason: error.reason, delayMs: Duration.toMillis(delay) }), delay)
+        : Effect.succeed(delay)
+    )
   )
   const endpoint = options.client ? undefined : options.baseURL ?? "https://api.openai.com/v1"
   const totalTimeoutMs = options.totalTimeout !== undefined

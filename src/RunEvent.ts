@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { LlmErrorReason } from "./Llm.js"
 import { ChatMessage } from "./Message.js"
 import { Artifact, ContentType } from "./Tool.js"
 import { RunUsage } from "./Usage.js"
@@ -140,6 +141,20 @@ export const DagPhase = Schema.TaggedStruct("DagPhase", {
  */
 export const Resumed = Schema.TaggedStruct("Resumed", {})
 
+/**
+ * The model call failed and is retried (rate limit, server error, timeout,
+ * connection): the run is waiting, not stuck.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const LlmRetry = Schema.TaggedStruct("LlmRetry", {
+  attempt: Schema.Number,
+  reason: LlmErrorReason,
+  /** How long until the retry (ms). */
+  delay_ms: Schema.Number
+})
+
 /** @since 0.1.0 @category models */
 export const PendingInjection = Schema.Struct({ id: Schema.String, content: Schema.String })
 
@@ -178,6 +193,7 @@ export const RunEvent = Schema.Union(
   DagStep,
   DagPhase,
   Resumed,
+  LlmRetry,
   Done,
   RunFailed
 )
@@ -258,6 +274,8 @@ export const toWire = (event: RunEvent): { readonly channel: Channel; readonly d
     }
     case "Resumed":
       return { channel: "phase", data: { phase: "resumed" } }
+    case "LlmRetry":
+      return { channel: "phase", data: { phase: "retrying", attempt: event.attempt, reason: event.reason, delay_ms: event.delay_ms } }
     case "Done": {
       const { _tag, steps, messages, ...rest } = event
       return { channel: "done", data: rest }

@@ -100,6 +100,43 @@ describe("DemoLlm", () => {
       assert.include(zhMath.answer, "计算结果")
     }))
 
+  it.effect("asked what it can do, it names every tool the agent has, also those tool selection left unloaded", () => {
+    const mcpTool = (name: string) =>
+      Tool.make({ name, description: `MCP tool ${name}`, parameters: Schema.Struct({}), handler: () => Effect.succeed("ok") })
+    const extra = [
+      ...Array.from({ length: 12 }, (_, i) => mcpTool(`fs__op_${i}`)),
+      mcpTool("everything__echo"),
+      mcpTool("lookup")
+    ]
+    const layer = (options?: Partial<AgentOptions>) =>
+      ReactAgent.layer(options).pipe(
+        Layer.provide([
+          DemoLlm.layerWith({ chunkDelay: 0, thinkDelay: 0 }),
+          Toolkit.layer([...BuiltinTools.tools, ...extra]),
+          Hooks.layerEmpty,
+          Interrupts.layer
+        ]),
+        Layer.provide(ContextGuard.layer())
+      )
+    const whatCanYouDo = (options?: Partial<AgentOptions>) =>
+      Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "What can you do?" })).pipe(Effect.provide(layer(options)))
+    return Effect.gen(function*() {
+      for (const options of [{}, { useNativeTools: false }]) {
+        const result = yield* whatCanYouDo(options)
+        assert.strictEqual(result.steps.length, 0)
+        assert.include(result.answer, "The agent has 16 tools")
+        assert.include(result.answer, "- `calculator`, `current_time`, `lookup`")
+        assert.include(result.answer, "from the MCP server `fs` (12): `op_0`, `op_1`")
+        assert.include(result.answer, "`op_11`")
+        assert.include(result.answer, "from the MCP server `everything` (1): `echo`")
+        assert.include(result.answer, "LLM_BASE_URL")
+      }
+      // with only the built-ins, it names those two
+      const plain = yield* ask("What can you do?")
+      assert.include(plain.answer, "The agent has 2 tools, all usable by a real model:\n- `calculator`, `current_time`")
+    })
+  })
+
   it.effect("a tool error is explained, not hidden", () =>
     Effect.gen(function*() {
       const result = yield* ask("what is 1/0")

@@ -85,6 +85,9 @@ describe("McpTools", () => {
         Effect.gen(function*() {
           const mcp = yield* McpTools.fromConfig(fsConfig(dir))
           assert.strictEqual(mcp.servers.length, 1)
+          // the server that did not start is reported with its error
+          assert.deepStrictEqual(mcp.failed.map((f) => f.name), ["broken"])
+          assert.include(mcp.failed[0].error, "cannot start")
           const byName = new Map(mcp.tools.map((t) => [t.name, t]))
           const read = byName.get("filesystem__read_text_file") ?? byName.get("filesystem__read_file")!
           return {

@@ -2,7 +2,7 @@ import { assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { parse } from "../src/app/cliArgs.js"
-import { type Output, textRenderer } from "../src/app/cliRender.js"
+import { jsonRenderer, type Output, textRenderer } from "../src/app/cliRender.js"
 import type { RunEvent } from "../src/RunEvent.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
@@ -13,17 +13,22 @@ interface Run {
   readonly stderr: string
 }
 
-/** Runs the CLI as a child process, with no LLM or MCP configured unless `env` says so. */
-const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Run> => {
+const cleanEnv = (): Record<string, string> => {
   const base: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(?:FAST_)?LLM_|^MCP_CONFIG$|^REACT_|^CONTEXT_GUARD_/.test(k)) base[k] = v
+    if (v !== undefined && !/^(?:FAST_)?LLM_|^MCP_CONFIG$|^REACT_|^CONTEXT_GUARD_|^npm_/.test(k)) base[k] = v
   }
+  return base
+}
+
+/** Runs the CLI as a child process, with no LLM or MCP configured unless `env` says so. */
+const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}, command?: ReadonlyArray<string>): Promise<Run> => {
+  const [file, ...prefix] = command ?? [process.execPath, "--import", "tsx", "src/app/cli.ts"]
   return new Promise((resolve) => {
     execFile(
-      process.execPath,
-      ["--import", "tsx", "src/app/cli.ts", ...args],
-      { cwd: ROOT, env: { ...base, ...env }, timeout: 120_000 },
+      file,
+      [...prefix, ...args],
+      { cwd: ROOT, env: { ...cleanEnv(), ...env }, timeout: 120_000 },
       (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
       }
@@ -37,8 +42,13 @@ let runs: {
   json: Promise<Run>
   help: Promise<Run>
   badFlag: Promise<Run>
+  tooMany: Promise<Run>
   failing: Promise<Run>
   dag: Promise<Run>
+  retrying: Promise<Run>
+  tools: Promise<Run>
+  toolsJson: Promise<Run>
+  npmJson: Promise<Run>
 }
 
 beforeAll(() => {
@@ -49,6 +59,20 @@ beforeAll(() => {
     badFlag: cli(["--max-iterations", "zero", "hi"]),
     // the demo model cannot plan: DAG mode falls back to ReAct mode and still answers
     dag: cli(["--json", "--mode", "dag", "what is 2+3*4"]),
+    // the API's range: 1 to 200
+    tooMany: cli(["--max-iterations", "201", "hi"]),
+    tools: cli(["--tools"]),
+    toolsJson: cli(["--tools", "--json"]),
+    // through npm, as the docs say: -s keeps npm's own lines off stdout
+    npmJson: cli(["--json", "what is 2+3*4"], {}, ["npm", "run", "-s", "ask", "--"]),
+    // a configured model that cannot be reached, retried once: the retry is a phase line
+    retrying: cli(["--json", "what is 2+3*4"], {
+      LLM_MODEL: "unreachable",
+      LLM_BASE_URL: "http://127.0.0.1:9/v1",
+      LLM_API_KEY: "x",
+      LLM_MAX_RETRIES: "1",
+      LLM_RETRY_BASE_DELAY_MS: "10"
+    }),
     // a configured model that cannot be reached: the run fails, the CLI exits 1
     failing: cli(["what is 2+3*4"], {
       LLM_MODEL: "unreachable",
@@ -89,15 +113,56 @@ describe("cli", () => {
     assert.strictEqual(deltas.map((e) => e.data.content).join(""), done.answer)
   }, 150_000)
 
-  it("--help prints the usage; a bad flag is a usage error (exit 2)", async () => {
+  it("npm run -s ask -- --json: stdout is only JSON lines", async () => {
+    const run = await runs.npmJson
+    assert.strictEqual(run.code, 0, run.stderr)
+    const lines = run.stdout.trim().split("\n")
+    for (const l of lines) assert.doesNotThrow(() => JSON.parse(l), undefined, undefined, `not JSON: ${l}`)
+    assert.strictEqual(JSON.parse(lines[lines.length - 1]).event, "done")
+  }, 150_000)
+
+  it("--help prints the usage with every exit code; a bad flag is a usage error (exit 2)", async () => {
     const help = await runs.help
     assert.strictEqual(help.code, 0)
     assert.include(help.stdout, "Usage: npm run ask")
+    assert.include(help.stdout, "npm run -s ask -- --json")
     assert.include(help.stdout, "--max-iterations")
+    assert.include(help.stdout, "--tools")
+    assert.include(help.stdout, "130 interrupted")
     const bad = await runs.badFlag
     assert.strictEqual(bad.code, 2)
     assert.include(bad.stderr, "--max-iterations must be an integer")
     assert.strictEqual(bad.stdout, "")
+    const tooMany = await runs.tooMany
+    assert.strictEqual(tooMany.code, 2)
+    assert.include(tooMany.stderr, "--max-iterations must be an integer from 1 to 200, got \"201\"")
+  }, 150_000)
+
+  it("--tools lists the tools with their source; with --json the same object as GET /api/tools", async () => {
+    const text = await runs.tools
+    assert.strictEqual(text.code, 0, text.stderr)
+    const lines = text.stdout.split("\n")
+    assert.strictEqual(lines[0], "2 tools:")
+    assert.match(lines[1], /^ {2}calculator {4}builtin {2}Evaluate an arithmetic expression/)
+    assert.match(lines[2], /^ {2}current_time {2}builtin {2}Get the current date and time/)
+    const json = await runs.toolsJson
+    assert.strictEqual(json.code, 0, json.stderr)
+    const body = JSON.parse(json.stdout)
+    assert.deepStrictEqual(body.tools.map((t: { name: string; source: string }) => [t.name, t.source]), [
+      ["calculator", "builtin"],
+      ["current_time", "builtin"]
+    ])
+    assert.deepStrictEqual(body.failed_servers, [])
+  }, 150_000)
+
+  it("an LLM retry is a phase {phase:\"retrying\"} JSON line, as over SSE", async () => {
+    const run = await runs.retrying
+    assert.strictEqual(run.code, 1, run.stdout + run.stderr)
+    const events = run.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; data: any })
+    const retry = events.find((e) => e.event === "phase")
+    assert.deepInclude(retry?.data, { phase: "retrying", attempt: 1, reason: "Connection" })
+    assert.isNumber(retry?.data.delay_ms)
+    assert.deepStrictEqual(events.slice(-2).map((e) => e.event), ["error", "done"])
   }, 150_000)
 
   it("--mode dag runs DAG mode (on the demo model: the ReAct fallback answers)", async () => {
@@ -155,4 +220,54 @@ describe("cli", () => {
     assert.strictEqual(run.code, 1, run.stdout + run.stderr)
     assert.include(run.stderr, "✗ error:")
   }, 150_000)
+})
+
+describe("cli rendering", () => {
+  const capture = (isTTY: boolean) => {
+    let stdout = ""
+    const out: Output = { write: (t) => void (stdout += t), error: () => {}, isTTY }
+    return { out, text: () => stdout }
+  }
+  const answer = (chunks: ReadonlyArray<string>) => [
+    { _tag: "AnswerStart" } as const,
+    ...chunks.map((content) => ({ _tag: "AnswerDelta", content }) as const),
+    { _tag: "AnswerDone" } as const
+  ]
+  const strip = (s: string) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, "").replace(/\r/g, "")
+
+  it("on a terminal the answer's markdown is rendered (bold, code, lists, headings), split chunks and all", () => {
+    const { out, text } = capture(true)
+    const r = textRenderer(out, { model: "m", demo: false })
+    for (const e of answer(["# Res", "ult\n17*23 = **3", "91** and `x`\n- one\n", "```\n**raw**\n```\nend"])) r.event(e)
+    r.close()
+    const shown = text()
+    assert.include(shown, "17*23 = \x1b[1m391\x1b[22m")
+    assert.include(shown, "\x1b[36mx\x1b[39m")
+    assert.include(strip(shown), "• one")
+    assert.include(strip(shown), "Result")
+    assert.notInclude(strip(shown), "# Result")
+    // inside a code block nothing is interpreted
+    assert.include(strip(shown), "**raw**")
+    assert.include(strip(shown), "end\n")
+    assert.notInclude(strip(shown).replace("**raw**", ""), "**")
+  })
+
+  it("piped, the answer is the raw text", () => {
+    const { out, text } = capture(false)
+    const r = textRenderer(out, { model: "m", demo: false })
+    for (const e of answer(["17*23 = **3", "91**"])) r.event(e)
+    assert.strictEqual(text(), "\n17*23 = **391**\n")
+  })
+
+  it("a retry is a line (piped) and a JSON line with --json", () => {
+    const piped = capture(false)
+    textRenderer(piped.out, { model: "m", demo: false }).retry({ attempt: 2, reason: "RateLimited", delayMs: 1500.4 })
+    assert.strictEqual(piped.text(), "↻ the model is busy (RateLimited): retry 2 in 1.50s\n")
+    const json = capture(false)
+    jsonRenderer(json.out).retry({ attempt: 2, reason: "RateLimited", delayMs: 1500.4 })
+    assert.deepStrictEqual(JSON.parse(json.text()), {
+      event: "phase",
+      data: { phase: "retrying", attempt: 2, reason: "RateLimited", delay_ms: 1500 }
+    })
+  })
 })

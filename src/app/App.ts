@@ -54,7 +54,8 @@ export const modelsOf = <E, R>(llm: Layer.Layer<Llm, E, R>): Layer.Layer<ModelRe
  * for a single LLM): `ReactAgent` and `DagAgent` (configured from `REACT_*` and
  * `DAG_*`; DAG steps pick their models from the registry), `ContextGuard`,
  * `Interrupts`, `Toolkit`, `Hooks` (empty), the models and `AppInfo` (model name
- * from the `Llm`, `demo` as given).
+ * from the `Llm`, `demo` as given, the MCP servers behind the tools), and
+ * `McpTools` unless `tools` is given.
  *
  * @since 0.1.0
  * @category layers
@@ -65,21 +66,31 @@ export const make = <E, R, RI = never>(
     readonly demo: boolean
     /** Default: in-memory queues (`Interrupts.layer`); the server passes its run log's (`SqlInterrupts.layer`). */
     readonly interrupts?: Layer.Layer<Interrupts.Interrupts, never, RI>
-    /** Default: built-ins + MCP servers from `MCP_CONFIG`. */
+    /** Default: built-ins + the tools of `mcp`. Given: exactly these tools (all reported as built in). */
     readonly tools?: Layer.Layer<Toolkit.Toolkit>
+    /** The MCP servers (ignored with `tools`). Default: the servers of `MCP_CONFIG`. */
+    readonly mcp?: Layer.Layer<McpTools.McpTools>
     /** Default: no hooks. */
     readonly hooks?: Layer.Layer<Hooks.Hooks>
     /** Default: `ContextGuard.layerConfig` (configured from the environment). */
     readonly guard?: Layer.Layer<ContextGuard.ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry>
   }
 ) => {
-  const info = Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo })))
+  const tools = options.tools !== undefined
+    ? Layer.merge(options.tools, Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo }))))
+    : Layer.merge(
+      ToolsLayer,
+      Layer.effect(AppInfo, Effect.all([Llm, McpTools.McpTools]).pipe(Effect.map(([service, mcp]) => ({
+        model: service.model,
+        demo: options.demo,
+        mcp: { servers: mcp.servers, failed: mcp.failed }
+      }))))
+    ).pipe(Layer.provideMerge(options.mcp ?? McpTools.layerConfig))
   const services = Layer.mergeAll(
     options.guard ?? ContextGuard.layerConfig,
     options.interrupts ?? (Interrupts.layer as Layer.Layer<Interrupts.Interrupts, never, RI>),
     options.hooks ?? Hooks.layerEmpty,
-    options.tools ?? ToolsLayer.pipe(Layer.provide(McpTools.layerConfig)),
-    info
+    tools
   )
   return Layer.mergeAll(ReactAgent.layerConfig(), DagAgent.layerConfig).pipe(
     Layer.provideMerge(services),

@@ -8,16 +8,19 @@
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
+import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AppInfo as AppInfoTag } from "./App.js"
-import { parse, USAGE } from "./cliArgs.js"
-import { jsonRenderer, type Output, textRenderer } from "./cliRender.js"
+import { type CliOptions, parse, USAGE } from "./cliArgs.js"
+import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
 import type * as DagAgentModule from "../DagAgent.js"
 import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
+import type { Toolkit as ToolkitTag } from "../Toolkit.js"
 
 const out: Output = {
   write: (text) => void process.stdout.write(text),
@@ -40,10 +43,25 @@ const loadApp = async (): Promise<{
   readonly AppInfo: typeof AppInfoTag
   readonly ReactAgent: typeof ReactAgentTag
   readonly Dag: typeof DagAgentModule
+  readonly Toolkit: typeof ToolkitTag
+  readonly toolCatalogue: typeof import("../server/AppInfo.js").toolCatalogue
   readonly layer: typeof import("./App.js").AppLayer
 }> => {
-  const [app, agent, dag] = await Promise.all([import("./App.js"), import("../ReactAgent.js"), import("../DagAgent.js")])
-  return { AppInfo: app.AppInfo, ReactAgent: agent.ReactAgent, Dag: dag, layer: app.AppLayer }
+  const [app, agent, dag, toolkit, info] = await Promise.all([
+    import("./App.js"),
+    import("../ReactAgent.js"),
+    import("../DagAgent.js"),
+    import("../Toolkit.js"),
+    import("../server/AppInfo.js")
+  ])
+  return {
+    AppInfo: app.AppInfo,
+    ReactAgent: agent.ReactAgent,
+    Dag: dag,
+    Toolkit: toolkit.Toolkit,
+    toolCatalogue: info.toolCatalogue,
+    layer: app.AppLayer
+  }
 }
 
 /** Log lines (MCP start-up, the demo-model notice) as `warning: …` on stderr, so stdout stays the answer / JSON lines. */
@@ -55,7 +73,7 @@ const stderrLogger = Logger.make(({ logLevel, message }) => {
 
 /**
  * The CLI program for the given arguments; succeeds with the exit code
- * (0 done, 1 run failed, 2 usage error).
+ * (0 done, 1 run failed, 2 usage error; `--tools` lists the tools and exits 0).
  *
  * @since 0.1.0 @category programs
  */
@@ -73,10 +91,16 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       out.error(`${parsed.message}\n\n${USAGE}\n`)
       return 2
     }
-    const options = parsed.options
+    const command = parsed
     // Loaded only for a run, so that --help and usage errors answer at once.
-    const { AppInfo, Dag, ReactAgent, layer: cliLayer } = yield* Effect.promise(() => loadApp())
-    return yield* Effect.scoped(Effect.gen(function*() {
+    const { AppInfo, Dag, ReactAgent, Toolkit, toolCatalogue, layer: cliLayer } = yield* Effect.promise(() => loadApp())
+    const listTools = (json: boolean): Effect.Effect<number, never, ToolkitTag | AppInfoTag> =>
+      Effect.gen(function*() {
+        const catalogue = toolCatalogue(yield* AppInfo, yield* Toolkit)
+        out.write(json ? JSON.stringify(catalogue) + "\n" : toolsText(catalogue, out.isTTY))
+        return 0
+      })
+    const run = (options: CliOptions) => Effect.gen(function*() {
       const agents = { react: yield* ReactAgent, dag: yield* Dag.DagAgent }
       const mode = options.mode ?? (yield* Dag.modeConfig)
       const info = yield* AppInfo
@@ -88,9 +112,14 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
         query: options.question,
         ...(options.conversationId ? { conversationId: options.conversationId } : {}),
         ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})
-      }).pipe(Stream.runForEach((event) => Effect.sync(() => renderer.event(event))))
+      }).pipe(
+        Stream.runForEach((event) => Effect.sync(() => renderer.event(event)))
+      )
       return renderer.failed() ? 1 : 0
-    })).pipe(
+    })
+    const body: Effect.Effect<number, ConfigError.ConfigError, ToolkitTag | AppInfoTag | ReactAgentTag | DagAgentModule.DagAgent | Scope.Scope> =
+      command._tag === "Tools" ? listTools(command.json) : run(command.options)
+    return yield* Effect.scoped(body).pipe(
       Effect.onInterrupt(() => Effect.sync(() => out.error("\n✗ interrupted\n"))),
       Effect.provide(cliLayer),
       Effect.catchAllCause((cause) =>

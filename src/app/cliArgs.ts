@@ -3,7 +3,10 @@
  *
  * @internal
  */
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { parseArgs } from "node:util"
+import { MaxIterations } from "../server/ApiSchema.js"
 
 /** @internal */
 export interface CliOptions {
@@ -18,28 +21,35 @@ export interface CliOptions {
 /** @internal */
 export type Parsed =
   | { readonly _tag: "Run"; readonly options: CliOptions }
+  | { readonly _tag: "Tools"; readonly json: boolean }
   | { readonly _tag: "Help" }
   | { readonly _tag: "Invalid"; readonly message: string }
 
 /** @internal */
 export const USAGE = `Usage: npm run ask -- [options] "question"
        echo "question" | npm run ask -- [options]
+       npm run -s ask -- --json "question"    (-s: without npm's own lines, so stdout is only JSON)
 
 Runs the ReAct agent once and streams its progress and answer to the terminal.
 
 Options:
   --json                  print every event as a JSON line ({"event","data"}), ending with "done"
   --conversation <id>     conversation id (the interrupt queue key; a fresh one when absent)
-  --max-iterations <n>    cap on tool-loop LLM calls for this run (default: REACT_MAX_ITERATIONS or 50)
+  --max-iterations <n>    cap on tool-loop LLM calls for this run, 1 to 200
+                          (default: REACT_MAX_ITERATIONS or 50)
   --mode <mode>           react (one tool loop), dag (a plan of steps run in parallel, checked and
                           re-planned), or auto (a router picks); default: REACT_DEFAULT_MODE or react
+  --tools                 list the agent's tools (name, source, description) and the MCP
+                          servers that did not start, then exit (with --json: one JSON object)
   -h, --help              show this help
 
 The model comes from LLM_BASE_URL / LLM_API_KEY / LLM_MODEL; with none set, the
 built-in offline demo model answers (arithmetic and time questions). MCP servers
 from the file named by MCP_CONFIG are started for the run.
 
-Exit codes: 0 the run finished, 1 the run failed, 2 bad usage.`
+Exit codes: 0 the run finished, 1 the run failed, 2 bad usage, 130 interrupted (Ctrl-C).`
+
+const decodeMaxIterations = Schema.decodeUnknownEither(MaxIterations)
 
 /**
  * Parses argv (without node and the script). The question is the positional
@@ -48,7 +58,7 @@ Exit codes: 0 the run finished, 1 the run failed, 2 bad usage.`
  * @internal
  */
 export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
-  let values: { json?: boolean; conversation?: string; "max-iterations"?: string; mode?: string; help?: boolean }
+  let values: { json?: boolean; conversation?: string; "max-iterations"?: string; mode?: string; tools?: boolean; help?: boolean }
   let positionals: Array<string>
   try {
     const parsed = parseArgs({
@@ -60,6 +70,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
         conversation: { type: "string" },
         "max-iterations": { type: "string" },
         mode: { type: "string" },
+        tools: { type: "boolean" },
         help: { type: "boolean", short: "h" }
       }
     })
@@ -69,15 +80,22 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
     return { _tag: "Invalid", message: (e as Error).message }
   }
   if (values.help) return { _tag: "Help" }
+  if (values.tools) {
+    return positionals.length > 0
+      ? { _tag: "Invalid", message: "--tools takes no question." }
+      : { _tag: "Tools", json: values.json === true }
+  }
   const question = (positionals.length > 0 ? positionals.join(" ") : stdin ?? "").trim()
   if (question === "") return { _tag: "Invalid", message: "No question given." }
   let maxIterations: number | undefined
   if (values["max-iterations"] !== undefined) {
     const raw = values["max-iterations"].trim()
-    maxIterations = /^\d+$/.test(raw) ? Number(raw) : NaN
-    if (!Number.isSafeInteger(maxIterations) || maxIterations < 1 || maxIterations > 1000) {
-      return { _tag: "Invalid", message: `--max-iterations must be an integer from 1 to 1000, got "${raw}".` }
+    // the same rule as the API's max_iterations
+    const decoded = decodeMaxIterations(/^\d+$/.test(raw) ? Number(raw) : NaN)
+    if (Either.isLeft(decoded)) {
+      return { _tag: "Invalid", message: `--max-iterations must be an integer from 1 to 200, got "${raw}".` }
     }
+    maxIterations = decoded.right
   }
   const mode = values.mode?.trim()
   if (mode !== undefined && mode !== "react" && mode !== "dag" && mode !== "auto") {

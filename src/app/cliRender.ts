@@ -1,14 +1,18 @@
 /**
  * Terminal rendering of a run's events: a spinner while the model thinks (TTY
- * only), one line per tool call and result, inject/compact lines, the streamed
- * answer and a footer; in DAG mode the plan, one line per step start / result,
- * and the steps' tool lines prefixed with their step id. Or, with `--json`, one
- * JSON line per event.
+ * only), one line per tool call and result, inject/compact/retry lines, the
+ * streamed answer (markdown rendered for a terminal when stdout is one) and a
+ * footer; in DAG mode the plan, one line per step start / result, and the
+ * steps' tool lines prefixed with their step id. Or, with `--json`, one JSON
+ * line per event.
  *
  * @internal
  */
+import type { RetryNotice } from "../Llm.js"
 import type { RunEvent } from "../RunEvent.js"
 import { toWire } from "../RunEvent.js"
+import type { ToolCatalogue } from "../server/AppInfo.js"
+import { makeLineRenderer } from "./cliMarkdown.js"
 
 /** Where the renderer writes (process streams in the CLI, buffers in tests). @internal */
 export interface Output {
@@ -20,6 +24,8 @@ export interface Output {
 /** @internal */
 export interface Renderer {
   readonly event: (event: RunEvent) => void
+  /** The LLM is about to retry a failed call. */
+  readonly retry: (notice: RetryNotice) => void
   /** Stops the spinner (idempotent). */
   readonly close: () => void
   /** True once a `RunFailed` event was seen. */
@@ -45,6 +51,14 @@ const showArgs = (args: unknown): string => {
 
 const seconds = (s: number): string => `${s < 10 ? s.toFixed(2) : s.toFixed(1)}s`
 
+/** The retry's SSE payload (the same as the server's `phase` frame). @internal */
+export const retryPayload = (notice: RetryNotice) => ({
+  phase: "retrying" as const,
+  attempt: notice.attempt,
+  reason: notice.reason,
+  delay_ms: Math.round(notice.delayMs)
+})
+
 /** One JSON line per event: `{"event": <SSE channel>, "data": <payload>}`. @internal */
 export const jsonRenderer = (out: Output): Renderer => {
   let failed = false
@@ -54,6 +68,7 @@ export const jsonRenderer = (out: Output): Renderer => {
       const wire = toWire(event)
       out.write(JSON.stringify({ event: wire.channel, data: wire.data }) + "\n")
     },
+    retry: (notice) => out.write(JSON.stringify({ event: "phase", data: retryPayload(notice) }) + "\n"),
     close: () => {},
     failed: () => failed
   }
@@ -93,10 +108,41 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
     stopSpinner()
     out.write(text + "\n")
   }
+  // On a terminal the answer is shown line by line, each line rendered as
+  // markdown once it is complete (a spinner while one is being written).
+  let markdown = makeLineRenderer()
+  let pending = ""
+  const answerText = (text: string) => {
+    if (!color) {
+      out.write(text)
+      return
+    }
+    pending += text
+    const lines = pending.split("\n")
+    pending = lines.pop() ?? ""
+    for (const l of lines) line(markdown.line(l))
+    if (pending !== "" && timer === undefined) startSpinner("writing the answer…")
+  }
+  const flushAnswer = () => {
+    if (pending !== "") {
+      stopSpinner()
+      out.write(markdown.line(pending))
+      pending = ""
+    }
+  }
+
+  const retry = (notice: RetryNotice) => {
+    const text = `the model is busy (${notice.reason}): retry ${notice.attempt} in ${seconds(notice.delayMs / 1000)}`
+    if (out.isTTY) startSpinner(`${text}…`)
+    else line(`↻ ${text}`)
+  }
 
   return {
     event: (event) => {
       switch (event._tag) {
+        case "LlmRetry":
+          retry({ attempt: event.attempt, reason: event.reason, delayMs: event.delay_ms })
+          break
         case "ThinkingStart":
           startSpinner(`${event.step_id !== undefined ? `step ${event.step_id} ` : ""}thinking${event.iteration > 1 ? ` (iteration ${event.iteration})` : ""}…`)
           break
@@ -154,13 +200,15 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
           stopSpinner()
           line("")
           answering = true
+          markdown = makeLineRenderer()
           break
         case "AnswerDelta":
-          stopSpinner()
-          out.write(event.content)
+          if (timer !== undefined && pending === "") stopSpinner()
+          answerText(event.content)
           if (event.content !== "") answerEndsWithNewline = event.content.endsWith("\n")
           break
         case "AnswerDone":
+          flushAnswer()
           if (answering && !answerEndsWithNewline) out.write("\n")
           answering = false
           answerEndsWithNewline = true
@@ -171,6 +219,7 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
           out.error(`${red("✗ error:")} ${event.message}${event.retryable ? " (retryable)" : ""}\n`)
           break
         case "Done": {
+          flushAnswer()
           stopSpinner()
           if (answering && !answerEndsWithNewline) out.write("\n")
           const u = event.usage
@@ -190,7 +239,24 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         }
       }
     },
+    retry,
     close: stopSpinner,
     failed: () => failed
   }
+}
+
+/** `--tools`: one line per tool (name, source, description), then the MCP servers that failed. @internal */
+export const toolsText = (catalogue: ToolCatalogue, isTTY: boolean): string => {
+  const dim = (s: string) => (isTTY ? `\x1b[2m${s}\x1b[22m` : s)
+  const width = Math.max(0, ...catalogue.tools.map((t) => t.name.length))
+  const sourceWidth = Math.max(0, ...catalogue.tools.map((t) => t.source.length))
+  const lines = [`${catalogue.tools.length} tool${catalogue.tools.length === 1 ? "" : "s"}:`]
+  for (const t of catalogue.tools) {
+    lines.push(`  ${t.name.padEnd(width)}  ${dim(t.source.padEnd(sourceWidth))}  ${oneLine(t.description, 100)}`)
+  }
+  if (catalogue.failed_servers.length > 0) {
+    lines.push("", `MCP servers that did not start (${catalogue.failed_servers.length}):`)
+    for (const f of catalogue.failed_servers) lines.push(`  ✗ ${f.name}: ${oneLine(f.error, 300)}`)
+  }
+  return lines.join("\n") + "\n"
 }

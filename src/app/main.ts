@@ -7,8 +7,10 @@
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Database from "../server/Database.js"
 import * as Server from "../server/Server.js"
 import * as ServerConfig from "../server/ServerConfig.js"
@@ -47,4 +49,16 @@ export const MainLayer = Banner.pipe(
   Layer.provide(ServerConfig.layerConfig)
 )
 
-Layer.launch(MainLayer).pipe(NodeRuntime.runMain)
+// A start-up failure the user can fix (the port is taken, bad HOST) is one line
+// saying what to do; anything else is reported with its cause.
+const reportFailure = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.tapErrorCause(self, (cause) => {
+    const listen = Option.filter(Cause.failureOption(cause), (e): e is E & Server.ListenError => e instanceof Server.ListenError)
+    return Option.isSome(listen)
+      ? Effect.logError(listen.value.message)
+      : Cause.isInterruptedOnly(cause)
+      ? Effect.void
+      : Effect.logError("react-engine could not start", cause)
+  })
+
+Layer.launch(MainLayer).pipe(reportFailure, (program) => NodeRuntime.runMain(program, { disableErrorReporting: true }))

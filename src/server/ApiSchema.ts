@@ -30,14 +30,20 @@ const Text = (what: string) =>
     Schema.maxLength(MAX_TEXT_CHARS, { message: () => `${what} is longer than ${MAX_TEXT_CHARS} characters` })
   )
 
+/**
+ * A run's cap on loop LLM calls: `max_iterations` (and the CLI's `--max-iterations`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const MaxIterations = Schema.Int.pipe(Schema.between(1, 200, { message: () => "Expected an integer between 1 and 200" }))
+
 /** `POST /api/react`. @since 0.1.0 @category models */
 export const ReactRequest = Schema.Struct({
   query: Text("query"),
   conversation_id: Schema.optional(ConversationId),
-  max_iterations: Schema.optional(
-    Schema.Int.pipe(Schema.between(1, 200, { message: () => "Expected an integer between 1 and 200" }))
-  ),
-  /** `react`, `dag` or `auto`; default `REACT_DEFAULT_MODE` (SPEC §16). */
+  max_iterations: Schema.optional(MaxIterations),
+  /** `react`, `dag` or `auto`; default `REACT_DEFAULT_MODE`. */
   mode: Schema.optional(Mode)
 })
 /** @since 0.1.0 @category models */

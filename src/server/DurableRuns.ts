@@ -96,6 +96,27 @@ const DAG_RESTART = "the server restarted during this DAG run; DAG runs are not 
 
 const StoredHistory = Schema.Array(Message.ChatMessage)
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+
+/** The log line of a run's end: what it cost. */
+const endLine = (
+  runId: string,
+  conversationId: string,
+  status: "done" | "cancelled" | "failed",
+  done: Extract<RunEvent, { _tag: "Done" }>,
+  retries: number,
+  seconds: number
+): string =>
+  `run ${runId} ${status} (conversation ${conversationId}): ${
+    [
+      plural(done.iterations, "iteration"),
+      `${done.usage.total_tokens} tokens`,
+      plural(done.usage.llm_calls, "LLM call"),
+      ...(retries === 0 ? [] : [retries === 1 ? "1 LLM retry" : `${retries} LLM retries`]),
+      `${seconds.toFixed(2)} s`
+    ].join(", ")
+  }`
+
 const body = (payload: RunPayload) =>
   Effect.gen(function*() {
     const { conversationId, query, runId } = payload
@@ -115,11 +136,13 @@ const body = (payload: RunPayload) =>
 
     // what the stored turn says: the answer the user saw, whether the run failed
     let streamed = ""
-    let failed = false
+    let failure: string | undefined
+    let retries = 0
     const observe = (event: RunEvent) => {
       if (event._tag === "AnswerDelta") streamed += event.content
       else if (event._tag === "AnswerReset") streamed = ""
-      else if (event._tag === "RunFailed") failed = true
+      else if (event._tag === "RunFailed") failure = event.message
+      else if (event._tag === "LlmRetry") retries++
     }
     let cancelled = false
 
@@ -135,11 +158,16 @@ const body = (payload: RunPayload) =>
             answer: done.answer === "" ? streamed : done.answer,
             messages: Transcript.loopMessages(done.messages ?? [], query),
             usage: done.usage,
-            status: cancelled ? "cancelled" : failed ? "failed" : "completed"
+            status: cancelled ? "cancelled" : failure !== undefined ? "failed" : "completed"
           }).pipe(Effect.catchAll((error) => Effect.logError(`run ${runId}: ${error.message}`))))
       ).pipe(
         // the conversation is free again before its client reads `done`
-        Effect.zipRight(journalActivity("finish", () => Effect.orDie(log.finish(runId))))
+        Effect.zipRight(journalActivity("finish", () => Effect.orDie(log.finish(runId)))),
+        Effect.zipRight(Effect.suspend(() => {
+          const status = cancelled ? "cancelled" : failure !== undefined ? "failed" : "done"
+          const line = endLine(runId, conversationId, status, done, retries, (Date.now() - row.startedAt) / 1000)
+          return status === "failed" ? Effect.logWarning(`${line}: ${failure}`) : Effect.logInfo(line)
+        }))
       )
 
     const journalActivity = (name: string, execute: () => Effect.Effect<void>) =>

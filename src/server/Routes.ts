@@ -11,8 +11,9 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { AppInfo } from "./AppInfo.js"
+import { AppInfo, toolCatalogue } from "./AppInfo.js"
 import * as Interrupts from "../Interrupts.js"
+import * as Toolkit from "../Toolkit.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
 import * as ConversationStore from "./ConversationStore.js"
@@ -46,6 +47,7 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
     const store = yield* ConversationStore.ConversationStore
     const interrupts = yield* Interrupts.Interrupts
     const info = yield* AppInfo
+    const toolkit = yield* Toolkit.Toolkit
     const limit = settings.maxBodyBytes
     const guard = ApiError.authorize(settings.apiToken)
 
@@ -55,7 +57,15 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
     ) => router.add(method, path, ApiError.handle(Effect.zipRight(guard, handler)))
 
-    yield* router.add("GET", "/health", HttpServerResponse.unsafeJson({ status: "ok", model: info.model, demo: info.demo }))
+    yield* router.add(
+      "GET",
+      "/health",
+      HttpServerResponse.unsafeJson({ status: "ok", model: info.model, demo: info.demo, tools: toolkit.size })
+    )
+
+    // every tool the agent has, with where it comes from, and the MCP servers that did not start
+    const catalogue = toolCatalogue(info, toolkit)
+    yield* api("GET", "/api/tools", Effect.sync(() => HttpServerResponse.unsafeJson(catalogue)))
 
     yield* api(
       "POST",

@@ -183,7 +183,7 @@ export const make = Effect.gen(function*() {
           mode: options.mode ?? settings.defaultMode,
           ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})
         }, { discard: true }).pipe(withEngine)
-        yield* Effect.logInfo(`run ${runId} started`).pipe(Effect.annotateLogs({ conversationId }))
+        yield* Effect.logInfo(`run ${runId} started (conversation ${conversationId})`)
         return { conversationId, runId }
       }),
     attach: (conversationId, after) =>

@@ -16,6 +16,7 @@ import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import { createServer } from "node:http"
 import * as BrowserSafety from "./BrowserSafety.js"
 import * as ConversationStore from "./ConversationStore.js"
@@ -38,9 +39,11 @@ export const Routes = Layer.mergeAll(ApiRoutes, WebPageRoutes, BrowserSafety.lay
 
 /**
  * Serves the routes on the `HttpServer` in context, with the run registry.
- * Needs the app services (`ReactAgent`, `DagAgent`, `ContextGuard`, `Interrupts`, `AppInfo`),
- * `ConversationStore` and `ServerConfig`. The request log line and span are
- * `RequestLog`'s (credentials redacted), in place of the platform's.
+ * Needs the app services (`ReactAgent`, `DagAgent`, `Toolkit`, `ContextGuard`, `Interrupts`,
+ * `AppInfo`), the storage (`storage`) and `ServerConfig`. The log has a line when a
+ * run starts and one when it ends; `disableLogger: false` adds a log entry per HTTP
+ * response. The request log line and span are `RequestLog`'s (credentials redacted),
+ * in place of the platform's.
  *
  * @since 0.1.0 @category layers
  */
@@ -48,9 +51,10 @@ export const serve = (options?: { readonly disableLogger?: boolean; readonly dis
   HttpLayerRouter.serve(Routes, {
     disableLogger: true,
     disableListenLog: options?.disableListenLog ?? true,
-    middleware: options?.disableLogger === true
-      ? RequestLog.tracer
-      : (app) => RequestLog.tracer(RequestLog.logger(app))
+    // the request log is off unless asked for (runs log a line when they start and end)
+    middleware: options?.disableLogger === false
+      ? (app) => RequestLog.tracer(RequestLog.logger(app))
+      : RequestLog.tracer
   }).pipe(
     // the platform's tracer records the raw URL; RequestLog.tracer takes its place
     HttpMiddleware.withTracerDisabledWhen(() => true),
@@ -90,6 +94,52 @@ export const storageConfig = Layer.unwrapEffect(Effect.gen(function*() {
 }))
 
 /**
+ * The server could not listen on its address: the port is taken (`AddressInUse`),
+ * not allowed (`PermissionDenied`, e.g. below 1024), or the host is not an
+ * address of this machine (`AddressNotAvailable`). The message says what to do.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ListenError extends Schema.TaggedError<ListenError>()("ListenError", {
+  reason: Schema.Literal("AddressInUse", "PermissionDenied", "AddressNotAvailable", "Unknown"),
+  host: Schema.String,
+  port: Schema.Number,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    const where = `${this.host}:${this.port}`
+    switch (this.reason) {
+      case "AddressInUse":
+        return `Port ${this.port} is already in use (${where}), probably by another server. ` +
+          `Stop it, or choose another port with PORT, e.g. PORT=${this.port + 1} npm start`
+      case "PermissionDenied":
+        return `Not allowed to listen on ${where}: choose a port above 1023 with PORT, e.g. PORT=3000 npm start`
+      case "AddressNotAvailable":
+        return `Cannot listen on ${where}: HOST=${this.host} is not an address of this machine (e.g. HOST=127.0.0.1)`
+      case "Unknown":
+        return `Cannot listen on ${where}: ${this.detail}`
+    }
+  }
+}
+
+const listenFailure = (options: { readonly port: number; readonly host: string }) => (cause: unknown): ListenError => {
+  const code = (cause as { code?: unknown } | null)?.code
+  return new ListenError({
+    reason: code === "EADDRINUSE"
+      ? "AddressInUse"
+      : code === "EACCES"
+      ? "PermissionDenied"
+      : code === "EADDRNOTAVAIL"
+      ? "AddressNotAvailable"
+      : "Unknown",
+    host: options.host,
+    port: options.port,
+    detail: cause instanceof Error ? cause.message : String(cause)
+  })
+}
+
+/**
  * A Node HTTP server on `host:port` (port 0 = a random free port), with limits
  * against slow or numerous clients (defaults: `ServerConfig.defaults`): a request
  * must arrive whole within `requestTimeoutMs` and its headers within
@@ -97,7 +147,7 @@ export const storageConfig = Layer.unwrapEffect(Effect.gen(function*() {
  * `maxConnections` are closed at once. On shutdown, after the routes' finalizers
  * ended the SSE streams, connections that turn idle are closed at once (keep-alive
  * sockets would otherwise hold `server.close()`) and any connection still open
- * after 2 s is closed.
+ * after 2 s is closed. Fails with a `ListenError` when it cannot listen there.
  *
  * @since 0.1.0 @category layers
  */
@@ -131,7 +181,10 @@ export const listenOn = (options: {
         server.closeIdleConnections()
       })
     ))
-    return drain.pipe(Layer.provideMerge(NodeHttpServer.layer(() => server, options)))
+    const node = NodeHttpServer.layer(() => server, options).pipe(
+      Layer.catchAll((error) => Layer.fail(listenFailure(options)(error.cause)))
+    )
+    return drain.pipe(Layer.provideMerge(node))
   }))
 
 /** A Node HTTP server on `ServerConfig`'s host and port. @since 0.1.0 @category layers */

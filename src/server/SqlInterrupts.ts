@@ -11,7 +11,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { InterruptsService } from "../Interrupts.js"
-import { Interrupts, NoActiveRun } from "../Interrupts.js"
+import { NoActiveRun } from "../Interrupts.js"
+import * as Interrupts from "../Interrupts.js"
 import * as RunLog from "./RunLog.js"
 
 /**
@@ -39,4 +40,4 @@ export const make = (log: RunLog.RunLogService): InterruptsService => ({
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Interrupts, never, RunLog.RunLog> = Layer.effect(Interrupts, Effect.map(RunLog.RunLog, make))
+export const layer: Layer.Layer<Interrupts.Interrupts, never, RunLog.RunLog> = Layer.effect(Interrupts.Interrupts, Effect.map(RunLog.RunLog, make))

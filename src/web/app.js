@@ -9,8 +9,10 @@
  */
 import { h } from "./dom.js"
 import { renderHistory } from "./history.js"
+import { api, errorText, postJson, setToken } from "./http.js"
 import { RunView } from "./render.js"
 import { readSse } from "./sse.js"
+import { drawer, loadConversationList, loadTools } from "./sidebar.js"
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id))
 const transcript = $("transcript")
@@ -19,42 +21,15 @@ const sendBtn = /** @type {HTMLButtonElement} */ ($("send"))
 const stopBtn = /** @type {HTMLButtonElement} */ ($("stop"))
 const connection = $("connection")
 const ACTIVE_KEY = "react.activeRun"
-const TOKEN_KEY = "react.token"
 
 /**
  * @typedef {{ view: RunView, conversationId: string | null, query: string, controller: AbortController,
  *   stopped: boolean, ready: Promise<void>, markReady: () => void }} ActiveRun
  */
 const state = {
-  token: localStorage.getItem(TOKEN_KEY) ?? "",
   /** @type {string | null} */ conversationId: null,
   /** @type {ActiveRun | null} */ run: null,
   /** @type {string[]} */ afterRun: []
-}
-
-// ---- HTTP ----------------------------------------------------------------------
-
-/** @param {string} path @param {RequestInit} [init] */
-async function api(path, init = {}) {
-  const headers = new Headers(init.headers)
-  if (state.token) headers.set("authorization", `Bearer ${state.token}`)
-  if (init.body && !headers.has("content-type")) headers.set("content-type", "application/json")
-  const res = await fetch(path, { ...init, headers })
-  if (res.status === 401) $("token-form").hidden = false
-  return res
-}
-
-/** @param {string} path @param {unknown} body */
-const postJson = (path, body) => api(path, { method: "POST", body: JSON.stringify(body) })
-
-/** @param {Response} res */
-async function errorText(res) {
-  try {
-    const body = await res.json()
-    return String(body?.message ?? body?.error ?? res.statusText)
-  } catch {
-    return `${res.status} ${res.statusText}`
-  }
 }
 
 // ---- layout helpers ------------------------------------------------------------
@@ -146,7 +121,7 @@ async function startRun(query) {
     const res = await api("/api/react", { method: "POST", body: JSON.stringify(body), signal: run.controller.signal })
     if (!res.ok) {
       run.view.apply({ event: "error", data: { message: await errorText(res), retryable: res.status === 409 } })
-      return finish(run, { noFooter: true })
+      return finish(run)
     }
     const cid = res.headers.get("x-conversation-id")
     if (cid) {
@@ -159,8 +134,8 @@ async function startRun(query) {
   } catch (e) {
     if (run.view.finished || run.stopped) return finish(run)
   }
-  if (!run.view.finished && !run.stopped) await resume(run)
-  finish(run)
+  const note = !run.view.finished && !run.stopped ? await resume(run) : ""
+  finish(run, { note })
 }
 
 /**
@@ -168,6 +143,7 @@ async function startRun(query) {
  * the last applied id) and follow it live. Retries with backoff while the network is away.
  *
  * @param {ActiveRun} run
+ * @returns {Promise<string>} why it gave up, when the run was not followed to its end
  */
 async function resume(run) {
   let delay = 400
@@ -181,15 +157,9 @@ async function resume(run) {
         signal: run.controller.signal,
         headers: { accept: "text/event-stream" }
       })
-      if (res.status === 404 || res.status === 400) {
-        run.view.note("The run is no longer available.")
-        return
-      }
-      if (res.status === 204) {
-        // the server has nothing more for this cursor: the run is over
-        run.view.note("The run has ended.")
-        return
-      }
+      if (res.status === 404 || res.status === 400) return "the run is no longer available"
+      // the server has nothing more for this cursor: the run is over
+      if (res.status === 204) return "the run has ended"
       if (res.ok) {
         run.view.note("")
         const before = run.view.lastId
@@ -197,25 +167,30 @@ async function resume(run) {
         if (run.view.lastId > before) delay = 400 // progress: retry promptly if it drops again
       }
     } catch {
-      if (run.view.finished || run.stopped) return
+      if (run.view.finished || run.stopped) return ""
     }
     await new Promise((r) => setTimeout(r, delay))
     delay = Math.min(delay * 2, 5000)
   }
+  return run.view.finished || run.stopped ? "" : "the connection to the run was lost"
 }
 
-/** @param {ActiveRun} run @param {{ noFooter?: boolean }} [options] */
+/**
+ * The run is over for this page (its `done`, a stop, a failure, or the stream is
+ * gone): the view says how it ended and keeps no spinner.
+ *
+ * @param {ActiveRun} run @param {{ note?: string }} [options]
+ */
 function finish(run, options = {}) {
   if (state.run !== run) return
-  if (!run.view.finished && !options.noFooter) run.view.note(run.stopped ? "Stopped." : "")
-  if (!run.view.finished) {
-    run.view.dispose()
-    run.view.run.setAttribute("aria-busy", "false")
-  }
+  if (!run.view.finished) run.view.end(run.stopped ? "stopped" : run.view.failure !== null ? "failed" : "lost", options.note)
   state.run = null
   sessionStorage.removeItem(ACTIVE_KEY)
   setActive(false)
   setConnection("")
+  // the Stop button just disappeared: keep the keyboard where the next message is typed
+  const focused = document.activeElement
+  if (focused === stopBtn || focused === null || focused === document.body) input.focus()
   void loadConversations()
   const next = state.afterRun.shift()
   if (next) void startRun(next)
@@ -269,25 +244,7 @@ async function inject(run, content) {
 
 // ---- conversations ---------------------------------------------------------------
 
-async function loadConversations() {
-  const list = $("conversation-list")
-  try {
-    const res = await api("/api/conversations")
-    if (!res.ok) return
-    const body = await res.json()
-    /** @type {any[]} */
-    const items = Array.isArray(body) ? body : Array.isArray(body?.conversations) ? body.conversations : []
-    list.replaceChildren(...items.map((c) => {
-      const a = h("a", { href: `#c=${encodeURIComponent(c.id)}`, "data-id": c.id, "aria-current": c.id === state.conversationId },
-        h("span", { class: "title", text: c.title || "Untitled" }),
-        h("span", { class: "meta", text: [c.turns ? `${c.turns} turn${c.turns === 1 ? "" : "s"}` : "", c.updated_at ? new Date(c.updated_at).toLocaleString() : ""].filter(Boolean).join(" · ") }))
-      return h("li", {}, a)
-    }))
-    if (items.length === 0) list.replaceChildren(h("li", { class: "muted", text: "No conversations yet" }))
-  } catch {
-    /* the list is a convenience; the page works without it */
-  }
-}
+const loadConversations = () => loadConversationList($("conversation-list"), api, state.conversationId)
 
 /**
  * The run this tab started on conversation `id` and had not seen finish.
@@ -340,13 +297,12 @@ async function openConversation(id) {
     }
   }
   if (!resuming && remembered) sessionStorage.removeItem(ACTIVE_KEY)
-  for (const turn of renderHistory(messages)) appendTurn(turn)
+  for (const turn of renderHistory(messages, Array.isArray(body?.turn_details) ? body.turn_details : undefined)) appendTurn(turn)
   transcript.scrollTop = transcript.scrollHeight
   if (resuming) {
     const run = newRun(remembered?.query ?? "", id)
     sessionStorage.setItem(ACTIVE_KEY, JSON.stringify({ conversationId: id, query: remembered?.query ?? "" }))
-    await resume(run)
-    finish(run)
+    finish(run, { note: await resume(run) })
   }
 }
 
@@ -361,15 +317,7 @@ function newConversation() {
 // ---- sidebar, composer, keyboard -------------------------------------------------
 
 const sidebarToggle = $("toggle-sidebar")
-function closeSidebar() {
-  document.body.classList.remove("sidebar-open")
-  sidebarToggle.setAttribute("aria-expanded", "false")
-}
-sidebarToggle.addEventListener("click", () => {
-  const open = document.body.classList.toggle("sidebar-open")
-  sidebarToggle.setAttribute("aria-expanded", String(open))
-  if (open) /** @type {HTMLElement | null} */ (document.querySelector("#conversation-list a"))?.focus()
-})
+const closeSidebar = drawer(sidebarToggle)
 $("new-chat").addEventListener("click", newConversation)
 window.addEventListener("hashchange", () => {
   const id = conversationFromHash()
@@ -419,8 +367,7 @@ document.addEventListener("keydown", (e) => {
 $("token-form").addEventListener("submit", (e) => {
   e.preventDefault()
   const value = /** @type {HTMLInputElement} */ ($("token-input")).value.trim()
-  state.token = value
-  localStorage.setItem(TOKEN_KEY, value)
+  setToken(value)
   $("token-form").hidden = true
   void boot()
 })
@@ -449,13 +396,13 @@ async function boot() {
   const url = new URL(location.href)
   const token = url.searchParams.get("token")
   if (token !== null) {
-    state.token = token
-    localStorage.setItem(TOKEN_KEY, token)
+    setToken(token)
     url.searchParams.delete("token")
     history.replaceState(null, "", url.pathname + url.search + url.hash)
   }
   await health()
   void loadConversations()
+  void loadTools($("tools-panel"), api)
   const id = conversationFromHash()
   if (id) await openConversation(id)
 }
@@ -470,6 +417,6 @@ Object.defineProperty(window, "reactPage", {
   })
 })
 
+// no focus on load: the first Tab stop is the skip link, `/` focuses the message box
 setActive(false)
 void boot()
-input.focus()

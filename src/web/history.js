@@ -1,10 +1,13 @@
 // @ts-check
 /**
  * Renders stored conversation messages (`GET /api/conversations/:id`) as past turns:
- * user bubbles, tool cards (collapsed, with their results) and markdown answers.
+ * user bubbles, tool cards (collapsed, with their results) and markdown answers;
+ * a turn that was stopped or failed (`turn_details[].status`) is marked the way
+ * a live run is.
  *
  * @since 0.1.0
  */
+import { endMarker } from "./cards.js"
 import { h, markdown, pretty, preview } from "./dom.js"
 
 /** @param {unknown} content */
@@ -40,14 +43,21 @@ function card(name, args, result) {
 
 /**
  * @param {ReadonlyArray<any>} messages stored chat messages, oldest first
+ * @param {ReadonlyArray<any>} [details] `turn_details` (per turn: `query`, `status`): with
+ *   them a turn starts only at its own query (other user messages of the loop are
+ *   harness prompts, not turns) and stopped / failed turns get their marker
  * @returns {HTMLElement[]} one element per past turn
  */
-export function renderHistory(messages) {
+export function renderHistory(messages, details) {
+  const turnDetails = Array.isArray(details) ? details : null
   /** @type {Map<string, string>} */
   const results = new Map()
   for (const m of messages) if (m && m.role === "tool") results.set(String(m.tool_call_id), textOf(m.content))
   /** @type {HTMLElement[]} */
   const turns = []
+  /** @type {Array<string | undefined>} the stored status of each turn */
+  const statuses = []
+  let nextDetail = 0
   /** @type {HTMLElement | null} */
   let run = null
   /** @type {HTMLElement | null} */
@@ -58,6 +68,7 @@ export function renderHistory(messages) {
       run = h("section", { class: "run", "aria-label": "Agent run" })
       turn.append(run)
       turns.push(turn)
+      statuses.push(undefined)
     }
     return run
   }
@@ -78,10 +89,14 @@ export function renderHistory(messages) {
         pendingJsonCard = null
         continue
       }
+      const detail = turnDetails?.[nextDetail]
+      if (turnDetails && !(detail && detail.query === text)) continue // a harness prompt of the loop
+      nextDetail++
       const turn = h("article", { class: "turn past" }, h("div", { class: "msg user" }, h("div", { class: "bubble", text })))
       run = h("section", { class: "run", "aria-label": "Agent run" })
       turn.append(run)
       turns.push(turn)
+      statuses.push(detail?.status)
       continue
     }
     if (m.role === "assistant") {
@@ -114,5 +129,12 @@ export function renderHistory(messages) {
       }
     }
   }
+  turns.forEach((turn, i) => {
+    const kind = statuses[i] === "cancelled" ? "stopped" : statuses[i] === "failed" ? "failed" : null
+    const run = turn.querySelector(".run")
+    if (!kind || !run) return
+    run.querySelector(":scope > .answer")?.classList.add("cut")
+    run.append(h("footer", { class: "run-footer" }, endMarker(kind)))
+  })
   return turns
 }

@@ -2,16 +2,26 @@
 /**
  * Renders one run (one user turn) from its SSE events. `apply()` is idempotent
  * per event id and per tool call, so a replay after a reconnect never duplicates
- * cards, bubbles or answer text.
+ * cards, bubbles or answer text. However a run ends — done, stopped, failed, or
+ * lost — `end()` leaves no spinner behind and says how it ended.
  *
  * @since 0.1.0
  */
+import { endMarker, finishCard, runningCard } from "./cards.js"
 import { DagView, isDagEvent } from "./dag.js"
-import { formatNumber, formatSeconds, h, markdown, pretty, preview } from "./dom.js"
+import { formatNumber, formatSeconds, h, markdown } from "./dom.js"
 
 /**
  * @typedef {{ event: string, data: any, id?: string | number | undefined }} RunEvent
  */
+
+/** What a retry's `reason` means, for people. */
+const REASONS = /** @type {Record<string, string>} */ ({
+  RateLimited: "rate limited",
+  Server: "server error",
+  Timeout: "timed out",
+  Connection: "connection error"
+})
 
 export class RunView {
   /**
@@ -24,6 +34,8 @@ export class RunView {
     this.lastId = -1
     this.finished = false
     this.answerText = ""
+    /** the `error` event's message, when the run failed */
+    this.failure = /** @type {string | null} */ (null)
     /** @type {Map<string, HTMLElement>} */
     this.cards = new Map()
     /** @type {Map<number, HTMLElement>} */
@@ -35,14 +47,19 @@ export class RunView {
     this.renderScheduled = false
     /** @type {DagView | null} */
     this.dag = null
+    /** @type {HTMLElement | null} the retry line of the LLM call in progress */
+    this.retryLine = null
+    this.retries = 0
 
     this.root = h("article", { class: "turn" })
     if (query) this.root.append(h("div", { class: "msg user" }, h("div", { class: "bubble", text: query })))
     this.run = h("section", { class: "run", "aria-label": "Agent run", "aria-busy": "true" })
-    this.status = h("div", { class: "status-line", role: "status", "aria-live": "polite" })
+    // what is going on, for screen readers (the page shows it in place: spinners, cards)
+    this.live = h("div", { class: "sr-only", role: "status", "aria-live": "polite" })
+    this.status = h("div", { class: "status-line" })
     this.answer = h("div", { class: "answer markdown", hidden: true })
     this.footer = h("footer", { class: "run-footer", hidden: true })
-    this.run.append(this.status, this.answer, this.footer)
+    this.run.append(this.live, this.status, this.answer, this.footer)
     this.root.append(this.run)
     this.timer = setInterval(() => this.tickRunning(), 100)
   }
@@ -59,6 +76,7 @@ export class RunView {
       this.lastId = id
     }
     const d = ev.data ?? {}
+    if (ev.event === "step" || ev.event === "answer") this.endRetry()
     // DAG mode: the plan graph renders its own events (see dag.js)
     if (this.dag || isDagEvent(ev.event, d)) {
       if (!this.dag) {
@@ -74,13 +92,15 @@ export class RunView {
       case "step":
         if (d.type === "thinking") this.thinking(d)
         else if (d.type === "iteration") d.status === "start" ? this.toolStart(d) : this.toolDone(d)
-        else if (d.type === "answer") this.setStatus("Writing the answer…")
+        else if (d.type === "answer") this.setStatus("Writing the answer…", true)
         break
       case "phase":
         if (d.phase === "selecting_tools") {
           this.phase = h("div", { class: "phase active", text: `Selecting tools among ${formatNumber(d.total_tools ?? 0)}…` })
           this.phaseTotal = Number(d.total_tools ?? 0)
           this.insert(this.phase)
+        } else if (d.phase === "retrying") {
+          this.retrying(d)
         }
         break
       case "compact":
@@ -97,8 +117,9 @@ export class RunView {
         else if (d.status === "done") this.renderAnswer()
         break
       case "error":
+        this.failure = String(d.message ?? "the run failed")
         this.insert(
-          h("div", { class: "run-error", role: "alert" }, h("strong", { text: "Error: " }), String(d.message ?? "the run failed"),
+          h("div", { class: "run-error", role: "alert" }, h("strong", { text: "Error: " }), this.failure,
             d.retryable ? h("span", { class: "muted", text: " (retryable)" }) : null)
         )
         break
@@ -115,10 +136,21 @@ export class RunView {
     this.run.insertBefore(node, this.answer)
   }
 
-  /** @param {string} text */
-  setStatus(text) {
-    this.status.textContent = text
+  /**
+   * The visible status line (under the run): only for what nothing else shows.
+   *
+   * @param {string} text
+   * @param {boolean} [busy] with a spinner
+   */
+  setStatus(text, busy = false) {
+    this.status.replaceChildren(...(busy ? [h("span", { class: "spinner", "aria-hidden": "true" })] : []), text)
     this.status.hidden = text === ""
+    this.announce(text)
+  }
+
+  /** @param {string} text announced to screen readers */
+  announce(text) {
+    if (text !== "") this.live.textContent = text
   }
 
   /** @param {number} n */
@@ -143,19 +175,19 @@ export class RunView {
       if (slot.classList.contains("done")) return
       slot.replaceChildren(h("span", { class: "spinner", "aria-hidden": "true" }), h("span", { text: `Thinking · step ${d.iteration}` }))
       slot.classList.add("active")
-      this.setStatus("Thinking…")
+      this.announce(`Thinking (step ${d.iteration})…`)
     } else {
       slot.classList.remove("active")
       slot.classList.add("done")
-      const label = h("span", { class: "step-label", text: `Step ${d.iteration}` })
       const reasoning = typeof d.reasoning === "string" ? d.reasoning.trim() : ""
       if (reasoning) {
+        const label = h("span", { class: "step-label", text: `Step ${d.iteration}` })
         slot.replaceChildren(h("details", { class: "reasoning" }, h("summary", {}, label, h("span", { class: "muted", text: " · reasoning" })),
           h("p", { text: reasoning })))
       } else {
-        slot.replaceChildren(label)
+        // a label only heads the step's tool cards (see toolStart): none before the answer
+        slot.replaceChildren()
       }
-      this.setStatus("")
     }
   }
 
@@ -164,6 +196,33 @@ export class RunView {
       this.phase.classList.remove("active")
       this.phase.textContent = `Tools selected among ${formatNumber(this.phaseTotal ?? 0)}`
     }
+  }
+
+  /** `phase {phase:"retrying", attempt, reason, delay_ms}`: the LLM call is retried. @param {any} d */
+  retrying(d) {
+    const reason = REASONS[String(d.reason)] ?? String(d.reason ?? "error")
+    this.retries++
+    if (!this.retryLine) {
+      this.retryLine = h("div", { class: "phase retry active" })
+      // under the step's thinking indicator when it is a loop call, else above the answer
+      const thinking = this.run.querySelector(".thinking.active")
+      if (thinking) thinking.after(this.retryLine)
+      else this.insert(this.retryLine)
+    }
+    this.retryLine.classList.add("active")
+    this.retryLine.dataset.reason = reason
+    this.retryLine.textContent = `The model is busy (${reason}): retry ${d.attempt ?? this.retries} in ${formatSeconds(Number(d.delay_ms ?? 0) / 1000)}…`
+    this.announce(this.retryLine.textContent)
+  }
+
+  /** The retried call went on (or the run ended): the retry line settles. */
+  endRetry() {
+    const line = this.retryLine
+    if (!line) return
+    line.classList.remove("active")
+    line.textContent = `Model call retried ${this.retries}× (${line.dataset.reason})`
+    this.retryLine = null
+    this.retries = 0
   }
 
   /** @param {any} d */
@@ -176,25 +235,20 @@ export class RunView {
     const key = this.cardKey(d)
     if (this.cards.has(key)) return
     const it = this.iteration(Number(d.iteration ?? 0))
-    const card = h(
-      "details",
-      { class: "card running", "data-key": key, "data-tool": d.tool_name },
-      h(
-        "summary",
-        {},
-        h("span", { class: "dot", "aria-hidden": "true" }),
-        h("span", { class: "tool-name", text: d.tool_name }),
-        h("span", { class: "args-preview", text: preview(d.tool_args) }),
-        h("span", { class: "elapsed", text: "running…" })
-      ),
-      h("div", { class: "card-body" }, h("div", { class: "label", text: "Arguments" }), h("pre", { class: "args", text: pretty(d.tool_args) }))
-    )
+    const slot = /** @type {HTMLElement} */ (it.querySelector(".thinking"))
+    if (slot.classList.contains("active")) {
+      // the model is done thinking once its tools run (even if no `thinking done` came)
+      slot.classList.replace("active", "done")
+      slot.replaceChildren()
+    }
+    if (slot.childElementCount === 0) slot.append(h("span", { class: "step-label", text: `Step ${d.iteration}` }))
+    const card = runningCard(d, key)
     this.cards.set(key, card)
     this.startedAt.set(key, performance.now())
     const round = /** @type {HTMLElement} */ (it.querySelector(".round"))
     round.append(card)
     it.classList.toggle("parallel", it.querySelectorAll(".card").length > 1)
-    this.setStatus(`Running ${d.tool_name}…`)
+    this.announce(`Running ${d.tool_name}…`)
   }
 
   /** @param {any} d */
@@ -204,31 +258,7 @@ export class RunView {
     const card = /** @type {HTMLElement} */ (this.cards.get(key))
     if (!card.classList.contains("running")) return
     this.startedAt.delete(key)
-    card.classList.remove("running")
-    const failed = d.error !== null && d.error !== undefined && d.error !== ""
-    card.classList.add(failed ? "failed" : "ok")
-    const elapsed = /** @type {HTMLElement} */ (card.querySelector(".elapsed"))
-    elapsed.textContent = `${failed ? "failed · " : ""}${formatSeconds(Number(d.iter_elapsed ?? 0))}`
-    const body = /** @type {HTMLElement} */ (card.querySelector(".card-body"))
-    if (failed) body.append(h("div", { class: "label", text: "Error" }), h("pre", { class: "error", text: String(d.error) }))
-    const obs = typeof d.observation === "string" ? d.observation : pretty(d.observation)
-    if (d.content_type === "html" || d.content_type === "markdown") {
-      body.append(h("div", { class: "label", text: "Preview" }), previewFrame(d.content_type, obs, d.tool_name))
-      card.setAttribute("open", "")
-    } else if (obs || !failed) {
-      body.append(h("div", { class: "label", text: "Observation" }), h("pre", { class: "observation", text: obs }))
-    }
-    const artifacts = Array.isArray(d.artifacts) ? d.artifacts : []
-    if (artifacts.length > 0) {
-      const list = h("ul", { class: "artifacts" })
-      for (const a of artifacts) {
-        const url = typeof a.url === "string" && /^(https?:|\/)/.test(a.url) ? a.url : undefined
-        const name = `${a.name ?? "artifact"}${a.mimeType ? ` (${a.mimeType})` : ""}`
-        list.append(h("li", {}, url ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer", text: name }) : name))
-      }
-      body.append(h("div", { class: "label", text: "Artifacts" }), list)
-    }
-    if (this.startedAt.size === 0) this.setStatus("")
+    finishCard(card, d)
   }
 
   tickRunning() {
@@ -278,6 +308,7 @@ export class RunView {
 
   showAnswer() {
     this.answer.hidden = false
+    this.setStatus("")
   }
 
   /** @param {string} text */
@@ -297,36 +328,22 @@ export class RunView {
     this.onChange()
   }
 
-  /** @param {any} d */
+  /** @param {any} d the `done` event's data */
   done(d) {
     if (this.finished) return
-    this.finished = true
-    clearInterval(this.timer)
-    this.dag?.finish()
-    for (const key of [...this.startedAt.keys()]) {
-      const card = this.cards.get(key)
-      card?.classList.replace("running", "cancelled")
-      const el = card?.querySelector(".elapsed")
-      if (el) el.textContent = "cancelled"
-    }
-    this.startedAt.clear()
-    this.endPhase()
     if (!this.answerText && typeof d.answer === "string" && d.answer) this.answerText = d.answer
-    if (this.answerText) {
-      this.showAnswer()
-      this.renderAnswer()
-    }
-    this.answer.classList.remove("streaming")
-    this.setStatus("")
+    const kind = d.cancelled === true ? "stopped" : this.failure !== null ? "failed" : "done"
+    this.end(kind)
     const u = d.usage ?? {}
     const parts = [
       `${formatNumber(d.iterations ?? 0)} iteration${d.iterations === 1 ? "" : "s"}`,
       `${formatNumber(u.total_tokens ?? 0)} tokens`,
       formatSeconds(Number(d.elapsed ?? 0))
     ]
-    this.footer.replaceChildren(...parts.flatMap((p, i) => (i === 0 ? [h("span", { text: p })] : [h("span", { class: "sep", "aria-hidden": "true", text: "·" }), h("span", { text: p })])))
-    this.footer.title = `prompt ${formatNumber(u.prompt_tokens ?? 0)} · completion ${formatNumber(u.completion_tokens ?? 0)} · ${formatNumber(u.llm_calls ?? 0)} LLM calls`
+    const first = this.footer.childElementCount === 0
+    this.footer.append(...parts.flatMap((p, i) => (i === 0 && first ? [h("span", { text: p })] : [h("span", { class: "sep", "aria-hidden": "true", text: "·" }), h("span", { text: p })])))
     this.footer.hidden = false
+    this.footer.title = `prompt ${formatNumber(u.prompt_tokens ?? 0)} · completion ${formatNumber(u.completion_tokens ?? 0)} · ${formatNumber(u.llm_calls ?? 0)} LLM calls`
     const pending = Array.isArray(d.pending_injections) ? d.pending_injections : []
     for (const p of pending) {
       this.injectRecalled(String(p.id))
@@ -334,10 +351,56 @@ export class RunView {
         h("div", { class: "bubble" }, h("span", { class: "badge", text: "Not taken in (run ended)" }), h("span", { class: "inject-text", text: String(p.content ?? "") }))))
     }
     for (const q of this.run.querySelectorAll(".inject.queued")) q.querySelector("button")?.remove()
+  }
+
+  /**
+   * The run is over, however it ended: every spinner and timer stops, cards still
+   * running are marked cancelled, and a run that did not finish normally gets a
+   * marker saying so (with what it was doing) at the head of its footer.
+   *
+   * @param {"done" | "stopped" | "failed" | "lost"} kind
+   * @param {string} [note] shown beside the marker (e.g. why the run was lost)
+   */
+  end(kind, note) {
+    if (this.finished) return
+    this.finished = true
+    clearInterval(this.timer)
+    this.dag?.finish()
+    const thinking = /** @type {HTMLElement | null} */ (this.run.querySelector(".thinking.active"))
+    const running = [...this.startedAt.keys()].map((key) => this.cards.get(key)?.dataset.tool ?? "a tool")
+    const streaming = this.answerText !== "" && kind !== "done"
+    for (const key of this.startedAt.keys()) {
+      const card = this.cards.get(key)
+      card?.classList.replace("running", "cancelled")
+      const el = card?.querySelector(".elapsed")
+      if (el) el.textContent = "cancelled"
+    }
+    this.startedAt.clear()
+    if (thinking) {
+      thinking.classList.remove("active")
+      thinking.classList.add("done")
+      thinking.replaceChildren()
+    }
+    this.endPhase()
+    this.endRetry()
+    if (this.answerText) {
+      this.showAnswer()
+      this.renderAnswer()
+    }
+    this.answer.classList.remove("streaming")
+    this.answer.classList.toggle("cut", streaming)
+    this.setStatus("")
+    if (kind !== "done") {
+      const detail = thinking ? "while thinking" : running.length > 0 ? `while running ${running.join(", ")}` : streaming ? "during the answer" : ""
+      this.footer.append(endMarker(kind, detail))
+      if (note) this.footer.append(h("span", { class: "sep", "aria-hidden": "true", text: "·" }), h("span", { text: note }))
+      this.announce(this.footer.textContent ?? "")
+    }
+    this.footer.hidden = this.footer.childElementCount === 0
     this.run.setAttribute("aria-busy", "false")
   }
 
-  /** @param {string} text */
+  /** @param {string} text a visible note under the run (reconnecting…) */
   note(text) {
     this.setStatus(text)
   }
@@ -345,20 +408,4 @@ export class RunView {
   dispose() {
     clearInterval(this.timer)
   }
-}
-
-/**
- * A sandboxed preview of an html/markdown tool result: no scripts, no same-origin
- * access, no forms, no navigation of the page.
- *
- * @param {"html" | "markdown"} kind
- * @param {string} content
- * @param {string} title
- */
-export function previewFrame(kind, content, title) {
-  const body = kind === "html" ? content : `<!doctype html><meta charset="utf-8"><style>body{font:14px/1.5 system-ui,sans-serif;margin:12px;color:#1f2328}pre{overflow:auto}</style>${markdown().render(content)}`
-  const frame = h("iframe", { class: "preview", sandbox: "", title: `Preview of ${title}`, loading: "lazy", referrerpolicy: "no-referrer" })
-  const iframe = /** @type {HTMLIFrameElement} */ (frame)
-  iframe.srcdoc = body
-  return frame
 }

@@ -100,6 +100,6 @@ describe("POST /api/react", () => {
       )
 
       const health = yield* Effect.promise(() => getJson(`${server.url}/health`))
-      assert.deepStrictEqual(health.body, { status: "ok", model: "fake-model", demo: false })
+      assert.deepStrictEqual(health.body, { status: "ok", model: "fake-model", demo: false, tools: 2 })
     }), 30_000)
 })

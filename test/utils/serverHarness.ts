@@ -9,6 +9,8 @@ import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Scope from "effect/Scope"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -56,16 +58,25 @@ export const startServer = (options: {
   readonly serve?: Parameters<typeof Server.serve>[0]
   /** Provided to the whole server (a logger, a tracer). */
   readonly provide?: Layer.Layer<never>
+  /** Retries of the LLM layer (default 0). */
+  readonly llmMaxRetries?: number
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const databasePath = options.databasePath ?? tempDatabase()
-    const llm = OpenAiLlm.layer({ baseURL: options.llmUrl, apiKey: "test-key", model: "fake-model", maxRetries: 0, ...options.llm })
+    const llm = OpenAiLlm.layer({
+      baseURL: options.llmUrl,
+      apiKey: "test-key",
+      model: "fake-model",
+      maxRetries: options.llmMaxRetries ?? 0,
+      retryBaseDelay: "20 millis",
+      ...options.llm
+    })
     const tools = options.mcpConfigPath !== undefined
-      ? App.ToolsLayer.pipe(Layer.provideMerge(McpTools.layer(options.mcpConfigPath)))
-      : Toolkit.layer(options.tools ?? BuiltinTools.tools)
+      ? { mcp: McpTools.layer(options.mcpConfigPath) }
+      : { tools: Toolkit.layer(options.tools ?? BuiltinTools.tools) }
     const app = App.make(App.modelsOf(llm), {
       demo: false,
-      tools,
+      ...tools,
       interrupts: SqlInterrupts.layer,
       ...(options.guard ? { guard: options.guard } : {})
     })
@@ -80,7 +91,8 @@ export const startServer = (options: {
       Layer.provideMerge(app),
       Layer.provide(Server.storage({ _tag: "Sqlite", filename: databasePath })),
       Layer.provide(ServerConfig.layer({ port: 0, databasePath, ...options.settings })),
-      Layer.provide(options.provide ?? Layer.empty)
+      // the server's run log lines stay out of the test output, unless the test captures the log
+      Layer.provide(options.provide ?? Logger.minimumLogLevel(LogLevel.Warning))
     )
     const outer = yield* Effect.scope
     const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)

@@ -6,12 +6,13 @@
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted, Schema } from "effect"
 import { createServer } from "node:http"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as DagAgent from "../../src/DagAgent.js"
 import * as Hooks from "../../src/Hooks.js"
-import type { ChatRequest } from "../../src/Llm.js"
+import type { ChatRequest, LlmService } from "../../src/Llm.js"
+import * as Llm from "../../src/Llm.js"
 import type { ChatMessage } from "../../src/Message.js"
 import * as ModelRegistry from "../../src/ModelRegistry.js"
 import * as ReactAgent from "../../src/ReactAgent.js"
@@ -76,21 +77,35 @@ const synthesisFor = (request: ChatRequest): string => {
     `The sum is \`5\`.${follow ? ` You also asked about ${follow[1]}: noted.` : ""}`
 }
 
+/** The first word of the query the request works on. */
+const firstWord = (messages: ReadonlyArray<ChatMessage>): string | undefined =>
+  /^[a-z]+/.exec(lastQuery(messages).query.trim().toLowerCase())?.[0]
+
 /**
  * The model's script, chosen by the query's first word:
  * - `full`: reasoning, two parallel tool calls, an HTML chart, then the answer;
  * - `slow`: six slow lookups in a row (for stop, reload and follow-ups), then the answer;
  * - `hostile`: one lookup, then an answer full of HTML;
  * - `dag`, `dagreplan`: DAG mode (test/utils/webDagScript.ts).
+ * - `think`: the first model call takes 20 s (for a stop while thinking);
+ * - `slowanswer`: one lookup, then an answer streamed slowly (for a stop during the answer);
+ * - `fail`: the model fails (a run that ends with an error);
+ * - `busy`: the first call is retried once by the LLM layer (see `retrying`).
  */
 export const responder: ScriptedLlm.Responder = (request, _index, method) => {
   const dag = dagReply(request, method)
   if (dag !== undefined) return dag
   const synthesis = request.tools === undefined || request.tools.length === 0
+  const word = firstWord(request.messages)
+  if (word === "fail") return ScriptedLlm.fail("Server", "the model is down (scripted)")
+  if (synthesis && lastQuery(request.messages).query.includes("slowanswer:")) {
+    return ScriptedLlm.text(Array.from({ length: 60 }, (_, i) => `word${i}`).join(" "), { chunkDelay: "150 millis" })
+  }
   if (synthesis) return ScriptedLlm.text(synthesisFor(request), { chunkDelay: "30 millis", delay: "100 millis" })
-  const { index, query } = lastQuery(request.messages)
+  const { index } = lastQuery(request.messages)
   const done = request.messages.slice(index).filter((m) => m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0).length
-  const word = /^[a-z]+/.exec(query.trim().toLowerCase())?.[0]
+  if (word === "think") return ScriptedLlm.text("Done.", { delay: "20 seconds" })
+  if (word === "slowanswer" && done === 0) return ScriptedLlm.toolCall("lookup", { topic: "x", ms: 50 }, { id: "call_sa" })
   if (word === "full") {
     if (done === 0) {
       return ScriptedLlm.toolCalls([
@@ -114,19 +129,47 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
   return ScriptedLlm.text("Done.", { delay: "100 millis" })
 }
 
+/**
+ * The scripted model as an LLM layer that retries, like `OpenAiLlm`: the first
+ * loop call of a `busy` query "fails" and is announced with `Llm.notifyRetry`
+ * (rate limited, 1.5 s), then goes on.
+ */
+const retrying = (service: LlmService): LlmService => {
+  const retried = new Set<string>()
+  return {
+    ...service,
+    chat: (request) => {
+      const query = lastQuery(request.messages).query
+      if (firstWord(request.messages) !== "busy" || retried.has(query)) return service.chat(request)
+      retried.add(query)
+      // the failed first attempt takes a moment (a real one is an HTTP round trip)
+      return Effect.sleep("50 millis").pipe(
+        Effect.zipRight(Llm.notifyRetry({ attempt: 1, reason: "RateLimited", delayMs: 1500 })),
+        Effect.zipRight(Effect.sleep("1500 millis")),
+        Effect.zipRight(service.chat(request))
+      )
+    }
+  }
+}
+
 /** The base URL of the server under test. */
 export class WebAppUrl extends Context.Tag("test/WebAppUrl")<WebAppUrl, string>() {}
 
 /** The real server on a random port for the test's scope. */
-export const webAppServer = (
-  options: { readonly demo?: boolean; readonly detachGraceMs?: number; readonly apiToken?: string; readonly defaultMode?: DagAgent.Mode } = {}
-) => {
+export const webAppServer = (options: {
+  readonly demo?: boolean
+  readonly detachGraceMs?: number
+  readonly apiToken?: string
+  readonly defaultMode?: DagAgent.Mode
+  /** Where the tools come from, as `AppInfo` reports it (`GET /api/tools`). */
+  readonly mcp?: AppInfo.AppInfoShape["mcp"]
+} = {}) => {
   const llm = ScriptedLlm.make(responder, { model: options.demo ? "demo" : "scripted-test" })
   const agentOptions = { completionCheck: false, selfReflectionInterval: 0 }
   const agent = Layer.mergeAll(ReactAgent.layer(agentOptions), DagAgent.layer({ agent: agentOptions })).pipe(
     Layer.provideMerge(Layer.mergeAll(
-      llm.layer,
-      ModelRegistry.layer({ main: llm.service }),
+      Layer.succeed(Llm.Llm, retrying(llm.service)),
+      ModelRegistry.layer({ main: retrying(llm.service) }),
       Toolkit.layer(webTools),
       Hooks.layerEmpty,
       ContextGuard.layer(),
@@ -140,10 +183,16 @@ export const webAppServer = (
   })
   const app = Server.serve({ disableLogger: true }).pipe(
     Layer.provide(agent),
-    Layer.provide(AppInfo.layer({ model: options.demo ? "demo" : "scripted-test", demo: options.demo ?? false })),
+    Layer.provide(AppInfo.layer({
+      model: options.demo ? "demo" : "scripted-test",
+      demo: options.demo ?? false,
+      ...(options.mcp ? { mcp: options.mcp } : {})
+    })),
     Layer.provide(Server.storage({ _tag: "Sqlite", filename: ":memory:" })),
     Layer.provide(settings),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    // the server's run log lines stay out of the test output
+    Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
   return Effect.gen(function*() {
     const context = yield* Layer.build(app)

@@ -119,6 +119,8 @@ export const fakeWebServer = (script: (query: string) => ReadonlyArray<ScriptedE
         switch (`${req.method} ${url.pathname}`) {
           case "GET /health":
             return json(res, 200, fake.health)
+          case "GET /api/tools":
+            return json(res, 200, { tools: [{ name: "lookup", description: "Looks things up", source: "builtin" }], failed_servers: [] })
           case "GET /api/conversations":
             return json(res, 200, [...runs.values()].map((r) => ({ id: r.conversationId, title: "Fake conversation", updated_at: new Date(0).toISOString(), turns: 1 })))
           case "POST /api/react": {
@@ -154,7 +156,8 @@ export const fakeWebServer = (script: (query: string) => ReadonlyArray<ScriptedE
             const run = runs.get(b.conversation_id)
             if (!run || run.done) return json(res, 404, { error: "no active run" })
             run.cancelled = true
-            push(run, "done", { answer: "", iterations: 1, usage: { total_tokens: 1 }, elapsed: 0.1, conversation_id: run.conversationId, pending_injections: [] })
+            // as the real server: a cancelled run's done says so
+            push(run, "done", { answer: "", iterations: 1, usage: { total_tokens: 1 }, elapsed: 0.1, conversation_id: run.conversationId, pending_injections: [], cancelled: true })
             return json(res, 200, { cancelled: true })
           }
         }

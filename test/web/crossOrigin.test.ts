@@ -8,32 +8,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { existsSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { type Browser, chromium } from "playwright-core"
-import { CHROMIUM_PATH } from "../utils/browser.js"
+import { launchBrowser } from "../utils/browser.js"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 import { startServer } from "../utils/serverHarness.js"
 import { getJson } from "../utils/sse.js"
 
-// No system Chromium on some machines: fall back to the @sparticuz/chromium
-// build, without its flags that switch the same-origin policy off (the very
-// thing under test).
-const UNSAFE_FLAGS = ["--disable-web-security", "--allow-running-insecure-content", "--disable-site-isolation-trials"]
-const launch = Effect.acquireRelease(
-  Effect.promise(async (): Promise<Browser> => {
-    if (existsSync(CHROMIUM_PATH)) {
-      return chromium.launch({ executablePath: CHROMIUM_PATH, args: ["--headless", "--no-sandbox", "--disable-gpu"] })
-    }
-    const sparticuz = (await import("@sparticuz/chromium")).default
-    return chromium.launch({
-      executablePath: await sparticuz.executablePath(),
-      args: sparticuz.args.filter((a) => !UNSAFE_FLAGS.includes(a))
-    })
-  }),
-  (browser) => Effect.promise(() => browser.close())
-)
+// test/utils/browser.ts finds a browser (CHROMIUM_PATH, the system chromium, the bundled
+// build) and launches it with the usual flags — the same-origin policy stays on.
+const launch = launchBrowser
 
 /** A page on its own origin: http://127.0.0.1:<another port>/ */
 const attackerSite = Effect.acquireRelease(

@@ -35,10 +35,22 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
   it.scoped("a full run: thinking, parallel tool cards, sandboxed preview, streamed markdown answer, footer", () =>
     Effect.gen(function*() {
       const { page, errors } = yield* setup()
+      // in flight: a running card with a live timer. The cards run for 0.25-0.4 s, too
+      // short to be sure to catch by polling on a loaded machine: a MutationObserver
+      // records every running-card timer text the page shows
+      yield* pw(() =>
+        page.evaluate(() => {
+          const seen: Array<string> = []
+          ;(window as unknown as { runningTexts: Array<string> }).runningTexts = seen
+          new MutationObserver(() => {
+            for (const el of document.querySelectorAll(".card.running .elapsed")) seen.push(el.textContent ?? "")
+          }).observe(document.body, { subtree: true, childList: true, characterData: true })
+        })
+      )
       yield* ask(page, "full: what is the population density of France, and 2 + 3?")
-      // in flight: a running card with a live timer
-      yield* pw(() => page.waitForSelector(".card.running .elapsed:text-matches('running')"))
       yield* waitDone(page)
+      const running = yield* pw(() => page.evaluate(() => (window as unknown as { runningTexts: Array<string> }).runningTexts))
+      assert.isTrue(running.some((t) => /^running/.test(t)), JSON.stringify(running))
       const cards = yield* pw(() =>
         page.$$eval(".turn:last-child .card", (els) =>
           els.map((c) => ({
@@ -160,6 +172,8 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       assert.strictEqual(yield* pw(() => page.locator(".card.running").count()), 0)
       assert.isTrue(yield* pw(() => page.isHidden("#stop")))
       assert.strictEqual(yield* pw(() => page.textContent("#send")), "Send")
+      // the footer says it was stopped, and while doing what
+      assert.match((yield* pw(() => page.textContent(".turn:last-child .run-footer"))) ?? "", /^Stopped (?:while running lookup|while thinking)·/)
     }))
 
   it.scoped("model output with HTML is rendered as text, not HTML", () =>

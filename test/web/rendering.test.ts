@@ -123,6 +123,9 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       assert.include(yield* pw(() => page.textContent(".card.failed .elapsed")), "failed")
       assert.include(yield* pw(() => page.textContent(".card.failed pre.error")), "timed out")
       assert.include(yield* pw(() => page.textContent(".run-error")), "the model is unavailable")
+      // the footer says the run failed; nothing spins
+      assert.match((yield* pw(() => page.textContent(".run-footer"))) ?? "", /^Failed·1 iteration·150 tokens·2\.00 s$/)
+      assert.strictEqual(yield* pw(() => page.locator(".spinner, .thinking.active").count()), 0)
       assert.include(yield* pw(() => page.textContent(".msg.inject.pending")), "first follow-up")
       assert.strictEqual(yield* pw(() => page.locator(".msg.inject").count()), 1)
       const recalls = server.requests.filter((r) => r.path === "/api/react/inject/recall")

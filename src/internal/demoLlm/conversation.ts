@@ -180,6 +180,25 @@ export const availability = (request: ChatRequest, json: boolean): (tool: string
   return (tool) => system.includes(`\n- ${tool}:`)
 }
 
+/**
+ * Every tool the request offers or can load, by name, in order: the advertised
+ * ones (native `tools`, or the JSON-mode list in the system prompt) and those the
+ * `request_tools` meta-tool says are not loaded yet (after tool selection).
+ *
+ * @internal
+ */
+export const toolNames = (request: ChatRequest, json: boolean): Array<string> => {
+  const offered: ReadonlyArray<{ readonly name: string; readonly description: string }> = json
+    ? [...systemText(request.messages).matchAll(/^- ([A-Za-z0-9_-]+): (.*)$/gm)].map((m) => ({ name: m[1], description: m[2] }))
+    : (request.tools ?? []).map((t) => ({ name: t.function.name, description: t.function.description }))
+  const names: Array<string> = []
+  for (const tool of offered) {
+    const unloaded = /Not loaded yet: (.+?)\.?$/.exec(tool.description)
+    names.push(...(unloaded ? unloaded[1].split(/,\s*/) : [tool.name]))
+  }
+  return [...new Set(names.map((n) => n.trim()).filter((n) => n !== ""))]
+}
+
 // ---- answer synthesis ---------------------------------------------------------------
 
 /** @internal */
@@ -187,6 +206,8 @@ export interface TraceView {
   readonly question: string
   readonly observed: ReadonlyArray<Observed>
   readonly interrupt?: string
+  /** The loop's own answer, when the prompt carries it. */
+  readonly draft?: string
 }
 
 /** Reads the synthesis prompt: the question, the steps and the user's mid-run messages. @internal */
@@ -200,7 +221,13 @@ export const readTrace = (text: string): TraceView => {
   }
   const block = /Messages the user sent during the work:\n((?:- .*\n?)+)/.exec(text)
   const items = block ? block[1].split("\n").filter((l) => l.startsWith("- ")).map((l) => l.slice(2).trim()) : []
-  return { question, observed, ...(items.length > 0 ? { interrupt: items.join(" ") } : {}) }
+  const draft = /\n\nDraft answer:\n([\s\S]*?)\n\nWrite the final answer/.exec(text)?.[1]
+  return {
+    question,
+    observed,
+    ...(items.length > 0 ? { interrupt: items.join(" ") } : {}),
+    ...(draft !== undefined && draft.trim() !== "" ? { draft } : {})
+  }
 }
 
 // ---- structured calls ----------------------------------------------------------------

@@ -170,25 +170,72 @@ const describeResult = (o: Observed, lang: Lang): string => {
   return lang === "zh" ? `\`${o.tool}\` 的结果：\n${text}` : `Result of \`${o.tool}\`:\n${text}`
 }
 
-/** The explanation given when the demo cannot help. @internal */
-export const explanation = (lang: Lang): string =>
-  lang === "zh"
-    ? "我是本 ReAct 引擎内置的**离线演示模型**：当前没有配置真正的大模型，所以我只能做算术（调用 `calculator` 工具）和查询时间（调用 `current_time` 工具）。\n\n" +
+/**
+ * The tools by source, for the explanation: plain names first, then one line per
+ * MCP server (`server__tool` names, listed without the prefix).
+ */
+const toolLines = (tools: ReadonlyArray<string>, lang: Lang): Array<string> => {
+  const plain: Array<string> = []
+  const byServer = new Map<string, Array<string>>()
+  for (const name of tools) {
+    const cut = name.indexOf("__")
+    if (cut <= 0) {
+      plain.push(name)
+      continue
+    }
+    const server = name.slice(0, cut)
+    const list = byServer.get(server) ?? []
+    list.push(name.slice(cut + 2))
+    byServer.set(server, list)
+  }
+  const code = (names: ReadonlyArray<string>) => names.map((n) => `\`${n}\``).join(", ")
+  const lines = plain.length > 0 ? [`- ${code(plain)}`] : []
+  for (const [server, names] of byServer) {
+    lines.push(lang === "zh"
+      ? `- MCP 服务器 \`${server}\`（${names.length} 个）：${code(names)}`
+      : `- from the MCP server \`${server}\` (${names.length}): ${code(names)}`)
+  }
+  return lines
+}
+
+/**
+ * The explanation given when the demo cannot help: what it is, the tools the
+ * agent really has (`tools`: every tool name the request offered or could load),
+ * and how to configure a real model.
+ *
+ * @internal
+ */
+export const explanation = (lang: Lang, tools: ReadonlyArray<string> = []): string => {
+  const inventory = tools.length === 0
+    ? ""
+    : lang === "zh"
+    ? `\n\n这个智能体共有 ${tools.length} 个工具，真正的大模型都可以使用：\n${toolLines(tools, lang).join("\n")}`
+    : `\n\nThe agent has ${tools.length} tool${tools.length === 1 ? "" : "s"}, all usable by a real model:\n${toolLines(tools, lang).join("\n")}`
+  return lang === "zh"
+    ? "我是本 ReAct 引擎内置的**离线演示模型**：当前没有配置真正的大模型，所以我按固定规则工作：算术用 `calculator` 工具，查询时间用 `current_time` 工具。" +
+      inventory + "\n\n" +
       "要使用真实模型，请设置 `LLM_BASE_URL`、`LLM_API_KEY` 和 `LLM_MODEL`（任何兼容 OpenAI 的接口均可）后重启。\n\n" +
       "可以试试：“(17 + 25) * 3 等于多少？” 或 “东京现在几点？”"
-    : "I'm the **offline demo model** built into this ReAct engine: no LLM is configured, so I can only do arithmetic " +
-      "(with the `calculator` tool) and tell the time (with the `current_time` tool).\n\n" +
+    : "I'm the **offline demo model** built into this ReAct engine: no LLM is configured, so I follow fixed rules: " +
+      "arithmetic goes to the `calculator` tool, questions about the time to `current_time`." +
+      inventory + "\n\n" +
       "To use a real model, set `LLM_BASE_URL`, `LLM_API_KEY` and `LLM_MODEL` (any OpenAI-compatible endpoint) and restart.\n\n" +
       "Try: \"What is (17 + 25) * 3?\" or \"What time is it in Tokyo?\""
+}
 
 /**
  * The answer to a question from what the tools returned. `interrupt` is the
  * message the user sent mid-run (acknowledged first). With no results: a direct
- * computation when possible, else the explanation.
+ * computation when possible, else the explanation (naming `tools`).
  *
  * @internal
  */
-export const compose = (question: string, results: ReadonlyArray<Observed>, interrupt?: string): string => {
+export const compose = (
+  question: string,
+  results: ReadonlyArray<Observed>,
+  interrupt?: string,
+  tools: ReadonlyArray<string> = []
+): string => {
   const lang = detectLanguage(interrupt ?? question)
   const parts: Array<string> = []
   if (interrupt !== undefined) {
@@ -202,7 +249,7 @@ export const compose = (question: string, results: ReadonlyArray<Observed>, inte
     if (expression !== undefined && direct !== undefined && Either.isRight(direct)) {
       parts.push(`${expression} = **${Calculator.formatNumber(direct.right)}**`)
     } else {
-      parts.push(explanation(lang))
+      parts.push(explanation(lang, tools))
     }
   }
   return parts.join("\n\n")

@@ -16,7 +16,7 @@ import * as ErrorMessage from "../../ErrorMessage.js"
 import type { HooksService } from "../../Hooks.js"
 import type { Injection, InterruptsService } from "../../Interrupts.js"
 import type { LlmService } from "../../Llm.js"
-import { LlmError } from "../../Llm.js"
+import { LlmError, withRetryObserver } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { RunInput } from "../../ReactAgent.js"
 import type { RunJournal } from "../../RunJournal.js"
@@ -142,7 +142,11 @@ export const execute = (services: AgentServices, input: RunInput, journal: RunJo
         outcome.pending = left
       }))
 
-    const work = body(services, input, journal, conversationId, outcome)
+    // the LLM's retries are run events: the user sees the run waiting, not stuck
+    const work = body(services, input, journal, conversationId, outcome).pipe(
+      withRetryObserver((notice) =>
+        journal.emit({ _tag: "LlmRetry", attempt: notice.attempt, reason: notice.reason, delay_ms: Math.round(notice.delayMs) }))
+    )
     const guarded = input.cancel === undefined ? work : Effect.raceFirst(
       work,
       Effect.zipRight(input.cancel, Effect.sync(() => {
