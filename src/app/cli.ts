@@ -18,6 +18,7 @@ import { parse, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer } from "./cliRender.js"
 import type * as DagAgentModule from "../DagAgent.js"
 import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
+import * as Telemetry from "../Telemetry.js"
 
 const out: Output = {
   write: (text) => void process.stdout.write(text),
@@ -93,6 +94,8 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
     })).pipe(
       Effect.onInterrupt(() => Effect.sync(() => out.error("\n✗ interrupted\n"))),
       Effect.provide(cliLayer),
+      // built first, closed last: the run's spans are exported before the process exits
+      Effect.provide(Telemetry.layerConfig),
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause) ? Effect.interrupt : Effect.sync(() => {
           out.error(`✗ could not start: ${Cause.pretty(cause)}\n`)

@@ -1,7 +1,8 @@
 /**
  * `npm start`: the HTTP server (API + web page) on `HOST:PORT` (default
  * 127.0.0.1:3000), over the app layer configured from the environment. Works
- * with zero configuration on the built-in offline demo model.
+ * with zero configuration on the built-in offline demo model. Traces and metrics
+ * go to `OTEL_EXPORTER_OTLP_ENDPOINT` when it is set (`Telemetry.layerConfig`).
  *
  * @since 0.1.0
  */
@@ -12,6 +13,7 @@ import * as Layer from "effect/Layer"
 import { AppInfo, AppLayer } from "./App.js"
 import * as Server from "../server/Server.js"
 import * as ServerConfig from "../server/ServerConfig.js"
+import * as Telemetry from "../Telemetry.js"
 
 const Banner = Layer.effectDiscard(Effect.gen(function*() {
   const settings = yield* ServerConfig.ServerConfig
@@ -37,4 +39,5 @@ export const MainLayer = Banner.pipe(
   Layer.provide(ServerConfig.layerConfig)
 )
 
-Layer.launch(MainLayer).pipe(NodeRuntime.runMain)
+// telemetry first: the tracer reaches every request and run, and the last spans are flushed after the server closed
+Layer.launch(MainLayer.pipe(Layer.provide(Telemetry.layerConfig))).pipe(NodeRuntime.runMain)
