@@ -2,13 +2,14 @@
  * OpenTelemetry for the engine, after the GenAI semantic conventions (see
  * docs/observability.md).
  *
- * The engine always opens its spans with Effect's tracer — `invoke_agent
- * {agent}` per run, `chat {model}` per LLM call, `execute_tool {tool}` per tool
- * call, and spans for tool selection, compaction, structured calls and the DAG
- * phases. Without an exporter they cost what Effect's built-in tracer costs (no
- * stack traces are captured). `layerConfig` exports them over OTLP/HTTP when
- * `OTEL_EXPORTER_OTLP_ENDPOINT` is set, with the metrics, and does nothing when
- * it is not:
+ * The engine's spans — `invoke_agent {agent}` per run, `chat {model}` per LLM
+ * call, `execute_tool {tool}` per tool call, and spans for tool selection,
+ * compaction, structured calls and the DAG phases — go to the Effect tracer in
+ * context. The per-run and per-call ones are opened only when a tracer is
+ * installed (any but Effect's built-in one): without one, the loop pays a
+ * fiber-ref read per call, not a span. No stack traces are captured.
+ * `layerConfig` installs an OTLP/HTTP exporter when `OTEL_EXPORTER_OTLP_ENDPOINT`
+ * is set, with the metrics, and does nothing when it is not:
  *
  * ```ts
  * Layer.launch(MyApp).pipe(Effect.provide(Telemetry.layerConfig), NodeRuntime.runMain)

@@ -337,30 +337,61 @@ describe("Telemetry: metrics", () => {
     addErrors: counter(Telemetry.toolErrors, { [A.toolName]: "add" })
   })
 
-  it.effect("recorded with the telemetry layer: runs, run duration, tokens by phase, tool calls and errors", () => {
-    const h = makeAgent(parallelScript, { hooks: rewriteEcho, agent: agentOptions, llm: { model: "metered" } })
+  it.effect("recorded with the telemetry layer (with or without a tracer): runs, run duration, tokens by phase, tool calls and errors", () => {
+    const metered = () => makeAgent(parallelScript, { hooks: rewriteEcho, agent: agentOptions, llm: { model: "metered" } }).layer
+    const run = runCollect("add 1 and 2, and echo hi")
+    const delta = (before: Effect.Effect.Success<typeof snapshot>, after: Effect.Effect.Success<typeof snapshot>) => ({
+      runs: after.runs - before.runs,
+      durations: after.durations.count - before.durations.count,
+      loopInput: { count: after.loopInput.count - before.loopInput.count, sum: after.loopInput.sum - before.loopInput.sum },
+      synthesisOutput: after.synthesisOutput.sum - before.synthesisOutput.sum,
+      addCalls: after.addCalls - before.addCalls,
+      failErrors: after.failErrors - before.failErrors,
+      addErrors: after.addErrors - before.addErrors
+    })
+    const expected = { runs: 1, durations: 1, loopInput: { count: 3, sum: 100 + 140 + 180 }, synthesisOutput: 7, addCalls: 1, failErrors: 1, addErrors: 0 }
+    const metrics = Telemetry.layerInstrumentation({ metrics: true })
     return Effect.gen(function*() {
-      const before = yield* snapshot
-      yield* runCollect("add 1 and 2, and echo hi").pipe(Effect.provide(Telemetry.layerInstrumentation({ metrics: true })))
-      const after = yield* snapshot
-      assert.strictEqual(after.runs - before.runs, 1)
-      assert.strictEqual(after.durations.count - before.durations.count, 1)
-      assert.deepStrictEqual(
-        { count: after.loopInput.count - before.loopInput.count, sum: after.loopInput.sum - before.loopInput.sum },
-        { count: 3, sum: 100 + 140 + 180 }
-      )
-      assert.strictEqual(after.synthesisOutput.sum - before.synthesisOutput.sum, 7)
-      assert.strictEqual(after.addCalls - before.addCalls, 1)
-      assert.strictEqual(after.failErrors - before.failErrors, 1)
-      assert.strictEqual(after.addErrors - before.addErrors, 0)
+      const start = yield* snapshot
+      yield* run.pipe(Effect.provide(metered()), Effect.provide(metrics), Effect.provide(makeSpanRecorder().layer))
+      const traced = yield* snapshot
+      assert.deepStrictEqual(delta(start, traced), expected)
+      yield* run.pipe(Effect.provide(metered()), Effect.provide(metrics))
+      const untraced = yield* snapshot
+      assert.deepStrictEqual(delta(traced, untraced), expected)
       // without the layer: nothing is recorded
-      yield* runCollect("add 1 and 2, and echo hi").pipe(Effect.provide(makeAgent(parallelScript, { agent: agentOptions, llm: { model: "metered" } }).layer))
-      assert.deepStrictEqual(yield* snapshot, after)
-    }).pipe(Effect.provide(h.layer))
+      yield* run.pipe(Effect.provide(metered()))
+      assert.deepStrictEqual(yield* snapshot, untraced)
+    })
   })
 })
 
 describe("Telemetry: parents and layers", () => {
+  it.effect("without a tracer installed no engine span is opened (a tool sees its caller's span)", () => {
+    const recorder = makeSpanRecorder()
+    const seen: Array<string> = []
+    const probe = Tool.make({
+      name: "probe",
+      description: "Notes the current span",
+      parameters: Schema.Struct({}),
+      handler: () =>
+        Effect.map(Effect.option(Effect.currentSpan), (span) => {
+          seen.push(Option.match(span, { onNone: () => "none", onSome: (s) => s.name }))
+          return "ok"
+        })
+    })
+    const script = [ScriptedLlm.toolCall("probe", {}), ScriptedLlm.text("ok"), ScriptedLlm.text("ok")]
+    return Effect.gen(function*() {
+      yield* runCollect("probe").pipe(Effect.withSpan("caller"), Effect.provide(makeAgent(script, { tools: [probe], agent: agentOptions }).layer))
+      yield* runCollect("probe").pipe(
+        Effect.withSpan("caller"),
+        Effect.provide(makeAgent(script, { tools: [probe], agent: agentOptions }).layer),
+        Effect.provide(recorder.layer)
+      )
+      assert.deepStrictEqual(seen, ["caller", "execute_tool probe"])
+    })
+  })
+
   it.effect("currentParent / withParent: a run started elsewhere is a child of the span that asked for it", () => {
     const recorder = makeSpanRecorder()
     const h = makeAgent([ScriptedLlm.text("hi"), ScriptedLlm.text("hi")], { agent: agentOptions })

@@ -5,20 +5,35 @@
  * attribute objects per call); content and metrics only when the telemetry
  * layer turned them on (`currentInstrumentation`). No stack traces are captured.
  *
+ * These spans are opened only when a tracer is installed (any tracer but
+ * Effect's built-in one, whose spans nobody reads): an Effect span costs about
+ * 17 KB of allocation (the span, and the fiber-ref update that makes it the
+ * parent), which the loop would otherwise pay twice per iteration for nothing.
+ *
  * @internal
  */
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
+import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
-import type * as Tracer from "effect/Tracer"
+import type * as Fiber from "effect/Fiber"
+import * as Tracer from "effect/Tracer"
 import type { ChatRequest, ResponseToolCall } from "../../Llm.js"
 import type { Content } from "../../Message.js"
 import type { Phase, RunUsage, Usage } from "../../Usage.js"
 import * as GenAiContent from "./content.js"
 import type { Instrumentation } from "./instrumentation.js"
 import * as I from "./instrumentation.js"
+
+/** Effect's built-in tracer: in use when no tracer was installed. */
+const builtinTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
+
+/** True when a tracer is installed (spans are worth opening). */
+const tracing = (fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean =>
+  Context.get(fiber.getFiberRef(DefaultServices.currentServices), Tracer.Tracer) !== builtinTracer
 
 const CLIENT: Tracer.SpanOptions = { kind: "client", captureStackTrace: false }
 const INTERNAL: Tracer.SpanOptions = { kind: "internal", captureStackTrace: false }
@@ -104,6 +119,13 @@ export const chatSpan = <A, E, R>(
 ): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime<A, E, R>((fiber) => {
     const inst = fiber.getFiberRef(I.currentInstrumentation)
+    if (!tracing(fiber)) {
+      if (!inst.metrics) return effect
+      return Effect.tap(effect, (a) => {
+        const usage = observe(a).usage
+        return usage === undefined ? Effect.void : recordTokens(model, options.phase, usage)
+      })
+    }
     return Effect.useSpan(`chat ${model}`, CLIENT, (span) => {
       annotateRequest(span, model, request, options, inst)
       return Effect.withParentSpan(effect, span).pipe(
@@ -154,6 +176,9 @@ export const toolSpan = <A, R>(
 ): Effect.Effect<A, never, R> =>
   Effect.withFiberRuntime<A, never, R>((fiber) => {
     const inst = fiber.getFiberRef(I.currentInstrumentation)
+    if (!tracing(fiber)) {
+      return inst.metrics ? Effect.tap(effect, (a) => countTool(call.name, report(a, false).error !== undefined)) : effect
+    }
     return Effect.useSpan(`execute_tool ${call.name}`, INTERNAL, (span) => {
       span.attribute(I.GenAi.operationName, "execute_tool")
       span.attribute(I.GenAi.toolName, call.name)
@@ -206,6 +231,9 @@ export interface AgentOutcome {
   readonly failure?: { readonly message: string; readonly type: string } | undefined
 }
 
+const outcomeOf = (outcome: AgentOutcome): "failed" | "cancelled" | "completed" =>
+  outcome.failure !== undefined ? "failed" : outcome.cancelled ? "cancelled" : "completed"
+
 class RunEnded extends Data.TaggedError("RunEnded")<{ readonly message: string }> {}
 
 const recordRun = (name: string, outcome: string, started: number): Effect.Effect<void> =>
@@ -225,6 +253,14 @@ const recordRun = (name: string, outcome: string, started: number): Effect.Effec
 export const agentSpan = <R>(run: AgentSpan, body: Effect.Effect<AgentOutcome, never, R>): Effect.Effect<void, never, R> =>
   Effect.withFiberRuntime<void, never, R>((fiber) => {
     const inst = fiber.getFiberRef(I.currentInstrumentation)
+    if (!tracing(fiber)) {
+      if (!inst.metrics) return Effect.asVoid(body)
+      return Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
+        body.pipe(
+          Effect.onInterrupt(() => recordRun(run.name, "cancelled", startedAt)),
+          Effect.flatMap((outcome) => recordRun(run.name, outcomeOf(outcome), startedAt))
+        ))
+    }
     return Effect.flatMap(inst.metrics ? Clock.currentTimeMillis : Effect.succeed(0), (startedAt) =>
       Effect.useSpan(`invoke_agent ${run.name}`, INTERNAL, (span) => {
         span.attribute(I.GenAi.operationName, "invoke_agent")
@@ -245,7 +281,7 @@ export const agentSpan = <R>(run: AgentSpan, body: Effect.Effect<AgentOutcome, n
             if (inst.captureContent && outcome.answer !== "") {
               span.attribute(I.GenAi.outputMessages, GenAiContent.outputMessages(outcome.answer, [], "stop"))
             }
-            const ended = outcome.failure !== undefined ? "failed" : outcome.cancelled ? "cancelled" : "completed"
+            const ended = outcomeOf(outcome)
             span.attribute(I.Engine.outcome, ended)
             const counted = inst.metrics ? recordRun(run.name, ended, startedAt) : Effect.void
             if (ended === "completed") return counted
