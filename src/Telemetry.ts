@@ -184,11 +184,17 @@ export type ToolReport = Spans.ToolReport
  * @since 0.1.0
  * @category Tracing
  */
-export const toolSpan: <A, R>(
-  call: ToolSpan,
-  effect: Effect.Effect<A, never, R>,
-  report: (a: A, content: boolean) => ToolReport
-) => Effect.Effect<A, never, R> = Spans.toolSpan
+export const toolSpan: {
+  <A>(
+    call: ToolSpan,
+    report: (a: A, content: boolean) => ToolReport
+  ): <R>(self: Effect.Effect<A, never, R>) => Effect.Effect<A, never, R>
+  <A, R>(self: Effect.Effect<A, never, R>, call: ToolSpan, report: (a: A, content: boolean) => ToolReport): Effect.Effect<A, never, R>
+} = dual(
+  3,
+  <A, R>(self: Effect.Effect<A, never, R>, call: ToolSpan, report: (a: A, content: boolean) => ToolReport) =>
+    Spans.toolSpan(call, self, report)
+)
 
 /**
  * @since 0.1.0

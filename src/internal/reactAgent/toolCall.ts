@@ -206,16 +206,12 @@ export const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Eff
         finish(env, call, iteration, { args: call.shownArgs, outcome: failure(RESTART_ERROR), elapsed: 0 })
     }),
     execute: () =>
-      Telemetry.toolSpan(
-        { name: call.name, id: call.id, iteration },
-        Effect.gen(function*() {
-          const started = yield* Clock.currentTimeMillis
-          const { args, outcome } = yield* decide(env, call, iteration)
-          const elapsed = ((yield* Clock.currentTimeMillis) - started) / 1000
-          return yield* finish(env, call, iteration, { args, outcome, elapsed })
-        }),
-        report
-      )
+      Effect.gen(function*() {
+        const started = yield* Clock.currentTimeMillis
+        const { args, outcome } = yield* decide(env, call, iteration)
+        const elapsed = ((yield* Clock.currentTimeMillis) - started) / 1000
+        return yield* finish(env, call, iteration, { args, outcome, elapsed })
+      }).pipe(Telemetry.toolSpan({ name: call.name, id: call.id, iteration }, report))
   })
 }
 
