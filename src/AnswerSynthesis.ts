@@ -21,6 +21,7 @@ import type { LlmService } from "./Llm.js"
 import * as Json from "./Json.js"
 import * as Message from "./Message.js"
 import type { RunEvent, Step } from "./RunEvent.js"
+import * as Telemetry from "./Telemetry.js"
 import * as Usage from "./Usage.js"
 
 /**
@@ -150,8 +151,10 @@ export const streamWithFallback = (
   Effect.gen(function*() {
     let sent = ""
     let usage: Usage.Usage | undefined
+    let finishReason: string | null = null
     yield* emit({ _tag: "AnswerStart" })
-    const ok = yield* llm.streamChat({ messages }).pipe(
+    const request = { messages }
+    const streamed = llm.streamChat(request).pipe(
       Stream.runForEachChunk((chunk) =>
         Effect.forEach(chunk, (delta) => {
           if (delta._tag === "Content") {
@@ -160,9 +163,16 @@ export const streamWithFallback = (
             return emit({ _tag: "AnswerDelta", content: delta.text })
           }
           if (delta._tag === "Usage") usage = usage ? Usage.add(usage, delta.usage) : delta.usage
+          else if (delta._tag === "Finish") finishReason = delta.reason
           return Effect.void
         }, { discard: true })
-      ),
+      )
+    )
+    const ok = yield* Telemetry.chatSpan(llm.model, request, { phase: "synthesis", stream: true }, streamed, () => ({
+      content: sent,
+      finishReason,
+      usage: usage ?? Usage.make(0, 0)
+    })).pipe(
       Effect.as(true),
       Effect.catchAll(() => Effect.succeed(false)),
       Effect.catchAllDefect(() => Effect.succeed(false))

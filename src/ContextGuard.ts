@@ -44,6 +44,7 @@ import type { LlmService } from "./Llm.js"
 import type { ChatMessage } from "./Message.js"
 import type { ModelRegistryService } from "./ModelRegistry.js"
 import * as ModelRegistry from "./ModelRegistry.js"
+import * as Telemetry from "./Telemetry.js"
 import { estimateMessages } from "./TokenEstimator.js"
 import * as Usage from "./Usage.js"
 
@@ -153,7 +154,7 @@ export const make = (options: ContextGuardOptions = {}): ContextGuardService => 
     if (plan === undefined) return Effect.succeed({ messages: undefined, usage: Usage.empty })
     const modelRoom = budgetForModel(llm)
     const transcriptTokens = Math.max(1000, (modelRoom ?? Math.max(limit, 8000)) - summaryTokens - 600)
-    return llm.chat(compactionRequest(plan.old, hint, summaryTokens, transcriptTokens)).pipe(
+    return Telemetry.chat(llm, compactionRequest(plan.old, hint, summaryTokens, transcriptTokens), { phase: "compaction" }).pipe(
       Effect.map((response) => {
         const summary = response.content.trim()
         return { messages: summary === "" ? undefined : assemble(plan, summary, maxMsgChars), usage: response.usage }
@@ -170,7 +171,10 @@ export const make = (options: ContextGuardOptions = {}): ContextGuardService => 
           usage: Usage.empty
         })
       ),
-      Effect.withSpan("ContextGuard.compact", { attributes: { hint, model: llm.model, summarised: plan.old.length } })
+      Effect.withSpan("compaction", {
+        attributes: { "react_engine.compaction.hint": hint, "gen_ai.request.model": llm.model, "react_engine.compaction.summarised": plan.old.length },
+        captureStackTrace: false
+      })
     )
   }
 

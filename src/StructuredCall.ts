@@ -37,6 +37,7 @@ import * as JsonSchema from "./JsonSchema.js"
 import type { ChatRequest, ChatResponse, LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
 import type { ChatMessage } from "./Message.js"
+import * as Telemetry from "./Telemetry.js"
 import * as Usage from "./Usage.js"
 
 /**
@@ -58,6 +59,8 @@ export interface StructuredCallOptions<A, I> {
   readonly regexFallback?: (text: string) => unknown | undefined
   /** Returned (level `"default"`) when every level failed. `undefined` is a valid default: presence is what counts. */
   readonly default?: A
+  /** The usage phase the calls count for, as their `chat` spans' `react_engine.phase` (tool selection: `selection`). */
+  readonly phase?: Usage.Phase
 }
 
 /**
@@ -141,12 +144,13 @@ const decodeWith = (schema: Schema.Schema<any, any, never>) => {
  * failed attempt (they downgrade), never failures of the pipeline.
  */
 const attempt = (
-  llm: LlmService,
+  plan: Plan,
+  level: Exclude<StructuredCallLevel, "default">,
   request: ChatRequest,
   progress: Progress,
   interpret: (response: ChatResponse) => { readonly outcome: Outcome; readonly content: string }
 ): Effect.Effect<{ readonly outcome: Outcome; readonly reply: string | undefined; readonly progress: Progress }> =>
-  Effect.map(Effect.either(llm.chat(request)), (result) => {
+  Effect.map(Effect.either(Telemetry.chat(plan.llm, request, { phase: plan.phase, level })), (result) => {
     if (Either.isLeft(result)) {
       const problem = `LLM error (${result.left.reason}): ${result.left.message}`
       return {
@@ -191,6 +195,7 @@ const fromText = (
 
 interface Plan {
   readonly llm: LlmService
+  readonly phase: Usage.Phase | undefined
   readonly messages: ReadonlyArray<ChatMessage>
   readonly target: Target
   readonly decode: (raw: unknown) => Outcome
@@ -203,7 +208,7 @@ const nativeLevel = (plan: Plan, progress: Progress): Effect.Effect<Success, Nat
     return Effect.fail(new NativeFailed({ progress }))
   }
   return Effect.flatMap(
-    attempt(plan.llm, nativeRequest(plan.messages, plan.target), progress, (response) => {
+    attempt(plan, "native", nativeRequest(plan.messages, plan.target), progress, (response) => {
       const call = response.toolCalls.find((c) => c.name === plan.target.functionName) ?? response.toolCalls[0]
       if (call === undefined) return { content: response.content, outcome: rejected("the reply has no tool call") }
       // Invalid argument JSON gets a second chance through extractJson's repairs.
@@ -226,6 +231,7 @@ const nativeLevel = (plan: Plan, progress: Progress): Effect.Effect<Success, Nat
  */
 const withRetry = <E>(
   plan: Plan,
+  level: "json" | "text",
   progress: Progress,
   responseFormat: ChatRequest["responseFormat"],
   onFail: (progress: Progress) => E
@@ -241,7 +247,7 @@ const withRetry = <E>(
     let current = progress
     let msgs = messages
     for (let i = 0; i < 2; i++) {
-      const result = yield* attempt(plan.llm, request(msgs), current, interpret)
+      const result = yield* attempt(plan, level, request(msgs), current, interpret)
       current = result.progress
       if (result.outcome._tag === "Decoded") {
         return { value: result.outcome.value, raw: result.outcome.raw, progress: current }
@@ -254,12 +260,12 @@ const withRetry = <E>(
 /** Level 2: JSON mode (`response_format: json_object`); up to two calls. */
 const jsonLevel = (plan: Plan, progress: Progress): Effect.Effect<Success, JsonFailed> =>
   plan.llm.abilities.jsonMode
-    ? withRetry(plan, progress, { type: "json_object" }, (p) => new JsonFailed({ progress: p }))
+    ? withRetry(plan, "json", progress, { type: "json_object" }, (p) => new JsonFailed({ progress: p }))
     : Effect.fail(new JsonFailed({ progress }))
 
 /** Level 3: plain text, `extractJson` then `regexFallback`; up to two calls. */
 const textLevel = (plan: Plan, progress: Progress): Effect.Effect<Success, TextFailed> =>
-  withRetry(plan, progress, undefined, (p) => new TextFailed({ progress: p }))
+  withRetry(plan, "text", progress, undefined, (p) => new TextFailed({ progress: p }))
 
 // ---------------------------------------------------------------------------
 // public API
@@ -286,6 +292,7 @@ const run = <A, I>(
 ): Effect.Effect<StructuredCallResult<A>, StructuredOutputError> => {
   const plan: Plan = {
     llm,
+    phase: options.phase,
     messages: options.messages,
     target: {
       functionName: options.functionName,
@@ -328,7 +335,20 @@ const run = <A, I>(
     Effect.catchTag("NativeFailed", (e) => Effect.map(jsonLevel(jsonPlan, e.progress), done("json"))),
     Effect.catchTag("JsonFailed", (e) => Effect.map(textLevel(plan, e.progress), done("text"))),
     Effect.catchTag("TextFailed", (e) => exhausted(e.progress)),
-    Effect.withSpan("structuredCall", { attributes: { functionName: options.functionName, model: llm.model } })
+    Effect.tap((result) =>
+      Effect.annotateCurrentSpan({
+        [Telemetry.attributes.structuredLevel]: result.level,
+        [Telemetry.attributes.llmCalls]: result.llmCalls
+      })
+    ),
+    Effect.withSpan(`structured_call ${options.functionName}`, {
+      attributes: {
+        [Telemetry.attributes.structuredFunction]: options.functionName,
+        [Telemetry.attributes.requestModel]: llm.model,
+        ...(options.phase !== undefined ? { [Telemetry.attributes.phase]: options.phase } : {})
+      },
+      captureStackTrace: false
+    })
   )
 }
 

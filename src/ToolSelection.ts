@@ -160,7 +160,8 @@ export const selectTools: SelectTools = (options) =>
       schema: SelectionSchema,
       functionName: prompt.FUNCTION_NAME,
       functionDescription: prompt.FUNCTION_DESCRIPTION,
-      regexFallback: mentionedNames(tools)
+      regexFallback: mentionedNames(tools),
+      phase: "selection"
     }).pipe(
       Effect.map((result): Selection => {
         if (result.value.tools.length === 0) return fallback("the selector returned no tools", result.usage, result.llmCalls)
@@ -183,8 +184,9 @@ export const selectTools: SelectTools = (options) =>
           ? Effect.logWarning(`Tool selection fell back to all ${options.toolkit.size} tools: ${selection.fallbackReason}`)
           : Effect.void
       ),
-      Effect.withSpan("ToolSelection.selectTools", {
-        attributes: { totalTools: options.toolkit.size, max, model: options.llm.model }
+      Effect.withSpan("tool_selection", {
+        attributes: { "react_engine.tools.total": options.toolkit.size, "react_engine.tools.max": max, "gen_ai.request.model": options.llm.model },
+        captureStackTrace: false
       })
     )
   })

@@ -54,3 +54,5 @@ export * as BuiltinTools from "./BuiltinTools.js"
 export * as McpTools from "./McpTools.js"
 /** @since 0.1.0 */
 export * as DemoLlm from "./DemoLlm.js"
+/** @since 0.1.0 */
+export * as Telemetry from "./Telemetry.js"

@@ -20,6 +20,7 @@ import { type CliOptions, parse, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
 import type * as DagAgentModule from "../DagAgent.js"
 import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
+import * as Telemetry from "../Telemetry.js"
 import type { Toolkit as ToolkitTag } from "../Toolkit.js"
 
 const out: Output = {
@@ -122,6 +123,8 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
     return yield* Effect.scoped(body).pipe(
       Effect.onInterrupt(() => Effect.sync(() => out.error("\n✗ interrupted\n"))),
       Effect.provide(cliLayer),
+      // built first, closed last: the run's spans are exported before the process exits
+      Effect.provide(Telemetry.layerConfig),
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause) ? Effect.interrupt : Effect.sync(() => {
           out.error(`✗ could not start: ${Cause.pretty(cause)}\n`)

@@ -1,7 +1,8 @@
 /**
  * `npm start`: the HTTP server (API + web page) on `HOST:PORT` (default
  * 127.0.0.1:3000), over the app layer configured from the environment. Works
- * with zero configuration on the built-in offline demo model.
+ * with zero configuration on the built-in offline demo model. Traces and metrics
+ * go to `OTEL_EXPORTER_OTLP_ENDPOINT` when it is set (`Telemetry.layerConfig`).
  *
  * @since 0.1.0
  */
@@ -16,6 +17,7 @@ import * as Server from "../server/Server.js"
 import * as ServerConfig from "../server/ServerConfig.js"
 import * as SqlInterrupts from "../server/SqlInterrupts.js"
 import * as App from "./App.js"
+import * as Telemetry from "../Telemetry.js"
 
 const Banner = Layer.effectDiscard(Effect.gen(function*() {
   const settings = yield* ServerConfig.ServerConfig
@@ -61,4 +63,5 @@ const reportFailure = <A, E, R>(self: Effect.Effect<A, E, R>) =>
       : Effect.logError("react-engine could not start", cause)
   })
 
-Layer.launch(MainLayer).pipe(reportFailure, (program) => NodeRuntime.runMain(program, { disableErrorReporting: true }))
+// telemetry first: the tracer reaches every request and run, and the last spans are flushed after the server closed
+Layer.launch(MainLayer.pipe(Layer.provide(Telemetry.layerConfig))).pipe(reportFailure, (program) => NodeRuntime.runMain(program, { disableErrorReporting: true }))

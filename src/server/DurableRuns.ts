@@ -36,6 +36,7 @@ import * as Stream from "effect/Stream"
 import * as ContextGuard from "../ContextGuard.js"
 import * as DagAgent from "../DagAgent.js"
 import * as Message from "../Message.js"
+import * as Telemetry from "../Telemetry.js"
 import * as ReactAgent from "../ReactAgent.js"
 import type { RunEvent } from "../RunEvent.js"
 import * as ConversationStore from "./ConversationStore.js"
@@ -55,7 +56,9 @@ export const RunPayload = Schema.Struct({
   conversationId: Schema.String,
   query: Schema.String,
   mode: DagAgent.Mode,
-  maxIterations: Schema.optional(Schema.Number)
+  maxIterations: Schema.optional(Schema.Number),
+  /** The span of the request that started the run (a replayed run joins its trace). */
+  parent: Schema.optional(Telemetry.SpanParent)
 })
 /**
  * @since 0.1.0

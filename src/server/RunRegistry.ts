@@ -22,6 +22,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import type { Mode } from "../DagAgent.js"
+import * as Telemetry from "../Telemetry.js"
 import { NotFound, type RunInProgress } from "./ApiError.js"
 import * as DurableRuns from "./DurableRuns.js"
 import type { RunRow } from "./RunLog.js"
@@ -176,8 +177,10 @@ export const make = Effect.gen(function*() {
         yield* log.start({ runId, conversationId, query: options.query }).pipe(
           Effect.catchTag("RunLogError", Effect.die)
         )
+        const parent = yield* Telemetry.currentParent
         yield* DurableRuns.AgentRun.execute({
           runId,
+          ...(Option.isSome(parent) ? { parent: parent.value } : {}),
           conversationId,
           query: options.query,
           mode: options.mode ?? settings.defaultMode,

@@ -114,7 +114,8 @@ export const analyze = (
     schema: AnalysisSchema,
     functionName: FUNCTION_NAME,
     functionDescription: "Report whether the goal was achieved.",
-    regexFallback
+    regexFallback,
+    phase: "analysis"
   }).pipe(
     Effect.map((result) => {
       const v = result.value
@@ -131,6 +132,5 @@ export const analyze = (
       Effect.as(
         Effect.logWarning(`DAG analysis unusable: ${error.message}`),
         { analysis: UNPARSEABLE, usage: error.usage ?? Usage.empty }
-      )),
-    Effect.withSpan("DagAgent.analyze", { attributes: { model: llm.model } })
+      ))
   )

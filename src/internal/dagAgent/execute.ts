@@ -31,6 +31,7 @@ import type { LlmService } from "../../Llm.js"
 import type { ModelRegistryService } from "../../ModelRegistry.js"
 import type { ReactAgentService } from "../../ReactAgent.js"
 import type { DagPlanStep, Done, RunEvent, Step } from "../../RunEvent.js"
+import * as Telemetry from "../../Telemetry.js"
 import { estimateText } from "../../TokenEstimator.js"
 import * as Usage from "../../Usage.js"
 import type { Plan } from "./plan.js"
@@ -206,7 +207,11 @@ const runStep = (env: RoundEnv, step: DagPlanStep, dependencies: ReadonlyArray<S
       const error = Cause.squash(cause)
       return Effect.succeed(failed(`Step failed: ${error instanceof Error ? error.message : String(error)}`))
     }),
-    Effect.withSpan("DagAgent.step", { attributes: { step: step.id, round: env.round } })
+    Effect.tap((outcome) => Effect.annotateCurrentSpan(Telemetry.attributes.stepStatus, outcome.status)),
+    Effect.withSpan("dag.step", {
+      attributes: { [Telemetry.attributes.stepId]: step.id, [Telemetry.attributes.round]: env.round },
+      captureStackTrace: false
+    })
   )
 }
 

@@ -231,7 +231,8 @@ const attempt = (llm: LlmService, request: PlanRequest, problem: string | undefi
     schema: PlanSchema,
     functionName: FUNCTION_NAME,
     functionDescription: "Return the plan: the steps and their dependencies.",
-    regexFallback: arrayOfSteps
+    regexFallback: arrayOfSteps,
+    phase: "planning"
   }).pipe(
     Effect.map((result) => ({ checked: check(result.value.steps), usage: result.usage })),
     Effect.catchTag("StructuredOutputError", (error) =>
@@ -259,4 +260,4 @@ export const plan = (llm: LlmService, request: PlanRequest): Effect.Effect<Plann
       yield* Effect.logWarning(`DAG plan rejected (attempt ${i + 1} of 2): ${problem}`)
     }
     return { _tag: "Failed", reason: problem ?? "no usable plan", usage } as const
-  }).pipe(Effect.withSpan("DagAgent.plan", { attributes: { model: llm.model } }))
+  })

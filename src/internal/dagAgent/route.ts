@@ -40,7 +40,8 @@ export const route = (
     ],
     schema: Route,
     functionName: FUNCTION_NAME,
-    functionDescription: "Choose the agent mode for the request."
+    functionDescription: "Choose the agent mode for the request.",
+    phase: "routing"
   }).pipe(
     Effect.map((result) => ({ mode: result.value.mode, usage: result.usage })),
     Effect.catchTag("StructuredOutputError", (error) =>
@@ -53,5 +54,5 @@ export const route = (
         mode: "react" as const,
         usage: Usage.empty
       })),
-    Effect.withSpan("DagAgent.route", { attributes: { model: llm.model } })
+    Effect.withSpan("dag.route", { captureStackTrace: false })
   )

@@ -22,6 +22,7 @@ import * as Message from "../../Message.js"
 import type { ModelRegistryService } from "../../ModelRegistry.js"
 import type { ReactAgentService, RunInput } from "../../ReactAgent.js"
 import type { Done, RunEvent } from "../../RunEvent.js"
+import * as Telemetry from "../../Telemetry.js"
 import type { ToolkitService } from "../../Toolkit.js"
 import * as ToolSelection from "../../ToolSelection.js"
 import * as Usage from "../../Usage.js"
@@ -75,11 +76,20 @@ export const roundSummary = (round: number, results: ReadonlyArray<StepOutcome>,
   return lines.join("\n")
 }
 
-const failureOf = (cause: Cause.Cause<unknown>): { readonly message: string; readonly retryable: boolean } => {
+interface Failure {
+  readonly message: string
+  readonly retryable: boolean
+  /** `error.type` of the run's span. */
+  readonly type: string
+}
+
+const failureOf = (cause: Cause.Cause<unknown>): Failure => {
   const error = Cause.squash(cause)
-  if (error instanceof LlmError) return { message: `LLM error (${error.reason}): ${error.message}`, retryable: error.retryable }
+  if (error instanceof LlmError) {
+    return { message: `LLM error (${error.reason}): ${error.message}`, retryable: error.retryable, type: error.reason }
+  }
   const message = error instanceof Error ? error.message : String(error)
-  return { message: `Internal error: ${message}`, retryable: false }
+  return { message: `Internal error: ${message}`, retryable: false, type: "internal" }
 }
 
 const withFollowUps = (query: Message.Content, followUps: ReadonlyArray<string>): Message.Content => {
@@ -88,21 +98,34 @@ const withFollowUps = (query: Message.Content, followUps: ReadonlyArray<string>)
   return typeof query === "string" ? query + extra : [...query, { type: "text", text: extra }]
 }
 
-/** Runs one request, emitting every event; always ends with `Done`. */
+/** Runs one request in its `invoke_agent` span, emitting every event; always ends with `Done`. */
 export const execute = (
   services: DagServices,
   input: RunInput,
   emit: (event: RunEvent) => void
 ): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const conversationId = input.conversationId ?? crypto.randomUUID()
+    return Telemetry.agentSpan(
+      { name: "DagAgent", mode: "dag", conversationId, model: services.llm.model, query: input.query },
+      executeIn(services, input, emit, conversationId)
+    )
+  })
+
+const executeIn = (
+  services: DagServices,
+  input: RunInput,
+  emit: (event: RunEvent) => void,
+  conversationId: string
+): Effect.Effect<Telemetry.AgentOutcome> =>
   Effect.gen(function*() {
     const { interrupts, llm, settings } = services
     const started = yield* Clock.currentTimeMillis
-    const conversationId = input.conversationId ?? crypto.randomUUID()
     const goal = Message.textOf(input.query)
     const history = (input.history ?? []).filter((m) => m.role === "user" || m.role === "assistant")
     const tally = makeTally()
     let answer = ""
-    let failure: { readonly message: string; readonly retryable: boolean } | undefined
+    let failure: Failure | undefined
     let delegated: Done | undefined
 
     let pending: ReadonlyArray<Injection> | undefined
@@ -152,7 +175,7 @@ export const execute = (
           models: services.registry.names,
           followUps,
           ...(previous !== undefined ? { previous } : {})
-        })
+        }).pipe(Effect.withSpan("dag.plan", { attributes: { [Telemetry.attributes.round]: round }, captureStackTrace: false }))
         addUsage(tally, "planning", planned.usage)
         if (planned._tag === "Failed") {
           if (last === undefined || !last.results.some((r) => r.status === "done")) {
@@ -181,7 +204,9 @@ export const execute = (
         let analysis: Analysis | undefined
         if (injected.length === 0) {
           emit({ _tag: "DagPhase", phase: "analyzing", round })
-          const analyzed = yield* analyze(llm, goal, executed.results, followUps)
+          const analyzed = yield* analyze(llm, goal, executed.results, followUps).pipe(
+            Effect.withSpan("dag.analysis", { attributes: { [Telemetry.attributes.round]: round }, captureStackTrace: false })
+          )
           addUsage(tally, "analysis", analyzed.usage)
           analysis = analyzed.analysis
           last = { results: executed.results, analysis }
@@ -246,25 +271,28 @@ export const execute = (
     const left = (pending ?? []).map((p) => ({ id: p.id, content: p.content }))
     if (delegated !== undefined) {
       addPhases(tally, delegated.usage.by_phase)
+      const usage = Usage.fromPhases(tally.byPhase)
       emit({
         ...delegated,
-        usage: Usage.fromPhases(tally.byPhase),
+        usage,
         elapsed: (finished - started) / 1000,
         conversation_id: conversationId,
         pending_injections: [...delegated.pending_injections, ...left]
       })
-      return
+      return { usage, iterations: delegated.iterations, answer: delegated.answer, cancelled, failure }
     }
     const final = failure !== undefined || cancelled ? "" : answer
+    const usage = Usage.fromPhases(tally.byPhase)
     emit({
       _tag: "Done",
       answer: final,
       iterations: tally.iterations,
-      usage: Usage.fromPhases(tally.byPhase),
+      usage,
       elapsed: (finished - started) / 1000,
       conversation_id: conversationId,
       pending_injections: left,
       steps: tally.steps,
       messages: [...history, Message.user(input.query, { pinned: true }), ...(final !== "" ? [Message.assistant(final)] : [])]
     })
-  }).pipe(Effect.withSpan("DagAgent.run"))
+    return { usage, iterations: tally.iterations, answer: final, cancelled, failure }
+  })

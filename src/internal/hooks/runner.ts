@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ErrorMessage from "../../ErrorMessage.js"
 import type { Hook, HooksService, PreDecision, ToolOutcome, ToolUseContext } from "../../Hooks.js"
+import * as Telemetry from "../../Telemetry.js"
 import { compileMatcher, type NameFilter } from "./matcher.js"
 
 interface CompiledPre {
@@ -60,6 +61,15 @@ const guarded = (body: () => unknown): Effect.Effect<Either.Either<unknown, stri
         ? Effect.failCause(cause as Cause.Cause<never>)
         : Effect.succeed(Either.left(ErrorMessage.fromCause(cause)))
     )
+  )
+
+/** A hook's decision as an event on the current (`execute_tool`) span. */
+const decided = (event: "PreToolUse" | "PostToolUse", hook: string, decision: string, reason?: string): Effect.Effect<void> =>
+  Telemetry.spanEvent(
+    `hook ${event}`,
+    reason === undefined
+      ? { [Telemetry.attributes.hookName]: hook, [Telemetry.attributes.hookDecision]: decision }
+      : { [Telemetry.attributes.hookName]: hook, [Telemetry.attributes.hookDecision]: decision, [Telemetry.attributes.hookReason]: reason }
   )
 
 const isRecord = (u: unknown): u is Record<string, unknown> =>
@@ -128,12 +138,15 @@ export const makeService = (hooks: ReadonlyArray<Hook>): HooksService => {
           : interpretPre(result.right, current.args, hook.name)
         switch (step._tag) {
           case "Block":
+            yield* decided("PreToolUse", hook.name, "block", step.reason)
             return { allow: false, reason: step.reason, hook: hook.name } as const
           case "Continue":
+            yield* decided("PreToolUse", hook.name, step.args !== current.args ? "modify" : "allow")
             if (step.args !== current.args) current = { ...current, args: step.args }
             break
           case "Invalid": {
             const annotations = { hook: hook.name, toolName: context.toolName, conversationId: context.conversationId }
+            yield* decided("PreToolUse", hook.name, hook.failOpen ? "fail_open" : "fail_closed", step.problem)
             if (hook.failOpen) {
               yield* Effect.logWarning(`PreToolUse hook "${hook.name}" ${step.problem}; it fails open, the call goes on`)
                 .pipe(Effect.annotateLogs(annotations))
@@ -161,13 +174,18 @@ export const makeService = (hooks: ReadonlyArray<Hook>): HooksService => {
       for (const hook of matching) {
         const result = yield* guarded(() => hook.run(context, current))
         if (Either.isRight(result)) {
-          if (result.right === undefined || result.right === null) continue
+          if (result.right === undefined || result.right === null) {
+            yield* decided("PostToolUse", hook.name, "keep")
+            continue
+          }
           if (isOutcome(result.right)) {
+            yield* decided("PostToolUse", hook.name, "replace")
             current = result.right
             continue
           }
         }
         const problem = Either.isLeft(result) ? `failed: ${result.left}` : "returned something that is not a ToolOutcome"
+        yield* decided("PostToolUse", hook.name, "invalid", problem)
         yield* Effect.logWarning(`PostToolUse hook "${hook.name}" ${problem}; the observation is kept unchanged`).pipe(
           Effect.annotateLogs({ hook: hook.name, toolName: context.toolName, conversationId: context.conversationId })
         )

@@ -13,6 +13,7 @@ import type { CheckOptions } from "../../ContextGuard.js"
 import type { ChatRequest, ChatResponse } from "../../Llm.js"
 import { ChatResponseSchema, LlmError } from "../../Llm.js"
 import * as Message from "../../Message.js"
+import * as Telemetry from "../../Telemetry.js"
 import { Usage } from "../../Usage.js"
 import type { LoopEnv } from "./env.js"
 import * as Prompts from "./prompts.js"
@@ -54,8 +55,13 @@ export const guardCheck = (env: LoopEnv, state: RunState, name: string, options:
     })
   )
 
-const chat = (env: LoopEnv, name: string, request: ChatRequest): Effect.Effect<ChatResponse, LlmError> =>
-  env.journal.activity({ name, success: ChatResponseSchema, error: LlmError, execute: () => env.llm.chat(request) })
+const chat = (env: LoopEnv, name: string, request: ChatRequest, iteration: number): Effect.Effect<ChatResponse, LlmError> =>
+  env.journal.activity({
+    name,
+    success: ChatResponseSchema,
+    error: LlmError,
+    execute: () => Telemetry.chat(env.llm, request, { phase: "loop", iteration })
+  })
 
 /**
  * One loop LLM call. When the provider rejects the request as too long,
@@ -67,7 +73,7 @@ export const callLlm = (
   iteration: number,
   request: (messages: ReadonlyArray<Message.ChatMessage>) => ChatRequest
 ): Effect.Effect<ChatResponse, LlmError> =>
-  chat(env, `llm/${iteration}`, request(state.ctx.slice())).pipe(
+  chat(env, `llm/${iteration}`, request(state.ctx.slice()), iteration).pipe(
     Effect.catchIf(
       (e): e is LlmError => e.reason === "ContextOverflow" && !state.overflowRetried,
       () =>
@@ -77,7 +83,7 @@ export const callLlm = (
             const budget = Math.max(1, Math.floor(env.guard.budget / 2))
             return guardCheck(env, state, `guard/${iteration}/overflow`, { budget, hint: "react_iteration" })
           }),
-          Effect.suspend(() => chat(env, `llm/${iteration}/retry`, request(state.ctx.slice())))
+          Effect.suspend(() => chat(env, `llm/${iteration}/retry`, request(state.ctx.slice()), iteration))
         )
     ),
     Effect.tap((response) => State.recordLoopUsage(state, response.usage))

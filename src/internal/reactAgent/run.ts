@@ -20,6 +20,7 @@ import { LlmError, withRetryObserver } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { RunInput } from "../../ReactAgent.js"
 import type { RunJournal } from "../../RunJournal.js"
+import * as Telemetry from "../../Telemetry.js"
 import type { ToolkitService } from "../../Toolkit.js"
 import * as Usage from "../../Usage.js"
 import type { LoopEnv } from "./env.js"
@@ -45,12 +46,16 @@ export interface AgentServices {
 interface Failure {
   readonly message: string
   readonly retryable: boolean
+  /** `error.type` of the run's span: the LLM error's reason, else `internal`. */
+  readonly type: string
 }
 
 const failureOf = (cause: Cause.Cause<unknown>): Failure => {
   const error = Cause.squash(cause)
-  if (error instanceof LlmError) return { message: `LLM error (${error.reason}): ${error.message}`, retryable: error.retryable }
-  return { message: `Internal error: ${ErrorMessage.fromCause(cause).replace(/^defect: /, "")}`, retryable: false }
+  if (error instanceof LlmError) {
+    return { message: `LLM error (${error.reason}): ${error.message}`, retryable: error.retryable, type: error.reason }
+  }
+  return { message: `Internal error: ${ErrorMessage.fromCause(cause).replace(/^defect: /, "")}`, retryable: false, type: "internal" }
 }
 
 const effectiveMax = (requested: number | undefined, fallback: number): number =>
@@ -128,12 +133,27 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
     State.setAnswer(state, synthesis.answer)
   })
 
-/** Runs one request through `journal`; always ends with `Done`, never fails. */
+/**
+ * Runs one request through `journal` in its `invoke_agent` span; always ends
+ * with `Done`, never fails.
+ */
 export const execute = (services: AgentServices, input: RunInput, journal: RunJournal): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const conversationId = input.conversationId ?? crypto.randomUUID()
+    return Telemetry.agentSpan({
+      name: "ReactAgent",
+      mode: "react",
+      conversationId,
+      model: services.llm.model,
+      protocol: services.options.useNativeTools && services.llm.abilities.toolCall ? "native" : "json",
+      query: input.query
+    }, executeIn(services, input, journal, conversationId))
+  })
+
+const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal, conversationId: string): Effect.Effect<Telemetry.AgentOutcome> =>
   Effect.gen(function*() {
     const { interrupts } = services
     const started = yield* Clock.currentTimeMillis
-    const conversationId = input.conversationId ?? crypto.randomUUID()
     const outcome: Outcome = { selectionUsage: Usage.empty, cancelled: false, pending: [] }
     const released = yield* Ref.make(false)
     // what is still queued when the run ends is reported in `Done` (once, whichever way it ends)
@@ -174,15 +194,18 @@ export const execute = (services: AgentServices, input: RunInput, journal: RunJo
       byPhase = Usage.addToPhase(byPhase, "selection", outcome.selectionUsage)
     }
     const finished = yield* Clock.currentTimeMillis
+    const answer = failure !== undefined || cancelled ? "" : state?.answer ?? ""
+    const usage = Usage.fromPhases(byPhase)
     yield* journal.emit({
       _tag: "Done",
-      answer: failure !== undefined || cancelled ? "" : state?.answer ?? "",
+      answer,
       iterations: state?.iterations ?? 0,
-      usage: Usage.fromPhases(byPhase),
+      usage,
       elapsed: (finished - started) / 1000,
       conversation_id: conversationId,
       pending_injections: outcome.pending.map((p) => ({ id: p.id, content: p.content })),
       steps: state?.steps ?? [],
       messages: state?.trace ?? []
     })
+    return { usage, iterations: state?.iterations ?? 0, answer, cancelled, failure }
   })

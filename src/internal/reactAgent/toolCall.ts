@@ -23,6 +23,7 @@ import type { PreDecision, ToolUseContext } from "../../Hooks.js"
 import { ToolOutcome } from "../../Hooks.js"
 import * as Json from "../../Json.js"
 import type { Step } from "../../RunEvent.js"
+import * as Telemetry from "../../Telemetry.js"
 import * as Tool from "../../Tool.js"
 import type { LoopEnv } from "./env.js"
 import * as Prompts from "./prompts.js"
@@ -210,6 +211,12 @@ export const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Eff
         const { args, outcome } = yield* decide(env, call, iteration)
         const elapsed = ((yield* Clock.currentTimeMillis) - started) / 1000
         return yield* finish(env, call, iteration, { args, outcome, elapsed })
-      })
+      }).pipe(Telemetry.toolSpan({ name: call.name, id: call.id, iteration }, report))
   })
+}
+
+/** What the call's `execute_tool` span records (arguments and result only when content is captured). */
+const report = (o: CallOutcome, content: boolean): Telemetry.ToolReport => {
+  const error = o.outcome._tag === "Failure" ? o.outcome.message : undefined
+  return content ? { error, args: o.args, result: observationOf(o).text } : { error }
 }
