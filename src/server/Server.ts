@@ -19,18 +19,20 @@ import { createServer } from "node:http"
 import * as BrowserSafety from "./BrowserSafety.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as RequestLog from "./RequestLog.js"
+import { OpenAiRoutes } from "./OpenAiRoutes.js"
 import { ApiRoutes } from "./Routes.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
 import { WebPageRoutes } from "./WebPage.js"
 
 /**
- * API + web page routes, behind the Host / Origin checks of `BrowserSafety`.
+ * API + OpenAI-compatible (`/v1`) + web page routes, behind the Host / Origin
+ * checks of `BrowserSafety`.
  *
  * @since 0.1.0
  * @category layers
  */
-export const Routes = Layer.mergeAll(ApiRoutes, WebPageRoutes, BrowserSafety.layer)
+export const Routes = Layer.mergeAll(ApiRoutes, OpenAiRoutes, WebPageRoutes, BrowserSafety.layer)
 
 /**
  * Serves the routes on the `HttpServer` in context, with the run registry.

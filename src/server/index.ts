@@ -17,6 +17,8 @@ export * as BrowserSafety from "./BrowserSafety.js"
 /** @since 0.1.0 */
 export * as ConversationStore from "./ConversationStore.js"
 /** @since 0.1.0 */
+export * as OpenAiRoutes from "./OpenAiRoutes.js"
+/** @since 0.1.0 */
 export * as RequestLog from "./RequestLog.js"
 /** @since 0.1.0 */
 export * as Routes from "./Routes.js"
