@@ -21,6 +21,7 @@ import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import * as ContextGuard from "../ContextGuard.js"
 import type { Mode } from "../DagAgent.js"
@@ -51,6 +52,13 @@ export interface RunHandle {
   readonly runId: string
 }
 
+/** One run event as it goes on the wire: its cursor, SSE channel and JSON payload. @since 0.1.0 @category models */
+export interface WireEvent {
+  readonly id: number
+  readonly channel: string
+  readonly data: Record<string, unknown>
+}
+
 /** @since 0.1.0 @category models */
 export interface RunRegistryService {
   /** Starts a run in the background; 409 (`RunInProgress`) while the conversation has one. */
@@ -64,6 +72,16 @@ export interface RunRegistryService {
     conversationId: string,
     after: number
   ) => Effect.Effect<Sse.Sink, NotFound, Scope.Scope>
+  /**
+   * The events of the conversation's latest run after cursor `after` (replayed
+   * from its buffer), then its live events, ending after `done` — as a stream
+   * of wire events (`channel` and `data` as in SSE). Like `attach`, it holds a
+   * lease on the run for the lifetime of `Scope`.
+   */
+  readonly events: (
+    conversationId: string,
+    after: number
+  ) => Effect.Effect<Stream.Stream<WireEvent>, NotFound, Scope.Scope>
   /**
    * True when the conversation's latest run is over and has no frame after
    * `after` (a replay would be empty).
@@ -214,6 +232,56 @@ export const make = Effect.gen(function*() {
         // the response is over with the scope (normally the sink ended first)
         yield* Effect.addFinalizer(() => Effect.sync(sink.end))
         return sink
+      }),
+    events: (conversationId, after) =>
+      Effect.gen(function*() {
+        const run = runs.get(conversationId)
+        if (run === undefined) return yield* Effect.fail(new NotFound({ code: "no_run", conversationId }))
+        // the same lease as `attach`: the detach grace starts when the last one ends
+        yield* Effect.acquireRelease(
+          Effect.sync(() => {
+            run.leases++
+            run.leaseGeneration++
+          }),
+          () =>
+            Effect.suspend(() => {
+              run.leases--
+              run.leaseGeneration++
+              return scheduleDetach(run)
+            })
+        )
+        const wire = (frame: Frame): WireEvent => ({ id: frame.id, channel: frame.channel, data: Sse.dataOf(frame) })
+        // replay then subscribe in one synchronous step, as `attach` does; the run's
+        // listener is a synchronous callback, hence `emit` (the stream's buffer is unbounded)
+        return Stream.asyncPush<WireEvent>((emit) =>
+          Effect.acquireRelease(
+            Effect.sync(() => {
+              let last = after
+              const deliver = (frame: Frame): boolean => {
+                if (frame.id <= last) return false
+                last = frame.id
+                emit.single(wire(frame))
+                return frame.channel === "done"
+              }
+              for (const frame of run.frames) {
+                if (deliver(frame)) {
+                  emit.end()
+                  return undefined
+                }
+              }
+              if (!run.running) {
+                emit.end()
+                return undefined
+              }
+              const listener = (frame: Frame) => {
+                if (deliver(frame)) emit.end()
+              }
+              run.listeners.add(listener)
+              return listener
+            }),
+            (listener) => Effect.sync(() => listener !== undefined && run.listeners.delete(listener))
+          )
+        ).pipe(Stream.interruptWhenDeferred(shutdown))
       }),
     cancel: (conversationId) =>
       Effect.suspend(() => {

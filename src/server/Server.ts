@@ -17,6 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { createServer } from "node:http"
 import * as BrowserSafety from "./BrowserSafety.js"
+import { ChatRoutes } from "./ChatRoutes.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as RequestLog from "./RequestLog.js"
 import { OpenAiRoutes } from "./OpenAiRoutes.js"
@@ -26,13 +27,13 @@ import * as ServerConfig from "./ServerConfig.js"
 import { WebPageRoutes } from "./WebPage.js"
 
 /**
- * API + OpenAI-compatible (`/v1`) + web page routes, behind the Host / Origin
- * checks of `BrowserSafety`.
+ * API (with the AI SDK chat routes) + OpenAI-compatible (`/v1`) + web page
+ * routes, behind the Host / Origin checks of `BrowserSafety`.
  *
  * @since 0.1.0
  * @category layers
  */
-export const Routes = Layer.mergeAll(ApiRoutes, OpenAiRoutes, WebPageRoutes, BrowserSafety.layer)
+export const Routes = Layer.mergeAll(ApiRoutes, ChatRoutes, OpenAiRoutes, WebPageRoutes, BrowserSafety.layer)
 
 /**
  * Serves the routes on the `HttpServer` in context, with the run registry.
