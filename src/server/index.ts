@@ -19,6 +19,8 @@ export * as ChatRoutes from "./ChatRoutes.js"
 /** @since 0.1.0 */
 export * as ConversationStore from "./ConversationStore.js"
 /** @since 0.1.0 */
+export * as McpRoutes from "./McpRoutes.js"
+/** @since 0.1.0 */
 export * as OpenAiRoutes from "./OpenAiRoutes.js"
 /** @since 0.1.0 */
 export * as RequestLog from "./RequestLog.js"
