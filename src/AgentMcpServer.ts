@@ -91,7 +91,7 @@ const progressMessage = (event: RunEvent): string | undefined => {
 }
 
 interface CallExtra {
-  readonly _meta?: { readonly progressToken?: string | number } | undefined
+  readonly _meta?: { readonly progressToken?: string | number | undefined } | undefined
   readonly sendNotification: (notification: ServerNotification) => Promise<void>
 }
 
