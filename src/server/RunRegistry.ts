@@ -52,7 +52,12 @@ export interface RunHandle {
   readonly runId: string
 }
 
-/** One run event as it goes on the wire: its cursor, SSE channel and JSON payload. @since 0.1.0 @category models */
+/**
+ * One run event as it goes on the wire: its cursor, SSE channel and JSON payload.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface WireEvent {
   readonly id: number
   readonly channel: string

@@ -45,7 +45,8 @@ const decoder = new TextDecoder()
 /**
  * The JSON payload of a frame (the inverse of `frame`: its `data:` line, parsed).
  *
- * @since 0.1.0 @category encoding
+ * @since 0.1.0
+ * @category encoding
  */
 export const dataOf = (frame: Frame): Record<string, unknown> => {
   const text = decoder.decode(frame.bytes)
