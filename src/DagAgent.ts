@@ -30,6 +30,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { AgentOptions } from "./AgentConfig.js"
+import * as AgentTool from "./AgentTool.js"
 import * as ContextGuard from "./ContextGuard.js"
 import * as Hooks from "./Hooks.js"
 import { route as routeQuery } from "./internal/dagAgent/route.js"
@@ -41,6 +42,7 @@ import * as Message from "./Message.js"
 import * as ModelRegistry from "./ModelRegistry.js"
 import * as ReactAgent from "./ReactAgent.js"
 import type { RunEvent, RunResult } from "./RunEvent.js"
+import type { Tool } from "./Tool.js"
 import * as Toolkit from "./Toolkit.js"
 import * as Usage from "./Usage.js"
 
@@ -257,3 +259,13 @@ export const runWithMode = (
         : event)
   }))
 }
+
+/**
+ * The DAG agent as a tool of another agent (same shape as `ReactAgent.asTool`):
+ * the call runs a DAG-mode sub-run on the model's `query`; its usage rolls up
+ * into the parent's `done.usage.by_phase.subagents`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const asTool: (agent: AgentTool.RunnableAgent, options: AgentTool.Options) => Tool = AgentTool.make

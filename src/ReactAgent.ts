@@ -26,6 +26,7 @@ import * as Mailbox from "effect/Mailbox"
 import * as Stream from "effect/Stream"
 import type { AgentOptions } from "./AgentConfig.js"
 import * as AgentConfig from "./AgentConfig.js"
+import * as AgentTool from "./AgentTool.js"
 import * as ContextGuard from "./ContextGuard.js"
 import * as Hooks from "./Hooks.js"
 import type { AgentServices } from "./internal/reactAgent/run.js"
@@ -38,6 +39,7 @@ import * as ModelRegistry from "./ModelRegistry.js"
 import type { RunEvent, RunResult } from "./RunEvent.js"
 import type { RunJournal } from "./RunJournal.js"
 import * as Journal from "./RunJournal.js"
+import type { Tool } from "./Tool.js"
 import { Toolkit } from "./Toolkit.js"
 
 /**
@@ -234,3 +236,13 @@ export const layerConfig = (
       return yield* build(yield* AgentConfig.load(options), registry.fast)
     })
   )
+
+/**
+ * The agent as a tool of another agent: the call runs this agent on a fresh
+ * conversation and answers with its answer; its usage rolls up into the
+ * parent's `done.usage.by_phase.subagents`. See `AgentTool`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const asTool: (agent: AgentTool.RunnableAgent, options: AgentTool.Options) => Tool = AgentTool.make

@@ -9,7 +9,7 @@ import * as Schema from "effect/Schema"
 import { LlmErrorReason } from "./Llm.js"
 import { ChatMessage } from "./Message.js"
 import { Artifact, ContentType } from "./Tool.js"
-import { RunUsage } from "./Usage.js"
+import { RunUsage, Usage } from "./Usage.js"
 
 /**
  * DAG mode: the id of the plan step whose ReAct agent emitted the event (absent
@@ -43,6 +43,8 @@ export const ToolDone = Schema.TaggedStruct("ToolDone", {
   tool_call_id: Schema.optional(Schema.String),
   content_type: Schema.optional(ContentType),
   artifacts: Schema.optional(Schema.Array(Artifact)),
+  /** LLM usage the tool reported spending (an agent tool's sub-run); counted in `by_phase.subagents`. */
+  usage: Schema.optional(Usage),
   step_id
 })
 /** @since 0.1.0 @category models */

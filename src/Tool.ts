@@ -8,11 +8,14 @@
  */
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as ErrorMessage from "./ErrorMessage.js"
 import * as JsonSchema from "./JsonSchema.js"
 import type { JsonSchemaObject, ToolDefinition } from "./Llm.js"
+import { Usage } from "./Usage.js"
 
 /** @since 0.1.0 @category models */
 export const Artifact = Schema.Struct({
@@ -32,7 +35,8 @@ export type ContentType = typeof ContentType.Type
 
 /**
  * A tool result with a content type and artifacts (files the UI can preview or
- * download).
+ * download). `usage`: LLM usage the tool spent producing it (an agent used as a
+ * tool reports its sub-run's); the run counts it in `by_phase.subagents`.
  *
  * @since 0.1.0
  * @category models
@@ -40,7 +44,8 @@ export type ContentType = typeof ContentType.Type
 export const RichResult = Schema.Struct({
   content: Schema.String,
   contentType: ContentType,
-  artifacts: Schema.optional(Schema.Array(Artifact))
+  artifacts: Schema.optional(Schema.Array(Artifact)),
+  usage: Schema.optional(Usage)
 })
 /**
  * @since 0.1.0
@@ -60,6 +65,42 @@ export const ToolOutput = Schema.Union(Schema.String, RichResult)
  * @category models
  */
 export type ToolOutput = typeof ToolOutput.Type
+
+/**
+ * The call a tool handler is running for, as the agent's loop sets it around the
+ * handler (`currentCall`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallContext {
+  readonly toolName: string
+  /** The provider's call id (native mode); absent in JSON mode. */
+  readonly toolCallId?: string
+  readonly iteration: number
+  /** The conversation of the run that made the call. */
+  readonly conversationId: string
+}
+
+/**
+ * The call being handled: set by the agent's loop while a handler runs (and
+ * inherited by the fibers it forks), `None` outside a run.
+ *
+ * @since 0.1.0
+ * @category context
+ */
+export const currentCall: FiberRef.FiberRef<Option.Option<CallContext>> = FiberRef.unsafeMake<Option.Option<CallContext>>(
+  Option.none()
+)
+
+/**
+ * Runs `effect` as the handling of `call` (see `currentCall`).
+ *
+ * @since 0.1.0
+ * @category context
+ */
+export const withCall = (call: CallContext) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.locally(effect, currentCall, Option.some(call))
 
 /** @since 0.1.0 @category errors */
 export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {

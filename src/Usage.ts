@@ -19,11 +19,21 @@ export type Usage = typeof Usage.Type
 /**
  * The phases usage is attributed to: tool selection, the tool loop, context
  * compaction, answer synthesis; in DAG mode also planning, analysis and the
- * `auto` mode router (routing).
+ * `auto` mode router (routing); `subagents`: what tools spent on LLM calls of
+ * their own (an agent used as a tool, `ReactAgent.asTool`).
  *
  * @since 0.1.0 @category models
  */
-export const Phase = Schema.Literal("selection", "loop", "compaction", "synthesis", "planning", "analysis", "routing")
+export const Phase = Schema.Literal(
+  "selection",
+  "loop",
+  "compaction",
+  "synthesis",
+  "planning",
+  "analysis",
+  "routing",
+  "subagents"
+)
 /** @since 0.1.0 @category models */
 export type Phase = typeof Phase.Type
 

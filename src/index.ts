@@ -45,6 +45,10 @@ export * as ReactAgent from "./ReactAgent.js"
 /** @since 0.1.0 */
 export * as DagAgent from "./DagAgent.js"
 /** @since 0.1.0 */
+export * as AgentTool from "./AgentTool.js"
+/** @since 0.1.0 */
+export * as AgentMcpServer from "./AgentMcpServer.js"
+/** @since 0.1.0 */
 export * as AgentConfig from "./AgentConfig.js"
 /** @since 0.1.0 */
 export * as AnswerSynthesis from "./AnswerSynthesis.js"

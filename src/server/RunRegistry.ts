@@ -48,7 +48,7 @@ export interface RunHandle {
 }
 
 /**
- * One event of a run as clients receive it.
+ * One run event as it goes on the wire: its cursor, SSE channel and JSON payload.
  *
  * @since 0.1.0
  * @category models
@@ -140,6 +140,8 @@ export const make = Effect.gen(function*() {
     after: number,
     /** `replayed`: read back from storage when the client attached (not a live frame). */
     deliver: (frame: Frame, replayed: boolean) => Effect.Effect<void>,
+    /** The run is over and every frame after the cursor was delivered (a cursor past its `done`). */
+    end: Effect.Effect<void>,
     closed: () => boolean
   ) =>
     Effect.gen(function*() {
@@ -157,13 +159,26 @@ export const make = Effect.gen(function*() {
       yield* Effect.addFinalizer(() => Effect.sync(remove))
       const catchUp = Effect.flatMap(Effect.orDie(log.eventsAfter(run.runId, last)), (rows) =>
         Effect.forEach(rows, (row) => take(storedFrame(row.seq, row.channel, row.data)), { discard: true }))
-      yield* catchUp
+      // nothing more will come once the run is over and its frames are read
+      const over = Effect.map(Effect.orDie(log.run(run.runId)), (row) => Option.isNone(row) || row.value.status === "done")
+      const catchUpOrEnd = Effect.zipRight(
+        catchUp,
+        Effect.suspend(() =>
+          finished ? Effect.void : Effect.flatMap(over, (isOver) =>
+            isOver ? Effect.zipRight(catchUp, Effect.suspend(() => {
+              if (finished) return Effect.void
+              finished = true
+              return end
+            })) : Effect.void)
+        )
+      )
+      yield* catchUpOrEnd
       replaying = false
       yield* Effect.forEach(waiting.sort((a, b) => a.id - b.id), take, { discard: true })
       waiting.length = 0
       if (finished || closed()) return
       // not executing here (yet, or any more): read what its instance stores
-      yield* Effect.suspend(() => (host.local(run.runId) === undefined ? catchUp : Effect.void)).pipe(
+      yield* Effect.suspend(() => (host.local(run.runId) === undefined ? catchUpOrEnd : Effect.void)).pipe(
         Effect.repeat({ schedule: Schedule.spaced(POLL), until: () => finished || closed() }),
         Effect.forkScoped
       )
@@ -201,7 +216,7 @@ export const make = Effect.gen(function*() {
             if (replayed) sink.replay(frame.bytes)
             else sink.write(frame.bytes)
             if (frame.channel === "done") sink.end()
-          }), sink.isClosed)
+          }), Effect.sync(sink.end), sink.isClosed)
         return sink
       }),
     events: (conversationId, after) =>
@@ -209,16 +224,13 @@ export const make = Effect.gen(function*() {
         const run = yield* latest(conversationId)
         yield* lease(run)
         const mailbox = yield* Mailbox.make<WireEvent>()
-        const decoder = new TextDecoder()
-        yield* follow(run, after, (frame) => {
-          const text = decoder.decode(frame.bytes)
-          const data = JSON.parse(text.slice(text.indexOf("\ndata: ") + 7, text.lastIndexOf("\n\n")))
-          return Effect.zipRight(
-            mailbox.offer({ id: frame.id, channel: frame.channel, data }),
+        yield* follow(run, after, (frame) =>
+          Effect.zipRight(
+            mailbox.offer({ id: frame.id, channel: frame.channel, data: Sse.dataOf(frame) }),
             frame.channel === "done" ? mailbox.end : Effect.void
-          )
-        }, () => false)
-        return Mailbox.toStream(mailbox)
+          ), Effect.asVoid(mailbox.end), () => false)
+        // a server shutting down ends the stream (the run goes on; the client resumes elsewhere)
+        return Mailbox.toStream(mailbox).pipe(Stream.interruptWhenDeferred(shutdown))
       }),
     caughtUp: (conversationId, after) =>
       log.latest(conversationId).pipe(

@@ -19,10 +19,13 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { createServer } from "node:http"
 import * as BrowserSafety from "./BrowserSafety.js"
+import { ChatRoutes } from "./ChatRoutes.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as Database from "./Database.js"
 import * as DurableRuns from "./DurableRuns.js"
 import * as RequestLog from "./RequestLog.js"
+import { McpRoutes } from "./McpRoutes.js"
+import { OpenAiRoutes } from "./OpenAiRoutes.js"
 import * as RunLog from "./RunLog.js"
 import { ApiRoutes } from "./Routes.js"
 import * as RunRegistry from "./RunRegistry.js"
@@ -30,12 +33,13 @@ import * as ServerConfig from "./ServerConfig.js"
 import { WebPageRoutes } from "./WebPage.js"
 
 /**
- * API + web page routes, behind the Host / Origin checks of `BrowserSafety`.
+ * API (with the AI SDK chat routes) + OpenAI-compatible (`/v1`) + MCP (`/mcp`)
+ * + web page routes, behind the Host / Origin checks of `BrowserSafety`.
  *
  * @since 0.1.0
  * @category layers
  */
-export const Routes = Layer.mergeAll(ApiRoutes, WebPageRoutes, BrowserSafety.layer)
+export const Routes = Layer.mergeAll(ApiRoutes, ChatRoutes, OpenAiRoutes, McpRoutes, WebPageRoutes, BrowserSafety.layer)
 
 /**
  * Serves the routes on the `HttpServer` in context, with the run registry.

@@ -40,6 +40,20 @@ export const frame = (id: number, channel: Channel, data: Record<string, unknown
   bytes: encoder.encode(encodeText(id, channel, data))
 })
 
+const decoder = new TextDecoder()
+
+/**
+ * The JSON payload of a frame (the inverse of `frame`: its `data:` line, parsed).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const dataOf = (frame: Frame): Record<string, unknown> => {
+  const text = decoder.decode(frame.bytes)
+  const start = text.indexOf("\ndata: ") + 7
+  return JSON.parse(text.slice(start, text.indexOf("\n", start)))
+}
+
 /**
  * The last frame of a stream cut by server shutdown (no `id:`, so a client's
  * cursor stays on the last run event and it can resume elsewhere).

@@ -15,7 +15,13 @@ export * as AppInfo from "./AppInfo.js"
 /** @since 0.1.0 */
 export * as BrowserSafety from "./BrowserSafety.js"
 /** @since 0.1.0 */
+export * as ChatRoutes from "./ChatRoutes.js"
+/** @since 0.1.0 */
 export * as ConversationStore from "./ConversationStore.js"
+/** @since 0.1.0 */
+export * as McpRoutes from "./McpRoutes.js"
+/** @since 0.1.0 */
+export * as OpenAiRoutes from "./OpenAiRoutes.js"
 /** @since 0.1.0 */
 export * as RequestLog from "./RequestLog.js"
 /** @since 0.1.0 */
@@ -28,5 +34,7 @@ export * as Server from "./Server.js"
 export * as ServerConfig from "./ServerConfig.js"
 /** @since 0.1.0 */
 export * as Sse from "./Sse.js"
+/** @since 0.1.0 */
+export * as UiMessageStream from "./UiMessageStream.js"
 /** @since 0.1.0 */
 export * as WebPage from "./WebPage.js"

@@ -175,9 +175,13 @@ export const admitObservation = (state: RunState, text: string, budget: number):
   return text.slice(0, keep) + Prompts.budgetNotice(budget)
 }
 
-/** Records a tool step (events, synthesis trace, the completion checklist's count). */
+/**
+ * Records a tool step (events, synthesis trace, the completion checklist's
+ * count); LLM usage the tool reported (an agent tool) goes to `subagents`.
+ */
 export const recordStep = (state: RunState, step: Step): void => {
   mutable(state).steps.push(step)
+  if (step.usage !== undefined) addUsage(state, "subagents", step.usage)
 }
 
 /** Counts one more call with this identity; returns how many there were. */

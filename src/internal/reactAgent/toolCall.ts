@@ -119,6 +119,8 @@ const decide = (
         })
       }
       return runTool(env, tool, decision.args).pipe(
+        // the handler can see which call it runs for (`Tool.currentCall`: agent tools nest their events under it)
+        Tool.withCall({ toolName: call.name, iteration, conversationId: env.conversationId, ...(call.id !== undefined ? { toolCallId: call.id } : {}) }),
         Effect.flatMap((result) =>
           env.hooks.runPostToolUse({ ...context, args: decision.args }, result).pipe(
             Effect.catchAllDefect(() => Effect.succeed(result))
@@ -155,7 +157,8 @@ export const stepOf = (call: CallRequest, iteration: number, o: CallOutcome): St
     iter_elapsed: o.elapsed,
     content_type: rich.contentType,
     ...id,
-    ...(artifacts.length > 0 ? { artifacts } : {})
+    ...(artifacts.length > 0 ? { artifacts } : {}),
+    ...(rich.usage !== undefined ? { usage: rich.usage } : {})
   }
 }
 
