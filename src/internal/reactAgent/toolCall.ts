@@ -24,6 +24,7 @@ import { ToolOutcome } from "../../Hooks.js"
 import * as Json from "../../Json.js"
 import type { Step } from "../../RunEvent.js"
 import * as Tool from "../../Tool.js"
+import { deniedMessage, MISMATCH } from "./approval.js"
 import type { LoopEnv } from "./env.js"
 import * as Prompts from "./prompts.js"
 
@@ -86,48 +87,62 @@ const blocked = (defect: unknown): PreDecision => ({
   hook: "PreToolUse"
 })
 
-/** Hooks and the tool: the arguments that ran and the outcome. */
-const decide = (
-  env: LoopEnv,
-  call: CallRequest,
-  iteration: number
-): Effect.Effect<{ readonly args: unknown; readonly outcome: ToolOutcome }> => {
-  if (Either.isLeft(call.args)) return Effect.succeed({ args: call.shownArgs, outcome: failure(call.args.left) })
+/** A call after its checks: answered already (it does not run), or allowed with the arguments that would run. */
+type Checked =
+  | { readonly _tag: "Answered"; readonly args: unknown; readonly outcome: ToolOutcome }
+  | {
+    readonly _tag: "Allowed"
+    readonly tool: Tool.Tool
+    readonly context: ToolUseContext
+    readonly args: Record<string, unknown>
+    readonly needsApproval: boolean
+  }
+
+const answered = (args: unknown, outcome: ToolOutcome): Checked => ({ _tag: "Answered", args, outcome })
+
+/** The context hooks and approval checks see. */
+const contextOf = (env: LoopEnv, call: CallRequest, tool: Tool.Tool, args: Record<string, unknown>, iteration: number): ToolUseContext => ({
+  toolName: call.name,
+  args,
+  iteration,
+  conversationId: env.conversationId,
+  tool,
+  ...(call.id !== undefined ? { toolCallId: call.id } : {})
+})
+
+/** Arguments, the tool, the PreToolUse hooks, then whether a person must approve (on the arguments that would run). */
+const check = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<Checked> => {
+  if (Either.isLeft(call.args)) return Effect.succeed(answered(call.shownArgs, failure(call.args.left)))
   const tool = env.tools.resolve(call.name)
   if (tool === undefined) {
-    return Effect.succeed({
-      args: call.shownArgs,
-      outcome: failure(`Unknown tool "${call.name}". Available tools: ${availableNames(env)}`)
-    })
+    return Effect.succeed(
+      answered(call.shownArgs, failure(`Unknown tool "${call.name}". Available tools: ${availableNames(env)}`))
+    )
   }
-  const context: ToolUseContext = {
-    toolName: call.name,
-    args: call.args.right,
-    iteration,
-    conversationId: env.conversationId,
-    tool,
-    ...(call.id !== undefined ? { toolCallId: call.id } : {})
-  }
+  const context = contextOf(env, call, tool, call.args.right, iteration)
   return env.hooks.runPreToolUse(context).pipe(
     Effect.catchAllDefect((defect) => Effect.succeed(blocked(defect))),
-    Effect.flatMap((decision) => {
+    Effect.flatMap((decision): Effect.Effect<Checked> => {
       if (!decision.allow) {
-        return Effect.succeed({
-          args: call.shownArgs,
-          outcome: failure(`Blocked by ${decision.hook}: ${decision.reason}`)
-        })
+        return Effect.succeed(answered(call.shownArgs, failure(`Blocked by ${decision.hook}: ${decision.reason}`)))
       }
-      return runTool(env, tool, decision.args).pipe(
-        Effect.flatMap((result) =>
-          env.hooks.runPostToolUse({ ...context, args: decision.args }, result).pipe(
-            Effect.catchAllDefect(() => Effect.succeed(result))
-          )
-        ),
-        Effect.map((outcome) => ({ args: decision.args, outcome }))
-      )
+      const allowed = { ...context, args: decision.args }
+      return Effect.map(env.approval.required(tool, allowed), (needsApproval) => ({
+        _tag: "Allowed",
+        tool,
+        context: allowed,
+        args: decision.args,
+        needsApproval
+      }))
     })
   )
 }
+
+/** The tool, then the PostToolUse hooks. */
+const perform = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<ToolOutcome> =>
+  runTool(env, tool, context.args).pipe(
+    Effect.flatMap((result) => env.hooks.runPostToolUse(context, result).pipe(Effect.catchAllDefect(() => Effect.succeed(result))))
+  )
 
 /** The step (events, synthesis trace) of a call's outcome. */
 export const stepOf = (call: CallRequest, iteration: number, o: CallOutcome): Step => {
@@ -188,28 +203,62 @@ const finish = (env: LoopEnv, call: CallRequest, iteration: number, outcome: Cal
 /** The observation of a call that was in flight when its process died and is not run again. */
 export const RESTART_ERROR = "interrupted by a server restart; not retried"
 
+/** The first part of a call that needs approval: it stops before the tool, with the arguments that would run. */
+const AwaitingApproval = Schema.TaggedStruct("AwaitingApproval", {
+  args: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+})
+
+const elapsedSince = (started: number) => Effect.map(Clock.currentTimeMillis, (now) => (now - started) / 1000)
+
 /**
  * Runs one call (its `ToolStart` was emitted by the loop, so every start of a
  * parallel round precedes its results), emits its `ToolDone`, returns its
  * outcome. A journal activity named after the iteration and the call id: a
  * durable run stores the outcome, and answers a non-idempotent call that was in
  * flight at a crash with `RESTART_ERROR` instead of running it twice.
+ *
+ * A call that needs approval stops that activity before the tool; the approval
+ * is asked and waited for outside it (`approval.ts`: its own activity, so a
+ * restart while waiting waits again instead of answering `RESTART_ERROR`), and
+ * the tool runs — approved — or is answered `Error: the user denied this call`
+ * in a third activity (`tool/<iteration>/<call id>/decided`).
  */
 export const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<CallOutcome> => {
   const tool = Either.isRight(call.args) ? env.tools.resolve(call.name) : undefined
+  const name = `tool/${iteration}/${call.id ?? "json"}`
+  const onRestart = tool?.idempotent === true ? {} : {
+    onRestart: () => finish(env, call, iteration, { args: call.shownArgs, outcome: failure(RESTART_ERROR), elapsed: 0 })
+  }
   return env.journal.activity({
-    name: `tool/${iteration}/${call.id ?? "json"}`,
-    success: CallOutcome,
-    ...(tool?.idempotent === true ? {} : {
-      onRestart: () =>
-        finish(env, call, iteration, { args: call.shownArgs, outcome: failure(RESTART_ERROR), elapsed: 0 })
-    }),
+    name,
+    success: Schema.Union(CallOutcome, AwaitingApproval),
+    ...onRestart,
     execute: () =>
       Effect.gen(function*() {
         const started = yield* Clock.currentTimeMillis
-        const { args, outcome } = yield* decide(env, call, iteration)
-        const elapsed = ((yield* Clock.currentTimeMillis) - started) / 1000
-        return yield* finish(env, call, iteration, { args, outcome, elapsed })
+        const checked = yield* check(env, call, iteration)
+        if (checked._tag === "Allowed" && checked.needsApproval) return { _tag: "AwaitingApproval" as const, args: checked.args }
+        const outcome = checked._tag === "Answered" ? checked.outcome : yield* perform(env, checked.tool, checked.context)
+        return yield* finish(env, call, iteration, { args: checked.args, outcome, elapsed: yield* elapsedSince(started) })
       })
-  })
+  }).pipe(
+    Effect.flatMap((first) => {
+      if (!("_tag" in first)) return Effect.succeed(first)
+      const args = first.args
+      return Effect.flatMap(env.approval.ask({ name: call.name, args, iteration, ...(call.id !== undefined ? { id: call.id } : {}) }), (verdict) =>
+        env.journal.activity({
+          name: `${name}/decided`,
+          success: CallOutcome,
+          ...onRestart,
+          execute: () =>
+            Effect.gen(function*() {
+              const started = yield* Clock.currentTimeMillis
+              const outcome = verdict.approved && tool !== undefined
+                ? yield* perform(env, tool, contextOf(env, call, tool, args, iteration))
+                : failure(deniedMessage(verdict.approved ? MISMATCH : verdict.reason))
+              return yield* finish(env, call, iteration, { args, outcome, elapsed: yield* elapsedSince(started) })
+            })
+        }))
+    })
+  )
 }
