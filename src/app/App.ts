@@ -10,6 +10,7 @@
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Approvals from "../Approvals.js"
 import * as BuiltinTools from "../BuiltinTools.js"
 import * as ContextGuard from "../ContextGuard.js"
 import * as DagAgent from "../DagAgent.js"
@@ -53,8 +54,9 @@ export const modelsOf = <E, R>(llm: Layer.Layer<Llm, E, R>): Layer.Layer<ModelRe
  * The app's services over the models (`ModelRegistry` and `Llm`; see `modelsOf`
  * for a single LLM): `ReactAgent` and `DagAgent` (configured from `REACT_*` and
  * `DAG_*`; DAG steps pick their models from the registry), `ContextGuard`,
- * `Interrupts`, `Toolkit`, `Hooks` (empty), the models and `AppInfo` (model name
- * from the `Llm`, `demo` as given).
+ * `Interrupts`, `Approvals` (one service for both agents: the server answers
+ * every run's approvals through `ReactAgent.approve`), `Toolkit`, `Hooks`
+ * (empty), the models and `AppInfo` (model name from the `Llm`, `demo` as given).
  *
  * @since 0.1.0
  * @category layers
@@ -69,6 +71,8 @@ export const make = <E, R>(
     readonly hooks?: Layer.Layer<Hooks.Hooks>
     /** Default: `ContextGuard.layerConfig` (configured from the environment). */
     readonly guard?: Layer.Layer<ContextGuard.ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry>
+    /** Where tool calls wait for approval. Default: in memory (`Approvals.layer`). */
+    readonly approvals?: Layer.Layer<Approvals.Approvals>
   }
 ) => {
   const info = Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo })))
@@ -77,9 +81,12 @@ export const make = <E, R>(
     Interrupts.layer,
     options.hooks ?? Hooks.layerEmpty,
     options.tools ?? ToolsLayer.pipe(Layer.provide(McpTools.layerConfig)),
+    options.approvals ?? Approvals.layer,
     info
   )
-  return Layer.mergeAll(ReactAgent.layerConfig(), DagAgent.layerConfig).pipe(
+  const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
+    Layer.mergeAll(ReactAgent.layerConfig({ approvals }), DagAgent.layerConfigWith({ approvals }))))
+  return agents.pipe(
     Layer.provideMerge(services),
     Layer.provideMerge(models)
   )

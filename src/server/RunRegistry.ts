@@ -4,7 +4,8 @@
  * of its SSE frames and a `PubSub` for live subscribers. When the last
  * subscriber leaves, the run lives on for `RUN_DETACH_GRACE_MS`; if nobody
  * re-attaches it is cancelled (its fiber interrupted: the LLM request is
- * aborted, tools are interrupted). A cancelled run still ends with `done`, and
+ * aborted, tools are interrupted) — unless one of its tool calls asked a person
+ * for approval (SPEC §15: such a run waits, then goes on to its end). A cancelled run still ends with `done`, and
  * its turn is stored with a tool message for every tool call.
  *
  * Live subscribers are plain listeners called synchronously by the run as it
@@ -97,9 +98,16 @@ export const make = Effect.gen(function*() {
 
   const requestCancel = (run: RunState) => Deferred.succeed(run.cancel, undefined)
 
+  // SPEC §15: a run waiting for a person (or that went on after one answered) is
+  // never cancelled because no client is connected
+  const involvesPerson = (run: RunState): Effect.Effect<boolean> =>
+    run.transcript.approvals > 0
+      ? Effect.succeed(true)
+      : Effect.map(agent.approvals.pending(run.conversationId), (pending) => pending.length > 0)
+
   const scheduleDetach = (run: RunState): Effect.Effect<void> => {
     if (!run.running || run.leases > 0) return Effect.void
-    if (settings.detachGraceMs === 0) return requestCancel(run)
+    if (settings.detachGraceMs === 0) return Effect.unlessEffect(requestCancel(run), involvesPerson(run)).pipe(Effect.asVoid)
     const generation = run.leaseGeneration
     // forked from a finalizer: make the timer interruptible explicitly
     return FiberSet.run(
@@ -107,9 +115,12 @@ export const make = Effect.gen(function*() {
       Effect.interruptible(Effect.sleep(settings.detachGraceMs)).pipe(
         Effect.zipRight(Effect.suspend(() =>
           run.running && run.leases === 0 && run.leaseGeneration === generation
-            ? Effect.zipRight(
-              Effect.logInfo(`run ${run.id} cancelled: no client re-attached within ${settings.detachGraceMs} ms`),
-              requestCancel(run)
+            ? Effect.unlessEffect(
+              Effect.zipRight(
+                Effect.logInfo(`run ${run.id} cancelled: no client re-attached within ${settings.detachGraceMs} ms`),
+                requestCancel(run)
+              ),
+              involvesPerson(run)
             )
             : Effect.void
         ))
