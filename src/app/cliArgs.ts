@@ -13,6 +13,8 @@ export interface CliOptions {
   readonly maxIterations?: number
   /** Default: `REACT_DEFAULT_MODE` (else react). */
   readonly mode?: "react" | "dag" | "auto"
+  /** Approve every tool call that needs approval, without asking. */
+  readonly approveAll: boolean
 }
 
 /** @internal */
@@ -33,6 +35,10 @@ Options:
   --max-iterations <n>    cap on tool-loop LLM calls for this run (default: REACT_MAX_ITERATIONS or 50)
   --mode <mode>           react (one tool loop), dag (a plan of steps run in parallel, checked and
                           re-planned), or auto (a router picks); default: REACT_DEFAULT_MODE or react
+  --approve-all           approve every tool call that needs approval (REACT_APPROVAL_TOOLS, MCP servers
+                          with "needsApproval": true) without asking; otherwise the CLI asks on the
+                          terminal (y approves; anything else denies, a text being the reason), and with
+                          no terminal to ask (stdin not a TTY) such calls are denied ("no approver")
   -h, --help              show this help
 
 The model comes from LLM_BASE_URL / LLM_API_KEY / LLM_MODEL; with none set, the
@@ -48,7 +54,14 @@ Exit codes: 0 the run finished, 1 the run failed, 2 bad usage.`
  * @internal
  */
 export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
-  let values: { json?: boolean; conversation?: string; "max-iterations"?: string; mode?: string; help?: boolean }
+  let values: {
+    json?: boolean
+    conversation?: string
+    "max-iterations"?: string
+    mode?: string
+    "approve-all"?: boolean
+    help?: boolean
+  }
   let positionals: Array<string>
   try {
     const parsed = parseArgs({
@@ -60,6 +73,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
         conversation: { type: "string" },
         "max-iterations": { type: "string" },
         mode: { type: "string" },
+        "approve-all": { type: "boolean" },
         help: { type: "boolean", short: "h" }
       }
     })
@@ -92,6 +106,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
     options: {
       question,
       json: values.json === true,
+      approveAll: values["approve-all"] === true,
       ...(conversation ? { conversationId: conversation } : {}),
       ...(maxIterations !== undefined ? { maxIterations } : {}),
       ...(mode !== undefined ? { mode } : {})
