@@ -103,7 +103,7 @@ function setConversation(id) {
 
 /** @param {string} query @param {string | null} conversationId */
 function newRun(query, conversationId) {
-  const view = new RunView(query, { onChange: follow })
+  const view = new RunView(query, { onChange: follow, onApproval: (decision) => approve(run, decision) })
   /** @type {() => void} */
   let markReady = () => {}
   const ready = new Promise((resolve) => { markReady = () => resolve(undefined) })
@@ -129,6 +129,8 @@ async function consume(run, res) {
       return
     }
     run.view.apply({ event: m.event, data, id: m.id })
+    // the conversation list says which runs wait for approval
+    if (m.event === "approval" && data?.status === "requested") void loadConversations()
     if (m.event === "done") run.controller.abort() // the run is over; don't wait for the socket
   }).catch((e) => {
     if (!run.view.finished) throw e
@@ -240,6 +242,20 @@ async function stop() {
   }
 }
 
+/**
+ * Sends the user's decision on a call waiting for approval.
+ *
+ * @param {ActiveRun} run @param {import("./approval.js").Decision} decision
+ * @returns {Promise<{ ok: boolean, message?: string }>}
+ */
+async function approve(run, decision) {
+  await run.ready
+  if (!run.conversationId) return { ok: false, message: "The run has no conversation yet" }
+  const res = await postJson("/api/react/approve", { conversation_id: run.conversationId, ...decision })
+  void loadConversations()
+  return res.ok ? { ok: true } : { ok: false, message: await errorText(res) }
+}
+
 /** @param {ActiveRun} run @param {string} content */
 async function inject(run, content) {
   await run.ready
@@ -279,7 +295,9 @@ async function loadConversations() {
     const items = Array.isArray(body) ? body : Array.isArray(body?.conversations) ? body.conversations : []
     list.replaceChildren(...items.map((c) => {
       const a = h("a", { href: `#c=${encodeURIComponent(c.id)}`, "data-id": c.id, "aria-current": c.id === state.conversationId },
-        h("span", { class: "title", text: c.title || "Untitled" }),
+        // a conversation whose first run still goes has no stored title yet
+        h("span", { class: "title", text: c.title || (c.id === state.run?.conversationId ? state.run.query : "") || "Untitled" }),
+        c.waiting_approval ? h("span", { class: "badge waiting", text: "Waiting for approval" }) : null,
         h("span", { class: "meta", text: [c.turns ? `${c.turns} turn${c.turns === 1 ? "" : "s"}` : "", c.updated_at ? new Date(c.updated_at).toLocaleString() : ""].filter(Boolean).join(" · ") }))
       return h("li", {}, a)
     }))

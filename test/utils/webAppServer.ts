@@ -8,6 +8,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { createServer } from "node:http"
+import * as Approvals from "../../src/Approvals.js"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as DagAgent from "../../src/DagAgent.js"
 import * as Hooks from "../../src/Hooks.js"
@@ -38,6 +39,14 @@ export const webTools: ReadonlyArray<Tool.Tool> = [
     description: "Looks a topic up (slowly)",
     parameters: Schema.Struct({ topic: Schema.String, ms: Schema.optional(Schema.Number) }),
     handler: ({ topic, ms }) => Effect.as(Effect.sleep(ms ?? 400), `Facts about ${topic}: it is well documented.`)
+  }),
+  Tool.make({
+    name: "deploy",
+    description: "Deploys to a target (a person approves each call)",
+    parameters: Schema.Struct({ target: Schema.String }),
+    readOnly: false,
+    needsApproval: true,
+    handler: ({ target }) => Effect.as(Effect.sleep("150 millis"), `Deployed to ${target}.`)
   }),
   Tool.make({
     name: "chart",
@@ -81,6 +90,7 @@ const synthesisFor = (request: ChatRequest): string => {
  * - `full`: reasoning, two parallel tool calls, an HTML chart, then the answer;
  * - `slow`: six slow lookups in a row (for stop, reload and follow-ups), then the answer;
  * - `hostile`: one lookup, then an answer full of HTML;
+ * - `approve`: two `deploy` calls in one round, each waiting for the user's approval;
  * - `dag`, `dagreplan`: DAG mode (test/utils/webDagScript.ts).
  */
 export const responder: ScriptedLlm.Responder = (request, _index, method) => {
@@ -108,6 +118,13 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
     }
     return ScriptedLlm.text("Done.", { delay: "150 millis" })
   }
+  if (word === "approve" && done === 0) {
+    // two calls that wait for the user (the page's Approve / Deny), in one round
+    return ScriptedLlm.toolCalls([
+      { id: "call_stage", name: "deploy", arguments: { target: "staging" } },
+      { id: "call_prod", name: "deploy", arguments: { target: "production" } }
+    ], { delay: "100 millis" })
+  }
   if (word === "hostile" && done === 0) {
     return ScriptedLlm.toolCall("lookup", { topic: "<b>bold</b>" }, { id: "call_h", delay: "100 millis", reasoning: "<img src=x onerror=alert(3)>" })
   }
@@ -123,7 +140,10 @@ export const webAppServer = (
 ) => {
   const llm = ScriptedLlm.make(responder, { model: options.demo ? "demo" : "scripted-test" })
   const agentOptions = { completionCheck: false, selfReflectionInterval: 0 }
-  const agent = Layer.mergeAll(ReactAgent.layer(agentOptions), DagAgent.layer({ agent: agentOptions })).pipe(
+  // one Approvals for both agents, as the App wires them
+  const agents = Layer.unwrapEffect(Effect.map(Approvals.make, (approvals) =>
+    Layer.mergeAll(ReactAgent.layer({ ...agentOptions, approvals }), DagAgent.layer({ agent: agentOptions, approvals }))))
+  const agent = agents.pipe(
     Layer.provideMerge(Layer.mergeAll(
       llm.layer,
       ModelRegistry.layer({ main: llm.service }),
