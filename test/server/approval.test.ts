@@ -15,13 +15,13 @@ import { startServer } from "../utils/serverHarness.js"
 import { getJson, openSse, postJson, type SseEvent } from "../utils/sse.js"
 
 /** A plain tool (no `needsApproval`): `REACT_APPROVAL_TOOLS` makes it wait. */
-const fileTool = () => {
+const fileTool = (ms = 0) => {
   const ran: Array<string> = []
   const tool = Tool.make({
     name: "fs__write_file",
     description: "Writes a file",
     parameters: Schema.Struct({ path: Schema.String }),
-    handler: ({ path }) => Effect.sync(() => (ran.push(path), `wrote ${path}`))
+    handler: ({ path }) => Effect.as(Effect.sleep(ms), `wrote ${path}`).pipe(Effect.tap(() => Effect.sync(() => ran.push(path))))
   })
   return { tool, ran }
 }
@@ -177,6 +177,35 @@ describe("tool approval over HTTP", () => {
       assert.isUndefined(done.data.cancelled)
       assert.strictEqual(done.data.answer, "Handled.")
       assert.deepStrictEqual(approvalEvents(replay.events).map((d) => d.status), ["requested", "approved"])
+    }), 30_000)
+
+  it.scopedLive("answered within the grace, with no client: the run still goes on to its end (the grace does not apply any more)", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeOpenAi.scoped(writeRound)
+      // the tool outlasts the grace: without the rule the grace would cancel it mid-call
+      const file = fileTool(700)
+      const { url } = yield* server(fake, file, { detachGraceMs: 200 })
+      const first = yield* Effect.promise(() =>
+        openSse(`${url}/api/react`, {
+          body: { query: "write my notes", conversation_id: "ap5" },
+          until: (e) => e.event === "approval"
+        })
+      )
+      const approvalId = first.events[first.events.length - 1].data.approval_id
+      const decided = yield* Effect.promise(() =>
+        postJson(`${url}/api/react/approve`, { conversation_id: "ap5", approval_id: approvalId, decision: "approve" })
+      )
+      assert.strictEqual(decided.status, 200)
+      let stored: any
+      for (let i = 0; i < 60; i++) {
+        yield* Effect.sleep("50 millis")
+        stored = (yield* Effect.promise(() => getJson(`${url}/api/conversations/ap5`))).body
+        if (stored?.active === false) break
+      }
+      assert.deepStrictEqual(file.ran, ["notes.txt"])
+      const replay = yield* Effect.promise(() => openSse(`${url}/api/react/events?conversation_id=ap5`))
+      const done = replay.events[replay.events.length - 1]
+      assert.deepStrictEqual([done.event, done.data.cancelled, done.data.answer], ["done", undefined, "Handled."])
     }), 30_000)
 
   it.scopedLive("cancel while waiting: done (cancelled), every call answered in the stored turn, a late decision is 409", () =>
