@@ -277,8 +277,8 @@ export const toWire = (event: RunEvent): { readonly channel: Channel; readonly d
       return { channel: "approval", data: { type: "approval", status: "requested", ...rest } }
     }
     case "ApprovalDecided": {
-      const { _tag, ...rest } = event
-      return { channel: "approval", data: { type: "approval", ...rest } }
+      const { _tag, status, ...rest } = event
+      return { channel: "approval", data: { type: "approval", status, ...rest } }
     }
     case "DagPlan":
       return { channel: "dag", data: { type: "plan", round: event.round, steps: event.steps } }
