@@ -293,10 +293,11 @@ async function loadConversations() {
     const body = await res.json()
     /** @type {any[]} */
     const items = Array.isArray(body) ? body : Array.isArray(body?.conversations) ? body.conversations : []
+    const running = state.run
     list.replaceChildren(...items.map((c) => {
       const a = h("a", { href: `#c=${encodeURIComponent(c.id)}`, "data-id": c.id, "aria-current": c.id === state.conversationId },
         // a conversation whose first run still goes has no stored title yet
-        h("span", { class: "title", text: c.title || (c.id === state.run?.conversationId ? state.run.query : "") || "Untitled" }),
+        h("span", { class: "title", text: c.title || (running && c.id === running.conversationId ? running.query : "") || "Untitled" }),
         c.waiting_approval ? h("span", { class: "badge waiting", text: "Waiting for approval" }) : null,
         h("span", { class: "meta", text: [c.turns ? `${c.turns} turn${c.turns === 1 ? "" : "s"}` : "", c.updated_at ? new Date(c.updated_at).toLocaleString() : ""].filter(Boolean).join(" · ") }))
       return h("li", {}, a)

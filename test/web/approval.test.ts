@@ -40,8 +40,10 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       yield* pw(() => page.waitForSelector("#conversation-list a[aria-current] .badge.waiting:has-text('Waiting for approval')"))
       yield* pw(() => page.locator(`${card("call_stage")}`).scrollIntoViewIfNeeded())
       const shot = yield* screenshot(page, "approval-waiting")
-      mkdirSync(join(process.cwd(), "docs", "images"), { recursive: true })
-      copyFileSync(shot, join(process.cwd(), "docs", "images", "approval.png"))
+      if (process.env.UPDATE_DOCS_SCREENSHOT === "1") {
+        mkdirSync(join(process.cwd(), "docs", "images"), { recursive: true })
+        copyFileSync(shot, join(process.cwd(), "docs", "images", "approval.png"))
+      }
 
       yield* pw(() => page.click(`${card("call_stage")} button.approve`))
       yield* pw(() => page.waitForSelector(`${card("call_stage")} .approval-outcome.approved`))
