@@ -24,7 +24,7 @@ import { ToolOutcome } from "../../Hooks.js"
 import * as Json from "../../Json.js"
 import type { Step } from "../../RunEvent.js"
 import * as Tool from "../../Tool.js"
-import { deniedMessage, MISMATCH } from "./approval.js"
+import { deniedMessage, MISMATCH, type Verdict } from "./approval.js"
 import type { LoopEnv } from "./env.js"
 import * as Prompts from "./prompts.js"
 
@@ -229,6 +229,21 @@ export const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Eff
   const onRestart = tool?.idempotent === true ? {} : {
     onRestart: () => finish(env, call, iteration, { args: call.shownArgs, outcome: failure(RESTART_ERROR), elapsed: 0 })
   }
+  /** The call once a person answered: the tool runs only when approved. */
+  const decided = (args: Record<string, unknown>, verdict: Verdict) =>
+    env.journal.activity({
+      name: `${name}/decided`,
+      success: CallOutcome,
+      ...onRestart,
+      execute: () =>
+        Effect.gen(function*() {
+          const started = yield* Clock.currentTimeMillis
+          const outcome = verdict.approved && tool !== undefined
+            ? yield* perform(env, tool, contextOf(env, call, tool, args, iteration))
+            : failure(deniedMessage(verdict.approved ? MISMATCH : verdict.reason))
+          return yield* finish(env, call, iteration, { args, outcome, elapsed: yield* elapsedSince(started) })
+        })
+    })
   return env.journal.activity({
     name,
     success: Schema.Union(CallOutcome, AwaitingApproval),
@@ -244,21 +259,8 @@ export const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Eff
   }).pipe(
     Effect.flatMap((first) => {
       if (!("_tag" in first)) return Effect.succeed(first)
-      const args = first.args
-      return Effect.flatMap(env.approval.ask({ name: call.name, args, iteration, ...(call.id !== undefined ? { id: call.id } : {}) }), (verdict) =>
-        env.journal.activity({
-          name: `${name}/decided`,
-          success: CallOutcome,
-          ...onRestart,
-          execute: () =>
-            Effect.gen(function*() {
-              const started = yield* Clock.currentTimeMillis
-              const outcome = verdict.approved && tool !== undefined
-                ? yield* perform(env, tool, contextOf(env, call, tool, args, iteration))
-                : failure(deniedMessage(verdict.approved ? MISMATCH : verdict.reason))
-              return yield* finish(env, call, iteration, { args, outcome, elapsed: yield* elapsedSince(started) })
-            })
-        }))
+      const ask = { name: call.name, args: first.args, iteration, ...(call.id !== undefined ? { id: call.id } : {}) }
+      return Effect.flatMap(env.approval.ask(ask), (verdict) => decided(first.args, verdict))
     })
   )
 }
