@@ -12,6 +12,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Hooks from "./Hooks.js"
 
 /**
  * Every knob of the loop. See docs/agent-loop.md for what each one does.
@@ -45,6 +46,17 @@ export interface AgentOptions {
   readonly toolTimeout: Duration.DurationInput
   /** Extra instructions appended to the loop's system prompt. */
   readonly systemPrompt?: string
+  /**
+   * Tool-name globs (hook matcher rules: `*`, `?`) whose calls a person approves
+   * before they run, besides tools made with `needsApproval`.
+   * `REACT_APPROVAL_TOOLS` (comma list, e.g. `fx__write_*,filesystem__*`), default none.
+   */
+  readonly approvalTools: ReadonlyArray<string>
+  /**
+   * How long a call waits for a person before it is denied with reason `timed out`.
+   * `REACT_APPROVAL_TIMEOUT_MS`, default none (it waits as long as it takes).
+   */
+  readonly approvalTimeout?: Duration.DurationInput
 }
 
 /** @since 0.1.0 @category constants */
@@ -60,7 +72,8 @@ export const defaults: AgentOptions = {
   toolResultBudget: 40000,
   maxTurnTokens: 0,
   toolObsTruncation: 2000,
-  toolTimeout: Duration.seconds(60)
+  toolTimeout: Duration.seconds(60),
+  approvalTools: []
 }
 
 /** Answers longer than this skip the completion checklist. @since 0.1.0 @category constants */
@@ -93,6 +106,40 @@ export const envVariables: { readonly [K in IntKey]: { readonly name: string; re
 /** @since 0.1.0 @category constants */
 export const TOOL_TIMEOUT_ENV = "REACT_TOOL_TIMEOUT_MS"
 
+/**
+ * @since 0.1.0
+ * @category constants
+ */
+export const APPROVAL_TOOLS_ENV = "REACT_APPROVAL_TOOLS"
+
+/**
+ * @since 0.1.0
+ * @category constants
+ */
+export const APPROVAL_TIMEOUT_ENV = "REACT_APPROVAL_TIMEOUT_MS"
+
+/** The globs of a comma list (blank entries dropped). */
+const globList = (text: string): ReadonlyArray<string> => text.split(",").map((g) => g.trim()).filter((g) => g !== "")
+
+const checkGlobs = (key: string, globs: unknown): Effect.Effect<ReadonlyArray<string>, ConfigError.ConfigError> => {
+  const invalid = (why: string) => Effect.fail(ConfigError.InvalidData([key], `${key} ${why}`))
+  if (!Array.isArray(globs)) return invalid("must be a list of tool-name globs")
+  if (globs.length === 0) return Effect.succeed([])
+  try {
+    Hooks.compile(globs as ReadonlyArray<string>)
+  } catch (e) {
+    return invalid(`must be a list of tool-name globs: ${(e as Error).message}`)
+  }
+  return Effect.succeed([...globs] as ReadonlyArray<string>)
+}
+
+const positiveDuration = (key: string, value: Duration.DurationInput): Effect.Effect<Duration.Duration, ConfigError.ConfigError> => {
+  const d = Duration.decodeUnknown(value)
+  return Option.isNone(d) || Duration.toMillis(d.value) <= 0
+    ? Effect.fail(ConfigError.InvalidData([key], `option ${key} must be a positive duration`))
+    : Effect.succeed(d.value)
+}
+
 const intFromEnv = (name: string, min: number): Config.Config<Option.Option<number>> =>
   Config.option(
     Config.integer(name).pipe(Config.validate({ message: `${name} must be an integer >= ${min}`, validation: (n) => n >= min }))
@@ -117,14 +164,22 @@ const fromEnvironment = (explicit: Partial<AgentOptions>, env: boolean): Effect.
       }
     }
     if (explicit.toolTimeout !== undefined) {
-      const d = Duration.decodeUnknown(explicit.toolTimeout)
-      if (Option.isNone(d) || Duration.toMillis(d.value) <= 0) {
-        return yield* Effect.fail(ConfigError.InvalidData(["toolTimeout"], "option toolTimeout must be a positive duration"))
-      }
-      out.toolTimeout = d.value
+      out.toolTimeout = yield* positiveDuration("toolTimeout", explicit.toolTimeout)
     } else if (env) {
       const value = yield* intFromEnv(TOOL_TIMEOUT_ENV, 1)
       if (Option.isSome(value)) out.toolTimeout = Duration.millis(value.value)
+    }
+    if (explicit.approvalTools !== undefined) {
+      out.approvalTools = yield* checkGlobs("approvalTools", explicit.approvalTools)
+    } else if (env) {
+      const value = yield* Config.option(Config.string(APPROVAL_TOOLS_ENV))
+      if (Option.isSome(value)) out.approvalTools = yield* checkGlobs(APPROVAL_TOOLS_ENV, globList(value.value))
+    }
+    if (explicit.approvalTimeout !== undefined) {
+      out.approvalTimeout = yield* positiveDuration("approvalTimeout", explicit.approvalTimeout)
+    } else if (env) {
+      const value = yield* intFromEnv(APPROVAL_TIMEOUT_ENV, 1)
+      if (Option.isSome(value)) out.approvalTimeout = Duration.millis(value.value)
     }
     if (explicit.useNativeTools !== undefined) out.useNativeTools = explicit.useNativeTools
     if (explicit.completionCheck !== undefined) out.completionCheck = explicit.completionCheck

@@ -31,6 +31,8 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { AgentOptions } from "./AgentConfig.js"
 import * as AgentTool from "./AgentTool.js"
+import * as AgentConfig from "./AgentConfig.js"
+import * as Approvals from "./Approvals.js"
 import * as ContextGuard from "./ContextGuard.js"
 import * as Hooks from "./Hooks.js"
 import { route as routeQuery } from "./internal/dagAgent/route.js"
@@ -134,6 +136,25 @@ export interface DagAgentService {
   readonly runCollect: (input: ReactAgent.RunInput) => Effect.Effect<RunResult>
   /** The `auto` router: ReAct or DAG mode for this query (ReAct on any failure), and the call's usage. */
   readonly route: (query: Message.Content) => Effect.Effect<{ readonly mode: "react" | "dag"; readonly usage: Usage.Usage }>
+  /**
+   * Answers a tool call of a step waiting for approval (the run's conversation
+   * id, not the step's), as `ReactAgent.approve` does.
+   */
+  readonly approve: (input: Approvals.DecideInput) => Effect.Effect<Approvals.Decided, Approvals.DecideError>
+  /** Where the steps' calls wait for approval (shared by every step agent). */
+  readonly approvals: Approvals.ApprovalsService
+}
+
+/**
+ * Options of `make` / `layer`: DAG mode's knobs, and where the steps' tool calls
+ * wait for approval (default: a fresh in-memory `Approvals` service of this
+ * agent; pass the `ReactAgent`'s to answer both through one service).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options extends Partial<DagOptions> {
+  readonly approvals?: Approvals.ApprovalsService
 }
 
 /**
@@ -167,7 +188,7 @@ const settingsOf = (options: Partial<DagOptions>): Effect.Effect<DagSettings, Co
  * @category constructors
  */
 export const make = (
-  options: Partial<DagOptions> = {}
+  options: Options = {}
 ): Effect.Effect<
   DagAgentService,
   ConfigError.ConfigError,
@@ -181,10 +202,11 @@ export const make = (
     const guard = yield* ContextGuard.ContextGuard
     const interrupts = yield* Interrupts.Interrupts
     const context = yield* Effect.context<ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts>()
+    const approvals = options.approvals ?? (yield* Approvals.make)
     // The one construction of a step agent: a fresh ReactAgent on the given model
-    // over the same toolkit, hooks, guard and interrupts.
+    // over the same toolkit, hooks, guard, interrupts and approvals.
     const build = (model: LlmService) =>
-      ReactAgent.make(options.agent).pipe(Effect.provideService(Llm, model), Effect.provide(context))
+      ReactAgent.make({ ...options.agent, approvals }).pipe(Effect.provideService(Llm, model), Effect.provide(context))
     // a bad agent option fails here, once, rather than in every step
     yield* build(llm)
     const services = {
@@ -209,7 +231,9 @@ export const make = (
     return {
       run,
       runCollect: (input) => ReactAgent.collect(run(input)),
-      route: (query) => routeQuery(registry.fast, Message.textOf(query))
+      route: (query) => routeQuery(registry.fast, Message.textOf(query)),
+      approve: approvals.decide,
+      approvals
     }
   })
 
@@ -220,12 +244,37 @@ export const make = (
  * @category layers
  */
 export const layer = (
-  options?: Partial<DagOptions>
+  options?: Options
 ): Layer.Layer<DagAgent, ConfigError.ConfigError, Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts> =>
   Layer.effect(DagAgent, make(options))
 
 /**
- * The DAG agent configured from the environment (`DAG_*`, see `config`).
+ * The DAG agent configured from the environment (`DAG_*`, see `config`; its step
+ * agents from `REACT_*`, as `ReactAgent.layerConfig` reads them), with explicit
+ * options winning.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfigWith = (
+  options: Options = {}
+): Layer.Layer<
+  DagAgent,
+  ConfigError.ConfigError,
+  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
+> =>
+  Layer.effect(
+    DagAgent,
+    Effect.gen(function*() {
+      const fromEnv = yield* config
+      const agent = yield* AgentConfig.load(options.agent)
+      return yield* make({ ...fromEnv, ...options, agent })
+    })
+  )
+
+/**
+ * The DAG agent configured from the environment (`DAG_*`, see `config`; its step
+ * agents from `REACT_*`).
  *
  * @since 0.1.0
  * @category layers
@@ -234,7 +283,7 @@ export const layerConfig: Layer.Layer<
   DagAgent,
   ConfigError.ConfigError,
   Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
-> = Layer.effect(DagAgent, Effect.flatMap(config, (options) => make(options)))
+> = layerConfigWith()
 
 /**
  * Runs `input` in `mode`: the ReAct agent, the DAG agent, or (`auto`) the one

@@ -190,12 +190,22 @@ export const make = (hooks: ReadonlyArray<Hook>): HooksService => {
   return makeService(hooks)
 }
 
-/** True when the matcher (absent = every tool) selects the tool name. @since 0.1.0 @category utils */
-export const matches = (matcher: Matcher | undefined, toolName: string): boolean => {
+/**
+ * Compiles a matcher once (absent = every tool): a test of tool names. Throws
+ * `InvalidHook` on a bad matcher. The same glob rules serve the agent's
+ * `approvalTools`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const compile = (matcher: Matcher | undefined): (toolName: string) => boolean => {
   const filter = compileMatcher(matcher)
   if (typeof filter === "string") throw new InvalidHook({ message: `Invalid matcher: ${filter}` })
-  return filter(toolName)
+  return filter
 }
+
+/** True when the matcher (absent = every tool) selects the tool name. @since 0.1.0 @category utils */
+export const matches = (matcher: Matcher | undefined, toolName: string): boolean => compile(matcher)(toolName)
 
 const provideHook = <R>(hook: Hook<R>, context: Context.Context<R>): Hook => {
   if (context.unsafeMap.size === 0) return hook as Hook

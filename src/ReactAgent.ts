@@ -27,6 +27,7 @@ import * as Stream from "effect/Stream"
 import type { AgentOptions } from "./AgentConfig.js"
 import * as AgentConfig from "./AgentConfig.js"
 import * as AgentTool from "./AgentTool.js"
+import * as Approvals from "./Approvals.js"
 import * as ContextGuard from "./ContextGuard.js"
 import * as Hooks from "./Hooks.js"
 import type { AgentServices } from "./internal/reactAgent/run.js"
@@ -62,6 +63,12 @@ export interface RunInput {
    * no `RunFailed`). E.g. `Deferred.await(cancelled)`.
    */
   readonly cancel?: Effect.Effect<void>
+  /**
+   * The conversation whose user answers this run's tool approvals (default
+   * `conversationId`). A DAG step, which runs under a conversation id of its
+   * own, passes its run's.
+   */
+  readonly approvalConversationId?: string
 }
 
 /**
@@ -82,6 +89,16 @@ export interface ReactAgentService {
    * event goes through it. Never fails; the last event is `Done`.
    */
   readonly execute: (input: RunInput, journal: RunJournal) => Effect.Effect<void>
+  /**
+   * Answers a tool call waiting for approval (SPEC §15): the run goes on with
+   * the call run (approve) or answered as denied (deny). Refused, and nothing
+   * changes, for an unknown approval or one of another conversation
+   * (`ApprovalNotFound`), one already decided (`AlreadyDecided`), or a
+   * `toolCallId` / `argsHash` that is not the call's (`ApprovalMismatch`).
+   */
+  readonly approve: (input: Approvals.DecideInput) => Effect.Effect<Approvals.Decided, Approvals.DecideError>
+  /** Where this agent's calls wait for approval (`pending` lists them). */
+  readonly approvals: Approvals.ApprovalsService
 }
 
 /**
@@ -149,6 +166,8 @@ export const fromServices = (services: AgentServices): ReactAgentService => {
   const execute = (input: RunInput, journal: RunJournal): Effect.Effect<void> => executeRun(services, input, journal)
   return {
     execute,
+    approve: services.approvals.decide,
+    approvals: services.approvals,
     run: (input) =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const mailbox = yield* Mailbox.make<RunEvent>()
@@ -167,18 +186,21 @@ export const fromServices = (services: AgentServices): ReactAgentService => {
 }
 
 /**
- * Options of `make` / `layer`: the loop's settings (see `AgentConfig`) and the
+ * Options of `make` / `layer`: the loop's settings (see `AgentConfig`), the
  * model that selects tools when the toolkit is large (default: the agent's
- * `Llm`).
+ * `Llm`), and where calls wait for approval (default: a fresh in-memory
+ * `Approvals` service of this agent; pass one to share it, e.g. with a
+ * `DagAgent`, or a durable one).
  *
  * @since 0.1.0
  * @category models
  */
 export interface Options extends Partial<AgentOptions> {
   readonly selectionLlm?: LlmService
+  readonly approvals?: Approvals.ApprovalsService
 }
 
-const build = (options: AgentOptions, selectionLlm: LlmService | undefined) =>
+const build = (options: AgentOptions, selectionLlm: LlmService | undefined, approvals: Approvals.ApprovalsService | undefined) =>
   Effect.gen(function*() {
     const llm = yield* Llm
     return fromServices({
@@ -188,11 +210,12 @@ const build = (options: AgentOptions, selectionLlm: LlmService | undefined) =>
       toolkit: yield* Toolkit,
       hooks: yield* Hooks.Hooks,
       guard: yield* ContextGuard.ContextGuard,
-      interrupts: yield* Interrupts.Interrupts
+      interrupts: yield* Interrupts.Interrupts,
+      approvals: approvals ?? (yield* Approvals.make)
     })
   })
 
-const split = ({ selectionLlm, ...settings }: Options = {}) => ({ selectionLlm, settings })
+const split = ({ approvals, selectionLlm, ...settings }: Options = {}) => ({ approvals, selectionLlm, settings })
 
 /**
  * Builds the agent from its services: `Llm` runs the loop and writes the
@@ -205,8 +228,8 @@ const split = ({ selectionLlm, ...settings }: Options = {}) => ({ selectionLlm, 
 export const make = (
   options?: Options
 ): Effect.Effect<ReactAgentService, ConfigError.ConfigError, Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts> => {
-  const { selectionLlm, settings } = split(options)
-  return Effect.flatMap(AgentConfig.resolve(settings), (resolved) => build(resolved, selectionLlm))
+  const { approvals, selectionLlm, settings } = split(options)
+  return Effect.flatMap(AgentConfig.resolve(settings), (resolved) => build(resolved, selectionLlm, approvals))
 }
 
 /**
@@ -227,13 +250,14 @@ export const layer = (
  * @category layers
  */
 export const layerConfig = (
-  options?: Partial<AgentOptions>
+  options?: Partial<AgentOptions> & { readonly approvals?: Approvals.ApprovalsService }
 ): Layer.Layer<ReactAgent, ConfigError.ConfigError, Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | ModelRegistry.ModelRegistry> =>
   Layer.effect(
     ReactAgent,
     Effect.gen(function*() {
+      const { approvals, settings } = split(options)
       const registry = yield* ModelRegistry.ModelRegistry
-      return yield* build(yield* AgentConfig.load(options), registry.fast)
+      return yield* build(yield* AgentConfig.load(settings), registry.fast, approvals)
     })
   )
 

@@ -82,6 +82,40 @@ export const PhaseChange = Schema.TaggedStruct("PhaseChange", {
 export const Inject = Schema.TaggedStruct("Inject", { content: Schema.String, id: Schema.String })
 
 /**
+ * A tool call waits for a person (SPEC §15): `tool_args` are the arguments that
+ * would run (after the PreToolUse hooks), `args_hash` their hash
+ * (`Approvals.hashArgs`); answer with `approval_id`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ApprovalRequested = Schema.TaggedStruct("ApprovalRequested", {
+  approval_id: Schema.String,
+  /** Absent in JSON mode. */
+  tool_call_id: Schema.optional(Schema.String),
+  tool_name: Schema.String,
+  tool_args: Schema.Unknown,
+  args_hash: Schema.String,
+  iteration: Schema.Number,
+  step_id
+})
+
+/**
+ * The person's answer to an approval (`reason`: theirs, or `timed out`): approved
+ * calls run, denied ones do not.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
+  approval_id: Schema.String,
+  status: Schema.Literal("approved", "denied"),
+  reason: Schema.optional(Schema.String),
+  tool_call_id: Schema.optional(Schema.String),
+  step_id
+})
+
+/**
  * A step of a DAG plan (SPEC §16), as the `plan` event carries it.
  *
  * @since 0.1.0
@@ -191,6 +225,8 @@ export const RunEvent = Schema.Union(
   Compact,
   PhaseChange,
   Inject,
+  ApprovalRequested,
+  ApprovalDecided,
   DagPlan,
   DagStep,
   DagPhase,
@@ -218,7 +254,7 @@ export interface RunResult {
 }
 
 /** SSE channels. @since 0.1.0 @category models */
-export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "dag" | "done" | "error"
+export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "approval" | "dag" | "done" | "error"
 
 const withStep = (data: Record<string, unknown>, stepId: string | undefined): Record<string, unknown> =>
   stepId === undefined ? data : { ...data, step_id: stepId }
@@ -264,6 +300,14 @@ export const toWire = (event: RunEvent): { readonly channel: Channel; readonly d
       return { channel: "phase", data: withStep({ phase: event.phase, total_tools: event.total_tools }, event.step_id) }
     case "Inject":
       return { channel: "inject", data: { type: "inject", content: event.content, id: event.id } }
+    case "ApprovalRequested": {
+      const { _tag, ...rest } = event
+      return { channel: "approval", data: { type: "approval", status: "requested", ...rest } }
+    }
+    case "ApprovalDecided": {
+      const { _tag, status, ...rest } = event
+      return { channel: "approval", data: { type: "approval", status, ...rest } }
+    }
     case "DagPlan":
       return { channel: "dag", data: { type: "plan", round: event.round, steps: event.steps } }
     case "DagStep": {

@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as ErrorMessage from "./ErrorMessage.js"
+import type { ToolUseContext } from "./Hooks.js"
 import * as JsonSchema from "./JsonSchema.js"
 import type { JsonSchemaObject, ToolDefinition } from "./Llm.js"
 import { Usage } from "./Usage.js"
@@ -127,7 +128,22 @@ export interface Tool {
    * answered with an error observation instead (it may have happened already).
    */
   readonly idempotent: boolean
+  /**
+   * A person approves each call before it runs (SPEC §15): `true`, or a check of
+   * the call's arguments (after the PreToolUse hooks). Absent: no approval
+   * (unless the agent's `approvalTools` names the tool).
+   */
+  readonly needsApproval?: true | ((args: Record<string, unknown>, context: ToolUseContext) => Effect.Effect<boolean, unknown>)
 }
+
+/**
+ * When a call needs a person's approval: always (`true`), never (`false`), or
+ * when the check of its decoded arguments says so. A check that fails asks.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type NeedsApproval<A> = boolean | ((args: A, context: ToolUseContext) => Effect.Effect<boolean, unknown>)
 
 /** @since 0.1.0 @category models */
 export interface ToolOptions<A, I> {
@@ -140,6 +156,8 @@ export interface ToolOptions<A, I> {
   readonly timeout?: Duration.DurationInput
   /** Default false: see `Tool.idempotent`. */
   readonly idempotent?: boolean
+  /** Default false: see `Tool.needsApproval`. */
+  readonly needsApproval?: NeedsApproval<A>
 }
 
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/
@@ -162,6 +180,7 @@ export const make = <A, I>(options: ToolOptions<A, I>): Tool => {
     )
   }
   const decodeUnknown = Schema.decodeUnknown(options.parameters, { errors: "all", onExcessProperty: "ignore" })
+  const rule = options.needsApproval
   return {
     name: options.name,
     description: options.description,
@@ -176,7 +195,14 @@ export const make = <A, I>(options: ToolOptions<A, I>): Tool => {
     readOnly: options.readOnly ?? true,
     pinned: options.pinned ?? false,
     idempotent: options.idempotent ?? false,
-    ...(options.timeout !== undefined ? { timeout: options.timeout } : {})
+    ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+    ...(rule === true ? { needsApproval: true as const } : typeof rule === "function"
+      ? {
+        // arguments that do not decode never reach the handler: nothing to approve
+        needsApproval: (args: Record<string, unknown>, context: ToolUseContext) =>
+          Effect.matchEffect(decodeUnknown(args), { onFailure: () => Effect.succeed(false), onSuccess: (a) => rule(a, context) })
+      }
+      : {})
   }
 }
 
@@ -197,6 +223,7 @@ export const fromJsonSchema = (options: {
   readonly pinned?: boolean
   readonly timeout?: Duration.DurationInput
   readonly idempotent?: boolean
+  readonly needsApproval?: NeedsApproval<Record<string, unknown>>
 }): Tool => {
   const tool = make({ ...options, parameters: AnyObject })
   const schema: Record<string, unknown> = { ...options.jsonSchema }

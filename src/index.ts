@@ -35,6 +35,8 @@ export * as HookBuiltins from "./HookBuiltins.js"
 /** @since 0.1.0 */
 export * as Interrupts from "./Interrupts.js"
 /** @since 0.1.0 */
+export * as Approvals from "./Approvals.js"
+/** @since 0.1.0 */
 export * as ContextGuard from "./ContextGuard.js"
 /** @since 0.1.0 */
 export * as TokenEstimator from "./TokenEstimator.js"

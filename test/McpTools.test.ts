@@ -192,4 +192,17 @@ describe("McpTools", () => {
       for (let i = 0; i < 40 && server.cancelled() === 0; i++) yield* Effect.sleep("50 millis")
       assert.strictEqual(server.cancelled(), 1)
     })), 60_000)
+
+  it.live("a server entry with `needsApproval: true`: each of its tools waits for approval; other servers' do not", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* mcpHttpServer
+      const mcp = yield* McpTools.fromConfig({
+        mcpServers: { guarded: { url: server.url, needsApproval: true }, open: { url: server.url } }
+      })
+      const guarded = mcp.tools.filter((t) => t.name.startsWith("guarded__"))
+      const open = mcp.tools.filter((t) => t.name.startsWith("open__"))
+      assert.strictEqual(guarded.length, 5)
+      assert.isTrue(guarded.every((t) => t.needsApproval === true))
+      assert.isTrue(open.every((t) => t.needsApproval === undefined))
+    })), 60_000)
 })

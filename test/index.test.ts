@@ -18,5 +18,7 @@ describe("package root", () => {
     assert.isFunction(Engine.DagAgent.make)
     assert.isTrue(Layer.isLayer(Engine.DagAgent.layerConfig))
     assert.isTrue(Layer.isLayer(Engine.Telemetry.layerConfig))
+    assert.isTrue(Layer.isLayer(Engine.Approvals.layer))
+    assert.isFunction(Engine.Approvals.hashArgs)
   })
 })

@@ -10,6 +10,7 @@
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Approvals from "../Approvals.js"
 import * as BuiltinTools from "../BuiltinTools.js"
 import * as ContextGuard from "../ContextGuard.js"
 import * as DagAgent from "../DagAgent.js"
@@ -53,14 +54,15 @@ export const modelsOf = <E, R>(llm: Layer.Layer<Llm, E, R>): Layer.Layer<ModelRe
  * The app's services over the models (`ModelRegistry` and `Llm`; see `modelsOf`
  * for a single LLM): `ReactAgent` and `DagAgent` (configured from `REACT_*` and
  * `DAG_*`; DAG steps pick their models from the registry), `ContextGuard`,
- * `Interrupts`, `Toolkit`, `Hooks` (empty), the models and `AppInfo` (model name
- * from the `Llm`, `demo` as given, the MCP servers behind the tools), and
- * `McpTools` unless `tools` is given.
+ * `Interrupts`, `Approvals` (one service for both agents: the server answers
+ * every run's approvals through `ReactAgent.approve`), `Toolkit`, `Hooks`
+ * (empty), the models and `AppInfo` (model name from the `Llm`, `demo` as given,
+ * the MCP servers behind the tools), and `McpTools` unless `tools` is given.
  *
  * @since 0.1.0
  * @category layers
  */
-export const make = <E, R, RI = never>(
+export const make = <E, R, RI = never, RA = never>(
   models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
   options: {
     readonly demo: boolean
@@ -74,6 +76,8 @@ export const make = <E, R, RI = never>(
     readonly hooks?: Layer.Layer<Hooks.Hooks>
     /** Default: `ContextGuard.layerConfig` (configured from the environment). */
     readonly guard?: Layer.Layer<ContextGuard.ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry>
+    /** Where tool calls wait for approval. Default: in memory (`Approvals.layer`); the server passes its database's (`SqlApprovals.layer`). */
+    readonly approvals?: Layer.Layer<Approvals.Approvals, never, RA>
   }
 ) => {
   const tools = options.tools !== undefined
@@ -90,9 +94,12 @@ export const make = <E, R, RI = never>(
     options.guard ?? ContextGuard.layerConfig,
     options.interrupts ?? (Interrupts.layer as Layer.Layer<Interrupts.Interrupts, never, RI>),
     options.hooks ?? Hooks.layerEmpty,
-    tools
+    tools,
+    options.approvals ?? (Approvals.layer as Layer.Layer<Approvals.Approvals, never, RA>)
   )
-  return Layer.mergeAll(ReactAgent.layerConfig(), DagAgent.layerConfig).pipe(
+  const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
+    Layer.mergeAll(ReactAgent.layerConfig({ approvals }), DagAgent.layerConfigWith({ approvals }))))
+  return agents.pipe(
     Layer.provideMerge(services),
     Layer.provideMerge(models)
   )

@@ -16,6 +16,7 @@ import * as LogLevel from "effect/LogLevel"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AppInfo as AppInfoTag } from "./App.js"
+import { answerFor, approvalMode } from "./cliApproval.js"
 import { type CliOptions, parse, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
 import type * as DagAgentModule from "../DagAgent.js"
@@ -109,13 +110,22 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
         Effect.sync(() => (options.json ? jsonRenderer(out) : textRenderer(out, info))),
         (r) => Effect.sync(r.close)
       )
+      const conversationId = options.conversationId ?? crypto.randomUUID()
+      const approvals = approvalMode(options.approveAll, process.stdin.isTTY === true)
       yield* Dag.runWithMode(agents, mode, {
         query: options.question,
-        ...(options.conversationId ? { conversationId: options.conversationId } : {}),
+        conversationId,
         ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})
-      }).pipe(
-        Stream.runForEach((event) => Effect.sync(() => renderer.event(event)))
-      )
+      }).pipe(Stream.runForEach((event) =>
+        Effect.zipRight(
+          Effect.sync(() => renderer.event(event)),
+          event._tag !== "ApprovalRequested" ? Effect.void : answerFor(approvals, event).pipe(
+            // the App's agents share one Approvals: the ReAct agent answers DAG steps' calls too
+            Effect.flatMap((answer) => agents.react.approve({ conversationId, approvalId: event.approval_id, ...answer })),
+            Effect.catchAll((refused) => Effect.sync(() => out.error(`approval not taken: ${refused.message}\n`)))
+          )
+        )
+      ))
       return renderer.failed() ? 1 : 0
     })
     const body: Effect.Effect<number, ConfigError.ConfigError, ToolkitTag | AppInfoTag | ReactAgentTag | DagAgentModule.DagAgent | Scope.Scope> =

@@ -16,6 +16,8 @@ export interface CliOptions {
   readonly maxIterations?: number
   /** Default: `REACT_DEFAULT_MODE` (else react). */
   readonly mode?: "react" | "dag" | "auto"
+  /** Approve every tool call that needs approval, without asking. */
+  readonly approveAll: boolean
 }
 
 /** @internal */
@@ -41,6 +43,10 @@ Options:
                           re-planned), or auto (a router picks); default: REACT_DEFAULT_MODE or react
   --tools                 list the agent's tools (name, source, description) and the MCP
                           servers that did not start, then exit (with --json: one JSON object)
+  --approve-all           approve every tool call that needs approval (REACT_APPROVAL_TOOLS, MCP servers
+                          with "needsApproval": true) without asking; otherwise the CLI asks on the
+                          terminal (y approves; anything else denies, a text being the reason), and with
+                          no terminal to ask (stdin not a TTY) such calls are denied ("no approver")
   -h, --help              show this help
 
 The model comes from LLM_BASE_URL / LLM_API_KEY / LLM_MODEL; with none set, the
@@ -58,7 +64,15 @@ const decodeMaxIterations = Schema.decodeUnknownEither(MaxIterations)
  * @internal
  */
 export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
-  let values: { json?: boolean; conversation?: string; "max-iterations"?: string; mode?: string; tools?: boolean; help?: boolean }
+  let values: {
+    json?: boolean
+    conversation?: string
+    "max-iterations"?: string
+    mode?: string
+    tools?: boolean
+    "approve-all"?: boolean
+    help?: boolean
+  }
   let positionals: Array<string>
   try {
     const parsed = parseArgs({
@@ -71,6 +85,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
         "max-iterations": { type: "string" },
         mode: { type: "string" },
         tools: { type: "boolean" },
+        "approve-all": { type: "boolean" },
         help: { type: "boolean", short: "h" }
       }
     })
@@ -110,6 +125,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
     options: {
       question,
       json: values.json === true,
+      approveAll: values["approve-all"] === true,
       ...(conversation ? { conversationId: conversation } : {}),
       ...(maxIterations !== undefined ? { maxIterations } : {}),
       ...(mode !== undefined ? { mode } : {})

@@ -193,6 +193,17 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         case "Inject":
           line(`${cyan("↳")} injected: ${oneLine(event.content, 200)}`)
           break
+        case "ApprovalRequested":
+          line(`${tag(event.step_id)}${cyan("?")} ${event.tool_name} waits for approval`)
+          break
+        case "ApprovalDecided":
+          line(
+            tag(event.step_id) + (event.status === "approved"
+              ? `${green("✓")} approved`
+              : `${red("✗")} denied${event.reason !== undefined ? `: ${oneLine(event.reason, 160)}` : ""}`)
+          )
+          if (event.status === "approved") startSpinner("running…")
+          break
         case "AnswerSignal":
           startSpinner("writing the answer…")
           break

@@ -58,6 +58,25 @@ export const RecallRequest = Schema.Struct({ conversation_id: ConversationId, id
 /** `POST /api/react/cancel`. @since 0.1.0 @category models */
 export const CancelRequest = Schema.Struct({ conversation_id: ConversationId })
 
+/**
+ * `POST /api/react/approve`: a person's answer to a tool call waiting for
+ * approval (SPEC §15). `tool_call_id` and `args_hash`, when given, must be the
+ * call's (the page sends what it showed), else 409 `approval_mismatch`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ApproveRequest = Schema.Struct({
+  conversation_id: ConversationId,
+  approval_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  decision: Schema.Literal("approve", "deny"),
+  reason: Schema.optional(Schema.String.pipe(Schema.maxLength(2000, { message: () => "reason is longer than 2000 characters" }))),
+  tool_call_id: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
+  args_hash: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "Expected a SHA-256 in lowercase hex" }))
+  )
+})
+
 /** `GET /api/react/events` query parameters. @since 0.1.0 @category models */
 export const EventsQuery = Schema.Struct({
   conversation_id: ConversationId,

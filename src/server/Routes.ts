@@ -12,7 +12,9 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { AppInfo, toolCatalogue } from "./AppInfo.js"
+import type * as Approvals from "../Approvals.js"
 import * as Interrupts from "../Interrupts.js"
+import * as ReactAgent from "../ReactAgent.js"
 import * as Toolkit from "../Toolkit.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
@@ -20,7 +22,6 @@ import * as ConversationStore from "./ConversationStore.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
 import * as Sse from "./Sse.js"
-
 
 const storeFailure = (error: { readonly message: string }) => new ApiError.InternalError({ message: error.message })
 
@@ -35,6 +36,33 @@ const lastEventId = (request: HttpServerRequest.HttpServerRequest): Effect.Effec
     )
 }
 
+/** The answer to a refused approval decision: 404 unknown, 409 already decided or not the call's. */
+const refusedDecision = (error: Approvals.DecideError): HttpServerResponse.HttpServerResponse => {
+  switch (error._tag) {
+    case "ApprovalNotFound":
+      return HttpServerResponse.unsafeJson({
+        error: "approval_not_found",
+        message: "No such approval in this conversation",
+        conversation_id: error.conversationId,
+        approval_id: error.approvalId
+      }, { status: 404 })
+    case "AlreadyDecided":
+      return HttpServerResponse.unsafeJson({
+        error: "already_decided",
+        message: error.message,
+        approval_id: error.approvalId,
+        status: error.status
+      }, { status: 409 })
+    case "ApprovalMismatch":
+      return HttpServerResponse.unsafeJson({
+        error: "approval_mismatch",
+        message: error.message,
+        approval_id: error.approvalId,
+        field: error.field
+      }, { status: 409 })
+  }
+}
+
 /**
  * Every API route, as one router layer.
  *
@@ -46,6 +74,7 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
     const registry = yield* RunRegistry.RunRegistry
     const store = yield* ConversationStore.ConversationStore
     const interrupts = yield* Interrupts.Interrupts
+    const agent = yield* ReactAgent.ReactAgent
     const info = yield* AppInfo
     const toolkit = yield* Toolkit.Toolkit
     const limit = settings.maxBodyBytes
@@ -147,6 +176,24 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
 
     yield* api(
       "POST",
+      "/api/react/approve",
+      Effect.gen(function*() {
+        const body = yield* ApiError.decodeBody(ApiSchema.ApproveRequest, limit)
+        return yield* agent.approve({
+          conversationId: body.conversation_id,
+          approvalId: body.approval_id,
+          decision: body.decision,
+          ...(body.reason !== undefined ? { reason: body.reason } : {}),
+          ...(body.tool_call_id !== undefined ? { toolCallId: body.tool_call_id } : {}),
+          ...(body.args_hash !== undefined ? { argsHash: body.args_hash } : {})
+        }).pipe(
+          Effect.match({ onFailure: refusedDecision, onSuccess: (decided) => HttpServerResponse.unsafeJson(decided) })
+        )
+      })
+    )
+
+    yield* api(
+      "POST",
       "/api/react/cancel",
       Effect.gen(function*() {
         const body = yield* ApiError.decodeBody(ApiSchema.CancelRequest, limit)
@@ -163,7 +210,12 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       "/api/conversations",
       Effect.gen(function*() {
         const conversations = yield* store.list().pipe(Effect.mapError(storeFailure))
-        return HttpServerResponse.unsafeJson({ conversations })
+        // a run waiting for a person says so; a conversation whose first run waits is not stored yet
+        const waiting = new Set((yield* agent.approvals.pending()).map((p) => p.conversationId))
+        const listed = conversations.map((c) => ({ ...c, waiting_approval: waiting.has(c.id) }))
+        for (const c of conversations) waiting.delete(c.id)
+        const unsaved = [...waiting].map((id) => ({ id, title: "", updated_at: null, turns: 0, waiting_approval: true }))
+        return HttpServerResponse.unsafeJson({ conversations: [...unsaved, ...listed] })
       })
     )
 
@@ -181,7 +233,8 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
           return yield* Effect.fail(new ApiError.NotFound({ code: "conversation_not_found", conversationId: id }))
         }
         const active = yield* registry.isActive(id)
-        return HttpServerResponse.unsafeJson({ ...found.value, active })
+        const waiting = yield* agent.approvals.pending(id)
+        return HttpServerResponse.unsafeJson({ ...found.value, active, waiting_approval: waiting.length > 0 })
       })
     )
   })

@@ -78,7 +78,7 @@ function setConversation(id) {
 
 /** @param {string} query @param {string | null} conversationId */
 function newRun(query, conversationId) {
-  const view = new RunView(query, { onChange: follow })
+  const view = new RunView(query, { onChange: follow, onApproval: (decision) => approve(run, decision) })
   /** @type {() => void} */
   let markReady = () => {}
   const ready = new Promise((resolve) => { markReady = () => resolve(undefined) })
@@ -104,6 +104,8 @@ async function consume(run, res) {
       return
     }
     run.view.apply({ event: m.event, data, id: m.id })
+    // the conversation list says which runs wait for approval
+    if (m.event === "approval" && data?.status === "requested") void loadConversations()
     if (m.event === "done") run.controller.abort() // the run is over; don't wait for the socket
   }).catch((e) => {
     if (!run.view.finished) throw e
@@ -215,6 +217,20 @@ async function stop() {
   }
 }
 
+/**
+ * Sends the user's decision on a call waiting for approval.
+ *
+ * @param {ActiveRun} run @param {import("./approval.js").Decision} decision
+ * @returns {Promise<{ ok: boolean, message?: string }>}
+ */
+async function approve(run, decision) {
+  await run.ready
+  if (!run.conversationId) return { ok: false, message: "The run has no conversation yet" }
+  const res = await postJson("/api/react/approve", { conversation_id: run.conversationId, ...decision })
+  void loadConversations()
+  return res.ok ? { ok: true } : { ok: false, message: await errorText(res) }
+}
+
 /** @param {ActiveRun} run @param {string} content */
 async function inject(run, content) {
   await run.ready
@@ -244,7 +260,7 @@ async function inject(run, content) {
 
 // ---- conversations ---------------------------------------------------------------
 
-const loadConversations = () => loadConversationList($("conversation-list"), api, state.conversationId)
+const loadConversations = () => loadConversationList($("conversation-list"), api, state.conversationId, state.run)
 
 /**
  * The run this tab started on conversation `id` and had not seen finish.

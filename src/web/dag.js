@@ -26,7 +26,7 @@ const SVG = "http://www.w3.org/2000/svg"
 export function isDagEvent(event, data) {
   if (event === "dag") return true
   if (event === "phase" && PHASES.has(data?.phase)) return true
-  return typeof data?.step_id === "string" && (event === "step" || event === "compact" || event === "phase")
+  return typeof data?.step_id === "string" && (event === "step" || event === "compact" || event === "phase" || event === "approval")
 }
 
 /**
@@ -208,6 +208,8 @@ export class DagView {
       s.body.prepend(s.view.run)
     }
     const { step_id: _, ...own } = d
+    // a call waiting for the user: open the step so its Approve / Deny buttons show
+    if (event === "approval" && d.status === "requested") s.card.setAttribute("open", "")
     s.view.apply({ event, data: own })
     this.drawEdges()
   }

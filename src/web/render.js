@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import { closeApproval, decideApproval, requestApproval } from "./approval.js"
 import { endMarker, finishCard, runningCard } from "./cards.js"
 import { DagView, isDagEvent } from "./dag.js"
 import { formatNumber, formatSeconds, h, markdown } from "./dom.js"
@@ -26,10 +27,14 @@ const REASONS = /** @type {Record<string, string>} */ ({
 export class RunView {
   /**
    * @param {string} query the user's message that started the run
-   * @param {{ onChange?: () => void }} [options]
+   * @param {{ onChange?: () => void, onApproval?: import("./approval.js").Decide }} [options]
+   *   `onApproval` sends the user's decision on a call waiting for approval
    */
   constructor(query, options = {}) {
     this.onChange = options.onChange ?? (() => {})
+    this.onApproval = options.onApproval
+    /** @type {Map<string, string>} approval id → card key */
+    this.approvals = new Map()
     /** highest event id applied; events at or below it are replays */
     this.lastId = -1
     this.finished = false
@@ -80,7 +85,7 @@ export class RunView {
     // DAG mode: the plan graph renders its own events (see dag.js)
     if (this.dag || isDagEvent(ev.event, d)) {
       if (!this.dag) {
-        this.dag = new DagView(() => new RunView("", { onChange: this.onChange }))
+        this.dag = new DagView(() => new RunView("", { onChange: this.onChange, onApproval: this.onApproval }))
         this.insert(this.dag.root)
       }
       if (this.dag.apply(ev.event, d)) {
@@ -110,6 +115,9 @@ export class RunView {
         break
       case "inject":
         this.injectTaken(d)
+        break
+      case "approval":
+        this.approval(d)
         break
       case "answer":
         if (d.status === "delta" && typeof d.content === "string") this.appendAnswer(d.content)
@@ -261,6 +269,27 @@ export class RunView {
     finishCard(card, d)
   }
 
+  /** A call waits for the user, or was decided. @param {any} d */
+  approval(d) {
+    const id = String(d.approval_id ?? "")
+    if (d.status === "requested") {
+      const key = this.cardKey(d)
+      if (!this.cards.has(key)) this.toolStart(d)
+      const card = /** @type {HTMLElement} */ (this.cards.get(key))
+      this.approvals.set(id, key)
+      this.startedAt.delete(key) // the wait is not the tool's time
+      requestApproval(card, d, this.onApproval)
+      this.setStatus(`Waiting for your approval: ${d.tool_name}`)
+      return
+    }
+    const key = this.approvals.get(id)
+    const card = key === undefined ? undefined : this.cards.get(key)
+    if (!card || !card.classList.contains("awaiting")) return
+    decideApproval(card, d)
+    if (d.status === "approved" && key !== undefined) this.startedAt.set(key, performance.now())
+    this.setStatus("")
+  }
+
   tickRunning() {
     const now = performance.now()
     for (const [key, t0] of this.startedAt) {
@@ -376,6 +405,15 @@ export class RunView {
       if (el) el.textContent = "cancelled"
     }
     this.startedAt.clear()
+    // calls still waiting for a person: the run ended without their answer
+    for (const key of this.approvals.values()) {
+      const card = this.cards.get(key)
+      if (!card?.classList.contains("awaiting")) continue
+      closeApproval(card)
+      card.classList.replace("running", "cancelled")
+      const el = card.querySelector(".elapsed")
+      if (el) el.textContent = "cancelled"
+    }
     if (thinking) {
       thinking.classList.remove("active")
       thinking.classList.add("done")

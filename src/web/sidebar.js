@@ -69,8 +69,9 @@ export async function loadTools(panel, api) {
  * @param {HTMLElement} list
  * @param {Api} api
  * @param {string | null} currentId
+ * @param {{ readonly conversationId: string, readonly query: string } | null} [running] the run this page started, whose conversation may not be stored yet
  */
-export async function loadConversationList(list, api, currentId) {
+export async function loadConversationList(list, api, currentId, running) {
   try {
     const res = await api("/api/conversations")
     if (!res.ok) return
@@ -79,7 +80,9 @@ export async function loadConversationList(list, api, currentId) {
     const items = Array.isArray(body) ? body : Array.isArray(body?.conversations) ? body.conversations : []
     list.replaceChildren(...items.map((c) => {
       const a = h("a", { href: `#c=${encodeURIComponent(c.id)}`, "data-id": c.id, "aria-current": c.id === currentId },
-        h("span", { class: "title", text: c.title || "Untitled" }),
+        // a conversation whose first run still goes has no stored title yet
+        h("span", { class: "title", text: c.title || (running && c.id === running.conversationId ? running.query : "") || "Untitled" }),
+        c.waiting_approval ? h("span", { class: "badge waiting", text: "Waiting for approval" }) : null,
         h("span", { class: "meta", text: [c.turns ? `${c.turns} turn${c.turns === 1 ? "" : "s"}` : "", c.updated_at ? new Date(c.updated_at).toLocaleString() : ""].filter(Boolean).join(" · ") }))
       return h("li", {}, a)
     }))

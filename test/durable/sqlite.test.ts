@@ -267,4 +267,50 @@ describe("durable runs on SQLite (real server processes, SIGKILL)", () => {
         await fake.close()
       }
     }), 120_000)
+
+  it.live("kill -9 while a call waits for approval: after the restart it still waits, an approval runs it once", () =>
+    Effect.promise(async () => {
+      const fake = await FakeOpenAi.start((body) => {
+        if (body?.stream) return FakeOpenAi.sseText("Recorded after approval.")
+        return toolMessages(body).length === 0
+          ? FakeOpenAi.completion({ toolCalls: [{ id: "call_ap", name: "rec__record", arguments: JSON.stringify({ label: "ap", ms: 100 }) }] })
+          : FakeOpenAi.completion({ content: "done" })
+      })
+      const s = setup(fake.url)
+      const env = { ...s.env, REACT_APPROVAL_TOOLS: "rec__record" }
+      try {
+        const first = await startServerProcess(env)
+        const before = await runUntilKill(first, "kill-approval", (e) => e.event === "approval" && e.data.status === "requested")
+        const requested = before[before.length - 1].data
+        assert.deepStrictEqual(s.records(), [], "nothing runs before the approval")
+        const second = await startServerProcess(env)
+        try {
+          // the restarted run waits for the same approval (same id): a person answers it now
+          await waitUntil(async () => {
+            const list = await getJson(`${second.url}/api/conversations`)
+            return (list.body?.conversations ?? []).some((c: any) => c.id === "kill-approval" && c.waiting_approval === true)
+          }, 30_000, "the restarted run to wait for the approval")
+          const answer = await postJson(`${second.url}/api/react/approve`, {
+            conversation_id: "kill-approval",
+            approval_id: requested.approval_id,
+            decision: "approve"
+          })
+          assert.strictEqual(answer.status, 200, JSON.stringify(answer.body))
+          const after = await resume(second.url, "kill-approval", before[before.length - 1].id!)
+          assertContinues(before, after)
+          assert.isTrue(after.some((e) => e.event === "approval" && e.data.status === "approved"))
+          assert.deepStrictEqual(s.records(), ["start ap", "end ap"], "approved once, run once")
+          const again = await postJson(`${second.url}/api/react/approve`, {
+            conversation_id: "kill-approval",
+            approval_id: requested.approval_id,
+            decision: "approve"
+          })
+          assert.strictEqual(again.status, 409)
+        } finally {
+          await second.kill()
+        }
+      } finally {
+        await fake.close()
+      }
+    }), 120_000)
 })

@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { AgentOptions } from "../../src/AgentConfig.js"
+import type { ApprovalsService } from "../../src/Approvals.js"
 import type { CheckOptions, ContextGuardOptions, ContextGuardService } from "../../src/ContextGuard.js"
 import { make as makeGuard } from "../../src/ContextGuard.js"
 import * as ContextGuard from "../../src/ContextGuard.js"
@@ -142,6 +143,8 @@ export const makeAgent = (
     readonly guard?: Layer.Layer<ContextGuard.ContextGuard>
     /** A ready interrupts service (to inject from a responder or a tool); default: a fresh in-memory one. */
     readonly interrupts?: InterruptsService
+    /** Where calls wait for approval; default: the agent's own in-memory one. */
+    readonly approvals?: ApprovalsService
   } = {}
 ): AgentHarness => {
   const llm = ScriptedLlm.make(script, options.llm)
@@ -152,7 +155,10 @@ export const makeAgent = (
     options.guard ?? recordingGuard().layer,
     options.interrupts ? Layer.succeed(Interrupts.Interrupts, options.interrupts) : Interrupts.layer
   )
-  const layer = ReactAgent.layer(options.agent).pipe(Layer.provideMerge(deps), Layer.orDie)
+  const layer = ReactAgent.layer({ ...options.agent, ...(options.approvals ? { approvals: options.approvals } : {}) }).pipe(
+    Layer.provideMerge(deps),
+    Layer.orDie
+  )
   return { llm, layer, requests: () => llm.requests }
 }
 

@@ -13,6 +13,7 @@ import * as App from "../../src/app/App.js"
 import * as BuiltinTools from "../../src/BuiltinTools.js"
 import type { Llm } from "../../src/Llm.js"
 import * as Server from "../../src/server/Server.js"
+import * as SqlApprovals from "../../src/server/SqlApprovals.js"
 import * as SqlInterrupts from "../../src/server/SqlInterrupts.js"
 import { type ServerSettings } from "../../src/server/ServerConfig.js"
 import * as ServerConfig from "../../src/server/ServerConfig.js"
@@ -31,7 +32,8 @@ export const startInteropServer = (options: {
     const app = App.make(App.modelsOf(options.llm), {
       demo: false,
       tools: Toolkit.layer(options.tools ?? BuiltinTools.tools),
-      interrupts: SqlInterrupts.layer
+      interrupts: SqlInterrupts.layer,
+      approvals: SqlApprovals.layer
     })
     const layer = Server.serve({ disableLogger: true }).pipe(
       Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),

@@ -22,6 +22,7 @@ import * as McpTools from "../../src/McpTools.js"
 import * as OpenAiLlm from "../../src/OpenAiLlm.js"
 import * as ConversationStore from "../../src/server/ConversationStore.js"
 import * as Server from "../../src/server/Server.js"
+import * as SqlApprovals from "../../src/server/SqlApprovals.js"
 import * as SqlInterrupts from "../../src/server/SqlInterrupts.js"
 import { type ServerSettings } from "../../src/server/ServerConfig.js"
 import * as ServerConfig from "../../src/server/ServerConfig.js"
@@ -78,6 +79,7 @@ export const startServer = (options: {
       demo: false,
       ...tools,
       interrupts: SqlInterrupts.layer,
+      approvals: SqlApprovals.layer,
       ...(options.guard ? { guard: options.guard } : {})
     })
     const layer = Server.serve(options.serve ?? { disableLogger: true }).pipe(

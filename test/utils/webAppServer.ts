@@ -20,6 +20,7 @@ import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import * as ConversationStore from "../../src/server/ConversationStore.js"
 import * as AppInfo from "../../src/server/AppInfo.js"
 import * as Server from "../../src/server/Server.js"
+import * as SqlApprovals from "../../src/server/SqlApprovals.js"
 import * as SqlInterrupts from "../../src/server/SqlInterrupts.js"
 import * as ServerConfig from "../../src/server/ServerConfig.js"
 import * as Tool from "../../src/Tool.js"
@@ -39,6 +40,14 @@ export const webTools: ReadonlyArray<Tool.Tool> = [
     description: "Looks a topic up (slowly)",
     parameters: Schema.Struct({ topic: Schema.String, ms: Schema.optional(Schema.Number) }),
     handler: ({ topic, ms }) => Effect.as(Effect.sleep(ms ?? 400), `Facts about ${topic}: it is well documented.`)
+  }),
+  Tool.make({
+    name: "deploy",
+    description: "Deploys to a target (a person approves each call)",
+    parameters: Schema.Struct({ target: Schema.String }),
+    readOnly: false,
+    needsApproval: true,
+    handler: ({ target }) => Effect.as(Effect.sleep("150 millis"), `Deployed to ${target}.`)
   }),
   Tool.make({
     name: "chart",
@@ -86,6 +95,7 @@ const firstWord = (messages: ReadonlyArray<ChatMessage>): string | undefined =>
  * - `full`: reasoning, two parallel tool calls, an HTML chart, then the answer;
  * - `slow`: six slow lookups in a row (for stop, reload and follow-ups), then the answer;
  * - `hostile`: one lookup, then an answer full of HTML;
+ * - `approve`: two `deploy` calls in one round, each waiting for the user's approval;
  * - `dag`, `dagreplan`: DAG mode (test/utils/webDagScript.ts).
  * - `think`: the first model call takes 20 s (for a stop while thinking);
  * - `slowanswer`: one lookup, then an answer streamed slowly (for a stop during the answer);
@@ -122,6 +132,13 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
       return ScriptedLlm.toolCall("lookup", { topic: `part ${done + 1}`, ms: 700 }, { id: `call_slow_${done + 1}`, delay: "150 millis" })
     }
     return ScriptedLlm.text("Done.", { delay: "150 millis" })
+  }
+  if (word === "approve" && done === 0) {
+    // two calls that wait for the user (the page's Approve / Deny), in one round
+    return ScriptedLlm.toolCalls([
+      { id: "call_stage", name: "deploy", arguments: { target: "staging" } },
+      { id: "call_prod", name: "deploy", arguments: { target: "production" } }
+    ], { delay: "100 millis" })
   }
   if (word === "hostile" && done === 0) {
     return ScriptedLlm.toolCall("lookup", { topic: "<b>bold</b>" }, { id: "call_h", delay: "100 millis", reasoning: "<img src=x onerror=alert(3)>" })
@@ -166,7 +183,10 @@ export const webAppServer = (options: {
 } = {}) => {
   const llm = ScriptedLlm.make(responder, { model: options.demo ? "demo" : "scripted-test" })
   const agentOptions = { completionCheck: false, selfReflectionInterval: 0 }
-  const agent = Layer.mergeAll(ReactAgent.layer(agentOptions), DagAgent.layer({ agent: agentOptions })).pipe(
+  // one Approvals for both agents (the server's, in its database), as the App wires them
+  const agents = Layer.unwrapEffect(Effect.map(SqlApprovals.make, (approvals) =>
+    Layer.mergeAll(ReactAgent.layer({ ...agentOptions, approvals }), DagAgent.layer({ agent: agentOptions, approvals }))))
+  const agent = agents.pipe(
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(Llm.Llm, retrying(llm.service)),
       ModelRegistry.layer({ main: retrying(llm.service) }),

@@ -111,7 +111,8 @@ layer(ChromiumLive, { timeout: "90 seconds", excludeTestServices: true })("DAG m
     Effect.gen(function*() {
       const { errors, page } = yield* setup()
       yield* askInMode(page, "dag", "dagreplan: compare the populations of Lyon and Porto")
-      yield* pw(() => page.waitForSelector(".dag-phase:text-matches('Re-planning')", { timeout: 20_000 }))
+      // shown while the run re-plans (hidden again once the next round starts): attached is enough
+      yield* pw(() => page.waitForSelector(".dag-phase:text-matches('Re-planning')", { state: "attached", timeout: 20_000 }))
       yield* waitDone(page)
       const rounds = yield* pw(() =>
         page.$$eval(".dag-round", (els) =>

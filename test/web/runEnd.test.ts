@@ -146,7 +146,7 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("how a
         mcp: { servers: [{ name: "docs", tools: ["lookup"] }], failed: [{ name: "github", error: "cannot start: spawn github-mcp ENOENT" }] }
       })
       yield* pw(() => page.waitForSelector("#tools-panel:not([hidden])"))
-      assert.strictEqual(yield* text(page, "#tools-panel summary"), "Tools (3) · 1 server failed")
+      assert.strictEqual(yield* text(page, "#tools-panel summary"), "Tools (4) · 1 server failed")
       assert.isFalse(yield* pw(() => page.isVisible("#tools-panel .tool-list")), "collapsed at first")
       yield* pw(() => page.click("#tools-panel summary"))
       const rows = yield* pw(() =>
@@ -157,6 +157,7 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("how a
       assert.deepStrictEqual(rows, [
         ["calculator", "builtin", "Adds two numbers"],
         ["lookup", "mcp:docs", "Looks a topic up (slowly)"],
+        ["deploy", "builtin", "Deploys to a target (a person approves each call)"],
         ["chart", "builtin", "Renders an HTML chart"]
       ])
       assert.include(yield* text(page, "#tools-panel li.tool.failed"), "github")

@@ -158,6 +158,8 @@ const runStep = (env: RoundEnv, step: DagPlanStep, dependencies: ReadonlyArray<S
         case "ToolStart":
         case "Compact":
         case "PhaseChange":
+        case "ApprovalRequested":
+        case "ApprovalDecided":
           env.emit({ ...event, step_id: step.id })
           return
         case "ToolDone": {
@@ -181,6 +183,8 @@ const runStep = (env: RoundEnv, step: DagPlanStep, dependencies: ReadonlyArray<S
     yield* agent.run({
       query: stepQuery(env.goal, step, dependencies, budget),
       conversationId: stepConversationId(env.conversationId, env.round, step.id),
+      // the run's user answers the step's approvals
+      approvalConversationId: env.conversationId,
       ...(env.maxIterations !== undefined ? { maxIterations: env.maxIterations } : {}),
       // the agent stops at once and still ends with `Done` (with its usage)
       cancel: Effect.zipRight(Effect.sleep(env.stepTimeout), Effect.sync(() => {

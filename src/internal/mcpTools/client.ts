@@ -105,9 +105,10 @@ const wrapTool = (server: string, client: Client, mcpTool: {
     readonly idempotentHint?: boolean | undefined
     readonly title?: string | undefined
   } | undefined
-}, name: string): Tool =>
+}, name: string, needsApproval: boolean): Tool =>
   fromJsonSchema({
     name,
+    needsApproval,
     description: mcpTool.description ?? mcpTool.title ?? mcpTool.annotations?.title ??
       `Tool "${mcpTool.name}" of the MCP server "${server}"`,
     jsonSchema: mcpTool.inputSchema as JsonSchemaObject,
@@ -176,7 +177,7 @@ export const connect = (
       let toolNameOut = toolName(name, mcpTool.name)
       for (let n = 2; taken.has(toolNameOut); n++) toolNameOut = toolName(name, `${mcpTool.name}_${n}`)
       taken.add(toolNameOut)
-      tools.push(wrapTool(name, client, mcpTool, toolNameOut))
+      tools.push(wrapTool(name, client, mcpTool, toolNameOut, config.needsApproval === true))
     }
     const pid = transport instanceof StdioClientTransport ? transport.pid : null
     return { name, tools, ...(pid !== null ? { pid } : {}) }

@@ -18,7 +18,9 @@ export const StdioServer = Schema.Struct({
   args: Schema.optional(Schema.Array(Schema.String)),
   env: Schema.optional(StringMap),
   cwd: Schema.optional(Schema.String),
-  disabled: Schema.optional(Schema.Boolean)
+  disabled: Schema.optional(Schema.Boolean),
+  /** Every tool of this server waits for a person's approval before each call. */
+  needsApproval: Schema.optional(Schema.Boolean)
 })
 
 /** A remote server over Streamable HTTP (default) or the legacy SSE transport. @internal */
@@ -28,7 +30,9 @@ export const HttpServer = Schema.Struct({
     Schema.filter((s) => URL.canParse(s) && /^https?:/.test(s) || `Expected an http(s) URL, got ${JSON.stringify(s)}`)
   ),
   headers: Schema.optional(StringMap),
-  disabled: Schema.optional(Schema.Boolean)
+  disabled: Schema.optional(Schema.Boolean),
+  /** Every tool of this server waits for a person's approval before each call. */
+  needsApproval: Schema.optional(Schema.Boolean)
 })
 
 /** @internal */

@@ -11,6 +11,7 @@ import type { InterruptsService } from "../../Interrupts.js"
 import type { LlmService } from "../../Llm.js"
 import type { RunJournal } from "../../RunJournal.js"
 import type { ActiveToolSet } from "../../ToolSelection.js"
+import type { ApprovalGate } from "./approval.js"
 
 /** Services and settings of one run. */
 export interface LoopEnv {
@@ -26,4 +27,6 @@ export interface LoopEnv {
   readonly goal: string
   readonly native: boolean
   readonly journal: RunJournal
+  /** Which calls a person approves, and asking them (SPEC §15). */
+  readonly approval: ApprovalGate
 }

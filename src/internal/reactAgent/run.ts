@@ -10,6 +10,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Ref from "effect/Ref"
 import type { AgentOptions } from "../../AgentConfig.js"
+import type { ApprovalsService } from "../../Approvals.js"
 import { streamAnswer, SynthesisResultSchema } from "../../AnswerSynthesis.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
 import * as ErrorMessage from "../../ErrorMessage.js"
@@ -23,6 +24,7 @@ import type { RunJournal } from "../../RunJournal.js"
 import * as Telemetry from "../../Telemetry.js"
 import type { ToolkitService } from "../../Toolkit.js"
 import * as Usage from "../../Usage.js"
+import { makeGate } from "./approval.js"
 import type { LoopEnv } from "./env.js"
 import { runLoop } from "./loop.js"
 import * as Prompts from "./prompts.js"
@@ -41,6 +43,8 @@ export interface AgentServices {
   readonly hooks: HooksService
   readonly guard: ContextGuardService
   readonly interrupts: InterruptsService
+  /** Where calls that need a person's approval wait (SPEC §15). */
+  readonly approvals: ApprovalsService
 }
 
 interface Failure {
@@ -106,7 +110,14 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
       conversationId,
       goal,
       native,
-      journal
+      journal,
+      approval: yield* makeGate({
+        approvals: services.approvals,
+        settings: options,
+        journal,
+        conversationId,
+        approverConversationId: input.approvalConversationId ?? conversationId
+      })
     }
     yield* runLoop(env, state)
     yield* journal.emit({ _tag: "AnswerSignal" })

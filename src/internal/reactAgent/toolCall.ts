@@ -25,6 +25,7 @@ import * as Json from "../../Json.js"
 import type { Step } from "../../RunEvent.js"
 import * as Telemetry from "../../Telemetry.js"
 import * as Tool from "../../Tool.js"
+import { deniedMessage, MISMATCH, type Verdict } from "./approval.js"
 import type { LoopEnv } from "./env.js"
 import * as Prompts from "./prompts.js"
 
@@ -87,50 +88,69 @@ const blocked = (defect: unknown): PreDecision => ({
   hook: "PreToolUse"
 })
 
-/** Hooks and the tool: the arguments that ran and the outcome. */
-const decide = (
-  env: LoopEnv,
-  call: CallRequest,
-  iteration: number
-): Effect.Effect<{ readonly args: unknown; readonly outcome: ToolOutcome }> => {
-  if (Either.isLeft(call.args)) return Effect.succeed({ args: call.shownArgs, outcome: failure(call.args.left) })
+/** A call after its checks: answered already (it does not run), or allowed with the arguments that would run. */
+type Checked =
+  | { readonly _tag: "Answered"; readonly args: unknown; readonly outcome: ToolOutcome }
+  | {
+    readonly _tag: "Allowed"
+    readonly tool: Tool.Tool
+    readonly context: ToolUseContext
+    readonly args: Record<string, unknown>
+    readonly needsApproval: boolean
+  }
+
+const answered = (args: unknown, outcome: ToolOutcome): Checked => ({ _tag: "Answered", args, outcome })
+
+/** The context hooks and approval checks see. */
+const contextOf = (env: LoopEnv, call: CallRequest, tool: Tool.Tool, args: Record<string, unknown>, iteration: number): ToolUseContext => ({
+  toolName: call.name,
+  args,
+  iteration,
+  conversationId: env.conversationId,
+  tool,
+  ...(call.id !== undefined ? { toolCallId: call.id } : {})
+})
+
+/** Arguments, the tool, the PreToolUse hooks, then whether a person must approve (on the arguments that would run). */
+const check = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<Checked> => {
+  if (Either.isLeft(call.args)) return Effect.succeed(answered(call.shownArgs, failure(call.args.left)))
   const tool = env.tools.resolve(call.name)
   if (tool === undefined) {
-    return Effect.succeed({
-      args: call.shownArgs,
-      outcome: failure(`Unknown tool "${call.name}". Available tools: ${availableNames(env)}`)
-    })
+    return Effect.succeed(
+      answered(call.shownArgs, failure(`Unknown tool "${call.name}". Available tools: ${availableNames(env)}`))
+    )
   }
-  const context: ToolUseContext = {
-    toolName: call.name,
-    args: call.args.right,
-    iteration,
-    conversationId: env.conversationId,
-    tool,
-    ...(call.id !== undefined ? { toolCallId: call.id } : {})
-  }
+  const context = contextOf(env, call, tool, call.args.right, iteration)
   return env.hooks.runPreToolUse(context).pipe(
     Effect.catchAllDefect((defect) => Effect.succeed(blocked(defect))),
-    Effect.flatMap((decision) => {
+    Effect.flatMap((decision): Effect.Effect<Checked> => {
       if (!decision.allow) {
-        return Effect.succeed({
-          args: call.shownArgs,
-          outcome: failure(`Blocked by ${decision.hook}: ${decision.reason}`)
-        })
+        return Effect.succeed(answered(call.shownArgs, failure(`Blocked by ${decision.hook}: ${decision.reason}`)))
       }
-      return runTool(env, tool, decision.args).pipe(
-        // the handler can see which call it runs for (`Tool.currentCall`: agent tools nest their events under it)
-        Tool.withCall({ toolName: call.name, iteration, conversationId: env.conversationId, ...(call.id !== undefined ? { toolCallId: call.id } : {}) }),
-        Effect.flatMap((result) =>
-          env.hooks.runPostToolUse({ ...context, args: decision.args }, result).pipe(
-            Effect.catchAllDefect(() => Effect.succeed(result))
-          )
-        ),
-        Effect.map((outcome) => ({ args: decision.args, outcome }))
-      )
+      const allowed = { ...context, args: decision.args }
+      return Effect.map(env.approval.required(tool, allowed), (needsApproval) => ({
+        _tag: "Allowed",
+        tool,
+        context: allowed,
+        args: decision.args,
+        needsApproval
+      }))
     })
   )
 }
+
+/** The tool, then the PostToolUse hooks. */
+const perform = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<ToolOutcome> =>
+  runTool(env, tool, context.args).pipe(
+    // the handler can see which call it runs for (`Tool.currentCall`: agent tools nest their events under it)
+    Tool.withCall({
+      toolName: context.toolName,
+      iteration: context.iteration,
+      conversationId: context.conversationId,
+      ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {})
+    }),
+    Effect.flatMap((result) => env.hooks.runPostToolUse(context, result).pipe(Effect.catchAllDefect(() => Effect.succeed(result))))
+  )
 
 /** The step (events, synthesis trace) of a call's outcome. */
 export const stepOf = (call: CallRequest, iteration: number, o: CallOutcome): Step => {
@@ -158,6 +178,7 @@ export const stepOf = (call: CallRequest, iteration: number, o: CallOutcome): St
     content_type: rich.contentType,
     ...id,
     ...(artifacts.length > 0 ? { artifacts } : {}),
+    // an agent run as a tool reports what its run cost (`by_phase.subagents`)
     ...(rich.usage !== undefined ? { usage: rich.usage } : {})
   }
 }
@@ -192,34 +213,73 @@ const finish = (env: LoopEnv, call: CallRequest, iteration: number, outcome: Cal
 /** The observation of a call that was in flight when its process died and is not run again. */
 export const RESTART_ERROR = "interrupted by a server restart; not retried"
 
+/** The first part of a call that needs approval: it stops before the tool, with the arguments that would run. */
+const AwaitingApproval = Schema.TaggedStruct("AwaitingApproval", {
+  args: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+})
+
+const elapsedSince = (started: number) => Effect.map(Clock.currentTimeMillis, (now) => (now - started) / 1000)
+
 /**
  * Runs one call (its `ToolStart` was emitted by the loop, so every start of a
  * parallel round precedes its results), emits its `ToolDone`, returns its
  * outcome. A journal activity named after the iteration and the call id: a
  * durable run stores the outcome, and answers a non-idempotent call that was in
  * flight at a crash with `RESTART_ERROR` instead of running it twice.
+ *
+ * A call that needs approval stops that activity before the tool; the approval
+ * is asked and waited for outside it (`approval.ts`: its own activity, so a
+ * restart while waiting waits again instead of answering `RESTART_ERROR`), and
+ * the tool runs — approved — or is answered `Error: the user denied this call`
+ * in a third activity (`tool/<iteration>/<call id>/decided`).
  */
 export const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<CallOutcome> => {
   const tool = Either.isRight(call.args) ? env.tools.resolve(call.name) : undefined
+  const name = `tool/${iteration}/${call.id ?? "json"}`
+  const onRestart = tool?.idempotent === true ? {} : {
+    onRestart: () => finish(env, call, iteration, { args: call.shownArgs, outcome: failure(RESTART_ERROR), elapsed: 0 })
+  }
+  /** The call once a person answered: the tool runs only when approved. */
+  const decided = (args: Record<string, unknown>, verdict: Verdict) =>
+    env.journal.activity({
+      name: `${name}/decided`,
+      success: CallOutcome,
+      ...onRestart,
+      execute: () =>
+        Effect.gen(function*() {
+          const started = yield* Clock.currentTimeMillis
+          const outcome = verdict.approved && tool !== undefined
+            ? yield* perform(env, tool, contextOf(env, call, tool, args, iteration))
+            : failure(deniedMessage(verdict.approved ? MISMATCH : verdict.reason))
+          return yield* finish(env, call, iteration, { args, outcome, elapsed: yield* elapsedSince(started) })
+        }).pipe(Telemetry.toolSpan({ name: call.name, id: call.id, iteration }, report))
+    })
   return env.journal.activity({
-    name: `tool/${iteration}/${call.id ?? "json"}`,
-    success: CallOutcome,
-    ...(tool?.idempotent === true ? {} : {
-      onRestart: () =>
-        finish(env, call, iteration, { args: call.shownArgs, outcome: failure(RESTART_ERROR), elapsed: 0 })
-    }),
+    name,
+    success: Schema.Union(CallOutcome, AwaitingApproval),
+    ...onRestart,
     execute: () =>
       Effect.gen(function*() {
         const started = yield* Clock.currentTimeMillis
-        const { args, outcome } = yield* decide(env, call, iteration)
-        const elapsed = ((yield* Clock.currentTimeMillis) - started) / 1000
-        return yield* finish(env, call, iteration, { args, outcome, elapsed })
-      }).pipe(Telemetry.toolSpan({ name: call.name, id: call.id, iteration }, report))
-  })
+        const checked = yield* check(env, call, iteration)
+        if (checked._tag === "Allowed" && checked.needsApproval) return { _tag: "AwaitingApproval" as const, args: checked.args }
+        const outcome = checked._tag === "Answered" ? checked.outcome : yield* perform(env, checked.tool, checked.context)
+        return yield* finish(env, call, iteration, { args: checked.args, outcome, elapsed: yield* elapsedSince(started) })
+      }).pipe(Telemetry.toolSpan<CallOutcome | typeof AwaitingApproval.Type>({ name: call.name, id: call.id, iteration }, reportChecked))
+  }).pipe(
+    Effect.flatMap((first) => {
+      if (!("_tag" in first)) return Effect.succeed(first)
+      const ask = { name: call.name, args: first.args, iteration, ...(call.id !== undefined ? { id: call.id } : {}) }
+      return Effect.flatMap(env.approval.ask(ask), (verdict) => decided(first.args, verdict))
+    })
+  )
 }
 
-/** What the call's `execute_tool` span records (arguments and result only when content is captured). */
 const report = (o: CallOutcome, content: boolean): Telemetry.ToolReport => {
   const error = o.outcome._tag === "Failure" ? o.outcome.message : undefined
   return content ? { error, args: o.args, result: observationOf(o).text } : { error }
 }
+
+/** The first part of a call: its outcome, or (waiting for a person) nothing to report yet. */
+const reportChecked = (o: CallOutcome | typeof AwaitingApproval.Type, content: boolean): Telemetry.ToolReport =>
+  "_tag" in o ? { error: undefined } : report(o, content)

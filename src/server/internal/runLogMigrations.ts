@@ -46,6 +46,23 @@ const migrations = {
       created_at BIGINT NOT NULL
     )`
     yield* sql`CREATE INDEX IF NOT EXISTS react_injections_queue ON react_injections (conversation_id, state)`
+  }),
+  "2_create_approvals": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`CREATE TABLE IF NOT EXISTS react_approvals (
+      approval_id TEXT PRIMARY KEY,
+      conversation_id TEXT NOT NULL,
+      tool_call_id TEXT NOT NULL,
+      tool_name TEXT NOT NULL,
+      args TEXT NOT NULL,
+      args_hash TEXT NOT NULL,
+      iteration INTEGER NOT NULL,
+      status TEXT NOT NULL,
+      reason TEXT,
+      deadline BIGINT,
+      created_at BIGINT NOT NULL
+    )`
+    yield* sql`CREATE INDEX IF NOT EXISTS react_approvals_pending ON react_approvals (status, conversation_id)`
   })
 }
 

@@ -24,11 +24,13 @@ export interface Transcript {
   answer: string
   iterations: number
   failure: string | undefined
+  /** Tool calls that asked a person for approval (SPEC §15). */
+  approvals: number
   readonly calls: Array<CallRecord>
 }
 
 /** @internal */
-export const make = (): Transcript => ({ answer: "", iterations: 0, failure: undefined, calls: [] })
+export const make = (): Transcript => ({ answer: "", iterations: 0, failure: undefined, approvals: 0, calls: [] })
 
 /** Folds one event into the transcript. @internal */
 export const observe = (t: Transcript, event: RunEvent): void => {
@@ -61,6 +63,9 @@ export const observe = (t: Transcript, event: RunEvent): void => {
       return
     case "RunFailed":
       t.failure = event.message
+      return
+    case "ApprovalRequested":
+      t.approvals++
       return
     default:
       return

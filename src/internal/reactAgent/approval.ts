@@ -1,0 +1,139 @@
+/**
+ * Tool approval in the loop (SPEC §15): whether a call needs a person's
+ * approval, and asking for it through the run's journal.
+ *
+ * A call needs approval when its tool was made with `needsApproval` (`true`, or
+ * a check of the arguments that says so; a check that fails asks) or its name
+ * matches one of the agent's `approvalTools` globs. The check runs after the
+ * PreToolUse hooks, on the arguments that would run.
+ *
+ * Asking: the `approval` `requested` event, then the wait — a journal activity
+ * (`approval/<iteration>/<call id>`), so a durable host stores the decision and
+ * a replay does not ask again —, then the `approved` / `denied` event. The
+ * approval id is derived from the conversation, a key unique to the run (one
+ * more activity, `approval/run`, the first time the run asks), the iteration,
+ * the call id and the arguments hash. The tool runs only when the decision is
+ * an approval for exactly that id and those arguments.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { AgentOptions } from "../../AgentConfig.js"
+import * as Approvals from "../../Approvals.js"
+import * as Hooks from "../../Hooks.js"
+import type { ToolUseContext } from "../../Hooks.js"
+import type { RunJournal } from "../../RunJournal.js"
+import type { Tool } from "../../Tool.js"
+
+/** What asking came to. */
+export type Verdict =
+  | { readonly approved: true }
+  | { readonly approved: false; readonly reason?: string }
+
+/** The approval side of a run. */
+export interface ApprovalGate {
+  /** True when the call must be approved before it runs. */
+  readonly required: (tool: Tool, context: ToolUseContext) => Effect.Effect<boolean>
+  /** Asks a person about the call (events, the journaled wait) and checks the answer. */
+  readonly ask: (call: {
+    readonly name: string
+    readonly id?: string
+    readonly args: Record<string, unknown>
+    readonly iteration: number
+  }) => Effect.Effect<Verdict>
+}
+
+/** The reason of a decision that names another approval or other arguments. */
+export const MISMATCH = "the approval does not match this call"
+
+/** The tool message of a denied call. */
+export const deniedMessage = (reason: string | undefined): string =>
+  `the user denied this call${reason !== undefined && reason !== "" ? `: ${reason}` : ""}`
+
+/** The gate of one run. */
+export const makeGate = (options: {
+  readonly approvals: Approvals.ApprovalsService
+  readonly settings: AgentOptions
+  readonly journal: RunJournal
+  /** The run's own conversation (part of the approval id). */
+  readonly conversationId: string
+  /** The conversation whose user answers. */
+  readonly approverConversationId: string
+}): Effect.Effect<ApprovalGate> =>
+  Effect.gen(function*() {
+    const { approvals, journal, settings } = options
+    const byName = settings.approvalTools.length > 0 ? Hooks.compile(settings.approvalTools) : () => false
+    // created at most once per run, the first time a call needs approval
+    const runKey = yield* Effect.cached(journal.activity({
+      name: "approval/run",
+      success: Schema.String,
+      execute: () => Effect.sync(() => crypto.randomUUID())
+    }))
+
+    const required = (tool: Tool, context: ToolUseContext): Effect.Effect<boolean> => {
+      if (byName(tool.name)) return Effect.succeed(true)
+      const rule = tool.needsApproval
+      if (rule === undefined) return Effect.succeed(false)
+      if (rule === true) return Effect.succeed(true)
+      // fail closed: a check that fails or dies asks the person (interruption propagates)
+      return Effect.suspend(() => rule(context.args, context)).pipe(
+        Effect.map((needed) => needed !== false),
+        Effect.catchAll(() => Effect.succeed(true)),
+        Effect.catchAllDefect(() => Effect.succeed(true))
+      )
+    }
+
+    const ask: ApprovalGate["ask"] = (call) =>
+      Effect.gen(function*() {
+        const key = yield* runKey
+        const argsHash = Approvals.hashArgs(call.args)
+        const toolCallId = call.id ?? `json_${call.iteration}`
+        const approvalId = Approvals.makeId({
+          conversationId: options.conversationId,
+          runKey: key,
+          iteration: call.iteration,
+          toolCallId,
+          argsHash
+        })
+        const id = call.id !== undefined ? { tool_call_id: call.id } : {}
+        yield* journal.emit({
+          _tag: "ApprovalRequested",
+          approval_id: approvalId,
+          ...id,
+          tool_name: call.name,
+          tool_args: call.args,
+          args_hash: argsHash,
+          iteration: call.iteration
+        })
+        const decision = yield* journal.activity({
+          name: `approval/${call.iteration}/${call.id ?? "json"}`,
+          success: Approvals.Decision,
+          execute: () =>
+            approvals.request({
+              approvalId,
+              conversationId: options.approverConversationId,
+              toolCallId,
+              toolName: call.name,
+              args: call.args,
+              argsHash,
+              iteration: call.iteration,
+              ...(settings.approvalTimeout !== undefined ? { timeout: settings.approvalTimeout } : {})
+            })
+        })
+        const bound = decision.approvalId === approvalId && decision.argsHash === argsHash
+        const verdict: Verdict = bound && decision.decision === "approve"
+          ? { approved: true }
+          : { approved: false, ...(bound ? decision.reason !== undefined ? { reason: decision.reason } : {} : { reason: MISMATCH }) }
+        yield* journal.emit({
+          _tag: "ApprovalDecided",
+          approval_id: approvalId,
+          status: verdict.approved ? "approved" : "denied",
+          ...(!verdict.approved && verdict.reason !== undefined ? { reason: verdict.reason } : {}),
+          ...id
+        })
+        return verdict
+      })
+
+    return { required, ask }
+  })
