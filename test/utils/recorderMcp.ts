@@ -1,6 +1,6 @@
 /**
  * A real MCP server over stdio whose tools record every execution to a file
- * (`RECORD_FILE`): `record {label, ms}` (has side effects: not idempotent) and
+ * (`RECORD_FILE`; `INSTANCE`, when set, is appended to each line): `record {label, ms}` (has side effects: not idempotent) and
  * `record_idem {label, ms}` (annotated `idempotentHint`). Each call appends
  * `start <label>` when it begins and `end <label>` when it finishes after `ms`.
  * It exits as soon as its parent goes (stdin closes), so a call in flight when
@@ -12,7 +12,9 @@ import { appendFileSync } from "node:fs"
 import { z } from "zod"
 
 const file = process.env.RECORD_FILE ?? "/dev/null"
-const record = (line: string) => appendFileSync(file, `${line}\n`)
+// with several servers, each line says which one ran the call
+const instance = process.env.INSTANCE
+const record = (line: string) => appendFileSync(file, `${line}${instance ? ` ${instance}` : ""}\n`)
 
 const server = new McpServer({ name: "recorder", version: "1.0.0" })
 const run = async ({ label, ms }: { label: string; ms: number }) => {

@@ -1,0 +1,260 @@
+/**
+ * Several server instances on one PostgreSQL database: two real server
+ * processes (`npm start`'s main.ts) with `DATABASE_URL` pointing at the same
+ * database, each its own cluster runner (`CLUSTER_PORT`), each its own MCP
+ * recorder whose lines say which instance ran a tool. A run started on one
+ * instance is followed, interrupted, recalled and cancelled through the other;
+ * when the instance executing a run is killed with SIGKILL, the survivor takes
+ * its shards over and finishes the run, and a client that resumes through the
+ * survivor gets the rest with continuing event ids. PostgreSQL is started by the
+ * test itself (a fresh cluster in a temporary directory); when it is not
+ * installed the tests are skipped with that message.
+ */
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
+import { findPostgres, type Postgres, startPostgres } from "../utils/postgres.js"
+import { freePort, type ServerProcess, startServerProcess } from "../utils/serverProcess.js"
+import { getJson, openSse, postJson, type SseEvent } from "../utils/sse.js"
+
+const RECORDER = fileURLToPath(new URL("../utils/recorderMcp.ts", import.meta.url))
+const found = findPostgres()
+if ("missing" in found) {
+  // CI installs PostgreSQL and sets REQUIRE_POSTGRES: there a missing server is a failure, not a skip
+  if (process.env.REQUIRE_POSTGRES === "1") throw new Error(found.missing)
+  console.warn(found.missing)
+}
+
+const waitUntil = async (predicate: () => boolean | Promise<boolean>, timeoutMs: number, what: string) => {
+  const started = Date.now()
+  while (!(await predicate())) {
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+const toolMessages = (body: any): Array<any> => (body?.messages ?? []).filter((m: any) => m.role === "tool")
+/** The label a run's query names ("record <label>"), wherever the prompt puts the query. */
+const labelOf = (body: any) => /record (r\d+)/.exec(JSON.stringify(body?.messages ?? []))?.[1] ?? "?"
+
+interface Cluster {
+  readonly records: () => ReadonlyArray<string>
+  readonly env: (instance: string) => Promise<Record<string, string>>
+}
+
+/** One database, one record file, per-instance MCP configs and runner ports. */
+const cluster = (pg: Postgres, database: string, llmUrl: string): Cluster => {
+  const dir = mkdtempSync(join(tmpdir(), "react-pg-durable-"))
+  const recordFile = join(dir, "records.txt")
+  writeFileSync(recordFile, "")
+  const url = pg.createDatabase(database)
+  return {
+    records: () => readFileSync(recordFile, "utf8").split("\n").filter((l) => l !== ""),
+    env: async (instance) => {
+      const mcp = join(dir, `mcp-${instance}.json`)
+      writeFileSync(mcp, JSON.stringify({
+        mcpServers: {
+          rec: { command: process.execPath, args: ["--import", "tsx", RECORDER], env: { RECORD_FILE: recordFile, INSTANCE: instance } }
+        }
+      }))
+      return {
+        DATABASE_URL: url,
+        CLUSTER_PORT: String(await freePort()),
+        CLUSTER_SHARD_LOCK_EXPIRATION_MS: "3000",
+        CLUSTER_SHARD_LOCK_REFRESH_MS: "1000",
+        LLM_BASE_URL: llmUrl,
+        LLM_MODEL: "fake-model",
+        LLM_API_KEY: "test",
+        LLM_MAX_RETRIES: "0",
+        MCP_CONFIG: mcp,
+        RUN_DETACH_GRACE_MS: "120000",
+        REACT_COMPLETION_CHECK_MIN_TOOLS: "10"
+      }
+    }
+  }
+}
+
+/** Starts A then B (one after the other: the first start creates the tables). */
+const startTwo = async (c: Cluster): Promise<readonly [ServerProcess, ServerProcess]> => {
+  const a = await startServerProcess(await c.env("A"))
+  try {
+    return [a, await startServerProcess(await c.env("B"))]
+  } catch (error) {
+    await a.kill()
+    throw error
+  }
+}
+
+const resume = async (url: string, conversation: string, lastId: string) =>
+  (await openSse(`${url}/api/react/events?conversation_id=${conversation}`, {
+    headers: { "last-event-id": lastId },
+    timeoutMs: 90_000
+  })).events
+
+describe.skipIf("missing" in found)("several instances on one PostgreSQL database (real processes, SIGKILL)", () => {
+  let pg: Postgres
+  const withPg = <A>(body: (pg: Postgres) => Promise<A>) =>
+    Effect.promise(async () => {
+      pg ??= await startPostgres((found as { bin: string }).bin)
+      return body(pg)
+    })
+  afterAll(() => pg?.stop())
+
+  it.live("a run started on A is interrupted, recalled, refused a second start and cancelled through B", () =>
+    withPg(async (pg) => {
+      const fake = await FakeOpenAi.start((body) => {
+        if (body?.stream) return FakeOpenAi.sseText("never")
+        const tools = toolMessages(body).length
+        return FakeOpenAi.completion({
+          toolCalls: [{ id: `call_${tools}`, name: "rec__record_idem", arguments: JSON.stringify({ label: `c${tools}`, ms: tools === 0 ? 3000 : 60_000 }) }]
+        })
+      })
+      const c = cluster(pg, "control", fake.url)
+      const [a, b] = await startTwo(c)
+      try {
+        const seen: Array<SseEvent> = []
+        const stream = openSse(`${a.url}/api/react`, {
+          body: { query: "record c", conversation_id: "cross" },
+          timeoutMs: 90_000,
+          onEvent: (e) => void seen.push(e)
+        })
+        await waitUntil(() => c.records().some((l) => l.startsWith("start c0")), 20_000, "the first tool to start")
+        const second = await postJson(`${b.url}/api/react`, { query: "record again", conversation_id: "cross" })
+        assert.strictEqual(second.status, 409, "one run per conversation, whichever instance is asked")
+        const kept = await postJson(`${b.url}/api/react/inject`, { conversation_id: "cross", content: "keep this note" })
+        const dropped = await postJson(`${b.url}/api/react/inject`, { conversation_id: "cross", content: "drop this note" })
+        assert.deepStrictEqual([kept.status, dropped.status], [200, 200])
+        const recalled = await postJson(`${a.url}/api/react/inject/recall`, { conversation_id: "cross", id: dropped.body.id })
+        assert.isTrue(recalled.body.recalled, "recalled through the other instance")
+        // the next loop call takes the kept interrupt in (the second tool then runs for a minute)
+        await waitUntil(() => c.records().some((l) => l.startsWith("start c1")), 30_000, "the second tool to start")
+        const cancelled = await postJson(`${b.url}/api/react/cancel`, { conversation_id: "cross" })
+        assert.strictEqual(cancelled.status, 200, JSON.stringify(cancelled.body))
+        const result = await stream
+        const done = result.events[result.events.length - 1]
+        assert.strictEqual(done.event, "done")
+        assert.isTrue(done.data.cancelled)
+        const injects = result.events.filter((e) => e.event === "inject").map((e) => e.data.content)
+        assert.deepStrictEqual(injects, ["keep this note"])
+        const carried = fake.requests.filter((r) => !r.body?.stream).map((r) => JSON.stringify(r.body.messages))
+        assert.isTrue(carried.some((m) => m.includes("keep this note")))
+        assert.isFalse(carried.some((m) => m.includes("drop this note")), "a recalled message never reaches the model")
+        // B sees the finished conversation too
+        const stored = await getJson(`${b.url}/api/conversations/cross`)
+        assert.strictEqual(stored.body.active, false)
+      } finally {
+        await Promise.all([a.kill(), b.kill()])
+        await fake.close()
+      }
+    }), 180_000)
+
+  it.live("kill -9 the instance executing a run: the other takes it over, the client resumes through it", () =>
+    withPg(async (pg) => {
+      const fake = await FakeOpenAi.start((body) => {
+        if (body?.stream) return FakeOpenAi.sseText("All three recorded.")
+        const tools = toolMessages(body).length
+        return tools < 3
+          ? FakeOpenAi.completion({ toolCalls: [{ id: `call_k${tools}`, name: "rec__record", arguments: JSON.stringify({ label: `k${tools}`, ms: 1500 }) }] })
+          : FakeOpenAi.completion({ content: "done" })
+      })
+      const c = cluster(pg, "takeover", fake.url)
+      const [a, b] = await startTwo(c)
+      const servers = { A: a, B: b }
+      try {
+        // started through A; the client hangs up after the first event and follows through the executing instance
+        const first = await openSse(`${a.url}/api/react`, {
+          body: { query: "record k", conversation_id: "takeover" },
+          until: () => true,
+          timeoutMs: 30_000
+        })
+        await waitUntil(() => c.records().some((l) => l.startsWith("start k0")), 30_000, "the first tool to start")
+        const executor = c.records()[0].split(" ")[2] as "A" | "B"
+        const survivor = executor === "A" ? servers.B : servers.A
+        const before: Array<SseEvent> = [...first.events]
+        let kill: Promise<void> | undefined
+        await openSse(`${servers[executor].url}/api/react/events?conversation_id=takeover`, {
+          headers: { "last-event-id": first.events[first.events.length - 1].id! },
+          timeoutMs: 60_000,
+          onEvent: (e) => {
+            before.push(e)
+            // after the first tool round: kill the instance that runs the loop (and serves this client)
+            if (kill === undefined && e.event === "step" && e.data.type === "iteration" && e.data.status === "done") {
+              kill = servers[executor].kill("SIGKILL")
+            }
+          }
+        }).catch(() => undefined)
+        await kill
+        const lastId = before[before.length - 1].id!
+        const after = await resume(survivor.url, "takeover", lastId)
+        const ids = [...before, ...after].map((e) => Number(e.id))
+        ids.forEach((id, i) => assert.strictEqual(id, i + 1, `event ids continue: ${ids.join(",")}`))
+        assert.strictEqual(after.filter((e) => e.event === "phase" && e.data.phase === "resumed").length, 1)
+        assert.strictEqual(after[after.length - 1].event, "done")
+        assert.strictEqual(after[after.length - 1].data.answer, "All three recorded.")
+        const records = c.records()
+        const ends = records.filter((l) => l.startsWith("end "))
+        assert.deepStrictEqual(ends.map((l) => l.split(" ")[1]).sort(), ["k0", "k1", "k2"], `each tool ran to its end once: ${records.join(" | ")}`)
+        const other = executor === "A" ? "B" : "A"
+        assert.isTrue(records.slice(1).some((l) => l.endsWith(` ${other}`)), `the survivor ran the rest: ${records.join(" | ")}`)
+        console.log(`takeover: executor ${executor}, records ${records.join(" | ")}, ids before ${before.map((e) => e.id).join(",")}, after ${after.map((e) => `${e.id}:${e.event}`).join(",")}`)
+      } finally {
+        await Promise.all([a.kill(), b.kill()])
+        await fake.close()
+      }
+    }), 180_000)
+
+  it.live("50 concurrent runs across two instances, one killed halfway: every run ends with done, no tool ran to its end twice", () =>
+    withPg(async (pg) => {
+      const fake = await FakeOpenAi.start((body) => {
+        if (body?.stream) return FakeOpenAi.sseText(`Recorded ${labelOf(body)}.`)
+        const label = labelOf(body)
+        const tools = toolMessages(body).length
+        return tools < 2
+          ? FakeOpenAi.completion({ toolCalls: [{ id: `call_${label}_${tools}`, name: "rec__record", arguments: JSON.stringify({ label: `${label}.${tools}`, ms: 400 }) }], delayMs: 100 })
+          : FakeOpenAi.completion({ content: "done", delayMs: 100 })
+      })
+      const c = cluster(pg, "load", fake.url)
+      const [a, b] = await startTwo(c)
+      try {
+        const runs = Array.from({ length: 50 }, (_, i) => `r${i}`)
+        // half through each instance; each client hangs up after the first event (the runs go on detached)
+        const started = await Promise.all(runs.map((label, i) =>
+          openSse(`${(i % 2 === 0 ? a : b).url}/api/react`, {
+            body: { query: `record ${label}`, conversation_id: label },
+            until: () => true,
+            timeoutMs: 60_000
+          })
+        ))
+        assert.deepStrictEqual(started.map((r) => r.status), runs.map(() => 200))
+        await waitUntil(() => c.records().filter((l) => l.startsWith("end ")).length >= 50, 90_000, "half of the tool calls")
+        await a.kill("SIGKILL")
+        // every run ends through the survivor
+        const finals = await Promise.all(runs.map(async (label) => {
+          const events = (await openSse(`${b.url}/api/react/events?conversation_id=${label}`, { timeoutMs: 150_000 })).events
+          return events[events.length - 1]
+        }))
+        assert.deepStrictEqual(finals.map((e) => e.event), runs.map(() => "done"))
+        const ends = new Map<string, number>()
+        for (const line of c.records().filter((l) => l.startsWith("end "))) {
+          const label = line.split(" ")[1]
+          ends.set(label, (ends.get(label) ?? 0) + 1)
+        }
+        const twice = [...ends].filter(([, n]) => n > 1)
+        assert.deepStrictEqual(twice, [], "no tool call ran to its end twice")
+        assert.deepStrictEqual(finals.map((e) => e.data.answer), runs.map((label) => `Recorded ${label}.`))
+        const records = c.records()
+        const count = (prefix: string, instance: string) => records.filter((l) => l.startsWith(prefix) && l.endsWith(` ${instance}`)).length
+        // runs whose first call ran on A and whose second ran on B (or was answered as interrupted by the restart)
+        const takenOver = runs.filter((label) => records.includes(`start ${label}.0 A`) && !records.includes(`start ${label}.1 A`))
+        assert.isAtLeast(takenOver.length, 1, "the kill caught runs in the middle")
+        console.log(`load: ${finals.length} done, ${takenOver.length} taken over; started A ${count("start", "A")} B ${count("start", "B")}, ended A ${count("end", "A")} B ${count("end", "B")}`)
+      } finally {
+        await Promise.all([a.kill(), b.kill()])
+        await fake.close()
+      }
+    }), 300_000)
+})
