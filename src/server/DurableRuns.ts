@@ -333,8 +333,12 @@ export const layerEngineEmbedded: Layer.Layer<WorkflowEngine, ConfigError.Config
   ClusterWorkflowEngine.layer.pipe(
     Layer.provide(SingleRunner.layer({
       runnerStorage: "memory",
-      // SIGTERM waits this long for running workflows to stop (default 15 s); they resume on restart
-      shardingConfig: { entityTerminationTimeout: "1 second" }
+      shardingConfig: {
+        // SIGTERM waits this long for running workflows to stop (default 15 s); they resume on restart
+        entityTerminationTimeout: "1 second",
+        // how soon a run left by a dead process is picked up again (default 10 s)
+        entityMessagePollInterval: "1 second"
+      }
     }))
   )
 
@@ -356,7 +360,8 @@ export const layerEngineCluster = (
         shardLockExpiration: settings.shardLockExpiration,
         shardLockRefreshInterval: settings.shardLockRefresh,
         refreshAssignmentsInterval: "500 millis",
-        entityTerminationTimeout: "1 second"
+        entityTerminationTimeout: "1 second",
+        entityMessagePollInterval: "1 second"
       }
     }))
   ) as Layer.Layer<WorkflowEngine, ConfigError.ConfigError | Error, SqlClient.SqlClient>

@@ -94,6 +94,12 @@ export interface RunLogService {
   readonly cancelRequested: (runIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, RunLogError>
   /** A client attached (`+1`) or left (`-1`). */
   readonly lease: (runId: string, delta: 1 | -1, now: number) => Effect.Effect<void, RunLogError>
+  /**
+   * Forgets every client lease of the running runs (their grace starts now):
+   * at the boot of the only instance, the clients that held them were
+   * connected to the process that died.
+   */
+  readonly releaseAll: (now: number) => Effect.Effect<void, RunLogError>
   /** Restarts the detach grace of a run no client holds (a resumed run's clients are reconnecting). */
   readonly touch: (runId: string, now: number) => Effect.Effect<void, RunLogError>
   /** Marks a run as waiting for a person (or no longer). */
@@ -240,6 +246,11 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
             detached_at = CASE WHEN leases <= 1 THEN ${now} ELSE detached_at END WHERE run_id = ${runId}`).pipe(
         Effect.asVoid,
         Effect.mapError(failure("updating the run's clients failed"))
+      ),
+    releaseAll: (now) =>
+      sql`UPDATE react_runs SET leases = 0, detached_at = ${now} WHERE status = 'running' AND leases > 0`.pipe(
+        Effect.asVoid,
+        Effect.mapError(failure("releasing the clients of a previous process failed"))
       ),
     touch: (runId, now) =>
       sql`UPDATE react_runs SET detached_at = ${now} WHERE run_id = ${runId} AND leases = 0`.pipe(

@@ -77,13 +77,21 @@ export const serve = (options?: { readonly disableLogger?: boolean; readonly dis
 export const storage = (
   where: Database.Location,
   cluster?: DurableRuns.ClusterSettings
-) =>
-  Layer.mergeAll(
-    RunLog.layer,
+) => {
+  const embedded = where._tag === "Sqlite" || cluster === undefined
+  // the only instance starting: clients counted as attached were attached to a process that is gone
+  const runLog = embedded
+    ? Layer.effectDiscard(Effect.flatMap(RunLog.RunLog, (log) => Effect.orDie(log.releaseAll(Date.now())))).pipe(
+      Layer.provideMerge(RunLog.layer)
+    )
+    : RunLog.layer
+  return Layer.mergeAll(
+    runLog,
     ConversationStore.layer,
-    where._tag === "Sqlite" || cluster === undefined ? DurableRuns.layerEngineEmbedded : DurableRuns.layerEngineCluster(cluster),
+    embedded ? DurableRuns.layerEngineEmbedded : DurableRuns.layerEngineCluster(cluster),
     DurableRuns.layerHost
   ).pipe(Layer.provideMerge(Database.layer(where)))
+}
 
 /**
  * The storage from the environment: `DATABASE_URL` / `DATABASE_PATH`, and the

@@ -268,6 +268,34 @@ describe("durable runs on SQLite (real server processes, SIGKILL)", () => {
       }
     }), 120_000)
 
+  it.live("kill -9 with a client attached, nobody reconnects: the detach grace cancels the resumed run", () =>
+    Effect.promise(async () => {
+      const fake = await FakeOpenAi.start((body) =>
+        body?.stream
+          ? FakeOpenAi.sseText("never")
+          : FakeOpenAi.completion({ toolCalls: [{ id: "call_g", name: "rec__record_idem", arguments: JSON.stringify({ label: "g", ms: 20_000 }) }] })
+      )
+      const s = setup(fake.url)
+      const env = { ...s.env, RUN_DETACH_GRACE_MS: "1500" }
+      try {
+        const first = await startServerProcess(env)
+        const before = await runUntilKill(first, "kill-grace", (e) => e.event === "step" && e.data.type === "iteration" && e.data.status === "start")
+        const second = await startServerProcess(env)
+        try {
+          // the lease of the client of the dead process is gone: the grace runs from the restart
+          await waitUntil(async () => (await getJson(`${second.url}/api/conversations/kill-grace`)).body?.active === false, 15_000, "the grace to cancel the run")
+          const after = await resume(second.url, "kill-grace", before[before.length - 1].id!)
+          const done = after[after.length - 1]
+          assert.deepStrictEqual([done.event, done.data.cancelled], ["done", true])
+          assert.include(second.output(), "no client re-attached within 1500 ms")
+        } finally {
+          await second.kill()
+        }
+      } finally {
+        await fake.close()
+      }
+    }), 120_000)
+
   it.live("kill -9 while a call waits for approval: after the restart it still waits, an approval runs it once", () =>
     Effect.promise(async () => {
       const fake = await FakeOpenAi.start((body) => {
