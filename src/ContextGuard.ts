@@ -74,6 +74,15 @@ export interface ContextGuardService {
   /** The configured budget in tokens. */
   readonly budget: number
   readonly checkAndCompact: (messages: ReadonlyArray<ChatMessage>, options?: CheckOptions) => Effect.Effect<CheckResult>
+  /**
+   * True when `checkAndCompact` would return the list unchanged without calling
+   * anything: no message over the cut, the estimate within the budget. A pure
+   * function of the list and the options, so a durable run stores a check only
+   * when it changes the list (a compaction). Optional: without it every check
+   * is stored. It must agree with `checkAndCompact`: a wrapper that replaces
+   * `checkAndCompact` replaces `fits` too, or sets it to `undefined`.
+   */
+  readonly fits?: (messages: ReadonlyArray<ChatMessage>, options?: CheckOptions) => boolean
   /** Estimated tokens of a message list. */
   readonly estimate: (messages: ReadonlyArray<ChatMessage>) => number
 }
@@ -207,7 +216,12 @@ export const make = (options: ContextGuardOptions = {}): ContextGuardService => 
       })
     })
 
-  return { budget, checkAndCompact, estimate: estimateMessages }
+  const fits = (messages: ReadonlyArray<ChatMessage>, options?: CheckOptions): boolean => {
+    const scan = scanner(messages)
+    return scan.cut === undefined && scan.total <= positive(options?.budget, budget)
+  }
+
+  return { budget, checkAndCompact, fits, estimate: estimateMessages }
 }
 
 // ---------------------------------------------------------------------------

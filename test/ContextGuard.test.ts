@@ -154,6 +154,27 @@ describe("ContextGuard invariants (property)", () => {
   )
 })
 
+describe("ContextGuard.fits", () => {
+  it.effect.prop("a list that fits comes back from checkAndCompact unchanged, with no LLM call", { input: messageList, limit: budget }, ({ input, limit }) =>
+    Effect.gen(function*() {
+      const llm = ScriptedLlm.make([ScriptedLlm.text("summary")], { onExhausted: "repeatLast" })
+      const guard = ContextGuardModule.make({ llm: llm.service, budget: limit, maxMsgChars: 400 })
+      if (guard.fits?.(input) !== true) return
+      const result = yield* guard.checkAndCompact(input)
+      assert.strictEqual(result.messages, input)
+      assert.isFalse(result.compacted)
+      assert.strictEqual(llm.calls, 0)
+    }), { fastCheck: { numRuns: 200 } })
+
+  it.effect("an over-long message or a list over the budget does not fit", () =>
+    Effect.sync(() => {
+      const guard = ContextGuardModule.make({ budget: 1000, maxMsgChars: 100 })
+      assert.isTrue(guard.fits?.([{ role: "user", content: "short" }]))
+      assert.isFalse(guard.fits?.([{ role: "user", content: "x".repeat(101) }]))
+      assert.isFalse(guard.fits?.([{ role: "user", content: "word ".repeat(20) }], { budget: 5 }))
+    }))
+})
+
 describe("ContextGuard behaviour", () => {
   const summaryLlm = (text = "The agent searched Paris weather: 18°C, id W-42.") =>
     ScriptedLlm.make([ScriptedLlm.text(text, { usage: { prompt: 321, completion: 12 } })])

@@ -1,11 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import { LlmError } from "../src/Llm.js"
 import type { ChatMessage } from "../src/Message.js"
 import { textOf } from "../src/Message.js"
+import * as ContextGuard from "../src/ContextGuard.js"
 import * as ReactAgent from "../src/ReactAgent.js"
+import type * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { jsonLlm, makeAgent, messagesOf, recordingGuard } from "./utils/agentLayers.js"
 
@@ -182,6 +185,34 @@ describe("ReactAgent harness", () => {
       assert.strictEqual(r.steps[0].content_type, "html")
       assert.strictEqual(r.steps[0].artifacts?.[0].name, "page.html")
     }).pipe(Effect.provide(h.layer))
+  })
+
+  it.effect("a journal stores a guard check only when the list does not fit (the check of a fitting list is pure)", () => {
+    const names = (budget: number) => {
+      const h = makeAgent([ScriptedLlm.toolCall("add", { a: 1, b: 1 }), ScriptedLlm.text("2"), ScriptedLlm.text("It is 2.")], {
+        guard: Layer.succeed(ContextGuard.ContextGuard, ContextGuard.make({ budget })),
+        agent: { completionCheck: false }
+      })
+      const seen: Array<string> = []
+      const journal: RunJournal.RunJournal = {
+        activity: (options) => Effect.suspend(() => {
+          seen.push(options.name)
+          return options.execute({ restarted: false })
+        }),
+        emit: () => Effect.void
+      }
+      return Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.execute({ query: "1+1?" }, journal)).pipe(
+        Effect.provide(h.layer),
+        Effect.as(seen)
+      )
+    }
+    return Effect.gen(function*() {
+      const roomy = yield* names(100_000)
+      assert.isTrue(roomy.some((n) => n.startsWith("llm/")), roomy.join(","))
+      assert.isFalse(roomy.some((n) => n.startsWith("guard/")), roomy.join(","))
+      const tight = yield* names(60)
+      assert.isTrue(tight.some((n) => n.startsWith("guard/")), tight.join(","))
+    })
   })
 
   it.effect("context overflow: force-compact to 50% of the budget and retry once per run", () => {

@@ -72,7 +72,7 @@ describe("ReactAgent: a defect from any custom layer still ends with Done", () =
         }
       }
     }],
-    ["the ContextGuard", { guard: { ...realGuard, checkAndCompact: () => Effect.die(boom()) } }],
+    ["the ContextGuard", { guard: { ...realGuard, fits: undefined, checkAndCompact: () => Effect.die(boom()) } }],
     ["the Interrupts (drain)", { interrupts: { ...realInterrupts, drain: () => Effect.die(boom()) } }],
     ["the Interrupts (register)", { interrupts: { ...realInterrupts, register: () => Effect.die(boom()) } }],
     ["the Interrupts (unregister)", { interrupts: { ...realInterrupts, unregister: () => Effect.die(boom()) } }]

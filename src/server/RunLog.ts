@@ -110,6 +110,11 @@ export interface RunLogService {
   readonly recall: (conversationId: string, id: string) => Effect.Effect<boolean, RunLogError>
   /** Takes every queued message of the conversation, in order. */
   readonly drain: (conversationId: string) => Effect.Effect<ReadonlyArray<Injection>, RunLogError>
+  /**
+   * Records that process `boot` starts the run's activity `name`, unless one
+   * did before; the process that started it first.
+   */
+  readonly markStarted: (runId: string, name: string, boot: string) => Effect.Effect<string, RunLogError>
   /** Deletes finished runs older than `before` (ms) and their events and messages. */
   readonly prune: (before: number) => Effect.Effect<number, RunLogError>
 }
@@ -286,6 +291,12 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
         yield* sql`UPDATE react_injections SET state = 'drained' WHERE ${sql.in("id", rows.map((r) => r.id))}`
         return rows.map((r): Injection => ({ id: r.id, content: r.content }))
       })).pipe(Effect.mapError(failure("draining messages failed"))),
+    markStarted: (runId, name, boot) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO react_activity_starts (run_id, name, boot) VALUES (${runId}, ${name}, ${boot}) ON CONFLICT DO NOTHING`
+        const rows = yield* sql<{ boot: string }>`SELECT boot FROM react_activity_starts WHERE run_id = ${runId} AND name = ${name}`
+        return rows[0]?.boot ?? boot
+      })).pipe(Effect.mapError(failure("recording an activity's start failed"))),
     prune: (before) =>
       sql.withTransaction(Effect.gen(function*() {
         const old = yield* sql<{ run_id: string }>`SELECT run_id FROM react_runs WHERE status = 'done' AND started_at < ${before}`
@@ -293,6 +304,7 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
         const ids = old.map((r) => r.run_id)
         yield* sql`DELETE FROM react_run_events WHERE ${sql.in("run_id", ids)}`
         yield* sql`DELETE FROM react_injections WHERE ${sql.in("run_id", ids)}`
+        yield* sql`DELETE FROM react_activity_starts WHERE ${sql.in("run_id", ids)}`
         yield* sql`DELETE FROM react_runs WHERE ${sql.in("run_id", ids)}`
         return ids.length
       })).pipe(Effect.mapError(failure("pruning old runs failed")))

@@ -30,9 +30,14 @@ const GuardResult = Schema.Struct({
   usage: Usage
 })
 
-/** Runs the context guard on the model's list; emits `Compact` and counts its usage. */
+/**
+ * Runs the context guard on the model's list; emits `Compact` and counts its
+ * usage. A list the guard says fits is left as it is without a journal entry
+ * (the check is a pure function of the list): only checks that may change it
+ * are stored.
+ */
 export const guardCheck = (env: LoopEnv, state: RunState, name: string, options: CheckOptions): Effect.Effect<void> =>
-  env.journal.activity({
+  env.guard.fits?.(state.ctx, options) === true ? Effect.void : env.journal.activity({
     name,
     success: GuardResult,
     execute: () =>

@@ -13,9 +13,9 @@
  * last stored one.
  *
  * Restarts. An activity with `onRestart` (a tool that is not idempotent) or
- * that reads `restarted` (the synthesis stream) first stores which process
- * started it (`<name>/start`); when that is not this process, it had been in
- * flight when its process died.
+ * that reads `restarted` (the synthesis stream) first records which process
+ * started it (`RunLog.markStarted`); when that is not this process, it had
+ * been in flight when its process died.
  *
  * @internal
  */
@@ -123,9 +123,9 @@ export const make = (options: {
     if (o.onRestart === undefined && o.restartAware !== true) {
       return make(running(o.name, Effect.suspend(() => o.execute({ restarted: false }))))
     }
-    const startedBy = Activity.make({ name: `${o.name}/start`, success: Schema.String, execute: Effect.succeed(host.bootId) })
+    // who started it is kept beside the run log (a row, cheaper than one more activity)
     return Effect.flatMap(
-      Effect.provide(startedBy, options.workflow),
+      Effect.orDie(log.markStarted(runId, o.name, host.bootId)),
       (startedBy) => {
         const restarted = startedBy !== host.bootId
         return make(running(

@@ -63,6 +63,16 @@ const migrations = {
       created_at BIGINT NOT NULL
     )`
     yield* sql`CREATE INDEX IF NOT EXISTS react_approvals_pending ON react_approvals (status, conversation_id)`
+  }),
+  "3_create_activity_starts": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // which process started an activity that must know whether it was in flight at a crash
+    yield* sql`CREATE TABLE IF NOT EXISTS react_activity_starts (
+      run_id TEXT NOT NULL,
+      name TEXT NOT NULL,
+      boot TEXT NOT NULL,
+      PRIMARY KEY (run_id, name)
+    )`
   })
 }
 
