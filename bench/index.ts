@@ -4,7 +4,7 @@
  * project's 2-core machine).
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
- * `BENCH_ONLY=loop,alone,round,guard,selection,first,primitives,latency,load` (a subset; the doc is only
+ * `BENCH_ONLY=loop,alone,round,guard,selection,first,primitives,latency,durable,load` (a subset; the doc is only
  * written for a full run, or with `--merge`), `BENCH_LOAD_LEVELS=100,500,1000`, and the latency
  * section's `BENCH_LATENCY_TTFT_MS`, `BENCH_LATENCY_TPS`, `BENCH_LATENCY_REPS`,
  * `BENCH_LATENCY_POLICIES` (bench/latency.ts).
@@ -22,6 +22,7 @@ import * as os from "node:os"
 import { fileURLToPath } from "node:url"
 import * as Alone from "./alone.js"
 import * as ContextGuardBench from "./contextGuard.js"
+import * as DurableStep from "./durableStep.js"
 import * as FirstToken from "./firstToken.js"
 import { fmtUs, table } from "./harness.js"
 import * as Latency from "./latency.js"
@@ -69,6 +70,7 @@ const main = async () => {
     primitives?: Array<Primitives.PrimitiveFigure>
     alone?: Array<Alone.AloneFigures>
     latency?: Report.Results["latency"]
+    durable?: Report.Results["durable"]
   } = { loop: [] }
 
   if (wants("loop")) {
@@ -149,6 +151,16 @@ const main = async () => {
       results.latency = errorText(e)
       log(`not measured: ${results.latency}`)
     }
+  }
+
+  if (wants("durable")) {
+    log(`\n## Cost of durability per loop iteration [${elapsed()}]`)
+    const d = await DurableStep.run({ samples: quick ? 3 : 10 })
+    results.durable = d
+    for (const x of d.databases) {
+      log(x.error !== undefined ? `${x.database}: ${x.error}` : `${x.database}: ${x.marginalMs!.toFixed(1)} ms per iteration (2 steps ${x.shortMs!.toFixed(0)} ms, 22 steps ${x.longMs!.toFixed(0)} ms)`)
+    }
+    log(typeof d.engine === "string" ? `engine alone: ${d.engine}` : `engine alone: ${d.engine.activityWallMs.toFixed(2)} ms wall / ${d.engine.activityCpuMs.toFixed(2)} ms CPU per activity, ${(d.engine.parkedBytes / 1024).toFixed(0)} KB per parked workflow`)
   }
 
   if (wants("load")) {

@@ -15,6 +15,7 @@ import { render as renderLoop } from "./loopOverhead.js"
 import type { RoundFigures } from "./parallelRound.js"
 import type { AloneFigures } from "./alone.js"
 import type { PrimitiveFigure } from "./primitives.js"
+import type { DurableResults } from "./durableStep.js"
 import type { LoadResult } from "./serverLoad.js"
 import type { ToolSelectionFigures } from "./toolSelection.js"
 import { render as renderSelection } from "./toolSelection.js"
@@ -43,6 +44,7 @@ export interface Results {
   readonly primitives?: ReadonlyArray<PrimitiveFigure>
   readonly alone?: ReadonlyArray<AloneFigures>
   readonly latency?: LatencyFigures | string
+  readonly durable?: DurableResults
 }
 
 const ms = (x: number) => (Number.isNaN(x) ? "n/a" : x >= 100 ? x.toFixed(0) : x.toFixed(1))
@@ -125,32 +127,42 @@ A bug these tests found, since fixed: a body whose field held a 5,000-level nest
 ## Running it
 
 \`npm run bench\` (≈ 2–4 minutes on 2 cores, plus ≈ 2–3 minutes of latency runs). \`BENCH_QUICK=1\` for a smoke run,
-\`BENCH_ONLY=loop,round,guard,selection,first,latency,load\` for a subset (the doc is then not rewritten, unless
+\`BENCH_ONLY=loop,round,guard,selection,first,latency,durable,load\` for a subset (the doc is then not rewritten, unless
 \`npm run bench -- --merge\`: the sections measured replace theirs in bench/results.json), \`BENCH_LOAD_LEVELS=100,500,1000\`. A full run saves its
 raw figures to bench/results.json; \`npm run bench -- --render\` rewrites this page from them
 (after editing bench/analysis.md, the hand-written part of "Where we lose").`
 
 const verdict = (ok: boolean | undefined) => (ok === undefined ? "not measured" : ok ? "met" : "**missed**")
 
-/** SPEC §13 targets against this run's figures. @since 0.1.0 */
+/** Our marginal CPU per step beside the fastest peer's, for one loop case. */
+const againstFastest = (r: Results, title: string) => {
+  const c = r.loop.find((x) => x.case.title === title)
+  const ours = c?.figures.find((f) => f.engine === r.ours && f.error === undefined)
+  const peers = (c?.figures ?? []).filter((f) => f.engine !== r.ours && f.error === undefined && !Number.isNaN(f.marginalUs))
+  if (ours === undefined || Number.isNaN(ours.marginalUs) || peers.length === 0) return undefined
+  const fastest = peers.reduce((a, b) => (b.marginalUs < a.marginalUs ? b : a))
+  return { ours: ours.marginalUs, peer: fastest.engine, theirs: fastest.marginalUs, ratio: ours.marginalUs / fastest.marginalUs }
+}
+
+/** The performance targets against this run's figures. @since 0.1.0 */
 export const targets = (r: Results): string => {
   const ours = (title: string) => r.loop.find((c) => c.case.title === title)?.figures.find((f) => f.engine === r.ours)
-  const seq = ours("50 sequential single-tool steps")
   const big = ours("50 sequential steps, 20 KB tool results")
   const round = r.round?.find((x) => x.engine === r.ours)
   const first = typeof r.firstToken === "object" ? r.firstToken : undefined
   const top = r.load?.find((l) => l.concurrency === 1000)
+  const marginalRow = (label: string, title: string) => {
+    const m = againstFastest(r, title)
+    return [
+      `marginal CPU per loop iteration ≤ 0.5 × the fastest peer's (${label})`,
+      m ? `${fmtUs(m.ours)} µs vs ${fmtUs(m.theirs)} µs (${m.peer}): ${m.ratio.toFixed(2)} ×` : "n/a",
+      verdict(m ? m.ratio <= 0.5 : undefined)
+    ]
+  }
   const rows: Array<Array<string>> = [
-    [
-      "marginal overhead per loop iteration ≤ 100 µs (50 single-tool steps)",
-      seq ? `${fmtUs(seq.marginalUs)} µs CPU` : "n/a",
-      verdict(seq && !Number.isNaN(seq.marginalUs) ? seq.marginalUs <= 100 : undefined)
-    ],
-    [
-      "… also with 20 KB tool results",
-      big ? `${fmtUs(big.marginalUs)} µs CPU` : "n/a",
-      verdict(big && !Number.isNaN(big.marginalUs) ? big.marginalUs <= 100 : undefined)
-    ],
+    marginalRow("50 single-tool steps", "50 sequential single-tool steps"),
+    marginalRow("10 steps × 4 parallel calls", "10 steps × 4 parallel tool calls"),
+    marginalRow("50 steps, 20 KB results", "50 sequential steps, 20 KB tool results"),
     [
       "heap allocated per 50-step run with 20 KB results ≤ 5 MB",
       big ? fmtBytes(big.allocatedBytes) : "n/a",
@@ -167,7 +179,7 @@ export const targets = (r: Results): string => {
       verdict(first ? first.p99Ms <= 5 : undefined)
     ],
     [
-      "1,000 concurrent runs, p99 delivery < 50 ms, < 200 KB heap per active run",
+      "1,000 concurrent durable runs (SQLite), p99 delivery < 50 ms, < 200 KB heap per active run",
       top && !top.error
         ? `${top.completed}/1000 completed, p99 ${ms(top.p99Ms)} ms, ${fmtBytes(top.heapPerRunBytes)} / run`
         : "n/a",
@@ -175,7 +187,35 @@ export const targets = (r: Results): string => {
     ],
     ...latencyTargets(typeof r.latency === "object" ? r.latency : undefined)
   ]
-  return `## Targets (SPEC §13)\n\n${table(["target", "this run", ""], rows)}`
+  return `## Targets\n\nThe engine's own cost must vanish beside the model's latency, measured against the peers in the same run (absolute figures drift 25–45 % between runs on shared machines; the ratios are what to read).\n\n${table(["target", "this run", ""], rows)}`
+}
+
+/** The cost of durability (bench/durableStep.ts, bench/engineAlone.ts). @since 0.1.0 */
+export const durableSection = (d: DurableResults): string => {
+  const engine = typeof d.engine === "string"
+    ? `The engine alone: not measured (${d.engine}).`
+    : `The workflow engine alone (bench/engineAlone.ts: \`@effect/workflow\` on \`SingleRunner\`, SQLite, no agent, no server): one trivial activity costs ${d.engine.activityWallMs.toFixed(2)} ms wall and ${d.engine.activityCpuMs.toFixed(2)} ms CPU (${d.engine.activities} in a row); one workflow parked in an activity holds ${fmtBytes(d.engine.parkedBytes)} of heap (${d.engine.parked} parked).`
+  return `## Cost of durability
+
+Every server run is a durable workflow: each loop LLM reply, each tool outcome, each interrupt
+drain and the answer are stored as workflow activities, each event in the run log. The real server
+(bench/serverProcess.ts) on a zero-latency scripted model, one run at a time over HTTP/SSE: a run
+of ${2} tool steps and one of ${22}, interleaved; **per iteration** = (median long − median short) ÷ 20,
+wall-clock. The in-process loop pays ≈ 0.1 ms per iteration (the loop tables above).
+
+${table(
+    ["database", "run, 2 steps (ms)", "run, 22 steps (ms)", "per iteration (ms)", "runs each"],
+    d.databases.map((x) =>
+      x.error !== undefined
+        ? [x.database, `not measured: ${x.error}`, "", "", ""]
+        : [x.database, ms(x.shortMs ?? Number.NaN), ms(x.longMs ?? Number.NaN), (x.marginalMs ?? Number.NaN).toFixed(1), String(x.runs)]
+    )
+  )}
+
+${engine} A tool iteration stores three activities (the LLM reply, the tool outcome, the drain of
+interrupts), so most of its cost is the engine's; a guard check is stored only when it may compact
+the list, and which process started a non-idempotent call is a row of the run log, not an activity.
+Beside a model that takes a second per call this is 1–4 %.`
 }
 
 /** The whole document. @since 0.1.0 */
@@ -309,13 +349,13 @@ ${table(["p50", "p99", "max"], [[`${r.firstToken.p50Ms.toFixed(2)} ms`, `${r.fir
   if (r.load) {
     parts.push(`## Server under load
 
-The real server (routes, run registry, SQLite conversation store, \`ReactAgent\`, wired by
-\`App.make\`) in a child process (bench/serverProcess.ts) on loopback; N clients POST
+The real server (routes, run registry, durable runs on the embedded SQLite file, \`ReactAgent\`,
+wired by \`App.make\`) in a child process (bench/serverProcess.ts) on loopback; N clients POST
 \`/api/react\` at once and read the SSE stream (eventsource-parser). The scripted model takes
 20 ms per call and per streamed chunk; each run makes 2 tool calls, a final answer, and streams
 3 answer chunks (≈ 12 frames). Every model reply and chunk carries the time it left the model, so
 **delivery** = frame received by the client − reply left the model, over every stamped frame.
-**Memory**: a second server with a 3 s model latency holds all N runs parked in their first LLM call;
+**Memory**: a second server with a 10 min model latency holds all N runs parked in their first LLM call;
 heap (after a full GC) and RSS minus the idle baseline, ÷ active runs. Then every client
 disconnects; with \`RUN_DETACH_GRACE_MS=0\` the server must report 0 active runs afterwards
 (**after disconnect**). The load generator shares the cores with the server, so delivery
@@ -344,6 +384,8 @@ ${table(
         : ""
     }`)
   }
+
+  if (r.durable) parts.push(durableSection(r.durable))
 
   if (r.primitives) {
     parts.push(`## Effect primitives on this machine

@@ -6,8 +6,9 @@
  * 1. delivery: N runs at once with 20 ms model latency per call; for every frame
  *    that carries a model timestamp (`thinking done`, `answer delta`) the client
  *    records "model reply → frame received"; counts completed runs (`done`).
- * 2. memory: N runs at once with a 3 s model latency, so all N are parked in their
- *    first LLM call; once every client has its first frame the server reports heap
+ * 2. memory: N runs at once with a 10 min model latency, so all N are parked in their
+ *    first LLM call however long starting them takes (a durable run stores its start
+ *    and first steps); once every client has its first frame the server reports heap
  *    (after a full GC) and RSS; per active run = (that − the idle baseline) / active.
  *    Then every client disconnects and the server must report 0 active runs
  *    (detach grace 0: a dropped client cancels its run).
@@ -211,7 +212,7 @@ const deliveryPass = async (n: number, timeoutMs: number) => {
 
 /** Memory pass (and disconnect cleanup check). */
 const memoryPass = async (n: number, timeoutMs: number) => {
-  const server = await startServerProcess({ BENCH_LATENCY_MS: "3000", BENCH_STEPS: "1", BENCH_CHUNKS: "1" })
+  const server = await startServerProcess({ BENCH_LATENCY_MS: "600000", BENCH_STEPS: "1", BENCH_CHUNKS: "1" })
   try {
     const baseline = await server.measure()
     let first = 0
@@ -224,9 +225,9 @@ const memoryPass = async (n: number, timeoutMs: number) => {
     await withTimeout(started, timeoutMs, undefined)
     const loaded = await server.measure()
     for (const r of runs) r.run.request?.destroy()
-    // wait until the server has cancelled every run (≤ 10 s)
+    // wait until the server has cancelled every run (≤ 60 s)
     let after = await server.measure()
-    for (let i = 0; i < 100 && after.active > 0; i++) {
+    for (let i = 0; i < 600 && after.active > 0; i++) {
       await new Promise((r) => setTimeout(r, 100))
       after = await server.measure()
     }

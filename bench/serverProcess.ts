@@ -14,7 +14,9 @@
  * IPC: sends `{ type: "ready", port }`; answers `{ type: "measure" }` with
  * `{ type: "memory", heapUsed, rss, active }` after a full GC (needs `--expose-gc`).
  *
- * Env: BENCH_LATENCY_MS (20), BENCH_STEPS (4), BENCH_CHUNKS (5).
+ * Env: BENCH_LATENCY_MS (20), BENCH_STEPS (4; a query containing `steps=<n>` asks for
+ * n instead), BENCH_CHUNKS (5), BENCH_DATABASE_URL (PostgreSQL, a socket runner on
+ * BENCH_CLUSTER_PORT; default: a fresh SQLite file).
  *
  * Without an IPC channel (spawned, as the shutdown fault test does) it prints
  * `READY <port>` on stdout, and on SIGTERM closes the server's scope (server
@@ -29,9 +31,11 @@
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -73,8 +77,13 @@ const scripted = ScriptedLlm.make((request, _index, method) => {
     })
   }
   let done = 0
-  for (const m of request.messages) if (m.role === "tool") done++
-  return done < steps
+  let wanted = steps
+  for (const m of request.messages) {
+    if (m.role === "tool") done++
+    const asked = m.role === "user" && typeof m.content === "string" ? /steps=(\d+)/.exec(m.content) : null
+    if (asked) wanted = Number(asked[1])
+  }
+  return done < wanted
     ? ScriptedLlm.toolCall("lookup", { index: done }, { delay: latencyMs, usage: { prompt: 10, completion: 5 } })
     : ScriptedLlm.text("All records looked up.", { delay: latencyMs, usage: { prompt: 10, completion: 5 } })
 }, { record: false, model: "bench-scripted", contextSize: 1_000_000, maxOutputTokens: 10_000 })
@@ -102,7 +111,16 @@ const layer = HttpLayerRouter.serve(Server.Routes, { disableLogger: true, disabl
   Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
   Layer.provide(DurableRuns.layerWorkflow),
   Layer.provideMerge(app),
-  Layer.provide(Server.storage({ _tag: "Sqlite", filename: databasePath })),
+  Layer.provide(
+    process.env.BENCH_DATABASE_URL
+      ? Server.storage({ _tag: "Postgres", url: Redacted.make(process.env.BENCH_DATABASE_URL) }, {
+        host: "127.0.0.1",
+        port: Number(process.env.BENCH_CLUSTER_PORT ?? 34431),
+        shardLockExpiration: Duration.seconds(10),
+        shardLockRefresh: Duration.seconds(3)
+      })
+      : Server.storage({ _tag: "Sqlite", filename: databasePath })
+  ),
   Layer.provide(ServerConfig.layer({ port: 0, databasePath, heartbeatMs: 15_000, detachGraceMs: 0 }))
 )
 

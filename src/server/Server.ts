@@ -193,7 +193,8 @@ export const listenOn = (options: {
         server.closeIdleConnections()
       })
     ))
-    const node = NodeHttpServer.layer(() => server, options).pipe(
+    // a burst of connections (a thousand clients at once) waits in the kernel's queue instead of being reset
+    const node = NodeHttpServer.layer(() => server, { port: options.port, host: options.host, backlog: 2048 }).pipe(
       Layer.catchAll((error) => Layer.fail(listenFailure(options)(error.cause)))
     )
     return drain.pipe(Layer.provideMerge(node))

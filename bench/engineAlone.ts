@@ -1,0 +1,81 @@
+/**
+ * The workflow engine alone (`@effect/workflow` on `@effect/cluster`'s
+ * `SingleRunner`, SQLite file), without the agent or the server: what one
+ * trivial activity costs (wall and CPU, a workflow of 300 sequential activities)
+ * and the heap one workflow parked in an activity holds (500 of them). Run as a
+ * child process (`--expose-gc`) by bench/durableStep.ts; prints one JSON line.
+ *
+ * @since 0.1.0
+ */
+import * as ClusterWorkflowEngine from "@effect/cluster/ClusterWorkflowEngine"
+import * as SingleRunner from "@effect/cluster/SingleRunner"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Activity from "@effect/workflow/Activity"
+import * as Workflow from "@effect/workflow/Workflow"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Schema from "effect/Schema"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+const ACTIVITIES = 300
+const PARKED = 500
+
+const Sequential = Workflow.make({ name: "sequential", payload: { id: Schema.String }, success: Schema.Number, idempotencyKey: (p) => p.id })
+const Parked = Workflow.make({ name: "parked", payload: { id: Schema.String }, success: Schema.Void, idempotencyKey: (p) => p.id })
+
+let parked = 0
+const workflows = Layer.mergeAll(
+  Sequential.toLayer(() =>
+    Effect.reduce(Array.from({ length: ACTIVITIES }, (_, i) => i), 0, (sum, i) =>
+      Effect.map(Activity.make({ name: `a/${i}`, success: Schema.Number, execute: Effect.succeed(i) }), (n) => sum + n))
+  ),
+  Parked.toLayer(() =>
+    Effect.zipRight(
+      Activity.make({ name: "first", success: Schema.Void, execute: Effect.void }),
+      Activity.make({ name: "park", success: Schema.Void, execute: Effect.zipRight(Effect.sync(() => parked++), Effect.never) })
+    )
+  )
+)
+
+const dir = mkdtempSync(join(tmpdir(), "react-engine-alone-"))
+const layer = workflows.pipe(
+  Layer.provideMerge(ClusterWorkflowEngine.layer.pipe(Layer.provide(SingleRunner.layer({ runnerStorage: "memory" })))),
+  Layer.provide(SqliteClient.layer({ filename: join(dir, "engine.sqlite") }))
+)
+
+const heapAfterGc = () => {
+  const gc = (globalThis as { gc?: () => void }).gc
+  gc?.()
+  gc?.()
+  return process.memoryUsage().heapUsed
+}
+
+const program = Effect.gen(function*() {
+  yield* Sequential.execute({ id: "warm-up" })
+  const wall = performance.now()
+  const cpu = process.cpuUsage()
+  yield* Sequential.execute({ id: "measured" })
+  const used = process.cpuUsage(cpu)
+  const activityWallMs = (performance.now() - wall) / ACTIVITIES
+  const activityCpuMs = (used.user + used.system) / 1000 / ACTIVITIES
+  const before = heapAfterGc()
+  for (let i = 0; i < PARKED; i++) yield* Parked.execute({ id: `p${i}` }, { discard: true })
+  while (parked < PARKED) yield* Effect.sleep("100 millis")
+  yield* Effect.sleep("1 second")
+  const parkedBytes = (heapAfterGc() - before) / PARKED
+  process.stdout.write(`${JSON.stringify({ activityWallMs, activityCpuMs, parkedBytes, activities: ACTIVITIES, parked: PARKED })}\n`)
+})
+
+Effect.runPromise(program.pipe(
+  Effect.provide(layer),
+  Effect.scoped,
+  Effect.provide(Logger.minimumLogLevel(LogLevel.Error)),
+  Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+)).then(() => process.exit(0), (e) => {
+  console.error(e)
+  process.exit(1)
+})
