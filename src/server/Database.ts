@@ -7,7 +7,6 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -83,8 +82,15 @@ export const describe = (where: Location): string => {
  */
 export const layer = (where: Location): Layer.Layer<SqlClient.SqlClient, DatabaseError> => {
   if (where._tag === "Postgres") {
-    return PgClient.layer({ url: where.url, applicationName: "effect-react-engine" }).pipe(
-      Layer.mapError((e) => new DatabaseError({ message: `cannot connect to ${describe(where)}: ${e.message}` }))
+    // loaded only for PostgreSQL: the embedded default needs no `@effect/sql-pg` installed
+    return Layer.unwrapEffect(Effect.tryPromise({
+      try: () => import("@effect/sql-pg/PgClient"),
+      catch: () =>
+        new DatabaseError({ message: "DATABASE_URL is a PostgreSQL URL but @effect/sql-pg is not installed: npm install @effect/sql-pg" })
+    }).pipe(Effect.map((PgClient) => PgClient.layer({ url: where.url, applicationName: "effect-react-engine" })))).pipe(
+      Layer.mapError((e) =>
+        e instanceof DatabaseError ? e : new DatabaseError({ message: `cannot connect to ${describe(where)}: ${e.message}` })
+      )
     )
   }
   const filename = where.filename

@@ -1,7 +1,8 @@
 /**
  * The bundled HTTP server as a library: routes an Effect application can mount in
- * its own `HttpLayerRouter`, the run registry, the conversation store and the SSE
- * protocol. Import it as `effect-react-engine/server`.
+ * its own `HttpLayerRouter`, the run registry, durable runs (the workflow, the
+ * run log, the database, SQL-backed interrupts and approvals), the conversation
+ * store and the SSE protocol. Import it as `effect-react-engine/server`.
  *
  * @since 0.1.0
  */
@@ -19,6 +20,10 @@ export * as ChatRoutes from "./ChatRoutes.js"
 /** @since 0.1.0 */
 export * as ConversationStore from "./ConversationStore.js"
 /** @since 0.1.0 */
+export * as Database from "./Database.js"
+/** @since 0.1.0 */
+export * as DurableRuns from "./DurableRuns.js"
+/** @since 0.1.0 */
 export * as McpRoutes from "./McpRoutes.js"
 /** @since 0.1.0 */
 export * as OpenAiRoutes from "./OpenAiRoutes.js"
@@ -27,11 +32,17 @@ export * as RequestLog from "./RequestLog.js"
 /** @since 0.1.0 */
 export * as Routes from "./Routes.js"
 /** @since 0.1.0 */
+export * as RunLog from "./RunLog.js"
+/** @since 0.1.0 */
 export * as RunRegistry from "./RunRegistry.js"
 /** @since 0.1.0 */
 export * as Server from "./Server.js"
 /** @since 0.1.0 */
 export * as ServerConfig from "./ServerConfig.js"
+/** @since 0.1.0 */
+export * as SqlApprovals from "./SqlApprovals.js"
+/** @since 0.1.0 */
+export * as SqlInterrupts from "./SqlInterrupts.js"
 /** @since 0.1.0 */
 export * as Sse from "./Sse.js"
 /** @since 0.1.0 */

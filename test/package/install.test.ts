@@ -57,7 +57,8 @@ describe("my agent", () => {
 
 /** The server entry: loads (platform, SQLite client…) and finds its web assets next to dist/. */
 const SERVER_CHECK = `import { existsSync } from "node:fs"
-import { ServerConfig, WebPage } from "effect-react-engine/server"
+import { Database, ServerConfig, WebPage } from "effect-react-engine/server"
+import { Effect, Layer, Redacted } from "effect"
 
 const assets = WebPage.webAssets()
 const missing = assets.filter((asset) => !existsSync(asset.file)).map((asset) => asset.file)
@@ -70,6 +71,13 @@ if (typeof ServerConfig.ServerConfig !== "function") throw new Error("ServerConf
 const internal: string = "effect-react-engine/internal/reactAgent/run.js"
 const blocked = await import(internal).then(() => "importable", (e: { code?: string }) => e.code ?? String(e))
 console.log(\`server entry: \${assets.length} web assets; internal modules: \${blocked}\`)
+
+// without the optional @effect/sql-pg installed, a PostgreSQL URL is a clear error (SQLite needs nothing more)
+const pg = await Effect.runPromise(Layer.launch(Database.layer({ _tag: "Postgres", url: Redacted.make("postgres://127.0.0.1:1/x") })).pipe(
+  Effect.flip,
+  Effect.map((e) => e.message)
+))
+console.log(\`postgres without @effect/sql-pg: \${pg}\`)
 `
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
@@ -87,8 +95,8 @@ const locked = (name: string): string => {
   return `${name}@${version}`
 }
 
-// Optional peers that no entry point imports yet (they would only lengthen the install);
-// drop a name from here when the library or the server starts importing it.
+// Optional peers the embedder of this test does not install: PostgreSQL and OpenTelemetry are
+// loaded only when configured (the server entry checks the message without @effect/sql-pg).
 const PEERS_NOT_INSTALLED = new Set(["@effect/sql-pg", "@effect/opentelemetry"])
 const CONSUMER_DEPS = [
   ...Object.keys(pkg.peerDependencies).filter((name) => !PEERS_NOT_INSTALLED.has(name)),
@@ -227,6 +235,7 @@ describe("the published package", () => {
   it("the server entry loads and serves its web assets from the package; internals stay private", async () => {
     const result = ok(await run(app, process.execPath, ["dist/server.js"], 60_000), "node dist/server.js")
     assert.match(result.stdout, /server entry: \d+ web assets; internal modules: ERR_PACKAGE_PATH_NOT_EXPORTED/)
+    assert.include(result.stdout, "postgres without @effect/sql-pg: DATABASE_URL is a PostgreSQL URL but @effect/sql-pg is not installed")
   }, 120_000)
 
   it("the embedder's vitest suite passes with ScriptedLlm", async () => {
