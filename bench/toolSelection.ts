@@ -1,5 +1,5 @@
 /**
- * Tool selection benchmark (SPEC §5): what the tool definitions cost per loop
+ * Tool selection benchmark: what the tool definitions cost per loop
  * LLM call with the 40-tool catalogue, with and without selection, and what the
  * selection call itself costs. Token figures use the engine's estimator
  * (`estimateText(JSON.stringify(definitions))`), the same one the context guard

@@ -1,5 +1,5 @@
 /**
- * Options of the ReAct agent (SPEC §3.5): defaults, the `REACT_*` environment
+ * Options of the ReAct agent: defaults, the `REACT_*` environment
  * variables (read through `Config`, only in the agent's layer constructor) and
  * validation. Explicit options passed to `ReactAgent.layer(options)` win over the
  * environment; an invalid value (explicit or from the environment) is a

@@ -1,5 +1,5 @@
 /**
- * The agent as an MCP server (SPEC §17): one tool, `ask {query}`, whose call
+ * The agent as an MCP server: one tool, `ask {query}`, whose call
  * runs the agent and answers with its answer. Any MCP client (Claude Desktop,
  * IDEs, another agent through `McpTools`) can use it, over stdio (`npm run
  * mcp`, `serveStdio`) or streamable HTTP (`/mcp` on the server).

@@ -1,5 +1,5 @@
 /**
- * An agent used as a tool of another agent (SPEC §17). The tool's call runs the
+ * An agent used as a tool of another agent. The tool's call runs the
  * sub-agent on a fresh conversation with the model's `query` and answers with
  * the sub-agent's answer. Because it is a tool like any other, the parent's
  * hooks apply to the call, its timeout bounds it, and cancelling the parent

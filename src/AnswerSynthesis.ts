@@ -1,5 +1,5 @@
 /**
- * Answer synthesis (SPEC §9): one streaming call that reads the whole run — the
+ * Answer synthesis: one streaming call that reads the whole run — the
  * question and every tool call with its arguments and its result (cut to
  * `toolObsTruncation` chars, JSON-mode observations included) — and writes the
  * user-facing answer. Deltas are forwarded as they arrive (no buffering).

@@ -1,5 +1,5 @@
 /**
- * Tool approval (SPEC §15): a person approves or denies a tool call before it
+ * Tool approval: a person approves or denies a tool call before it
  * runs. The agent asks with `request` (which waits until the call is decided);
  * whoever answers for the person (the HTTP API, a terminal prompt, your own
  * code through `ReactAgent.approve`) calls `decide`.

@@ -1,6 +1,6 @@
 /**
  * The built-in tools: a safe `calculator` and `current_time`. Kept deliberately
- * small (SPEC §11: ≤ 6) so that a handful of MCP tools does not push the total
+ * small (≤ 6) so that a handful of MCP tools does not push the total
  * over the tool-selection threshold.
  *
  * @since 0.1.0

@@ -1,5 +1,5 @@
 /**
- * Keeps the message list inside the token budget every iteration (SPEC §7).
+ * Keeps the message list inside the token budget every iteration.
  *
  * CONTRACT (the loop and the server call `checkAndCompact`; it never fails).
  *

@@ -1,5 +1,5 @@
 /**
- * DAG mode (SPEC §16): a planner splits the goal into a graph of steps, the steps
+ * DAG mode: a planner splits the goal into a graph of steps, the steps
  * run as fresh ReAct agents (in parallel where the graph allows), an analyzer
  * judges the results and re-plans when the goal is not achieved, and a streamed
  * synthesis writes the answer. Same stream contract as `ReactAgent`: `run`

@@ -1,5 +1,5 @@
 /**
- * Built-in hooks (SPEC §6): result truncator (Post), read-only mode (Pre), rate
+ * Built-in hooks: result truncator (Post), read-only mode (Pre), rate
  * limiter (Pre, per tool name, sliding window) and audit log (Post).
  *
  * Default priorities put policy first and bookkeeping last: read-only mode -200,

@@ -1,5 +1,5 @@
 /**
- * PreToolUse / PostToolUse hooks (SPEC §6). Hooks run outside the LLM loop: nothing
+ * PreToolUse / PostToolUse hooks. Hooks run outside the LLM loop: nothing
  * the model says can skip them.
  *
  * CONTRACT (the loop calls exactly these two functions; neither ever fails).

@@ -1,5 +1,5 @@
 /**
- * Per-conversation queues of user messages injected while a run is active (SPEC §8).
+ * Per-conversation queues of user messages injected while a run is active.
  *
  * CONTRACT (the loop and the server call these).
  *

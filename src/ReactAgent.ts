@@ -90,7 +90,7 @@ export interface ReactAgentService {
    */
   readonly execute: (input: RunInput, journal: RunJournal) => Effect.Effect<void>
   /**
-   * Answers a tool call waiting for approval (SPEC §15): the run goes on with
+   * Answers a tool call waiting for approval: the run goes on with
    * the call run (approve) or answered as denied (deny). Refused, and nothing
    * changes, for an unknown approval or one of another conversation
    * (`ApprovalNotFound`), one already decided (`AlreadyDecided`), or a

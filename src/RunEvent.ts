@@ -1,5 +1,5 @@
 /**
- * Everything a run does, as a tagged union of events (SPEC §10). Field names are
+ * Everything a run does, as a tagged union of events. Field names are
  * the wire names, so `toWire` only picks the SSE channel and drops in-process-only
  * fields (`steps`, `messages` on `Done`).
  *
@@ -82,7 +82,7 @@ export const PhaseChange = Schema.TaggedStruct("PhaseChange", {
 export const Inject = Schema.TaggedStruct("Inject", { content: Schema.String, id: Schema.String })
 
 /**
- * A tool call waits for a person (SPEC §15): `tool_args` are the arguments that
+ * A tool call waits for a person: `tool_args` are the arguments that
  * would run (after the PreToolUse hooks), `args_hash` their hash
  * (`Approvals.hashArgs`); answer with `approval_id`.
  *
@@ -116,7 +116,7 @@ export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
 })
 
 /**
- * A step of a DAG plan (SPEC §16), as the `plan` event carries it.
+ * A step of a DAG plan, as the `plan` event carries it.
  *
  * @since 0.1.0
  * @category models
@@ -260,7 +260,7 @@ const withStep = (data: Record<string, unknown>, stepId: string | undefined): Re
   stepId === undefined ? data : { ...data, step_id: stepId }
 
 /**
- * The SSE channel and JSON payload of an event (SPEC §10).
+ * The SSE channel and JSON payload of an event.
  *
  * @since 0.1.0 @category utils
  */

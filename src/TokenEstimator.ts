@@ -1,5 +1,5 @@
 /**
- * Token estimation without a tokenizer (SPEC §7): ASCII ≈ 4 characters per token,
+ * Token estimation without a tokenizer: ASCII ≈ 4 characters per token,
  * any other character ≈ 1.5 per token, 765 tokens per image part, +4 per message
  * for the chat framing; tool-call names, ids and arguments are counted.
  *

@@ -129,7 +129,7 @@ export interface Tool {
    */
   readonly idempotent: boolean
   /**
-   * A person approves each call before it runs (SPEC §15): `true`, or a check of
+   * A person approves each call before it runs: `true`, or a check of
    * the call's arguments (after the PreToolUse hooks). Absent: no approval
    * (unless the agent's `approvalTools` names the tool).
    */

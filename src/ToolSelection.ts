@@ -1,5 +1,5 @@
 /**
- * Tool selection for large tool sets (SPEC §5) and the set of tools a run
+ * Tool selection for large tool sets and the set of tools a run
  * advertises (selected + pinned + the `request_tools` meta-tool).
  *
  * CONTRACT: the loop calls `selectTools` once before its first iteration when the

@@ -1,5 +1,5 @@
 /**
- * Tool approval inside DAG steps (SPEC §15, §16): a step's call waits for the
+ * Tool approval inside DAG steps: a step's call waits for the
  * run's user (the run's conversation id, not the step's), its events carry the
  * step id, and the step goes on with the decision.
  */

@@ -1,5 +1,5 @@
 /**
- * Tool approval in the ReAct loop (SPEC §15), in process over `ScriptedLlm`:
+ * Tool approval in the ReAct loop, in process over `ScriptedLlm`:
  * the person answers from the event stream (`ReactAgent.approve`).
  */
 import { assert, describe, it } from "@effect/vitest"

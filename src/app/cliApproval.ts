@@ -1,5 +1,5 @@
 /**
- * Tool approval at the terminal (SPEC §15) for `npm run ask`: with
+ * Tool approval at the terminal for `npm run ask`: with
  * `--approve-all` every call is approved; otherwise, when stdin is a terminal,
  * the CLI asks (`y` approves; anything else denies, a text other than `n` /
  * `no` being the reason); with no terminal to ask, calls are denied with reason

@@ -60,7 +60,7 @@ export const CancelRequest = Schema.Struct({ conversation_id: ConversationId })
 
 /**
  * `POST /api/react/approve`: a person's answer to a tool call waiting for
- * approval (SPEC §15). `tool_call_id` and `args_hash`, when given, must be the
+ * approval. `tool_call_id` and `args_hash`, when given, must be the
  * call's (the page sends what it showed), else 409 `approval_mismatch`.
  *
  * @since 0.1.0

@@ -1,5 +1,5 @@
 /**
- * The agent behind the AI SDK's `useChat` (SPEC §17): `POST /api/chat` takes the
+ * The agent behind the AI SDK's `useChat`: `POST /api/chat` takes the
  * body the default transport sends (`{id, messages: UIMessage[], trigger?,
  * messageId?}`) and answers with the UI message stream (`UiMessageStream`);
  * `GET /api/chat/:id/stream` resumes the chat's active run (204 when there is

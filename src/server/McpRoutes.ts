@@ -1,5 +1,5 @@
 /**
- * The agent as an MCP server over streamable HTTP at `/mcp` (SPEC §17): the
+ * The agent as an MCP server over streamable HTTP at `/mcp`: the
  * `ask` tool of `AgentMcpServer`, with progress notifications and cancellation.
  *
  * Sessions are stateful (the `mcp-session-id` header): an `initialize` request

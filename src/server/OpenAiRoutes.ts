@@ -1,5 +1,5 @@
 /**
- * The agent as an OpenAI model (SPEC §17): `POST /v1/chat/completions` and
+ * The agent as an OpenAI model: `POST /v1/chat/completions` and
  * `GET /v1/models`, so any OpenAI client — the official SDKs, this project's
  * own `OpenAiLlm`, tools that speak the chat-completions API — can use the
  * agent as a model.

@@ -1,5 +1,5 @@
 /**
- * A run's wire events (SSE channel + payload, SPEC §10) as the AI SDK's UI
+ * A run's wire events (SSE channel + payload) as the AI SDK's UI
  * message stream (protocol v1, what `useChat`'s `DefaultChatTransport` reads):
  *
  * | run event | UI message chunks |

@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * Tool approval on the page (SPEC §15): a tool card whose call waits for the
+ * Tool approval on the page: a tool card whose call waits for the
  * user gets an Approve / Deny panel (with an optional reason), reachable with
  * the keyboard; the decision is sent to `POST /api/react/approve` bound to the
  * call (its tool call id and arguments hash), and the `approval` event that

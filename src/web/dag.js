@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * DAG mode on the page (SPEC §16): each plan is drawn as a graph of step cards —
+ * DAG mode on the page: each plan is drawn as a graph of step cards —
  * one row per dependency level, dependencies as edges — that fill in live
  * (waiting, running, done, failed, skipped). A card opens to show its own tool
  * cards (the step's ReAct events, rendered by a nested `RunView`) and its result.

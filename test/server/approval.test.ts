@@ -1,5 +1,5 @@
 /**
- * Tool approval over HTTP (SPEC §15) against the REAL server (routes, run
+ * Tool approval over HTTP against the REAL server (routes, run
  * registry, SQLite store, the `openai`-SDK LLM) over a fake OpenAI endpoint:
  * `REACT_APPROVAL_TOOLS` from the environment, the `approval` SSE events,
  * `POST /api/react/approve` and its refusals, the detach grace, cancellation.

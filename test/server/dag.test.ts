@@ -1,5 +1,5 @@
 /**
- * `mode` in `POST /api/react` (SPEC §16) on the real server over a scripted model
+ * `mode` in `POST /api/react` on the real server over a scripted model
  * (test/utils/webAppServer.ts + webDagScript.ts).
  */
 import { assert, describe, it } from "@effect/vitest"

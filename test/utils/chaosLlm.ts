@@ -10,7 +10,7 @@
  * - for streaming calls: a stream that fails before its first token, a stream cut
  *   after some chunks (truncated), or a normal stream.
  *
- * Every request it receives is checked for the provider protocol (SPEC §3.3): each
+ * Every request it receives is checked for the provider protocol: each
  * assistant message with `tool_calls` is immediately followed by exactly one `tool`
  * message per call, in request order; no `tool` message without its call. Problems
  * are collected in `violations` (what a real provider would reject with a 400).

@@ -1,5 +1,5 @@
 /**
- * Tool approval on the web page (SPEC §15) in headless Chromium against the REAL
+ * Tool approval on the web page in headless Chromium against the REAL
  * server (test/utils/webAppServer.ts): the `approve` script makes two `deploy`
  * calls in one round, each waiting for the user.
  */

@@ -1,5 +1,5 @@
 /**
- * DAG mode, phase 3 (SPEC §16.3): the analyzer. One `structuredCall` on the main
+ * DAG mode, phase 3: the analyzer. One `structuredCall` on the main
  * model judges whether the round's steps achieved the goal:
  * `{achieved, confidence, reasoning, final_answer?}`, confidence clamped to 0–1.
  * A plain-text reply that is not valid JSON is read field by field (a regex

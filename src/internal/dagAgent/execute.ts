@@ -1,5 +1,5 @@
 /**
- * DAG mode, phase 2 (SPEC §16.2): one round of execution. A dispatcher launches
+ * DAG mode, phase 2: one round of execution. A dispatcher launches
  * the steps whose dependencies are done, in id order, at most `maxConcurrency`
  * at a time, each in its own fiber (scoped to the round: cancelling the run
  * interrupts them), and waits for one to finish before looking again.

@@ -1,5 +1,5 @@
 /**
- * DAG mode, phase 1 (SPEC §16.1): the planner. One `structuredCall` on the main
+ * DAG mode, phase 1: the planner. One `structuredCall` on the main
  * model returns `{steps: [{id, task, dependencies, tool_hint?, model_hint?}]}`
  * (1–6 steps; a single step object instead of the wrapper is accepted too, and
  * a bare JSON array of steps in a plain-text reply), then the graph is checked

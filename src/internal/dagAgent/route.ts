@@ -1,5 +1,5 @@
 /**
- * The `auto` mode router (SPEC §16): one `structuredCall` on the fast model
+ * The `auto` mode router: one `structuredCall` on the fast model
  * chooses ReAct or DAG mode for a query; any failure chooses ReAct.
  *
  * @internal

@@ -1,5 +1,5 @@
 /**
- * One DAG run, from registration in the interrupt channel to `Done` (SPEC §16):
+ * One DAG run, from registration in the interrupt channel to `Done`:
  * plan → execute → analyze, re-planning while the goal is not achieved and the
  * analyzer is not confident (up to `maxRounds` rounds in all; a round cut short
  * by a user interrupt re-plans without counting), then the streamed answer.

@@ -1,5 +1,5 @@
 /**
- * DAG mode, phase 5 (SPEC §16.5): the answer, streamed on the main model from the
+ * DAG mode, phase 5: the answer, streamed on the main model from the
  * goal, the step results (10,000 chars each) and the analysis, through
  * `AnswerSynthesis.streamWithFallback` (same streaming and fallback rule as
  * ReAct mode). The fallback text is the analysis' `final_answer`, else the step

@@ -1,5 +1,5 @@
 /**
- * The Pre and Post chains behind `Hooks.make` (SPEC §6).
+ * The Pre and Post chains behind `Hooks.make`.
  *
  * @internal
  */

@@ -1,5 +1,5 @@
 /**
- * Tool approval in the loop (SPEC §15): whether a call needs a person's
+ * Tool approval in the loop: whether a call needs a person's
  * approval, and asking for it through the run's journal.
  *
  * A call needs approval when its tool was made with `needsApproval` (`true`, or

@@ -27,6 +27,6 @@ export interface LoopEnv {
   readonly goal: string
   readonly native: boolean
   readonly journal: RunJournal
-  /** Which calls a person approves, and asking them (SPEC §15). */
+  /** Which calls a person approves, and asking them. */
   readonly approval: ApprovalGate
 }

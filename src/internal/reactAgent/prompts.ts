@@ -38,7 +38,7 @@ ${tools.length > 0 ? tools.map(toolBlock).join("\n") : "(none: answer directly w
 export const REFORMAT_REQUEST =
   `Your previous reply could not be parsed as JSON. Reply again with exactly one JSON object, either {"type":"tool_call","reasoning":"...","tool_name":"...","tool_args":{...}} or {"type":"final_answer","reasoning":"...","answer":"..."}.`
 
-/** Cycle detection warning (SPEC §3.5). */
+/** Cycle detection warning. */
 export const cycleWarning = (tool: string, count: number): string =>
   `You have called \`${tool}\` with identical arguments ${count} times and received the same result. Please try a different approach or tool.`
 

@@ -43,7 +43,7 @@ export interface AgentServices {
   readonly hooks: HooksService
   readonly guard: ContextGuardService
   readonly interrupts: InterruptsService
-  /** Where calls that need a person's approval wait (SPEC §15). */
+  /** Where calls that need a person's approval wait. */
   readonly approvals: ApprovalsService
 }
 

@@ -1,6 +1,6 @@
 /**
  * The set of tools a run advertises after tool selection: selected + pinned tools
- * and the `request_tools` meta-tool that loads more by name (SPEC §5).
+ * and the `request_tools` meta-tool that loads more by name.
  *
  * @internal
  */

@@ -1,5 +1,5 @@
 /**
- * The compact tool catalogue and the selection prompt (SPEC §5).
+ * The compact tool catalogue and the selection prompt.
  *
  * @internal
  */

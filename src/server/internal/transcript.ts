@@ -24,7 +24,7 @@ export interface Transcript {
   answer: string
   iterations: number
   failure: string | undefined
-  /** Tool calls that asked a person for approval (SPEC §15). */
+  /** Tool calls that asked a person for approval. */
   approvals: number
   readonly calls: Array<CallRecord>
 }
