@@ -1,8 +1,10 @@
 /**
- * A real PostgreSQL server for the tests that need one: the Debian/Ubuntu
- * binaries (`/usr/lib/postgresql/<version>/bin`, or `PG_BIN`), a fresh cluster in
- * a temporary directory on a free port of 127.0.0.1, started for the test file
- * and stopped (and removed) after it. PostgreSQL refuses to run as root: as
+ * A real PostgreSQL server for the tests that need one. When `TEST_PG_URL` is
+ * set (CI's `.ci/run` starts a server and sets it), each test database is
+ * created on that server. Otherwise the Debian/Ubuntu binaries
+ * (`/usr/lib/postgresql/<version>/bin`, or `PG_BIN`) give a fresh cluster in a
+ * temporary directory on a free port of 127.0.0.1, started for the test file and
+ * stopped (and removed) after it. PostgreSQL refuses to run as root: as
  * root, the cluster belongs to the `postgres` user and its commands run through
  * `runuser`. When PostgreSQL is not installed, `findPostgres` says so and the
  * tests that need it are skipped with that message (CI installs it).
@@ -46,8 +48,21 @@ const run = (bin: string, command: string, args: ReadonlyArray<string>) => {
   return result.stdout
 }
 
-/** Initialises and starts a cluster; `stop()` stops and removes it. */
+/** Databases on the server of `TEST_PG_URL` (left running: its owner stops it). */
+const onServer = (bin: string, url: string): Postgres => ({
+  createDatabase: (name) => {
+    const unique = `${name}_${process.pid}_${Date.now()}`
+    execFileSync(join(bin, "psql"), [url, "-v", "ON_ERROR_STOP=1", "-c", `CREATE DATABASE "${unique}"`], { stdio: "pipe" })
+    const target = new URL(url)
+    target.pathname = `/${unique}`
+    return target.toString()
+  },
+  stop: () => undefined
+})
+
+/** Initialises and starts a cluster (or uses `TEST_PG_URL`'s server); `stop()` stops and removes it. */
 export const startPostgres = async (bin: string): Promise<Postgres> => {
+  if (process.env.TEST_PG_URL) return onServer(bin, process.env.TEST_PG_URL)
   const root = mkdtempSync(join(tmpdir(), "react-pg-"))
   // every directory on the way must be traversable by the postgres user
   chmodSync(root, 0o755)
