@@ -11,22 +11,30 @@ import * as Toolkit from "./Toolkit.js"
 import * as Calculator from "./tools/Calculator.js"
 import * as CurrentTime from "./tools/CurrentTime.js"
 
-/** @since 0.1.0 @category tools */
+/**
+ * @since 0.1.0
+ * @category tools
+ */
 export const calculator: Tool = Calculator.tool
 
-/** @since 0.1.0 @category tools */
+/**
+ * @since 0.1.0
+ * @category tools
+ */
 export const currentTime: Tool = CurrentTime.tool
 
 /**
  * Every built-in tool, in a stable order.
  *
- * @since 0.1.0 @category tools
+ * @since 0.1.0
+ * @category tools
  */
 export const tools: ReadonlyArray<Tool> = [calculator, currentTime]
 
 /**
  * `Tools` with only the built-ins (the app layer merges MCP tools in).
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const layer: Layer.Layer<Toolkit.Toolkit> = Toolkit.layer(tools)

@@ -48,17 +48,28 @@ import * as Telemetry from "./Telemetry.js"
 import { estimateMessages } from "./TokenEstimator.js"
 import * as Usage from "./Usage.js"
 
-/** Which compaction prompt to use. @since 0.1.0 @category models */
+/**
+ * Which compaction prompt to use.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type CompactHint = "react_iteration" | "planner_input" | "step_dependency" | "general"
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface CheckOptions {
   /** Token budget for this check (default: the guard's configured budget). */
   readonly budget?: number
   readonly hint?: CompactHint
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface CheckResult {
   readonly messages: ReadonlyArray<ChatMessage>
   /** True when the list changed by compaction or truncation (a `compact` event is due). */
@@ -69,7 +80,10 @@ export interface CheckResult {
   readonly usage: Usage.Usage
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ContextGuardService {
   /** The configured budget in tokens. */
   readonly budget: number
@@ -96,27 +110,43 @@ export class ContextGuard extends Context.Tag("effect-react-engine/ContextGuard"
 // ---------------------------------------------------------------------------
 // defaults and budget
 
-/** @since 0.1.0 @category constants */
+/**
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_BUDGET = 32000
-/** @since 0.1.0 @category constants */
+/**
+ * @since 0.1.0
+ * @category constants
+ */
 export const MIN_MODEL_BUDGET = 4000
-/** @since 0.1.0 @category constants */
+/**
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_MAX_MSG_CHARS = 50000
-/** @since 0.1.0 @category constants */
+/**
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_KEEP_RECENT = 4
 
 /**
  * The budget a model allows: context size minus max output tokens, at least 4000;
  * `undefined` when the model does not report its context size.
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const budgetForModel = (llm: LlmService): number | undefined =>
   llm.contextSize === undefined || !Number.isFinite(llm.contextSize)
     ? undefined
     : Math.max(MIN_MODEL_BUDGET, Math.floor(llm.contextSize - (llm.maxOutputTokens ?? 0)))
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ContextGuardOptions {
   /** Token budget (default 32000). */
   readonly budget?: number
@@ -142,7 +172,8 @@ const summaryTokensFor = (budget: number): number => Math.min(4000, Math.max(256
 /**
  * Builds a guard directly (no Config, no services).
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: ContextGuardOptions = {}): ContextGuardService => {
   const budget = positive(options.budget, DEFAULT_BUDGET)

@@ -161,7 +161,7 @@ export interface Options extends Partial<DagOptions> {
  * @since 0.1.0
  * @category Context
  */
-export class DagAgent extends Context.Tag("react-engine/DagAgent")<DagAgent, DagAgentService>() {}
+export class DagAgent extends Context.Tag("effect-react-engine/DagAgent")<DagAgent, DagAgentService>() {}
 
 const settingsOf = (options: Partial<DagOptions>): Effect.Effect<DagSettings, ConfigError.ConfigError> => {
   const invalid = (key: string, expected: string) =>

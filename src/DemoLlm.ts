@@ -32,13 +32,24 @@ import { defaultAbilities, Llm } from "./Llm.js"
 import { textOf } from "./Message.js"
 import * as Usage from "./Usage.js"
 
-/** The demo model's name. @since 0.1.0 @category constants */
+/**
+ * The demo model's name.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const MODEL_NAME = "offline-demo"
 
-/** @since 0.1.0 @category constants */
+/**
+ * @since 0.1.0
+ * @category constants
+ */
 export const abilities: Abilities = defaultAbilities
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface DemoLlmOptions {
   /** Delay between streamed chunks (default 15 ms) so UIs visibly stream. */
   readonly chunkDelay?: Duration.DurationInput
@@ -85,7 +96,8 @@ const why = (calls: ReadonlyArray<PlannedCall>): string =>
 /**
  * The demo's reply to one request (pure apart from call ids).
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const respond = (request: ChatRequest): ChatResponse => {
   const kind = conv.classify(request)
@@ -143,7 +155,8 @@ const chunksOf = (text: string): Array<string> => text.match(/\S+\s*|\s+/g) ?? [
 /**
  * Builds the demo model.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: DemoLlmOptions = {}): LlmService => {
   const chunkDelay = Duration.decode(options.chunkDelay ?? "15 millis")
@@ -182,13 +195,15 @@ export const make = (options: DemoLlmOptions = {}): LlmService => {
 /**
  * The demo model as the `Llm`.
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const layer: Layer.Layer<Llm> = Layer.sync(Llm, () => make())
 
 /**
  * The demo model with custom delays (tests use zero delays).
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const layerWith = (options: DemoLlmOptions): Layer.Layer<Llm> => Layer.sync(Llm, () => make(options))

@@ -16,7 +16,12 @@ import type { Matcher, PostToolUseHook, PreToolUseHook, ToolOutcome, ToolUseCont
 import * as Hooks from "./Hooks.js"
 import type { ToolOutput } from "./Tool.js"
 
-/** Name and priority overrides shared by the built-ins. @since 0.1.0 @category models */
+/**
+ * Name and priority overrides shared by the built-ins.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface BuiltinOptions {
   readonly name?: string
   readonly priority?: number
@@ -38,7 +43,10 @@ const withMatcher = (options: BuiltinOptions) => (options.matcher !== undefined 
 // ---------------------------------------------------------------------------
 // Result truncator
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ResultTruncatorOptions extends BuiltinOptions {
   /** Longest observation content kept, in characters (the notice comes on top). */
   readonly maxChars: number
@@ -49,7 +57,8 @@ export interface ResultTruncatorOptions extends BuiltinOptions {
  * results keep their shape and artifacts; truncated `json` content becomes `text`
  * (it is no longer valid JSON). A surrogate pair is never split.
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const truncateOutput = (output: ToolOutput, maxChars: number): ToolOutput => {
   const content = typeof output === "string" ? output : output.content
@@ -65,7 +74,8 @@ export const truncateOutput = (output: ToolOutput, maxChars: number): ToolOutput
 /**
  * Post hook: truncates long successful observations (failures pass unchanged).
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const resultTruncator = (options: ResultTruncatorOptions): PostToolUseHook => {
   const maxChars = positiveInt(options?.maxChars, "resultTruncator: maxChars")
@@ -85,7 +95,10 @@ export const resultTruncator = (options: ResultTruncatorOptions): PostToolUseHoo
 // ---------------------------------------------------------------------------
 // Read-only mode
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ReadOnlyModeOptions extends BuiltinOptions {
   /**
    * Whether read-only mode is on (default true). An Effect is evaluated on every
@@ -95,7 +108,12 @@ export interface ReadOnlyModeOptions extends BuiltinOptions {
   readonly enabled?: boolean | Effect.Effect<boolean, unknown>
 }
 
-/** The reason given to the model. @since 0.1.0 @category utils */
+/**
+ * The reason given to the model.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const readOnlyReason = (toolName: string): string =>
   `The organization is in read-only mode: ${toolName} writes and is blocked`
 
@@ -103,7 +121,8 @@ export const readOnlyReason = (toolName: string): string =>
  * Pre hook: blocks tools whose `readOnly` is false. Unknown tools (no `tool` in the
  * context) are left to the loop, which reports them.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const readOnlyMode = (options: ReadOnlyModeOptions = {}): PreToolUseHook => {
   const enabled = options.enabled ?? true
@@ -126,7 +145,10 @@ export const readOnlyMode = (options: ReadOnlyModeOptions = {}): PreToolUseHook 
 // ---------------------------------------------------------------------------
 // Rate limiter
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface RateLimiterOptions extends BuiltinOptions {
   /** Calls allowed per window (per key). */
   readonly limit: number
@@ -154,7 +176,8 @@ const decodeWindow = (input: unknown): Duration.Duration => {
  * counted; the reason says when the next call is possible. The counters live in the
  * hook value: build one limiter per agent.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const rateLimiter = (options: RateLimiterOptions): PreToolUseHook => {
   const limit = positiveInt(options?.limit, "rateLimiter: limit")
@@ -195,7 +218,12 @@ export const rateLimiter = (options: RateLimiterOptions): PreToolUseHook => {
 // ---------------------------------------------------------------------------
 // Audit log
 
-/** One audited tool call. @since 0.1.0 @category models */
+/**
+ * One audited tool call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AuditEntry {
   readonly toolName: string
   readonly args: Record<string, unknown>
@@ -211,13 +239,21 @@ export interface AuditEntry {
   readonly at: string
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface AuditLogOptions extends BuiltinOptions {
   /** Where entries go (default: `logAuditEntry`). A failing sink is logged, never fatal. */
   readonly sink?: (entry: AuditEntry) => Effect.Effect<void, unknown>
 }
 
-/** Builds the audit entry of a call. @since 0.1.0 @category utils */
+/**
+ * Builds the audit entry of a call.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const auditEntry = (context: ToolUseContext, outcome: ToolOutcome, at: Date): AuditEntry => ({
   toolName: context.toolName,
   args: context.args,
@@ -238,7 +274,8 @@ const MAX_LOGGED_ARGS = 2000
  * The default sink: one `Effect.logInfo("tool call")` line annotated with the entry
  * (arguments as JSON, capped at 2000 characters).
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const logAuditEntry = (entry: AuditEntry): Effect.Effect<void> => {
   let args: string
@@ -268,7 +305,8 @@ export const logAuditEntry = (entry: AuditEntry): Effect.Effect<void> => {
  * Post hook: sends an `AuditEntry` per completed call to the sink; never changes the
  * outcome. Calls blocked by a Pre hook never reach Post hooks and are not audited.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const auditLog = (options: AuditLogOptions = {}): PostToolUseHook => {
   const sink = options.sink ?? logAuditEntry

@@ -27,7 +27,12 @@ import { invalidHook, makeService } from "./internal/hooks/runner.js"
 import type { Tool } from "./Tool.js"
 import { ToolOutput as ToolOutputSchema } from "./Tool.js"
 
-/** What a hook sees about the call. @since 0.1.0 @category models */
+/**
+ * What a hook sees about the call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ToolUseContext {
   readonly toolName: string
   readonly args: Record<string, unknown>
@@ -38,7 +43,12 @@ export interface ToolUseContext {
   readonly tool?: Tool
 }
 
-/** The outcome of the Pre chain. @since 0.1.0 @category models */
+/**
+ * The outcome of the Pre chain.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type PreDecision =
   | { readonly allow: true; readonly args: Record<string, unknown> }
   | { readonly allow: false; readonly reason: string; readonly hook: string }
@@ -59,7 +69,10 @@ export const ToolOutcome = Schema.Union(
  */
 export type ToolOutcome = typeof ToolOutcome.Type
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface HooksService {
   readonly runPreToolUse: (context: ToolUseContext) => Effect.Effect<PreDecision>
   readonly runPostToolUse: (context: ToolUseContext, outcome: ToolOutcome) => Effect.Effect<ToolOutcome>
@@ -69,7 +82,8 @@ export interface HooksService {
  * What a Pre hook returns: allow (optionally with replacement arguments), block with
  * a reason the model reads as an error observation, or `void` (allow unchanged).
  *
- * @since 0.1.0 @category models
+ * @since 0.1.0
+ * @category models
  */
 export type PreResult =
   | { readonly allow: true; readonly args?: Record<string, unknown> }
@@ -77,7 +91,12 @@ export type PreResult =
   | void
   | undefined
 
-/** What a Post hook returns: a replacement outcome, or `void` to keep it. @since 0.1.0 @category models */
+/**
+ * What a Post hook returns: a replacement outcome, or `void` to keep it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type PostResult = ToolOutcome | void | undefined
 
 /**
@@ -85,11 +104,15 @@ export type PostResult = ToolOutcome | void | undefined
  * against the whole name, e.g. `"fs__*"`, `"write_*"`, `"*"`) or a list of globs (any
  * matches). Absent = every tool.
  *
- * @since 0.1.0 @category models
+ * @since 0.1.0
+ * @category models
  */
 export type Matcher = string | ReadonlyArray<string>
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface PreToolUseHook<R = never> {
   readonly _tag: "PreToolUse"
   readonly name: string
@@ -100,7 +123,10 @@ export interface PreToolUseHook<R = never> {
   readonly run: (context: ToolUseContext) => Effect.Effect<PreResult, unknown, R>
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface PostToolUseHook<R = never> {
   readonly _tag: "PostToolUse"
   readonly name: string
@@ -109,10 +135,16 @@ export interface PostToolUseHook<R = never> {
   readonly run: (context: ToolUseContext, outcome: ToolOutcome) => Effect.Effect<PostResult, unknown, R>
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type Hook<R = never> = PreToolUseHook<R> | PostToolUseHook<R>
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface PreHookOptions<R = never> {
   readonly name: string
   /** Lower runs first; default 0. */
@@ -122,7 +154,10 @@ export interface PreHookOptions<R = never> {
   readonly run: (context: ToolUseContext) => Effect.Effect<PreResult, unknown, R>
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface PostHookOptions<R = never> {
   readonly name: string
   /** Lower runs first; default 0. */
@@ -131,7 +166,12 @@ export interface PostHookOptions<R = never> {
   readonly run: (context: ToolUseContext, outcome: ToolOutcome) => Effect.Effect<PostResult, unknown, R>
 }
 
-/** A hook definition that cannot run (bad name, priority, matcher or run). @since 0.1.0 @category errors */
+/**
+ * A hook definition that cannot run (bad name, priority, matcher or run).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidHook extends Schema.TaggedError<InvalidHook>()("InvalidHook", {
   message: Schema.String
 }) {}
@@ -145,7 +185,8 @@ const check = <H>(hook: H): H => {
 /**
  * Defines a PreToolUse hook. Throws `InvalidHook` on a bad definition.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const pre = <R = never>(options: PreHookOptions<R>): PreToolUseHook<R> =>
   check({
@@ -160,7 +201,8 @@ export const pre = <R = never>(options: PreHookOptions<R>): PreToolUseHook<R> =>
 /**
  * Defines a PostToolUse hook. Throws `InvalidHook` on a bad definition.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const post = <R = never>(options: PostHookOptions<R>): PostToolUseHook<R> =>
   check({
@@ -183,7 +225,8 @@ const validateAll = (hooks: ReadonlyArray<Hook<any>>): void => {
  * Builds the service from hooks (sorted once by priority, then registration order).
  * Throws `InvalidHook` on a bad definition.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (hooks: ReadonlyArray<Hook>): HooksService => {
   validateAll(hooks)
@@ -204,7 +247,12 @@ export const compile = (matcher: Matcher | undefined): (toolName: string) => boo
   return filter
 }
 
-/** True when the matcher (absent = every tool) selects the tool name. @since 0.1.0 @category utils */
+/**
+ * True when the matcher (absent = every tool) selects the tool name.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const matches = (matcher: Matcher | undefined, toolName: string): boolean => compile(matcher)(toolName)
 
 const provideHook = <R>(hook: Hook<R>, context: Context.Context<R>): Hook => {
@@ -220,7 +268,12 @@ const provideHook = <R>(hook: Hook<R>, context: Context.Context<R>): Hook => {
     : { ...hook, run: (ctx: ToolUseContext, outcome: ToolOutcome) => provide(hook.run(ctx, outcome)) }
 }
 
-/** The service for hooks needing services `R`, which are captured now. @since 0.1.0 @category constructors */
+/**
+ * The service for hooks needing services `R`, which are captured now.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeWith = <R>(hooks: ReadonlyArray<Hook<R>>): Effect.Effect<HooksService, never, R> =>
   Effect.map(Effect.context<R>(), (context) => {
     validateAll(hooks)

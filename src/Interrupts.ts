@@ -16,13 +16,19 @@ import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface Injection {
   readonly id: string
   readonly content: string
 }
 
-/** @since 0.1.0 @category errors */
+/**
+ * @since 0.1.0
+ * @category errors
+ */
 export class NoActiveRun extends Schema.TaggedError<NoActiveRun>()("NoActiveRun", {
   conversationId: Schema.String
 }) {
@@ -31,7 +37,10 @@ export class NoActiveRun extends Schema.TaggedError<NoActiveRun>()("NoActiveRun"
   }
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface InterruptsService {
   /** Opens the queue of a conversation for the duration of a run. */
   readonly register: (conversationId: string) => Effect.Effect<void>
@@ -60,7 +69,8 @@ const withQueue = (queues: Queues, id: string, queue: ReadonlyArray<Injection>):
  * Builds an in-memory interrupts service. Registering an already registered
  * conversation keeps its queue.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const make: Effect.Effect<InterruptsService> = Effect.gen(function*() {
   const state = yield* Ref.make<Queues>(new Map())

@@ -45,7 +45,8 @@ const stripIds = (value: unknown): unknown => {
 }
 
 /**
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <A, I, R>(schema: Schema.Schema<A, I, R>): JsonSchemaObject => {
   if (isEmptyObjectAst(schema.ast)) return { type: "object", properties: {} }
@@ -78,6 +79,7 @@ export const make = <A, I, R>(schema: Schema.Schema<A, I, R>): JsonSchemaObject 
  * True when the schema's root is an object (what providers accept as tool
  * parameters).
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const isObjectRoot = (jsonSchema: JsonSchemaObject): boolean => jsonSchema.type === "object"

@@ -23,7 +23,8 @@ import { Usage as UsageSchema } from "./Usage.js"
  * What a model can do. `toolCall`: native function calling; `toolChoice`: forcing a
  * specific function; `jsonMode`: `response_format: json_object`.
  *
- * @since 0.1.0 @category models
+ * @since 0.1.0
+ * @category models
  */
 export const Abilities = Schema.Struct({
   toolCall: Schema.Boolean,
@@ -33,10 +34,16 @@ export const Abilities = Schema.Struct({
   streaming: Schema.Boolean,
   thinking: Schema.Boolean
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type Abilities = typeof Abilities.Type
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const defaultAbilities: Abilities = {
   toolCall: true,
   toolChoice: true,
@@ -46,10 +53,20 @@ export const defaultAbilities: Abilities = {
   thinking: false
 }
 
-/** A JSON Schema object (as sent to providers). @since 0.1.0 @category models */
+/**
+ * A JSON Schema object (as sent to providers).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type JsonSchemaObject = { readonly [key: string]: unknown }
 
-/** An OpenAI function-tool definition. @since 0.1.0 @category models */
+/**
+ * An OpenAI function-tool definition.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ToolDefinition {
   readonly type: "function"
   readonly function: {
@@ -60,10 +77,16 @@ export interface ToolDefinition {
   }
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type ToolChoice = "auto" | "none" | "required" | { readonly type: "function"; readonly function: { readonly name: string } }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ChatRequest {
   readonly messages: ReadonlyArray<ChatMessage>
   /** Omitted (or empty) means no tools are advertised. */
@@ -79,7 +102,8 @@ export interface ChatRequest {
  * arguments object, or the reason it could not be decoded (invalid JSON, not an
  * object) — a recoverable error the loop answers as an observation.
  *
- * @since 0.1.0 @category models
+ * @since 0.1.0
+ * @category models
  */
 export interface ResponseToolCall {
   readonly id: string
@@ -115,7 +139,10 @@ export const ChatResponseSchema = Schema.Struct({
   usage: UsageSchema
 })
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ChatResponse {
   /** The reply text ("" when the model only called tools). `<think>` blocks are moved to `reasoning`. */
   readonly content: string
@@ -126,7 +153,12 @@ export interface ChatResponse {
   readonly usage: Usage
 }
 
-/** One piece of a streamed reply. @since 0.1.0 @category models */
+/**
+ * One piece of a streamed reply.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ChatDelta =
   | { readonly _tag: "Content"; readonly text: string }
   | { readonly _tag: "Reasoning"; readonly text: string }
@@ -140,7 +172,10 @@ export type ChatDelta =
   | { readonly _tag: "Usage"; readonly usage: Usage }
   | { readonly _tag: "Finish"; readonly reason: string | null }
 
-/** @since 0.1.0 @category errors */
+/**
+ * @since 0.1.0
+ * @category errors
+ */
 export const LlmErrorReason = Schema.Literal(
   "RateLimited",
   "Server",
@@ -152,10 +187,16 @@ export const LlmErrorReason = Schema.Literal(
   "Decode",
   "Unknown"
 )
-/** @since 0.1.0 @category errors */
+/**
+ * @since 0.1.0
+ * @category errors
+ */
 export type LlmErrorReason = typeof LlmErrorReason.Type
 
-/** @since 0.1.0 @category errors */
+/**
+ * @since 0.1.0
+ * @category errors
+ */
 export class LlmError extends Schema.TaggedError<LlmError>()("LlmError", {
   reason: LlmErrorReason,
   message: Schema.String,
@@ -198,7 +239,7 @@ export interface RetryNotice {
  * @category references
  */
 export const currentRetryObserver: FiberRef.FiberRef<(notice: RetryNotice) => Effect.Effect<void>> = globalValue(
-  Symbol.for("react-engine/Llm/currentRetryObserver"),
+  Symbol.for("effect-react-engine/Llm/currentRetryObserver"),
   () => FiberRef.unsafeMake<(notice: RetryNotice) => Effect.Effect<void>>(() => Effect.void)
 )
 
@@ -229,7 +270,10 @@ export const withRetryObserver: {
     Effect.locally(self, currentRetryObserver, observer)
 )
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface LlmService {
   /** The provider's model name. */
   readonly model: string
@@ -242,13 +286,17 @@ export interface LlmService {
   readonly streamChat: (request: ChatRequest) => Stream.Stream<ChatDelta, LlmError>
 }
 
-/** @since 0.1.0 @category Context */
+/**
+ * @since 0.1.0
+ * @category Context
+ */
 export class Llm extends Context.Tag("effect-react-engine/Llm")<Llm, LlmService>() {}
 
 /**
  * Decodes a tool call's raw argument text. Empty text means no arguments (`{}`).
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const parseToolArguments = (raw: string): Either.Either<Record<string, unknown>, string> => {
   if (raw.trim() === "") return Either.right({})
@@ -271,7 +319,8 @@ const THINK = /<think>([\s\S]*?)(?:<\/think>|$)/g
  * Moves `<think>…</think>` blocks out of a reply's text (models such as Qwen/QwQ and
  * DeepSeek-R1 distills inline their reasoning that way).
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const splitThinking = (content: string): { readonly content: string; readonly reasoning: string } => {
   if (!content.includes("<think>")) return { content, reasoning: "" }

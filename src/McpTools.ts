@@ -35,31 +35,46 @@ import type { Tool } from "./Tool.js"
  * cwd?} | {url, headers?, type?}}}` (`type: "sse"` selects the legacy SSE
  * transport; `disabled: true` skips a server).
  *
- * @since 0.1.0 @category models
+ * @since 0.1.0
+ * @category models
  */
 export const McpConfig = internalConfig.McpConfig
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type McpConfig = internalConfig.McpConfig
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const ServerConfig = internalConfig.ServerConfig
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type ServerConfig = internalConfig.ServerConfig
 
 /**
  * Parses configuration text; fails with a readable message.
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const parseConfig: (text: string) => Effect.Effect<McpConfig, string> = internalConfig.parseConfig
 
 /**
  * The tool name for an MCP tool: `server__tool`, sanitized, ≤ 64 characters.
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const toolName: (server: string, tool: string) => string = internalConfig.toolName
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ServerInfo {
   readonly name: string
   /** Names of the tools it contributed. */
@@ -80,7 +95,10 @@ export interface FailedServer {
   readonly error: string
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface McpToolsService {
   /** Every tool of every server that started. */
   readonly tools: ReadonlyArray<Tool>
@@ -90,7 +108,10 @@ export interface McpToolsService {
   readonly failed: ReadonlyArray<FailedServer>
 }
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const empty: McpToolsService = { tools: [], servers: [], failed: [] }
 
 /**
@@ -98,7 +119,8 @@ export const empty: McpToolsService = { tools: [], servers: [], failed: [] }
  * that fail are logged (`Effect.logWarning`), skipped and listed in `failed`;
  * each started server is closed when the scope closes.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromConfig = (config: McpConfig): Effect.Effect<McpToolsService, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -131,7 +153,8 @@ export const fromConfig = (config: McpConfig): Effect.Effect<McpToolsService, ne
  * Reads a configuration file, then `fromConfig`. A missing, unreadable or invalid
  * file is logged as a warning and gives no tools.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromConfigFile = (path: string): Effect.Effect<McpToolsService, never, Scope.Scope> =>
   internalConfig.loadConfigFile(path).pipe(
@@ -144,7 +167,8 @@ export const fromConfigFile = (path: string): Effect.Effect<McpToolsService, nev
 /**
  * The MCP tools loaded at startup. The app merges `tools` with the built-ins.
  *
- * @since 0.1.0 @category Context
+ * @since 0.1.0
+ * @category Context
  */
 export class McpTools extends Context.Tag("effect-react-engine/McpTools")<McpTools, McpToolsService>() {}
 

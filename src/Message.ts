@@ -7,27 +7,53 @@
  */
 import * as Schema from "effect/Schema"
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const TextPart = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type TextPart = typeof TextPart.Type
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const ImagePart = Schema.Struct({
   type: Schema.Literal("image_url"),
   image_url: Schema.Struct({ url: Schema.String, detail: Schema.optional(Schema.Literal("auto", "low", "high")) })
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type ImagePart = typeof ImagePart.Type
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const ContentPart = Schema.Union(TextPart, ImagePart)
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type ContentPart = typeof ContentPart.Type
 
-/** Text or multimodal content. @since 0.1.0 @category models */
+/**
+ * Text or multimodal content.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const Content = Schema.Union(Schema.String, Schema.Array(ContentPart))
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type Content = typeof Content.Type
 
 /**
@@ -35,29 +61,48 @@ export type Content = typeof Content.Type
  * text the model produced (it may be invalid JSON: the loop answers such a call with
  * an error observation, it never crashes).
  *
- * @since 0.1.0 @category models
+ * @since 0.1.0
+ * @category models
  */
 export const ToolCall = Schema.Struct({
   id: Schema.String,
   type: Schema.Literal("function"),
   function: Schema.Struct({ name: Schema.String, arguments: Schema.String })
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type ToolCall = typeof ToolCall.Type
 
 const pinned = Schema.optional(Schema.Boolean)
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const SystemMessage = Schema.Struct({ role: Schema.Literal("system"), content: Schema.String, pinned })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type SystemMessage = typeof SystemMessage.Type
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const UserMessage = Schema.Struct({ role: Schema.Literal("user"), content: Content, pinned })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type UserMessage = typeof UserMessage.Type
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const AssistantMessage = Schema.Struct({
   role: Schema.Literal("assistant"),
   content: Schema.NullOr(Schema.String),
@@ -65,10 +110,16 @@ export const AssistantMessage = Schema.Struct({
   reasoning_content: Schema.optional(Schema.String),
   pinned
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type AssistantMessage = typeof AssistantMessage.Type
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const ToolMessage = Schema.Struct({
   role: Schema.Literal("tool"),
   content: Schema.String,
@@ -76,22 +127,40 @@ export const ToolMessage = Schema.Struct({
   name: Schema.optional(Schema.String),
   pinned
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type ToolMessage = typeof ToolMessage.Type
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const ChatMessage = Schema.Union(SystemMessage, UserMessage, AssistantMessage, ToolMessage)
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type ChatMessage = typeof ChatMessage.Type
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const system = (content: string): SystemMessage => ({ role: "system", content })
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const user = (content: Content, options?: { readonly pinned?: boolean }): UserMessage =>
   options?.pinned ? { role: "user", content, pinned: true } : { role: "user", content }
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const assistant = (
   content: string | null,
   options?: { readonly toolCalls?: ReadonlyArray<ToolCall>; readonly reasoning?: string }
@@ -102,11 +171,17 @@ export const assistant = (
   return message
 }
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const tool = (toolCallId: string, content: string, name?: string): ToolMessage =>
   name === undefined ? { role: "tool", tool_call_id: toolCallId, content } : { role: "tool", tool_call_id: toolCallId, content, name }
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const toolCall = (id: string, name: string, args: string): ToolCall => ({
   id,
   type: "function",
@@ -116,7 +191,8 @@ export const toolCall = (id: string, name: string, args: string): ToolCall => ({
 /**
  * The text of a message's content (image parts are skipped).
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const textOf = (content: Content | null | undefined): string => {
   if (content == null) return ""

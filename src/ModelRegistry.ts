@@ -19,7 +19,10 @@ import type { LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
 import * as OpenAiLlm from "./OpenAiLlm.js"
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ModelRegistryService {
   readonly main: LlmService
   /** The fast model, or `main` when none is configured. */
@@ -30,7 +33,10 @@ export interface ModelRegistryService {
   readonly names: ReadonlyArray<string>
 }
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (models: { readonly main: LlmService; readonly fast?: LlmService; readonly [name: string]: LlmService | undefined }): ModelRegistryService => {
   const table = new Map<string, LlmService>()
   for (const [name, llm] of Object.entries(models)) if (llm) table.set(name, llm)
@@ -47,7 +53,8 @@ export const make = (models: { readonly main: LlmService; readonly fast?: LlmSer
 /**
  * True when an LLM is configured (`LLM_MODEL` or `LLM_BASE_URL` set and not empty).
  *
- * @since 0.1.0 @category config
+ * @since 0.1.0
+ * @category config
  */
 export const isLlmConfigured: Config.Config<boolean> = Config.all([
   OpenAiLlm.stringOption("LLM_MODEL"),
@@ -76,7 +83,8 @@ const withFast = (
  * required), `fast` (when `FAST_LLM_MODEL` is set) with the main options, its own
  * model name, and its own URL / key when given.
  *
- * @since 0.1.0 @category config
+ * @since 0.1.0
+ * @category config
  */
 export const config: Config.Config<{
   readonly main: OpenAiLlm.OpenAiLlmOptions
@@ -89,7 +97,8 @@ export const config: Config.Config<{
  * Like `config`, but a missing `LLM_MODEL` is discovered from `LLM_BASE_URL`
  * (see `OpenAiLlm.loadConfig`).
  *
- * @since 0.1.0 @category config
+ * @since 0.1.0
+ * @category config
  */
 export const loadConfig: Effect.Effect<{
   readonly main: OpenAiLlm.OpenAiLlmOptions

@@ -48,10 +48,18 @@ import { ThinkSplitter } from "./internal/openAiLlm/think.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
 import { defaultAbilities, Llm, LlmError, notifyRetry } from "./Llm.js"
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type OpenAiLlmOptions = internal.OpenAiLlmOptions
 
-/** Defaults of the options. @since 0.1.0 @category constants */
+/**
+ * Defaults of the options.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaults = internal.defaults
 
 const MAX_BACKOFF = Duration.seconds(30)
@@ -61,7 +69,8 @@ const MAX_BACKOFF = Duration.seconds(30)
  * at most `maxRetries` retries. (The LLM also waits at least as long as a 429's
  * `Retry-After` asks, up to 60 s.)
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const retrySchedule = (maxRetries: number, base: Duration.DurationInput) =>
   Schedule.exponential(base, 2).pipe(
@@ -105,7 +114,8 @@ interface OpenStream {
 /**
  * Builds the service. Never throws; every failure of a call is an `LlmError`.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: OpenAiLlmOptions): LlmService => {
   const timeoutMs = options.timeout !== undefined ? Duration.toMillis(options.timeout) : defaults.timeoutMs
@@ -249,19 +259,37 @@ const responseToDeltas = (response: ChatResponse): Array<ChatDelta> => {
   return out
 }
 
-/** @since 0.1.0 @category layers */
+/**
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: OpenAiLlmOptions): Layer.Layer<Llm> => Layer.sync(Llm, () => make(options))
 
 // ---------------------------------------------------------------------------
 // Config
 
-/** An optional http(s) URL variable (empty means unset). @since 0.1.0 @category config */
+/**
+ * An optional http(s) URL variable (empty means unset).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const urlOption: (name: string) => Config.Config<Option.Option<string>> = internal.urlOption
 
-/** An optional secret variable (empty means unset). @since 0.1.0 @category config */
+/**
+ * An optional secret variable (empty means unset).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const secretOption: (name: string) => Config.Config<Option.Option<Redacted.Redacted<string>>> = internal.secretOption
 
-/** An optional non-empty string variable (empty means unset). @since 0.1.0 @category config */
+/**
+ * An optional non-empty string variable (empty means unset).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const stringOption: (name: string) => Config.Config<Option.Option<string>> = internal.stringOption
 
 /**
@@ -270,7 +298,8 @@ export const stringOption: (name: string) => Config.Config<Option.Option<string>
  * `LLM_MAX_OUTPUT_TOKENS`, `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY_MS`,
  * `LLM_TIMEOUT_MS`, `LLM_TOTAL_TIMEOUT_MS`). Shared by the main and the fast model.
  *
- * @since 0.1.0 @category config
+ * @since 0.1.0
+ * @category config
  */
 export const settingsConfig = internal.settingsConfig
 
@@ -279,7 +308,8 @@ export const settingsConfig = internal.settingsConfig
  * network). `loadConfig` also accepts a missing `LLM_MODEL` when `LLM_BASE_URL`
  * is set.
  *
- * @since 0.1.0 @category config
+ * @since 0.1.0
+ * @category config
  */
 export const config: Config.Config<OpenAiLlmOptions> = internal.config
 
@@ -287,7 +317,8 @@ export const config: Config.Config<OpenAiLlmOptions> = internal.config
  * Lists the endpoint's models (`GET /models`) and returns the first one — for
  * servers that serve one model (llama.cpp, LM Studio, vLLM, Ollama with one model).
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const discoverModel = (
   options: Omit<OpenAiLlmOptions, "model">
@@ -313,7 +344,8 @@ export const discoverModel = (
  * when that fails, or neither is set, the error is a `ConfigError` naming
  * `LLM_MODEL`.
  *
- * @since 0.1.0 @category config
+ * @since 0.1.0
+ * @category config
  */
 export const loadConfig: Effect.Effect<OpenAiLlmOptions, ConfigError.ConfigError> = Effect.flatMap(
   internal.configModelOptional,
@@ -340,6 +372,7 @@ export const loadConfig: Effect.Effect<OpenAiLlmOptions, ConfigError.ConfigError
  * The `Llm` from the environment (see docs/configuration.md, "LLM"). A missing or
  * malformed variable fails with a `ConfigError` naming it.
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const layerConfig: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.effect(Llm, Effect.map(loadConfig, make))

@@ -27,14 +27,22 @@ import { ThinkSplitter } from "./internal/openAiLlm/think.js"
 import { textOf } from "./Message.js"
 import * as Usage from "./Usage.js"
 
-/** A tool call in a scripted reply; `arguments` as an object or as raw (possibly invalid) text. @since 0.1.0 @category models */
+/**
+ * A tool call in a scripted reply; `arguments` as an object or as raw (possibly invalid) text.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ScriptedToolCall {
   readonly id?: string
   readonly name: string
   readonly arguments?: Record<string, unknown> | string
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ScriptedReply {
   readonly _tag: "Reply"
   readonly content?: string
@@ -51,7 +59,10 @@ export interface ScriptedReply {
   readonly failAfterChunks?: { readonly count: number; readonly reason: LlmErrorReason; readonly message?: string }
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ScriptedFailure {
   readonly _tag: "Fail"
   readonly reason: LlmErrorReason
@@ -59,19 +70,33 @@ export interface ScriptedFailure {
   readonly delay?: Duration.DurationInput
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type ScriptStep = ScriptedReply | ScriptedFailure
 
-/** A function computing the reply from the request (for dynamic fakes). @since 0.1.0 @category models */
+/**
+ * A function computing the reply from the request (for dynamic fakes).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Responder = (request: ChatRequest, index: number, method: "chat" | "stream") => ScriptStep
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface RecordedRequest {
   readonly method: "chat" | "stream"
   readonly request: ChatRequest
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ScriptedLlmOptions {
   readonly model?: string
   readonly abilities?: Partial<Abilities>
@@ -83,7 +108,10 @@ export interface ScriptedLlmOptions {
   readonly record?: boolean
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ScriptedLlm {
   readonly service: LlmService
   readonly layer: Layer.Layer<Llm>
@@ -93,14 +121,24 @@ export interface ScriptedLlm {
   readonly calls: number
 }
 
-/** A plain-text reply. @since 0.1.0 @category constructors */
+/**
+ * A plain-text reply.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const text = (content: string, options?: Omit<ScriptedReply, "_tag" | "content">): ScriptedReply => ({
   _tag: "Reply",
   content,
   ...options
 })
 
-/** A reply calling one tool. @since 0.1.0 @category constructors */
+/**
+ * A reply calling one tool.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const toolCall = (
   name: string,
   args: Record<string, unknown> | string = {},
@@ -111,21 +149,41 @@ export const toolCall = (
   toolCalls: [{ name, arguments: args, ...(options?.id ? { id: options.id } : {}) }]
 })
 
-/** A reply calling several tools at once (native parallel calls). @since 0.1.0 @category constructors */
+/**
+ * A reply calling several tools at once (native parallel calls).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const toolCalls = (
   calls: ReadonlyArray<ScriptedToolCall>,
   options?: Omit<ScriptedReply, "_tag" | "toolCalls">
 ): ScriptedReply => ({ _tag: "Reply", ...options, toolCalls: calls })
 
-/** A JSON-mode action reply (`{"type":"tool_call",…}`). @since 0.1.0 @category constructors */
+/**
+ * A JSON-mode action reply (`{"type":"tool_call",…}`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const jsonToolCall = (name: string, args: Record<string, unknown> = {}, reasoning = ""): ScriptedReply =>
   text(JSON.stringify({ type: "tool_call", reasoning, tool_name: name, tool_args: args }))
 
-/** A JSON-mode final answer reply. @since 0.1.0 @category constructors */
+/**
+ * A JSON-mode final answer reply.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const jsonFinal = (answer: string, reasoning = ""): ScriptedReply =>
   text(JSON.stringify({ type: "final_answer", reasoning, answer }))
 
-/** A failing call. @since 0.1.0 @category constructors */
+/**
+ * A failing call.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fail = (reason: LlmErrorReason, message = `scripted ${reason} error`): ScriptedFailure => ({
   _tag: "Fail",
   reason,
@@ -147,7 +205,8 @@ const words = (content: string): Array<string> => content.match(/\s*\S+|\s+$/g) 
  * Builds a scripted LLM from a list of steps (consumed in order by `chat` and
  * `streamChat` alike) or from a responder function.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: ScriptedLlmOptions = {}): ScriptedLlm => {
   const requests: Array<RecordedRequest> = []
@@ -252,16 +311,31 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
   return handle
 }
 
-/** The scripted LLM as a layer. @since 0.1.0 @category layers */
+/**
+ * The scripted LLM as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   script: ReadonlyArray<ScriptStep> | Responder,
   options?: ScriptedLlmOptions
 ): Layer.Layer<Llm> => make(script, options).layer
 
-/** Access to a scripted LLM's recorded requests from inside Effect code. @since 0.1.0 @category Context */
+/**
+ * Access to a scripted LLM's recorded requests from inside Effect code.
+ *
+ * @since 0.1.0
+ * @category Context
+ */
 export class ScriptedLlmHandle extends Context.Tag("effect-react-engine/ScriptedLlmHandle")<ScriptedLlmHandle, ScriptedLlm>() {}
 
-/** Provides both `Llm` and `ScriptedLlmHandle`. @since 0.1.0 @category layers */
+/**
+ * Provides both `Llm` and `ScriptedLlmHandle`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerWithHandle = (
   script: ReadonlyArray<ScriptStep> | Responder,
   options?: ScriptedLlmOptions

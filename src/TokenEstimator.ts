@@ -14,13 +14,33 @@
  */
 import type { ChatMessage, Content } from "./Message.js"
 
-/** Tokens added per message for the role and framing. @since 0.1.0 @category constants */
+/**
+ * Tokens added per message for the role and framing.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const PER_MESSAGE = 4
-/** Tokens per image part (a high-detail tile budget). @since 0.1.0 @category constants */
+/**
+ * Tokens per image part (a high-detail tile budget).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const PER_IMAGE = 765
-/** ASCII characters per token. @since 0.1.0 @category constants */
+/**
+ * ASCII characters per token.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const ASCII_CHARS_PER_TOKEN = 4
-/** Non-ASCII characters (CJK, accents, emoji…) per token. @since 0.1.0 @category constants */
+/**
+ * Non-ASCII characters (CJK, accents, emoji…) per token.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const OTHER_CHARS_PER_TOKEN = 1.5
 
 const NON_ASCII = /[^\x00-\x7f]/
@@ -29,7 +49,8 @@ const NON_ASCII = /[^\x00-\x7f]/
  * Estimated tokens of a text. A surrogate pair (emoji, rare CJK) counts as one
  * character.
  *
- * @since 0.1.0 @category estimation
+ * @since 0.1.0
+ * @category estimation
  */
 export const estimateText = (text: string): number => {
   const length = text.length
@@ -78,7 +99,8 @@ const cache = new WeakMap<ChatMessage, number>()
 /**
  * Estimated tokens of one message (cached per message object).
  *
- * @since 0.1.0 @category estimation
+ * @since 0.1.0
+ * @category estimation
  */
 export const estimateMessage = (message: ChatMessage): number => {
   let tokens = cache.get(message)
@@ -92,7 +114,8 @@ export const estimateMessage = (message: ChatMessage): number => {
 /**
  * Estimated tokens of a message list (the sum of the cached per-message estimates).
  *
- * @since 0.1.0 @category estimation
+ * @since 0.1.0
+ * @category estimation
  */
 export const estimateMessages = (messages: ReadonlyArray<ChatMessage>): number => {
   let total = 0

@@ -18,7 +18,10 @@ import * as JsonSchema from "./JsonSchema.js"
 import type { JsonSchemaObject, ToolDefinition } from "./Llm.js"
 import { Usage } from "./Usage.js"
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const Artifact = Schema.Struct({
   name: Schema.String,
   path: Schema.optional(Schema.String),
@@ -26,12 +29,21 @@ export const Artifact = Schema.Struct({
   mimeType: Schema.String,
   size: Schema.optional(Schema.Number)
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type Artifact = typeof Artifact.Type
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const ContentType = Schema.Literal("text", "html", "markdown", "json")
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type ContentType = typeof ContentType.Type
 
 /**
@@ -103,12 +115,18 @@ export const currentCall: FiberRef.FiberRef<Option.Option<CallContext>> = FiberR
 export const withCall = (call: CallContext) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.locally(effect, currentCall, Option.some(call))
 
-/** @since 0.1.0 @category errors */
+/**
+ * @since 0.1.0
+ * @category errors
+ */
 export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
   message: Schema.String
 }) {}
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface Tool {
   readonly name: string
   readonly description: string
@@ -145,7 +163,10 @@ export interface Tool {
  */
 export type NeedsApproval<A> = boolean | ((args: A, context: ToolUseContext) => Effect.Effect<boolean, unknown>)
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ToolOptions<A, I> {
   readonly name: string
   readonly description: string
@@ -167,7 +188,8 @@ const NAME = /^[a-zA-Z0-9_-]{1,64}$/
  * and the parameters must be an object schema; either mistake throws a clear
  * `Error` at definition time.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <A, I>(options: ToolOptions<A, I>): Tool => {
   if (!NAME.test(options.name)) throw new Error(`Invalid tool name "${options.name}": use 1-64 of [a-zA-Z0-9_-]`)
@@ -212,7 +234,8 @@ const AnyObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
  * Defines a tool from a ready JSON Schema (MCP tools, user JSON); arguments are
  * only checked to be an object.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromJsonSchema = (options: {
   readonly name: string
@@ -279,12 +302,22 @@ export const execute = (tool: Tool, args: unknown): Effect.Effect<ToolOutput, To
       return checked._tag === "Right" ? Effect.succeed(checked.right) : Effect.fail(invalidOutput(tool, output))
     }))
 
-/** The OpenAI function-tool definition. @since 0.1.0 @category utils */
+/**
+ * The OpenAI function-tool definition.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const toDefinition = (tool: Tool): ToolDefinition => ({
   type: "function",
   function: { name: tool.name, description: tool.description, parameters: tool.jsonSchema }
 })
 
-/** Normalises a handler's output to a rich result. @since 0.1.0 @category utils */
+/**
+ * Normalises a handler's output to a rich result.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const toRich = (output: ToolOutput): RichResult =>
   typeof output === "string" ? { content: output, contentType: "text" } : output

@@ -26,7 +26,10 @@ import * as UsageModule from "./Usage.js"
 
 type Usage = UsageModule.Usage
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface SelectToolsOptions {
   readonly query: string
   readonly toolkit: ToolkitService
@@ -36,7 +39,10 @@ export interface SelectToolsOptions {
   readonly max?: number
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface Selection {
   /** Selected tool names, or `null` when selection failed and the full set applies. */
   readonly selected: ReadonlyArray<string> | null
@@ -46,10 +52,18 @@ export interface Selection {
   readonly fallbackReason?: string
 }
 
-/** Runs the selection call; never fails (every failure falls back to the full set). @since 0.1.0 @category models */
+/**
+ * Runs the selection call; never fails (every failure falls back to the full set).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SelectTools = (options: SelectToolsOptions) => Effect.Effect<Selection>
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ActiveToolSet {
   /** Tools to advertise now (includes `request_tools` while some tools are not loaded). */
   readonly advertised: () => ReadonlyArray<Tool>
@@ -67,14 +81,34 @@ export interface ActiveToolSet {
 // ---------------------------------------------------------------------------
 // implementation
 
-/** Tool selection runs when more than this many tools are registered. @since 0.1.0 @category constants */
+/**
+ * Tool selection runs when more than this many tools are registered.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_THRESHOLD = 12
-/** At most this many tools are selected. @since 0.1.0 @category constants */
+/**
+ * At most this many tools are selected.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_MAX = 6
-/** The name of the meta-tool that loads unselected tools. @since 0.1.0 @category constants */
+/**
+ * The name of the meta-tool that loads unselected tools.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const REQUEST_TOOLS: string = active.REQUEST_TOOLS
 
-/** Does a toolkit of this size call for selection? @since 0.1.0 @category utils */
+/**
+ * Does a toolkit of this size call for selection?
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const shouldSelect = (toolkit: ToolkitService, threshold: number = DEFAULT_THRESHOLD): boolean =>
   toolkit.size > threshold
 
@@ -82,21 +116,37 @@ export const shouldSelect = (toolkit: ToolkitService, threshold: number = DEFAUL
  * One catalogue line: `- name: description`, the description on one line and cut
  * to 80 characters ("..." included when cut).
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const catalogueLine: (tool: Tool) => string = prompt.catalogueLine
 
-/** The compact catalogue of the selectable (unpinned) tools. @since 0.1.0 @category utils */
+/**
+ * The compact catalogue of the selectable (unpinned) tools.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const catalogue = (toolkit: ToolkitService): string => prompt.catalogue(selectable(toolkit))
 
-/** The messages of the selection call. @since 0.1.0 @category utils */
+/**
+ * The messages of the selection call.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const selectionMessages = (query: string, toolkit: ToolkitService, max: number = DEFAULT_MAX) =>
   prompt.selectionMessages(query, selectable(toolkit), max)
 
 /** Pinned tools are always advertised: they are not offered to the selector. */
 const selectable = (toolkit: ToolkitService): ReadonlyArray<Tool> => toolkit.tools.filter((t) => !t.pinned)
 
-/** The selector's answer. @since 0.1.0 @category models */
+/**
+ * The selector's answer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const SelectionSchema = Schema.Struct({ tools: Schema.Array(Schema.String) })
 
 const escape = (name: string) => name.replace(/[-]/g, "\\$&")
@@ -122,7 +172,8 @@ const mentionedNames = (tools: ReadonlyArray<Tool>) => {
  * Keeps the known selectable names, in the model's order, deduplicated, at most
  * `max`; exact names first, then a case-insensitive match.
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const knownNames = (names: ReadonlyArray<string>, tools: ReadonlyArray<Tool>, max: number): Array<string> => {
   const exact = new Set(tools.map((t) => t.name))
@@ -148,7 +199,8 @@ const fallback = (reason: string, usage: Usage, llmCalls: number): Selection => 
  * Runs the selection call with `options.llm` (the `fast` model). Never fails:
  * every failure yields `selected: null` and a `fallbackReason`.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const selectTools: SelectTools = (options) =>
   Effect.suspend(() => {
@@ -196,7 +248,8 @@ export const selectTools: SelectTools = (options) =>
  * plus `request_tools` while some registered tools are not loaded; resolving a
  * registered but unselected tool loads it. With `null`: every tool, no meta-tool.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const makeActiveToolSet: (toolkit: ToolkitService, selected: ReadonlyArray<string> | null) => ActiveToolSet =
   active.make

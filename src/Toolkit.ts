@@ -11,7 +11,10 @@ import type { ToolDefinition } from "./Llm.js"
 import type { Tool } from "./Tool.js"
 import { toDefinition } from "./Tool.js"
 
-/** @since 0.1.0 @category errors */
+/**
+ * @since 0.1.0
+ * @category errors
+ */
 export class DuplicateToolError extends Schema.TaggedError<DuplicateToolError>()("DuplicateToolError", {
   name: Schema.String
 }) {
@@ -40,7 +43,8 @@ export interface ToolkitService {
 /**
  * Builds a toolkit; throws `DuplicateToolError` when two tools share a name.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (tools: Iterable<Tool>): ToolkitService => {
   const list: Array<Tool> = []

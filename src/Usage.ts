@@ -5,7 +5,10 @@
  */
 import * as Schema from "effect/Schema"
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const Usage = Schema.Struct({
   prompt_tokens: Schema.Number,
   completion_tokens: Schema.Number,
@@ -13,7 +16,10 @@ export const Usage = Schema.Struct({
   cached_tokens: Schema.optional(Schema.Number),
   llm_calls: Schema.Number
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type Usage = typeof Usage.Type
 
 /**
@@ -22,7 +28,8 @@ export type Usage = typeof Usage.Type
  * `auto` mode router (routing); `subagents`: what tools spent on LLM calls of
  * their own (an agent used as a tool, `ReactAgent.asTool`).
  *
- * @since 0.1.0 @category models
+ * @since 0.1.0
+ * @category models
  */
 export const Phase = Schema.Literal(
   "selection",
@@ -34,26 +41,49 @@ export const Phase = Schema.Literal(
   "routing",
   "subagents"
 )
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type Phase = typeof Phase.Type
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const UsageByPhase = Schema.partial(Schema.Record({ key: Phase, value: Usage }))
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type UsageByPhase = { readonly [K in Phase]?: Usage }
 
-/** Usage with the per-phase breakdown, as reported in the result and `done`. @since 0.1.0 @category models */
+/**
+ * Usage with the per-phase breakdown, as reported in the result and `done`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const RunUsage = Schema.Struct({
   ...Usage.fields,
   by_phase: UsageByPhase
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type RunUsage = typeof RunUsage.Type
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const empty: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, llm_calls: 0 }
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (prompt: number, completion: number, options?: { readonly cached?: number; readonly calls?: number }): Usage => {
   const usage: { -readonly [K in keyof Usage]: Usage[K] } = {
     prompt_tokens: prompt,
@@ -65,7 +95,12 @@ export const make = (prompt: number, completion: number, options?: { readonly ca
   return usage
 }
 
-/** Sum of two usages (associative, `empty` is the identity). @since 0.1.0 @category combinators */
+/**
+ * Sum of two usages (associative, `empty` is the identity).
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const add = (a: Usage, b: Usage): Usage => {
   const usage: { -readonly [K in keyof Usage]: Usage[K] } = {
     prompt_tokens: a.prompt_tokens + b.prompt_tokens,
@@ -79,20 +114,33 @@ export const add = (a: Usage, b: Usage): Usage => {
   return usage
 }
 
-/** @since 0.1.0 @category combinators */
+/**
+ * @since 0.1.0
+ * @category combinators
+ */
 export const sum = (usages: Iterable<Usage>): Usage => {
   let total = empty
   for (const u of usages) total = add(total, u)
   return total
 }
 
-/** Adds `usage` to one phase of a breakdown. @since 0.1.0 @category combinators */
+/**
+ * Adds `usage` to one phase of a breakdown.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const addToPhase = (byPhase: UsageByPhase, phase: Phase, usage: Usage): UsageByPhase => ({
   ...byPhase,
   [phase]: add(byPhase[phase] ?? empty, usage)
 })
 
-/** Total over the phases, with the breakdown attached. @since 0.1.0 @category constructors */
+/**
+ * Total over the phases, with the breakdown attached.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fromPhases = (byPhase: UsageByPhase): RunUsage => {
   const total = sum(Object.values(byPhase).filter((u): u is Usage => u !== undefined))
   return { ...total, by_phase: byPhase }

@@ -77,7 +77,8 @@ const stderrLogger = Logger.make(({ logLevel, message }) => {
  * The CLI program for the given arguments; succeeds with the exit code
  * (0 done, 1 run failed, 2 usage error; `--tools` lists the tools and exits 0).
  *
- * @since 0.1.0 @category programs
+ * @since 0.1.0
+ * @category programs
  */
 export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
   Effect.gen(function*() {

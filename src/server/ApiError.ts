@@ -15,14 +15,24 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { timingSafeEqual } from "node:crypto"
 
-/** One invalid field. @since 0.1.0 @category models */
+/**
+ * One invalid field.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Issue {
   /** Dotted path of the field (`max_iterations`, `messages.0.role`), `""` for the body itself. */
   readonly path: string
   readonly message: string
 }
 
-/** 400: invalid JSON or fields. @since 0.1.0 @category errors */
+/**
+ * 400: invalid JSON or fields.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
   issues: Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String }))
 }) {
@@ -31,21 +41,41 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
   }
 }
 
-/** 401. @since 0.1.0 @category errors */
+/**
+ * 401.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {}) {}
 
-/** 404: unknown conversation (or no run to replay). @since 0.1.0 @category errors */
+/**
+ * 404: unknown conversation (or no run to replay).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   code: Schema.Literal("conversation_not_found", "no_active_execution", "no_run"),
   conversationId: Schema.String
 }) {}
 
-/** 409: the conversation already has an active run. @since 0.1.0 @category errors */
+/**
+ * 409: the conversation already has an active run.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RunInProgress extends Schema.TaggedError<RunInProgress>()("RunInProgress", {
   conversationId: Schema.String
 }) {}
 
-/** 413. @since 0.1.0 @category errors */
+/**
+ * 413.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
   limit: Schema.Number
 }) {}
@@ -82,12 +112,20 @@ export class HostNotAllowed extends Schema.TaggedError<HostNotAllowed>()("HostNo
   host: Schema.String
 }) {}
 
-/** 500: storage failure and other server-side errors. @since 0.1.0 @category errors */
+/**
+ * 500: storage failure and other server-side errors.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", {
   message: Schema.String
 }) {}
 
-/** @since 0.1.0 @category errors */
+/**
+ * @since 0.1.0
+ * @category errors
+ */
 export type ApiError =
   | InvalidRequest
   | Unauthorized
@@ -108,7 +146,8 @@ const notFoundMessage = {
 /**
  * The JSON response of an API error.
  *
- * @since 0.1.0 @category conversions
+ * @since 0.1.0
+ * @category conversions
  */
 export const toResponse = (error: ApiError): HttpServerResponse.HttpServerResponse => {
   switch (error._tag) {
@@ -164,7 +203,8 @@ export const toResponse = (error: ApiError): HttpServerResponse.HttpServerRespon
 /**
  * Turns every `ApiError` of a handler into its response.
  *
- * @since 0.1.0 @category combinators
+ * @since 0.1.0
+ * @category combinators
  */
 export const handle = <R>(
   effect: Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError, R>
@@ -181,7 +221,8 @@ const sameSecret = (given: string, expected: string): boolean => {
  * Checks `Authorization: Bearer <token>` (or `?access_token=` for a browser
  * `EventSource`, which cannot set headers) when a token is configured.
  *
- * @since 0.1.0 @category guards
+ * @since 0.1.0
+ * @category guards
  */
 export const authorize = (
   token: Option.Option<Redacted.Redacted<string>>
@@ -208,7 +249,8 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
  * body is drained, not stored, so the client gets the 413 instead of a reset.
  * Bytes that are not UTF-8 are a 400.
  *
- * @since 0.1.0 @category guards
+ * @since 0.1.0
+ * @category guards
  */
 export const readBody = (
   limit: number
@@ -240,7 +282,8 @@ export const readBody = (
 /**
  * The failing fields of a decoding error, with dotted paths.
  *
- * @since 0.1.0 @category conversions
+ * @since 0.1.0
+ * @category conversions
  */
 export const formatIssues = (error: ParseResult.ParseError): Array<Issue> => {
   const byPath = new Map<string, Array<string>>()

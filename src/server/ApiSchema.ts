@@ -6,7 +6,12 @@
 import * as Schema from "effect/Schema"
 import { Mode } from "../DagAgent.js"
 
-/** Longest accepted query / injected message, in characters. @since 0.1.0 @category constants */
+/**
+ * Longest accepted query / injected message, in characters.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const MAX_TEXT_CHARS = 100_000
 
 /**
@@ -38,7 +43,12 @@ const Text = (what: string) =>
  */
 export const MaxIterations = Schema.Int.pipe(Schema.between(1, 200, { message: () => "Expected an integer between 1 and 200" }))
 
-/** `POST /api/react`. @since 0.1.0 @category models */
+/**
+ * `POST /api/react`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const ReactRequest = Schema.Struct({
   query: Text("query"),
   conversation_id: Schema.optional(ConversationId),
@@ -46,16 +56,34 @@ export const ReactRequest = Schema.Struct({
   /** `react`, `dag` or `auto`; default `REACT_DEFAULT_MODE`. */
   mode: Schema.optional(Mode)
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type ReactRequest = typeof ReactRequest.Type
 
-/** `POST /api/react/inject`. @since 0.1.0 @category models */
+/**
+ * `POST /api/react/inject`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const InjectRequest = Schema.Struct({ conversation_id: ConversationId, content: Text("content") })
 
-/** `POST /api/react/inject/recall`. @since 0.1.0 @category models */
+/**
+ * `POST /api/react/inject/recall`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const RecallRequest = Schema.Struct({ conversation_id: ConversationId, id: Schema.String })
 
-/** `POST /api/react/cancel`. @since 0.1.0 @category models */
+/**
+ * `POST /api/react/cancel`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const CancelRequest = Schema.Struct({ conversation_id: ConversationId })
 
 /**
@@ -77,7 +105,12 @@ export const ApproveRequest = Schema.Struct({
   )
 })
 
-/** `GET /api/react/events` query parameters. @since 0.1.0 @category models */
+/**
+ * `GET /api/react/events` query parameters.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const EventsQuery = Schema.Struct({
   conversation_id: ConversationId,
   after: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()))

@@ -20,10 +20,20 @@ import type { ChatMessage } from "../Message.js"
 import * as Message from "../Message.js"
 import * as ServerConfig from "./ServerConfig.js"
 
-/** Storage failure (the database could not be read or written). @since 0.1.0 @category errors */
+/**
+ * Storage failure (the database could not be read or written).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", { message: Schema.String }) {}
 
-/** A finished turn to store. @since 0.1.0 @category models */
+/**
+ * A finished turn to store.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TurnRecord {
   readonly conversationId: string
   readonly query: string
@@ -35,7 +45,10 @@ export interface TurnRecord {
   readonly status: "completed" | "failed" | "cancelled"
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ConversationSummary {
   readonly id: string
   readonly title: string
@@ -44,7 +57,10 @@ export interface ConversationSummary {
   readonly turns: number
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface StoredTurn {
   readonly turn: number
   readonly query: string
@@ -54,14 +70,20 @@ export interface StoredTurn {
   readonly created_at: string
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ConversationDetail extends ConversationSummary {
   /** Every stored message, oldest first: per turn the query, the loop's messages, the answer. */
   readonly messages: ReadonlyArray<ChatMessage>
   readonly turn_details: ReadonlyArray<StoredTurn>
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ConversationStoreService {
   readonly exists: (id: string) => Effect.Effect<boolean, StoreError>
   /** Earlier turns as `history` for the next run: the query and the answer of each turn. */
@@ -72,7 +94,12 @@ export interface ConversationStoreService {
   readonly get: (id: string) => Effect.Effect<Option.Option<ConversationDetail>, StoreError>
 }
 
-/** Length of a conversation title (the first query, cut). @since 0.1.0 @category constants */
+/**
+ * Length of a conversation title (the first query, cut).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const TITLE_CHARS = 80
 
 const title = (query: string): string => {
@@ -80,7 +107,12 @@ const title = (query: string): string => {
   return line.length <= TITLE_CHARS ? line : `${line.slice(0, TITLE_CHARS - 1)}…`
 }
 
-/** The schema migrations. @since 0.1.0 @category migrations */
+/**
+ * The schema migrations.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
 export const migrations = {
   "1_create_conversations": Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -132,7 +164,8 @@ const storeError = (what: string) => (cause: unknown) =>
 /**
  * The store over the `SqlClient` in context (runs the migrations first).
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient.SqlClient> = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -205,7 +238,10 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
   return service
 })
 
-/** @since 0.1.0 @category Context */
+/**
+ * @since 0.1.0
+ * @category Context
+ */
 export class ConversationStore extends Context.Tag("effect-react-engine/ConversationStore")<
   ConversationStore,
   ConversationStoreService

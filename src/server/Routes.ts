@@ -66,7 +66,8 @@ const refusedDecision = (error: Approvals.DecideError): HttpServerResponse.HttpS
 /**
  * Every API route, as one router layer.
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const ApiRoutes = HttpLayerRouter.use((router) =>
   Effect.gen(function*() {

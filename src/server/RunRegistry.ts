@@ -31,7 +31,10 @@ import * as ServerConfig from "./ServerConfig.js"
 import type { Frame } from "./Sse.js"
 import * as Sse from "./Sse.js"
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface StartOptions {
   readonly query: string
   /** Continue this conversation (a new id is made when absent). */
@@ -41,7 +44,10 @@ export interface StartOptions {
   readonly mode?: Mode
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface RunHandle {
   readonly conversationId: string
   readonly runId: string
@@ -59,7 +65,10 @@ export interface WireEvent {
   readonly data: Record<string, unknown>
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface RunRegistryService {
   /** Starts a run (a durable workflow); 409 (`RunInProgress`) while the conversation has one, on any instance. */
   readonly start: (options: StartOptions) => Effect.Effect<RunHandle, RunInProgress>
@@ -85,7 +94,10 @@ export interface RunRegistryService {
   readonly shutdown: Deferred.Deferred<void>
 }
 
-/** @since 0.1.0 @category Context */
+/**
+ * @since 0.1.0
+ * @category Context
+ */
 export class RunRegistry extends Context.Tag("effect-react-engine/RunRegistry")<RunRegistry, RunRegistryService>() {}
 
 const POLL = "100 millis"
@@ -97,7 +109,10 @@ const storedFrame = (seq: number, channel: string, data: string): Frame => ({
   bytes: encoder.encode(`id: ${seq}\nevent: ${channel}\ndata: ${data}\n\n`)
 })
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.gen(function*() {
   const settings = yield* ServerConfig.ServerConfig
   const log = yield* RunLog.RunLog

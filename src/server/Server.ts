@@ -49,7 +49,8 @@ export const Routes = Layer.mergeAll(ApiRoutes, ChatRoutes, OpenAiRoutes, McpRou
  * response. The request log line and span are `RequestLog`'s (credentials redacted),
  * in place of the platform's.
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const serve = (options?: { readonly disableLogger?: boolean; readonly disableListenLog?: boolean }) =>
   HttpLayerRouter.serve(Routes, {
@@ -161,7 +162,8 @@ const listenFailure = (options: { readonly port: number; readonly host: string }
  * sockets would otherwise hold `server.close()`) and any connection still open
  * after 2 s is closed. Fails with a `ListenError` when it cannot listen there.
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const listenOn = (options: {
   readonly port: number
@@ -182,6 +184,9 @@ export const listenOn = (options: {
     server.maxConnections = options.maxConnections ?? ServerConfig.defaults.maxConnections
     const drain = Layer.scopedDiscard(Effect.addFinalizer(() =>
       Effect.sync(() => {
+        // Node edge: the http.Server finishes closing after this finalizer has returned (its
+        // "close" callback), when no fiber of ours is left to sleep on; plain unref'd timers
+        // drain keep-alive sockets meanwhile and cannot keep the process alive.
         const idle = setInterval(() => server.closeIdleConnections(), 25)
         const hard = setTimeout(() => server.closeAllConnections(), 2000)
         idle.unref()
@@ -200,7 +205,12 @@ export const listenOn = (options: {
     return drain.pipe(Layer.provideMerge(node))
   }))
 
-/** A Node HTTP server on `ServerConfig`'s host and port. @since 0.1.0 @category layers */
+/**
+ * A Node HTTP server on `ServerConfig`'s host and port.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const listen = Layer.unwrapEffect(Effect.map(ServerConfig.ServerConfig, (settings) =>
   listenOn({
     port: settings.port,

@@ -16,7 +16,10 @@ import * as Redacted from "effect/Redacted"
 import type { Mode } from "../DagAgent.js"
 import { modeConfig } from "../DagAgent.js"
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface ServerSettings {
   readonly port: number
   readonly host: string
@@ -48,7 +51,10 @@ export interface ServerSettings {
   readonly sseMaxBacklogBytes: number
 }
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const defaults: ServerSettings = {
   port: 3000,
   host: "127.0.0.1",
@@ -111,7 +117,8 @@ const hostName = (entry: string): string | undefined =>
 /**
  * The settings as a `Config` (env names in SCREAMING_CASE).
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const config: Config.Config<ServerSettings> = Config.all({
   port: Config.integer("PORT").pipe(
@@ -142,7 +149,10 @@ export const config: Config.Config<ServerSettings> = Config.all({
   sseMaxBacklogBytes: atLeast("SSE_MAX_BACKLOG_BYTES", 1024, defaults.sseMaxBacklogBytes)
 })
 
-/** @since 0.1.0 @category Context */
+/**
+ * @since 0.1.0
+ * @category Context
+ */
 export class ServerConfig extends Context.Tag("effect-react-engine/ServerConfig")<ServerConfig, ServerSettings>() {}
 
 /**

@@ -12,7 +12,8 @@ import type { Channel } from "../RunEvent.js"
 /**
  * One encoded SSE frame of a run.
  *
- * @since 0.1.0 @category models
+ * @since 0.1.0
+ * @category models
  */
 export interface Frame {
   /** Per-run cursor, 1, 2, 3… */
@@ -28,12 +29,16 @@ const encoder = new TextEncoder()
  * The text of a frame. `JSON.stringify` never emits a raw newline, so `data:`
  * is always one line.
  *
- * @since 0.1.0 @category encoding
+ * @since 0.1.0
+ * @category encoding
  */
 export const encodeText = (id: number, channel: string, data: unknown): string =>
   `id: ${id}\nevent: ${channel}\ndata: ${JSON.stringify(data)}\n\n`
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const frame = (id: number, channel: Channel, data: Record<string, unknown>): Frame => ({
   id,
   channel,
@@ -58,13 +63,19 @@ export const dataOf = (frame: Frame): Record<string, unknown> => {
  * The last frame of a stream cut by server shutdown (no `id:`, so a client's
  * cursor stays on the last run event and it can resume elsewhere).
  *
- * @since 0.1.0 @category encoding
+ * @since 0.1.0
+ * @category encoding
  */
 export const shutdownFrame: Uint8Array = encoder.encode(
   `event: error\ndata: ${JSON.stringify({ message: "Server is shutting down", retryable: true })}\n\n`
 )
 
-/** An SSE comment line (ignored by parsers). @since 0.1.0 @category encoding */
+/**
+ * An SSE comment line (ignored by parsers).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const comment = (text: string): Uint8Array => encoder.encode(`: ${text}\n\n`)
 
 /**
@@ -80,7 +91,8 @@ export const comment = (text: string): Uint8Array => encoder.encode(`: ${text}\n
  * resume from its last event id. Replayed frames (`replay`, read back from the run
  * log when the client attached) do not count: they come all at once.
  *
- * @since 0.1.0 @category models
+ * @since 0.1.0
+ * @category models
  */
 export interface Sink {
   readonly readable: Readable
@@ -93,7 +105,10 @@ export interface Sink {
   readonly isClosed: () => boolean
 }
 
-/** @since 0.1.0 @category constructors */
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeSink = (heartbeatMs: number, onClose: () => void, maxBacklogBytes = Infinity): Sink => {
   let closed = false
   const close = () => {
@@ -123,6 +138,8 @@ export const makeSink = (heartbeatMs: number, onClose: () => void, maxBacklogByt
     readable.push(bytes)
   }
   const ping = comment("ping")
+  // Node edge: the heartbeat belongs to the Node Readable (written by the run synchronously,
+  // read by Node's socket), not to a fiber; it stops when the Readable closes.
   const timer = setInterval(() => push(ping), heartbeatMs)
   timer.unref()
   readable.push(ping)
@@ -144,7 +161,8 @@ export const makeSink = (heartbeatMs: number, onClose: () => void, maxBacklogByt
 /**
  * The `text/event-stream` response over a sink, with the headers proxies need.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const response = (sink: Sink, headers?: Record<string, string>): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.raw(sink.readable, {

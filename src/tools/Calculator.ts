@@ -15,7 +15,12 @@ import type { Tool } from "../Tool.js"
 import * as ToolModule from "../Tool.js"
 import { ToolError } from "../Tool.js"
 
-/** Longest accepted expression, in characters. @since 0.1.0 @category constants */
+/**
+ * Longest accepted expression, in characters.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const MAX_EXPRESSION_LENGTH: number = internal.MAX_LENGTH
 
 /**
@@ -23,7 +28,8 @@ export const MAX_EXPRESSION_LENGTH: number = internal.MAX_LENGTH
  * (syntax error with its 1-based position, division by zero, domain error,
  * overflow, too long). Pure; never throws.
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const evaluate = (expression: string): Either.Either<number, string> => {
   try {
@@ -36,11 +42,15 @@ export const evaluate = (expression: string): Either.Either<number, string> => {
 /**
  * Formats a result for display, hiding floating-point noise (`0.1+0.2` → `0.3`).
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const formatNumber: (value: number) => string = internal.format
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const Parameters = Schema.Struct({
   expression: Schema.String.annotations({
     description: "The arithmetic expression, e.g. \"(2 + 3) * 4\", \"sqrt(16) + 2^10\", \"round(pi, 4)\""
@@ -51,7 +61,8 @@ export const Parameters = Schema.Struct({
  * The tool. Its observation is `<expression> = <result>`; any failure is a
  * `ToolError` the model reads as an error observation.
  *
- * @since 0.1.0 @category tools
+ * @since 0.1.0
+ * @category tools
  */
 export const tool: Tool = ToolModule.make({
   name: "calculator",

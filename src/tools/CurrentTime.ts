@@ -12,7 +12,10 @@ import type { Tool } from "../Tool.js"
 import * as ToolModule from "../Tool.js"
 import { ToolError } from "../Tool.js"
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface TimeInfo {
   /** The canonical zone name (`Europe/Paris`, `UTC`). */
   readonly timeZone: string
@@ -33,7 +36,8 @@ const ALIASES: Record<string, string> = { utc: "UTC", gmt: "UTC", z: "UTC", zulu
  * Resolves a zone name to its canonical IANA name, or `undefined` when unknown.
  * Case-insensitive (`europe/paris` → `Europe/Paris`).
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const resolveTimeZone = (zone: string): string | undefined => {
   const trimmed = zone.trim()
@@ -52,7 +56,8 @@ const pad = (n: number, width = 2) => String(Math.abs(n)).padStart(width, "0")
 /**
  * Describes an instant (epoch millis) in a canonical time zone.
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const describeInstant = (millis: number, timeZone: string): TimeInfo => {
   const parts: Record<string, string> = {}
@@ -85,7 +90,10 @@ export const describeInstant = (millis: number, timeZone: string): TimeInfo => {
   return { timeZone, iso, utc: new Date(millis).toISOString(), human, weekday: parts.weekday, offsetMinutes }
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const Parameters = Schema.Struct({
   timezone: Schema.optional(Schema.String.annotations({
     description: "IANA time zone name, e.g. \"Europe/Paris\", \"America/New_York\", \"Asia/Shanghai\". Default: UTC."
@@ -95,7 +103,8 @@ export const Parameters = Schema.Struct({
 /**
  * The tool: the current time now, per `Clock`.
  *
- * @since 0.1.0 @category tools
+ * @since 0.1.0
+ * @category tools
  */
 export const tool: Tool = ToolModule.make({
   name: "current_time",

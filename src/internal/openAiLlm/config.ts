@@ -72,7 +72,12 @@ const isHttpUrl = (s: string): boolean => {
   }
 }
 
-/** An optional http(s) URL variable (empty means unset). @since 0.1.0 @category config */
+/**
+ * An optional http(s) URL variable (empty means unset).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const urlOption = (name: string): Config.Config<Option.Option<string>> =>
   Config.option(
     Config.string(name).pipe(
@@ -83,11 +88,21 @@ export const urlOption = (name: string): Config.Config<Option.Option<string>> =>
     )
   ).pipe(Config.map(Option.filter((s) => s.trim() !== "")), Config.map(Option.map((s) => s.trim())))
 
-/** An optional secret variable (empty means unset). @since 0.1.0 @category config */
+/**
+ * An optional secret variable (empty means unset).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const secretOption = (name: string): Config.Config<Option.Option<Redacted.Redacted<string>>> =>
   Config.option(Config.redacted(name)).pipe(Config.map(Option.filter((r) => Redacted.value(r).trim() !== "")))
 
-/** An optional non-empty string variable (empty means unset). @since 0.1.0 @category config */
+/**
+ * An optional non-empty string variable (empty means unset).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const stringOption = (name: string): Config.Config<Option.Option<string>> => trimmedOption(name)
 
 const int = (name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
@@ -102,7 +117,8 @@ const bool = (name: string, fallback: boolean) => Config.boolean(name).pipe(Conf
  * Everything but the connection (model, URL, key): temperature, abilities, sizes,
  * retries, timeout. Shared by the main and the fast model.
  *
- * @since 0.1.0 @category config
+ * @since 0.1.0
+ * @category config
  */
 export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "baseURL" | "apiKey" | "client">> = Config
   .all({
@@ -143,7 +159,8 @@ export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "bas
 /**
  * The main model's options from `LLM_*` variables (`LLM_MODEL` is required).
  *
- * @since 0.1.0 @category config
+ * @since 0.1.0
+ * @category config
  */
 export const config: Config.Config<OpenAiLlmOptions> = Config.all({
   model: Config.string("LLM_MODEL").pipe(
