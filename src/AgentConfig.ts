@@ -17,7 +17,8 @@ import * as Hooks from "./Hooks.js"
 /**
  * Every knob of the loop. See docs/agent-loop.md for what each one does.
  *
- * @since 0.1.0 @category models
+ * @since 0.1.0
+ * @category models
  */
 export interface AgentOptions {
   /** Cap on loop LLM calls. `REACT_MAX_ITERATIONS`, default 50. */
@@ -57,9 +58,34 @@ export interface AgentOptions {
    * `REACT_APPROVAL_TIMEOUT_MS`, default none (it waits as long as it takes).
    */
   readonly approvalTimeout?: Duration.DurationInput
+  /**
+   * Who writes the answer the user sees. `always`: a second, streamed LLM call
+   * (answer synthesis) rewrites the run's trace into the answer after the loop.
+   * `auto`: the loop's own final reply is the answer, streamed as the model
+   * writes it (native mode) — synthesis runs only when the loop ended without a
+   * reply of the model's (iteration cap, turn token budget, an unparseable JSON
+   * reply). `REACT_SYNTHESIS`, default `auto` (see docs/agent-loop.md for the
+   * measurements behind the default).
+   */
+  readonly synthesis: SynthesisPolicy
 }
 
-/** @since 0.1.0 @category constants */
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type SynthesisPolicy = "always" | "auto"
+
+/**
+ * @since 0.1.0
+ * @category constants
+ */
+export const SYNTHESIS_ENV = "REACT_SYNTHESIS"
+
+/**
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaults: AgentOptions = {
   maxIterations: 50,
   useNativeTools: true,
@@ -73,10 +99,16 @@ export const defaults: AgentOptions = {
   maxTurnTokens: 0,
   toolObsTruncation: 2000,
   toolTimeout: Duration.seconds(60),
-  approvalTools: []
+  approvalTools: [],
+  synthesis: "auto"
 }
 
-/** Answers longer than this skip the completion checklist. @since 0.1.0 @category constants */
+/**
+ * Answers longer than this skip the completion checklist.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const CHECKLIST_MAX_ANSWER_CHARS = 800
 
 type IntKey =
@@ -90,7 +122,12 @@ type IntKey =
   | "maxTurnTokens"
   | "toolObsTruncation"
 
-/** The environment variable of each integer option, and its minimum. @since 0.1.0 @category constants */
+/**
+ * The environment variable of each integer option, and its minimum.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const envVariables: { readonly [K in IntKey]: { readonly name: string; readonly min: number } } = {
   maxIterations: { name: "REACT_MAX_ITERATIONS", min: 1 },
   cycleDetectionThreshold: { name: "REACT_CYCLE_DETECTION_THRESHOLD", min: 1 },
@@ -103,7 +140,10 @@ export const envVariables: { readonly [K in IntKey]: { readonly name: string; re
   toolObsTruncation: { name: "REACT_TOOL_OBS_TRUNCATION", min: 1 }
 }
 
-/** @since 0.1.0 @category constants */
+/**
+ * @since 0.1.0
+ * @category constants
+ */
 export const TOOL_TIMEOUT_ENV = "REACT_TOOL_TIMEOUT_MS"
 
 /**
@@ -139,6 +179,11 @@ const positiveDuration = (key: string, value: Duration.DurationInput): Effect.Ef
     ? Effect.fail(ConfigError.InvalidData([key], `option ${key} must be a positive duration`))
     : Effect.succeed(d.value)
 }
+
+const checkPolicy = (key: string, value: unknown): Effect.Effect<SynthesisPolicy, ConfigError.ConfigError> =>
+  value === "always" || value === "auto"
+    ? Effect.succeed(value)
+    : Effect.fail(ConfigError.InvalidData([key], `${key} must be "always" or "auto", got ${JSON.stringify(value)}`))
 
 const intFromEnv = (name: string, min: number): Config.Config<Option.Option<number>> =>
   Config.option(
@@ -180,6 +225,12 @@ const fromEnvironment = (explicit: Partial<AgentOptions>, env: boolean): Effect.
     } else if (env) {
       const value = yield* intFromEnv(APPROVAL_TIMEOUT_ENV, 1)
       if (Option.isSome(value)) out.approvalTimeout = Duration.millis(value.value)
+    }
+    if (explicit.synthesis !== undefined) {
+      out.synthesis = yield* checkPolicy("synthesis", explicit.synthesis)
+    } else if (env) {
+      const value = yield* Config.option(Config.string(SYNTHESIS_ENV))
+      if (Option.isSome(value)) out.synthesis = yield* checkPolicy(SYNTHESIS_ENV, value.value.trim())
     }
     if (explicit.useNativeTools !== undefined) out.useNativeTools = explicit.useNativeTools
     if (explicit.completionCheck !== undefined) out.completionCheck = explicit.completionCheck

@@ -36,7 +36,10 @@ Answer directly and completely, using Markdown where it helps. Present the resul
 If the trace shows errors or missing information, say plainly what could not be determined.
 Answer in the same language as the question.`
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface SynthesisInput {
   readonly question: Message.Content
   /** Every tool step of the run, in order. */
@@ -51,7 +54,10 @@ export interface SynthesisInput {
   readonly toolObsTruncation?: number
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface SynthesisResult {
   /** The complete answer the user received. */
   readonly answer: string
@@ -59,7 +65,12 @@ export interface SynthesisResult {
   readonly fallback: "none" | "before_first_token" | "midway"
 }
 
-/** Separator between a partial synthesised answer and the loop answer. @since 0.1.0 @category constants */
+/**
+ * Separator between a partial synthesised answer and the loop answer.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const FALLBACK_SEPARATOR = "\n\n---\n\n"
 
 const cut = (text: string, max: number): string =>
@@ -71,7 +82,8 @@ const showArgs = (args: unknown): string => (typeof args === "string" ? args : J
  * The synthesis prompt: the synthesiser system prompt, the earlier turns, and one
  * user message with the question and the full execution trace.
  *
- * @since 0.1.0 @category constructors
+ * @since 0.1.0
+ * @category constructors
  */
 export const buildMessages = (input: SynthesisInput): Array<Message.ChatMessage> => {
   const max = input.toolObsTruncation ?? 2000
@@ -104,6 +116,20 @@ export const buildMessages = (input: SynthesisInput): Array<Message.ChatMessage>
 
 /** Splits a text into word-sized chunks whose concatenation is the text. */
 const chunks = (text: string): Array<string> => text.match(/\S+\s*|\s+/g) ?? []
+
+/**
+ * Emits a text the run already has as the answer: `AnswerStart`, word-sized
+ * `AnswerDelta`s whose concatenation is the text, `AnswerDone`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const emitAnswer = (text: string, emit: (event: RunEvent) => Effect.Effect<void>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    yield* emit({ _tag: "AnswerStart" })
+    for (const chunk of chunks(text)) yield* emit({ _tag: "AnswerDelta", content: chunk })
+    yield* emit({ _tag: "AnswerDone" })
+  })
 
 /**
  * A synthesis result, as a schema (how a durable run stores it).

@@ -17,11 +17,20 @@ import { RunUsage, Usage } from "./Usage.js"
  */
 const step_id = Schema.optional(Schema.String)
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const ThinkingStart = Schema.TaggedStruct("ThinkingStart", { iteration: Schema.Number, step_id })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const ThinkingDone = Schema.TaggedStruct("ThinkingDone", { iteration: Schema.Number, reasoning: Schema.String, step_id })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const ToolStart = Schema.TaggedStruct("ToolStart", {
   iteration: Schema.Number,
   tool_name: Schema.String,
@@ -29,7 +38,10 @@ export const ToolStart = Schema.TaggedStruct("ToolStart", {
   tool_call_id: Schema.optional(Schema.String),
   step_id
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const ToolDone = Schema.TaggedStruct("ToolDone", {
   iteration: Schema.Number,
   tool_name: Schema.String,
@@ -47,38 +59,64 @@ export const ToolDone = Schema.TaggedStruct("ToolDone", {
   usage: Schema.optional(Usage),
   step_id
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type Step = Omit<typeof ToolDone.Type, "_tag">
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const AnswerSignal = Schema.TaggedStruct("AnswerSignal", {})
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const AnswerStart = Schema.TaggedStruct("AnswerStart", {})
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const AnswerDelta = Schema.TaggedStruct("AnswerDelta", { content: Schema.String })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const AnswerDone = Schema.TaggedStruct("AnswerDone", {})
 /**
- * The answer shown so far is void and starts again (a synthesis stream cut by a
- * server restart is streamed again from its first token).
+ * The answer shown so far is void: a loop reply streamed as the answer
+ * (synthesis policy `auto`) turned out to call tools or was suppressed by an
+ * interrupt, or a synthesis stream cut by a server restart is streamed again
+ * from its first token.
  *
  * @since 0.1.0
  * @category models
  */
 export const AnswerReset = Schema.TaggedStruct("AnswerReset", {})
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const Compact = Schema.TaggedStruct("Compact", {
   original_messages: Schema.Number,
   kept_messages: Schema.Number,
   step_id
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const PhaseChange = Schema.TaggedStruct("PhaseChange", {
   phase: Schema.Literal("selecting_tools"),
   total_tools: Schema.Number,
   step_id
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const Inject = Schema.TaggedStruct("Inject", { content: Schema.String, id: Schema.String })
 
 /**
@@ -128,7 +166,10 @@ export const DagPlanStep = Schema.Struct({
   tool_hint: Schema.optional(Schema.String),
   model_hint: Schema.optional(Schema.String)
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type DagPlanStep = typeof DagPlanStep.Type
 
 /**
@@ -191,10 +232,16 @@ export const LlmRetry = Schema.TaggedStruct("LlmRetry", {
   delay_ms: Schema.Number
 })
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const PendingInjection = Schema.Struct({ id: Schema.String, content: Schema.String })
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const Done = Schema.TaggedStruct("Done", {
   answer: Schema.String,
   iterations: Schema.Number,
@@ -208,10 +255,16 @@ export const Done = Schema.TaggedStruct("Done", {
   /** In-process only: the full message list of the run (system prompt, query, loop messages). */
   messages: Schema.optional(Schema.Array(ChatMessage))
 })
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const RunFailed = Schema.TaggedStruct("RunFailed", { message: Schema.String, retryable: Schema.Boolean })
 
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export const RunEvent = Schema.Union(
   ThinkingStart,
   ThinkingDone,
@@ -235,12 +288,23 @@ export const RunEvent = Schema.Union(
   Done,
   RunFailed
 )
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type RunEvent = typeof RunEvent.Type
-/** @since 0.1.0 @category models */
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export type Done = typeof Done.Type
 
-/** The result a run collects to. @since 0.1.0 @category models */
+/**
+ * The result a run collects to.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RunResult {
   readonly answer: string
   readonly steps: ReadonlyArray<Step>
@@ -253,7 +317,47 @@ export interface RunResult {
   readonly error?: { readonly message: string; readonly retryable: boolean }
 }
 
-/** SSE channels. @since 0.1.0 @category models */
+/**
+ * For consumers that cannot take text back (an OpenAI-compatible stream, a
+ * terminal pipe): holds the answer events a loop streams before it knows they
+ * are the answer (synthesis policy `auto`), releasing them at `AnswerSignal` and
+ * dropping them at `AnswerReset`. Every other event passes at once, in order
+ * after what is held. One instance per run.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const settledAnswers = (): (event: RunEvent) => ReadonlyArray<RunEvent> => {
+  let signalled = false
+  let held: Array<RunEvent> = []
+  return (event) => {
+    if (signalled) return [event]
+    switch (event._tag) {
+      case "AnswerStart":
+      case "AnswerDelta":
+        held.push(event)
+        return []
+      case "AnswerReset":
+        held = []
+        return []
+      case "AnswerSignal": {
+        signalled = true
+        const out = [event, ...held]
+        held = []
+        return out
+      }
+      default:
+        return [event]
+    }
+  }
+}
+
+/**
+ * SSE channels.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "approval" | "dag" | "done" | "error"
 
 const withStep = (data: Record<string, unknown>, stepId: string | undefined): Record<string, unknown> =>
@@ -262,7 +366,8 @@ const withStep = (data: Record<string, unknown>, stepId: string | undefined): Re
 /**
  * The SSE channel and JSON payload of an event.
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const toWire = (event: RunEvent): { readonly channel: Channel; readonly data: Record<string, unknown> } => {
   switch (event._tag) {

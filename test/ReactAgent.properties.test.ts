@@ -40,9 +40,9 @@ const failure = fc.constantFrom<ScriptStep>(
 
 const nativeStep: fc.Arbitrary<ScriptStep> = fc.oneof(
   fc.string({ maxLength: 40 }).map((t) => ScriptedLlm.text(t)),
-  fc.array(fc.record({ name: toolName, arguments: args }), { minLength: 1, maxLength: 4 }).map((calls) =>
-    ScriptedLlm.toolCalls(calls)
-  ),
+  // tool calls, some with text before them (streamed as the answer under `auto`, then retracted)
+  fc.tuple(fc.array(fc.record({ name: toolName, arguments: args }), { minLength: 1, maxLength: 4 }), fc.string({ maxLength: 20 }))
+    .map(([calls, content]) => ScriptedLlm.toolCalls(calls, { content })),
   fc.array(fc.record({ id: fc.constantFrom("x", "", "y"), name: toolName, arguments: args }), { minLength: 1, maxLength: 3 })
     .map((calls) => ScriptedLlm.toolCalls(calls)),
   failure
@@ -91,19 +91,31 @@ const checkRun = (h: ReturnType<typeof makeAgent>, es: ReadonlyArray<RunEvent>) 
   }
   const done = es[es.length - 1]
   if (done._tag === "Done") assert.isUndefined(checkPairing(done.messages ?? []))
+  // what a client shows as the answer (the deltas after the last reset) is the answer Done reports
+  if (done._tag === "Done" && !es.some((e) => e._tag === "RunFailed")) {
+    let shown = ""
+    for (const e of es) {
+      if (e._tag === "AnswerDelta") shown += e.content
+      else if (e._tag === "AnswerReset") shown = ""
+    }
+    assert.strictEqual(shown, done.answer)
+  }
   const starts = es.filter((e) => e._tag === "ToolStart").length
   const dones = es.filter((e) => e._tag === "ToolDone").length
   assert.strictEqual(starts, dones)
 }
+
+/** Each property runs under both synthesis policies. */
+const policy = fc.constantFrom("auto" as const, "always" as const)
 
 const runAll = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "property" }))).pipe(Effect.map(Chunk.toArray))
 
 describe("ReactAgent properties", () => {
   it.effect.prop(
     "native mode: never a defect, never an unpaired tool call, always ends with Done",
-    [fc.array(nativeStep, { maxLength: 10 })],
-    ([script]) => {
-      const h = makeAgent(script, { tools, agent: { maxIterations: 8 } })
+    [fc.array(nativeStep, { maxLength: 10 }), policy],
+    ([script, synthesis]) => {
+      const h = makeAgent(script, { tools, agent: { maxIterations: 8, synthesis } })
       return Effect.map(Effect.provide(runAll, h.layer), (es) => checkRun(h, es))
     },
     { fastCheck: { numRuns: 60 } }
@@ -111,9 +123,9 @@ describe("ReactAgent properties", () => {
 
   it.effect.prop(
     "JSON mode: never a defect, always ends with Done",
-    [fc.array(jsonStep, { maxLength: 10 })],
-    ([script]) => {
-      const h = makeAgent(script, { tools, llm: jsonLlm, agent: { maxIterations: 8 } })
+    [fc.array(jsonStep, { maxLength: 10 }), policy],
+    ([script, synthesis]) => {
+      const h = makeAgent(script, { tools, llm: jsonLlm, agent: { maxIterations: 8, synthesis } })
       return Effect.map(Effect.provide(runAll, h.layer), (es) => checkRun(h, es))
     },
     { fastCheck: { numRuns: 60 } }
@@ -121,8 +133,8 @@ describe("ReactAgent properties", () => {
 
   it.effect.prop(
     "native mode with interrupts arriving at random calls and hooks that block or die: pairing always holds, no interrupt lost",
-    [fc.array(nativeStep, { maxLength: 8 }), fc.array(fc.integer({ min: 0, max: 9 }), { maxLength: 4 })],
-    ([script, injectAt]) => {
+    [fc.array(nativeStep, { maxLength: 8 }), fc.array(fc.integer({ min: 0, max: 9 }), { maxLength: 4 }), policy],
+    ([script, injectAt, synthesis]) => {
       const irq = makeInterrupts()
       const responder: ScriptedLlm.Responder = (_req, i) => {
         for (const at of injectAt) if (at === i) injectNow(irq, "prop", `interrupt at ${i}`)
@@ -133,7 +145,7 @@ describe("ReactAgent properties", () => {
         Hooks.pre({ name: "dies", matcher: "page", run: () => Effect.die("hook bug") }),
         Hooks.post({ name: "post-dies", matcher: "add", run: () => Effect.die("post bug") })
       ])
-      const h = makeAgent(responder, { tools, hooks, interrupts: irq, agent: { maxIterations: 8 } })
+      const h = makeAgent(responder, { tools, hooks, interrupts: irq, agent: { maxIterations: 8, synthesis } })
       const events = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "p", conversationId: "prop" })))
       return Effect.map(Effect.provide(events, h.layer), (es) => {
         const list = Chunk.toArray(es)

@@ -10,6 +10,7 @@
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type { AgentOptions } from "../AgentConfig.js"
 import * as Approvals from "../Approvals.js"
 import * as BuiltinTools from "../BuiltinTools.js"
 import * as ContextGuard from "../ContextGuard.js"
@@ -30,7 +31,8 @@ export { AppInfo } from "../server/AppInfo.js"
 /**
  * Built-in tools plus the tools of the `McpTools` in context.
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const ToolsLayer: Layer.Layer<Toolkit.Toolkit, never, McpTools.McpTools> = Layer.effect(
   Toolkit.Toolkit,
@@ -78,6 +80,8 @@ export const make = <E, R, RI = never, RA = never>(
     readonly guard?: Layer.Layer<ContextGuard.ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry>
     /** Where tool calls wait for approval. Default: in memory (`Approvals.layer`); the server passes its database's (`SqlApprovals.layer`). */
     readonly approvals?: Layer.Layer<Approvals.Approvals, never, RA>
+    /** Agent options that win over the `REACT_*` environment (both agents; DAG steps too). */
+    readonly agent?: Partial<AgentOptions>
   }
 ) => {
   const tools = options.tools !== undefined
@@ -98,7 +102,10 @@ export const make = <E, R, RI = never, RA = never>(
     options.approvals ?? (Approvals.layer as Layer.Layer<Approvals.Approvals, never, RA>)
   )
   const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
-    Layer.mergeAll(ReactAgent.layerConfig({ approvals }), DagAgent.layerConfigWith({ approvals }))))
+    Layer.mergeAll(
+      ReactAgent.layerConfig({ ...options.agent, approvals }),
+      DagAgent.layerConfigWith({ approvals, ...(options.agent ? { agent: options.agent } : {}) })
+    )))
   return agents.pipe(
     Layer.provideMerge(services),
     Layer.provideMerge(models)
@@ -109,7 +116,8 @@ export const make = <E, R, RI = never, RA = never>(
  * True when no LLM is configured (neither `LLM_MODEL` nor `LLM_BASE_URL` set):
  * the app then runs on the offline demo model.
  *
- * @since 0.1.0 @category utils
+ * @since 0.1.0
+ * @category utils
  */
 export const isDemo: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.map(
   ModelRegistry.isLlmConfigured,
@@ -122,7 +130,8 @@ export const isDemo: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.ma
  * from the endpoint), else the offline demo model (with a warning in the log
  * saying so) as the registry's only model.
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const LlmLayer: Layer.Layer<ModelRegistry.ModelRegistry | Llm, ConfigError.ConfigError> = Layer.unwrapEffect(
   Effect.gen(function*() {
@@ -138,7 +147,8 @@ export const LlmLayer: Layer.Layer<ModelRegistry.ModelRegistry | Llm, ConfigErro
 /**
  * Every app service, configured from the environment.
  *
- * @since 0.1.0 @category layers
+ * @since 0.1.0
+ * @category layers
  */
 export const AppLayer = Layer.unwrapEffect(
   Effect.map(isDemo, (demo) => make(LlmLayer, { demo }))

@@ -85,6 +85,8 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
   let failed = false
   let answering = false
   let answerEndsWithNewline = true
+  /** Some of the current answer reached the output (not just the pending, unrendered line). */
+  let answerPrinted = false
   const tasks = new Map<string, string>()
   const tag = (stepId: string | undefined) => (stepId === undefined ? "" : `${dim(`[${stepId}]`)} `)
 
@@ -115,12 +117,14 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
   const answerText = (text: string) => {
     if (!color) {
       out.write(text)
+      answerPrinted ||= text !== ""
       return
     }
     pending += text
     const lines = pending.split("\n")
     pending = lines.pop() ?? ""
     for (const l of lines) line(markdown.line(l))
+    answerPrinted ||= lines.length > 0
     if (pending !== "" && timer === undefined) startSpinner("writing the answer…")
   }
   const flushAnswer = () => {
@@ -205,12 +209,26 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
           if (event.status === "approved") startSpinner("running…")
           break
         case "AnswerSignal":
-          startSpinner("writing the answer…")
+          // an answer streamed by the loop (synthesis "auto") is already being printed
+          if (!answering) startSpinner("writing the answer…")
+          break
+        case "AnswerReset":
+          // what was printed as the answer is void: the model went on working (or a restart re-streams it)
+          pending = ""
+          stopSpinner()
+          if (answering && answerPrinted) {
+            if (!answerEndsWithNewline) out.write("\n")
+            line(dim("↺ (not the answer: the model went on working)"))
+          }
+          answering = false
+          answerPrinted = false
+          answerEndsWithNewline = true
           break
         case "AnswerStart":
           stopSpinner()
           line("")
           answering = true
+          answerPrinted = false
           markdown = makeLineRenderer()
           break
         case "AnswerDelta":

@@ -97,7 +97,8 @@ export class RunView {
       case "step":
         if (d.type === "thinking") this.thinking(d)
         else if (d.type === "iteration") d.status === "start" ? this.toolStart(d) : this.toolDone(d)
-        else if (d.type === "answer") this.setStatus("Writing the answer…", true)
+        // an answer streamed by the loop (synthesis "auto") is already on screen
+        else if (d.type === "answer" && this.answerText === "") this.setStatus("Writing the answer…", true)
         break
       case "phase":
         if (d.phase === "selecting_tools") {
@@ -123,6 +124,7 @@ export class RunView {
         if (d.status === "delta" && typeof d.content === "string") this.appendAnswer(d.content)
         else if (d.status === "start") this.showAnswer()
         else if (d.status === "done") this.renderAnswer()
+        else if (d.status === "reset") this.resetAnswer()
         break
       case "error":
         this.failure = String(d.message ?? "the run failed")
@@ -348,6 +350,13 @@ export class RunView {
       this.renderScheduled = true
       requestAnimationFrame(() => this.renderAnswer())
     }
+  }
+
+  /** The answer shown so far is void (the model went on working, or the stream restarted after a crash). */
+  resetAnswer() {
+    this.answerText = ""
+    this.answer.replaceChildren()
+    this.answer.hidden = true
   }
 
   renderAnswer() {

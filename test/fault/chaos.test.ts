@@ -46,10 +46,10 @@ const tools: ReadonlyArray<Tool.Tool> = [
 
 const argsFor = (_tool: string, random: () => number) => ({ index: Math.floor(random() * 6) })
 
-const runOnce = (seed: number, mode: "native" | "json") =>
+const runOnce = (seed: number, mode: "native" | "json", synthesis: "always" | "auto" = "always") =>
   Effect.gen(function*() {
     const chaos = Chaos.make({ seed, tools: tools.map((t) => t.name), mode, argsFor })
-    const layer = ReactAgent.layer({ maxIterations: 8 }).pipe(
+    const layer = ReactAgent.layer({ maxIterations: 8, synthesis }).pipe(
       Layer.provide(Layer.mergeAll(
         chaos.layer,
         Toolkit.layer(tools),
@@ -81,6 +81,15 @@ const checkRun = (seed: number, events: ReadonlyArray<RunEvent>, chaos: Chaos.Ch
   const done = events[events.length - 1]
   if (done._tag === "Done") {
     for (const v of Chaos.protocolViolations(done.messages ?? [])) assert.fail(`${where}: final transcript: ${v}`)
+    // what a client is left showing (the deltas after the last reset) is the answer Done reports
+    if (!events.some((e) => e._tag === "RunFailed")) {
+      let shown = ""
+      for (const e of events) {
+        if (e._tag === "AnswerDelta") shown += e.content
+        else if (e._tag === "AnswerReset") shown = ""
+      }
+      assert.strictEqual(shown, done.answer, `${where}: the answer shown is not the answer`)
+    }
   }
 }
 
@@ -125,6 +134,26 @@ describe("chaos LLM", () => {
       assert.isAbove(totals.garbage, 20)
       assert.isAbove(totals.toolCalls, 50)
       assert.isAbove(totals.truncated, 5)
+    }), 60_000)
+
+  it.live("native mode, synthesis auto (streamed loop calls): 120 seeded runs all end with Done, no defect, no unpaired tool call", () =>
+    Effect.gen(function*() {
+      const totals = { failures: 0, toolCalls: 0, truncated: 0, resets: 0 }
+      for (let seed = 2001; seed <= 2120; seed++) {
+        const { chaos, exit } = yield* runOnce(seed, "native", "auto")
+        if (Exit.isFailure(exit)) assert.fail(`seed ${seed}: the run died: ${Cause.pretty(exit.cause)}`)
+        const events = Chunk.toReadonlyArray(exit.value)
+        checkRun(seed, events, chaos)
+        totals.failures += chaos.stats.failures
+        totals.toolCalls += chaos.stats.toolCalls
+        totals.truncated += chaos.stats.truncatedStreams
+        totals.resets += events.filter((e) => e._tag === "AnswerReset").length
+      }
+      // the chaos reached the streamed loop calls: failures, cut streams, retracted answers
+      assert.isAbove(totals.failures, 20)
+      assert.isAbove(totals.toolCalls, 30)
+      assert.isAbove(totals.truncated, 10)
+      assert.isAbove(totals.resets, 10)
     }), 60_000)
 
   it.live("JSON mode: 60 seeded runs all end with Done, no defect", () =>

@@ -134,7 +134,12 @@ export interface AgentHarness {
   readonly requests: () => ReadonlyArray<RecordedRequest>
 }
 
-/** Builds an agent over a scripted LLM. */
+/**
+ * Builds an agent over a scripted LLM. The synthesis policy is `always` unless
+ * `agent.synthesis` says otherwise: most scripts here are written for a loop
+ * whose every call is a plain `chat` and whose answer a synthesis call writes
+ * (test/ReactAgent.synthesisPolicy.test.ts covers `auto`, the default).
+ */
 export const makeAgent = (
   script: ReadonlyArray<ScriptStep> | ScriptedLlm.Responder,
   options: {
@@ -157,7 +162,7 @@ export const makeAgent = (
     options.guard ?? recordingGuard().layer,
     options.interrupts ? Layer.succeed(Interrupts.Interrupts, options.interrupts) : Interrupts.layer
   )
-  const layer = ReactAgent.layer({ ...options.agent, ...(options.approvals ? { approvals: options.approvals } : {}) }).pipe(
+  const layer = ReactAgent.layer({ synthesis: "always", ...options.agent, ...(options.approvals ? { approvals: options.approvals } : {}) }).pipe(
     Layer.provideMerge(deps),
     Layer.orDie
   )

@@ -19,6 +19,8 @@ import type { LoopEnv } from "./env.js"
 import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
 import type { RunState } from "./state.js"
+import type { LoopReply } from "./answerStream.js"
+import { LoopReplySchema, streamLoopCall } from "./answerStream.js"
 import type { CallRequest } from "./toolCall.js"
 import { cycleKey } from "./toolCall.js"
 
@@ -60,13 +62,46 @@ export const guardCheck = (env: LoopEnv, state: RunState, name: string, options:
     })
   )
 
-const chat = (env: LoopEnv, name: string, request: ChatRequest, iteration: number): Effect.Effect<ChatResponse, LlmError> =>
+const chat = (env: LoopEnv, name: string, request: ChatRequest, iteration: number): Effect.Effect<LoopReply, LlmError> =>
   env.journal.activity({
     name,
     success: ChatResponseSchema,
     error: LlmError,
     execute: () => Telemetry.chat(env.llm, request, { phase: "loop", iteration })
+  }).pipe(Effect.map((response) => ({ response, shown: false })))
+
+const streamed = (env: LoopEnv, name: string, request: ChatRequest, iteration: number): Effect.Effect<LoopReply, LlmError> =>
+  env.journal.activity({
+    name,
+    success: LoopReplySchema,
+    error: LlmError,
+    restartAware: true,
+    // a stream cut by a crash starts again: the client discards what it showed
+    execute: ({ restarted }) =>
+      Effect.zipRight(
+        restarted ? env.journal.emit({ _tag: "AnswerReset" }) : Effect.void,
+        streamLoopCall(env.llm, request, iteration, env.journal.emit)
+      )
   })
+
+/**
+ * Whether a final answer from this iteration would be held back for the
+ * completion checklist (once per run, after ≥ N tool calls, not on the last
+ * iteration; answers over 800 chars skip it).
+ */
+const checklistDue = (env: LoopEnv, state: RunState, iteration: number): boolean => {
+  const o = env.options
+  return o.completionCheck && !state.checklistDone && state.steps.length > 0 &&
+    state.steps.length >= o.completionCheckMinTools && iteration < env.maxIterations
+}
+
+/**
+ * Synthesis policy `auto` in native mode: the call is streamed and its text
+ * shown as the answer while it is written — except when the checklist would
+ * hold back a final answer from it (that reply is no answer yet).
+ */
+const streamsAnswer = (env: LoopEnv, state: RunState, iteration: number): boolean =>
+  env.native && env.options.synthesis === "auto" && !checklistDue(env, state, iteration)
 
 /**
  * One loop LLM call. When the provider rejects the request as too long,
@@ -77,8 +112,9 @@ export const callLlm = (
   state: RunState,
   iteration: number,
   request: (messages: ReadonlyArray<Message.ChatMessage>) => ChatRequest
-): Effect.Effect<ChatResponse, LlmError> =>
-  chat(env, `llm/${iteration}`, request(state.ctx.slice()), iteration).pipe(
+): Effect.Effect<LoopReply, LlmError> => {
+  const call = streamsAnswer(env, state, iteration) ? streamed : chat
+  return call(env, `llm/${iteration}`, request(state.ctx.slice()), iteration).pipe(
     Effect.catchIf(
       (e): e is LlmError => e.reason === "ContextOverflow" && !state.overflowRetried,
       () =>
@@ -88,11 +124,12 @@ export const callLlm = (
             const budget = Math.max(1, Math.floor(env.guard.budget / 2))
             return guardCheck(env, state, `guard/${iteration}/overflow`, { budget, hint: "react_iteration" })
           }),
-          Effect.suspend(() => chat(env, `llm/${iteration}/retry`, request(state.ctx.slice()), iteration))
+          Effect.suspend(() => call(env, `llm/${iteration}/retry`, request(state.ctx.slice()), iteration))
         )
     ),
-    Effect.tap((response) => State.recordLoopUsage(state, response.usage))
+    Effect.tap((reply) => State.recordLoopUsage(state, reply.response.usage))
   )
+}
 
 const Injections = Schema.Array(Schema.Struct({ id: Schema.String, content: Schema.String }))
 
@@ -148,18 +185,13 @@ export const finalAnswer = (
   state: RunState,
   iteration: number,
   answer: string,
-  options?: { readonly skipChecklist?: boolean }
+  options?: { readonly unparsed?: boolean; readonly streamed?: boolean }
 ): boolean => {
-  const o = env.options
-  if (
-    !options?.skipChecklist && o.completionCheck && !state.checklistDone &&
-    state.steps.length > 0 && state.steps.length >= o.completionCheckMinTools && iteration < env.maxIterations &&
-    answer.length <= CHECKLIST_MAX_ANSWER_CHARS
-  ) {
+  if (!options?.unparsed && checklistDue(env, state, iteration) && answer.length <= CHECKLIST_MAX_ANSWER_CHARS) {
     State.markChecklist(state)
     State.append(state, Message.user(Prompts.CHECKLIST_PROMPT))
     return false
   }
-  State.finish(state, answer, "answer")
+  State.finish(state, answer, options?.unparsed ? "unparsed" : "answer", options?.streamed ?? false)
   return true
 }

@@ -9,8 +9,9 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { extractJson } from "../../ExtractJson.js"
-import type { ChatRequest, ChatResponse } from "../../Llm.js"
+import type { ChatRequest } from "../../Llm.js"
 import * as Message from "../../Message.js"
+import type { LoopReply } from "./answerStream.js"
 import type { LoopEnv } from "./env.js"
 import { cycleCheck, drainInterrupts, finalAnswer, reflectionCheck } from "./harness.js"
 import * as Prompts from "./prompts.js"
@@ -68,7 +69,7 @@ export const jsonRequest = (env: LoopEnv) => (messages: ReadonlyArray<Message.Ch
 export const jsonStep = (
   env: LoopEnv,
   state: RunState,
-  response: ChatResponse,
+  { response }: LoopReply,
   iteration: number
 ): Effect.Effect<boolean> =>
   Effect.gen(function*() {
@@ -80,7 +81,7 @@ export const jsonStep = (
     // JSON mode drains right after the assistant message, for tool calls and answers alike
     const interrupted = yield* drainInterrupts(env, state, iteration, "reply")
     if (action._tag === "Invalid") {
-      if (state.parseFailed && !interrupted) return finalAnswer(env, state, iteration, raw, { skipChecklist: true })
+      if (state.parseFailed && !interrupted) return finalAnswer(env, state, iteration, raw, { unparsed: true })
       State.setParseFailed(state, true)
       if (!interrupted) State.append(state, Message.user(Prompts.REFORMAT_REQUEST))
       return false

@@ -6,8 +6,9 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import type { ChatRequest, ChatResponse, ResponseToolCall } from "../../Llm.js"
+import type { ChatRequest, ResponseToolCall } from "../../Llm.js"
 import * as Message from "../../Message.js"
+import type { LoopReply } from "./answerStream.js"
 import type { LoopEnv } from "./env.js"
 import { cycleCheck, drainInterrupts, finalAnswer, reflectionCheck } from "./harness.js"
 import * as State from "./state.js"
@@ -54,20 +55,30 @@ const applyRound = (
   }
 }
 
-/** Handles one native reply; true when the loop is finished. */
+/**
+ * Handles one native reply; true when the loop is finished. A reply whose text
+ * was shown as it streamed (synthesis policy `auto`) is retracted with
+ * `AnswerReset` when it turns out not to be the answer: it calls tools, or an
+ * interrupt suppresses it.
+ */
 export const nativeStep = (
   env: LoopEnv,
   state: RunState,
-  response: ChatResponse,
+  reply: LoopReply,
   iteration: number
 ): Effect.Effect<boolean> =>
   Effect.gen(function*() {
+    const { response, shown } = reply
+    const retract = shown ? env.journal.emit({ _tag: "AnswerReset" }) : Effect.void
     if (response.toolCalls.length === 0) {
       State.append(state, Message.assistant(response.content))
       yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning ?? "" })
       const interrupted = yield* drainInterrupts(env, state, iteration, "final")
-      return interrupted ? false : finalAnswer(env, state, iteration, response.content)
+      const finished = !interrupted && finalAnswer(env, state, iteration, response.content, { streamed: shown })
+      if (!finished) yield* retract
+      return finished
     }
+    yield* retract
     const calls = normaliseIds(response.toolCalls, iteration)
     State.append(
       state,

@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Ref from "effect/Ref"
 import type { AgentOptions } from "../../AgentConfig.js"
 import type { ApprovalsService } from "../../Approvals.js"
-import { streamAnswer, SynthesisResultSchema } from "../../AnswerSynthesis.js"
+import { emitAnswer, streamAnswer, SynthesisResultSchema } from "../../AnswerSynthesis.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
 import * as ErrorMessage from "../../ErrorMessage.js"
 import type { HooksService } from "../../Hooks.js"
@@ -121,6 +121,16 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
     }
     yield* runLoop(env, state)
     yield* journal.emit({ _tag: "AnswerSignal" })
+    if (state.answerStreamed) {
+      // synthesis policy `auto`: the user has read the answer as the loop call wrote it
+      yield* journal.emit({ _tag: "AnswerDone" })
+      return
+    }
+    if (options.synthesis === "auto" && state.stop === "answer" && state.answer.trim() !== "") {
+      // the model's own final reply is the answer: a second call would write it again
+      yield* emitAnswer(state.answer, journal.emit)
+      return
+    }
     const synthesisInput = {
       question: input.query,
       steps: state.steps,

@@ -19,7 +19,12 @@ import type * as Usage from "../../Usage.js"
 import * as Prompts from "./prompts.js"
 
 /** Why the loop stopped. */
-export type StopReason = "answer" | "max_iterations" | "token_budget"
+export type StopReason =
+  | "answer"
+  /** JSON mode: the model's reply did not parse twice in a row; its raw text is the answer. */
+  | "unparsed"
+  | "max_iterations"
+  | "token_budget"
 
 type MutableUsage = { -readonly [F in keyof Usage.Usage]: Usage.Usage[F] }
 
@@ -46,6 +51,8 @@ export interface RunState {
   readonly promptVersion: number
   readonly answer: string
   readonly stop: StopReason
+  /** The answer reached the user as the loop call streamed it (synthesis policy `auto`). */
+  readonly answerStreamed: boolean
 }
 
 interface Mutable {
@@ -65,6 +72,7 @@ interface Mutable {
   promptVersion: number
   answer: string
   stop: StopReason
+  answerStreamed: boolean
 }
 
 const mutable = (state: RunState): Mutable => state as unknown as Mutable
@@ -87,7 +95,8 @@ export const make = (initial: ReadonlyArray<ChatMessage>, promptVersion: number)
     parseFailed: false,
     promptVersion,
     answer: "",
-    stop: "answer"
+    stop: "answer",
+    answerStreamed: false
   }
   return state as unknown as RunState
 }
@@ -207,10 +216,11 @@ export const takeInterrupts = (state: RunState, contents: ReadonlyArray<string>)
 }
 
 /** The loop is over with this answer. */
-export const finish = (state: RunState, answer: string, stop: StopReason): void => {
+export const finish = (state: RunState, answer: string, stop: StopReason, streamed = false): void => {
   const s = mutable(state)
   s.answer = answer
   s.stop = stop
+  s.answerStreamed = streamed
 }
 
 /** Synthesis replaced the loop's answer with the one the user received. */

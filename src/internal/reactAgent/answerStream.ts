@@ -1,0 +1,129 @@
+/**
+ * Synthesis policy `auto`, native mode: a loop call streamed, its text shown to
+ * the user as the answer while the model writes it. The reply is assembled from
+ * the stream into the same `ChatResponse` a non-streamed call returns, so the
+ * loop goes on exactly as it would have.
+ *
+ * The text is shown provisionally: when the reply turns out to call tools, or
+ * the answer is suppressed (an interrupt arrived), the caller retracts it with
+ * `AnswerReset`. A stream that fails after showing text is retracted here, and
+ * the call is made again without streaming (with the provider's retries), so a
+ * broken stream costs the user the preview, never the run.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import type { ChatDelta, ChatRequest, ChatResponse, LlmService, ResponseToolCall } from "../../Llm.js"
+import { ChatResponseSchema, LlmError, parseToolArguments } from "../../Llm.js"
+import type { RunEvent } from "../../RunEvent.js"
+import * as Telemetry from "../../Telemetry.js"
+import * as Usage from "../../Usage.js"
+
+/** A loop reply and whether its text already reached the user as answer deltas. */
+export interface LoopReply {
+  readonly response: ChatResponse
+  readonly shown: boolean
+}
+
+/** How a durable run stores a streamed loop call. */
+export const LoopReplySchema = Schema.Struct({ response: ChatResponseSchema, shown: Schema.Boolean })
+
+interface PartialCall {
+  id: string
+  name: string
+  arguments: string
+}
+
+/** Folds stream deltas into a reply. */
+class Assembler {
+  content = ""
+  reasoning = ""
+  calls: Array<PartialCall> = []
+  usage: Usage.Usage | undefined
+  finishReason: string | null = null
+
+  add(delta: ChatDelta): void {
+    switch (delta._tag) {
+      case "Content":
+        this.content += delta.text
+        return
+      case "Reasoning":
+        this.reasoning += delta.text
+        return
+      case "ToolCall": {
+        const call = (this.calls[delta.index] ??= { id: "", name: "", arguments: "" })
+        if (delta.id) call.id = delta.id
+        if (delta.name) call.name += delta.name
+        if (delta.arguments) call.arguments += delta.arguments
+        return
+      }
+      case "Usage":
+        this.usage = this.usage ? Usage.add(this.usage, delta.usage) : delta.usage
+        return
+      case "Finish":
+        this.finishReason = delta.reason
+        return
+    }
+  }
+
+  response(): ChatResponse {
+    // indices a provider skipped leave holes: only calls that arrived count
+    const toolCalls: Array<ResponseToolCall> = this.calls.filter((c) => c !== undefined).map((c) => ({
+      id: c.id,
+      name: c.name,
+      arguments: c.arguments,
+      parsed: parseToolArguments(c.arguments)
+    }))
+    return {
+      content: this.content,
+      ...(this.reasoning !== "" ? { reasoning: this.reasoning } : {}),
+      toolCalls,
+      finishReason: this.finishReason ?? (toolCalls.length > 0 ? "tool_calls" : "stop"),
+      usage: this.usage ?? Usage.make(0, 0)
+    }
+  }
+}
+
+/**
+ * One loop call streamed: `AnswerStart` before the first text, one
+ * `AnswerDelta` per text chunk as it arrives. Fails only as the non-streamed
+ * call would (a context overflow before any text is left to the caller's
+ * recovery).
+ */
+export const streamLoopCall = (
+  llm: LlmService,
+  request: ChatRequest,
+  iteration: number,
+  emit: (event: RunEvent) => Effect.Effect<void>
+): Effect.Effect<LoopReply, LlmError> =>
+  Effect.suspend(() => {
+    const reply = new Assembler()
+    let shown = false
+    const streamed = llm.streamChat(request).pipe(
+      Stream.runForEachChunk((chunk) =>
+        Effect.forEach(chunk, (delta) => {
+          reply.add(delta)
+          if (delta._tag !== "Content" || delta.text === "") return Effect.void
+          if (shown) return emit({ _tag: "AnswerDelta", content: delta.text })
+          shown = true
+          return Effect.zipRight(emit({ _tag: "AnswerStart" }), emit({ _tag: "AnswerDelta", content: delta.text }))
+        }, { discard: true })
+      ),
+      Effect.map(() => reply.response())
+    )
+    const plain = Telemetry.chat(llm, request, { phase: "loop", iteration })
+    const recover = (error: unknown): Effect.Effect<LoopReply, LlmError> => {
+      // nothing shown: an overflow goes to the loop's recovery, anything else is asked again without streaming
+      if (!shown && error instanceof LlmError && error.reason === "ContextOverflow") return Effect.fail(error)
+      const retract = shown ? emit({ _tag: "AnswerReset" }) : Effect.void
+      shown = false
+      return Effect.zipRight(retract, Effect.map(plain, (response): LoopReply => ({ response, shown: false })))
+    }
+    return Telemetry.chatSpan(llm.model, request, { phase: "loop", iteration, stream: true }, streamed, (r) => r).pipe(
+      Effect.map((response): LoopReply => ({ response, shown })),
+      Effect.catchAll(recover),
+      Effect.catchAllDefect(recover)
+    )
+  })
