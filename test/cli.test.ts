@@ -229,6 +229,7 @@ describe("cli rendering", () => {
     return { out, text: () => stdout }
   }
   const answer = (chunks: ReadonlyArray<string>) => [
+    { _tag: "AnswerSignal" } as const,
     { _tag: "AnswerStart" } as const,
     ...chunks.map((content) => ({ _tag: "AnswerDelta", content }) as const),
     { _tag: "AnswerDone" } as const
@@ -257,6 +258,41 @@ describe("cli rendering", () => {
     const r = textRenderer(out, { model: "m", demo: false })
     for (const e of answer(["17*23 = **3", "91**"])) r.event(e)
     assert.strictEqual(text(), "\n17*23 = **391**\n")
+  })
+
+  /** A loop reply streamed as the answer (synthesis auto), then retracted: it called a tool; then the answer. */
+  const retracted: ReadonlyArray<RunEvent> = [
+    { _tag: "ThinkingStart", iteration: 1 },
+    { _tag: "AnswerStart" },
+    { _tag: "AnswerDelta", content: "Let me check that.\nOne moment." },
+    { _tag: "AnswerReset" },
+    { _tag: "ThinkingDone", iteration: 1, reasoning: "Let me check that. One moment." },
+    { _tag: "ThinkingStart", iteration: 2 },
+    { _tag: "AnswerStart" },
+    { _tag: "AnswerDelta", content: "It is **4**." },
+    { _tag: "ThinkingDone", iteration: 2, reasoning: "" },
+    { _tag: "AnswerSignal" },
+    { _tag: "AnswerDone" }
+  ]
+
+  it("piped, a retracted answer never reaches stdout: only the answer does", () => {
+    const { out, text } = capture(false)
+    const r = textRenderer(out, { model: "m", demo: false })
+    for (const e of retracted) r.event(e)
+    const shown = text()
+    assert.notInclude(shown.replace(/· Let me check that\. One moment\./, ""), "Let me check")
+    assert.include(shown, "\nIt is **4**.\n")
+  })
+
+  it("on a terminal, a retracted answer is followed by a note saying it was not the answer", () => {
+    const { out, text } = capture(true)
+    const r = textRenderer(out, { model: "m", demo: false })
+    for (const e of retracted) r.event(e)
+    r.close()
+    const shown = strip(text())
+    const note = shown.indexOf("↺ (not the answer: the model went on working)")
+    assert.isAbove(note, shown.indexOf("Let me check that.\n"))
+    assert.isAbove(shown.lastIndexOf("It is 4."), note)
   })
 
   it("a retry is a line (piped) and a JSON line with --json", () => {

@@ -10,7 +10,7 @@
  */
 import type { RetryNotice } from "../Llm.js"
 import type { RunEvent } from "../RunEvent.js"
-import { toWire } from "../RunEvent.js"
+import { settledAnswers, toWire } from "../RunEvent.js"
 import type { ToolCatalogue } from "../server/AppInfo.js"
 import { makeLineRenderer } from "./cliMarkdown.js"
 
@@ -141,133 +141,136 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
     else line(`↻ ${text}`)
   }
 
-  return {
-    event: (event) => {
-      switch (event._tag) {
-        case "LlmRetry":
-          retry({ attempt: event.attempt, reason: event.reason, delayMs: event.delay_ms })
-          break
-        case "ThinkingStart":
-          startSpinner(`${event.step_id !== undefined ? `step ${event.step_id} ` : ""}thinking${event.iteration > 1 ? ` (iteration ${event.iteration})` : ""}…`)
-          break
-        case "ThinkingDone":
-          stopSpinner()
-          if (event.reasoning.trim() !== "") line(`${tag(event.step_id)}${dim(`· ${oneLine(event.reasoning, 200)}`)}`)
-          break
-        case "ToolStart":
-          line(`${tag(event.step_id)}${cyan("→")} ${event.tool_name}(${showArgs(event.tool_args)})`)
-          startSpinner(`running ${event.tool_name}…`)
-          break
-        case "ToolDone":
-          line(
-            tag(event.step_id) + (event.error === null
-              ? `${green("✓")} ${event.tool_name} ${dim(seconds(event.iter_elapsed))}: ${oneLine(event.observation, 120)}`
-              : `${red("✗")} ${event.tool_name} ${dim(seconds(event.iter_elapsed))}: ${oneLine(event.error, 200)}`)
-          )
-          break
-        case "DagPhase":
-          if (event.phase === "planning") startSpinner("planning…")
-          else if (event.phase === "analyzing") startSpinner("checking the results…")
-          else if (event.phase === "replanning") line(`${cyan("↻")} re-planning${event.reasoning ? `: ${oneLine(event.reasoning, 200)}` : ""}`)
-          else line(dim(`no usable plan (${oneLine(event.reasoning ?? "", 160)}): continuing in ReAct mode`))
-          break
-        case "DagPlan":
-          line(`${cyan("▸")} plan${event.round > 1 ? ` (round ${event.round})` : ""}:`)
-          for (const s of event.steps) {
-            tasks.set(s.id, s.task)
-            line(`  ${dim(`[${s.id}]`)} ${oneLine(s.task, 120)}${s.dependencies.length > 0 ? dim(` ← ${s.dependencies.join(", ")}`) : ""}`)
-          }
-          break
-        case "DagStep":
-          if (event.status === "start") {
-            line(`${tag(event.step_id)}${cyan("▶")} ${oneLine(tasks.get(event.step_id) ?? "", 120)}`)
-            startSpinner(`running step ${event.step_id}…`)
-          } else if (event.status === "done") {
-            line(`${tag(event.step_id)}${green("✓")} ${oneLine(event.result ?? "", 160)}`)
-          } else {
-            line(`${tag(event.step_id)}${event.status === "failed" ? red("✗") : dim("–")} ${event.status}: ${oneLine(event.error ?? "", 160)}`)
-          }
-          break
-        case "Compact":
-          line(dim(`⇣ context compacted: ${event.original_messages} → ${event.kept_messages} messages`))
-          break
-        case "PhaseChange":
-          startSpinner(`selecting tools among ${event.total_tools}…`)
-          break
-        case "Inject":
-          line(`${cyan("↳")} injected: ${oneLine(event.content, 200)}`)
-          break
-        case "ApprovalRequested":
-          line(`${tag(event.step_id)}${cyan("?")} ${event.tool_name} waits for approval`)
-          break
-        case "ApprovalDecided":
-          line(
-            tag(event.step_id) + (event.status === "approved"
-              ? `${green("✓")} approved`
-              : `${red("✗")} denied${event.reason !== undefined ? `: ${oneLine(event.reason, 160)}` : ""}`)
-          )
-          if (event.status === "approved") startSpinner("running…")
-          break
-        case "AnswerSignal":
-          // an answer streamed by the loop (synthesis "auto") is already being printed
-          if (!answering) startSpinner("writing the answer…")
-          break
-        case "AnswerReset":
-          // what was printed as the answer is void: the model went on working (or a restart re-streams it)
-          pending = ""
-          stopSpinner()
-          if (answering && answerPrinted) {
-            if (!answerEndsWithNewline) out.write("\n")
-            line(dim("↺ (not the answer: the model went on working)"))
-          }
-          answering = false
-          answerPrinted = false
-          answerEndsWithNewline = true
-          break
-        case "AnswerStart":
-          stopSpinner()
-          line("")
-          answering = true
-          answerPrinted = false
-          markdown = makeLineRenderer()
-          break
-        case "AnswerDelta":
-          if (timer !== undefined && pending === "") stopSpinner()
-          answerText(event.content)
-          if (event.content !== "") answerEndsWithNewline = event.content.endsWith("\n")
-          break
-        case "AnswerDone":
-          flushAnswer()
-          if (answering && !answerEndsWithNewline) out.write("\n")
-          answering = false
-          answerEndsWithNewline = true
-          break
-        case "RunFailed":
-          stopSpinner()
-          failed = true
-          out.error(`${red("✗ error:")} ${event.message}${event.retryable ? " (retryable)" : ""}\n`)
-          break
-        case "Done": {
-          flushAnswer()
-          stopSpinner()
-          if (answering && !answerEndsWithNewline) out.write("\n")
-          const u = event.usage
-          const parts = [
-            `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}`,
-            `${u.total_tokens} tokens (${u.prompt_tokens} in, ${u.completion_tokens} out, ${u.llm_calls} LLM calls)`,
-            seconds(event.elapsed),
-            info.demo ? `${info.model} (no LLM configured)` : info.model
-          ]
-          if (event.conversation_id) parts.push(`conversation ${event.conversation_id}`)
-          line("")
-          line(dim(`— ${parts.join(" · ")}`))
-          if (event.pending_injections.length > 0) {
-            line(dim(`  ${event.pending_injections.length} message(s) arrived too late for this run`))
-          }
-          break
+  // piped output cannot take text back: a streamed loop reply is printed once it is the answer
+  const settle = out.isTTY ? undefined : settledAnswers()
+  const render = (event: RunEvent): void => {
+    switch (event._tag) {
+      case "LlmRetry":
+        retry({ attempt: event.attempt, reason: event.reason, delayMs: event.delay_ms })
+        break
+      case "ThinkingStart":
+        startSpinner(`${event.step_id !== undefined ? `step ${event.step_id} ` : ""}thinking${event.iteration > 1 ? ` (iteration ${event.iteration})` : ""}…`)
+        break
+      case "ThinkingDone":
+        stopSpinner()
+        if (event.reasoning.trim() !== "") line(`${tag(event.step_id)}${dim(`· ${oneLine(event.reasoning, 200)}`)}`)
+        break
+      case "ToolStart":
+        line(`${tag(event.step_id)}${cyan("→")} ${event.tool_name}(${showArgs(event.tool_args)})`)
+        startSpinner(`running ${event.tool_name}…`)
+        break
+      case "ToolDone":
+        line(
+          tag(event.step_id) + (event.error === null
+            ? `${green("✓")} ${event.tool_name} ${dim(seconds(event.iter_elapsed))}: ${oneLine(event.observation, 120)}`
+            : `${red("✗")} ${event.tool_name} ${dim(seconds(event.iter_elapsed))}: ${oneLine(event.error, 200)}`)
+        )
+        break
+      case "DagPhase":
+        if (event.phase === "planning") startSpinner("planning…")
+        else if (event.phase === "analyzing") startSpinner("checking the results…")
+        else if (event.phase === "replanning") line(`${cyan("↻")} re-planning${event.reasoning ? `: ${oneLine(event.reasoning, 200)}` : ""}`)
+        else line(dim(`no usable plan (${oneLine(event.reasoning ?? "", 160)}): continuing in ReAct mode`))
+        break
+      case "DagPlan":
+        line(`${cyan("▸")} plan${event.round > 1 ? ` (round ${event.round})` : ""}:`)
+        for (const s of event.steps) {
+          tasks.set(s.id, s.task)
+          line(`  ${dim(`[${s.id}]`)} ${oneLine(s.task, 120)}${s.dependencies.length > 0 ? dim(` ← ${s.dependencies.join(", ")}`) : ""}`)
         }
+        break
+      case "DagStep":
+        if (event.status === "start") {
+          line(`${tag(event.step_id)}${cyan("▶")} ${oneLine(tasks.get(event.step_id) ?? "", 120)}`)
+          startSpinner(`running step ${event.step_id}…`)
+        } else if (event.status === "done") {
+          line(`${tag(event.step_id)}${green("✓")} ${oneLine(event.result ?? "", 160)}`)
+        } else {
+          line(`${tag(event.step_id)}${event.status === "failed" ? red("✗") : dim("–")} ${event.status}: ${oneLine(event.error ?? "", 160)}`)
+        }
+        break
+      case "Compact":
+        line(dim(`⇣ context compacted: ${event.original_messages} → ${event.kept_messages} messages`))
+        break
+      case "PhaseChange":
+        startSpinner(`selecting tools among ${event.total_tools}…`)
+        break
+      case "Inject":
+        line(`${cyan("↳")} injected: ${oneLine(event.content, 200)}`)
+        break
+      case "ApprovalRequested":
+        line(`${tag(event.step_id)}${cyan("?")} ${event.tool_name} waits for approval`)
+        break
+      case "ApprovalDecided":
+        line(
+          tag(event.step_id) + (event.status === "approved"
+            ? `${green("✓")} approved`
+            : `${red("✗")} denied${event.reason !== undefined ? `: ${oneLine(event.reason, 160)}` : ""}`)
+        )
+        if (event.status === "approved") startSpinner("running…")
+        break
+      case "AnswerSignal":
+        // an answer streamed by the loop (synthesis "auto") is already being printed
+        if (!answering) startSpinner("writing the answer…")
+        break
+      case "AnswerReset":
+        // what was printed as the answer is void: the model went on working (or a restart re-streams it)
+        pending = ""
+        stopSpinner()
+        if (answering && answerPrinted) {
+          if (!answerEndsWithNewline) out.write("\n")
+          line(dim("↺ (not the answer: the model went on working)"))
+        }
+        answering = false
+        answerPrinted = false
+        answerEndsWithNewline = true
+        break
+      case "AnswerStart":
+        stopSpinner()
+        line("")
+        answering = true
+        answerPrinted = false
+        markdown = makeLineRenderer()
+        break
+      case "AnswerDelta":
+        if (timer !== undefined && pending === "") stopSpinner()
+        answerText(event.content)
+        if (event.content !== "") answerEndsWithNewline = event.content.endsWith("\n")
+        break
+      case "AnswerDone":
+        flushAnswer()
+        if (answering && !answerEndsWithNewline) out.write("\n")
+        answering = false
+        answerEndsWithNewline = true
+        break
+      case "RunFailed":
+        stopSpinner()
+        failed = true
+        out.error(`${red("✗ error:")} ${event.message}${event.retryable ? " (retryable)" : ""}\n`)
+        break
+      case "Done": {
+        flushAnswer()
+        stopSpinner()
+        if (answering && !answerEndsWithNewline) out.write("\n")
+        const u = event.usage
+        const parts = [
+          `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}`,
+          `${u.total_tokens} tokens (${u.prompt_tokens} in, ${u.completion_tokens} out, ${u.llm_calls} LLM calls)`,
+          seconds(event.elapsed),
+          info.demo ? `${info.model} (no LLM configured)` : info.model
+        ]
+        if (event.conversation_id) parts.push(`conversation ${event.conversation_id}`)
+        line("")
+        line(dim(`— ${parts.join(" · ")}`))
+        if (event.pending_injections.length > 0) {
+          line(dim(`  ${event.pending_injections.length} message(s) arrived too late for this run`))
+        }
+        break
       }
-    },
+    }
+  }
+  return {
+    event: (event) => (settle === undefined ? render(event) : settle(event).forEach(render)),
     retry,
     close: stopSpinner,
     failed: () => failed
