@@ -195,6 +195,10 @@ export const durableSection = (d: DurableResults): string => {
   const engine = typeof d.engine === "string"
     ? `The engine alone: not measured (${d.engine}).`
     : `The workflow engine alone (bench/engineAlone.ts: \`@effect/workflow\` on \`SingleRunner\`, SQLite, no agent, no server): one trivial activity costs ${d.engine.activityWallMs.toFixed(2)} ms wall and ${d.engine.activityCpuMs.toFixed(2)} ms CPU (${d.engine.activities} in a row); one workflow parked in an activity holds ${fmtBytes(d.engine.parkedBytes)} of heap (${d.engine.parked} parked).`
+  const perIteration = d.databases.flatMap((x) => (x.error === undefined && x.marginalMs !== undefined && !Number.isNaN(x.marginalMs) ? [x] : []))
+  const share = perIteration.length === 0
+    ? ""
+    : ` Beside a model that takes a second per call this is ${perIteration.map((x) => `${(x.marginalMs! / 10).toFixed(1)} % (${x.database})`).join(", ")} of an iteration.`
   return `## Cost of durability
 
 Every server run is a durable workflow: each loop LLM reply, each tool outcome, each interrupt
@@ -214,8 +218,7 @@ ${table(
 
 ${engine} A tool iteration stores three activities (the LLM reply, the tool outcome, the drain of
 interrupts), so most of its cost is the engine's; a guard check is stored only when it may compact
-the list, and which process started a non-idempotent call is a row of the run log, not an activity.
-Beside a model that takes a second per call this is 1–4 %.`
+the list, and which process started a non-idempotent call is a row of the run log, not an activity.${share}`
 }
 
 /** The whole document. @since 0.1.0 */

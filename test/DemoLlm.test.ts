@@ -171,7 +171,12 @@ describe("DemoLlm", () => {
         handler: () => Effect.succeed("noise")
       }))
     const requests: Array<ChatRequest> = []
-    const recording = Layer.succeed(Llm, { ...fast, chat: (r) => Effect.zipRight(Effect.sync(() => requests.push(r)), fast.chat(r)) })
+    const recording = Layer.succeed(Llm, {
+      ...fast,
+      chat: (r) => Effect.zipRight(Effect.sync(() => requests.push(r)), fast.chat(r)),
+      // the loop calls stream under the default synthesis policy (auto)
+      streamChat: (r) => Stream.concat(Stream.fromEffect(Effect.sync(() => void requests.push(r))).pipe(Stream.drain), fast.streamChat(r))
+    })
     return Effect.gen(function*() {
       const events = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run({ query: "what is 7*6" })))
       const list = Chunk.toReadonlyArray(events)

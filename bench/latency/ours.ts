@@ -5,10 +5,9 @@
  * `ReactAgent.layer` at its defaults. Time to first answer token = the first
  * `AnswerDelta` event the consumer of `agent.run` receives.
  *
- * Synthesis policy: today's engine always makes the loop call (non-streamed) and
- * then a streamed synthesis call (`always`). When `AgentOptions` has a `synthesis`
- * option (`"always" | "auto"`, SPEC §9), each policy is passed explicitly and
- * measured as its own row; until then only `always` is measured.
+ * Synthesis policy: each policy (`always`: non-streamed loop calls, then a
+ * streamed synthesis call; `auto`: streamed loop calls, the last one is the
+ * answer) is passed explicitly and measured as its own row.
  *
  * @since 0.1.0
  */
@@ -31,7 +30,7 @@ import type { LatencyEngine } from "./engine.js"
 export type SynthesisPolicy = "always" | "auto"
 
 /**
- * Whether this build's `AgentOptions` has the `synthesis` option (SPEC §9): a
+ * Whether this build's `AgentOptions` has the `synthesis` option: a
  * `synthesis` default in `AgentConfig.defaults`, or `BENCH_LATENCY_SYNTHESIS_OPTION=1`
  * (for an option without a default there).
  *
@@ -60,7 +59,7 @@ export const ourAgentLayer = (
   return ReactAgent.layer(options).pipe(Layer.provide(services))
 }
 
-/** An event retracting text shown as answer (SPEC §9: `answer {status:"reset"}`), whatever its tag. */
+/** An event retracting text shown as answer (`answer {status:"reset"}`), whatever its tag. */
 const isAnswerReset = (event: object): boolean => (event as { status?: unknown }).status === "reset"
 
 /** @since 0.1.0 */

@@ -340,6 +340,12 @@ export class RunView {
   showAnswer() {
     this.answer.hidden = false
     this.setStatus("")
+    // the model is writing the answer (synthesis "auto" streams it from the loop call): no thinking spinner beside it
+    for (const slot of this.run.querySelectorAll(".thinking.active")) {
+      slot.classList.remove("active")
+      slot.classList.add("done")
+      slot.replaceChildren()
+    }
   }
 
   /** @param {string} text */

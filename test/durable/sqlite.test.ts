@@ -45,7 +45,10 @@ const setup = (llmUrl: string): Setup => {
       LLM_MAX_RETRIES: "0",
       MCP_CONFIG: mcp,
       RUN_DETACH_GRACE_MS: "60000",
-      REACT_COMPLETION_CHECK_MIN_TOOLS: "10"
+      REACT_COMPLETION_CHECK_MIN_TOOLS: "10",
+      // the fakes below answer streamed requests as the synthesis call; the streamed loop
+      // calls of synthesis policy auto have a test of their own
+      REACT_SYNTHESIS: "always"
     }
   }
 }
@@ -101,6 +104,24 @@ const assertContinues = (before: ReadonlyArray<SseEvent>, after: ReadonlyArray<S
   assert.strictEqual(after[after.length - 1].event, "done")
 }
 
+/**
+ * The stored conversation after the run: pairing holds, the query is stored once,
+ * and no assistant tool call or tool message is stored twice (nothing duplicated
+ * by the replay), every tool call answered (nothing lost).
+ */
+const assertStoredOnce = async (url: string, conversation: string, query = "record something") => {
+  const stored = await getJson(`${url}/api/conversations/${conversation}`)
+  const messages: Array<any> = stored.body.messages
+  assertPaired({ messages })
+  assert.strictEqual(messages.filter((m) => m.role === "user" && m.content === query).length, 1, "the query is stored once")
+  const callIds = messages.flatMap((m) => (m.tool_calls ?? []).map((c: any) => c.id))
+  const toolIds = messages.filter((m) => m.role === "tool").map((m) => m.tool_call_id)
+  assert.strictEqual(new Set(callIds).size, callIds.length, `no tool call stored twice: ${callIds.join(",")}`)
+  assert.deepStrictEqual([...toolIds].sort(), [...callIds].sort(), "one tool message per call")
+  assert.strictEqual(messages[messages.length - 1].role, "assistant", "the turn ends with the answer")
+  return messages
+}
+
 const answer = (events: ReadonlyArray<SseEvent>) =>
   events.filter((e) => e.event === "answer" && e.data.status === "delta").map((e) => e.data.content).join("")
 
@@ -129,7 +150,7 @@ describe("durable runs on SQLite (real server processes, SIGKILL)", () => {
           for (const r of fake.requests) assertPaired(r.body)
           const stored = await getJson(`${second.url}/api/conversations/kill-tool`)
           assert.strictEqual(stored.body.turn_details[0].status, "completed")
-          assertPaired({ messages: stored.body.messages })
+          await assertStoredOnce(second.url, "kill-tool")
         } finally {
           await second.kill()
         }
@@ -186,6 +207,8 @@ describe("durable runs on SQLite (real server processes, SIGKILL)", () => {
           assert.deepStrictEqual(s.records(), ["start a", "end a", "start b", "end b"])
           for (const r of fake.requests) assertPaired(r.body)
           assert.include(answer(after), "Both recorded.")
+          const stored = await assertStoredOnce(second.url, "kill-llm")
+          assert.strictEqual(stored.filter((m) => m.role === "tool").length, 2)
         } finally {
           await second.kill()
         }
@@ -216,6 +239,8 @@ describe("durable runs on SQLite (real server processes, SIGKILL)", () => {
           assert.isAtLeast(reset, 0)
           assert.strictEqual(answer(after.slice(reset)), words.join(""))
           assert.strictEqual(after[after.length - 1].data.answer, words.join(""))
+          const stored = await assertStoredOnce(second.url, "kill-answer")
+          assert.strictEqual(stored[stored.length - 1].content, words.join(""), "the stored answer is the one streamed again, once")
         } finally {
           await second.kill()
         }
@@ -260,6 +285,51 @@ describe("durable runs on SQLite (real server processes, SIGKILL)", () => {
             last.messages.some((m: any) => m.role === "user" && String(m.content).startsWith("[USER INTERRUPT]") && String(m.content).includes("also note the time")),
             "the loop call after the restart carries the interrupt"
           )
+          const stored = await assertStoredOnce(second.url, "kill-inject-2")
+          assert.strictEqual(stored.filter((m) => m.role === "user" && String(m.content).includes("also note the time")).length, 1)
+        } finally {
+          await second.kill()
+        }
+      } finally {
+        await fake.close()
+      }
+    }), 120_000)
+
+  it.live("synthesis auto: kill -9 while the answer streams from the loop call: reset, the answer again, no synthesis call", () =>
+    Effect.promise(async () => {
+      const words = Array.from({ length: 30 }, (_, i) => `v${i} `)
+      const fake = await FakeOpenAi.start((body) =>
+        toolMessages(body).length === 0
+          ? FakeOpenAi.sse([
+            FakeOpenAi.chunk.role(),
+            FakeOpenAi.chunk.toolCall(0, { id: "call_s", name: "rec__record", arguments: JSON.stringify({ label: "s", ms: 100 }) }),
+            FakeOpenAi.chunk.finish("tool_calls")
+          ])
+          : FakeOpenAi.sse([...words.map((w) => FakeOpenAi.chunk.content(w)), FakeOpenAi.chunk.finish("stop")], { chunkDelayMs: 150 })
+      )
+      const s = setup(fake.url)
+      const env = { ...s.env, REACT_SYNTHESIS: "auto" }
+      try {
+        const first = await startServerProcess(env)
+        let deltas = 0
+        const before = await runUntilKill(first, "kill-auto", (e) => e.event === "answer" && e.data.status === "delta" && ++deltas === 3)
+        assert.strictEqual(answer(before), "v0 v1 v2 ")
+        const second = await startServerProcess(env)
+        try {
+          const after = await resume(second.url, "kill-auto", before[before.length - 1].id!)
+          assertContinues(before, after)
+          const reset = after.findIndex((e) => e.event === "answer" && e.data.status === "reset")
+          assert.isAtLeast(reset, 0)
+          assert.strictEqual(answer(after.slice(reset)), words.join(""))
+          assert.strictEqual(after[after.length - 1].data.answer, words.join(""))
+          assert.isTrue(fake.requests.every((r) => r.body?.stream === true), "every loop call streams")
+          assert.isFalse(
+            fake.requests.some((r) => String(r.body?.messages?.[0]?.content ?? "").startsWith("You write the final answer")),
+            "no synthesis call"
+          )
+          assert.deepStrictEqual(s.records(), ["start s", "end s"], "the completed tool is not run again")
+          const stored = await assertStoredOnce(second.url, "kill-auto")
+          assert.strictEqual(stored[stored.length - 1].content, words.join(""))
         } finally {
           await second.kill()
         }

@@ -81,6 +81,26 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
       assert.strictEqual(metadata.usage.total_tokens, 14 + 21 + 36)
     }), 30_000)
 
+  it.scopedLive("synthesis auto: the answer streams from the loop; text written before the tool call stays that step's text, marked reset", () =>
+    Effect.gen(function*() {
+      const llm = ScriptedLlm.make((request) =>
+        hasToolResult(request)
+          ? ScriptedLlm.text("2 + 3 = **5**", { chunks: ["2 + 3 ", "= ", "**5**"] })
+          : ScriptedLlm.toolCall("add", { a: 2, b: 3 }, { id: "call_add", content: "Let me add." })
+      )
+      const url = yield* startInteropServer({ llm: llm.layer, tools: [addTool], synthesis: "auto" })
+      const response = yield* Effect.promise(() =>
+        postChat(url, { id: "chat-auto", messages: [userMessage("What is 2+3?")], trigger: "submit-message" })
+      )
+      const message = yield* Effect.promise(() => assemble(chunksOf(response.body!)))
+      const types = message.parts.map((p) => p.type)
+      assert.deepStrictEqual(types, ["step-start", "text", "data-answer", "reasoning", "dynamic-tool", "step-start", "text"])
+      assert.deepStrictEqual((message.parts[2] as { data: unknown }).data, { status: "reset" })
+      assert.strictEqual((message.parts[1] as { text: string }).text, "Let me add.")
+      assert.strictEqual((message.parts[6] as { text: string }).text, "2 + 3 = **5**")
+      assert.deepStrictEqual(llm.requests.map((r) => r.method), ["stream", "stream"])
+    }), 30_000)
+
   it.scopedLive("golden transcript of the stream (elapsed normalised)", () =>
     Effect.gen(function*() {
       const url = yield* startInteropServer({ llm: addModel().layer, tools: [addTool] })

@@ -114,6 +114,31 @@ describe("POST /v1/chat/completions (official openai SDK)", () => {
       assert.isTrue(new Set(chunks.map((c) => c.id)).size === 1 && chunks[0].id.startsWith("chatcmpl-"))
     }), 30_000)
 
+  it.scopedLive("synthesis auto: text the model wrote before a tool call never reaches content (it is reasoning); the answer does", () =>
+    Effect.gen(function*() {
+      const inner = ScriptedLlm.make((request) =>
+        hasToolResult(request)
+          ? ScriptedLlm.text("The sum is five.")
+          : ScriptedLlm.toolCall("add", { a: 2, b: 3 }, { id: "call_add", content: "Let me add these." })
+      )
+      const url = yield* startInteropServer({ llm: inner.layer, tools: [addTool], synthesis: "auto" })
+      const chunks = yield* Effect.promise(async () => {
+        const stream = await client(url).chat.completions.create({
+          model: "react-agent",
+          stream: true,
+          messages: [{ role: "user", content: "What is 2+3?" }]
+        })
+        const out = []
+        for await (const chunk of stream) out.push(chunk)
+        return out
+      })
+      const deltas = chunks.flatMap((c) => c.choices.map((ch) => ch.delta as { content?: string; reasoning_content?: string }))
+      assert.strictEqual(deltas.map((d) => d.content ?? "").join(""), "The sum is five.")
+      assert.include(deltas.map((d) => d.reasoning_content ?? "").join(""), "Let me add these.")
+      // both loop calls streamed, no synthesis call
+      assert.deepStrictEqual(inner.requests.map((r) => r.method), ["stream", "stream"])
+    }), 30_000)
+
   it.scopedLive("without include_usage no usage chunk; the models list; errors in OpenAI's shape", () =>
     Effect.gen(function*() {
       const url = yield* startInteropServer({ llm: innerModel().layer, tools: [addTool] })
@@ -177,7 +202,7 @@ describe("POST /v1/chat/completions (official openai SDK)", () => {
 })
 
 describe("the agent as the model of another agent (OpenAiLlm)", () => {
-  it.scopedLive("the outer run's usage is the sum of the inner runs' (its loop call and its synthesis each run the agent)", () =>
+  it.scopedLive("the outer run's usage is the inner run's: its one streamed loop call (synthesis auto) runs the agent once", () =>
     Effect.gen(function*() {
       const inner = innerModel("The sum is 5.")
       const url = yield* startInteropServer({ llm: inner.layer, tools: [addTool] })
@@ -186,11 +211,11 @@ describe("the agent as the model of another agent (OpenAiLlm)", () => {
       )
       assert.isUndefined(result.error)
       assert.strictEqual(result.answer, "The sum is 5.")
-      // two inner runs of 3 scripted calls each
-      assert.strictEqual(inner.requests.length, 6)
+      // the outer agent's one loop call (streamed, the answer) is one inner run of 3 scripted calls
+      assert.strictEqual(inner.requests.length, 3)
       const perRun = Usage.make(RUN_USAGE.prompt_tokens, RUN_USAGE.completion_tokens)
-      assert.deepStrictEqual(result.usage.by_phase, { loop: perRun, synthesis: perRun })
-      assert.strictEqual(result.usage.total_tokens, 2 * RUN_USAGE.total_tokens)
+      assert.deepStrictEqual(result.usage.by_phase, { loop: perRun })
+      assert.strictEqual(result.usage.total_tokens, RUN_USAGE.total_tokens)
     }), 30_000)
 
   it.scopedLive("cancelling the outer run aborts its request, and the inner run is cancelled (its tool interrupted)", () =>

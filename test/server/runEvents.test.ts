@@ -44,8 +44,11 @@ const registryWith = (settings: Partial<ServerSettings> = {}) =>
           Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined))
         )
     })
-    const llm = ScriptedLlm.layer((request, _i, method) =>
-      method === "stream" || hasToolResult(request) ? ScriptedLlm.text("Opened.") : ScriptedLlm.toolCall("gate", {}, { id: "call_gate" })
+    // the answer once the gate has answered (a loop reply, or a synthesis request, which offers no tools)
+    const llm = ScriptedLlm.layer((request) =>
+      hasToolResult(request) || (request.tools ?? []).length === 0
+        ? ScriptedLlm.text("Opened.")
+        : ScriptedLlm.toolCall("gate", {}, { id: "call_gate" })
     )
     const databasePath = tempDatabase()
     const layer = RunRegistry.layer.pipe(

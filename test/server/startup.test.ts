@@ -59,7 +59,7 @@ describe("npm start", () => {
       const lines = server.output.stdout.slice(before).split("\n").filter((l) => l.trim() !== "")
       assert.strictEqual(lines.length, 2, lines.join("\n"))
       assert.match(lines[0], /INFO .*: run run_\S+ started \(conversation log-test\)$/)
-      assert.match(lines[1], /INFO .*: run run_\S+ done \(conversation log-test\): 2 iterations, \d+ tokens, 3 LLM calls, \d+\.\d\d s$/)
+      assert.match(lines[1], /INFO .*: run run_\S+ done \(conversation log-test\): 2 iterations, \d+ tokens, 2 LLM calls, \d+\.\d\d s$/)
     } finally {
       await stop(server.child, server.exited)
     }

@@ -132,7 +132,7 @@ describe("OTLP export from the server process", () => {
         "chat offline-demo",
         "execute_tool calculator",
         "execute_tool current_time",
-        "chat offline-demo",
+        // synthesis policy auto: the second loop call streams the answer, no synthesis call
         "chat offline-demo"
       ])
       // each inside the activity that stores its result
@@ -140,14 +140,15 @@ describe("OTLP export from the server process", () => {
         "llm/1",
         `tool/1/${children[1].attributes["gen_ai.tool.call.id"]}`,
         `tool/1/${children[2].attributes["gen_ai.tool.call.id"]}`,
-        "llm/2",
-        "synthesis"
+        "llm/2"
       ])
-      const [first, calculator, time, second, synthesis] = children
+      const [first, calculator, time, second] = children
       assert.deepStrictEqual(first.attributes["gen_ai.response.finish_reasons"], ["tool_calls"])
       assert.deepStrictEqual([first.kind, first.attributes["react_engine.phase"], first.attributes["react_engine.iteration"]], [3, "loop", 1])
-      assert.deepStrictEqual([second.attributes["react_engine.phase"], second.attributes["react_engine.iteration"]], ["loop", 2])
-      assert.deepStrictEqual([synthesis.attributes["react_engine.phase"], synthesis.attributes["gen_ai.request.stream"]], ["synthesis", true])
+      assert.deepStrictEqual(
+        [second.attributes["react_engine.phase"], second.attributes["react_engine.iteration"], second.attributes["gen_ai.request.stream"]],
+        ["loop", 2, true]
+      )
       // parallel: each tool call started before the other one ended
       assert.isTrue(calculator.start < time.end && time.start < calculator.end)
       for (const tool of [calculator, time]) {

@@ -159,7 +159,8 @@ export const makeDag = (
     options.interrupts ? Layer.succeed(Interrupts.Interrupts, options.interrupts) : Interrupts.layer
   )
   const layer = DagAgent.layer({
-    agent: { completionCheck: false, selfReflectionInterval: 0 },
+    // the responders answer a step's `stream` call as its synthesis
+    agent: { completionCheck: false, selfReflectionInterval: 0, synthesis: "always" },
     ...options.dag
   }).pipe(Layer.provideMerge(deps), Layer.orDie)
   return { main, models, layer }

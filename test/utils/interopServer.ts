@@ -26,6 +26,11 @@ export const startInteropServer = (options: {
   readonly llm: Layer.Layer<Llm>
   readonly tools?: ReadonlyArray<Tool>
   readonly settings?: Partial<ServerSettings>
+  /**
+   * The agents' synthesis policy. Default `always`: the scripted models of the
+   * interop tests answer `stream` calls as the synthesis call.
+   */
+  readonly synthesis?: "always" | "auto"
 }): Effect.Effect<string, never, Scope.Scope> =>
   Effect.gen(function*() {
     const databasePath = tempDatabase()
@@ -33,7 +38,8 @@ export const startInteropServer = (options: {
       demo: false,
       tools: Toolkit.layer(options.tools ?? BuiltinTools.tools),
       interrupts: SqlInterrupts.layer,
-      approvals: SqlApprovals.layer
+      approvals: SqlApprovals.layer,
+      agent: { synthesis: options.synthesis ?? "always" }
     })
     const layer = Server.serve({ disableLogger: true }).pipe(
       Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),

@@ -61,6 +61,11 @@ export const startServer = (options: {
   readonly provide?: Layer.Layer<never>
   /** Retries of the LLM layer (default 0). */
   readonly llmMaxRetries?: number
+  /**
+   * The agents' synthesis policy. Default `always`: the fakes of the tests that use
+   * this harness answer streamed requests as the synthesis call.
+   */
+  readonly synthesis?: "always" | "auto"
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const databasePath = options.databasePath ?? tempDatabase()
@@ -80,6 +85,7 @@ export const startServer = (options: {
       ...tools,
       interrupts: SqlInterrupts.layer,
       approvals: SqlApprovals.layer,
+      agent: { synthesis: options.synthesis ?? "always" },
       ...(options.guard ? { guard: options.guard } : {})
     })
     const layer = Server.serve(options.serve ?? { disableLogger: true }).pipe(

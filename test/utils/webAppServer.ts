@@ -6,7 +6,7 @@
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted, Schema } from "effect"
+import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted, Schema, Stream } from "effect"
 import { createServer } from "node:http"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as DagAgent from "../../src/DagAgent.js"
@@ -100,7 +100,12 @@ const firstWord = (messages: ReadonlyArray<ChatMessage>): string | undefined =>
  * - `think`: the first model call takes 20 s (for a stop while thinking);
  * - `slowanswer`: one lookup, then an answer streamed slowly (for a stop during the answer);
  * - `fail`: the model fails (a run that ends with an error);
- * - `busy`: the first call is retried once by the LLM layer (see `retrying`).
+ * - `busy`: the first call is retried once by the LLM layer (see `retrying`);
+ * - `preamble`: text streamed before a tool call (retracted under synthesis `auto`), then the answer.
+ *
+ * The final loop reply is the answer text itself, so the page shows the same
+ * answer under either synthesis policy (`auto`: that reply streams as the
+ * answer; `always`: the synthesis stream writes it).
  */
 export const responder: ScriptedLlm.Responder = (request, _index, method) => {
   const dag = dagReply(request, method)
@@ -112,7 +117,12 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
     return ScriptedLlm.text(Array.from({ length: 60 }, (_, i) => `word${i}`).join(" "), { chunkDelay: "150 millis" })
   }
   if (synthesis) return ScriptedLlm.text(synthesisFor(request), { chunkDelay: "30 millis", delay: "100 millis" })
-  const { index } = lastQuery(request.messages)
+  const { index, query } = lastQuery(request.messages)
+  /** The final loop reply: the answer, streamed like a synthesis. */
+  const answer = (delay: `${number} millis`) =>
+    query.includes("slowanswer:")
+      ? ScriptedLlm.text(Array.from({ length: 60 }, (_, i) => `word${i}`).join(" "), { chunkDelay: "150 millis" })
+      : ScriptedLlm.text(synthesisFor(request), { chunkDelay: "30 millis", delay })
   const done = request.messages.slice(index).filter((m) => m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0).length
   if (word === "think") return ScriptedLlm.text("Done.", { delay: "20 seconds" })
   if (word === "slowanswer" && done === 0) return ScriptedLlm.toolCall("lookup", { topic: "x", ms: 50 }, { id: "call_sa" })
@@ -124,14 +134,14 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
       ], { reasoning: "I need a sum and some facts; both at once.", delay: "300 millis" })
     }
     if (done === 1) return ScriptedLlm.toolCall("chart", { title: "Density by region" }, { id: "call_chart", delay: "250 millis" })
-    return ScriptedLlm.text("Done.", { delay: "200 millis" })
+    return answer("200 millis")
   }
   if (word === "slow") {
     const interrupts = interruptsIn(request.messages)
     if (done < 6 && !(interrupts.length > 0 && done >= 3)) {
       return ScriptedLlm.toolCall("lookup", { topic: `part ${done + 1}`, ms: 700 }, { id: `call_slow_${done + 1}`, delay: "150 millis" })
     }
-    return ScriptedLlm.text("Done.", { delay: "150 millis" })
+    return answer("150 millis")
   }
   if (word === "approve" && done === 0) {
     // two calls that wait for the user (the page's Approve / Deny), in one round
@@ -143,7 +153,16 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
   if (word === "hostile" && done === 0) {
     return ScriptedLlm.toolCall("lookup", { topic: "<b>bold</b>" }, { id: "call_h", delay: "100 millis", reasoning: "<img src=x onerror=alert(3)>" })
   }
-  return ScriptedLlm.text("Done.", { delay: "100 millis" })
+  if (word === "preamble" && done === 0) {
+    // the model says what it will do, slowly enough to be seen, then calls the tool
+    return ScriptedLlm.toolCall("lookup", { topic: "France" }, {
+      id: "call_pre",
+      content: "Let me look that up first.",
+      chunks: ["Let ", "me ", "look ", "that ", "up ", "first."],
+      chunkDelay: "150 millis"
+    })
+  }
+  return answer("100 millis")
 }
 
 /**
@@ -153,19 +172,21 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
  */
 const retrying = (service: LlmService): LlmService => {
   const retried = new Set<string>()
-  return {
-    ...service,
-    chat: (request) => {
+  /** The failed first attempt of a `busy` query: it takes a moment (a real one is an HTTP round trip), then the retry is announced. */
+  const firstAttempt = (request: ChatRequest): Effect.Effect<void> =>
+    Effect.suspend(() => {
       const query = lastQuery(request.messages).query
-      if (firstWord(request.messages) !== "busy" || retried.has(query)) return service.chat(request)
+      if (firstWord(request.messages) !== "busy" || retried.has(query)) return Effect.void
       retried.add(query)
-      // the failed first attempt takes a moment (a real one is an HTTP round trip)
       return Effect.sleep("50 millis").pipe(
         Effect.zipRight(Llm.notifyRetry({ attempt: 1, reason: "RateLimited", delayMs: 1500 })),
-        Effect.zipRight(Effect.sleep("1500 millis")),
-        Effect.zipRight(service.chat(request))
+        Effect.zipRight(Effect.sleep("1500 millis"))
       )
-    }
+    })
+  return {
+    ...service,
+    chat: (request) => Effect.zipRight(firstAttempt(request), service.chat(request)),
+    streamChat: (request) => Stream.unwrap(Effect.as(firstAttempt(request), service.streamChat(request)))
   }
 }
 
@@ -185,7 +206,11 @@ export const webAppServer = (options: {
   const agentOptions = { completionCheck: false, selfReflectionInterval: 0 }
   // one Approvals for both agents (the server's, in its database), as the App wires them
   const agents = Layer.unwrapEffect(Effect.map(SqlApprovals.make, (approvals) =>
-    Layer.mergeAll(ReactAgent.layer({ ...agentOptions, approvals }), DagAgent.layer({ agent: agentOptions, approvals }))))
+    Layer.mergeAll(
+      // the ReAct agent on the default synthesis policy (auto); the DAG script answers a step's `stream` call as its synthesis
+      ReactAgent.layer({ ...agentOptions, approvals }),
+      DagAgent.layer({ agent: { ...agentOptions, synthesis: "always" }, approvals })
+    )))
   const agent = agents.pipe(
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(Llm.Llm, retrying(llm.service)),

@@ -140,6 +140,23 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("how a
       assert.strictEqual(yield* count(page, ".turn:last-child .iteration:has(.card) .step-label"), 2)
     }))
 
+  it.scoped("text the model writes before calling a tool shows while it streams, then is withdrawn: the answer is the final reply alone", () =>
+    Effect.gen(function*() {
+      const { page, errors } = yield* setup()
+      yield* ask(page, "preamble: what is the density of France?")
+      // synthesis policy auto: the loop reply streams as the answer until its tool call arrives
+      yield* pw(() => page.waitForFunction(() => document.querySelector(".turn:last-child .answer:not([hidden])")?.textContent?.includes("Let me")))
+      yield* waitEnded(page)
+      yield* assertSettled(page)
+      const answer = yield* text(page, ".turn:last-child .answer")
+      assert.include(answer, "123 people per km²")
+      assert.notInclude(answer, "Let me look")
+      // the withdrawn text is the step's reasoning, next to its tool card
+      assert.include(yield* text(page, ".turn:last-child .iteration[data-iteration='1'] details.reasoning"), "Let me look that up first.")
+      assert.strictEqual(yield* count(page, ".turn:last-child .card"), 1)
+      assert.deepStrictEqual(errors, [])
+    }))
+
   it.scoped("the tools panel lists every tool with its source, and the MCP servers that did not start", () =>
     Effect.gen(function*() {
       const { page } = yield* setup({
