@@ -16,8 +16,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
-import type { LlmService } from "./Llm.js"
+import { forEachDelta, type LlmService } from "./Llm.js"
 import * as Json from "./Json.js"
 import * as Message from "./Message.js"
 import type { RunEvent, Step } from "./RunEvent.js"
@@ -180,20 +179,16 @@ export const streamWithFallback = (
     let finishReason: string | null = null
     yield* emit({ _tag: "AnswerStart" })
     const request = { messages }
-    const streamed = llm.streamChat(request).pipe(
-      Stream.runForEachChunk((chunk) =>
-        Effect.forEach(chunk, (delta) => {
-          if (delta._tag === "Content") {
-            if (delta.text === "") return Effect.void
-            sent += delta.text
-            return emit({ _tag: "AnswerDelta", content: delta.text })
-          }
-          if (delta._tag === "Usage") usage = usage ? Usage.add(usage, delta.usage) : delta.usage
-          else if (delta._tag === "Finish") finishReason = delta.reason
-          return Effect.void
-        }, { discard: true })
-      )
-    )
+    const streamed = forEachDelta(llm.streamChat(request), (delta) => {
+      if (delta._tag === "Content") {
+        if (delta.text === "") return Effect.void
+        sent += delta.text
+        return emit({ _tag: "AnswerDelta", content: delta.text })
+      }
+      if (delta._tag === "Usage") usage = usage ? Usage.add(usage, delta.usage) : delta.usage
+      else if (delta._tag === "Finish") finishReason = delta.reason
+      return Effect.void
+    })
     const ok = yield* Telemetry.chatSpan(llm.model, request, { phase: "synthesis", stream: true }, streamed, () => ({
       content: sent,
       finishReason,

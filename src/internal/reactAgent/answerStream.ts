@@ -14,9 +14,8 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService, ResponseToolCall } from "../../Llm.js"
-import { ChatResponseSchema, LlmError, parseToolArguments } from "../../Llm.js"
+import { ChatResponseSchema, forEachDelta, LlmError, parseToolArguments } from "../../Llm.js"
 import type { RunEvent } from "../../RunEvent.js"
 import * as Telemetry from "../../Telemetry.js"
 import * as Usage from "../../Usage.js"
@@ -101,18 +100,14 @@ export const streamLoopCall = (
   Effect.suspend(() => {
     const reply = new Assembler()
     let shown = false
-    const streamed = llm.streamChat(request).pipe(
-      Stream.runForEachChunk((chunk) =>
-        Effect.forEach(chunk, (delta) => {
-          reply.add(delta)
-          if (delta._tag !== "Content" || delta.text === "") return Effect.void
-          if (shown) return emit({ _tag: "AnswerDelta", content: delta.text })
-          shown = true
-          return Effect.zipRight(emit({ _tag: "AnswerStart" }), emit({ _tag: "AnswerDelta", content: delta.text }))
-        }, { discard: true })
-      ),
-      Effect.map(() => reply.response())
-    )
+    const onDelta = (delta: ChatDelta): Effect.Effect<void> => {
+      reply.add(delta)
+      if (delta._tag !== "Content" || delta.text === "") return Effect.void
+      if (shown) return emit({ _tag: "AnswerDelta", content: delta.text })
+      shown = true
+      return Effect.zipRight(emit({ _tag: "AnswerStart" }), emit({ _tag: "AnswerDelta", content: delta.text }))
+    }
+    const streamed = Effect.map(forEachDelta(llm.streamChat(request), onDelta), () => reply.response())
     const plain = Telemetry.chat(llm, request, { phase: "loop", iteration })
     const recover = (error: unknown): Effect.Effect<LoopReply, LlmError> => {
       // nothing shown: an overflow goes to the loop's recovery, anything else is asked again without streaming
