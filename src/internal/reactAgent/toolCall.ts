@@ -147,6 +147,8 @@ const perform = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect
       toolName: context.toolName,
       iteration: context.iteration,
       conversationId: context.conversationId,
+      approverConversationId: env.approverConversationId,
+      emit: env.journal.emit,
       ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {})
     }),
     Effect.flatMap((result) => env.hooks.runPostToolUse(context, result).pipe(Effect.catchAllDefect(() => Effect.succeed(result))))
@@ -218,6 +220,9 @@ const AwaitingApproval = Schema.TaggedStruct("AwaitingApproval", {
   args: Schema.Record({ key: Schema.String, value: Schema.Unknown })
 })
 
+/** What the first activity of a call stores: its outcome, or that it waits for a person. */
+const FirstPart = Schema.Union(CallOutcome, AwaitingApproval)
+
 const elapsedSince = (started: number) => Effect.map(Clock.currentTimeMillis, (now) => (now - started) / 1000)
 
 /**
@@ -256,7 +261,7 @@ export const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Eff
     })
   return env.journal.activity({
     name,
-    success: Schema.Union(CallOutcome, AwaitingApproval),
+    success: FirstPart,
     ...onRestart,
     execute: () =>
       Effect.gen(function*() {
