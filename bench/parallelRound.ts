@@ -50,8 +50,9 @@ const ours = async (runs: number): Promise<Array<number>> => {
     ScriptedLlm.text("done")
   ]
   let turn = 0
-  const llm = ScriptedLlm.make((_req, _i, method) => {
-    if (method === "chat") mark(clock)
+  // the first two requests are the loop's (streamed under synthesis auto, plain chat under always)
+  const llm = ScriptedLlm.make(() => {
+    mark(clock)
     return script[Math.min(turn++, 2)]
   }, { record: false })
   const tools = names.map((name) =>

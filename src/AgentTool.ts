@@ -11,6 +11,11 @@
  * its own LLM calls plus every sub-run's. A durable parent stores it with the
  * call's outcome, so a replay counts it again without running the sub-agent.
  *
+ * Approvals surface on the parent run: the sub-run's approval events are
+ * forwarded into the parent's events, and the parent run's user answers them
+ * (the sub-run's approver is the parent's conversation; give the sub-agent the
+ * parent's `Approvals`).
+ *
  * ```ts
  * const researcher = yield* ReactAgent.ReactAgent // built over its own Llm / Toolkit
  * const tool = ReactAgent.asTool(researcher, {
@@ -134,12 +139,19 @@ export const make = (agent: RunnableAgent, options: Options): Tool.Tool =>
         const conversationId = `${parent}/${options.name}/${randomUUID().slice(0, 8)}`
         const subRun: SubRun = { call, toolCallId: Option.getOrUndefined(call)?.toolCallId, conversationId }
         const onEvent = options.onEvent
+        const parentCall = Option.getOrUndefined(call)
         const events = agent.run({
           query,
           conversationId,
+          // the parent run's user answers the sub-run's approvals
+          ...(parentCall?.approverConversationId !== undefined ? { approvalConversationId: parentCall.approverConversationId } : {}),
           ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})
         })
-        const observed = onEvent === undefined ? events : Stream.tap(events, (event) =>
+        // approval requests and decisions surface on the parent run (its clients show them and answer them)
+        const forward = parentCall?.emit
+        const surfaced = forward === undefined ? events : Stream.tap(events, (event) =>
+          event._tag === "ApprovalRequested" || event._tag === "ApprovalDecided" ? forward(event) : Effect.void)
+        const observed = onEvent === undefined ? surfaced : Stream.tap(surfaced, (event) =>
           onEvent(event, subRun).pipe(
             Effect.catchAllCause((cause) => Effect.logWarning(`${options.name}: onEvent failed`, cause))
           ))

@@ -16,6 +16,7 @@ import * as ErrorMessage from "./ErrorMessage.js"
 import type { ToolUseContext } from "./Hooks.js"
 import * as JsonSchema from "./JsonSchema.js"
 import type { JsonSchemaObject, ToolDefinition } from "./Llm.js"
+import type { RunEvent } from "./RunEvent.js"
 import { Usage } from "./Usage.js"
 
 /**
@@ -93,6 +94,14 @@ export interface CallContext {
   readonly iteration: number
   /** The conversation of the run that made the call. */
   readonly conversationId: string
+  /** The conversation whose user answers the run's approvals (its own, or the run's parent's). */
+  readonly approverConversationId?: string
+  /**
+   * Forwards an event into the run that made the call (an agent used as a tool
+   * surfaces its sub-run's approval requests there, so the run's user sees and
+   * answers them).
+   */
+  readonly emit?: (event: RunEvent) => Effect.Effect<void>
 }
 
 /**

@@ -4,7 +4,9 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type * as AgentTool from "../src/AgentTool.js"
+import * as Approvals from "../src/Approvals.js"
 import * as DagAgent from "../src/DagAgent.js"
 import * as Hooks from "../src/Hooks.js"
 import { textOf } from "../src/Message.js"
@@ -215,5 +217,47 @@ describe("DagAgent.asTool", () => {
       assert.strictEqual(sub!.llm_calls, subCalls)
       assert.deepStrictEqual(result.steps[0].usage, sub)
       assert.deepStrictEqual(without(result.usage), Usage.add(Usage.make(30, 30, { calls: 3 }), sub!))
+    }))
+})
+
+describe("ReactAgent.asTool: approvals", () => {
+  it.scoped("a sub-run's call that needs approval surfaces on the parent run; the parent's user approves it there", () =>
+    Effect.gen(function*() {
+      // one Approvals for both agents: the parent's user answers through the parent's agent
+      const approvals = yield* Approvals.make
+      const ran: Array<string> = []
+      const write = Tool.make({
+        name: "write",
+        description: "Writes a file",
+        parameters: Schema.Struct({ path: Schema.String }),
+        needsApproval: true,
+        handler: ({ path }) => Effect.sync(() => void ran.push(path)).pipe(Effect.as(`wrote ${path}`))
+      })
+      const sub = yield* agentOf(ReactAgent.ReactAgent, makeAgent([
+        ScriptedLlm.toolCall("write", { path: "a.txt" }, { id: "sub_call" }),
+        ScriptedLlm.text("written"),
+        ScriptedLlm.text("The file is written.")
+      ], { tools: [write], agent: quiet, approvals }).layer)
+      const delegate = ReactAgent.asTool(sub, { name: "writer_agent", description: "Writes files" })
+      const parent = yield* agentOf(ReactAgent.ReactAgent, makeAgent([
+        ScriptedLlm.toolCall("writer_agent", { query: "write a.txt" }, { id: "parent_call" }),
+        ScriptedLlm.text("done"),
+        ScriptedLlm.text("The sub-agent wrote a.txt.")
+      ], { tools: [delegate], agent: quiet, approvals }).layer)
+      const events: Array<RunEvent> = []
+      yield* parent.run({ query: "please write a.txt", conversationId: "parent-conv" }).pipe(
+        Stream.runForEach((event) => {
+          events.push(event)
+          if (event._tag !== "ApprovalRequested") return Effect.void
+          assert.deepStrictEqual(ran, [], "nothing runs before the approval")
+          return Effect.orDie(parent.approve({ conversationId: "parent-conv", approvalId: event.approval_id, decision: "approve" }))
+        })
+      )
+      const requested = events.find((e) => e._tag === "ApprovalRequested")
+      assert.strictEqual(requested?._tag === "ApprovalRequested" ? requested.tool_name : "", "write")
+      assert.isTrue(events.some((e) => e._tag === "ApprovalDecided" && e.status === "approved"))
+      assert.deepStrictEqual(ran, ["a.txt"])
+      const done = events[events.length - 1]
+      assert.strictEqual(done._tag === "Done" ? done.answer : "", "The sub-agent wrote a.txt.")
     }))
 })

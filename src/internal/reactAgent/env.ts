@@ -23,6 +23,8 @@ export interface LoopEnv {
   readonly maxIterations: number
   readonly tools: ActiveToolSet
   readonly conversationId: string
+  /** The conversation whose user answers this run's approvals (`RunInput.approvalConversationId`, else its own). */
+  readonly approverConversationId: string
   /** The query as text (quoted by self-reflection). */
   readonly goal: string
   readonly native: boolean

@@ -108,6 +108,7 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
       maxIterations: effectiveMax(input.maxIterations, options.maxIterations),
       tools,
       conversationId,
+      approverConversationId: input.approvalConversationId ?? conversationId,
       goal,
       native,
       journal,
