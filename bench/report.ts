@@ -205,7 +205,7 @@ Every server run is a durable workflow: each loop LLM reply, each tool outcome, 
 drain and the answer are stored as workflow activities, each event in the run log. The real server
 (bench/serverProcess.ts) on a zero-latency scripted model, one run at a time over HTTP/SSE: a run
 of ${2} tool steps and one of ${22}, interleaved; **per iteration** = (median long − median short) ÷ 20,
-wall-clock. The in-process loop pays ≈ 0.1 ms per iteration (the loop tables above).
+wall-clock. The in-process loop's own cost per iteration is in the loop tables above.
 
 ${table(
     ["database", "run, 2 steps (ms)", "run, 22 steps (ms)", "per iteration (ms)", "runs each"],

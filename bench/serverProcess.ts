@@ -4,7 +4,8 @@
  * process of the load benchmark (`child_process.fork`, IPC channel).
  *
  * The scripted model: each run makes `BENCH_STEPS` tool calls (a trivial tool),
- * then a final answer, then streams `BENCH_CHUNKS` answer chunks. Every loop reply
+ * then answers in `BENCH_CHUNKS` streamed chunks (the loop's last call under the
+ * default synthesis policy `auto`; the synthesis call under `always`). Every loop reply
  * carries its own timestamp in `reasoning` (→ the `thinking done` SSE frame) and
  * every answer chunk carries the time it left the model (→ the `answer delta`
  * frame), so the client measures "LLM reply → SSE frame received" directly.
@@ -68,14 +69,16 @@ const lookup = Tool.make({
   handler: ({ index }) => Effect.succeed(`record ${index}: ok`)
 })
 
-const scripted = ScriptedLlm.make((request, _index, method) => {
-  if (method === "stream") {
-    return ScriptedLlm.text("", {
-      delay: latencyMs,
-      chunks: Array.from({ length: chunks }, (_, i) => `chunk ${i} `),
-      usage: { prompt: 10, completion: 5 }
-    })
-  }
+/** The answer: `chunks` chunks, each after the model's latency. */
+const answer = () => {
+  const parts = Array.from({ length: chunks }, (_, i) => `chunk ${i} `)
+  return ScriptedLlm.text(parts.join(""), { delay: latencyMs, chunks: parts, usage: { prompt: 10, completion: 5 } })
+}
+
+// Keyed on the request, not on the method: under synthesis auto (the default) the loop's calls
+// stream and the last one is the answer; under always the synthesis request offers no tools.
+const scripted = ScriptedLlm.make((request) => {
+  if ((request.tools ?? []).length === 0) return answer()
   let done = 0
   let wanted = steps
   for (const m of request.messages) {
@@ -85,16 +88,21 @@ const scripted = ScriptedLlm.make((request, _index, method) => {
   }
   return done < wanted
     ? ScriptedLlm.toolCall("lookup", { index: done }, { delay: latencyMs, usage: { prompt: 10, completion: 5 } })
-    : ScriptedLlm.text("All records looked up.", { delay: latencyMs, usage: { prompt: 10, completion: 5 } })
+    : answer()
 }, { record: false, model: "bench-scripted", contextSize: 1_000_000, maxOutputTokens: 10_000 })
 
 /** Stamps each reply / chunk with the time it leaves the model. */
 const stamped: LlmService = {
   ...scripted.service,
   chat: (request) => Effect.map(scripted.service.chat(request), (r) => ({ ...r, reasoning: `t=${now()}` })),
+  // each content chunk, and the reply as a whole (its reasoning, shown by `thinking done`)
   streamChat: (request) =>
-    Stream.map(scripted.service.streamChat(request), (d): ChatDelta =>
-      d._tag === "Content" ? { _tag: "Content", text: `[t=${now()}]` } : d)
+    Stream.mapConcat(scripted.service.streamChat(request), (d): ReadonlyArray<ChatDelta> =>
+      d._tag === "Content"
+        ? [{ _tag: "Content", text: `[t=${now()}]` }]
+        : d._tag === "Finish"
+        ? [{ _tag: "Reasoning", text: `t=${now()}` }, d]
+        : [d])
 }
 
 const dir = mkdtempSync(join(tmpdir(), "react-engine-bench-"))
