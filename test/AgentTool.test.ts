@@ -15,7 +15,7 @@ import type { RunEvent } from "../src/RunEvent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
 import * as Usage from "../src/Usage.js"
-import { addTool, makeAgent } from "./utils/agentLayers.js"
+import { addTool, makeAgent, writer } from "./utils/agentLayers.js"
 import { makeDag, planReply, stepText } from "./utils/dagLayers.js"
 
 const quiet = { completionCheck: false, selfReflectionInterval: 0 }
@@ -225,14 +225,7 @@ describe("ReactAgent.asTool: approvals", () => {
     Effect.gen(function*() {
       // one Approvals for both agents: the parent's user answers through the parent's agent
       const approvals = yield* Approvals.make
-      const ran: Array<string> = []
-      const write = Tool.make({
-        name: "write",
-        description: "Writes a file",
-        parameters: Schema.Struct({ path: Schema.String }),
-        needsApproval: true,
-        handler: ({ path }) => Effect.sync(() => void ran.push(path)).pipe(Effect.as(`wrote ${path}`))
-      })
+      const { ran, tool: write } = writer()
       const sub = yield* agentOf(ReactAgent.ReactAgent, makeAgent([
         ScriptedLlm.toolCall("write", { path: "a.txt" }, { id: "sub_call" }),
         ScriptedLlm.text("written"),

@@ -21,27 +21,9 @@ import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
-import { echoTool, injectNow, jsonLlm, makeAgent, makeInterrupts } from "./utils/agentLayers.js"
+import { echoTool, injectNow, jsonLlm, makeAgent, makeInterrupts, writer } from "./utils/agentLayers.js"
 
 const CID = "conv"
-
-/** A tool that records every run and needs approval (unless told otherwise). */
-const writer = (name = "write", needsApproval: Tool.NeedsApproval<{ readonly path: string }> = true) => {
-  const ran: Array<string> = []
-  const tool = Tool.make({
-    name,
-    description: "Writes a file",
-    parameters: Schema.Struct({ path: Schema.String }),
-    readOnly: false,
-    needsApproval,
-    handler: ({ path }) =>
-      Effect.sync(() => {
-        ran.push(path)
-        return `wrote ${path}`
-      })
-  })
-  return { tool, ran }
-}
 
 type Requested = Extract<RunEvent, { _tag: "ApprovalRequested" }>
 

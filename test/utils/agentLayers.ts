@@ -118,6 +118,24 @@ export const bigTool = Tool.make({
   handler: ({ size }) => Effect.succeed("x".repeat(size))
 })
 
+/** A tool that records every run and needs approval (unless told otherwise). */
+export const writer = (name = "write", needsApproval: Tool.NeedsApproval<{ readonly path: string }> = true) => {
+  const ran: Array<string> = []
+  const tool = Tool.make({
+    name,
+    description: "Writes a file",
+    parameters: Schema.Struct({ path: Schema.String }),
+    readOnly: false,
+    needsApproval,
+    handler: ({ path }) =>
+      Effect.sync(() => {
+        ran.push(path)
+        return `wrote ${path}`
+      })
+  })
+  return { tool, ran }
+}
+
 export const allTools: ReadonlyArray<ToolT> = [addTool, echoTool, sleepTool, failTool, crashTool, hangTool, pageTool, bigTool]
 
 /** A fresh in-memory interrupts service, usable synchronously from responders and tools. */
