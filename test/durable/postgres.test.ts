@@ -158,6 +158,53 @@ describe.skipIf("missing" in found)("several instances on one PostgreSQL databas
       }
     }), 180_000)
 
+  it.live("a call waiting for approval is approved through the instance that does not execute the run; it runs once", () =>
+    withPg(async (pg) => {
+      const fake = await FakeOpenAi.start((body) => {
+        if (body?.stream) return FakeOpenAi.sseText("Approved and recorded.")
+        const tools = toolMessages(body).length
+        // a first call (no approval) shows which instance executes the run; the second waits for a person
+        if (tools === 0) return FakeOpenAi.completion({ toolCalls: [{ id: "call_p", name: "rec__record_idem", arguments: JSON.stringify({ label: "p", ms: 50 }) }] })
+        if (tools === 1) return FakeOpenAi.completion({ toolCalls: [{ id: "call_ap", name: "rec__record", arguments: JSON.stringify({ label: "ap", ms: 50 }) }] })
+        return FakeOpenAi.completion({ content: "done" })
+      })
+      const c = cluster(pg, "approval", fake.url)
+      const env = async (instance: string) => ({ ...(await c.env(instance)), REACT_APPROVAL_TOOLS: "rec__record" })
+      const a = await startServerProcess(await env("A"))
+      const b = await startServerProcess(await env("B")).catch(async (error) => {
+        await a.kill()
+        throw error
+      })
+      try {
+        let answered: Promise<{ status: number; body: any }> | undefined
+        const result = await openSse(`${a.url}/api/react`, {
+          body: { query: "record with approval", conversation_id: "approve-cross" },
+          timeoutMs: 90_000,
+          onEvent: (e) => {
+            if (answered !== undefined || e.event !== "approval" || e.data.status !== "requested") return
+            const executor = c.records()[0]?.split(" ")[2]
+            const other = executor === "A" ? b : a
+            assert.deepStrictEqual(c.records().filter((l) => l.startsWith("start ap")), [], "nothing runs before the approval")
+            answered = postJson(`${other.url}/api/react/approve`, {
+              conversation_id: "approve-cross",
+              approval_id: e.data.approval_id,
+              decision: "approve"
+            })
+          }
+        })
+        const reply = await answered
+        assert.strictEqual(reply?.status, 200, JSON.stringify(reply?.body))
+        const done = result.events[result.events.length - 1]
+        assert.strictEqual(done.event, "done")
+        assert.isTrue(result.events.some((e) => e.event === "approval" && e.data.status === "approved"))
+        const executor = c.records()[0].split(" ")[2]
+        assert.deepStrictEqual(c.records().filter((l) => l.includes(" ap ")), [`start ap ${executor}`, `end ap ${executor}`], "approved once, run once")
+      } finally {
+        await Promise.all([a.kill(), b.kill()])
+        await fake.close()
+      }
+    }), 180_000)
+
   it.live("kill -9 the instance executing a run: the other takes it over, the client resumes through it", () =>
     withPg(async (pg) => {
       const fake = await FakeOpenAi.start((body) => {
