@@ -238,8 +238,15 @@ describe("ReactAgent: a tool that fails oddly fails alone", () => {
       ScriptedLlm.text("done"),
       ScriptedLlm.text("summary")
     ], { tools, agent: { completionCheck: false } })
+    // a rejection nobody handles would reach the process
+    const unhandled: Array<unknown> = []
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason)
     return Effect.gen(function*() {
+      process.on("unhandledRejection", onUnhandled)
       const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q" }))
+      // the event loop turns over once: an unhandled rejection is reported by then
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+      assert.deepStrictEqual(unhandled, [], "no unhandled rejection")
       assert.isUndefined(result.error)
       assert.strictEqual(result.answer, "summary")
       const byName = Object.fromEntries(result.steps.map((s) => [s.tool_name, s]))
@@ -250,6 +257,6 @@ describe("ReactAgent: a tool that fails oddly fails alone", () => {
       assert.strictEqual(byName.resolves.observation, "fine")
       assert.include(byName.number.error, "not an Effect")
       for (const s of result.steps) assert.isString(s.observation)
-    }).pipe(Effect.provide(h.layer))
+    }).pipe(Effect.provide(h.layer), Effect.ensuring(Effect.sync(() => process.off("unhandledRejection", onUnhandled))))
   })
 })
