@@ -74,6 +74,26 @@ describe("DagAgent: execution", () => {
     }).pipe(Effect.provide(h.layer))
   })
 
+  it.effect("steps under synthesis auto (the default): each step's streamed loop reply is its result; no step synthesis call", () => {
+    const h = makeDag({
+      plan: () => planReply([{ id: 1, task: "find A" }, { id: 2, task: "find B" }, { id: 3, task: "combine", dependencies: [1, 2] }]),
+      step: (id, turn) => (turn === 0 && id === "1" ? ScriptedLlm.toolCall("add", { a: 1, b: 2 }, { content: "Let me add." }) : stepText(`result of ${id}`))
+    }, { dag: { agent: { completionCheck: false, selfReflectionInterval: 0, synthesis: "auto" } } })
+    return Effect.gen(function*() {
+      const events = yield* dagEvents({ query: "the goal", conversationId: CID })
+      const results = events.flatMap((e) => (e._tag === "DagStep" && e.status === "done" ? [[e.step_id, e.result]] : []))
+      assert.deepStrictEqual(results.sort(), [["1", "result of 1"], ["2", "result of 2"], ["3", "result of 3"]])
+      const kinds = requestsOf(h).map((r) => r.kind._tag)
+      assert.notInclude(kinds, "StepAnswer")
+      // step 1: a tool call then its answer; steps 2 and 3: one call each — all streamed
+      assert.strictEqual(kinds.filter((k) => k === "Step").length, 4)
+      assert.isTrue(h.main.requests.filter((r) => kindOf(r.request, r.method)._tag === "Step").every((r) => r.method === "stream"))
+      // a step's retracted text is not the run's answer: step answer events are never forwarded
+      assert.notInclude(events.map((e) => e._tag), "AnswerReset")
+      assert.strictEqual(doneOf(events).answer, "final answer")
+    }).pipe(Effect.provide(h.layer))
+  })
+
   it.effect("a dependent's agent receives the goal, its task, its tool hint and its dependencies' results; no memory", () => {
     const h = makeDag({
       plan: () => planReply([

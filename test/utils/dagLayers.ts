@@ -46,7 +46,8 @@ export const kindOf = (request: ChatRequest, method: "chat" | "stream"): Request
   if (schemaFor("choose_mode")) return { _tag: "Route", text }
   const step = /Your task \(step ([^)]+)\): ([^\n]*)/.exec(text)
   if (step !== null) {
-    if (method === "stream") return { _tag: "StepAnswer", id: step[1], task: step[2], text }
+    // a step's synthesis streams and offers no tools (under synthesis auto the step's loop calls stream too, with tools)
+    if (method === "stream" && (request.tools ?? []).length === 0) return { _tag: "StepAnswer", id: step[1], task: step[2], text }
     const turn = request.messages.filter((m) => m.role === "assistant").length
     return { _tag: "Step", id: step[1], task: step[2], text, turn }
   }
