@@ -65,6 +65,28 @@ describe("npm start", () => {
     }
   }, 90_000)
 
+  it("a failed run's end line is a warning that says why", async () => {
+    // a model endpoint that refuses connections: the run fails after the LLM layer's attempt
+    const closed = await new Promise<number>((resolve) => {
+      const s: Server = createServer().listen(0, "127.0.0.1", () => {
+        const port = (s.address() as { port: number }).port
+        s.close(() => resolve(port))
+      })
+    })
+    const server = start({ PORT: "0", LLM_BASE_URL: `http://127.0.0.1:${closed}/v1`, LLM_MODEL: "m", LLM_API_KEY: "k", LLM_MAX_RETRIES: "0" })
+    try {
+      await waitFor(() => /ready: (http:\/\/\S+)/.test(server.output.stdout), 60_000, "the banner")
+      const url = /ready: (http:\/\/\S+)/.exec(server.output.stdout)![1]
+      const run = await openSse(`${url}/api/react`, { body: { query: "hello", conversation_id: "log-fail" } })
+      assert.deepStrictEqual(run.events.slice(-2).map((e) => e.event), ["error", "done"])
+      await waitFor(() => server.output.stdout.includes(" failed (conversation log-fail)"), 10_000, "the end line")
+      const end = server.output.stdout.split("\n").find((l) => l.includes(" failed (conversation log-fail)"))!
+      assert.match(end, /WARN .*: run run_\S+ failed \(conversation log-fail\): 1 iteration, 0 tokens, 0 LLM calls, \d+\.\d\d s: LLM error \(Connection\): Could not reach the LLM endpoint/)
+    } finally {
+      await stop(server.child, server.exited)
+    }
+  }, 90_000)
+
   it("the README's inject script gets its follow-up taken in by a demo-model run", async () => {
     const readme = readFileSync(join(ROOT, "README.md"), "utf8")
     const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("while IFS= read"))
