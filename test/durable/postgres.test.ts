@@ -283,11 +283,23 @@ describe.skipIf("missing" in found)("several instances on one PostgreSQL databas
           })
         ))
         assert.deepStrictEqual(started.map((r) => r.status), runs.map(() => 200))
-        await waitUntil(() => c.records().filter((l) => l.startsWith("end ")).length >= 50, 90_000, "half of the tool calls")
-        await a.kill("SIGKILL")
+        // runs between their two calls, by the instance that executes them (shards decide which one that is)
+        const inMiddle = (instance: string) => {
+          const records = c.records()
+          return runs.filter((label) => records.includes(`end ${label}.0 ${instance}`) && !records.some((l) => l.startsWith(`end ${label}.1 `)))
+        }
+        await waitUntil(
+          () => c.records().filter((l) => l.startsWith("end ")).length >= 50 && inMiddle("A").length + inMiddle("B").length > 0,
+          90_000,
+          "half of the tool calls, with runs between their calls"
+        )
+        // kill the instance with the most runs in the middle
+        const victimName = inMiddle("A").length >= inMiddle("B").length ? "A" : "B"
+        const [victim, survivor] = victimName === "A" ? [a, b] : [b, a]
+        await victim.kill("SIGKILL")
         // every run ends through the survivor
         const finals = await Promise.all(runs.map(async (label) => {
-          const events = (await openSse(`${b.url}/api/react/events?conversation_id=${label}`, { timeoutMs: 150_000 })).events
+          const events = (await openSse(`${survivor.url}/api/react/events?conversation_id=${label}`, { timeoutMs: 150_000 })).events
           return events[events.length - 1]
         }))
         assert.deepStrictEqual(finals.map((e) => e.event), runs.map(() => "done"))
@@ -301,10 +313,10 @@ describe.skipIf("missing" in found)("several instances on one PostgreSQL databas
         assert.deepStrictEqual(finals.map((e) => e.data.answer), runs.map((label) => `Recorded ${label}.`))
         const records = c.records()
         const count = (prefix: string, instance: string) => records.filter((l) => l.startsWith(prefix) && l.endsWith(` ${instance}`)).length
-        // runs whose first call ran on A and whose second ran on B (or was answered as interrupted by the restart)
-        const takenOver = runs.filter((label) => records.includes(`start ${label}.0 A`) && !records.includes(`start ${label}.1 A`))
+        // runs whose first call ran on the victim and whose second did not (the survivor ran it, or answered it as interrupted)
+        const takenOver = runs.filter((label) => records.includes(`start ${label}.0 ${victimName}`) && !records.includes(`start ${label}.1 ${victimName}`))
         assert.isAtLeast(takenOver.length, 1, "the kill caught runs in the middle")
-        console.log(`load: ${finals.length} done, ${takenOver.length} taken over; started A ${count("start", "A")} B ${count("start", "B")}, ended A ${count("end", "A")} B ${count("end", "B")}`)
+        console.log(`load: killed ${victimName}, ${finals.length} done, ${takenOver.length} taken over; started A ${count("start", "A")} B ${count("start", "B")}, ended A ${count("end", "A")} B ${count("end", "B")}`)
       } finally {
         await Promise.all([a.kill(), b.kill()])
         await fake.close()
