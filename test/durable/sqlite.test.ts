@@ -125,6 +125,32 @@ const assertStoredOnce = async (url: string, conversation: string, query = "reco
 const answer = (events: ReadonlyArray<SseEvent>) =>
   events.filter((e) => e.event === "answer" && e.data.status === "delta").map((e) => e.data.content).join("")
 
+/**
+ * Kills the server after the third answer delta of a run whose answer is `words`, restarts it on the
+ * same file and resumes: the client gets `reset`, then the whole answer again, stored once.
+ * Returns the events after the restart, for checks of the scenario's own.
+ */
+const killDuringAnswer = async (env: Record<string, string>, conversation: string, words: ReadonlyArray<string>) => {
+  const first = await startServerProcess(env)
+  let deltas = 0
+  const before = await runUntilKill(first, conversation, (e) => e.event === "answer" && e.data.status === "delta" && ++deltas === 3)
+  assert.strictEqual(answer(before), words.slice(0, 3).join(""))
+  const second = await startServerProcess(env)
+  try {
+    const after = await resume(second.url, conversation, before[before.length - 1].id!)
+    assertContinues(before, after)
+    const reset = after.findIndex((e) => e.event === "answer" && e.data.status === "reset")
+    assert.isAtLeast(reset, 0)
+    assert.strictEqual(answer(after.slice(reset)), words.join(""))
+    assert.strictEqual(after[after.length - 1].data.answer, words.join(""))
+    const stored = await assertStoredOnce(second.url, conversation)
+    assert.strictEqual(stored[stored.length - 1].content, words.join(""), "the stored answer is the one streamed again, once")
+    return after
+  } finally {
+    await second.kill()
+  }
+}
+
 describe("durable runs on SQLite (real server processes, SIGKILL)", () => {
   it.live("kill -9 during a tool call: the call is not run twice (restart error), the run goes on and ends with done", () =>
     Effect.promise(async () => {
@@ -227,23 +253,7 @@ describe("durable runs on SQLite (real server processes, SIGKILL)", () => {
       )
       const s = setup(fake.url)
       try {
-        const first = await startServerProcess(s.env)
-        let deltas = 0
-        const before = await runUntilKill(first, "kill-answer", (e) => e.event === "answer" && e.data.status === "delta" && ++deltas === 3)
-        assert.strictEqual(answer(before), "w0 w1 w2 ")
-        const second = await startServerProcess(s.env)
-        try {
-          const after = await resume(second.url, "kill-answer", before[before.length - 1].id!)
-          assertContinues(before, after)
-          const reset = after.findIndex((e) => e.event === "answer" && e.data.status === "reset")
-          assert.isAtLeast(reset, 0)
-          assert.strictEqual(answer(after.slice(reset)), words.join(""))
-          assert.strictEqual(after[after.length - 1].data.answer, words.join(""))
-          const stored = await assertStoredOnce(second.url, "kill-answer")
-          assert.strictEqual(stored[stored.length - 1].content, words.join(""), "the stored answer is the one streamed again, once")
-        } finally {
-          await second.kill()
-        }
+        await killDuringAnswer(s.env, "kill-answer", words)
       } finally {
         await fake.close()
       }
@@ -310,29 +320,13 @@ describe("durable runs on SQLite (real server processes, SIGKILL)", () => {
       const s = setup(fake.url)
       const env = { ...s.env, REACT_SYNTHESIS: "auto" }
       try {
-        const first = await startServerProcess(env)
-        let deltas = 0
-        const before = await runUntilKill(first, "kill-auto", (e) => e.event === "answer" && e.data.status === "delta" && ++deltas === 3)
-        assert.strictEqual(answer(before), "v0 v1 v2 ")
-        const second = await startServerProcess(env)
-        try {
-          const after = await resume(second.url, "kill-auto", before[before.length - 1].id!)
-          assertContinues(before, after)
-          const reset = after.findIndex((e) => e.event === "answer" && e.data.status === "reset")
-          assert.isAtLeast(reset, 0)
-          assert.strictEqual(answer(after.slice(reset)), words.join(""))
-          assert.strictEqual(after[after.length - 1].data.answer, words.join(""))
-          assert.isTrue(fake.requests.every((r) => r.body?.stream === true), "every loop call streams")
-          assert.isFalse(
-            fake.requests.some((r) => String(r.body?.messages?.[0]?.content ?? "").startsWith("You write the final answer")),
-            "no synthesis call"
-          )
-          assert.deepStrictEqual(s.records(), ["start s", "end s"], "the completed tool is not run again")
-          const stored = await assertStoredOnce(second.url, "kill-auto")
-          assert.strictEqual(stored[stored.length - 1].content, words.join(""))
-        } finally {
-          await second.kill()
-        }
+        await killDuringAnswer(env, "kill-auto", words)
+        assert.isTrue(fake.requests.every((r) => r.body?.stream === true), "every loop call streams")
+        assert.isFalse(
+          fake.requests.some((r) => String(r.body?.messages?.[0]?.content ?? "").startsWith("You write the final answer")),
+          "no synthesis call"
+        )
+        assert.deepStrictEqual(s.records(), ["start s", "end s"], "the completed tool is not run again")
       } finally {
         await fake.close()
       }
