@@ -38,6 +38,11 @@ const shownAnswer = (es: ReadonlyArray<RunEvent>) => {
   }
   return text
 }
+/** Text before a tool call (retracted under `auto`), then the answer. */
+const preambleThenAnswer = [
+  ScriptedLlm.toolCall("add", { a: 2, b: 2 }, { content: "Let me compute that." }),
+  ScriptedLlm.text("2 + 2 = 4")
+]
 const methods = (h: { requests: () => ReadonlyArray<{ method: string }> }) => h.requests().map((r) => r.method)
 
 describe("synthesis policy auto", () => {
@@ -70,10 +75,7 @@ describe("synthesis policy auto", () => {
   })
 
   it.effect("text before a tool call is retracted; the answer after the tools streams and is not synthesized again", () => {
-    const h = makeAgent([
-      ScriptedLlm.toolCall("add", { a: 2, b: 2 }, { content: "Let me compute that." }),
-      ScriptedLlm.text("2 + 2 = 4")
-    ], { agent: auto })
+    const h = makeAgent(preambleThenAnswer, { agent: auto })
     return Effect.gen(function*() {
       const es = yield* runEvents()
       assert.deepStrictEqual(methods(h), ["stream", "stream"])
@@ -214,10 +216,7 @@ describe("synthesis policy auto", () => {
   })
 
   it.effect("settledAnswers: what an append-only consumer sees holds no retracted text", () => {
-    const h = makeAgent([
-      ScriptedLlm.toolCall("add", { a: 2, b: 2 }, { content: "Let me compute that." }),
-      ScriptedLlm.text("2 + 2 = 4")
-    ], { agent: auto })
+    const h = makeAgent(preambleThenAnswer, { agent: auto })
     return Effect.gen(function*() {
       const settle = settledAnswers()
       const es = (yield* runEvents()).flatMap(settle)

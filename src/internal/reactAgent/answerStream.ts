@@ -113,7 +113,6 @@ export const streamLoopCall = (
       // nothing shown: an overflow goes to the loop's recovery, anything else is asked again without streaming
       if (!shown && error instanceof LlmError && error.reason === "ContextOverflow") return Effect.fail(error)
       const retract = shown ? emit({ _tag: "AnswerReset" }) : Effect.void
-      shown = false
       return Effect.zipRight(retract, Effect.map(plain, (response): LoopReply => ({ response, shown: false })))
     }
     return Telemetry.chatSpan(llm.model, request, { phase: "loop", iteration, stream: true }, streamed, (r) => r).pipe(
