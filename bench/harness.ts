@@ -86,6 +86,62 @@ export const interleaved = async (
   return out
 }
 
+/** One batch of runs of a function: each run's sample, the first right after a full GC. @since 0.1.0 */
+export interface Batch {
+  /** The first run after the full GC. */
+  readonly first: Sample
+  /** The mean of the other runs of the batch (steady state: the runs pay for their own garbage). */
+  readonly steady: Sample
+}
+
+/**
+ * Times `size` consecutive runs of `fn` after one full GC and a 10 ms pause: the
+ * garbage of other contenders is collected before the batch, the batch's own
+ * garbage is collected (by V8, when it decides) during it and charged to it. The
+ * first run is reported apart: a forced full GC makes V8 discard optimized code
+ * that embedded objects which died ("weak objects"), and an Effect program's
+ * first run after one pays to warm up again (measured ≈ 3.5 × on a bare
+ * `Effect.gen` loop on this machine); the later runs are what a process that
+ * keeps running pays.
+ *
+ * @since 0.1.0
+ */
+export const timeBatch = async (fn: () => Promise<unknown>, size: number): Promise<Batch> => {
+  const first = await timeOnce(fn)
+  let wall = 0
+  let cpu = 0
+  for (let i = 1; i < size; i++) {
+    const c0 = process.cpuUsage()
+    const t0 = process.hrtime.bigint()
+    await fn()
+    wall += Number(process.hrtime.bigint() - t0) / 1000
+    const c = process.cpuUsage(c0)
+    cpu += c.user + c.system
+  }
+  return { first, steady: { wall: wall / (size - 1), cpu: cpu / (size - 1) } }
+}
+
+/**
+ * Like `interleaved`, one batch of `size` runs (`timeBatch`) per function and
+ * round. @since 0.1.0
+ */
+export const interleavedBatches = async (
+  fns: ReadonlyArray<() => Promise<unknown>>,
+  options: { readonly warmup: number; readonly samples: number; readonly size: number; readonly maxMs?: number }
+): Promise<Array<Array<Batch>>> => {
+  for (let i = 0; i < options.warmup; i++) for (const fn of fns) await fn()
+  const out = fns.map(() => [] as Array<Batch>)
+  const deadline = options.maxMs === undefined ? Infinity : Date.now() + options.maxMs
+  for (let i = 0; i < options.samples; i++) {
+    for (let k = 0; k < fns.length; k++) {
+      const j = (i + k) % fns.length
+      out[j].push(await timeBatch(fns[j], options.size))
+    }
+    if (Date.now() > deadline && i >= 4) break
+  }
+  return out
+}
+
 let session: Session | undefined
 
 const getSession = async (): Promise<Session> => {

@@ -7,6 +7,10 @@
  *   which cancels fixed per-run costs (setup, our synthesis call);
  * - bytes allocated per long run (V8 sampling heap profiler, garbage included).
  *
+ * Runs are timed in batches (one full GC before each batch, then consecutive
+ * runs that pay for their own garbage, as in a process that keeps running); the
+ * first run of a batch is reported apart (`harness.timeBatch`).
+ *
  * Times are taken both as wall time and as process CPU time (user + system):
  * with a zero-latency model a run is pure CPU work, and CPU time is what stays
  * meaningful when other processes compete for the cores.
@@ -15,7 +19,7 @@
  */
 import type { Engine, Scenario } from "./scenario.js"
 import { verify } from "./scenario.js"
-import { allocated, fmtBytes, fmtRatio, fmtUs, interleaved, median, table } from "./harness.js"
+import { allocated, fmtBytes, fmtRatio, fmtUs, interleavedBatches, median, table } from "./harness.js"
 
 /** @since 0.1.0 */
 export interface Case {
@@ -54,6 +58,8 @@ export interface EngineFigures {
   readonly marginalUs: number
   /** Wall-clock µs per loop LLM call. */
   readonly wallPerIterationUs: number
+  /** CPU µs per extra step of the first run after a full GC (V8 has discarded optimized code). */
+  readonly afterGcMarginalUs?: number
   readonly allocatedBytes: number
   readonly samples: number
   readonly error?: string
@@ -72,6 +78,8 @@ export interface Options {
   /** Time cap for the timed rounds of one case. */
   readonly maxMsPerCase: number
   readonly allocRepeats: number
+  /** Runs per timed batch (the first after a full GC, reported apart). */
+  readonly batch: number
   readonly log: (line: string) => void
 }
 
@@ -103,19 +111,27 @@ export const runCase = async (engines: ReadonlyArray<Engine>, c: Case, options: 
     }
   }
   const fns = ready.flatMap((r) => [r.long, r.short])
-  const samples = await interleaved(fns, { warmup: options.warmup, samples: options.samples, maxMs: options.maxMsPerCase })
+  const samples = await interleavedBatches(fns, {
+    warmup: options.warmup,
+    samples: options.samples,
+    size: options.batch,
+    maxMs: options.maxMsPerCase
+  })
   const iterations = c.long.steps + 1
+  const extra = c.long.steps - c.short.steps
   for (let i = 0; i < ready.length; i++) {
-    const long = median(samples[2 * i].map((x) => x.cpu))
-    const short = median(samples[2 * i + 1].map((x) => x.cpu))
-    const wall = median(samples[2 * i].map((x) => x.wall))
+    const long = median(samples[2 * i].map((x) => x.steady.cpu))
+    const short = median(samples[2 * i + 1].map((x) => x.steady.cpu))
+    const wall = median(samples[2 * i].map((x) => x.steady.wall))
+    const afterGc = (median(samples[2 * i].map((x) => x.first.cpu)) - median(samples[2 * i + 1].map((x) => x.first.cpu))) / extra
     const alloc = await allocated(ready[i].long, options.allocRepeats)
     figures.push({
       engine: ready[i].engine.name,
       runUs: long,
       perIterationUs: long / iterations,
-      marginalUs: (long - short) / (c.long.steps - c.short.steps),
+      marginalUs: (long - short) / extra,
       wallPerIterationUs: wall / iterations,
+      afterGcMarginalUs: afterGc,
       allocatedBytes: alloc,
       samples: samples[2 * i].length
     })
@@ -130,7 +146,7 @@ export const render = (result: CaseResult, ours: string): string => {
   const ratio = (x: number, b: number | undefined) => (b === undefined || Number.isNaN(b) ? "n/a" : fmtRatio(x / b))
   const rows = result.figures.map((f) =>
     f.error !== undefined
-      ? [f.engine, "failed", "", "", "", "", "", "", "", ""]
+      ? [f.engine, "failed", "", "", "", "", "", "", "", "", ""]
       : [
         f.engine,
         fmtUs(f.runUs / 1000),
@@ -138,6 +154,7 @@ export const render = (result: CaseResult, ours: string): string => {
         f.engine === ours ? "—" : ratio(f.perIterationUs, base?.perIterationUs),
         fmtUs(f.marginalUs),
         f.engine === ours ? "—" : ratio(f.marginalUs, base?.marginalUs),
+        f.afterGcMarginalUs === undefined ? "n/a" : fmtUs(f.afterGcMarginalUs),
         fmtUs(f.wallPerIterationUs),
         fmtBytes(f.allocatedBytes),
         f.engine === ours ? "—" : ratio(f.allocatedBytes, base?.allocatedBytes),
@@ -152,6 +169,7 @@ export const render = (result: CaseResult, ours: string): string => {
       "peer ÷ ours",
       "marginal CPU µs / step",
       "peer ÷ ours",
+      "marginal, 1st run after full GC",
       "wall µs / iteration",
       "allocated / run",
       "peer ÷ ours",

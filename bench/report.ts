@@ -253,8 +253,16 @@ tool(s), then answers. Every run is checked (tool calls made, final answer) befo
 
 - **CPU µs / iteration**: median process CPU time (user + system) of a run ÷ loop LLM calls
   (steps + the final answer). With a zero-latency model a run is pure CPU work; CPU time does not
-  count time spent waiting for a core on a busy machine. A full GC runs before each timed run, so no
-  engine pays for another's garbage; runs of the three engines are interleaved round-robin.
+  count time spent waiting for a core on a busy machine. Runs are timed in batches of consecutive
+  runs of one scenario; a full GC runs before each batch, so no engine pays for another's garbage,
+  and each pays for its own during the batch, as a process that keeps running does. Batches of the
+  engines are interleaved round-robin. The figures are the batch's runs after its first.
+- **marginal, 1st run after full GC**: the same slope for the first run of each batch, right after
+  the forced full GC. V8 discards optimized code that embedded objects which died ("weak objects"
+  deoptimization); an Effect program's first run after a full GC pays to warm up again (a bare
+  \`Effect.gen\` loop: ≈ 3.5 × its steady cost on this machine; plain-promise code barely). Earlier
+  versions of this bench timed only such runs (a full GC before every run), which charged every
+  run of ours with that warm-up.
 - **marginal CPU µs / step**: (median CPU of the long run − median CPU of the short run) ÷ the extra
   steps — the cost of one more iteration, fixed per-run costs cancelled (for us these include the
   answer-synthesis streaming call, which the peers do not make).
