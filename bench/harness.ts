@@ -60,32 +60,6 @@ export const timeOnce = async (fn: () => Promise<unknown>): Promise<Sample> => {
   return { wall, cpu: c.user + c.system }
 }
 
-/**
- * Runs every function `samples` times, round-robin (so load spikes from other
- * processes hit every contender alike), after `warmup` untimed rounds. Returns the
- * samples per function, in the input order. Timed rounds stop early (after at
- * least 5) when `maxMs` has passed.
- *
- * @since 0.1.0
- */
-export const interleaved = async (
-  fns: ReadonlyArray<() => Promise<unknown>>,
-  options: { readonly warmup: number; readonly samples: number; readonly maxMs?: number }
-): Promise<Array<Array<Sample>>> => {
-  for (let i = 0; i < options.warmup; i++) for (const fn of fns) await fn()
-  const out = fns.map(() => [] as Array<Sample>)
-  const deadline = options.maxMs === undefined ? Infinity : Date.now() + options.maxMs
-  for (let i = 0; i < options.samples; i++) {
-    // rotate the starting contender each round
-    for (let k = 0; k < fns.length; k++) {
-      const j = (i + k) % fns.length
-      out[j].push(await timeOnce(fns[j]))
-    }
-    if (Date.now() > deadline && i >= 4) break
-  }
-  return out
-}
-
 /** One batch of runs of a function: each run's sample, the first right after a full GC. @since 0.1.0 */
 export interface Batch {
   /** The first run after the full GC. */
@@ -122,8 +96,12 @@ export const timeBatch = async (fn: () => Promise<unknown>, size: number): Promi
 }
 
 /**
- * Like `interleaved`, one batch of `size` runs (`timeBatch`) per function and
- * round. @since 0.1.0
+ * Runs every function in batches of `size` runs (`timeBatch`), `samples` rounds
+ * round-robin (so load spikes from other processes hit every contender alike),
+ * after `warmup` untimed rounds. Returns the batches per function, in the input
+ * order. Timed rounds stop early (after at least 5) when `maxMs` has passed.
+ *
+ * @since 0.1.0
  */
 export const interleavedBatches = async (
   fns: ReadonlyArray<() => Promise<unknown>>,
