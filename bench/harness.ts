@@ -52,6 +52,11 @@ export interface Sample {
 export const timeOnce = async (fn: () => Promise<unknown>): Promise<Sample> => {
   gc()
   await new Promise((resolve) => setTimeout(resolve, 10))
+  return measure(fn)
+}
+
+/** One timed call, as it comes (no GC before it). */
+const measure = async (fn: () => Promise<unknown>): Promise<Sample> => {
   const c0 = process.cpuUsage()
   const t0 = process.hrtime.bigint()
   await fn()
@@ -85,12 +90,9 @@ export const timeBatch = async (fn: () => Promise<unknown>, size: number): Promi
   let wall = 0
   let cpu = 0
   for (let i = 1; i < size; i++) {
-    const c0 = process.cpuUsage()
-    const t0 = process.hrtime.bigint()
-    await fn()
-    wall += Number(process.hrtime.bigint() - t0) / 1000
-    const c = process.cpuUsage(c0)
-    cpu += c.user + c.system
+    const sample = await measure(fn)
+    wall += sample.wall
+    cpu += sample.cpu
   }
   return { first, steady: { wall: wall / (size - 1), cpu: cpu / (size - 1) } }
 }
@@ -111,6 +113,7 @@ export const interleavedBatches = async (
   const out = fns.map(() => [] as Array<Batch>)
   const deadline = options.maxMs === undefined ? Infinity : Date.now() + options.maxMs
   for (let i = 0; i < options.samples; i++) {
+    // rotate the starting contender each round
     for (let k = 0; k < fns.length; k++) {
       const j = (i + k) % fns.length
       out[j].push(await timeBatch(fns[j], options.size))

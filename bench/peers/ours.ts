@@ -85,12 +85,12 @@ export const lookupTool = (scenario: Scenario): Tool.Tool =>
     handler: (args) => Effect.sync(() => runTool(scenario, args))
   })
 
-/** Our engine with some agent options (e.g. a synthesis policy), under a given name. @since 0.1.0 */
-export const engineWith = (name: string, options: Partial<AgentOptions> = {}): Engine => ({
-  name,
+/** @since 0.1.0 */
+export const engine: Engine = {
+  name: "ours (ReactAgent)",
   prepare: async (scenario: Scenario) => {
     const scripted = resettableScript(scriptFor(scenario))
-    const runtime = ManagedRuntime.make(agentLayer(scripted.llm.service, [lookupTool(scenario)], options))
+    const runtime = ManagedRuntime.make(agentLayer(scripted.llm.service, [lookupTool(scenario)]))
     const agent = await runtime.runPromise(ReactAgent.ReactAgent)
     return async () => {
       scripted.reset()
@@ -99,7 +99,4 @@ export const engineWith = (name: string, options: Partial<AgentOptions> = {}): E
       return { answer: result.answer, toolCalls: result.steps.length }
     }
   }
-})
-
-/** @since 0.1.0 */
-export const engine: Engine = engineWith("ours (ReactAgent)")
+}
