@@ -333,16 +333,40 @@ export const splitThinking = (content: string): { readonly content: string; read
   return { content: rest.trim(), reasoning: parts.join("\n\n") }
 }
 
+const DeltasTypeId: unique symbol = Symbol.for("effect-react-engine/Llm/Deltas") as never
+
+/** A stream made by `unwrapDeltas`: it keeps the effect that decides it. */
+interface DeltasStream<E> extends Stream.Stream<ChatDelta, E> {
+  readonly [DeltasTypeId]: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E>
+}
+
 /**
- * Consumes a streamed reply delta by delta, as the deltas arrive: `f` runs for
- * each one, in order. The stream is pulled chunk by chunk, which costs several
- * times less than a stream run (`Stream.runForEach`) on a reply that arrives
- * at once; a failure of the stream fails the effect.
+ * A streamed reply decided when the stream runs, like `Stream.unwrap`, for a
+ * reply whose deltas may all be known at once: `effect` gives either the
+ * deltas (a reply that arrived whole: an endpoint without streaming, a scripted
+ * reply without latency) or the stream of them. Run as a stream it is the
+ * deltas in order; `forEachDelta` hands whole replies to its function without
+ * running a stream at all (a stream costs a scope and a channel executor per
+ * call, which a reply that is already here does not need).
+ *
+ * A stream derived from it (`Stream.tap`, `Stream.concat`, …) is an ordinary
+ * stream again, so a wrapper that transforms a provider's `streamChat` keeps
+ * working unchanged.
  *
  * @since 0.1.0
- * @category utils
+ * @category constructors
  */
-export const forEachDelta = <E, R>(
+export const unwrapDeltas = <E>(
+  effect: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E>
+): Stream.Stream<ChatDelta, E> => {
+  const stream = Stream.unwrap(Effect.map(effect, (r) => (isDeltas(r) ? Stream.fromIterable(r) : r)))
+  return Object.assign(stream, { [DeltasTypeId]: effect }) satisfies DeltasStream<E>
+}
+
+const isDeltas = <E>(r: ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>): r is ReadonlyArray<ChatDelta> =>
+  Array.isArray(r)
+
+const pullEach = <E, R>(
   stream: Stream.Stream<ChatDelta, E>,
   f: (delta: ChatDelta) => Effect.Effect<void, never, R>
 ): Effect.Effect<void, E, R> =>
@@ -354,3 +378,22 @@ export const forEachDelta = <E, R>(
     })
     return loop
   }))
+
+/**
+ * Consumes a streamed reply delta by delta, as the deltas arrive: `f` runs for
+ * each one, in order; a failure of the stream fails the effect. A reply that
+ * arrived whole (`unwrapDeltas`) goes to `f` straight away; any other stream is
+ * pulled chunk by chunk, which costs several times less than a stream run
+ * (`Stream.runForEach`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const forEachDelta = <E, R>(
+  stream: Stream.Stream<ChatDelta, E>,
+  f: (delta: ChatDelta) => Effect.Effect<void, never, R>
+): Effect.Effect<void, E, R> => {
+  const decided = (stream as Partial<DeltasStream<E>>)[DeltasTypeId]
+  if (decided === undefined) return pullEach(stream, f)
+  return Effect.flatMap(decided, (r) => (isDeltas(r) ? Effect.forEach(r, f, { discard: true }) : pullEach(r, f)))
+}

@@ -46,7 +46,7 @@ import type { StreamState } from "./internal/openAiLlm/stream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiLlm/stream.js"
 import { ThinkSplitter } from "./internal/openAiLlm/think.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
-import { defaultAbilities, Llm, LlmError, notifyRetry } from "./Llm.js"
+import { defaultAbilities, Llm, LlmError, notifyRetry, unwrapDeltas } from "./Llm.js"
 
 /**
  * @since 0.1.0
@@ -242,10 +242,10 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
     contextSize: options.contextSize ?? defaults.contextSize,
     maxOutputTokens: options.maxOutputTokens ?? defaults.maxOutputTokens,
     chat: (request) => retry(chatOnce(request)),
-    streamChat: abilities.streaming ? streamChat : (request) => Stream.flatMap(
-      Stream.fromEffect(retry(chatOnce(request))),
-      (response) => Stream.fromIterable(responseToDeltas(response))
-    )
+    // without streaming the reply arrives whole
+    streamChat: abilities.streaming
+      ? streamChat
+      : (request) => unwrapDeltas(Effect.map(retry(chatOnce(request)), responseToDeltas))
   }
 }
 

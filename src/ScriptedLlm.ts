@@ -15,14 +15,13 @@
  *
  * @since 0.1.0
  */
-import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmErrorReason, LlmService, ResponseToolCall } from "./Llm.js"
-import { defaultAbilities, Llm, LlmError, parseToolArguments, splitThinking } from "./Llm.js"
+import { defaultAbilities, Llm, LlmError, parseToolArguments, splitThinking, unwrapDeltas } from "./Llm.js"
 import { ThinkSplitter } from "./internal/openAiLlm/think.js"
 import { textOf } from "./Message.js"
 import * as Usage from "./Usage.js"
@@ -251,11 +250,12 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
         if (step._tag === "Fail") return Effect.zipRight(sleep(step.delay), Effect.fail(failure(step)))
         return Effect.as(sleep(step.delay), toResponse(step, request))
       }),
+    // a reply without latency arrives whole (its deltas, no stream to run); a paced one is a stream
     streamChat: (request) =>
-      Stream.suspend(() => {
+      unwrapDeltas(Effect.suspend((): Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, LlmError>, LlmError> => {
         const step = next(request, "stream")
-        if (step instanceof LlmError) return Stream.fail(step)
-        if (step._tag === "Fail") return Stream.fromEffect(Effect.zipRight(sleep(step.delay), Effect.fail(failure(step))))
+        if (step instanceof LlmError) return Effect.fail(step)
+        if (step._tag === "Fail") return Effect.zipRight(sleep(step.delay), Effect.fail(failure(step)))
         const response = toResponse(step, request)
         // Content goes through the same <think> routing as a real provider stream.
         const chunks = step.chunks ?? words(step.content ?? "")
@@ -277,12 +277,12 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
           : undefined
         const perChunk = step.chunkDelay ?? step.delay
         if (perChunk === undefined) {
-          // No latency: every delta is known now, so the stream is one chunk (one stage).
+          // No latency: every delta is known now, so the reply arrives whole.
           for (const t of emitted) for (const d of splitter.push(t)) deltas.push(d)
           for (const d of splitter.flush()) deltas.push(d)
-          if (failTail === undefined) for (const d of tail) deltas.push(d)
-          const all = Stream.fromChunk(Chunk.unsafeFromArray(deltas))
-          return failTail === undefined ? all : Stream.concat(all, failTail)
+          if (failTail !== undefined) return Effect.succeed(Stream.concat(Stream.fromIterable(deltas), failTail))
+          for (const d of tail) deltas.push(d)
+          return Effect.succeed(deltas)
         }
         let raw: Stream.Stream<string> = Stream.fromIterable(emitted)
         if (emitted.length > 0) raw = Stream.tap(raw, () => Effect.sleep(perChunk))
@@ -292,11 +292,11 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
           Stream.mapConcat((t) => splitter.push(t)),
           Stream.concat(Stream.suspend(() => Stream.fromIterable(splitter.flush())))
         )
-        return Stream.fromIterable(deltas).pipe(
+        return Effect.succeed(Stream.fromIterable(deltas).pipe(
           Stream.concat(content),
           Stream.concat(failTail ?? Stream.fromIterable(tail))
-        )
-      })
+        ))
+      }))
   }
   const handle: ScriptedLlm = {
     service,

@@ -1,0 +1,69 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
+import type { ChatDelta } from "../src/Llm.js"
+import { forEachDelta, LlmError, unwrapDeltas } from "../src/Llm.js"
+
+const reply: ReadonlyArray<ChatDelta> = [
+  { _tag: "Content", text: "Hello " },
+  { _tag: "Content", text: "there." },
+  { _tag: "Finish", reason: "stop" }
+]
+
+/** A whole reply that counts how often it was produced (once per run of its stream). */
+const counted = () => {
+  let runs = 0
+  const stream = unwrapDeltas(Effect.sync(() => {
+    runs++
+    return reply
+  }))
+  return { stream, runs: () => runs }
+}
+
+const consume = <E>(stream: Stream.Stream<ChatDelta, E>) =>
+  Effect.suspend(() => {
+    const seen: Array<ChatDelta> = []
+    return Effect.as(forEachDelta(stream, (d) => Effect.sync(() => void seen.push(d))), seen)
+  })
+
+describe("Llm.unwrapDeltas / forEachDelta", () => {
+  it.effect("a whole reply is the same deltas whether run as a stream or handed to forEachDelta", () =>
+    Effect.gen(function*() {
+      const { runs, stream } = counted()
+      assert.strictEqual(runs(), 0, "nothing happens before the stream runs")
+      assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Stream.runCollect(stream)), reply)
+      assert.deepStrictEqual(yield* consume(stream), reply)
+      assert.strictEqual(runs(), 2, "each run produces the reply again")
+    }))
+
+  it.effect("a stream derived from a whole reply is an ordinary stream and keeps what the wrapper adds", () =>
+    Effect.gen(function*() {
+      const { stream } = counted()
+      const tapped: Array<string> = []
+      const wrapped = Stream.tap(stream, (d) => Effect.sync(() => void tapped.push(d._tag)))
+      assert.deepStrictEqual(yield* consume(wrapped), reply)
+      assert.deepStrictEqual(tapped, ["Content", "Content", "Finish"])
+      const prefixed = Stream.concat(Stream.make<Array<ChatDelta>>({ _tag: "Reasoning", text: "hm" }), stream)
+      assert.deepStrictEqual((yield* consume(prefixed)).map((d) => d._tag), ["Reasoning", "Content", "Content", "Finish"])
+    }))
+
+  it.effect("the effect may decide on a stream instead, and its failure fails the consumer", () =>
+    Effect.gen(function*() {
+      const paced = unwrapDeltas(Effect.succeed(Stream.fromIterable(reply).pipe(Stream.rechunk(1))))
+      assert.deepStrictEqual(yield* consume(paced), reply)
+      const broken = unwrapDeltas(Effect.succeed(Stream.concat(
+        Stream.make<Array<ChatDelta>>({ _tag: "Content", text: "Hel" }),
+        Stream.fail(new LlmError({ reason: "Connection", message: "cut" }))
+      )))
+      const seen: Array<ChatDelta> = []
+      const cut = yield* Effect.either(forEachDelta(broken, (d) => Effect.sync(() => void seen.push(d))))
+      assert.deepStrictEqual(seen, [{ _tag: "Content", text: "Hel" }])
+      assert.isTrue(Either.isLeft(cut) && cut.left.reason === "Connection")
+      const refused = unwrapDeltas<LlmError>(Effect.fail(new LlmError({ reason: "Auth", message: "no key" })))
+      const error = yield* Effect.flip(consume(refused))
+      assert.strictEqual(error.reason, "Auth")
+      assert.strictEqual((yield* Effect.flip(Stream.runDrain(refused))).reason, "Auth")
+    }))
+})
