@@ -53,8 +53,8 @@ const main = async (key: string, quick: boolean) => {
   for (const c of Loop.cases) {
     const r = await Loop.runCase([engine], c, {
       warmup: quick ? 2 : 5,
-      samples: quick ? 4 : 12,
-      batch: quick ? 4 : 8,
+      samples: quick ? 12 : 80,
+      afterGcRounds: quick ? 2 : 5,
       maxMsPerCase: quick ? 10_000 : 30_000,
       allocRepeats: 1,
       log: (line) => process.stderr.write(`${line}\n`)

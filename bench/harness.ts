@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { Session } from "node:inspector/promises"
+import { constants, PerformanceObserver } from "node:perf_hooks"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 
@@ -65,62 +66,85 @@ const measure = async (fn: () => Promise<unknown>): Promise<Sample> => {
   return { wall, cpu: c.user + c.system }
 }
 
-/** One batch of runs of a function: each run's sample, the first right after a full GC. @since 0.1.0 */
-export interface Batch {
-  /** The first run after the full GC. */
-  readonly first: Sample
-  /** The mean of the other runs of the batch (steady state: the runs pay for their own garbage). */
-  readonly steady: Sample
-}
-
 /**
- * Times `size` consecutive runs of `fn` after one full GC and a 10 ms pause: the
- * garbage of other contenders is collected before the batch, the batch's own
- * garbage is collected (by V8, when it decides) during it and charged to it. The
- * first run is reported apart: a forced full GC makes V8 discard optimized code
- * that embedded objects which died ("weak objects"), and an Effect program's
- * first run after one pays to warm up again (measured ≈ 3.5 × on a bare
- * `Effect.gen` loop on this machine); the later runs are what a process that
- * keeps running pays.
+ * Runs every function `samples` rounds round-robin, one run at a time (the
+ * starting contender rotates each round, so load spikes from other processes
+ * hit every contender alike), after `warmup` untimed rounds; no GC is forced.
+ * Each run pays for the garbage collections V8 decides on while it runs, as in
+ * a process that keeps running: scavenges, whose cost is what is still alive
+ * (the run's own objects; the other contenders' runs are over), and the rare
+ * full GC (one per ≈ 200 runs of a 50-step loop on this machine). Returns the
+ * samples per function, in the input order. Timed rounds stop early (after at
+ * least 10) when `maxMs` has passed.
  *
  * @since 0.1.0
  */
-export const timeBatch = async (fn: () => Promise<unknown>, size: number): Promise<Batch> => {
-  const first = await timeOnce(fn)
-  let wall = 0
-  let cpu = 0
-  for (let i = 1; i < size; i++) {
-    const sample = await measure(fn)
-    wall += sample.wall
-    cpu += sample.cpu
-  }
-  return { first, steady: { wall: wall / (size - 1), cpu: cpu / (size - 1) } }
-}
-
-/**
- * Runs every function in batches of `size` runs (`timeBatch`), `samples` rounds
- * round-robin (so load spikes from other processes hit every contender alike),
- * after `warmup` untimed rounds. Returns the batches per function, in the input
- * order. Timed rounds stop early (after at least 5) when `maxMs` has passed.
- *
- * @since 0.1.0
- */
-export const interleavedBatches = async (
+export const interleaved = async (
   fns: ReadonlyArray<() => Promise<unknown>>,
-  options: { readonly warmup: number; readonly samples: number; readonly size: number; readonly maxMs?: number }
-): Promise<Array<Array<Batch>>> => {
+  options: { readonly warmup: number; readonly samples: number; readonly maxMs?: number }
+): Promise<Array<Array<Sample>>> => {
   for (let i = 0; i < options.warmup; i++) for (const fn of fns) await fn()
-  const out = fns.map(() => [] as Array<Batch>)
+  const out = fns.map(() => [] as Array<Sample>)
   const deadline = options.maxMs === undefined ? Infinity : Date.now() + options.maxMs
   for (let i = 0; i < options.samples; i++) {
-    // rotate the starting contender each round
     for (let k = 0; k < fns.length; k++) {
       const j = (i + k) % fns.length
-      out[j].push(await timeBatch(fns[j], options.size))
+      out[j].push(await measure(fns[j]))
     }
-    if (Date.now() > deadline && i >= 4) break
+    if (Date.now() > deadline && i >= 10) break
   }
   return out
+}
+
+/**
+ * `rounds` runs of every function, each right after a forced full GC
+ * (`timeOnce`), round-robin. A forced full GC makes V8 discard optimized code
+ * that embedded objects which died ("weak objects"): what a run pays after one
+ * is how much an engine depends on code V8 has to optimize again (an Effect
+ * program's fiber runtime: ≈ 3.5 × on a bare `Effect.gen` loop on this machine).
+ *
+ * @since 0.1.0
+ */
+export const afterFullGc = async (
+  fns: ReadonlyArray<() => Promise<unknown>>,
+  rounds: number
+): Promise<Array<Array<Sample>>> => {
+  const out = fns.map(() => [] as Array<Sample>)
+  for (let i = 0; i < rounds; i++) {
+    for (let k = 0; k < fns.length; k++) {
+      const j = (i + k) % fns.length
+      out[j].push(await timeOnce(fns[j]))
+    }
+  }
+  return out
+}
+
+/** The garbage collections V8 ran by itself while `f` ran. @since 0.1.0 */
+export interface GcCounts {
+  readonly minor: number
+  readonly full: number
+}
+
+/** Runs `f` and counts the garbage collections V8 runs meanwhile (`gc` performance entries). @since 0.1.0 */
+export const countingGcs = async <A>(f: () => Promise<A>): Promise<{ readonly result: A; readonly gcs: GcCounts }> => {
+  let minor = 0
+  let full = 0
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = (entry as PerformanceEntry & { readonly detail?: { readonly kind?: number } | null }).detail?.kind
+      if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) full++
+      else if (kind === constants.NODE_PERFORMANCE_GC_MINOR) minor++
+    }
+  })
+  observer.observe({ entryTypes: ["gc"] })
+  try {
+    const result = await f()
+    // entries are delivered asynchronously
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    return { result, gcs: { minor, full } }
+  } finally {
+    observer.disconnect()
+  }
 }
 
 let session: Session | undefined

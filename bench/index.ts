@@ -78,8 +78,8 @@ const main = async () => {
       log(`\n## Loop overhead: ${c.title} [${elapsed()}]`)
       const result = await Loop.runCase([ours, aiSdk, agentsSdk], c, {
         warmup: quick ? 2 : 5,
-        samples: quick ? 4 : 12,
-        batch: quick ? 4 : 8,
+        samples: quick ? 12 : 80,
+        afterGcRounds: quick ? 2 : 5,
         maxMsPerCase: quick ? 15_000 : 45_000,
         allocRepeats: quick ? 1 : 3,
         log

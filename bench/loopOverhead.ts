@@ -7,9 +7,10 @@
  *   which cancels fixed per-run costs (setup, our synthesis call);
  * - bytes allocated per long run (V8 sampling heap profiler, garbage included).
  *
- * Runs are timed in batches (one full GC before each batch, then consecutive
- * runs that pay for their own garbage, as in a process that keeps running); the
- * first run of a batch is reported apart (`harness.timeBatch`).
+ * Runs are timed one at a time, round-robin across the engines, without forced
+ * GCs: each run pays for the collections V8 runs while it goes, as in a process
+ * that keeps running (`harness.interleaved`). The first run after a forced full
+ * GC is timed apart and reported in its own column (`harness.afterFullGc`).
  *
  * Times are taken both as wall time and as process CPU time (user + system):
  * with a zero-latency model a run is pure CPU work, and CPU time is what stays
@@ -19,7 +20,8 @@
  */
 import type { Engine, Scenario } from "./scenario.js"
 import { verify } from "./scenario.js"
-import { allocated, fmtBytes, fmtRatio, fmtUs, interleavedBatches, median, table } from "./harness.js"
+import type { GcCounts } from "./harness.js"
+import { afterFullGc, allocated, countingGcs, fmtBytes, fmtRatio, fmtUs, interleaved, median, table } from "./harness.js"
 
 /** @since 0.1.0 */
 export interface Case {
@@ -69,6 +71,8 @@ export interface EngineFigures {
 export interface CaseResult {
   readonly case: Case
   readonly figures: ReadonlyArray<EngineFigures>
+  /** The collections V8 ran by itself during the timed runs (warm-up included), and how many runs. */
+  readonly gcs?: GcCounts & { readonly runs: number }
 }
 
 /** @since 0.1.0 */
@@ -78,8 +82,8 @@ export interface Options {
   /** Time cap for the timed rounds of one case. */
   readonly maxMsPerCase: number
   readonly allocRepeats: number
-  /** Runs per timed batch (the first after a full GC, reported apart). */
-  readonly batch: number
+  /** Runs of each function right after a forced full GC (reported apart). */
+  readonly afterGcRounds: number
   readonly log: (line: string) => void
 }
 
@@ -111,19 +115,22 @@ export const runCase = async (engines: ReadonlyArray<Engine>, c: Case, options: 
     }
   }
   const fns = ready.flatMap((r) => [r.long, r.short])
-  const samples = await interleavedBatches(fns, {
-    warmup: options.warmup,
-    samples: options.samples,
-    size: options.batch,
-    maxMs: options.maxMsPerCase
-  })
+  const { gcs, result: samples } = await countingGcs(() =>
+    interleaved(fns, {
+      warmup: options.warmup,
+      samples: options.samples,
+      maxMs: options.maxMsPerCase
+    })
+  )
+  const cold = await afterFullGc(fns, options.afterGcRounds)
   const iterations = c.long.steps + 1
   const extra = c.long.steps - c.short.steps
+  const cpu = (xs: ReadonlyArray<{ readonly cpu: number }>) => median(xs.map((x) => x.cpu))
   for (let i = 0; i < ready.length; i++) {
-    const long = median(samples[2 * i].map((x) => x.steady.cpu))
-    const short = median(samples[2 * i + 1].map((x) => x.steady.cpu))
-    const wall = median(samples[2 * i].map((x) => x.steady.wall))
-    const afterGc = (median(samples[2 * i].map((x) => x.first.cpu)) - median(samples[2 * i + 1].map((x) => x.first.cpu))) / extra
+    const long = cpu(samples[2 * i])
+    const short = cpu(samples[2 * i + 1])
+    const wall = median(samples[2 * i].map((x) => x.wall))
+    const afterGc = (cpu(cold[2 * i]) - cpu(cold[2 * i + 1])) / extra
     const alloc = await allocated(ready[i].long, options.allocRepeats)
     figures.push({
       engine: ready[i].engine.name,
@@ -137,7 +144,8 @@ export const runCase = async (engines: ReadonlyArray<Engine>, c: Case, options: 
     })
   }
   figures.sort((a, b) => engines.findIndex((e) => e.name === a.engine) - engines.findIndex((e) => e.name === b.engine))
-  return { case: c, figures }
+  const runs = options.warmup * fns.length + samples.reduce((n, xs) => n + xs.length, 0)
+  return { case: c, figures, gcs: { ...gcs, runs } }
 }
 
 /** The markdown table of one case; ratios are peer ÷ ours (> 1 means we are faster / lighter). @since 0.1.0 */
@@ -161,6 +169,10 @@ export const render = (result: CaseResult, ours: string): string => {
         String(f.samples)
       ]
   )
+  const gcs = result.gcs
+  const note = gcs === undefined
+    ? ""
+    : `\n\nGCs V8 ran by itself during the ${gcs.runs} runs (warm-up included, all engines): ${gcs.minor} minor, ${gcs.full} full.`
   return table(
     [
       "engine",
@@ -176,5 +188,5 @@ export const render = (result: CaseResult, ours: string): string => {
       "runs"
     ],
     rows
-  )
+  ) + note
 }

@@ -253,16 +253,20 @@ tool(s), then answers. Every run is checked (tool calls made, final answer) befo
 
 - **CPU µs / iteration**: median process CPU time (user + system) of a run ÷ loop LLM calls
   (steps + the final answer). With a zero-latency model a run is pure CPU work; CPU time does not
-  count time spent waiting for a core on a busy machine. Runs are timed in batches of consecutive
-  runs of one scenario; a full GC runs before each batch, so no engine pays for another's garbage,
-  and each pays for its own during the batch, as a process that keeps running does. Batches of the
-  engines are interleaved round-robin. The figures are the batch's runs after its first.
-- **marginal, 1st run after full GC**: the same slope for the first run of each batch, right after
-  the forced full GC. V8 discards optimized code that embedded objects which died ("weak objects"
-  deoptimization); an Effect program's first run after a full GC pays to warm up again (a bare
-  \`Effect.gen\` loop: ≈ 3.5 × its steady cost on this machine; plain-promise code barely). Earlier
-  versions of this bench timed only such runs (a full GC before every run), which charged every
-  run of ours with that warm-up.
+  count time spent waiting for a core on a busy machine. Runs are timed one at a time, the
+  engines' runs interleaved round-robin (the first contender rotates each round), and no GC is
+  forced: each run pays for the collections V8 runs while it goes, as in a process that keeps
+  running. A scavenge costs what is still alive, i.e. the running engine's own objects (the other
+  engines' runs are over and their garbage costs it nothing); a full GC comes by itself rarely (the
+  line under each table counts the collections V8 ran during its runs, from \`gc\` performance
+  entries).
+- **marginal, 1st run after full GC**: the same slope for runs timed right after a forced full GC
+  (5 per scenario and engine). V8 discards optimized code that embedded objects which died ("weak
+  objects" deoptimization); an Effect program's first run after a full GC pays to warm up again (a
+  bare \`Effect.gen\` loop: ≈ 3.5 × its steady cost on this machine; plain-promise code barely).
+  Earlier versions of this bench forced a full GC before every run, then before every batch of 8
+  runs — 25 × more often than V8 runs one by itself — which charged most runs of ours with that
+  warm-up.
 - **marginal CPU µs / step**: (median CPU of the long run − median CPU of the short run) ÷ the extra
   steps — the cost of one more iteration, fixed per-run costs cancelled (for us these include the
   answer-synthesis streaming call, which the peers do not make).
