@@ -143,7 +143,13 @@ describe("ReactAgent: a defect from any custom layer still ends with Done", () =
 
   it.effect("taking the first events only (Stream.take) ends the run", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.toolCall("add", { a: 1, b: 2 }), ScriptedLlm.text("3"), ScriptedLlm.text("3")])
+      // the model takes its time, as a real one does: the run is interrupted while it waits (a run that never
+      // waits for anything, all replies and tools instant, only gives way where Effect's scheduler yields)
+      const llm = ScriptedLlm.make([
+        ScriptedLlm.toolCall("add", { a: 1, b: 2 }, { delay: "1 second" }),
+        ScriptedLlm.text("3"),
+        ScriptedLlm.text("3")
+      ])
       const agent = yield* ReactAgent.ReactAgent.pipe(Effect.provide(agentWith({ llm: llm.service })))
       const first = yield* agent.run({ query: "q" }).pipe(Stream.take(1), Stream.runCollect)
       assert.deepStrictEqual(tags(Chunk.toReadonlyArray(first)), ["ThinkingStart"])

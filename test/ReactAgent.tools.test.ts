@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as TestClock from "effect/TestClock"
 import * as Hooks from "../src/Hooks.js"
 import type { ChatMessage } from "../src/Message.js"
 import { textOf } from "../src/Message.js"
@@ -61,6 +63,36 @@ describe("ReactAgent tool calls", () => {
       assert.strictEqual(r.steps.filter((s) => s.error !== null).length, 8)
       const badjson = r.steps.find((s) => s.tool_call_id === "badjson")
       assert.strictEqual(badjson?.tool_args, "{not json")
+    }).pipe(Effect.provide(h.layer))
+  })
+
+  it.effect("each call times out at its own deadline, on the test clock, whatever the order of the round", () => {
+    const h = makeAgent([
+      ScriptedLlm.toolCalls([
+        { id: "long", name: "sleep", arguments: { ms: 60_000 } },
+        { id: "short", name: "hang", arguments: {} },
+        { id: "quick", name: "sleep", arguments: { ms: 20 } },
+        { id: "later", name: "sleep", arguments: { ms: 700 } }
+      ]),
+      ScriptedLlm.toolCall("hang", {}, { id: "again" }),
+      ScriptedLlm.text("done"),
+      ScriptedLlm.text("done")
+    ], { agent: { toolTimeout: "1 second" } })
+    return Effect.gen(function*() {
+      const fiber = yield* Effect.fork(run("q"))
+      // "short" (its own 50 ms) comes due before "long" (the agent's 1 s), which the run's timer waits for
+      for (let t = 0; t < 24; t++) yield* TestClock.adjust("50 millis")
+      const r = yield* Fiber.join(fiber)
+      const byId = Object.fromEntries(r.steps.map((s) => [s.tool_call_id, s]))
+      assert.strictEqual(byId.long?.observation, "Error: Tool sleep timed out after 1s")
+      assert.strictEqual(byId.long?.iter_elapsed, 1)
+      assert.strictEqual(byId.short?.observation, "Error: Tool hang timed out after 50ms")
+      assert.strictEqual(byId.short?.iter_elapsed, 0.05)
+      assert.strictEqual(byId.quick?.observation, "slept 20")
+      assert.strictEqual(byId.later?.observation, "slept 700")
+      // the next round's call gets a deadline of its own again
+      assert.strictEqual(byId.again?.observation, "Error: Tool hang timed out after 50ms")
+      assert.strictEqual(r.answer, "done")
     }).pipe(Effect.provide(h.layer))
   })
 

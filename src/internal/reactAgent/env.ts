@@ -12,6 +12,7 @@ import type { LlmService } from "../../Llm.js"
 import type { RunJournal } from "../../RunJournal.js"
 import type { ActiveToolSet } from "../../ToolSelection.js"
 import type { ApprovalGate } from "./approval.js"
+import type { Deadlines } from "./deadlines.js"
 
 /** Services and settings of one run. */
 export interface LoopEnv {
@@ -31,4 +32,6 @@ export interface LoopEnv {
   readonly journal: RunJournal
   /** Which calls a person approves, and asking them. */
   readonly approval: ApprovalGate
+  /** The tool calls' timeouts (one timer per run). */
+  readonly deadlines: Deadlines
 }

@@ -25,6 +25,7 @@ import * as Telemetry from "../../Telemetry.js"
 import type { ToolkitService } from "../../Toolkit.js"
 import * as Usage from "../../Usage.js"
 import { makeGate } from "./approval.js"
+import * as Deadlines from "./deadlines.js"
 import type { LoopEnv } from "./env.js"
 import { runLoop } from "./loop.js"
 import * as Prompts from "./prompts.js"
@@ -76,7 +77,7 @@ interface Outcome {
 
 /** Tool selection, the loop and synthesis; fills in `outcome` as it goes. */
 const body = (services: AgentServices, input: RunInput, journal: RunJournal, conversationId: string, outcome: Outcome) =>
-  Effect.gen(function*() {
+  Effect.scoped(Effect.gen(function*() {
     const { guard, hooks, interrupts, llm, options, toolkit } = services
     const goal = Message.textOf(input.query)
     const native = options.useNativeTools && llm.abilities.toolCall
@@ -118,7 +119,8 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
         journal,
         conversationId,
         approverConversationId: input.approvalConversationId ?? conversationId
-      })
+      }),
+      deadlines: yield* Deadlines.make
     }
     yield* runLoop(env, state)
     yield* journal.emit({ _tag: "AnswerSignal" })
@@ -153,7 +155,7 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
     })
     State.addUsage(state, "synthesis", synthesis.usage)
     State.setAnswer(state, synthesis.answer)
-  })
+  }))
 
 /**
  * Runs one request through `journal` in its `invoke_agent` span; always ends

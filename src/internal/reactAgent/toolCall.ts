@@ -16,6 +16,7 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as ErrorMessage from "../../ErrorMessage.js"
@@ -61,14 +62,20 @@ const availableNames = (env: LoopEnv): string => {
 
 const failure = (message: string): ToolOutcome => ({ _tag: "Failure", message })
 
-/** Decode + handler under the timeout; failures, defects and timeouts become a Failure outcome. */
-const runTool = (env: LoopEnv, tool: Tool.Tool, args: Record<string, unknown>): Effect.Effect<ToolOutcome> => {
+/**
+ * Decode + handler in the tool's own fiber, under the timeout (`deadlines.ts`);
+ * failures, defects and timeouts become a Failure outcome. The fiber knows
+ * which call it handles (`Tool.currentCall`: agent tools nest their events
+ * under it).
+ */
+const runTool = (env: LoopEnv, tool: Tool.Tool, args: Record<string, unknown>, call: Tool.CallContext): Effect.Effect<ToolOutcome> => {
   const timeout = Duration.decode(tool.timeout ?? env.options.toolTimeout)
-  return Tool.execute(tool, args).pipe(
-    Effect.timeoutFail({
-      duration: timeout,
-      onTimeout: () => new Tool.ToolError({ message: `Tool ${tool.name} timed out after ${Duration.format(timeout)}` })
-    }),
+  const handling = Effect.zipRight(FiberRef.set(Tool.currentCall, Option.some(call)), Tool.execute(tool, args))
+  return env.deadlines.within(
+    handling,
+    timeout,
+    () => new Tool.ToolError({ message: `Tool ${tool.name} timed out after ${Duration.format(timeout)}` })
+  ).pipe(
     Effect.matchCause({
       onSuccess: (output): ToolOutcome => ({ _tag: "Success", output }),
       onFailure: (cause): ToolOutcome => {
@@ -141,16 +148,14 @@ const check = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effec
 
 /** The tool, then the PostToolUse hooks. */
 const perform = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<ToolOutcome> =>
-  runTool(env, tool, context.args).pipe(
-    // the handler can see which call it runs for (`Tool.currentCall`: agent tools nest their events under it)
-    Tool.withCall({
-      toolName: context.toolName,
-      iteration: context.iteration,
-      conversationId: context.conversationId,
-      approverConversationId: env.approverConversationId,
-      emit: env.journal.emit,
-      ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {})
-    }),
+  runTool(env, tool, context.args, {
+    toolName: context.toolName,
+    iteration: context.iteration,
+    conversationId: context.conversationId,
+    approverConversationId: env.approverConversationId,
+    emit: env.journal.emit,
+    ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {})
+  }).pipe(
     Effect.flatMap((result) => env.hooks.runPostToolUse(context, result).pipe(Effect.catchAllDefect(() => Effect.succeed(result))))
   )
 
