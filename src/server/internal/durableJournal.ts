@@ -108,7 +108,12 @@ export const make = (options: {
       Effect.raceFirst(Effect.zipRight(Deferred.await(options.local.cancel), Effect.die(new RunStopped())))
     )
 
-  const activity = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
+  // built when it runs, not when it is described: a run holds activities it may never run
+  // (e.g. the approval key, cached until the first call that needs approval)
+  const activity = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> =>
+    Effect.suspend(() => describe(o))
+
+  const describe = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
     const make = (execute: Effect.Effect<A, E>): Effect.Effect<A, E> =>
       Effect.provide(
         Activity.make({
