@@ -102,6 +102,15 @@ export class RunRegistry extends Context.Tag("effect-react-engine/RunRegistry")<
 
 const POLL = "100 millis"
 
+/** A client following a run (see `follow`). */
+interface Follower {
+  readonly runId: string
+  /** Reads what was stored after the client's cursor (and ends it when the run is over). */
+  readonly poll: Effect.Effect<void>
+  /** The run's `done` was delivered, or the client is gone. */
+  readonly over: () => boolean
+}
+
 const encoder = new TextEncoder()
 const storedFrame = (seq: number, channel: string, data: string): Frame => ({
   id: seq,
@@ -122,6 +131,13 @@ export const make = Effect.gen(function*() {
   const sinks = new Set<Sse.Sink>()
   const withEngine = <A, E>(effect: Effect.Effect<A, E, WorkflowEngine>) =>
     Effect.provideService(effect, WorkflowEngineModule.WorkflowEngine, engine)
+
+  /**
+   * The clients following a run until its `done`. One fiber polls the run log every
+   * `POLL` for those whose run does not execute here (a fiber per client would cost
+   * ~12 KB of heap each, for a check that is almost always "executes here").
+   */
+  const followers = new Set<Follower>()
 
   /** Asks a run to stop, wherever it executes (its instance polls the run log). */
   const stop = (conversationId: string, runId: string) =>
@@ -171,7 +187,14 @@ export const make = Effect.gen(function*() {
         return deliver(frame, replaying)
       }
       const remove = host.listen(run.runId, (frame) => (replaying ? Effect.sync(() => void waiting.push(frame)) : take(frame)))
-      yield* Effect.addFinalizer(() => Effect.sync(remove))
+      let follower: Follower | undefined
+      // one finalizer for the listener and the poll (each costs heap for as long as the client stays)
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          remove()
+          if (follower !== undefined) followers.delete(follower)
+        })
+      )
       const catchUp = Effect.flatMap(Effect.orDie(log.eventsAfter(run.runId, last)), (rows) =>
         Effect.forEach(rows, (row) => take(storedFrame(row.seq, row.channel, row.data)), { discard: true }))
       // nothing more will come once the run is over and its frames are read
@@ -192,11 +215,10 @@ export const make = Effect.gen(function*() {
       yield* Effect.forEach(waiting.sort((a, b) => a.id - b.id), take, { discard: true })
       waiting.length = 0
       if (finished || closed()) return
-      // not executing here (yet, or any more): read what its instance stores
-      yield* Effect.suspend(() => (host.local(run.runId) === undefined ? catchUpOrEnd : Effect.void)).pipe(
-        Effect.repeat({ schedule: Schedule.spaced(POLL), until: () => finished || closed() }),
-        Effect.forkScoped
-      )
+      // while the run does not execute here (yet, or any more), the registry's poller reads what its
+      // instance stores
+      follower = { runId: run.runId, poll: catchUpOrEnd, over: () => finished || closed() }
+      followers.add(follower)
     })
 
   const service: RunRegistryService = {
@@ -270,6 +292,23 @@ export const make = Effect.gen(function*() {
     activeCount: Effect.sync(() => host.localRuns().length),
     shutdown
   }
+
+  // the clients of runs executing elsewhere (or not started yet) read the run log
+  yield* Effect.suspend(() => {
+    const due: Array<Follower> = []
+    for (const follower of followers) {
+      if (follower.over()) followers.delete(follower)
+      else if (host.local(follower.runId) === undefined) due.push(follower)
+    }
+    return Effect.forEach(due, (follower) =>
+      follower.poll.pipe(
+        Effect.zipRight(Effect.sync(() => {
+          if (follower.over()) followers.delete(follower)
+        })),
+        // a client whose reads fail stops following (the others go on)
+        Effect.catchAllCause(() => Effect.sync(() => void followers.delete(follower)))
+      ), { concurrency: "unbounded", discard: true })
+  }).pipe(Effect.repeat(Schedule.spaced(POLL)), Effect.interruptible, Effect.forkScoped)
 
   // runs executing here learn of a cancel made on any instance
   yield* Effect.suspend(() => {
