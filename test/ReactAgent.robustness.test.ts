@@ -141,34 +141,37 @@ describe("ReactAgent: a defect from any custom layer still ends with Done", () =
       assert.strictEqual(llm.calls, 1)
     }))
 
+  /** Runs the script, takes the first event only; how many LLM calls the run made before it stopped. */
+  const callsAfterFirstEvent = (script: ReadonlyArray<ScriptedLlm.ScriptStep>) =>
+    Effect.gen(function*() {
+      const llm = ScriptedLlm.make(script)
+      const agent = yield* ReactAgent.ReactAgent.pipe(Effect.provide(agentWith({ llm: llm.service })))
+      const first = yield* agent.run({ query: "q" }).pipe(Stream.take(1), Stream.runCollect)
+      assert.deepStrictEqual(tags(Chunk.toReadonlyArray(first)), ["ThinkingStart"])
+      return llm.calls
+    })
+
   it.effect("taking the first events only ends a run whose model and tools are instant within an iteration", () =>
     Effect.gen(function*() {
       // nothing here waits, so the run learns that its consumer left at its next suspension (awaiting its tool)
-      const llm = ScriptedLlm.make([
+      const calls = yield* callsAfterFirstEvent([
         ScriptedLlm.toolCall("add", { a: 1, b: 2 }),
         ScriptedLlm.toolCall("add", { a: 3, b: 4 }),
         ScriptedLlm.text("10"),
         ScriptedLlm.text("10")
       ])
-      const agent = yield* ReactAgent.ReactAgent.pipe(Effect.provide(agentWith({ llm: llm.service })))
-      const first = yield* agent.run({ query: "q" }).pipe(Stream.take(1), Stream.runCollect)
-      assert.deepStrictEqual(tags(Chunk.toReadonlyArray(first)), ["ThinkingStart"])
-      assert.isAtMost(llm.calls, 2)
+      assert.isAtMost(calls, 2)
     }))
 
   it.effect("taking the first events only (Stream.take) ends the run", () =>
     Effect.gen(function*() {
-      // the model takes its time, as a real one does: the run is interrupted while it waits (a run that never
-      // waits for anything, all replies and tools instant, only gives way where Effect's scheduler yields)
-      const llm = ScriptedLlm.make([
+      // the model takes its time, as a real one does: the run is interrupted while it waits
+      const calls = yield* callsAfterFirstEvent([
         ScriptedLlm.toolCall("add", { a: 1, b: 2 }, { delay: "1 second" }),
         ScriptedLlm.text("3"),
         ScriptedLlm.text("3")
       ])
-      const agent = yield* ReactAgent.ReactAgent.pipe(Effect.provide(agentWith({ llm: llm.service })))
-      const first = yield* agent.run({ query: "q" }).pipe(Stream.take(1), Stream.runCollect)
-      assert.deepStrictEqual(tags(Chunk.toReadonlyArray(first)), ["ThinkingStart"])
-      assert.isAtMost(llm.calls, 1)
+      assert.isAtMost(calls, 1)
     }))
 })
 
