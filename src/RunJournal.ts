@@ -69,6 +69,14 @@ export interface ActivityOptions<A, IA, E, IE> {
 export interface RunJournal {
   readonly activity: <A, IA, E = never, IE = never>(options: ActivityOptions<A, IA, E, IE>) => Effect.Effect<A, E>
   readonly emit: (event: RunEvent) => Effect.Effect<void>
+  /**
+   * True when activities just run where they are and nothing is stored
+   * (`passThrough`): the run may then leave them out where they would only
+   * cost (a round of parallel tool calls runs one fiber per call instead of
+   * an activity fiber and a tool fiber per call). Absent: every activity is
+   * run as such.
+   */
+  readonly inline?: boolean
 }
 
 const firstRun: ActivityContext = { restarted: false }
@@ -81,7 +89,8 @@ const firstRun: ActivityContext = { restarted: false }
  */
 export const passThrough = (emit: (event: RunEvent) => Effect.Effect<void>): RunJournal => ({
   activity: (options) => options.execute(firstRun),
-  emit
+  emit,
+  inline: true
 })
 
 /**
@@ -104,6 +113,7 @@ export const nested = (
   const map = options.map
   const emit = options.emit ?? parent.emit
   return {
+    ...(parent.inline === true ? { inline: true } : {}),
     activity: (activity) => parent.activity({ ...activity, name: `${options.prefix}${activity.name}` }),
     emit: map === undefined ? emit : (event) => {
       const mapped = map(event)

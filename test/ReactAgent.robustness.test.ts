@@ -107,6 +107,24 @@ describe("ReactAgent: a defect from any custom layer still ends with Done", () =
       hooks: { runPreToolUse: (c) => Effect.succeed({ allow: true, args: c.args }), runPostToolUse: () => Effect.die(boom()) }
     }, "3"]
   ]
+  it.effect("a PreToolUse hook that interrupts itself in a parallel round: RunFailed then Done, every call still answered", () =>
+    Effect.gen(function*() {
+      const es = yield* events()
+      assert.deepStrictEqual(tags(es).slice(-2), ["RunFailed", "Done"])
+      const done = es[es.length - 1]
+      assert.isTrue(done._tag === "Done" && done.messages.filter((m) => m.role === "tool").length === 2, JSON.stringify(done))
+    }).pipe(Effect.provide(agentWith({
+      llm: ScriptedLlm.make([
+        ScriptedLlm.toolCalls([{ id: "a", name: "add", arguments: { a: 1, b: 2 } }, { id: "b", name: "add", arguments: { a: 3, b: 4 } }]),
+        ScriptedLlm.text("done"),
+        ScriptedLlm.text("done")
+      ]).service,
+      hooks: {
+        runPreToolUse: (c) => c.toolCallId === "b" ? Effect.interrupt : Effect.succeed({ allow: true, args: c.args }),
+        runPostToolUse: (_c, o) => Effect.succeed(o)
+      }
+    }))))
+
   for (const [name, custom, observation] of contained) {
     it.effect(`${name}: the call's observation says so, the run goes on to Done`, () =>
       Effect.gen(function*() {

@@ -1,18 +1,19 @@
 /**
- * The per-call tool timeout of one run. Each call's tool runs in a child fiber
- * of its call; ONE timer fiber per run (forked in the run's scope) sleeps until
- * the earliest deadline of the calls in flight and interrupts the children
- * whose deadline has passed. The call, still inside its journal activity,
- * turns that interruption into its "timed out" outcome, so a durable run
- * stores it like any other outcome.
+ * The per-call tool timeout of one run. A tool runs, interruptibly, at the end
+ * of a fiber that belongs to its call (`round.ts`); ONE timer fiber per run
+ * (forked in the run's scope) sleeps until the earliest deadline of the calls
+ * in flight and interrupts the fibers whose deadline has passed. The call's
+ * fiber catches that interruption and gives the "timed out" outcome as its
+ * value, which its call then handles like any other outcome (a durable run
+ * stores it).
  *
  * Why not `Effect.timeoutFail` per call: it forks two fibers (the effect and a
  * sleeping timer) and races them, then interrupts the timer and awaits it —
  * 31 µs and 39 KB per call measured here, for tools that are done at once. A
- * call here costs one fork and an entry in a set; the timer sleeps on through
- * calls that end in time (with one timeout for every tool, later calls have
- * later deadlines). A call whose deadline comes before the timer's (a tool with
- * a shorter `timeout` of its own) gets a one-shot timer of its own.
+ * call here costs an entry in a set; the timer sleeps on through calls that end
+ * in time (with one timeout for every tool, later calls have later deadlines).
+ * A call whose deadline comes before the timer's (a tool with a shorter
+ * `timeout` of its own) gets a one-shot timer of its own.
  *
  * Timers sleep on Effect's `Clock`, so `TestClock` drives them like any sleep.
  *
@@ -21,7 +22,6 @@
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 
@@ -36,16 +36,14 @@ interface Entry {
 /** The timeouts of one run's tool calls. */
 export interface Deadlines {
   /**
-   * Runs `effect` in a child fiber (so a FiberRef it sets stays with it) and
-   * fails with `onTimeout()` when it is still running after `timeout`: it is
-   * interrupted, and its finalizers have run when this fails. Interrupting
-   * the caller interrupts the child.
+   * Runs `run(timedOut)` in the CURRENT fiber with a deadline `timeout` from
+   * now: when it is still running then, the run's timer interrupts this fiber
+   * and `timedOut()` turns true. `run` must mark the work that may be stopped
+   * `Effect.interruptible` and catch its interruption; the fiber itself must
+   * be uninterruptible here and do nothing interruptible afterwards (it has
+   * been interrupted): this is the last thing a call's own fiber does.
    */
-  readonly within: <A, E, E2>(
-    effect: Effect.Effect<A, E>,
-    timeout: Duration.Duration,
-    onTimeout: () => E2
-  ) => Effect.Effect<A, E | E2>
+  readonly guard: <A>(timeout: Duration.Duration, run: (timedOut: () => boolean) => Effect.Effect<A>) => Effect.Effect<A>
 }
 
 /** The deadlines of a run; its timer fibers end with `scope`. */
@@ -89,7 +87,7 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.map(Eff
   const oneShot = (at: number, now: number) =>
     Effect.zipRight(Effect.sleep(Duration.millis(at - now)), Effect.flatMap(Clock.currentTimeMillis, (t) => interruptAll(takeDue(t))))
 
-  // timers are forked from a call's uninterruptible region: they must stay interruptible (the run's end stops them)
+  // timers are forked from a call's uninterruptible fiber: they must stay interruptible (the run's end stops them)
   const start = (timerFiber: Effect.Effect<void>) => Effect.asVoid(Effect.forkIn(Effect.interruptible(timerFiber), scope))
 
   const watch = (entry: Entry, now: number): Effect.Effect<void> => {
@@ -101,28 +99,24 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.map(Eff
     return entry.deadline < timerAt ? start(oneShot(entry.deadline, now)) : Effect.void
   }
 
-  const within = <A, E, E2>(
-    effect: Effect.Effect<A, E>,
-    timeout: Duration.Duration,
-    onTimeout: () => E2
-  ): Effect.Effect<A, E | E2> =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.fork(restore(effect)), (fiber) => {
-        const awaited = restore(Fiber.await(fiber)).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
-        if (!Duration.isFinite(timeout)) return Effect.flatten(awaited)
-        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const entry: Entry = { deadline: now + Duration.toMillis(timeout), fiber, expired: false }
-          return watch(entry, now).pipe(
-            Effect.zipRight(awaited),
-            Effect.ensuring(Effect.sync(() => inFlight.delete(entry))),
-            // a call that finished as its deadline passed keeps its own result
-            Effect.flatMap((exit): Effect.Effect<A, E | E2> =>
-              entry.expired && Exit.isInterrupted(exit) ? Effect.fail(onTimeout()) : exit
-            )
-          )
-        })
+  const never = () => false
+
+  const guard = <A>(timeout: Duration.Duration, run: (timedOut: () => boolean) => Effect.Effect<A>): Effect.Effect<A> => {
+    if (!Duration.isFinite(timeout)) return run(never)
+    return Effect.clockWith((clock) =>
+      Effect.withFiberRuntime((fiber) => {
+        const now = clock.unsafeCurrentTimeMillis()
+        const entry: Entry = { deadline: now + Duration.toMillis(timeout), fiber, expired: false }
+        return Effect.zipRight(
+          watch(entry, now),
+          Effect.map(run(() => entry.expired), (a) => {
+            inFlight.delete(entry)
+            return a
+          })
+        )
       })
     )
+  }
 
-  return { within }
+  return { guard }
 })

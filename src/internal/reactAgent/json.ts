@@ -18,7 +18,8 @@ import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
 import type { RunState } from "./state.js"
 import type { CallRequest } from "./toolCall.js"
-import { emitStart, observationOf, runCall, stepOf } from "./toolCall.js"
+import { runCalls } from "./round.js"
+import { emitStart, observationOf, stepOf } from "./toolCall.js"
 
 /** A parsed JSON-mode reply. */
 export type Action =
@@ -90,7 +91,7 @@ export const jsonStep = (
     if (action._tag === "Final") return interrupted ? false : finalAnswer(env, state, iteration, action.answer)
     const call = action.call
     yield* emitStart(env, call, iteration)
-    const outcome = yield* runCall(env, call, iteration).pipe(
+    const [outcome] = yield* runCalls(env, [call], iteration).pipe(
       Effect.onInterrupt(() => Effect.sync(() => State.append(state, Message.user("Observation: Error: interrupted"))))
     )
     State.recordStep(state, stepOf(call, iteration, outcome))

@@ -6,7 +6,6 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import type { ChatRequest, ResponseToolCall } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { LoopReply } from "./answerStream.js"
@@ -15,7 +14,8 @@ import { cycleCheck, drainInterrupts, finalAnswer, reflectionCheck } from "./har
 import * as State from "./state.js"
 import type { RunState } from "./state.js"
 import type { CallOutcome, CallRequest } from "./toolCall.js"
-import { emitStart, observationOf, runCall, stepOf } from "./toolCall.js"
+import { runCalls } from "./round.js"
+import { emitStart, observationOf, stepOf } from "./toolCall.js"
 
 /** The native request for a message list (`tools` and `tool_choice` omitted when no tools). */
 export const nativeRequest = (env: LoopEnv) => (messages: ReadonlyArray<Message.ChatMessage>): ChatRequest => {
@@ -57,29 +57,6 @@ const applyRound = (
 }
 
 /**
- * A round of parallel calls: one child fiber per call, awaited in request
- * order. A call never fails (every outcome is a value), so nothing here has to
- * stop the others early; when the run is interrupted, the calls still running
- * are interrupted and awaited before the interruption goes on. The children's
- * FiberRefs are not merged back (a call changes none the run reads), which is
- * what makes this cheaper than `Effect.forEach` with `concurrency`.
- */
-const round = (
-  env: LoopEnv,
-  calls: ReadonlyArray<CallRequest>,
-  iteration: number
-): Effect.Effect<Array<CallOutcome>> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(
-      Effect.forEach(calls, (call) => Effect.fork(restore(runCall(env, call, iteration)))),
-      (fibers) =>
-        restore(Effect.forEach(fibers, (fiber) => Effect.flatten(Fiber.await(fiber)))).pipe(
-          Effect.onInterrupt(() => Fiber.interruptAll(fibers))
-        )
-    )
-  )
-
-/**
  * Handles one native reply; true when the loop is finished. A reply whose text
  * was shown as it streamed (synthesis policy `auto`) is retracted with
  * `AnswerReset` when it turns out not to be the answer: it calls tools, or an
@@ -112,7 +89,7 @@ export const nativeStep = (
     )
     yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning || response.content })
     for (const call of calls) yield* emitStart(env, call, iteration)
-    const outcomes = yield* (calls.length === 1 ? Effect.map(runCall(env, calls[0], iteration), (o) => [o]) : round(env, calls, iteration)).pipe(
+    const outcomes = yield* runCalls(env, calls, iteration).pipe(
       // cancelled mid-round: every call already sent to the model still gets its tool message
       Effect.onInterrupt(() =>
         Effect.sync(() => {

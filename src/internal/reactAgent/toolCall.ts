@@ -1,8 +1,9 @@
 /**
- * One tool call of the ReAct loop: PreToolUse hooks → the tool (arguments
- * decoded, handler run under its timeout) → PostToolUse hooks, giving the
- * call's `CallOutcome` and its `ToolDone` event. Every call yields exactly one
- * outcome, whatever happens (bad arguments, unknown tool, blocked, failure,
+ * The parts of one tool call of the ReAct loop: PreToolUse hooks and the
+ * approval check, the tool (arguments decoded, handler run under its timeout),
+ * PostToolUse hooks, the `ToolDone` event. `round.ts` puts them together (and
+ * into the journal's activities). Every call yields exactly one outcome,
+ * whatever happens (bad arguments, unknown tool, blocked, denied, failure,
  * defect, timeout); only the run's own interruption escapes.
  *
  * A call only computes its outcome: what the outcome changes in the run (the
@@ -24,7 +25,6 @@ import type { PreDecision, ToolUseContext } from "../../Hooks.js"
 import { ToolOutcome } from "../../Hooks.js"
 import * as Json from "../../Json.js"
 import type { Step } from "../../RunEvent.js"
-import * as Telemetry from "../../Telemetry.js"
 import * as Tool from "../../Tool.js"
 import { deniedMessage, MISMATCH, type Verdict } from "./approval.js"
 import type { LoopEnv } from "./env.js"
@@ -60,33 +60,40 @@ const availableNames = (env: LoopEnv): string => {
   return names.length > 0 ? names.join(", ") : "(none)"
 }
 
-const failure = (message: string): ToolOutcome => ({ _tag: "Failure", message })
+/** A Failure outcome. */
+export const failure = (message: string): ToolOutcome => ({ _tag: "Failure", message })
 
 /**
- * Decode + handler in the tool's own fiber, under the timeout (`deadlines.ts`);
- * failures, defects and timeouts become a Failure outcome. The fiber knows
- * which call it handles (`Tool.currentCall`: agent tools nest their events
- * under it).
+ * Decode + handler under the tool's timeout (`deadlines.ts`), in the CURRENT
+ * fiber, which must be the call's own and uninterruptible: the tool alone is
+ * interruptible, and this is the last thing that fiber does. Failures,
+ * defects, the timeout and interruptions become a Failure outcome. The fiber
+ * knows which call it handles (`Tool.currentCall`: agent tools nest their
+ * events under it).
  */
-const runTool = (env: LoopEnv, tool: Tool.Tool, args: Record<string, unknown>, call: Tool.CallContext): Effect.Effect<ToolOutcome> => {
+export const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<ToolOutcome> => {
   const timeout = Duration.decode(tool.timeout ?? env.options.toolTimeout)
-  const handling = Effect.zipRight(FiberRef.set(Tool.currentCall, Option.some(call)), Tool.execute(tool, args))
-  return env.deadlines.within(
-    handling,
-    timeout,
-    () => new Tool.ToolError({ message: `Tool ${tool.name} timed out after ${Duration.format(timeout)}` })
-  ).pipe(
-    Effect.matchCause({
+  const call: Tool.CallContext = {
+    toolName: context.toolName,
+    iteration: context.iteration,
+    conversationId: context.conversationId,
+    approverConversationId: env.approverConversationId,
+    emit: env.journal.emit,
+    ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {})
+  }
+  const handling = Effect.zipRight(FiberRef.set(Tool.currentCall, Option.some(call)), Effect.interruptible(Tool.execute(tool, context.args)))
+  return env.deadlines.guard(timeout, (timedOut) =>
+    Effect.matchCause(handling, {
       onSuccess: (output): ToolOutcome => ({ _tag: "Success", output }),
       onFailure: (cause): ToolOutcome => {
+        if (timedOut() && Cause.isInterrupted(cause)) return failure(`Tool ${tool.name} timed out after ${Duration.format(timeout)}`)
         const error = Cause.failureOption(cause)
         if (Option.isSome(error)) return failure(ErrorMessage.messageOf(error.value))
         const defect = Cause.dieOption(cause)
         if (Option.isSome(defect)) return failure(`Tool ${tool.name} crashed: ${ErrorMessage.fromUnknown(defect.value)}`)
         return failure(`Tool ${tool.name} was interrupted`)
       }
-    })
-  )
+    }))
 }
 
 const blocked = (defect: unknown): PreDecision => ({
@@ -146,18 +153,86 @@ const check = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effec
   )
 }
 
-/** The tool, then the PostToolUse hooks. */
-const perform = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<ToolOutcome> =>
-  runTool(env, tool, context.args, {
-    toolName: context.toolName,
-    iteration: context.iteration,
-    conversationId: context.conversationId,
-    approverConversationId: env.approverConversationId,
-    emit: env.journal.emit,
-    ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {})
-  }).pipe(
-    Effect.flatMap((result) => env.hooks.runPostToolUse(context, result).pipe(Effect.catchAllDefect(() => Effect.succeed(result))))
+/** What a call's own fiber came to: answered without running its tool, waiting for a person, or the tool's result. */
+export type Ran = Finished | { readonly _tag: "AwaitingApproval"; readonly args: Record<string, unknown> }
+
+/** A call whose fiber is done: answered without running its tool (bad arguments, unknown tool, blocked, denied), or its tool ran. */
+export type Finished =
+  | { readonly _tag: "Answered"; readonly args: unknown; readonly outcome: ToolOutcome }
+  | { readonly _tag: "Ran"; readonly context: ToolUseContext; readonly result: ToolOutcome }
+
+const ran = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<Finished> =>
+  Effect.map(runTool(env, tool, context), (result) => ({ _tag: "Ran", context, result }))
+
+/**
+ * The part of a call that runs in a fiber of its own, forked uninterruptible:
+ * the checks (interruptible, through `restore`), then the tool, last
+ * (`runTool`). A call that needs a person's approval stops before the tool
+ * (`"stop"`: the caller asks, in a journal activity of its own) or asks here
+ * and runs the tool only when approved (`"ask"`).
+ */
+export function callBody(env: LoopEnv, call: CallRequest, iteration: number, restore: Restore, approval: "ask"): Effect.Effect<Finished>
+export function callBody(env: LoopEnv, call: CallRequest, iteration: number, restore: Restore, approval: "stop"): Effect.Effect<Ran>
+export function callBody(env: LoopEnv, call: CallRequest, iteration: number, restore: Restore, approval: "ask" | "stop"): Effect.Effect<Ran> {
+  return Effect.flatMap(restore(check(env, call, iteration)), (checked): Effect.Effect<Ran> => {
+    if (checked._tag === "Answered") return Effect.succeed(checked)
+    if (!checked.needsApproval) return ran(env, checked.tool, checked.context)
+    if (approval === "stop") return Effect.succeed({ _tag: "AwaitingApproval", args: checked.args })
+    return Effect.flatMap(restore(env.approval.ask(askOf(call, checked.args, iteration))), (verdict) =>
+      decidedBody(env, call, iteration, checked.args, verdict))
+  })
+}
+
+/** `Effect.uninterruptibleMask`'s `restore`. */
+export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
+/** What the approval gate is asked about a call. */
+export const askOf = (call: CallRequest, args: Record<string, unknown>, iteration: number) => ({
+  name: call.name,
+  args,
+  iteration,
+  ...(call.id !== undefined ? { id: call.id } : {})
+})
+
+/** A call once a person answered, in its own fiber as `callBody`: the tool runs only when approved. */
+export const decidedBody = (
+  env: LoopEnv,
+  call: CallRequest,
+  iteration: number,
+  args: Record<string, unknown>,
+  verdict: Verdict
+): Effect.Effect<Finished> => {
+  const tool = verdict.approved ? env.tools.resolve(call.name) : undefined
+  if (tool === undefined) {
+    return Effect.succeed({ _tag: "Answered", args, outcome: failure(deniedMessage(verdict.approved ? MISMATCH : verdict.reason)) })
+  }
+  return ran(env, tool, contextOf(env, call, tool, args, iteration))
+}
+
+/**
+ * The rest of a call, in the fiber that waits for it: the PostToolUse hooks
+ * (when its tool ran), then its `ToolDone` event. `started`: when the call
+ * began (milliseconds, `Clock`), for its elapsed time.
+ */
+export const complete = (
+  env: LoopEnv,
+  call: CallRequest,
+  iteration: number,
+  started: number,
+  ran: Finished
+): Effect.Effect<CallOutcome> => {
+  if (ran._tag === "Answered") return finish(env, call, iteration, started, ran.args, ran.outcome)
+  return Effect.flatMap(
+    env.hooks.runPostToolUse(ran.context, ran.result).pipe(Effect.catchAllDefect(() => Effect.succeed(ran.result))),
+    (outcome) => finish(env, call, iteration, started, ran.context.args, outcome)
   )
+}
+
+const finish = (env: LoopEnv, call: CallRequest, iteration: number, started: number, args: unknown, outcome: ToolOutcome) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const o: CallOutcome = { args, outcome, elapsed: (now - started) / 1000 }
+    return Effect.as(env.journal.emit({ _tag: "ToolDone", ...stepOf(call, iteration, o) }), o)
+  })
 
 /** The step (events, synthesis trace) of a call's outcome. */
 export const stepOf = (call: CallRequest, iteration: number, o: CallOutcome): Step => {
@@ -214,82 +289,6 @@ export const emitStart = (env: LoopEnv, call: CallRequest, iteration: number): E
     ...(call.id !== undefined ? { tool_call_id: call.id } : {})
   })
 
-const finish = (env: LoopEnv, call: CallRequest, iteration: number, outcome: CallOutcome) =>
-  Effect.as(env.journal.emit({ _tag: "ToolDone", ...stepOf(call, iteration, outcome) }), outcome)
-
 /** The observation of a call that was in flight when its process died and is not run again. */
 export const RESTART_ERROR = "interrupted by a server restart; not retried"
 
-/** The first part of a call that needs approval: it stops before the tool, with the arguments that would run. */
-const AwaitingApproval = Schema.TaggedStruct("AwaitingApproval", {
-  args: Schema.Record({ key: Schema.String, value: Schema.Unknown })
-})
-
-/** What the first activity of a call stores: its outcome, or that it waits for a person. */
-const FirstPart = Schema.Union(CallOutcome, AwaitingApproval)
-
-const elapsedSince = (started: number) => Effect.map(Clock.currentTimeMillis, (now) => (now - started) / 1000)
-
-/**
- * Runs one call (its `ToolStart` was emitted by the loop, so every start of a
- * parallel round precedes its results), emits its `ToolDone`, returns its
- * outcome. A journal activity named after the iteration and the call id: a
- * durable run stores the outcome, and answers a non-idempotent call that was in
- * flight at a crash with `RESTART_ERROR` instead of running it twice.
- *
- * A call that needs approval stops that activity before the tool; the approval
- * is asked and waited for outside it (`approval.ts`: its own activity, so a
- * restart while waiting waits again instead of answering `RESTART_ERROR`), and
- * the tool runs — approved — or is answered `Error: the user denied this call`
- * in a third activity (`tool/<iteration>/<call id>/decided`).
- */
-export const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<CallOutcome> => {
-  const tool = Either.isRight(call.args) ? env.tools.resolve(call.name) : undefined
-  const name = `tool/${iteration}/${call.id ?? "json"}`
-  const onRestart = tool?.idempotent === true ? {} : {
-    onRestart: () => finish(env, call, iteration, { args: call.shownArgs, outcome: failure(RESTART_ERROR), elapsed: 0 })
-  }
-  /** The call once a person answered: the tool runs only when approved. */
-  const decided = (args: Record<string, unknown>, verdict: Verdict) =>
-    env.journal.activity({
-      name: `${name}/decided`,
-      success: CallOutcome,
-      ...onRestart,
-      execute: () =>
-        Effect.gen(function*() {
-          const started = yield* Clock.currentTimeMillis
-          const outcome = verdict.approved && tool !== undefined
-            ? yield* perform(env, tool, contextOf(env, call, tool, args, iteration))
-            : failure(deniedMessage(verdict.approved ? MISMATCH : verdict.reason))
-          return yield* finish(env, call, iteration, { args, outcome, elapsed: yield* elapsedSince(started) })
-        }).pipe(Telemetry.toolSpan({ name: call.name, id: call.id, iteration }, report))
-    })
-  return env.journal.activity({
-    name,
-    success: FirstPart,
-    ...onRestart,
-    execute: () =>
-      Effect.gen(function*() {
-        const started = yield* Clock.currentTimeMillis
-        const checked = yield* check(env, call, iteration)
-        if (checked._tag === "Allowed" && checked.needsApproval) return { _tag: "AwaitingApproval" as const, args: checked.args }
-        const outcome = checked._tag === "Answered" ? checked.outcome : yield* perform(env, checked.tool, checked.context)
-        return yield* finish(env, call, iteration, { args: checked.args, outcome, elapsed: yield* elapsedSince(started) })
-      }).pipe(Telemetry.toolSpan<CallOutcome | typeof AwaitingApproval.Type>({ name: call.name, id: call.id, iteration }, reportChecked))
-  }).pipe(
-    Effect.flatMap((first) => {
-      if (!("_tag" in first)) return Effect.succeed(first)
-      const ask = { name: call.name, args: first.args, iteration, ...(call.id !== undefined ? { id: call.id } : {}) }
-      return Effect.flatMap(env.approval.ask(ask), (verdict) => decided(first.args, verdict))
-    })
-  )
-}
-
-const report = (o: CallOutcome, content: boolean): Telemetry.ToolReport => {
-  const error = o.outcome._tag === "Failure" ? o.outcome.message : undefined
-  return content ? { error, args: o.args, result: observationOf(o).text } : { error }
-}
-
-/** The first part of a call: its outcome, or (waiting for a person) nothing to report yet. */
-const reportChecked = (o: CallOutcome | typeof AwaitingApproval.Type, content: boolean): Telemetry.ToolReport =>
-  "_tag" in o ? { error: undefined } : report(o, content)

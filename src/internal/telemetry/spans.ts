@@ -17,6 +17,7 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import type * as Fiber from "effect/Fiber"
@@ -165,6 +166,71 @@ export interface ToolReport {
 class Failed extends Data.TaggedError("ToolCallFailed")<{ readonly message: string; readonly value: unknown }> {}
 
 /**
+ * A tool call's `execute_tool` span, begun in one fiber and ended in another:
+ * the calls of a parallel round are started one after the other and finished
+ * in the order they complete, so no single effect spans one call.
+ */
+export interface ToolCallSpan<A> {
+  /** `effect` as a child of the span (the tool's own spans nest under it). */
+  readonly within: <X, E, R>(effect: Effect.Effect<X, E, R>) => Effect.Effect<X, E, R>
+  /** Ends the span with the call's value (error status when its report has an error). */
+  readonly end: (a: A) => Effect.Effect<void>
+  /** Ends the span as interrupted, unless it has ended (the run stopped during the call). */
+  readonly interrupted: Effect.Effect<void>
+}
+
+const untraced: ToolCallSpan<unknown> = {
+  within: (effect) => effect,
+  end: () => Effect.void,
+  interrupted: Effect.void
+}
+
+/** Begins a tool call's span (nothing without a tracer; only the tool metrics when they are on). */
+export const beginToolSpan = <A>(call: ToolSpan, report: (a: A, content: boolean) => ToolReport): Effect.Effect<ToolCallSpan<A>> =>
+  Effect.withFiberRuntime((fiber) => {
+    const inst = fiber.getFiberRef(I.currentInstrumentation)
+    if (!tracing(fiber)) {
+      if (!inst.metrics) return Effect.succeed(untraced)
+      return Effect.succeed<ToolCallSpan<A>>({ ...untraced, end: (a) => countTool(call.name, report(a, false).error !== undefined) })
+    }
+    return Effect.map(Effect.makeSpan(`execute_tool ${call.name}`, INTERNAL), (span) => {
+      labelToolSpan(span, call)
+      const close = (exit: Exit.Exit<unknown, unknown>) =>
+        Effect.flatMap(Clock.currentTimeNanos, (now) =>
+          Effect.sync(() => {
+            if (span.status._tag !== "Ended") span.end(now, exit)
+          }))
+      return {
+        within: (effect) => Effect.withParentSpan(effect, span),
+        end: (a) => {
+          const error = recordToolOutcome(span, inst, report(a, inst.captureContent))
+          const counted = inst.metrics ? countTool(call.name, error !== undefined) : Effect.void
+          return Effect.zipRight(counted, close(error === undefined ? Exit.void : Exit.fail(new Failed({ message: error, value: a }))))
+        },
+        interrupted: Effect.flatMap(Effect.fiberId, (id) => close(Exit.interrupt(id)))
+      }
+    })
+  })
+
+const labelToolSpan = (span: Tracer.Span, call: ToolSpan): void => {
+  span.attribute(I.GenAi.operationName, "execute_tool")
+  span.attribute(I.GenAi.toolName, call.name)
+  span.attribute(I.GenAi.toolType, "function")
+  if (call.id !== undefined) span.attribute(I.GenAi.toolCallId, call.id)
+  if (call.iteration !== undefined) span.attribute(I.Engine.iteration, call.iteration)
+}
+
+/** Sets the outcome's attributes on the span; the error message, if the call ended in one. */
+const recordToolOutcome = (span: Tracer.Span, inst: Instrumentation, r: ToolReport): string | undefined => {
+  if (inst.captureContent) {
+    if (r.args !== undefined) span.attribute(I.GenAi.toolCallArguments, JSON.stringify(r.args) ?? "null")
+    if (r.result !== undefined) span.attribute(I.GenAi.toolCallResult, r.result)
+  }
+  if (r.error !== undefined) span.attribute(I.GenAi.errorType, "tool_error")
+  return r.error
+}
+
+/**
  * `effect` (one tool call, hooks included) in an `execute_tool {name}` span.
  * A call whose report has an `error` ends the span with an error status (and
  * `error.type` `tool_error`); the call's value is returned either way.
@@ -180,22 +246,13 @@ export const toolSpan = <A, R>(
       return inst.metrics ? Effect.tap(effect, (a) => countTool(call.name, report(a, false).error !== undefined)) : effect
     }
     return Effect.useSpan(`execute_tool ${call.name}`, INTERNAL, (span) => {
-      span.attribute(I.GenAi.operationName, "execute_tool")
-      span.attribute(I.GenAi.toolName, call.name)
-      span.attribute(I.GenAi.toolType, "function")
-      if (call.id !== undefined) span.attribute(I.GenAi.toolCallId, call.id)
-      if (call.iteration !== undefined) span.attribute(I.Engine.iteration, call.iteration)
+      labelToolSpan(span, call)
       return Effect.withParentSpan(effect, span).pipe(
         Effect.flatMap((a) => {
-          const r = report(a, inst.captureContent)
-          if (inst.captureContent) {
-            if (r.args !== undefined) span.attribute(I.GenAi.toolCallArguments, JSON.stringify(r.args) ?? "null")
-            if (r.result !== undefined) span.attribute(I.GenAi.toolCallResult, r.result)
-          }
-          const counted = inst.metrics ? countTool(call.name, r.error !== undefined) : Effect.void
-          if (r.error === undefined) return Effect.as(counted, a)
-          span.attribute(I.GenAi.errorType, "tool_error")
-          return Effect.zipRight(counted, Effect.fail(new Failed({ message: r.error, value: a })))
+          const error = recordToolOutcome(span, inst, report(a, inst.captureContent))
+          const counted = inst.metrics ? countTool(call.name, error !== undefined) : Effect.void
+          if (error === undefined) return Effect.as(counted, a)
+          return Effect.zipRight(counted, Effect.fail(new Failed({ message: error, value: a })))
         })
       )
     }).pipe(Effect.catchAll((failed) => Effect.succeed(failed.value as A)))
