@@ -112,7 +112,7 @@ describe("ReactAgent: a defect from any custom layer still ends with Done", () =
       const es = yield* events()
       assert.deepStrictEqual(tags(es).slice(-2), ["RunFailed", "Done"])
       const done = es[es.length - 1]
-      assert.isTrue(done._tag === "Done" && done.messages.filter((m) => m.role === "tool").length === 2, JSON.stringify(done))
+      assert.isTrue(done._tag === "Done" && (done.messages ?? []).filter((m) => m.role === "tool").length === 2, JSON.stringify(done))
     }).pipe(Effect.provide(agentWith({
       llm: ScriptedLlm.make([
         ScriptedLlm.toolCalls([{ id: "a", name: "add", arguments: { a: 1, b: 2 } }, { id: "b", name: "add", arguments: { a: 3, b: 4 } }]),

@@ -27,6 +27,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Mailbox from "effect/Mailbox"
 import * as Schema from "effect/Schema"
@@ -38,49 +39,63 @@ import { askOf, callBody, CallOutcome, complete, decidedBody, failure, observati
 
 /** Runs the calls of a round (their `ToolStart` events are emitted); their outcomes in request order. */
 export const runCalls = (env: LoopEnv, calls: ReadonlyArray<CallRequest>, iteration: number): Effect.Effect<Array<CallOutcome>> =>
-  env.journal.inline === true ? inline(env, calls, iteration) : journaled(env, calls, iteration)
+  env.journal.inline !== true
+    ? journaled(env, calls, iteration)
+    : calls.length === 1
+    ? Effect.map(inlineOne(env, calls[0], iteration), (o) => [o])
+    : inline(env, calls, iteration)
 
 // ---------------------------------------------------------------------------
 // inline journal: one fiber per call
 
 interface Started {
   readonly call: CallRequest
-  readonly started: number
   readonly span: Spans.ToolCallSpan<CallOutcome>
-  readonly fiber: Fiber.RuntimeFiber<Finished>
+  readonly fiber: Fiber.RuntimeFiber<boolean>
 }
+
+/** A round of one call: its fiber is awaited. */
+const inlineOne = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<CallOutcome> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Spans.beginToolSpan({ name: call.name, id: call.id, iteration }, report)), ([now, span]) =>
+      Effect.flatMap(Effect.fork(span.within(callBody(env, call, iteration, restore, "ask"))), (fiber) =>
+        restore(
+          Effect.flatMap(Effect.flatten(Fiber.await(fiber)), (ran) =>
+            Effect.tap(span.within(complete(env, call, iteration, now, ran)), span.end))
+        ).pipe(Effect.onInterrupt(() => Effect.zipRight(Fiber.interrupt(fiber), span.interrupted)))))
+  )
+
+/** A call's fiber is over: its index in the round and what it came to. */
+type Over = readonly [number, Exit.Exit<Finished>]
 
 const inline = (env: LoopEnv, calls: ReadonlyArray<CallRequest>, iteration: number): Effect.Effect<Array<CallOutcome>> =>
   Effect.uninterruptibleMask((restore) =>
-    // several calls: each fiber says when it is done, so that calls finish in the order they complete
-    Effect.flatMap(calls.length === 1 ? Effect.succeed(undefined) : Mailbox.make<number>(), (completed) => {
+    // each call's fiber hands its result over as it ends: calls finish in the order they complete, and
+    // the loop's fiber waits once for a round of instant tools, not once per call
+    Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Mailbox.make<Over>()), ([now, completed]) => {
       const started: Array<Started> = []
       const start = (call: CallRequest, i: number) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.flatMap(Spans.beginToolSpan({ name: call.name, id: call.id, iteration }, report), (span) => {
-            const body = span.within(callBody(env, call, iteration, restore, "ask"))
-            const said = completed === undefined ? body : Effect.matchCauseEffect(body, {
-              onSuccess: (ran) => Effect.as(completed.offer(i), ran),
-              onFailure: (cause) => Effect.zipRight(completed.offer(i), Effect.failCause(cause))
-            })
-            const fiber = Effect.fork(said)
-            return Effect.map(fiber, (fiber) => {
-              started.push({ call, started: now, span, fiber })
-            })
-          }))
+        Effect.flatMap(Spans.beginToolSpan({ name: call.name, id: call.id, iteration }, report), (span) => {
+          const body = span.within(callBody(env, call, iteration, restore, "ask"))
+          return Effect.map(
+            Effect.fork(Effect.flatMap(Effect.exit(body), (exit) => completed.offer([i, exit]))),
+            (fiber) => {
+              started.push({ call, span, fiber })
+            }
+          )
+        })
       const outcomes: Array<CallOutcome> = new Array(calls.length)
-      const finishOne = (i: number) => {
+      const finish = ([i, result]: readonly [number, Effect.Effect<Finished>]) => {
         const s = started[i]
-        return Effect.flatMap(Effect.flatten(Fiber.await(s.fiber)), (ran) =>
-          s.span.within(complete(env, s.call, iteration, s.started, ran)).pipe(
+        return Effect.flatMap(result, (ran) =>
+          s.span.within(complete(env, s.call, iteration, now, ran)).pipe(
             Effect.flatMap((outcome) => {
               outcomes[i] = outcome
               return s.span.end(outcome)
             })
           ))
       }
-      const next = completed === undefined ? Effect.succeed(0) : Effect.orDie(completed.take)
-      const finishAll = Effect.forEach(calls, () => Effect.flatMap(next, finishOne), { discard: true })
+      const finishAll = Effect.forEach(calls, () => Effect.flatMap(Effect.orDie(completed.take), finish), { discard: true })
       return Effect.zipRight(
         Effect.forEach(calls, start, { discard: true }),
         restore(finishAll).pipe(
