@@ -37,6 +37,8 @@ export interface EngineFigures {
   readonly activityWallMs: number
   readonly activityCpuMs: number
   readonly parkedBytes: number
+  /** Heap per workflow parked in its own body, outside any activity (absent in results from before it was measured). */
+  readonly parkedInBodyBytes?: number
   readonly activities: number
   readonly parked: number
 }

@@ -2,7 +2,8 @@
  * The workflow engine alone (`@effect/workflow` on `@effect/cluster`'s
  * `SingleRunner`, SQLite file), without the agent or the server: what one
  * trivial activity costs (wall and CPU, a workflow of 300 sequential activities)
- * and the heap one workflow parked in an activity holds (500 of them). Run as a
+ * and the heap one workflow holds while it waits (500 of them), parked in an
+ * activity in flight and parked in its own body, outside any activity. Run as a
  * child process (`--expose-gc`) by bench/durableStep.ts; prints one JSON line.
  *
  * @since 0.1.0
@@ -26,6 +27,7 @@ const PARKED = 500
 
 const Sequential = Workflow.make({ name: "sequential", payload: { id: Schema.String }, success: Schema.Number, idempotencyKey: (p) => p.id })
 const Parked = Workflow.make({ name: "parked", payload: { id: Schema.String }, success: Schema.Void, idempotencyKey: (p) => p.id })
+const ParkedInBody = Workflow.make({ name: "parkedInBody", payload: { id: Schema.String }, success: Schema.Void, idempotencyKey: (p) => p.id })
 
 let parked = 0
 const workflows = Layer.mergeAll(
@@ -37,6 +39,12 @@ const workflows = Layer.mergeAll(
     Effect.zipRight(
       Activity.make({ name: "first", success: Schema.Void, execute: Effect.void }),
       Activity.make({ name: "park", success: Schema.Void, execute: Effect.zipRight(Effect.sync(() => parked++), Effect.never) })
+    )
+  ),
+  ParkedInBody.toLayer(() =>
+    Effect.zipRight(
+      Activity.make({ name: "first", success: Schema.Void, execute: Effect.void }),
+      Effect.zipRight(Effect.sync(() => parked++), Effect.never)
     )
   )
 )
@@ -62,12 +70,20 @@ const program = Effect.gen(function*() {
   const used = process.cpuUsage(cpu)
   const activityWallMs = (performance.now() - wall) / ACTIVITIES
   const activityCpuMs = (used.user + used.system) / 1000 / ACTIVITIES
-  const before = heapAfterGc()
-  for (let i = 0; i < PARKED; i++) yield* Parked.execute({ id: `p${i}` }, { discard: true })
-  while (parked < PARKED) yield* Effect.sleep("100 millis")
-  yield* Effect.sleep("1 second")
-  const parkedBytes = (heapAfterGc() - before) / PARKED
-  process.stdout.write(`${JSON.stringify({ activityWallMs, activityCpuMs, parkedBytes, activities: ACTIVITIES, parked: PARKED })}\n`)
+  const park = <R>(start: (i: number) => Effect.Effect<unknown, never, R>) =>
+    Effect.gen(function*() {
+      parked = 0
+      const before = heapAfterGc()
+      for (let i = 0; i < PARKED; i++) yield* start(i)
+      while (parked < PARKED) yield* Effect.sleep("100 millis")
+      yield* Effect.sleep("1 second")
+      return (heapAfterGc() - before) / PARKED
+    })
+  const parkedBytes = yield* park((i) => Parked.execute({ id: `p${i}` }, { discard: true }))
+  const parkedInBodyBytes = yield* park((i) => ParkedInBody.execute({ id: `b${i}` }, { discard: true }))
+  process.stdout.write(
+    `${JSON.stringify({ activityWallMs, activityCpuMs, parkedBytes, parkedInBodyBytes, activities: ACTIVITIES, parked: PARKED })}\n`
+  )
 })
 
 Effect.runPromise(program.pipe(

@@ -161,7 +161,7 @@ const main = async () => {
     for (const x of d.databases) {
       log(x.error !== undefined ? `${x.database}: ${x.error}` : `${x.database}: ${x.marginalMs!.toFixed(1)} ms per iteration (2 steps ${x.shortMs!.toFixed(0)} ms, 22 steps ${x.longMs!.toFixed(0)} ms)`)
     }
-    log(typeof d.engine === "string" ? `engine alone: ${d.engine}` : `engine alone: ${d.engine.activityWallMs.toFixed(2)} ms wall / ${d.engine.activityCpuMs.toFixed(2)} ms CPU per activity, ${(d.engine.parkedBytes / 1024).toFixed(0)} KB per parked workflow`)
+    log(typeof d.engine === "string" ? `engine alone: ${d.engine}` : `engine alone: ${d.engine.activityWallMs.toFixed(2)} ms wall / ${d.engine.activityCpuMs.toFixed(2)} ms CPU per activity, ${(d.engine.parkedBytes / 1024).toFixed(0)} KB per workflow parked in an activity${d.engine.parkedInBodyBytes === undefined ? "" : `, ${(d.engine.parkedInBodyBytes / 1024).toFixed(0)} KB in its body`}`)
   }
 
   if (wants("load")) {

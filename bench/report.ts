@@ -194,7 +194,9 @@ export const targets = (r: Results): string => {
 export const durableSection = (d: DurableResults): string => {
   const engine = typeof d.engine === "string"
     ? `The engine alone: not measured (${d.engine}).`
-    : `The workflow engine alone (bench/engineAlone.ts: \`@effect/workflow\` on \`SingleRunner\`, SQLite, no agent, no server): one trivial activity costs ${d.engine.activityWallMs.toFixed(2)} ms wall and ${d.engine.activityCpuMs.toFixed(2)} ms CPU (${d.engine.activities} in a row); one workflow parked in an activity holds ${fmtBytes(d.engine.parkedBytes)} of heap (${d.engine.parked} parked).`
+    : `The workflow engine alone (bench/engineAlone.ts: \`@effect/workflow\` on \`SingleRunner\`, SQLite, no agent, no server): one trivial activity costs ${d.engine.activityWallMs.toFixed(2)} ms wall and ${d.engine.activityCpuMs.toFixed(2)} ms CPU (${d.engine.activities} in a row); one workflow parked in an activity holds ${fmtBytes(d.engine.parkedBytes)} of heap${
+      d.engine.parkedInBodyBytes === undefined ? "" : `, one parked in its own body (outside any activity) ${fmtBytes(d.engine.parkedInBodyBytes)}`
+    } (${d.engine.parked} parked each way).`
   const perIteration = d.databases.flatMap((x) => (x.error === undefined && x.marginalMs !== undefined && !Number.isNaN(x.marginalMs) ? [x] : []))
   const share = perIteration.length === 0
     ? ""
