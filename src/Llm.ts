@@ -15,6 +15,7 @@ import { dual } from "effect/Function"
 import { globalValue } from "effect/GlobalValue"
 import * as Schema from "effect/Schema"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ChatMessage } from "./Message.js"
 import type { Usage } from "./Usage.js"
@@ -335,9 +336,13 @@ export const splitThinking = (content: string): { readonly content: string; read
 
 const DeltasTypeId: unique symbol = Symbol.for("effect-react-engine/Llm/Deltas") as never
 
-/** A stream made by `unwrapDeltas`: it keeps the effect that decides it. */
+type Decided<E> = ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>
+
+/** A stream made by `unwrapDeltas` / `unwrapDeltasScoped`: it keeps the effect that decides it. */
 interface DeltasStream<E> extends Stream.Stream<ChatDelta, E> {
-  readonly [DeltasTypeId]: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E>
+  readonly [DeltasTypeId]:
+    | { readonly scoped: false; readonly effect: Effect.Effect<Decided<E>, E> }
+    | { readonly scoped: true; readonly effect: Effect.Effect<Decided<E>, E, Scope.Scope> }
 }
 
 /**
@@ -360,7 +365,25 @@ export const unwrapDeltas = <E>(
   effect: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E>
 ): Stream.Stream<ChatDelta, E> => {
   const stream = Stream.unwrap(Effect.map(effect, (r) => (isDeltas(r) ? Stream.fromIterable(r) : r)))
-  return Object.assign(stream, { [DeltasTypeId]: effect }) satisfies DeltasStream<E>
+  return Object.assign(stream, { [DeltasTypeId]: { scoped: false as const, effect } }) satisfies DeltasStream<E>
+}
+
+/**
+ * `unwrapDeltas` for an effect that needs a scope, like `Stream.unwrapScoped`:
+ * what it acquires (an open HTTP response) is released when the stream ends.
+ * `forEachDelta` runs the effect in a scope of its own and pulls the stream it
+ * gives, so a provider that opens its response and waits for the first chunk
+ * in the effect holds no stream machinery while it waits (a parked model call
+ * is an effect, not a channel executor).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const unwrapDeltasScoped = <E>(
+  effect: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E, Scope.Scope>
+): Stream.Stream<ChatDelta, E> => {
+  const stream = Stream.unwrapScoped(Effect.map(effect, (r) => (isDeltas(r) ? Stream.fromIterable(r) : r)))
+  return Object.assign(stream, { [DeltasTypeId]: { scoped: true as const, effect } }) satisfies DeltasStream<E>
 }
 
 const isDeltas = <E>(r: ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>): r is ReadonlyArray<ChatDelta> =>
@@ -395,5 +418,6 @@ export const forEachDelta = <E, R>(
 ): Effect.Effect<void, E, R> => {
   const decided = (stream as Partial<DeltasStream<E>>)[DeltasTypeId]
   if (decided === undefined) return pullEach(stream, f)
-  return Effect.flatMap(decided, (r) => (isDeltas(r) ? Effect.forEach(r, f, { discard: true }) : pullEach(r, f)))
+  const each = (r: Decided<E>) => (isDeltas(r) ? Effect.forEach(r, f, { discard: true }) : pullEach(r, f))
+  return decided.scoped ? Effect.scoped(Effect.flatMap(decided.effect, each)) : Effect.flatMap(decided.effect, each)
 }

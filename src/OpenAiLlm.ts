@@ -46,7 +46,7 @@ import type { StreamState } from "./internal/openAiLlm/stream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiLlm/stream.js"
 import { ThinkSplitter } from "./internal/openAiLlm/think.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
-import { defaultAbilities, Llm, LlmError, notifyRetry, unwrapDeltas } from "./Llm.js"
+import { defaultAbilities, Llm, LlmError, notifyRetry, unwrapDeltas, unwrapDeltasScoped } from "./Llm.js"
 
 /**
  * @since 0.1.0
@@ -217,8 +217,10 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
       }).pipe(Effect.timeout(1000), Effect.ignore))
     )
 
+  // the response is opened (and its first chunk awaited) in the effect: a call waiting for its first
+  // chunk holds no stream machinery (`unwrapDeltasScoped`)
   const streamChat = (request: ChatRequest): Stream.Stream<ChatDelta, LlmError> =>
-    Stream.unwrapScoped(Effect.gen(function*() {
+    unwrapDeltasScoped(Effect.gen(function*() {
       const open = yield* Effect.uninterruptibleMask((restore) =>
         restore(retry(openOnce(request))).pipe(Effect.tap((o) => Effect.addFinalizer(() => release(o))))
       )

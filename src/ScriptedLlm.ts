@@ -284,18 +284,27 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
           for (const d of tail) deltas.push(d)
           return Effect.succeed(deltas)
         }
-        let raw: Stream.Stream<string> = Stream.fromIterable(emitted)
-        if (emitted.length > 0) raw = Stream.tap(raw, () => Effect.sleep(perChunk))
         const before = step.chunkDelay !== undefined || emitted.length === 0 ? step.delay : undefined
-        if (before !== undefined) raw = Stream.concat(Stream.drain(Stream.fromEffect(Effect.sleep(before))), raw)
+        // Like a provider that opens its response and awaits the first chunk before streaming the rest, the
+        // first wait happens before the stream starts (a call waiting for it holds no stream) — unless
+        // deltas (reasoning) come first.
+        const firstWait = deltas.length > 0 ? undefined : before ?? perChunk
+        let raw: Stream.Stream<string> = Stream.fromIterable(emitted)
+        if (emitted.length > 0) {
+          raw = firstWait === undefined || before !== undefined
+            ? Stream.tap(raw, () => Effect.sleep(perChunk))
+            : Stream.concat(Stream.make(emitted[0]), Stream.tap(Stream.fromIterable(emitted.slice(1)), () => Effect.sleep(perChunk)))
+        }
+        if (before !== undefined && firstWait === undefined) raw = Stream.concat(Stream.drain(Stream.fromEffect(Effect.sleep(before))), raw)
         const content: Stream.Stream<ChatDelta, LlmError> = raw.pipe(
           Stream.mapConcat((t) => splitter.push(t)),
           Stream.concat(Stream.suspend(() => Stream.fromIterable(splitter.flush())))
         )
-        return Effect.succeed(Stream.fromIterable(deltas).pipe(
+        const stream = Stream.fromIterable(deltas).pipe(
           Stream.concat(content),
           Stream.concat(failTail ?? Stream.fromIterable(tail))
-        ))
+        )
+        return firstWait === undefined ? Effect.succeed(stream) : Effect.as(Effect.sleep(firstWait), stream)
       }))
   }
   const handle: ScriptedLlm = {

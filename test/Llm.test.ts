@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
 import type { ChatDelta } from "../src/Llm.js"
-import { forEachDelta, LlmError, unwrapDeltas } from "../src/Llm.js"
+import { forEachDelta, LlmError, unwrapDeltas, unwrapDeltasScoped } from "../src/Llm.js"
 
 const reply: ReadonlyArray<ChatDelta> = [
   { _tag: "Content", text: "Hello " },
@@ -65,5 +65,29 @@ describe("Llm.unwrapDeltas / forEachDelta", () => {
       const error = yield* Effect.flip(consume(refused))
       assert.strictEqual(error.reason, "Auth")
       assert.strictEqual((yield* Effect.flip(Stream.runDrain(refused))).reason, "Auth")
+    }))
+
+  it.effect("unwrapDeltasScoped: what the effect acquires is released once the rest of the stream is consumed, run either way", () =>
+    Effect.gen(function*() {
+      const log: Array<string> = []
+      const opened = unwrapDeltasScoped(
+        Effect.acquireRelease(
+          Effect.sync(() => void log.push("open")),
+          () => Effect.sync(() => void log.push("close"))
+        ).pipe(Effect.as(Stream.fromIterable(reply).pipe(
+          Stream.rechunk(1),
+          Stream.tap((d) => Effect.sync(() => void log.push(d._tag)))
+        )))
+      )
+      assert.deepStrictEqual(yield* consume(opened), reply)
+      assert.deepStrictEqual(log, ["open", "Content", "Content", "Finish", "close"])
+      log.length = 0
+      assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Stream.runCollect(opened)), reply)
+      assert.deepStrictEqual(log, ["open", "Content", "Content", "Finish", "close"])
+      // a consumer that fails midway still releases
+      log.length = 0
+      const failed = yield* Effect.either(forEachDelta(opened, (d) => d._tag === "Finish" ? Effect.die("stop") : Effect.void).pipe(Effect.catchAllDefect(Effect.fail)))
+      assert.isTrue(Either.isLeft(failed))
+      assert.strictEqual(log[log.length - 1], "close")
     }))
 })

@@ -20,13 +20,17 @@
  * @internal
  */
 import * as Activity from "@effect/workflow/Activity"
-import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
+import * as DurableDeferred from "@effect/workflow/DurableDeferred"
+import { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
+import * as Cause from "effect/Cause"
+import * as Exit from "effect/Exit"
 import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Spans from "../../internal/telemetry/spans.js"
 import type { RunEvent } from "../../RunEvent.js"
 import { toWire } from "../../RunEvent.js"
 import type { ActivityOptions, RunJournal } from "../../RunJournal.js"
@@ -113,30 +117,57 @@ export const make = (options: {
   const activity = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> =>
     Effect.suspend(() => describe(o))
 
+  /**
+   * A step that mostly waits (a model call, `ActivityOptions.waits`) runs in the workflow's own
+   * body and its result is stored as a durable deferred of the run (what `DurableDeferred.raceAll`
+   * does): a replay finds the stored result and does not run it again. An activity in flight
+   * holds ≈ 87 KB in the engine while it waits (bench/engineAlone.ts), a step in the body only
+   * its own fibers. An interrupted step stores nothing (a crash, a shutdown, the run's
+   * cancellation — which reaches it directly here): it runs again on replay, as an activity would.
+   */
+  const inBody = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>, execute: Effect.Effect<A, E>): Effect.Effect<A, E> => {
+    const deferred = DurableDeferred.make(o.name, { success: o.success, error: (o.error ?? Schema.Never) as Schema.Schema<E, IE> })
+    return Effect.gen(function*() {
+      const engine = yield* WorkflowEngine
+      const instance = yield* WorkflowInstance
+      const result: Exit.Exit<A, E> | undefined = yield* engine.deferredResult(deferred)
+      if (result !== undefined) return yield* result
+      const stored = Effect.locally(execute, CurrentActivity, `${o.name}@${host.bootId}`).pipe(
+        Effect.onExit((exit) =>
+          Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? Effect.void : engine.deferredDone(deferred, {
+            workflowName: instance.workflow.name,
+            executionId: instance.executionId,
+            deferredName: deferred.name,
+            exit
+          })
+        )
+      )
+      // the span an activity of the same name would have (only when traced): the step's own spans nest under it
+      return yield* Spans.stepSpan(o.name, { executionId: instance.executionId }, stored)
+    }).pipe(Effect.provide(options.workflow))
+  }
+
   const describe = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
     const make = (execute: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      Effect.provide(
+      o.waits === true ? inBody(o, execute) : Effect.provide(
         Activity.make({
           name: o.name,
           success: o.success,
           error: (o.error ?? Schema.Never) as Schema.Schema<E, IE>,
-          execute,
+          execute: running(o.name, execute),
           interruptRetryPolicy: Schedule.stop
         }),
         options.workflow
       )
     if (o.onRestart === undefined && o.restartAware !== true) {
-      return make(running(o.name, Effect.suspend(() => o.execute({ restarted: false }))))
+      return make(Effect.suspend(() => o.execute({ restarted: false })))
     }
     // who started it is kept beside the run log (a row, cheaper than one more activity)
     return Effect.flatMap(
       Effect.orDie(log.markStarted(runId, o.name, host.bootId)),
       (startedBy) => {
         const restarted = startedBy !== host.bootId
-        return make(running(
-          o.name,
-          Effect.suspend(() => (restarted && o.onRestart !== undefined ? o.onRestart() : o.execute({ restarted })))
-        ))
+        return make(Effect.suspend(() => (restarted && o.onRestart !== undefined ? o.onRestart() : o.execute({ restarted }))))
       }
     )
   }
