@@ -1,8 +1,10 @@
 /**
  * The `RunJournal` of a durable run: activities are `@effect/workflow`
  * activities (their results are stored; a replay returns them without running
- * them again), events are stored in the run log with their per-run ids before
- * live listeners get them.
+ * them again) — those that mostly wait (`waits`: model calls) are steps of the
+ * workflow's body whose result is stored in a durable deferred (`inBody`) —,
+ * events are stored in the run log with their per-run ids before live
+ * listeners get them.
  *
  * Event identity. A replay re-emits the events of the run's deterministic part
  * in the same order: they are keyed by their position (`b:<n>`) and skipped
