@@ -285,16 +285,15 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
           return Effect.succeed(deltas)
         }
         const before = step.chunkDelay !== undefined || emitted.length === 0 ? step.delay : undefined
-        // Like a provider that opens its response and awaits the first chunk before streaming the rest, the
-        // first wait happens before the stream starts (a call waiting for it holds no stream) — unless
-        // deltas (reasoning) come first.
-        const firstWait = deltas.length > 0 ? undefined : before ?? perChunk
-        let raw: Stream.Stream<string> = Stream.fromIterable(emitted)
-        if (emitted.length > 0) {
-          raw = firstWait === undefined || before !== undefined
-            ? Stream.tap(raw, () => Effect.sleep(perChunk))
-            : Stream.concat(Stream.make(emitted[0]), Stream.tap(Stream.fromIterable(emitted.slice(1)), () => Effect.sleep(perChunk)))
-        }
+        const paced = (xs: ReadonlyArray<string>) => Stream.tap(Stream.fromIterable(xs), () => Effect.sleep(perChunk))
+        // Like a provider that opens its response and awaits the first chunk, the stream's first wait
+        // happens before it starts (a call waiting for it holds no stream) — unless deltas (reasoning)
+        // come first. Without a delay before the chunks, that wait is the first chunk's own.
+        const leadsWithChunk = before === undefined && emitted.length > 0
+        const firstWait = deltas.length > 0 ? undefined : leadsWithChunk ? perChunk : before
+        let raw = leadsWithChunk && firstWait !== undefined
+          ? Stream.concat(Stream.make(emitted[0]), paced(emitted.slice(1)))
+          : paced(emitted)
         if (before !== undefined && firstWait === undefined) raw = Stream.concat(Stream.drain(Stream.fromEffect(Effect.sleep(before))), raw)
         const content: Stream.Stream<ChatDelta, LlmError> = raw.pipe(
           Stream.mapConcat((t) => splitter.push(t)),

@@ -56,14 +56,12 @@ interface Started {
 
 /** A round of one call: its fiber is awaited. */
 const inlineOne = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<CallOutcome> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Spans.beginToolSpan({ name: call.name, id: call.id, iteration }, report)), ([now, span]) =>
-      Effect.flatMap(Effect.fork(span.within(callBody(env, call, iteration, restore, "ask"))), (fiber) =>
-        restore(
-          Effect.flatMap(Effect.flatten(Fiber.await(fiber)), (ran) =>
-            Effect.tap(span.within(complete(env, call, iteration, now, ran)), span.end))
-        ).pipe(Effect.onInterrupt(() => Effect.zipRight(Fiber.interrupt(fiber), span.interrupted)))))
-  )
+  Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Spans.beginToolSpan({ name: call.name, id: call.id, iteration }, report)), ([now, span]) =>
+    inOwnFiber((restore) => span.within(callBody(env, call, iteration, restore, "ask"))).pipe(
+      Effect.flatMap((ran) => span.within(complete(env, call, iteration, now, ran))),
+      Effect.tap(span.end),
+      Effect.onInterrupt(() => span.interrupted)
+    ))
 
 /** A call's fiber is over: its index in the round and what it came to. */
 type Over = readonly [number, Exit.Exit<Finished>]
