@@ -181,13 +181,12 @@ export const streamWithFallback = (
     const request = { messages }
     const streamed = forEachDelta(llm.streamChat(request), (delta) => {
       if (delta._tag === "Content") {
-        if (delta.text === "") return Effect.void
+        if (delta.text === "") return
         sent += delta.text
         return emit({ _tag: "AnswerDelta", content: delta.text })
       }
       if (delta._tag === "Usage") usage = usage ? Usage.add(usage, delta.usage) : delta.usage
       else if (delta._tag === "Finish") finishReason = delta.reason
-      return Effect.void
     })
     const ok = yield* Telemetry.chatSpan(llm.model, request, { phase: "synthesis", stream: true }, streamed, () => ({
       content: sent,

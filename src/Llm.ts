@@ -389,35 +389,58 @@ export const unwrapDeltasScoped = <E>(
 const isDeltas = <E>(r: ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>): r is ReadonlyArray<ChatDelta> =>
   Array.isArray(r)
 
+/**
+ * `f` on each delta in order, each effect it returns run before `f` sees the
+ * next delta; a delta it handles at once (returns nothing) costs no effect.
+ * Calls `f` on the first deltas NOW: only for use inside a running effect (a
+ * continuation), once per run.
+ */
+const eachOf = <R>(
+  deltas: Iterable<ChatDelta>,
+  f: (delta: ChatDelta) => Effect.Effect<void, never, R> | void
+): Effect.Effect<void, never, R> => {
+  const it = deltas[Symbol.iterator]()
+  const next = (): Effect.Effect<void, never, R> => {
+    for (let r = it.next(); r.done !== true; r = it.next()) {
+      const effect = f(r.value)
+      if (effect !== undefined) return Effect.flatMap(effect, next)
+    }
+    return Effect.void
+  }
+  return next()
+}
+
 const pullEach = <E, R>(
   stream: Stream.Stream<ChatDelta, E>,
-  f: (delta: ChatDelta) => Effect.Effect<void, never, R>
+  f: (delta: ChatDelta) => Effect.Effect<void, never, R> | void
 ): Effect.Effect<void, E, R> =>
   Effect.scoped(Effect.flatMap(Stream.toPull(stream), (pull) => {
     const loop: Effect.Effect<void, E, R> = Effect.matchEffect(pull, {
       // the pull fails with None at the end of the stream, Some(error) when it failed
       onFailure: (end) => (Option.isNone(end) ? Effect.void : Effect.fail(end.value)),
-      onSuccess: (chunk) => Effect.zipRight(Effect.forEach(chunk, f, { discard: true }), Effect.suspend(() => loop))
+      onSuccess: (chunk) => Effect.flatMap(eachOf(chunk, f), () => loop)
     })
     return loop
   }))
 
 /**
  * Consumes a streamed reply delta by delta, as the deltas arrive: `f` runs for
- * each one, in order; a failure of the stream fails the effect. A reply that
- * arrived whole (`unwrapDeltas`) goes to `f` straight away; any other stream is
- * pulled chunk by chunk, which costs several times less than a stream run
- * (`Stream.runForEach`).
+ * each one, in order, and the effect it returns (if any) runs before `f` sees
+ * the next delta; a failure of the stream fails the effect. A delta `f`
+ * handles at once (it returns nothing: folded into a reply being assembled)
+ * costs no effect. A reply that arrived whole (`unwrapDeltas`) goes to `f`
+ * straight away; any other stream is pulled chunk by chunk, which costs
+ * several times less than a stream run (`Stream.runForEach`).
  *
  * @since 0.1.0
  * @category utils
  */
 export const forEachDelta = <E, R>(
   stream: Stream.Stream<ChatDelta, E>,
-  f: (delta: ChatDelta) => Effect.Effect<void, never, R>
+  f: (delta: ChatDelta) => Effect.Effect<void, never, R> | void
 ): Effect.Effect<void, E, R> => {
   const decided = (stream as Partial<DeltasStream<E>>)[DeltasTypeId]
   if (decided === undefined) return pullEach(stream, f)
-  const each = (r: Decided<E>) => (isDeltas(r) ? Effect.forEach(r, f, { discard: true }) : pullEach(r, f))
+  const each = (r: Decided<E>) => (isDeltas(r) ? eachOf(r, f) : pullEach(r, f))
   return decided.scoped ? Effect.scoped(Effect.flatMap(decided.effect, each)) : Effect.flatMap(decided.effect, each)
 }

@@ -8,6 +8,7 @@
  */
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
@@ -211,17 +212,23 @@ export const make = <A, I>(options: ToolOptions<A, I>): Tool => {
     )
   }
   const decodeUnknown = Schema.decodeUnknown(options.parameters, { errors: "all", onExcessProperty: "ignore" })
+  const decodeNow = Schema.decodeUnknownEither(options.parameters, { errors: "all", onExcessProperty: "ignore" })
   const rule = options.needsApproval
   return {
     name: options.name,
     description: options.description,
     jsonSchema,
-    decode: (args) =>
-      decodeUnknown(args).pipe(
+    decode: (args) => {
+      // arguments that decode at once cost one step; anything else (bad arguments, a schema that
+      // decodes asynchronously) takes the effectful decoder, which says what is wrong
+      const now = decodeNow(args)
+      if (Either.isRight(now)) return Effect.succeed(now.right)
+      return decodeUnknown(args).pipe(
         Effect.mapError((e) =>
           new ToolError({ message: `Invalid arguments for ${options.name}: ${ParseResult.TreeFormatter.formatErrorSync(e)}` })
         )
-      ),
+      )
+    },
     handler: options.handler as (args: any) => Effect.Effect<ToolOutput, ToolError>,
     readOnly: options.readOnly ?? true,
     pinned: options.pinned ?? false,
@@ -278,22 +285,22 @@ const isThenable = (u: unknown): u is PromiseLike<unknown> =>
   typeof u === "object" && u !== null && typeof (u as { then?: unknown }).then === "function"
 
 /**
- * Runs a handler, whatever it really returns: an Effect as is; a Promise (a
- * handler written as `async`) awaited, its rejection a `ToolError`; anything
- * else a `ToolError` saying so. A handler that throws is a defect.
+ * Calls a handler NOW (only inside a running effect: a handler that throws is
+ * then a defect of that effect) and takes whatever it really returns: an Effect
+ * as is; a Promise (a handler written as `async`) awaited, its rejection a
+ * `ToolError`; anything else a `ToolError` saying so.
  */
-const runHandler = (tool: Tool, args: unknown): Effect.Effect<unknown, ToolError> =>
-  Effect.suspend(() => {
-    const result: unknown = tool.handler(args)
-    if (Effect.isEffect(result)) return result as Effect.Effect<unknown, ToolError>
-    if (isThenable(result)) {
-      return Effect.tryPromise({
-        try: () => Promise.resolve(result),
-        catch: (e) => new ToolError({ message: `Tool ${tool.name} failed: ${ErrorMessage.messageOf(e)}` })
-      })
-    }
-    return Effect.fail(new ToolError({ message: `Tool ${tool.name}'s handler returned ${typeof result}, not an Effect` }))
-  })
+const handlerResult = (tool: Tool, args: unknown): Effect.Effect<unknown, ToolError> => {
+  const result: unknown = tool.handler(args)
+  if (Effect.isEffect(result)) return result as Effect.Effect<unknown, ToolError>
+  if (isThenable(result)) {
+    return Effect.tryPromise({
+      try: () => Promise.resolve(result),
+      catch: (e) => new ToolError({ message: `Tool ${tool.name} failed: ${ErrorMessage.messageOf(e)}` })
+    })
+  }
+  return Effect.fail(new ToolError({ message: `Tool ${tool.name}'s handler returned ${typeof result}, not an Effect` }))
+}
 
 /**
  * Decodes the arguments, runs the handler and checks its result: a result that
@@ -305,7 +312,7 @@ const runHandler = (tool: Tool, args: unknown): Effect.Effect<unknown, ToolError
  */
 export const execute = (tool: Tool, args: unknown): Effect.Effect<ToolOutput, ToolError> =>
   Effect.flatMap(tool.decode(args), (decoded) =>
-    Effect.flatMap(runHandler(tool, decoded), (output) => {
+    Effect.flatMap(handlerResult(tool, decoded), (output) => {
       if (typeof output === "string") return Effect.succeed(output)
       const checked = decodeOutput(output)
       return checked._tag === "Right" ? Effect.succeed(checked.right) : Effect.fail(invalidOutput(tool, output))

@@ -12,7 +12,9 @@
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService, ResponseToolCall } from "../../Llm.js"
 import { ChatResponseSchema, forEachDelta, LlmError, parseToolArguments } from "../../Llm.js"
@@ -100,14 +102,14 @@ export const streamLoopCall = (
   Effect.suspend(() => {
     const reply = new Assembler()
     let shown = false
-    const onDelta = (delta: ChatDelta): Effect.Effect<void> => {
+    const onDelta = (delta: ChatDelta): Effect.Effect<void> | undefined => {
       reply.add(delta)
-      if (delta._tag !== "Content" || delta.text === "") return Effect.void
+      if (delta._tag !== "Content" || delta.text === "") return undefined
       if (shown) return emit({ _tag: "AnswerDelta", content: delta.text })
       shown = true
       return Effect.zipRight(emit({ _tag: "AnswerStart" }), emit({ _tag: "AnswerDelta", content: delta.text }))
     }
-    const streamed = Effect.map(forEachDelta(llm.streamChat(request), onDelta), () => reply.response())
+    const streamed = Effect.map(forEachDelta(llm.streamChat(request), onDelta), (): LoopReply => ({ response: reply.response(), shown }))
     const plain = Telemetry.chat(llm, request, { phase: "loop", iteration })
     const recover = (error: unknown): Effect.Effect<LoopReply, LlmError> => {
       // nothing shown: an overflow goes to the loop's recovery, anything else is asked again without streaming
@@ -115,9 +117,14 @@ export const streamLoopCall = (
       const retract = shown ? emit({ _tag: "AnswerReset" }) : Effect.void
       return Effect.zipRight(retract, Effect.map(plain, (response): LoopReply => ({ response, shown: false })))
     }
-    return Telemetry.chatSpan(llm.model, request, { phase: "loop", iteration, stream: true }, streamed, (r) => r).pipe(
-      Effect.map((response): LoopReply => ({ response, shown })),
-      Effect.catchAll(recover),
-      Effect.catchAllDefect(recover)
+    // a failure or a defect is recovered from; an interruption goes on
+    return Effect.catchAllCause(
+      Telemetry.chatSpan(llm.model, request, { phase: "loop", iteration, stream: true }, streamed, (r) => r.response),
+      (cause) => {
+        const failure = Cause.failureOption(cause)
+        if (Option.isSome(failure)) return recover(failure.value)
+        const defect = Cause.dieOption(cause)
+        return Option.isSome(defect) ? recover(defect.value) : Effect.failCause(cause)
+      }
     )
   })

@@ -33,8 +33,12 @@ export type Verdict =
 
 /** The approval side of a run. */
 export interface ApprovalGate {
-  /** True when the call must be approved before it runs. */
-  readonly required: (tool: Tool, context: ToolUseContext) => Effect.Effect<boolean>
+  /**
+   * True when the call must be approved before it runs: known at once (by the
+   * tool's name or its static rule), or an effect (the tool's check of the
+   * arguments).
+   */
+  readonly required: (tool: Tool, context: ToolUseContext) => boolean | Effect.Effect<boolean>
   /** Asks a person about the call (events, the journaled wait) and checks the answer. */
   readonly ask: (call: {
     readonly name: string
@@ -71,11 +75,11 @@ export const makeGate = (options: {
       execute: () => Effect.sync(() => crypto.randomUUID())
     }))
 
-    const required = (tool: Tool, context: ToolUseContext): Effect.Effect<boolean> => {
-      if (byName(tool.name)) return Effect.succeed(true)
+    const required = (tool: Tool, context: ToolUseContext): boolean | Effect.Effect<boolean> => {
+      if (byName(tool.name)) return true
       const rule = tool.needsApproval
-      if (rule === undefined) return Effect.succeed(false)
-      if (rule === true) return Effect.succeed(true)
+      if (rule === undefined) return false
+      if (rule === true) return true
       // fail closed: a check that fails or dies asks the person (interruption propagates)
       return Effect.suspend(() => rule(context.args, context)).pipe(
         Effect.map((needed) => needed !== false),

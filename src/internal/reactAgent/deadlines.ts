@@ -20,6 +20,7 @@
  * @internal
  */
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -36,14 +37,18 @@ interface Entry {
 /** The timeouts of one run's tool calls. */
 export interface Deadlines {
   /**
-   * Runs `run(timedOut)` in the CURRENT fiber with a deadline `timeout` from
-   * now: when it is still running then, the run's timer interrupts this fiber
-   * and `timedOut()` turns true. `run` must mark the work that may be stopped
-   * `Effect.interruptible` and catch its interruption; the fiber itself must
-   * be uninterruptible here and do nothing interruptible afterwards (it has
+   * Runs `run(timedOut, done)` in the CURRENT fiber with a deadline `timeout`
+   * from now: when it is still running then, the run's timer interrupts this
+   * fiber and `timedOut()` turns true. `run` must mark the work that may be
+   * stopped `Effect.interruptible`, catch its interruption, and call `done()`
+   * once that work is over (the deadline is dropped); the fiber itself must be
+   * uninterruptible here and do nothing interruptible afterwards (it may have
    * been interrupted): this is the last thing a call's own fiber does.
    */
-  readonly guard: <A>(timeout: Duration.Duration, run: (timedOut: () => boolean) => Effect.Effect<A>) => Effect.Effect<A>
+  readonly guard: <A>(
+    timeout: Duration.Duration,
+    run: (timedOut: () => boolean, done: () => void) => Effect.Effect<A>
+  ) => Effect.Effect<A>
 }
 
 /** The deadlines of a run; its timer fibers end with `scope`. */
@@ -90,32 +95,32 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.map(Eff
   // timers are forked from a call's uninterruptible fiber: they must stay interruptible (the run's end stops them)
   const start = (timerFiber: Effect.Effect<void>) => Effect.asVoid(Effect.forkIn(Effect.interruptible(timerFiber), scope))
 
-  const watch = (entry: Entry, now: number): Effect.Effect<void> => {
+  /** Adds a call in flight; the timer to start for it, if any. */
+  const watch = (entry: Entry, now: number): Effect.Effect<void> | undefined => {
     inFlight.add(entry)
     if (timerAt === undefined) {
       timerAt = entry.deadline
       return start(Effect.zipRight(Effect.sleep(Duration.millis(entry.deadline - now)), timer))
     }
-    return entry.deadline < timerAt ? start(oneShot(entry.deadline, now)) : Effect.void
+    return entry.deadline < timerAt ? start(oneShot(entry.deadline, now)) : undefined
   }
 
   const never = () => false
+  const nothing = () => {}
 
-  const guard = <A>(timeout: Duration.Duration, run: (timedOut: () => boolean) => Effect.Effect<A>): Effect.Effect<A> => {
-    if (!Duration.isFinite(timeout)) return run(never)
-    return Effect.clockWith((clock) =>
-      Effect.withFiberRuntime((fiber) => {
-        const now = clock.unsafeCurrentTimeMillis()
-        const entry: Entry = { deadline: now + Duration.toMillis(timeout), fiber, expired: false }
-        return Effect.zipRight(
-          watch(entry, now),
-          Effect.map(run(() => entry.expired), (a) => {
-            inFlight.delete(entry)
-            return a
-          })
-        )
-      })
-    )
+  const guard = <A>(
+    timeout: Duration.Duration,
+    run: (timedOut: () => boolean, done: () => void) => Effect.Effect<A>
+  ): Effect.Effect<A> => {
+    if (!Duration.isFinite(timeout)) return run(never, nothing)
+    const ms = Duration.toMillis(timeout)
+    return Effect.withFiberRuntime((fiber) => {
+      const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+      const entry: Entry = { deadline: now + ms, fiber, expired: false }
+      const guarded = run(() => entry.expired, () => void inFlight.delete(entry))
+      const timerStart = watch(entry, now)
+      return timerStart === undefined ? guarded : Effect.zipRight(timerStart, guarded)
+    })
   }
 
   return { guard }

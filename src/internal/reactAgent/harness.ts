@@ -39,7 +39,21 @@ const GuardResult = Schema.Struct({
  * are stored.
  */
 export const guardCheck = (env: LoopEnv, state: RunState, name: string, options: CheckOptions): Effect.Effect<void> =>
-  env.guard.fits?.(state.ctx, options) === true ? Effect.void : env.journal.activity({
+  env.guard.fits?.(state.ctx, options) === true ? Effect.void : compact(env, state, name, options)
+
+/** `next` after the guard check (at once when the list fits: no effect for the check). */
+export const guardThen = <A, E>(
+  env: LoopEnv,
+  state: RunState,
+  name: string,
+  options: CheckOptions,
+  next: Effect.Effect<A, E>
+): Effect.Effect<A, E> =>
+  env.guard.fits?.(state.ctx, options) === true ? next : Effect.zipRight(compact(env, state, name, options), next)
+
+/** The guard's check of a list that may not fit, as a journal activity. */
+const compact = (env: LoopEnv, state: RunState, name: string, options: CheckOptions): Effect.Effect<void> =>
+  env.journal.activity({
     name,
     success: GuardResult,
     execute: () =>
@@ -116,21 +130,22 @@ export const callLlm = (
   request: (messages: ReadonlyArray<Message.ChatMessage>) => ChatRequest
 ): Effect.Effect<LoopReply, LlmError> => {
   const call = streamsAnswer(env, state, iteration) ? streamed : chat
-  return call(env, `llm/${iteration}`, request(state.ctx.slice()), iteration).pipe(
-    Effect.catchIf(
-      (e): e is LlmError => e.reason === "ContextOverflow" && !state.overflowRetried,
-      () =>
-        Effect.zipRight(
-          Effect.suspend(() => {
-            State.markOverflowRetried(state)
-            const budget = Math.max(1, Math.floor(env.guard.budget / 2))
-            return guardCheck(env, state, `guard/${iteration}/overflow`, { budget, hint: "react_iteration" })
-          }),
-          Effect.suspend(() => call(env, `llm/${iteration}/retry`, request(state.ctx.slice()), iteration))
-        )
-    ),
-    Effect.tap((reply) => State.recordLoopUsage(state, reply.response.usage))
-  )
+  const counted = (reply: LoopReply) => {
+    State.recordLoopUsage(state, reply.response.usage)
+    return Effect.succeed(reply)
+  }
+  return Effect.matchEffect(call(env, `llm/${iteration}`, request(state.ctx.slice()), iteration), {
+    onFailure: (e) => {
+      if (e.reason !== "ContextOverflow" || state.overflowRetried) return Effect.fail(e)
+      State.markOverflowRetried(state)
+      const budget = Math.max(1, Math.floor(env.guard.budget / 2))
+      return guardCheck(env, state, `guard/${iteration}/overflow`, { budget, hint: "react_iteration" }).pipe(
+        Effect.zipRight(Effect.suspend(() => call(env, `llm/${iteration}/retry`, request(state.ctx.slice()), iteration))),
+        Effect.flatMap(counted)
+      )
+    },
+    onSuccess: counted
+  })
 }
 
 const Injections = Schema.Array(Schema.Struct({ id: Schema.String, content: Schema.String }))

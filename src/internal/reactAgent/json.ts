@@ -91,9 +91,7 @@ export const jsonStep = (
     if (action._tag === "Final") return interrupted ? false : finalAnswer(env, state, iteration, action.answer)
     const call = action.call
     yield* emitStart(env, call, iteration)
-    const [outcome] = yield* runCalls(env, [call], iteration).pipe(
-      Effect.onInterrupt(() => Effect.sync(() => State.append(state, Message.user("Observation: Error: interrupted"))))
-    )
+    const [outcome] = yield* runCalls(env, [call], iteration, () => State.append(state, Message.user("Observation: Error: interrupted")))
     State.recordStep(state, stepOf(call, iteration, outcome))
     const seen = observationOf(outcome)
     const text = seen.budgeted ? State.admitObservation(state, seen.text, env.options.toolResultBudget) : seen.text

@@ -9,7 +9,7 @@
 import * as Effect from "effect/Effect"
 import type { LlmError } from "../../Llm.js"
 import type { LoopEnv } from "./env.js"
-import { callLlm, guardCheck } from "./harness.js"
+import { callLlm, guardThen } from "./harness.js"
 import { jsonRequest, jsonStep, refreshSystemPrompt } from "./json.js"
 import { nativeRequest, nativeStep } from "./native.js"
 import * as Prompts from "./prompts.js"
@@ -36,12 +36,10 @@ export const runLoop = (env: LoopEnv, state: RunState): Effect.Effect<void, LlmE
       }
       const iteration = State.beginIteration(state)
       if (!env.native) refreshSystemPrompt(env, state)
-      return guardCheck(env, state, `guard/${iteration}`, { hint: "react_iteration" }).pipe(
-        Effect.zipRight(env.journal.emit({ _tag: "ThinkingStart", iteration })),
-        Effect.zipRight(Effect.suspend(() => callLlm(env, state, iteration, request))),
-        Effect.flatMap((response) => step(env, state, response, iteration)),
-        Effect.flatMap((done) => (done ? Effect.void : iterate))
-      )
+      const think = Effect.flatMap(env.journal.emit({ _tag: "ThinkingStart", iteration }), () =>
+        Effect.flatMap(callLlm(env, state, iteration, request), (response) =>
+          Effect.flatMap(step(env, state, response, iteration), (done) => (done ? Effect.void : iterate))))
+      return guardThen(env, state, `guard/${iteration}`, { hint: "react_iteration" }, think)
     })
     return iterate
   })

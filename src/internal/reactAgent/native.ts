@@ -6,6 +6,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import { constFalse } from "effect/Function"
 import type { ChatRequest, ResponseToolCall } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { LoopReply } from "./answerStream.js"
@@ -68,18 +69,8 @@ export const nativeStep = (
   reply: LoopReply,
   iteration: number
 ): Effect.Effect<boolean> =>
-  Effect.gen(function*() {
+  reply.response.toolCalls.length === 0 ? answerStep(env, state, reply, iteration) : Effect.suspend(() => {
     const { response, shown } = reply
-    const retract = shown ? env.journal.emit({ _tag: "AnswerReset" }) : Effect.void
-    if (response.toolCalls.length === 0) {
-      State.append(state, Message.assistant(response.content))
-      yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning ?? "" })
-      const interrupted = yield* drainInterrupts(env, state, iteration, "final")
-      const finished = !interrupted && finalAnswer(env, state, iteration, response.content, { streamed: shown })
-      if (!finished) yield* retract
-      return finished
-    }
-    yield* retract
     const calls = normaliseIds(response.toolCalls, iteration)
     State.append(
       state,
@@ -87,19 +78,35 @@ export const nativeStep = (
         toolCalls: calls.map((c, i) => Message.toolCall(c.id, c.name, response.toolCalls[i].arguments))
       })
     )
-    yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning || response.content })
-    for (const call of calls) yield* emitStart(env, call, iteration)
-    const outcomes = yield* runCalls(env, calls, iteration).pipe(
+    const round = Effect.flatMap(
       // cancelled mid-round: every call already sent to the model still gets its tool message
-      Effect.onInterrupt(() =>
-        Effect.sync(() => {
-          for (const call of calls) State.append(state, Message.tool(call.id, "Error: interrupted", call.name))
-        })
-      )
+      runCalls(env, calls, iteration, () => {
+        for (const call of calls) State.append(state, Message.tool(call.id, "Error: interrupted", call.name))
+      }),
+      (outcomes) => {
+        applyRound(env, state, calls, outcomes, iteration)
+        cycleCheck(env, state, calls)
+        reflectionCheck(env, state, iteration)
+        return Effect.map(drainInterrupts(env, state, iteration, "tools"), constFalse)
+      }
     )
-    applyRound(env, state, calls, outcomes, iteration)
-    cycleCheck(env, state, calls)
-    reflectionCheck(env, state, iteration)
-    yield* drainInterrupts(env, state, iteration, "tools")
-    return false
+    // the events before the round, in order: the shown text retracted, ThinkingDone, each call's ToolStart
+    const starts = (i: number): Effect.Effect<boolean> =>
+      i === calls.length ? round : Effect.flatMap(emitStart(env, calls[i], iteration), () => starts(i + 1))
+    const thinkingDone = Effect.flatMap(
+      env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning || response.content }),
+      () => starts(0)
+    )
+    return shown ? Effect.flatMap(env.journal.emit({ _tag: "AnswerReset" }), () => thinkingDone) : thinkingDone
+  })
+
+/** A reply without tool calls: the answer, unless an interrupt or the completion checklist holds it back. */
+const answerStep = (env: LoopEnv, state: RunState, { response, shown }: LoopReply, iteration: number): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    State.append(state, Message.assistant(response.content))
+    yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning ?? "" })
+    const interrupted = yield* drainInterrupts(env, state, iteration, "final")
+    const finished = !interrupted && finalAnswer(env, state, iteration, response.content, { streamed: shown })
+    if (!finished && shown) yield* env.journal.emit({ _tag: "AnswerReset" })
+    return finished
   })

@@ -24,11 +24,15 @@
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import { identity } from "effect/Function"
 import * as Mailbox from "effect/Mailbox"
 import * as Schema from "effect/Schema"
 import * as Telemetry from "../../Telemetry.js"
@@ -37,77 +41,142 @@ import type { LoopEnv } from "./env.js"
 import type { CallRequest, Finished, Restore } from "./toolCall.js"
 import { askOf, callBody, CallOutcome, complete, decidedBody, failure, observationOf, RESTART_ERROR } from "./toolCall.js"
 
-/** Runs the calls of a round (their `ToolStart` events are emitted); their outcomes in request order. */
-export const runCalls = (env: LoopEnv, calls: ReadonlyArray<CallRequest>, iteration: number): Effect.Effect<Array<CallOutcome>> =>
+/**
+ * Runs the calls of a round (their `ToolStart` events are emitted); their
+ * outcomes in request order. `interrupted` is called when the run is
+ * interrupted during the round, once the calls still running are stopped.
+ */
+export const runCalls = (
+  env: LoopEnv,
+  calls: ReadonlyArray<CallRequest>,
+  iteration: number,
+  interrupted: () => void
+): Effect.Effect<Array<CallOutcome>> =>
   env.journal.inline !== true
-    ? journaled(env, calls, iteration)
-    : calls.length === 1
-    ? Effect.map(inlineOne(env, calls[0], iteration), (o) => [o])
-    : inline(env, calls, iteration)
+    ? Effect.onInterrupt(journaled(env, calls, iteration), () => Effect.sync(interrupted))
+    : Effect.withFiberRuntime((fiber) => {
+      // once per round: when the calls start, and whether their spans record anything
+      const round: Round = {
+        env,
+        calls,
+        iteration,
+        interrupted,
+        started: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis(),
+        spans: Spans.toolSpansRecorded(fiber)
+      }
+      return calls.length === 1 ? inlineOne(round, calls[0]) : inline(round)
+    })
 
 // ---------------------------------------------------------------------------
 // inline journal: one fiber per call
 
-interface Started {
-  readonly call: CallRequest
-  readonly span: Spans.ToolCallSpan<CallOutcome>
-  readonly fiber: Fiber.RuntimeFiber<boolean>
+interface Round {
+  readonly env: LoopEnv
+  readonly calls: ReadonlyArray<CallRequest>
+  readonly iteration: number
+  readonly interrupted: () => void
+  /** When the round began (milliseconds, `Clock`). */
+  readonly started: number
+  /** False: no tracer and no metrics, the calls open no span at all. */
+  readonly spans: boolean
 }
 
+const spanOf = (round: Round, call: CallRequest) =>
+  Spans.beginToolSpan({ name: call.name, id: call.id, iteration: round.iteration }, report)
+
+const bodyOf = (round: Round, call: CallRequest, restore: Restore) => callBody(round.env, call, round.iteration, restore, "ask")
+
+const completeOf = (round: Round, call: CallRequest, ran: Finished) =>
+  complete(round.env, call, round.iteration, round.started, ran)
+
+/**
+ * Stops the round's call fibers when the loop's fiber fails or is interrupted
+ * while it waits for them (it is uninterruptible here), then fails as it did.
+ */
+const stopping = (round: Round, fibers: ReadonlyArray<Fiber.RuntimeFiber<unknown>>, spans: ReadonlyArray<Spans.ToolCallSpan<CallOutcome>>) =>
+(cause: Cause.Cause<never>): Effect.Effect<never> =>
+  Effect.zipRight(
+    Fiber.interruptAll(fibers),
+    Effect.suspend(() => {
+      if (Cause.isInterrupted(cause)) round.interrupted()
+      return spans.length === 0 ? Effect.failCause(cause) : Effect.zipRight(Effect.forEach(spans, (s) => s.interrupted, { discard: true }), Effect.failCause(cause))
+    })
+  )
+
 /** A round of one call: its fiber is awaited. */
-const inlineOne = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<CallOutcome> =>
-  Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Spans.beginToolSpan({ name: call.name, id: call.id, iteration }, report)), ([now, span]) =>
-    inOwnFiber((restore) => span.within(callBody(env, call, iteration, restore, "ask"))).pipe(
-      Effect.flatMap((ran) => span.within(complete(env, call, iteration, now, ran))),
-      Effect.tap(span.end),
-      Effect.onInterrupt(() => span.interrupted)
-    ))
+const inlineOne = (round: Round, call: CallRequest): Effect.Effect<Array<CallOutcome>> => {
+  const run = (span: Spans.ToolCallSpan<CallOutcome> | undefined): Effect.Effect<Array<CallOutcome>> => {
+    const within = span === undefined ? identity : span.within
+    return Effect.flatMap(
+      Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(Effect.fork(within(bodyOf(round, call, restore))), (fiber) =>
+          // awaited, not joined: the call's fiber-refs (`Tool.currentCall`) stay with it
+          Effect.matchCauseEffect(restore(Fiber.await(fiber)), {
+            onFailure: stopping(round, [fiber], []),
+            onSuccess: identity
+          }))
+      ),
+      (ran) =>
+        span === undefined
+          ? Effect.map(completeOf(round, call, ran), (o) => [o])
+          : Effect.flatMap(within(completeOf(round, call, ran)), (o) => Effect.as(span.end(o), [o]))
+    )
+  }
+  // a traced call interrupted at any point (its PostToolUse hooks too) ends its span as such
+  return round.spans ? Effect.flatMap(spanOf(round, call), (span) => Effect.onInterrupt(run(span), () => span.interrupted)) : run(undefined)
+}
 
 /** A call's fiber is over: its index in the round and what it came to. */
 type Over = readonly [number, Exit.Exit<Finished>]
 
-const inline = (env: LoopEnv, calls: ReadonlyArray<CallRequest>, iteration: number): Effect.Effect<Array<CallOutcome>> =>
-  Effect.uninterruptibleMask((restore) =>
-    // each call's fiber hands its result over as it ends: calls finish in the order they complete, and
-    // the loop's fiber waits once for a round of instant tools, not once per call
-    Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Mailbox.make<Over>()), ([now, completed]) => {
-      const started: Array<Started> = []
-      const start = (call: CallRequest, i: number) =>
-        Effect.flatMap(Spans.beginToolSpan({ name: call.name, id: call.id, iteration }, report), (span) => {
-          const body = span.within(callBody(env, call, iteration, restore, "ask"))
-          return Effect.map(
-            Effect.fork(Effect.flatMap(Effect.exit(body), (exit) => completed.offer([i, exit]))),
-            (fiber) => {
-              started.push({ call, span, fiber })
-            }
-          )
-        })
-      const outcomes: Array<CallOutcome> = new Array(calls.length)
-      const finish = ([i, result]: readonly [number, Effect.Effect<Finished>]) => {
-        const s = started[i]
-        return Effect.flatMap(result, (ran) =>
-          s.span.within(complete(env, s.call, iteration, now, ran)).pipe(
-            Effect.flatMap((outcome) => {
-              outcomes[i] = outcome
-              return s.span.end(outcome)
-            })
-          ))
-      }
-      const finishAll = Effect.forEach(calls, () => Effect.flatMap(Effect.orDie(completed.take), finish), { discard: true })
-      return Effect.zipRight(
-        Effect.forEach(calls, start, { discard: true }),
-        restore(finishAll).pipe(
-          Effect.onInterrupt(() =>
-            Effect.zipRight(
-              Fiber.interruptAll(started.map((s) => s.fiber)),
-              Effect.forEach(started, (s) => s.span.interrupted, { discard: true })
-            )
-          ),
-          Effect.as(outcomes)
+/**
+ * A round of several calls: each call's fiber hands its result over as it
+ * ends, so the calls finish in the order they complete, and the loop's fiber
+ * waits once for a round of instant tools, not once per call.
+ */
+const inline = (round: Round): Effect.Effect<Array<CallOutcome>> => {
+  const { calls } = round
+  const n = calls.length
+  return Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Mailbox.make<Over>(), (completed) => {
+      const fibers: Array<Fiber.RuntimeFiber<boolean>> = []
+      const spans: Array<Spans.ToolCallSpan<CallOutcome>> = []
+      const outcomes: Array<CallOutcome> = new Array(n)
+      const within = (i: number) => (spans.length === 0 ? identity : spans[i].within)
+      const fork = (i: number): Effect.Effect<void> =>
+        Effect.flatMap(
+          Effect.fork(Effect.flatMap(Effect.exit(within(i)(bodyOf(round, calls[i], restore))), (exit) => completed.offer([i, exit]))),
+          (fiber) => {
+            fibers.push(fiber)
+            return i + 1 < n ? start(i + 1) : Effect.void
+          }
         )
+      const start = (i: number): Effect.Effect<void> =>
+        round.spans ? Effect.flatMap(spanOf(round, calls[i]), (span) => {
+          spans.push(span)
+          return fork(i)
+        }) : fork(i)
+      /** Finishes the calls that are over (`k` onwards of `over`), then waits for the rest. */
+      const finish = (over: ReadonlyArray<Over>, k: number, left: number): Effect.Effect<void> => {
+        if (k === over.length) return left === 0 ? Effect.void : Effect.flatMap(completed.takeAll, ([more]) => finish(Chunk.toReadonlyArray(more), 0, left))
+        const [i, exit] = over[k]
+        return Effect.flatMap(exit, (ran) =>
+          Effect.flatMap(within(i)(completeOf(round, calls[i], ran)), (outcome) => {
+            outcomes[i] = outcome
+            const rest = finish(over, k + 1, left - 1)
+            return spans.length === 0 ? rest : Effect.zipRight(spans[i].end(outcome), rest)
+          }))
+      }
+      return Effect.zipRight(
+        start(0),
+        Effect.matchCauseEffect(restore(finish([], 0, n)), {
+          onFailure: stopping(round, fibers, spans),
+          onSuccess: () => Effect.succeed(outcomes)
+        })
       )
     })
   )
+}
 
 // ---------------------------------------------------------------------------
 // any other journal: an activity per call

@@ -13,11 +13,11 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as ErrorMessage from "../../ErrorMessage.js"
@@ -71,7 +71,11 @@ export const failure = (message: string): ToolOutcome => ({ _tag: "Failure", mes
  * knows which call it handles (`Tool.currentCall`: agent tools nest their
  * events under it).
  */
-export const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<ToolOutcome> => {
+export const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<ToolOutcome> =>
+  runToolThen(env, tool, context, identity)
+
+/** `runTool`, its outcome passed through `then` (no further effect step). */
+const runToolThen = <A>(env: LoopEnv, tool: Tool.Tool, context: ToolUseContext, then: (outcome: ToolOutcome) => A): Effect.Effect<A> => {
   const timeout = Duration.decode(tool.timeout ?? env.options.toolTimeout)
   const call: Tool.CallContext = {
     toolName: context.toolName,
@@ -82,16 +86,20 @@ export const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext):
     ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {})
   }
   const handling = Effect.zipRight(FiberRef.set(Tool.currentCall, Option.some(call)), Effect.interruptible(Tool.execute(tool, context.args)))
-  return env.deadlines.guard(timeout, (timedOut) =>
+  return env.deadlines.guard(timeout, (timedOut, done) =>
     Effect.matchCause(handling, {
-      onSuccess: (output): ToolOutcome => ({ _tag: "Success", output }),
-      onFailure: (cause): ToolOutcome => {
-        if (timedOut() && Cause.isInterrupted(cause)) return failure(`Tool ${tool.name} timed out after ${Duration.format(timeout)}`)
+      onSuccess: (output) => {
+        done()
+        return then({ _tag: "Success", output })
+      },
+      onFailure: (cause) => {
+        done()
+        if (timedOut() && Cause.isInterrupted(cause)) return then(failure(`Tool ${tool.name} timed out after ${Duration.format(timeout)}`))
         const error = Cause.failureOption(cause)
-        if (Option.isSome(error)) return failure(ErrorMessage.messageOf(error.value))
+        if (Option.isSome(error)) return then(failure(ErrorMessage.messageOf(error.value)))
         const defect = Cause.dieOption(cause)
-        if (Option.isSome(defect)) return failure(`Tool ${tool.name} crashed: ${ErrorMessage.fromUnknown(defect.value)}`)
-        return failure(`Tool ${tool.name} was interrupted`)
+        if (Option.isSome(defect)) return then(failure(`Tool ${tool.name} crashed: ${ErrorMessage.fromUnknown(defect.value)}`))
+        return then(failure(`Tool ${tool.name} was interrupted`))
       }
     }))
 }
@@ -135,22 +143,23 @@ const check = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effec
     )
   }
   const context = contextOf(env, call, tool, call.args.right, iteration)
-  return env.hooks.runPreToolUse(context).pipe(
-    Effect.catchAllDefect((defect) => Effect.succeed(blocked(defect))),
-    Effect.flatMap((decision): Effect.Effect<Checked> => {
-      if (!decision.allow) {
-        return Effect.succeed(answered(call.shownArgs, failure(`Blocked by ${decision.hook}: ${decision.reason}`)))
-      }
-      const allowed = { ...context, args: decision.args }
-      return Effect.map(env.approval.required(tool, allowed), (needsApproval) => ({
-        _tag: "Allowed",
-        tool,
-        context: allowed,
-        args: decision.args,
-        needsApproval
-      }))
-    })
-  )
+  const decided = (decision: PreDecision): Effect.Effect<Checked> => {
+    if (!decision.allow) {
+      return Effect.succeed(answered(call.shownArgs, failure(`Blocked by ${decision.hook}: ${decision.reason}`)))
+    }
+    const allowed = { ...context, args: decision.args }
+    const allow = (needsApproval: boolean): Checked => ({ _tag: "Allowed", tool, context: allowed, args: decision.args, needsApproval })
+    const required = env.approval.required(tool, allowed)
+    return typeof required === "boolean" ? Effect.succeed(allow(required)) : Effect.map(required, allow)
+  }
+  // a hook that dies blocks the call; the run's interruption goes on
+  return Effect.matchCauseEffect(env.hooks.runPreToolUse(context), {
+    onFailure: (cause) => {
+      const defect = Cause.dieOption(cause)
+      return Option.isSome(defect) ? decided(blocked(defect.value)) : Effect.failCause(cause)
+    },
+    onSuccess: decided
+  })
 }
 
 /** What a call's own fiber came to: answered without running its tool, waiting for a person, or the tool's result. */
@@ -162,7 +171,7 @@ export type Finished =
   | { readonly _tag: "Ran"; readonly context: ToolUseContext; readonly result: ToolOutcome }
 
 const ran = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<Finished> =>
-  Effect.map(runTool(env, tool, context), (result) => ({ _tag: "Ran", context, result }))
+  runToolThen(env, tool, context, (result): Finished => ({ _tag: "Ran", context, result }))
 
 /**
  * The part of a call that runs in a fiber of its own, forked uninterruptible:
@@ -222,15 +231,18 @@ export const complete = (
   ran: Finished
 ): Effect.Effect<CallOutcome> => {
   if (ran._tag === "Answered") return finish(env, call, iteration, started, ran.args, ran.outcome)
-  return Effect.flatMap(
-    env.hooks.runPostToolUse(ran.context, ran.result).pipe(Effect.catchAllDefect(() => Effect.succeed(ran.result))),
-    (outcome) => finish(env, call, iteration, started, ran.context.args, outcome)
-  )
+  const { context, result } = ran
+  const finished = (outcome: ToolOutcome) => finish(env, call, iteration, started, context.args, outcome)
+  // a hook that dies keeps the observation; the run's interruption goes on
+  return Effect.matchCauseEffect(env.hooks.runPostToolUse(context, result), {
+    onFailure: (cause) => (Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : finished(result)),
+    onSuccess: finished
+  })
 }
 
 const finish = (env: LoopEnv, call: CallRequest, iteration: number, started: number, args: unknown, outcome: ToolOutcome) =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    const o: CallOutcome = { args, outcome, elapsed: (now - started) / 1000 }
+  Effect.clockWith((clock) => {
+    const o: CallOutcome = { args, outcome, elapsed: (clock.unsafeCurrentTimeMillis() - started) / 1000 }
     return Effect.as(env.journal.emit({ _tag: "ToolDone", ...stepOf(call, iteration, o) }), o)
   })
 

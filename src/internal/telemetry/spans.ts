@@ -185,6 +185,13 @@ const untraced: ToolCallSpan<unknown> = {
   interrupted: Effect.void
 }
 
+/**
+ * Whether the tool calls of this fiber record anything (a tracer is installed,
+ * or the tool metrics are on): when not, a round opens no span at all.
+ */
+export const toolSpansRecorded = (fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean =>
+  tracing(fiber) || fiber.getFiberRef(I.currentInstrumentation).metrics
+
 /** Begins a tool call's span (nothing without a tracer; only the tool metrics when they are on). */
 export const beginToolSpan = <A>(call: ToolSpan, report: (a: A, content: boolean) => ToolReport): Effect.Effect<ToolCallSpan<A>> =>
   Effect.withFiberRuntime((fiber) => {
