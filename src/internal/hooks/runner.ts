@@ -194,5 +194,8 @@ export const makeService = (hooks: ReadonlyArray<Hook>): HooksService => {
     })
   }
 
-  return { runPreToolUse, runPostToolUse }
+  const applies = (event: "PreToolUse" | "PostToolUse", toolName: string): boolean =>
+    (event === "PreToolUse" ? pre : post).some((hook) => hook.applies(toolName))
+
+  return { runPreToolUse, runPostToolUse, applies }
 }

@@ -93,11 +93,10 @@ const streamed = (env: LoopEnv, name: string, request: ChatRequest, iteration: n
     restartAware: true,
     waits: true,
     // a stream cut by a crash starts again: the client discards what it showed
-    execute: ({ restarted }) =>
-      Effect.zipRight(
-        restarted ? env.journal.emit({ _tag: "AnswerReset" }) : Effect.void,
-        streamLoopCall(env.llm, request, iteration, env.journal.emit)
-      )
+    execute: ({ restarted }) => {
+      const call = streamLoopCall(env.llm, request, iteration, env.journal.emit)
+      return restarted ? Effect.zipRight(env.journal.emit({ _tag: "AnswerReset" }), call) : call
+    }
   })
 
 /**

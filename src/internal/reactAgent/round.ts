@@ -30,7 +30,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type * as Exit from "effect/Exit"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import { identity } from "effect/Function"
 import * as Mailbox from "effect/Mailbox"
@@ -39,7 +39,7 @@ import * as Telemetry from "../../Telemetry.js"
 import * as Spans from "../telemetry/spans.js"
 import type { LoopEnv } from "./env.js"
 import type { CallRequest, Finished, Restore } from "./toolCall.js"
-import { askOf, callBody, CallOutcome, complete, decidedBody, failure, observationOf, RESTART_ERROR } from "./toolCall.js"
+import { askOf, callBody, CallOutcome, complete, completeThen as completeCall, decidedBody, failure, observationOf, RESTART_ERROR } from "./toolCall.js"
 
 /**
  * Runs the calls of a round (their `ToolStart` events are emitted); their
@@ -89,6 +89,9 @@ const bodyOf = (round: Round, call: CallRequest, restore: Restore) => callBody(r
 const completeOf = (round: Round, call: CallRequest, ran: Finished) =>
   complete(round.env, call, round.iteration, round.started, ran)
 
+const completeThen = <A>(round: Round, call: CallRequest, ran: Finished, then: (outcome: CallOutcome) => Effect.Effect<A>) =>
+  completeCall(round.env, call, round.iteration, round.started, ran, then)
+
 /**
  * Stops the round's call fibers when the loop's fiber fails or is interrupted
  * while it waits for them (it is uninterruptible here), then fails as it did.
@@ -118,7 +121,7 @@ const inlineOne = (round: Round, call: CallRequest): Effect.Effect<Array<CallOut
       ),
       (ran) =>
         span === undefined
-          ? Effect.map(completeOf(round, call, ran), (o) => [o])
+          ? completeThen(round, call, ran, (o) => Effect.succeed([o]))
           : Effect.flatMap(within(completeOf(round, call, ran)), (o) => Effect.as(span.end(o), [o]))
     )
   }
@@ -145,7 +148,10 @@ const inline = (round: Round): Effect.Effect<Array<CallOutcome>> => {
       const within = (i: number) => (spans.length === 0 ? identity : spans[i].within)
       const fork = (i: number): Effect.Effect<void> =>
         Effect.flatMap(
-          Effect.fork(Effect.flatMap(Effect.exit(within(i)(bodyOf(round, calls[i], restore))), (exit) => completed.offer([i, exit]))),
+          Effect.fork(Effect.matchCauseEffect(within(i)(bodyOf(round, calls[i], restore)), {
+            onFailure: (cause) => completed.offer([i, Exit.failCause(cause)]),
+            onSuccess: (ran) => completed.offer([i, Exit.succeed(ran)])
+          })),
           (fiber) => {
             fibers.push(fiber)
             return i + 1 < n ? start(i + 1) : Effect.void
@@ -160,11 +166,18 @@ const inline = (round: Round): Effect.Effect<Array<CallOutcome>> => {
       const finish = (over: ReadonlyArray<Over>, k: number, left: number): Effect.Effect<void> => {
         if (k === over.length) return left === 0 ? Effect.void : Effect.flatMap(completed.takeAll, ([more]) => finish(Chunk.toReadonlyArray(more), 0, left))
         const [i, exit] = over[k]
+        if (spans.length === 0) {
+          return Effect.flatMap(exit, (ran) =>
+            completeThen(round, calls[i], ran, (outcome) => {
+              outcomes[i] = outcome
+              return finish(over, k + 1, left - 1)
+            }))
+        }
+        // traced: the call's completion within its span, the rest after it
         return Effect.flatMap(exit, (ran) =>
-          Effect.flatMap(within(i)(completeOf(round, calls[i], ran)), (outcome) => {
+          Effect.flatMap(spans[i].within(completeOf(round, calls[i], ran)), (outcome) => {
             outcomes[i] = outcome
-            const rest = finish(over, k + 1, left - 1)
-            return spans.length === 0 ? rest : Effect.zipRight(spans[i].end(outcome), rest)
+            return Effect.zipRight(spans[i].end(outcome), finish(over, k + 1, left - 1))
           }))
       }
       return Effect.zipRight(

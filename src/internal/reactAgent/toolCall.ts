@@ -133,32 +133,42 @@ const contextOf = (env: LoopEnv, call: CallRequest, tool: Tool.Tool, args: Recor
   ...(call.id !== undefined ? { toolCallId: call.id } : {})
 })
 
-/** Arguments, the tool, the PreToolUse hooks, then whether a person must approve (on the arguments that would run). */
-const check = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<Checked> => {
-  if (Either.isLeft(call.args)) return Effect.succeed(answered(call.shownArgs, failure(call.args.left)))
+/** False when the hooks say none of `event` applies to the tool (no effect is run for them then). */
+const hooksApply = (env: LoopEnv, event: "PreToolUse" | "PostToolUse", toolName: string): boolean =>
+  env.hooks.applies?.(event, toolName) !== false
+
+/**
+ * Arguments, the tool, the PreToolUse hooks, then whether a person must
+ * approve (on the arguments that would run). Known at once when no hook
+ * applies and the approval rule needs no check of the arguments; else an
+ * effect.
+ */
+const check = (env: LoopEnv, call: CallRequest, iteration: number): Checked | Effect.Effect<Checked> => {
+  if (Either.isLeft(call.args)) return answered(call.shownArgs, failure(call.args.left))
   const tool = env.tools.resolve(call.name)
   if (tool === undefined) {
-    return Effect.succeed(
-      answered(call.shownArgs, failure(`Unknown tool "${call.name}". Available tools: ${availableNames(env)}`))
-    )
+    return answered(call.shownArgs, failure(`Unknown tool "${call.name}". Available tools: ${availableNames(env)}`))
   }
   const context = contextOf(env, call, tool, call.args.right, iteration)
-  const decided = (decision: PreDecision): Effect.Effect<Checked> => {
-    if (!decision.allow) {
-      return Effect.succeed(answered(call.shownArgs, failure(`Blocked by ${decision.hook}: ${decision.reason}`)))
-    }
-    const allowed = { ...context, args: decision.args }
+  const decided = (decision: PreDecision): Checked | Effect.Effect<Checked> => {
+    if (!decision.allow) return answered(call.shownArgs, failure(`Blocked by ${decision.hook}: ${decision.reason}`))
+    const allowed = decision.args === context.args ? context : { ...context, args: decision.args }
     const allow = (needsApproval: boolean): Checked => ({ _tag: "Allowed", tool, context: allowed, args: decision.args, needsApproval })
     const required = env.approval.required(tool, allowed)
-    return typeof required === "boolean" ? Effect.succeed(allow(required)) : Effect.map(required, allow)
+    return typeof required === "boolean" ? allow(required) : Effect.map(required, allow)
+  }
+  if (!hooksApply(env, "PreToolUse", call.name)) return decided({ allow: true, args: context.args })
+  const decidedEffect = (decision: PreDecision): Effect.Effect<Checked> => {
+    const checked = decided(decision)
+    return Effect.isEffect(checked) ? checked : Effect.succeed(checked)
   }
   // a hook that dies blocks the call; the run's interruption goes on
   return Effect.matchCauseEffect(env.hooks.runPreToolUse(context), {
     onFailure: (cause) => {
       const defect = Cause.dieOption(cause)
-      return Option.isSome(defect) ? decided(blocked(defect.value)) : Effect.failCause(cause)
+      return Option.isSome(defect) ? decidedEffect(blocked(defect.value)) : Effect.failCause(cause)
     },
-    onSuccess: decided
+    onSuccess: decidedEffect
   })
 }
 
@@ -183,13 +193,16 @@ const ran = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Eff
 export function callBody(env: LoopEnv, call: CallRequest, iteration: number, restore: Restore, approval: "ask"): Effect.Effect<Finished>
 export function callBody(env: LoopEnv, call: CallRequest, iteration: number, restore: Restore, approval: "stop"): Effect.Effect<Ran>
 export function callBody(env: LoopEnv, call: CallRequest, iteration: number, restore: Restore, approval: "ask" | "stop"): Effect.Effect<Ran> {
-  return Effect.flatMap(restore(check(env, call, iteration)), (checked): Effect.Effect<Ran> => {
+  const then = (checked: Checked): Effect.Effect<Ran> => {
     if (checked._tag === "Answered") return Effect.succeed(checked)
     if (!checked.needsApproval) return ran(env, checked.tool, checked.context)
     if (approval === "stop") return Effect.succeed({ _tag: "AwaitingApproval", args: checked.args })
     return Effect.flatMap(restore(env.approval.ask(askOf(call, checked.args, iteration))), (verdict) =>
       decidedBody(env, call, iteration, checked.args, verdict))
-  })
+  }
+  // checks known at once are made now (they are pure), the others in the call's fiber
+  const checked = check(env, call, iteration)
+  return Effect.isEffect(checked) ? Effect.flatMap(restore(checked), then) : then(checked)
 }
 
 /** `Effect.uninterruptibleMask`'s `restore`. */
@@ -220,8 +233,8 @@ export const decidedBody = (
 
 /**
  * The rest of a call, in the fiber that waits for it: the PostToolUse hooks
- * (when its tool ran), then its `ToolDone` event. `started`: when the call
- * began (milliseconds, `Clock`), for its elapsed time.
+ * (when its tool ran and a hook applies), then its `ToolDone` event. `started`:
+ * when the call began (milliseconds, `Clock`), for its elapsed time.
  */
 export const complete = (
   env: LoopEnv,
@@ -229,10 +242,21 @@ export const complete = (
   iteration: number,
   started: number,
   ran: Finished
-): Effect.Effect<CallOutcome> => {
-  if (ran._tag === "Answered") return finish(env, call, iteration, started, ran.args, ran.outcome)
+): Effect.Effect<CallOutcome> => completeThen(env, call, iteration, started, ran, Effect.succeed)
+
+/** `complete`, then `then` with the call's outcome. */
+export const completeThen = <A>(
+  env: LoopEnv,
+  call: CallRequest,
+  iteration: number,
+  started: number,
+  ran: Finished,
+  then: (outcome: CallOutcome) => Effect.Effect<A>
+): Effect.Effect<A> => {
+  if (ran._tag === "Answered") return finish(env, call, iteration, started, ran.args, ran.outcome, then)
   const { context, result } = ran
-  const finished = (outcome: ToolOutcome) => finish(env, call, iteration, started, context.args, outcome)
+  const finished = (outcome: ToolOutcome) => finish(env, call, iteration, started, context.args, outcome, then)
+  if (!hooksApply(env, "PostToolUse", call.name)) return finished(result)
   // a hook that dies keeps the observation; the run's interruption goes on
   return Effect.matchCauseEffect(env.hooks.runPostToolUse(context, result), {
     onFailure: (cause) => (Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : finished(result)),
@@ -240,10 +264,18 @@ export const complete = (
   })
 }
 
-const finish = (env: LoopEnv, call: CallRequest, iteration: number, started: number, args: unknown, outcome: ToolOutcome) =>
+const finish = <A>(
+  env: LoopEnv,
+  call: CallRequest,
+  iteration: number,
+  started: number,
+  args: unknown,
+  outcome: ToolOutcome,
+  then: (outcome: CallOutcome) => Effect.Effect<A>
+) =>
   Effect.clockWith((clock) => {
     const o: CallOutcome = { args, outcome, elapsed: (clock.unsafeCurrentTimeMillis() - started) / 1000 }
-    return Effect.as(env.journal.emit({ _tag: "ToolDone", ...stepOf(call, iteration, o) }), o)
+    return Effect.flatMap(env.journal.emit({ _tag: "ToolDone", ...stepOf(call, iteration, o) }), () => then(o))
   })
 
 /** The step (events, synthesis trace) of a call's outcome. */
