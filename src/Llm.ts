@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -364,7 +365,8 @@ interface DeltasStream<E> extends Stream.Stream<ChatDelta, E> {
 export const unwrapDeltas = <E>(
   effect: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E>
 ): Stream.Stream<ChatDelta, E> => {
-  const stream = Stream.unwrap(Effect.map(effect, (r) => (isDeltas(r) ? Stream.fromIterable(r) : r)))
+  // built only when run as a stream: forEachDelta never builds it
+  const stream = Stream.suspend(() => Stream.unwrap(Effect.map(effect, (r) => (isDeltas(r) ? Stream.fromIterable(r) : r))))
   return Object.assign(stream, { [DeltasTypeId]: { scoped: false as const, effect } }) satisfies DeltasStream<E>
 }
 
@@ -382,7 +384,7 @@ export const unwrapDeltas = <E>(
 export const unwrapDeltasScoped = <E>(
   effect: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E, Scope.Scope>
 ): Stream.Stream<ChatDelta, E> => {
-  const stream = Stream.unwrapScoped(Effect.map(effect, (r) => (isDeltas(r) ? Stream.fromIterable(r) : r)))
+  const stream = Stream.suspend(() => Stream.unwrapScoped(Effect.map(effect, (r) => (isDeltas(r) ? Stream.fromIterable(r) : r))))
   return Object.assign(stream, { [DeltasTypeId]: { scoped: true as const, effect } }) satisfies DeltasStream<E>
 }
 
@@ -396,13 +398,13 @@ const isDeltas = <E>(r: ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>):
  * continuation), once per run.
  */
 const eachOf = <R>(
-  deltas: Iterable<ChatDelta>,
+  deltas: ReadonlyArray<ChatDelta>,
   f: (delta: ChatDelta) => Effect.Effect<void, never, R> | void
 ): Effect.Effect<void, never, R> => {
-  const it = deltas[Symbol.iterator]()
+  let i = 0
   const next = (): Effect.Effect<void, never, R> => {
-    for (let r = it.next(); r.done !== true; r = it.next()) {
-      const effect = f(r.value)
+    while (i < deltas.length) {
+      const effect = f(deltas[i++])
       if (effect !== undefined) return Effect.flatMap(effect, next)
     }
     return Effect.void
@@ -418,7 +420,7 @@ const pullEach = <E, R>(
     const loop: Effect.Effect<void, E, R> = Effect.matchEffect(pull, {
       // the pull fails with None at the end of the stream, Some(error) when it failed
       onFailure: (end) => (Option.isNone(end) ? Effect.void : Effect.fail(end.value)),
-      onSuccess: (chunk) => Effect.flatMap(eachOf(chunk, f), () => loop)
+      onSuccess: (chunk) => Effect.flatMap(eachOf(Chunk.toReadonlyArray(chunk), f), () => loop)
     })
     return loop
   }))

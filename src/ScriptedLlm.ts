@@ -219,21 +219,28 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
     if (options.onExhausted === "repeatLast" && script.length > 0) return script[script.length - 1]
     return new LlmError({ reason: "Unknown", message: `ScriptedLlm: script exhausted (call ${i + 1}, ${script.length} steps)` })
   }
-  const toResponse = (step: ScriptedReply, request: ChatRequest): ChatResponse => {
+  /** The reply, its calls' arguments as text (a streamed reply's reader decodes them itself). */
+  const rawReply = (step: ScriptedReply, request: ChatRequest) => {
     const split = splitThinking(step.content ?? "")
-    const calls: Array<ResponseToolCall> = (step.toolCalls ?? []).map((c, n) => {
-      const raw = typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments ?? {})
-      return { id: c.id ?? `call_${index}_${n}`, name: c.name, arguments: raw, parsed: parseToolArguments(raw) }
-    })
+    const calls = (step.toolCalls ?? []).map((c, n) => ({
+      id: c.id ?? `call_${index}_${n}`,
+      name: c.name,
+      arguments: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments ?? {})
+    }))
     const reasoning = step.reasoning ?? split.reasoning
     const completion = Math.ceil(((step.content ?? "").length + calls.reduce((s, c) => s + c.arguments.length, 0)) / 4)
     return {
       content: split.content,
-      ...(reasoning ? { reasoning } : {}),
-      toolCalls: calls,
+      reasoning,
+      calls,
       finishReason: step.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop"),
       usage: step.usage ? Usage.make(step.usage.prompt, step.usage.completion) : Usage.make(estimate(request), completion)
     }
+  }
+  const toResponse = (step: ScriptedReply, request: ChatRequest): ChatResponse => {
+    const { calls, content, finishReason, reasoning, usage } = rawReply(step, request)
+    const toolCalls: Array<ResponseToolCall> = calls.map((c) => ({ ...c, parsed: parseToolArguments(c.arguments) }))
+    return { content, ...(reasoning ? { reasoning } : {}), toolCalls, finishReason, usage }
   }
   const failure = (step: ScriptedFailure) => new LlmError({ reason: step.reason, message: step.message })
   const sleep = (d: Duration.DurationInput | undefined) => (d === undefined ? Effect.void : Effect.sleep(d))
@@ -256,7 +263,7 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
         const step = next(request, "stream")
         if (step instanceof LlmError) return Effect.fail(step)
         if (step._tag === "Fail") return Effect.zipRight(sleep(step.delay), Effect.fail(failure(step)))
-        const response = toResponse(step, request)
+        const response = rawReply(step, request)
         // Content goes through the same <think> routing as a real provider stream.
         const chunks = step.chunks ?? words(step.content ?? "")
         const splitter = new ThinkSplitter()
@@ -264,7 +271,7 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
         if (step.reasoning) deltas.push({ _tag: "Reasoning", text: step.reasoning })
         const failAt = step.failAfterChunks?.count ?? -1
         const emitted = chunks.slice(0, failAt >= 0 ? failAt : chunks.length)
-        const tail: Array<ChatDelta> = response.toolCalls.map((c, i) => ({
+        const tail: Array<ChatDelta> = response.calls.map((c, i) => ({
           _tag: "ToolCall",
           index: i,
           id: c.id,

@@ -311,12 +311,31 @@ const handlerResult = (tool: Tool, args: unknown): Effect.Effect<unknown, ToolEr
  * @category utils
  */
 export const execute = (tool: Tool, args: unknown): Effect.Effect<ToolOutput, ToolError> =>
-  Effect.flatMap(tool.decode(args), (decoded) =>
-    Effect.flatMap(handlerResult(tool, decoded), (output) => {
-      if (typeof output === "string") return Effect.succeed(output)
-      const checked = decodeOutput(output)
-      return checked._tag === "Right" ? Effect.succeed(checked.right) : Effect.fail(invalidOutput(tool, output))
-    }))
+  Effect.flatMap(executeUnchecked(tool, args), (output) => checkOutput(tool, output))
+
+/**
+ * `execute` without the check of the handler's result: what the handler gave,
+ * to be checked with `checkOutput` (the loop checks it where it handles the
+ * call's outcome, at no extra effect step).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const executeUnchecked = (tool: Tool, args: unknown): Effect.Effect<unknown, ToolError> =>
+  Effect.flatMap(tool.decode(args), (decoded) => handlerResult(tool, decoded))
+
+/**
+ * A handler's result as a tool output: text, or a well-formed rich result
+ * (fields it does not define dropped); anything else is a `ToolError`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const checkOutput = (tool: Tool, output: unknown): Either.Either<ToolOutput, ToolError> => {
+  if (typeof output === "string") return Either.right(output)
+  const checked = decodeOutput(output)
+  return Either.isRight(checked) ? Either.right(checked.right) : Either.left(invalidOutput(tool, output))
+}
 
 /**
  * The OpenAI function-tool definition.

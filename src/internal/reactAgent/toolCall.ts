@@ -85,12 +85,13 @@ const runToolThen = <A>(env: LoopEnv, tool: Tool.Tool, context: ToolUseContext, 
     emit: env.journal.emit,
     ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {})
   }
-  const handling = Effect.zipRight(FiberRef.set(Tool.currentCall, Option.some(call)), Effect.interruptible(Tool.execute(tool, context.args)))
+  const handling = Effect.zipRight(FiberRef.set(Tool.currentCall, Option.some(call)), Effect.interruptible(Tool.executeUnchecked(tool, context.args)))
   return env.deadlines.guard(timeout, (timedOut, done) =>
     Effect.matchCause(handling, {
-      onSuccess: (output) => {
+      onSuccess: (result) => {
         done()
-        return then({ _tag: "Success", output })
+        const output = Tool.checkOutput(tool, result)
+        return then(Either.isRight(output) ? { _tag: "Success", output: output.right } : failure(ErrorMessage.messageOf(output.left)))
       },
       onFailure: (cause) => {
         done()
