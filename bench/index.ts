@@ -77,8 +77,10 @@ const main = async () => {
     for (const c of Loop.cases) {
       log(`\n## Loop overhead: ${c.title} [${elapsed()}]`)
       const result = await Loop.runCase([ours, aiSdk, agentsSdk], c, {
-        warmup: quick ? 2 : 5,
-        samples: quick ? 12 : 80,
+        // 250 rounds where runs are short: the 10 × 4 case's slope comes from 8 extra steps, and with
+        // 80 rounds its median moved by a quarter from one run of the bench to the next
+        warmup: quick ? 2 : 20,
+        samples: quick ? 12 : 250,
         afterGcRounds: quick ? 2 : 5,
         maxMsPerCase: quick ? 15_000 : 45_000,
         allocRepeats: quick ? 1 : 3,

@@ -254,7 +254,8 @@ The same scripted conversation, zero-latency model, trivial tools: each turn the
 tool(s), then answers. Every run is checked (tool calls made, final answer) before timing.
 
 - **CPU µs / iteration**: median process CPU time (user + system) of a run ÷ loop LLM calls
-  (steps + the final answer). With a zero-latency model a run is pure CPU work; CPU time does not
+  (steps + the final answer), over up to 250 timed rounds after 20 warm-up rounds (45 s per case at
+  most: the "runs" column says how many each engine got). With a zero-latency model a run is pure CPU work; CPU time does not
   count time spent waiting for a core on a busy machine. Runs are timed one at a time, the
   engines' runs interleaved round-robin (the first contender rotates each round), and no GC is
   forced: each run pays for the collections V8 runs while it goes, as in a process that keeps
