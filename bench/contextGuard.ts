@@ -8,16 +8,14 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import * as ContextGuard from "../src/ContextGuard.js"
-import type { ChatMessage } from "../src/Message.js"
-import * as Message from "../src/Message.js"
+import { ContextGuard, Message } from "effect-react-engine"
 import { median } from "./harness.js"
 
 /** @since 0.1.0 */
 export const SIZES = [10, 100, 1000] as const
 
-const history = (n: number, salt: string): Array<ChatMessage> => {
-  const out: Array<ChatMessage> = [Message.system("You are a helpful agent."), Message.user(`Question ${salt}`, { pinned: true })]
+const history = (n: number, salt: string): Array<Message.ChatMessage> => {
+  const out: Array<Message.ChatMessage> = [Message.system("You are a helpful agent."), Message.user(`Question ${salt}`, { pinned: true })]
   for (let i = 0; out.length < n; i++) {
     const id = `call_${salt}_${i}`
     out.push(Message.assistant(null, { toolCalls: [Message.toolCall(id, "lookup", `{"index":${i}}`)] }))
@@ -44,7 +42,7 @@ export const run = (options: { readonly checks?: number } = {}): Array<GuardFigu
     // warm: the history grows by one message per check, as in the loop
     const base = history(n, "w")
     Effect.runSync(guard.checkAndCompact(base))
-    const lists: Array<Array<ChatMessage>> = []
+    const lists: Array<Array<Message.ChatMessage>> = []
     let current = base
     for (let k = 0; k < checks; k++) {
       current = [...current, Message.user(`new message ${k}`)]

@@ -10,9 +10,7 @@
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Stream from "effect/Stream"
-import type { LlmService } from "../src/Llm.js"
-import * as ReactAgent from "../src/ReactAgent.js"
-import * as ScriptedLlm from "../src/ScriptedLlm.js"
+import { Llm, ReactAgent, ScriptedLlm } from "effect-react-engine"
 import { quantile } from "./harness.js"
 import { agentLayer, lookupTool } from "./peers/ours.js"
 
@@ -32,7 +30,7 @@ export const run = async (runs = 40): Promise<FirstTokenFigures> => {
     method === "chat"
       ? (turn++ === 0 ? ScriptedLlm.toolCall("lookup", { index: 1 }) : ScriptedLlm.text("The record is fine."))
       : ScriptedLlm.text("The record is fine.", { chunks: ["The ", "record ", "is ", "fine."], chunkDelay: "10 millis" }), { record: false })
-  const llm: LlmService = {
+  const llm: Llm.LlmService = {
     ...scripted.service,
     streamChat: (request) => {
       let first = true

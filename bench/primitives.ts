@@ -10,7 +10,7 @@ import * as Fiber from "effect/Fiber"
 import * as Mailbox from "effect/Mailbox"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import * as Tool from "../src/Tool.js"
+import { Tool } from "effect-react-engine"
 
 /** @since 0.1.0 */
 export interface PrimitiveFigure {

@@ -11,10 +11,11 @@
  */
 import { Effect } from "effect"
 import { pathToFileURL } from "node:url"
-import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import { estimateMessages, estimateText } from "../src/TokenEstimator.js"
-import { makeActiveToolSet, selectTools } from "../src/ToolSelection.js"
+import { ScriptedLlm, TokenEstimator as TokenEstimatorModule, ToolSelection as ToolSelectionModule } from "effect-react-engine"
 import { catalogueToolkit } from "../test/utils/catalogue.js"
+
+const { estimateMessages, estimateText } = TokenEstimatorModule
+const { makeActiveToolSet, selectTools } = ToolSelectionModule
 
 /** @since 0.1.0 */
 export interface ToolSelectionFigures {

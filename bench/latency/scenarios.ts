@@ -19,7 +19,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as Tool from "../../src/Tool.js"
+import { Tool } from "effect-react-engine"
 import { catalogueTools } from "../../test/utils/catalogue.js"
 
 /** The answer every scenario ends with: 60 tokens as the fake provider counts them (one per word). @since 0.1.0 */

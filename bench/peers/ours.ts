@@ -20,17 +20,11 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
 import type { Engine, Scenario } from "../scenario.js"
 import { FINAL, QUERY, runTool, TOOL_DESCRIPTION, TOOL_NAME, toolArgs } from "../scenario.js"
-import * as ContextGuard from "../../src/ContextGuard.js"
-import * as Hooks from "../../src/Hooks.js"
-import * as Interrupts from "../../src/Interrupts.js"
-import type { LlmService } from "../../src/Llm.js"
-import { Llm } from "../../src/Llm.js"
-import * as ReactAgent from "../../src/ReactAgent.js"
-import type { AgentOptions } from "../../src/AgentConfig.js"
+import { ContextGuard, Hooks, Interrupts, Llm as LlmModule, ReactAgent, ScriptedLlm, Tool, Toolkit } from "effect-react-engine"
+import type { AgentConfig } from "effect-react-engine"
 import type * as ConfigError from "effect/ConfigError"
-import * as ScriptedLlm from "../../src/ScriptedLlm.js"
-import * as Tool from "../../src/Tool.js"
-import * as Toolkit from "../../src/Toolkit.js"
+
+const { Llm } = LlmModule
 
 /** Large enough that neither the guard nor the result budget ever cuts anything here. */
 const HUGE_BUDGET = 100_000_000
@@ -62,9 +56,9 @@ export const scriptFor = (scenario: Scenario): Array<ScriptedLlm.ScriptStep> => 
 
 /** The layers our engine needs, around a given LLM and tools. @since 0.1.0 */
 export const agentLayer = (
-  llm: LlmService,
+  llm: LlmModule.LlmService,
   tools: ReadonlyArray<Tool.Tool>,
-  options: Partial<AgentOptions> = {}
+  options: Partial<AgentConfig.AgentOptions> = {}
 ): Layer.Layer<ReactAgent.ReactAgent, ConfigError.ConfigError> =>
   ReactAgent.layer({ completionCheck: false, toolResultBudget: HUGE_BUDGET, maxIterations: 1000, ...options }).pipe(
     Layer.provide(Layer.mergeAll(
