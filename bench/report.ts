@@ -126,7 +126,10 @@ A bug these tests found, since fixed: a body whose field held a 5,000-level nest
 
 ## Running it
 
-\`npm run bench\` (≈ 2–4 minutes on 2 cores, plus ≈ 2–3 minutes of latency runs). \`BENCH_QUICK=1\` for a smoke run,
+\`npm run bench\` (≈ 9 minutes on 2 cores, all sections). It builds the package first and measures our engine as
+installed (dist/, imported by its package name), as the peers run their published JavaScript: run from source
+through tsx, whose transform wraps every function created at run time in \`__name(…)\`, the engine costs
+≈ 1.6 × as much per iteration (the server-load section still runs the app from source). \`BENCH_QUICK=1\` for a smoke run,
 \`BENCH_ONLY=loop,round,guard,selection,first,latency,durable,load\` for a subset (the doc is then not rewritten, unless
 \`npm run bench -- --merge\`: the sections measured replace theirs in bench/results.json), \`BENCH_LOAD_LEVELS=100,500,1000\`. A full run saves its
 raw figures to bench/results.json; \`npm run bench -- --render\` rewrites this page from them
