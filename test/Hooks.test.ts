@@ -312,3 +312,30 @@ describe("Hooks", () => {
     }
   )
 })
+
+describe("Hooks: applies", () => {
+  const names = fc.constantFrom("fs__read", "fs__write", "web_search", "add", "mcp__x__y")
+  const matchers = fc.option(fc.constantFrom("fs__*", "add", "web_*", "mcp__*", "*"), { nil: undefined })
+
+  it.effect.prop(
+    "a hook of an event applies to a tool exactly when running that event's hooks runs one",
+    { pre: fc.array(matchers, { maxLength: 4 }), post: fc.array(matchers, { maxLength: 4 }), tool: names },
+    ({ pre, post, tool }) => {
+      const log: Array<string> = []
+      const hooks = [
+        ...pre.map((m, i) => recordingPre(log, `pre${i}`, 0, m)),
+        ...post.map((m, i) => Hooks.post({ name: `post${i}`, ...(m ? { matcher: m } : {}), run: () => Effect.sync(() => void log.push(`post${i}`)) }))
+      ]
+      return withHooks(hooks, (h) =>
+        Effect.gen(function*() {
+          yield* h.runPreToolUse(ctx(tool))
+          const preRan = log.length > 0
+          log.length = 0
+          yield* h.runPostToolUse(ctx(tool), success("x"))
+          const postRan = log.length > 0
+          assert.strictEqual(h.applies?.("PreToolUse", tool), preRan)
+          assert.strictEqual(h.applies?.("PostToolUse", tool), postRan)
+        }))
+    }
+  )
+})

@@ -139,6 +139,31 @@ describe("ReactAgent tool calls", () => {
     }).pipe(Effect.provide(h.layer))
   })
 
+  it.effect("the loop skips hooks the service says do not apply, and runs those of a service that does not say", () => {
+    const blocking = (applies?: Hooks.HooksService["applies"]): Hooks.HooksService => ({
+      runPreToolUse: () => Effect.succeed({ allow: false, reason: "blocked", hook: "custom" }),
+      runPostToolUse: () => Effect.succeed({ _tag: "Success", output: "replaced" }),
+      ...(applies ? { applies } : {})
+    })
+    const observations = (service: Hooks.HooksService) => {
+      const h = makeAgent([
+        ScriptedLlm.toolCalls([{ id: "a", name: "add", arguments: { a: 1, b: 2 } }, { id: "e", name: "echo", arguments: { text: "hi" } }]),
+        ScriptedLlm.text("done"),
+        ScriptedLlm.text("done")
+      ], { hooks: Layer.succeed(Hooks.Hooks, service) })
+      return Effect.map(run("q"), (r) => r.steps.map((s) => s.observation)).pipe(Effect.provide(h.layer))
+    }
+    return Effect.gen(function*() {
+      // no applies: every call goes through the service
+      assert.deepStrictEqual(yield* observations(blocking()), ["Error: Blocked by custom: blocked", "Error: Blocked by custom: blocked"])
+      // applies answers per event and tool
+      assert.deepStrictEqual(
+        yield* observations(blocking((event, tool) => event === "PreToolUse" ? tool === "echo" : tool === "add")),
+        ["replaced", "Error: Blocked by custom: blocked"]
+      )
+    })
+  })
+
   it.effect("JSON hooks: block, rewrite arguments, rewrite the result", () => {
     const h = makeAgent([
       ScriptedLlm.jsonToolCall("fail"),
