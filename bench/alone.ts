@@ -52,8 +52,9 @@ const main = async (key: string, quick: boolean) => {
   const cases: Array<AloneFigures["cases"][number]> = []
   for (const c of Loop.cases) {
     const r = await Loop.runCase([engine], c, {
-      warmup: quick ? 2 : 5,
-      samples: quick ? 12 : 80,
+      // as many rounds as the shared run (bench/index.ts), under a shorter cap per case
+      warmup: quick ? 2 : 20,
+      samples: quick ? 12 : 250,
       afterGcRounds: quick ? 2 : 5,
       maxMsPerCase: quick ? 10_000 : 30_000,
       allocRepeats: 1,
