@@ -33,15 +33,11 @@ const GuardResult = Schema.Struct({
 })
 
 /**
- * Runs the context guard on the model's list; emits `Compact` and counts its
- * usage. A list the guard says fits is left as it is without a journal entry
- * (the check is a pure function of the list): only checks that may change it
- * are stored.
+ * Runs the context guard on the model's list (emits `Compact` and counts its
+ * usage), then `next`. A list the guard says fits is left as it is without a
+ * journal entry or any effect (the check is a pure function of the list): only
+ * checks that may change it are stored.
  */
-export const guardCheck = (env: LoopEnv, state: RunState, name: string, options: CheckOptions): Effect.Effect<void> =>
-  env.guard.fits?.(state.ctx, options) === true ? Effect.void : compact(env, state, name, options)
-
-/** `next` after the guard check (at once when the list fits: no effect for the check). */
 export const guardThen = <A, E>(
   env: LoopEnv,
   state: RunState,
@@ -138,10 +134,8 @@ export const callLlm = (
       if (e.reason !== "ContextOverflow" || state.overflowRetried) return Effect.fail(e)
       State.markOverflowRetried(state)
       const budget = Math.max(1, Math.floor(env.guard.budget / 2))
-      return guardCheck(env, state, `guard/${iteration}/overflow`, { budget, hint: "react_iteration" }).pipe(
-        Effect.zipRight(Effect.suspend(() => call(env, `llm/${iteration}/retry`, request(state.ctx.slice()), iteration))),
-        Effect.flatMap(counted)
-      )
+      const retry = Effect.suspend(() => call(env, `llm/${iteration}/retry`, request(state.ctx.slice()), iteration))
+      return Effect.flatMap(guardThen(env, state, `guard/${iteration}/overflow`, { budget, hint: "react_iteration" }, retry), counted)
     },
     onSuccess: counted
   })

@@ -102,7 +102,7 @@ const stopping = (round: Round, fibers: ReadonlyArray<Fiber.RuntimeFiber<unknown
     Fiber.interruptAll(fibers),
     Effect.suspend(() => {
       if (Cause.isInterrupted(cause)) round.interrupted()
-      return spans.length === 0 ? Effect.failCause(cause) : Effect.zipRight(Effect.forEach(spans, (s) => s.interrupted, { discard: true }), Effect.failCause(cause))
+      return Effect.zipRight(Effect.forEach(spans, (s) => s.interrupted, { discard: true }), Effect.failCause(cause))
     })
   )
 
@@ -111,14 +111,9 @@ const inlineOne = (round: Round, call: CallRequest): Effect.Effect<Array<CallOut
   const run = (span: Spans.ToolCallSpan<CallOutcome> | undefined): Effect.Effect<Array<CallOutcome>> => {
     const within = span === undefined ? identity : span.within
     return Effect.flatMap(
-      Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(Effect.fork(within(bodyOf(round, call, restore))), (fiber) =>
-          // awaited, not joined: the call's fiber-refs (`Tool.currentCall`) stay with it
-          Effect.matchCauseEffect(restore(Fiber.await(fiber)), {
-            onFailure: stopping(round, [fiber], []),
-            onSuccess: identity
-          }))
-      ),
+      inOwnFiber((restore) => within(bodyOf(round, call, restore)), (cause) => {
+        if (Cause.isInterrupted(cause)) round.interrupted()
+      }),
       (ran) =>
         span === undefined
           ? completeThen(round, call, ran, (o) => Effect.succeed([o]))
@@ -194,13 +189,27 @@ const inline = (round: Round): Effect.Effect<Array<CallOutcome>> => {
 // ---------------------------------------------------------------------------
 // any other journal: an activity per call
 
-/** Runs a call's body in a fiber of its own (the tool's timeout interrupts that fiber, not the activity). */
-const inOwnFiber = <A>(body: (restore: Restore) => Effect.Effect<A>): Effect.Effect<A> =>
+/**
+ * Runs a call's body in a fiber of its own (the tool's timeout interrupts that
+ * fiber, not the caller) and awaits it. When the caller is interrupted while
+ * it waits, the call's fiber is interrupted, then `stopped` is told.
+ */
+const inOwnFiber = <A>(body: (restore: Restore) => Effect.Effect<A>, stopped?: (cause: Cause.Cause<never>) => void): Effect.Effect<A> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(Effect.fork(body(restore)), (fiber) =>
-      // awaited, not joined: the call's fiber-refs (`Tool.currentCall`) stay with it
-      restore(Effect.flatten(Fiber.await(fiber))).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
-    )
+      // awaited, not joined: the call's fiber-refs (`Tool.currentCall`) stay with it; the handler
+      // runs because this region is uninterruptible (no onInterrupt needed)
+      Effect.matchCauseEffect(restore(Fiber.await(fiber)), {
+        onFailure: (cause) =>
+          Effect.zipRight(
+            Fiber.interrupt(fiber),
+            Effect.suspend(() => {
+              stopped?.(cause)
+              return Effect.failCause(cause)
+            })
+          ),
+        onSuccess: identity
+      }))
   )
 
 const journaled = (env: LoopEnv, calls: ReadonlyArray<CallRequest>, iteration: number): Effect.Effect<Array<CallOutcome>> => {

@@ -17,7 +17,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
-import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as ErrorMessage from "../../ErrorMessage.js"
@@ -67,15 +66,11 @@ export const failure = (message: string): ToolOutcome => ({ _tag: "Failure", mes
  * Decode + handler under the tool's timeout (`deadlines.ts`), in the CURRENT
  * fiber, which must be the call's own and uninterruptible: the tool alone is
  * interruptible, and this is the last thing that fiber does. Failures,
- * defects, the timeout and interruptions become a Failure outcome. The fiber
- * knows which call it handles (`Tool.currentCall`: agent tools nest their
- * events under it).
+ * defects, the timeout and interruptions become a Failure outcome, which is
+ * passed through `then` (no further effect step). The fiber knows which call
+ * it handles (`Tool.currentCall`: agent tools nest their events under it).
  */
-export const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<ToolOutcome> =>
-  runToolThen(env, tool, context, identity)
-
-/** `runTool`, its outcome passed through `then` (no further effect step). */
-const runToolThen = <A>(env: LoopEnv, tool: Tool.Tool, context: ToolUseContext, then: (outcome: ToolOutcome) => A): Effect.Effect<A> => {
+const runTool = <A>(env: LoopEnv, tool: Tool.Tool, context: ToolUseContext, then: (outcome: ToolOutcome) => A): Effect.Effect<A> => {
   const timeout = Duration.decode(tool.timeout ?? env.options.toolTimeout)
   const call: Tool.CallContext = {
     toolName: context.toolName,
@@ -86,21 +81,27 @@ const runToolThen = <A>(env: LoopEnv, tool: Tool.Tool, context: ToolUseContext, 
     ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {})
   }
   const handling = Effect.zipRight(FiberRef.set(Tool.currentCall, Option.some(call)), Effect.interruptible(Tool.executeUnchecked(tool, context.args)))
+  const succeeded = (result: unknown): ToolOutcome => {
+    const output = Tool.checkOutput(tool, result)
+    return Either.isRight(output) ? { _tag: "Success", output: output.right } : failure(ErrorMessage.messageOf(output.left))
+  }
+  const failed = (cause: Cause.Cause<Tool.ToolError>, timedOut: boolean): ToolOutcome => {
+    if (timedOut && Cause.isInterrupted(cause)) return failure(`Tool ${tool.name} timed out after ${Duration.format(timeout)}`)
+    const error = Cause.failureOption(cause)
+    if (Option.isSome(error)) return failure(ErrorMessage.messageOf(error.value))
+    const defect = Cause.dieOption(cause)
+    if (Option.isSome(defect)) return failure(`Tool ${tool.name} crashed: ${ErrorMessage.fromUnknown(defect.value)}`)
+    return failure(`Tool ${tool.name} was interrupted`)
+  }
   return env.deadlines.guard(timeout, (timedOut, done) =>
     Effect.matchCause(handling, {
       onSuccess: (result) => {
         done()
-        const output = Tool.checkOutput(tool, result)
-        return then(Either.isRight(output) ? { _tag: "Success", output: output.right } : failure(ErrorMessage.messageOf(output.left)))
+        return then(succeeded(result))
       },
       onFailure: (cause) => {
         done()
-        if (timedOut() && Cause.isInterrupted(cause)) return then(failure(`Tool ${tool.name} timed out after ${Duration.format(timeout)}`))
-        const error = Cause.failureOption(cause)
-        if (Option.isSome(error)) return then(failure(ErrorMessage.messageOf(error.value)))
-        const defect = Cause.dieOption(cause)
-        if (Option.isSome(defect)) return then(failure(`Tool ${tool.name} crashed: ${ErrorMessage.fromUnknown(defect.value)}`))
-        return then(failure(`Tool ${tool.name} was interrupted`))
+        return then(failed(cause, timedOut()))
       }
     }))
 }
@@ -182,7 +183,7 @@ export type Finished =
   | { readonly _tag: "Ran"; readonly context: ToolUseContext; readonly result: ToolOutcome }
 
 const ran = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<Finished> =>
-  runToolThen(env, tool, context, (result): Finished => ({ _tag: "Ran", context, result }))
+  runTool(env, tool, context, (result): Finished => ({ _tag: "Ran", context, result }))
 
 /**
  * The part of a call that runs in a fiber of its own, forked uninterruptible:
