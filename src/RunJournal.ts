@@ -59,13 +59,6 @@ export interface ActivityOptions<A, IA, E, IE> {
    * which costs one more write; implied by `onRestart`).
    */
   readonly restartAware?: boolean
-  /**
-   * The activity mostly waits (a model call): a durable host may run it where
-   * the run is and store only its result, which holds much less memory while
-   * it waits than an activity in flight in a workflow engine. Its semantics
-   * are an activity's: stored once it ends, run again when it was cut off.
-   */
-  readonly waits?: boolean
   readonly execute: (context: ActivityContext) => Effect.Effect<A, E>
 }
 

@@ -77,7 +77,6 @@ const chat = (env: LoopEnv, name: string, request: ChatRequest, iteration: numbe
     name,
     success: ChatResponseSchema,
     error: LlmError,
-    waits: true,
     execute: () => Telemetry.chat(env.llm, request, { phase: "loop", iteration })
   }).pipe(Effect.map((response) => ({ response, shown: false })))
 
@@ -87,7 +86,6 @@ const streamed = (env: LoopEnv, name: string, request: ChatRequest, iteration: n
     success: LoopReplySchema,
     error: LlmError,
     restartAware: true,
-    waits: true,
     // a stream cut by a crash starts again: the client discards what it showed
     execute: ({ restarted }) => {
       const call = streamLoopCall(env.llm, request, iteration, env.journal.emit)

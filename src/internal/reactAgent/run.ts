@@ -146,8 +146,7 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
       name: "synthesis",
       success: SynthesisResultSchema,
       restartAware: true,
-      waits: true,
-      // a stream cut by a crash starts again: the client discards what it showed
+        // a stream cut by a crash starts again: the client discards what it showed
       execute: ({ restarted }) =>
         Effect.zipRight(
           restarted ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,

@@ -38,7 +38,6 @@ export const setupToolSet = (options: {
     journal.activity({
       name: "selection",
       success: StoredSelection,
-      waits: true,
       execute: () =>
         ToolSelection.selectTools({ query: options.query, toolkit, llm: options.llm, max: options.max }).pipe(
           Effect.map((s) => ({ selected: s.selected, usage: s.usage })),

@@ -360,15 +360,6 @@ export const agentSpan = <R>(run: AgentSpan, body: Effect.Effect<AgentOutcome, n
 // events
 
 /** Adds an event to the current span (nothing when there is none). */
-/**
- * `effect` in a plain span named `name` when a tracer is installed (e.g. a
- * durable run's step, named as the activity it stands for); as it is without one.
- */
-export const stepSpan = <A, E, R>(name: string, attributes: Record<string, unknown>, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiberRuntime((fiber) =>
-    tracing(fiber) ? Effect.withSpan(effect, name, { captureStackTrace: false, attributes }) : effect
-  )
-
 export const spanEvent = (name: string, attributes: Record<string, unknown>): Effect.Effect<void> =>
   Effect.currentSpan.pipe(
     Effect.flatMap((span) => Effect.map(Clock.currentTimeNanos, (now) => span.event(name, now, attributes))),

@@ -1,10 +1,17 @@
 /**
- * The `RunJournal` of a durable run: activities are `@effect/workflow`
- * activities (their results are stored; a replay returns them without running
- * them again) — those that mostly wait (`waits`: model calls) are steps of the
- * workflow's body whose result is stored in a durable deferred (`inBody`) —,
+ * The `RunJournal` of a durable run: every activity — a model reply, a tool
+ * outcome, a drain, an approval decision — is an `@effect/workflow` activity,
  * events are stored in the run log with their per-run ids before live
  * listeners get them.
+ *
+ * Stored before it counts. An activity is a request to the run's workflow
+ * entity that the entity forks; its reply (the step's result) is written to
+ * the message storage when the activity ends, before the body gets the result
+ * and acts on it — so a replay after a crash at any later instant finds it and
+ * does not run the step again. A step's result is never kept in a durable
+ * deferred that the running body completes itself: the entity answers one
+ * request at a time, so such a deferred stays unanswered while the `run`
+ * request executes and a replay after a crash misses it (EFFECT-GUIDE §6).
  *
  * Event identity. A replay re-emits the events of the run's deterministic part
  * in the same order: they are keyed by their position (`b:<n>`) and skipped
@@ -22,17 +29,13 @@
  * @internal
  */
 import * as Activity from "@effect/workflow/Activity"
-import * as DurableDeferred from "@effect/workflow/DurableDeferred"
-import { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
-import * as Cause from "effect/Cause"
-import * as Exit from "effect/Exit"
+import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
 import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import * as Spans from "../../internal/telemetry/spans.js"
 import type { RunEvent } from "../../RunEvent.js"
 import { toWire } from "../../RunEvent.js"
 import type { ActivityOptions, RunJournal } from "../../RunJournal.js"
@@ -119,39 +122,9 @@ export const make = (options: {
   const activity = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> =>
     Effect.suspend(() => describe(o))
 
-  /**
-   * A step that mostly waits (a model call, `ActivityOptions.waits`) runs in the workflow's own
-   * body and its result is stored as a durable deferred of the run (what `DurableDeferred.raceAll`
-   * does): a replay finds the stored result and does not run it again. An activity in flight
-   * holds ≈ 87 KB in the engine while it waits (bench/engineAlone.ts), a step in the body only
-   * its own fibers. An interrupted step stores nothing (a crash, a shutdown, the run's
-   * cancellation — which reaches it directly here): it runs again on replay, as an activity would.
-   */
-  const inBody = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>, execute: Effect.Effect<A, E>): Effect.Effect<A, E> => {
-    const deferred = DurableDeferred.make(o.name, { success: o.success, error: (o.error ?? Schema.Never) as Schema.Schema<E, IE> })
-    return Effect.gen(function*() {
-      const engine = yield* WorkflowEngine
-      const instance = yield* WorkflowInstance
-      const result: Exit.Exit<A, E> | undefined = yield* engine.deferredResult(deferred)
-      if (result !== undefined) return yield* result
-      const stored = Effect.locally(execute, CurrentActivity, `${o.name}@${host.bootId}`).pipe(
-        Effect.onExit((exit) =>
-          Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? Effect.void : engine.deferredDone(deferred, {
-            workflowName: instance.workflow.name,
-            executionId: instance.executionId,
-            deferredName: deferred.name,
-            exit
-          })
-        )
-      )
-      // the span an activity of the same name would have (only when traced): the step's own spans nest under it
-      return yield* Spans.stepSpan(o.name, { executionId: instance.executionId }, stored)
-    }).pipe(Effect.provide(options.workflow))
-  }
-
   const describe = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
     const make = (execute: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      o.waits === true ? inBody(o, execute) : Effect.provide(
+      Effect.provide(
         Activity.make({
           name: o.name,
           success: o.success,
