@@ -68,6 +68,8 @@ type Turn =
   | { readonly kind: "user"; readonly size: number; readonly pinned: boolean }
   | { readonly kind: "assistant"; readonly size: number }
   | { readonly kind: "tools"; readonly size: number; readonly results: ReadonlyArray<number> }
+  /** A tool message whose call is not in the assistant message right before it (invalid input). */
+  | { readonly kind: "dangling"; readonly size: number; readonly reuse: number }
 
 const turn: fc.Arbitrary<Turn> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("user" as const), size, pinned: fc.integer({ min: 0, max: 9 }).map((n) => n < 3) }) },
@@ -78,23 +80,59 @@ const turn: fc.Arbitrary<Turn> = fc.oneof(
   }
 )
 
-const messageList = fc.record({
-  system: fc.integer({ min: 1, max: 3000 }),
-  query: fc.integer({ min: 1, max: 1500 }),
-  turns: fc.array(turn, { maxLength: 30 })
-}).map(({ query, system, turns }) => {
+/**
+ * A dangling tool message: an id never called (`dangling_<n>`), or (`reuse` > 0) the
+ * id of a call answered earlier, unless that call is in the group right before it
+ * (there it would be a second answer of a call, not an orphan).
+ */
+const dangling = fc.record({ kind: fc.constant("dangling" as const), size, reuse: fc.integer({ min: 0, max: 5 }) })
+
+const buildList = ({ query, system, turns }: { system: number; query: number; turns: ReadonlyArray<Turn> }) => {
   const out: Array<ChatMessage> = [Message.system(textOfSize(system, 1)), Message.user(textOfSize(query, 2), { pinned: true })]
   let id = 0
+  let lastGroup: ReadonlyArray<string> = []
   turns.forEach((t, n) => {
     if (t.kind === "user") out.push(Message.user(textOfSize(t.size, n), { pinned: t.pinned }))
     else if (t.kind === "assistant") out.push(Message.assistant(textOfSize(t.size, n)))
-    else {
+    else if (t.kind === "dangling") {
+      const reused = t.reuse > 0 && id > 0 ? `call_${(t.reuse * 7) % id}` : undefined
+      const toolCallId = reused !== undefined && !lastGroup.includes(reused) ? reused : `dangling_${n}`
+      out.push(Message.tool(toolCallId, textOfSize(t.size, n), "search"))
+    } else {
       const calls = t.results.map(() => Message.toolCall(`call_${id++}`, "search", JSON.stringify({ q: textOfSize(t.size % 300, n) })))
       out.push(Message.assistant(n % 2 === 0 ? null : "thinking", { toolCalls: calls }))
       calls.forEach((c, k) => out.push(Message.tool(c.id, textOfSize(t.results[k], n + k), "search")))
     }
+    lastGroup = t.kind === "tools" ? groupIds(out) : []
   })
   return out
+}
+
+/** The call ids of the tool-call group the list ends with (none when it ends otherwise). */
+const groupIds = (list: ReadonlyArray<ChatMessage>): Array<string> => {
+  let i = list.length - 1
+  while (i >= 0 && list[i].role === "tool") i--
+  const m = list[i]
+  return m?.role === "assistant" && m.tool_calls ? m.tool_calls.map((c) => c.id) : []
+}
+
+/** Well-paired lists: what the loop builds. */
+const messageList = fc.record({
+  system: fc.integer({ min: 1, max: 3000 }),
+  query: fc.integer({ min: 1, max: 1500 }),
+  turns: fc.array(turn, { maxLength: 30 })
+}).map(buildList)
+
+/** Lists with at least one dangling tool message, anywhere between units (first, last, after a group…). */
+const danglingList = fc.record({
+  system: fc.integer({ min: 1, max: 3000 }),
+  query: fc.integer({ min: 1, max: 1500 }),
+  turns: fc.array(fc.oneof({ weight: 4, arbitrary: turn }, { weight: 1, arbitrary: dangling }), { maxLength: 30 }),
+  extra: dangling,
+  at: fc.nat()
+}).map(({ at, extra, turns, ...rest }) => {
+  const position = turns.length === 0 ? 0 : at % (turns.length + 1)
+  return buildList({ ...rest, turns: [...turns.slice(0, position), extra, ...turns.slice(position)] })
 })
 
 const budget = fc.oneof(fc.integer({ min: 200, max: 6000 }), fc.integer({ min: 6000, max: 80000 }))
@@ -114,11 +152,17 @@ const checkInvariants = (guard: ContextGuardService, input: ReadonlyArray<ChatMe
     assert.include(out, input[0], "system prompt survives")
     assert.include(out, input[1], "pinned query survives")
     for (const m of input) if (m.pinned && JSON.stringify(m).length < 50000) assert.include(out, m, "pinned message survives")
-    assert.isUndefined(problems(out))
     for (const m of out) assert.isAtMost(Message.textOf(m.content).length, 50000)
     const fixed = estimateMessages(input.filter((m) => m.role === "system" || m.pinned === true))
     if (fixed <= limit) assert.isAtMost(estimateMessages(out), limit, "within budget")
     const hugeOne = input.some((m) => Message.textOf(m.content).length > 50000)
+    if (problems(input) === undefined) assert.isUndefined(problems(out))
+    else if ((!hugeOne && estimateMessages(input) > limit) || out.length !== input.length) {
+      // an invalid input (dangling tool messages) that fits comes back as it is (below); once the
+      // guard has to drop or summarise anything, no orphan is left
+      assert.isUndefined(problems(out), `orphan kept: ${problems(out)}`)
+      for (const m of out) if (m.role === "tool") assert.notMatch(m.tool_call_id, /^dangling_/)
+    }
     if (!hugeOne && estimateMessages(input) <= limit) {
       assert.strictEqual(out, input, "same array when under budget")
       assert.isFalse(result.compacted)
@@ -152,6 +196,74 @@ describe("ContextGuard invariants (property)", () => {
       }),
     { timeout: 120_000, fastCheck: { numRuns: 100 } }
   )
+
+  it.effect.prop("heuristic layer, lists with dangling tool messages: a compacted list keeps no orphan", {
+    input: danglingList,
+    limit: budget
+  }, ({ input, limit }) =>
+    Effect.gen(function*() {
+      assert.isDefined(problems(input), "the generator made an orphan")
+      const guard = yield* guardFrom(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(config(), noModels))))
+      yield* checkInvariants(guard, input, limit)
+    }), { timeout: 120_000, fastCheck: { numRuns: 100 } })
+
+  it.effect.prop(
+    "LLM layer, lists with dangling tool messages: a compacted list keeps no orphan",
+    { input: danglingList, limit: budget, steps: fc.array(step, { minLength: 1, maxLength: 4 }) },
+    ({ input, limit, steps }) =>
+      Effect.gen(function*() {
+        const llm = ScriptedLlm.make((_request, i) => steps[i % steps.length])
+        const guard = yield* guardFrom(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(config(), fromLlm(llm)))))
+        yield* checkInvariants(guard, input, limit)
+      }),
+    { timeout: 120_000, fastCheck: { numRuns: 100 } }
+  )
+})
+
+describe("ContextGuard and orphan tool messages (fixed cases)", () => {
+  /** `history(6)` with a tool message answering no call among the newest messages, then a user message. */
+  const withOrphan = (): Array<ChatMessage> => [
+    ...history(6),
+    Message.tool("orphan_1", "a result whose call is gone", "search"),
+    Message.user("And tomorrow?")
+  ]
+  const orphans = (out: ReadonlyArray<ChatMessage>) => out.filter((m) => m.role === "tool" && m.tool_call_id === "orphan_1")
+
+  it.effect("heuristic truncation drops an orphan even inside the window of newest messages it keeps", () =>
+    Effect.gen(function*() {
+      const input = withOrphan()
+      const result = yield* ContextGuardModule.make({ budget: 1200 }).checkAndCompact(input)
+      const out = result.messages
+      assert.isTrue(result.compacted)
+      assert.deepStrictEqual(orphans(out), [])
+      assert.isUndefined(problems(out))
+      // the orphan was not dropped for lack of room: its neighbours on both sides are kept
+      assert.include(out, input[input.length - 1])
+      assert.include(out, input[input.length - 3])
+      assert.include(out, input[input.length - 4])
+    }))
+
+  it.effect("LLM compaction drops an orphan from the recent window it keeps verbatim", () =>
+    Effect.gen(function*() {
+      const llm = ScriptedLlm.make([ScriptedLlm.text("Earlier: the agent searched Paris weather.")])
+      const input = withOrphan()
+      const result = yield* ContextGuardModule.make({ llm: llm.service, budget: 1200, keepRecent: 4 }).checkAndCompact(input)
+      const out = result.messages
+      assert.strictEqual(llm.calls, 1)
+      assert.match(Message.textOf(out[1].content), /^\[Conversation summary\]/)
+      assert.deepStrictEqual(orphans(out), [])
+      assert.isUndefined(problems(out))
+      assert.include(out, input[input.length - 1])
+      assert.include(out, input[input.length - 3])
+    }))
+
+  it.effect("a list that fits comes back unchanged, orphan included (the guard only drops it when it compacts)", () =>
+    Effect.gen(function*() {
+      const input = withOrphan()
+      const result = yield* ContextGuardModule.make({ budget: 100000 }).checkAndCompact(input)
+      assert.strictEqual(result.messages, input)
+      assert.isFalse(result.compacted)
+    }))
 })
 
 describe("ContextGuard.fits", () => {
