@@ -60,11 +60,19 @@ const jsonStep: fc.Arbitrary<ScriptStep> = fc.oneof(
   failure
 )
 
-/** Every assistant tool call is followed by exactly its tool messages, in order; no orphan tool message. */
+/**
+ * Every assistant tool call is followed by exactly its tool messages, in order; no
+ * orphan tool message; the calls of one assistant message have distinct, non-empty
+ * ids (the model's duplicate or empty ids are replaced), so each id names exactly one
+ * call and one tool message of its group — what a provider pairs them by.
+ */
 const checkPairing = (messages: ReadonlyArray<ChatMessage>): string | undefined => {
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i]
     if (m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0) {
+      const ids = m.tool_calls.map((c) => c.id)
+      if (ids.some((id) => id === "")) return `empty tool call id at ${i}: ${JSON.stringify(ids)}`
+      if (new Set(ids).size !== ids.length) return `duplicate tool call ids at ${i}: ${JSON.stringify(ids)}`
       for (let k = 0; k < m.tool_calls.length; k++) {
         const next = messages[i + 1 + k]
         if (next?.role !== "tool" || next.tool_call_id !== m.tool_calls[k].id) return `call ${m.tool_calls[k].id} unpaired at ${i}`
@@ -90,7 +98,10 @@ const checkRun = (h: ReturnType<typeof makeAgent>, es: ReadonlyArray<RunEvent>) 
     assert.isUndefined(problem, problem)
   }
   const done = es[es.length - 1]
-  if (done._tag === "Done") assert.isUndefined(checkPairing(done.messages ?? []))
+  if (done._tag === "Done") {
+    const problem = checkPairing(done.messages ?? [])
+    assert.isUndefined(problem, problem)
+  }
   // what a client shows as the answer (the deltas after the last reset) is the answer Done reports
   if (done._tag === "Done" && !es.some((e) => e._tag === "RunFailed")) {
     let shown = ""
