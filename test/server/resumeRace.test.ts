@@ -43,7 +43,7 @@ const CURSOR = 1
 
 /**
  * A tool `gate({ n })` whose n-th call tells `started[n]` and waits for `release[n]`,
- * and a scripted model that calls it twice (fresh ids per request: `call_<request#>_0`),
+ * and a scripted model that calls it twice (fresh ids per request: `call_<request#>_0`, request# from 1),
  * then answers.
  */
 const gatedRun = Effect.gen(function*() {
@@ -59,7 +59,7 @@ const gatedRun = Effect.gen(function*() {
   const llm = ScriptedLlm.layer((request, index) => {
     // the synthesis request offers no tools
     if ((request.tools ?? []).length === 0 || toolMessages(request) >= 2) return ScriptedLlm.text("Both gates opened.")
-    return ScriptedLlm.toolCall("gate", { n: toolMessages(request) + 1 }, { id: `call_${index}_0` })
+    return ScriptedLlm.toolCall("gate", { n: toolMessages(request) + 1 }, { id: `call_${index + 1}_0` })
   })
   const app = App.make(App.modelsOf(llm), {
     demo: false,
