@@ -4,7 +4,12 @@
  * judges the results and re-plans when the goal is not achieved, and a streamed
  * synthesis writes the answer. Same stream contract as `ReactAgent`: `run`
  * returns a `Stream` of `RunEvent`s that never fails and ends with one `Done`.
- * See docs/dag-mode.md.
+ *
+ * One code path whatever hosts it, as for `ReactAgent`: `run` and `runCollect`
+ * run it in process through `RunJournal.passThrough`; a durable host calls
+ * `execute` with its own journal, and the plan, each step's ReAct run, the
+ * analysis, the drains and the synthesis are its stored steps (see
+ * docs/durability.md). See docs/dag-mode.md.
  *
  * ```ts
  * import * as DagAgent from "./DagAgent.js"
@@ -26,6 +31,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -44,6 +50,8 @@ import * as Message from "./Message.js"
 import * as ModelRegistry from "./ModelRegistry.js"
 import * as ReactAgent from "./ReactAgent.js"
 import type { RunEvent, RunResult } from "./RunEvent.js"
+import type { RunJournal } from "./RunJournal.js"
+import * as Journal from "./RunJournal.js"
 import type { Tool } from "./Tool.js"
 import * as Toolkit from "./Toolkit.js"
 import * as Usage from "./Usage.js"
@@ -126,6 +134,22 @@ export const modeConfig: Config.Config<Mode> = Config.literal("react", "dag", "a
 )
 
 /**
+ * The journal a DAG run goes through: a `RunJournal`, and — from a durable
+ * host — `emitOnce`, which stores an event under a key of the caller's choosing
+ * (skipped when that key is stored). A DAG run's steps run concurrently, so the
+ * order in which their events reach the journal differs from one execution to
+ * the next; with `emitOnce` each step's events are keyed by the step and their
+ * position in it, so that a replay skips exactly the events already stored.
+ * Without it (in process) events are simply emitted.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface DagJournal extends RunJournal {
+  readonly emitOnce?: (key: string, event: RunEvent) => Effect.Effect<void>
+}
+
+/**
  * @since 0.1.0
  * @category models
  */
@@ -134,6 +158,11 @@ export interface DagAgentService {
   readonly run: (input: ReactAgent.RunInput) => Stream.Stream<RunEvent>
   /** Runs and collects the result. */
   readonly runCollect: (input: ReactAgent.RunInput) => Effect.Effect<RunResult>
+  /**
+   * Runs in DAG mode through a journal (a durable host's): every stored step
+   * and every event goes through it. Never fails; the last event is `Done`.
+   */
+  readonly execute: (input: ReactAgent.RunInput, journal: DagJournal) => Effect.Effect<void>
   /** The `auto` router: ReAct or DAG mode for this query (ReAct on any failure), and the call's usage. */
   readonly route: (query: Message.Content) => Effect.Effect<{ readonly mode: "react" | "dag"; readonly usage: Usage.Usage }>
   /**
@@ -218,18 +247,21 @@ export const make = (
       interrupts,
       agentFor: (model: LlmService) => Effect.orDie(build(model))
     }
-    // The run's fiber is forked in the stream's scope: it starts when the stream
-    // is pulled, is interrupted when the consumer stops, and ends the stream (or
+    const executeWith = (input: ReactAgent.RunInput, journal: DagJournal): Effect.Effect<void> =>
+      execute(services, input, journal)
+    // The run's fiber lives in the stream's scope: it starts when the stream is
+    // pulled, is interrupted when the consumer stops, and ends the stream (or
     // fails it with a defect) when it exits.
     const run = (input: ReactAgent.RunInput): Stream.Stream<RunEvent> =>
-      Stream.asyncPush<RunEvent>((emit) =>
-        execute(services, input, (event) => void emit.single(event)).pipe(
-          Effect.matchCause({ onFailure: (cause) => emit.halt(cause), onSuccess: () => emit.end() }),
-          Effect.forkScoped
-        )
-      )
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const mailbox = yield* Mailbox.make<RunEvent>()
+        const journal = Journal.passThrough((event) => Effect.asVoid(mailbox.offer(event)))
+        yield* executeWith(input, journal).pipe(Mailbox.into(mailbox), Effect.forkScoped)
+        return Mailbox.toStream(mailbox)
+      }))
     return {
       run,
+      execute: executeWith,
       runCollect: (input) => ReactAgent.collect(run(input)),
       route: (query) => routeQuery(registry.fast, Message.textOf(query)),
       approve: approvals.decide,

@@ -14,7 +14,7 @@ import type { ChatMessage } from "../../Message.js"
 import * as Message from "../../Message.js"
 import { structuredCallWith } from "../../StructuredCall.js"
 import * as Usage from "../../Usage.js"
-import type { StepOutcome } from "./execute.js"
+import type { StepOutcome } from "./step.js"
 
 /** The analyzer's verdict. */
 export interface Analysis {
@@ -24,6 +24,17 @@ export interface Analysis {
   readonly reasoning: string
   readonly finalAnswer?: string
 }
+
+/** An analysis and its usage, as a durable run stores it (`dag/<round>/analysis`). */
+export const AnalyzedSchema = Schema.Struct({
+  analysis: Schema.Struct({
+    achieved: Schema.Boolean,
+    confidence: Schema.Number,
+    reasoning: Schema.String,
+    finalAnswer: Schema.optional(Schema.String)
+  }),
+  usage: Usage.Usage
+})
 
 /** Each step's result is cut to this many characters in the analysis prompt. */
 export const RESULT_MAX_CHARS = 10_000

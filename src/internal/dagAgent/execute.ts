@@ -1,51 +1,43 @@
 /**
- * DAG mode, phase 2: one round of execution. A dispatcher launches
- * the steps whose dependencies are done, in id order, at most `maxConcurrency`
- * at a time, each in its own fiber (scoped to the round: cancelling the run
- * interrupts them), and waits for one to finish before looking again.
+ * DAG mode, phase 2: one round of execution. A dispatcher launches the steps
+ * whose dependencies are done, in id order, at most `maxConcurrency` at a time,
+ * each in its own fiber (scoped to the round: cancelling the run interrupts
+ * them; `step.ts` runs one), and waits for one to finish before looking again.
  *
- * - Each step is a fresh ReAct agent (no memory) on the model
- *   `ModelRegistry.resolve(model_hint)` picks, given the goal, its task, its tool
- *   hint and its dependencies' results cut to fit the step model's budget. It
- *   runs under its own conversation id: it never drains the user's interrupts.
- * - Its events are forwarded with its `step_id` (its own answer stream and `Done`
- *   are not: they become the step's `dag` `done` / `failed` event).
- * - A step that runs longer than `stepTimeout` is cancelled (it still reports
- *   its usage) and fails; a step whose dependency failed fails naming it.
+ * - A step whose dependency failed (or was skipped) fails naming it.
  * - At each dispatch point the conversation's interrupts are drained: once one
  *   arrived, the steps not yet started are skipped (running ones finish).
  * - Steps that can never become ready (impossible after validation) fail
  *   instead of blocking the round.
  *
+ * Determinism. Which step finishes first is up to the steps; a replay must
+ * make the same decisions as the first execution. So each dispatch point is an
+ * activity (`dag/<round>/dispatch/<k>`) that stores which step it waited for
+ * (none at `k = 0`), what the drain took and when it ran (the launch time the
+ * steps launched there count their timeout from); the dispatcher then takes
+ * that step's result (its stored result on a replay). Every decision and every
+ * event of the dispatcher follows from stored values, in the same order.
+ *
  * @internal
  */
-import * as Cause from "effect/Cause"
-import * as Data from "effect/Data"
-import * as Duration from "effect/Duration"
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Queue from "effect/Queue"
-import * as Stream from "effect/Stream"
-import { budgetForModel, type ContextGuardService } from "../../ContextGuard.js"
+import * as Schema from "effect/Schema"
+import type { ContextGuardService } from "../../ContextGuard.js"
+import type { DagJournal } from "../../DagAgent.js"
 import type { Injection, InterruptsService } from "../../Interrupts.js"
 import type { LlmService } from "../../Llm.js"
 import type { ModelRegistryService } from "../../ModelRegistry.js"
 import type { ReactAgentService } from "../../ReactAgent.js"
-import type { DagPlanStep, Done, RunEvent, Step } from "../../RunEvent.js"
-import * as Telemetry from "../../Telemetry.js"
-import { estimateText } from "../../TokenEstimator.js"
+import type { DagPlanStep, Step } from "../../RunEvent.js"
 import * as Usage from "../../Usage.js"
 import type { Plan } from "./plan.js"
+import { runStep, type StepOutcome, type StepResult } from "./step.js"
 
-/** How a step ended. */
-export interface StepOutcome {
-  readonly id: string
-  readonly task: string
-  readonly status: "done" | "failed" | "skipped"
-  readonly result?: string
-  readonly error?: string
-}
+export { cutToFit, DEPENDENCY_MAX_CHARS, DEPENDENCY_SHARE, type StepOutcome, stepConversationId, stepQuery } from "./step.js"
 
-/** What the whole run accumulates from its steps (mutated by the step fibers). */
+/** What the whole run accumulates from its steps (written by the run's fiber only). */
 export interface Tally {
   byPhase: Usage.UsageByPhase
   iterations: number
@@ -67,6 +59,19 @@ export const addPhases = (tally: Tally, byPhase: Usage.UsageByPhase): void => {
   }
 }
 
+/** Drained interrupts, as a durable run stores them. */
+export const Injections = Schema.Array(Schema.Struct({ id: Schema.String, content: Schema.String }))
+
+/** A dispatch point as a durable run stores it. */
+const Dispatch = Schema.Struct({
+  /** The step whose end it waited for (none at the round's first point). */
+  finished: Schema.NullOr(Schema.String),
+  /** What the drain took (nothing once the round was interrupted). */
+  injections: Injections,
+  /** When it ran (ms): the launch time of the steps launched there. */
+  at: Schema.Number
+})
+
 /** What a round needs. */
 export interface RoundEnv {
   readonly goal: string
@@ -80,7 +85,7 @@ export interface RoundEnv {
   readonly interrupts: InterruptsService
   /** Builds a fresh ReAct agent on a model (the one construction of step agents). */
   readonly agentFor: (llm: LlmService) => Effect.Effect<ReactAgentService>
-  readonly emit: (event: RunEvent) => void
+  readonly journal: DagJournal
   readonly tally: Tally
 }
 
@@ -92,146 +97,22 @@ export interface RoundResult {
   readonly injections: ReadonlyArray<Injection>
 }
 
-/** The share of a step model's budget its dependencies' results may take. */
-export const DEPENDENCY_SHARE = 0.5
-/** Dependency results together never exceed this many characters (under the guard's per-message cut). */
-export const DEPENDENCY_MAX_CHARS = 40_000
-/** A step that does not end this long after its timeout cancelled it is cut. */
-const CANCEL_GRACE = Duration.seconds(5)
-
 export const SKIPPED = "Skipped: the user sent a follow-up, the plan is revised"
-const TRUNCATED = "\n[Dependency result truncated]"
-
-/** Cuts `text` so that its estimate fits `maxTokens` and it has at most `maxChars` characters. */
-export const cutToFit = (text: string, maxTokens: number, maxChars: number): string => {
-  if (text.length <= maxChars && estimateText(text) <= maxTokens) return text
-  let end = Math.min(text.length, maxChars)
-  while (end > 0 && estimateText(text.slice(0, end)) > maxTokens) {
-    end = Math.floor(end * Math.max(0.5, Math.min(0.95, maxTokens / estimateText(text.slice(0, end)))))
-  }
-  if (end > 0 && (text.charCodeAt(end - 1) & 0xfc00) === 0xd800) end--
-  return text.slice(0, end) + TRUNCATED
-}
-
-/** The query a step's agent receives. */
-export const stepQuery = (
-  goal: string,
-  step: DagPlanStep,
-  dependencies: ReadonlyArray<StepOutcome>,
-  budgetTokens: number
-): string => {
-  const lines = [`Overall goal: ${goal}`, "", `Your task (step ${step.id}): ${step.task}`]
-  if (step.tool_hint !== undefined) lines.push(`Suggested tool: ${step.tool_hint}`)
-  if (dependencies.length > 0) {
-    const tokens = Math.max(64, Math.floor((budgetTokens * DEPENDENCY_SHARE) / dependencies.length))
-    const chars = Math.floor(DEPENDENCY_MAX_CHARS / dependencies.length)
-    lines.push("", "Results of the steps this task depends on:")
-    for (const d of dependencies) lines.push("", `### Step ${d.id}: ${d.task}`, cutToFit(d.result ?? "", tokens, chars))
-  }
-  lines.push("", "Do this task only (other steps take care of the rest of the goal) and answer with its result.")
-  return lines.join("\n")
-}
-
-/** The conversation id of a step's agent: its own interrupt queue, out of reach of the HTTP API's ids. */
-export const stepConversationId = (conversationId: string, round: number, stepId: string): string =>
-  `${conversationId}#dag/${round}/${stepId}`
-
-const seconds = (d: Duration.Duration): string => `${Math.round(Duration.toMillis(d) / 100) / 10} s`
-
-/** A step's agent did not end within the grace after its timeout cancelled it. */
-class StepStuck extends Data.TaggedError("StepStuck")<{ readonly message: string }> {}
-
-/** Runs one step's agent to its end; never fails. */
-const runStep = (env: RoundEnv, step: DagPlanStep, dependencies: ReadonlyArray<StepOutcome>): Effect.Effect<StepOutcome> => {
-  const failed = (error: string): StepOutcome => ({ id: step.id, task: step.task, status: "failed", error })
-  return Effect.gen(function*() {
-    const llm = env.registry.resolve(step.model_hint)
-    const agent = yield* env.agentFor(llm)
-    const budget = Math.min(env.guard.budget, budgetForModel(llm) ?? env.guard.budget)
-    let done: Done | undefined
-    let failure: string | undefined
-    let timedOut = false
-    const forward = (event: RunEvent): void => {
-      switch (event._tag) {
-        case "ThinkingStart":
-        case "ThinkingDone":
-        case "ToolStart":
-        case "Compact":
-        case "PhaseChange":
-        case "ApprovalRequested":
-        case "ApprovalDecided":
-          env.emit({ ...event, step_id: step.id })
-          return
-        case "ToolDone": {
-          const tagged = { ...event, step_id: step.id }
-          const { _tag, ...payload } = tagged
-          env.tally.steps.push(payload)
-          env.emit(tagged)
-          return
-        }
-        case "RunFailed":
-          failure = event.message
-          return
-        case "Done":
-          done = event
-          return
-        default:
-          // the step's own answer stream: its result is the step's `dag` event
-          return
-      }
-    }
-    yield* agent.run({
-      query: stepQuery(env.goal, step, dependencies, budget),
-      conversationId: stepConversationId(env.conversationId, env.round, step.id),
-      // the run's user answers the step's approvals
-      approvalConversationId: env.conversationId,
-      ...(env.maxIterations !== undefined ? { maxIterations: env.maxIterations } : {}),
-      // the agent stops at once and still ends with `Done` (with its usage)
-      cancel: Effect.zipRight(Effect.sleep(env.stepTimeout), Effect.sync(() => {
-        timedOut = true
-      }))
-    }).pipe(
-      Stream.runForEach((event) => Effect.sync(() => forward(event))),
-      Effect.timeoutFail({
-        duration: Duration.sum(env.stepTimeout, CANCEL_GRACE),
-        onTimeout: () => new StepStuck({ message: `did not stop within ${seconds(CANCEL_GRACE)} of its timeout` })
-      })
-    )
-    const finished = done
-    if (finished !== undefined) {
-      addPhases(env.tally, finished.usage.by_phase)
-      env.tally.iterations += finished.iterations
-    }
-    if (timedOut) return failed(`Timed out after ${seconds(env.stepTimeout)}`)
-    if (failure !== undefined) return failed(failure)
-    if (finished === undefined) return failed("The step ended without a result")
-    return { id: step.id, task: step.task, status: "done", result: finished.answer } satisfies StepOutcome
-  }).pipe(
-    Effect.catchAllCause((cause) => {
-      const error = Cause.squash(cause)
-      return Effect.succeed(failed(`Step failed: ${error instanceof Error ? error.message : String(error)}`))
-    }),
-    Effect.tap((outcome) => Effect.annotateCurrentSpan(Telemetry.attributes.stepStatus, outcome.status)),
-    Effect.withSpan("dag.step", {
-      attributes: { [Telemetry.attributes.stepId]: step.id, [Telemetry.attributes.round]: env.round },
-      captureStackTrace: false
-    })
-  )
-}
 
 /** Runs one round of a plan to its end (every step done, failed or skipped); never fails. */
 export const executeRound = (env: RoundEnv, plan: Plan): Effect.Effect<RoundResult> =>
   Effect.scoped(Effect.gen(function*() {
+    const { journal, round, tally } = env
     const byId = new Map(plan.steps.map((s) => [s.id, s]))
     const outcomes = new Map<string, StepOutcome>()
-    const running = new Set<string>()
+    // the steps running, in launch order, each with the deferred its fiber completes
+    const running = new Map<string, Deferred.Deferred<StepResult>>()
     const injections: Array<Injection> = []
-    const completions = yield* Queue.unbounded<StepOutcome>()
-    const settle = (outcome: StepOutcome): void => {
+    const settle = (outcome: StepOutcome): Effect.Effect<void> => {
       outcomes.set(outcome.id, outcome)
-      env.emit({
+      return journal.emit({
         _tag: "DagStep",
-        round: env.round,
+        round,
         status: outcome.status,
         step_id: outcome.id,
         ...(outcome.result !== undefined ? { result: outcome.result } : {}),
@@ -244,13 +125,38 @@ export const executeRound = (env: RoundEnv, plan: Plan): Effect.Effect<RoundResu
         const o = outcomes.get(d)
         return o !== undefined && o.status !== "done"
       })
+    /** The next dispatch point: waits for a running step to end, drains, reads the clock. */
+    const dispatch = (k: number) => {
+      const waiting = [...running]
+      const drain = injections.length === 0 ? env.interrupts.drain(env.conversationId) : Effect.succeed([])
+      return journal.activity({
+        name: `dag/${round}/dispatch/${k}`,
+        success: Dispatch,
+        execute: () =>
+          Effect.all({
+            finished: waiting.length === 0
+              ? Effect.succeed(null)
+              : Effect.raceAll(waiting.map(([id, ended]) => Effect.as(Deferred.await(ended), id))),
+            injections: Effect.map(drain, (drained) => drained.map((i) => ({ id: i.id, content: i.content }))),
+            at: Effect.clockWith((clock) => clock.currentTimeMillis)
+          })
+      })
+    }
 
-    for (;;) {
-      if (injections.length === 0) {
-        const drained = yield* env.interrupts.drain(env.conversationId)
-        for (const i of drained) env.emit({ _tag: "Inject", content: i.content, id: i.id })
-        injections.push(...drained)
+    for (let k = 0;; k++) {
+      const point = yield* dispatch(k)
+      if (point.finished !== null) {
+        const ended = running.get(point.finished)
+        if (ended === undefined) return yield* Effect.dieMessage(`DAG round ${round}: step "${point.finished}" is not running`)
+        running.delete(point.finished)
+        const result = yield* Deferred.await(ended)
+        addPhases(tally, result.usage)
+        tally.iterations += result.iterations
+        for (const { _tag, ...step } of result.steps) tally.steps.push(step)
+        yield* settle(result.outcome)
       }
+      for (const i of point.injections) yield* journal.emit({ _tag: "Inject", content: i.content, id: i.id })
+      injections.push(...point.injections)
       // settle what can no longer run (to a fixpoint: failures cascade)
       for (let changed = true; changed;) {
         changed = false
@@ -258,13 +164,14 @@ export const executeRound = (env: RoundEnv, plan: Plan): Effect.Effect<RoundResu
           const step = byId.get(id)!
           const task = step.task
           if (injections.length > 0) {
-            settle({ id, task, status: "skipped", error: SKIPPED })
+            yield* settle({ id, task, status: "skipped", error: SKIPPED })
             changed = true
             continue
           }
           const dep = blocker(step)
           if (dep !== undefined) {
-            settle({ id, task, status: "failed", error: `Not run: its dependency "${dep}" ${outcomes.get(dep)!.status === "skipped" ? "was skipped" : "failed"}` })
+            const why = outcomes.get(dep)!.status === "skipped" ? "was skipped" : "failed"
+            yield* settle({ id, task, status: "failed", error: `Not run: its dependency "${dep}" ${why}` })
             changed = true
           }
         }
@@ -274,20 +181,18 @@ export const executeRound = (env: RoundEnv, plan: Plan): Effect.Effect<RoundResu
         if (running.size >= env.maxConcurrency) break
         const step = byId.get(id)!
         if (!step.dependencies.every((d) => outcomes.get(d)?.status === "done")) continue
-        running.add(id)
-        env.emit({ _tag: "DagStep", round: env.round, status: "start", step_id: id })
+        const ended = yield* Deferred.make<StepResult>()
+        running.set(id, ended)
+        yield* journal.emit({ _tag: "DagStep", round, status: "start", step_id: id })
         const deps = step.dependencies.map((d) => outcomes.get(d)!)
-        yield* Effect.forkScoped(Effect.flatMap(runStep(env, step, deps), (o) => Queue.offer(completions, o)))
+        yield* Effect.forkScoped(Effect.intoDeferred(runStep(env, step, deps, point.at), ended))
       }
       if (running.size === 0) {
         for (const id of pending()) {
-          settle({ id, task: byId.get(id)!.task, status: "failed", error: "Not run: its dependencies never completed" })
+          yield* settle({ id, task: byId.get(id)!.task, status: "failed", error: "Not run: its dependencies never completed" })
         }
         break
       }
-      const finished = yield* Queue.take(completions)
-      running.delete(finished.id)
-      settle(finished)
     }
     return { results: plan.steps.map((s) => outcomes.get(s.id)!), injections }
   }))

@@ -16,7 +16,7 @@ import * as JsonSchema from "../../JsonSchema.js"
 import type { LlmService } from "../../Llm.js"
 import type { ChatMessage } from "../../Message.js"
 import * as Message from "../../Message.js"
-import type { DagPlanStep } from "../../RunEvent.js"
+import { DagPlanStep } from "../../RunEvent.js"
 import { structuredCallWith } from "../../StructuredCall.js"
 import * as Usage from "../../Usage.js"
 
@@ -224,6 +224,15 @@ export const FUNCTION_NAME = "create_plan"
 export type Planned =
   | { readonly _tag: "Planned"; readonly plan: Plan; readonly usage: Usage.Usage }
   | { readonly _tag: "Failed"; readonly reason: string; readonly usage: Usage.Usage }
+
+/** The outcome of planning as a durable run stores it (`dag/<round>/plan`). */
+export const PlannedSchema = Schema.Union(
+  Schema.TaggedStruct("Planned", {
+    plan: Schema.Struct({ steps: Schema.Array(DagPlanStep), order: Schema.Array(Schema.String) }),
+    usage: Usage.Usage
+  }),
+  Schema.TaggedStruct("Failed", { reason: Schema.String, usage: Usage.Usage })
+)
 
 const attempt = (llm: LlmService, request: PlanRequest, problem: string | undefined) =>
   structuredCallWith(llm, {

@@ -7,28 +7,38 @@
  * original query. Never fails: failures become `RunFailed` then `Done`;
  * cancellation ends with `Done` too.
  *
+ * Everything goes through the run's journal: the stored steps are
+ * `dag/<round>/plan`, the round's dispatch points and steps (`execute.ts`,
+ * `step.ts`), `dag/<round>/analysis`, the drain after it (`dag/<round>/drain`),
+ * the ReAct fallback's own activities (under `dag/<round>/react/`) and
+ * `dag/synthesis`. Between them the run only makes decisions from stored
+ * values, so a replay makes the same ones and emits the same events in the same
+ * order (keyed by position by a durable host).
+ *
  * @internal
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Stream from "effect/Stream"
+import { SynthesisResultSchema } from "../../AnswerSynthesis.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
 import type { Injection, InterruptsService } from "../../Interrupts.js"
 import type { LlmService } from "../../Llm.js"
 import { LlmError } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { ModelRegistryService } from "../../ModelRegistry.js"
+import type { DagJournal } from "../../DagAgent.js"
 import type { ReactAgentService, RunInput } from "../../ReactAgent.js"
-import type { Done, RunEvent } from "../../RunEvent.js"
+import type { Done } from "../../RunEvent.js"
+import * as Journal from "../../RunJournal.js"
 import * as Telemetry from "../../Telemetry.js"
 import type { ToolkitService } from "../../Toolkit.js"
 import * as ToolSelection from "../../ToolSelection.js"
 import * as Usage from "../../Usage.js"
-import { type Analysis, analyze } from "./analyze.js"
-import { addPhases, addUsage, executeRound, makeTally, type StepOutcome } from "./execute.js"
-import { plan as makePlan } from "./plan.js"
+import { type Analysis, analyze, AnalyzedSchema } from "./analyze.js"
+import { addPhases, addUsage, executeRound, Injections, makeTally, type StepOutcome } from "./execute.js"
+import { plan as makePlan, PlannedSchema } from "./plan.js"
 import { synthesize } from "./synthesize.js"
 
 /** The resolved settings of a DAG agent. */
@@ -98,28 +108,29 @@ const withFollowUps = (query: Message.Content, followUps: ReadonlyArray<string>)
   return typeof query === "string" ? query + extra : [...query, { type: "text", text: extra }]
 }
 
-/** Runs one request in its `invoke_agent` span, emitting every event; always ends with `Done`. */
+/** Runs one request in its `invoke_agent` span through `journal`; always ends with `Done`. */
 export const execute = (
   services: DagServices,
   input: RunInput,
-  emit: (event: RunEvent) => void
+  journal: DagJournal
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
     const conversationId = input.conversationId ?? crypto.randomUUID()
     return Telemetry.agentSpan(
       { name: "DagAgent", mode: "dag", conversationId, model: services.llm.model, query: input.query },
-      executeIn(services, input, emit, conversationId)
+      executeIn(services, input, journal, conversationId)
     )
   })
 
 const executeIn = (
   services: DagServices,
   input: RunInput,
-  emit: (event: RunEvent) => void,
+  journal: DagJournal,
   conversationId: string
 ): Effect.Effect<Telemetry.AgentOutcome> =>
   Effect.gen(function*() {
     const { interrupts, llm, settings } = services
+    const { emit } = journal
     const started = yield* Clock.currentTimeMillis
     const goal = Message.textOf(input.query)
     const history = (input.history ?? []).filter((m) => m.role === "user" || m.role === "assistant")
@@ -134,28 +145,33 @@ const executeIn = (
         pending = left
       })
     )
-    const drain = Effect.map(interrupts.drain(conversationId), (drained) => {
-      for (const i of drained) emit({ _tag: "Inject", content: i.content, id: i.id })
-      return drained
-    })
+    /** The drain after a round's analysis (stored: a replay takes the same messages in). */
+    const drain = (round: number) =>
+      journal.activity({
+        name: `dag/${round}/drain`,
+        success: Injections,
+        execute: () => Effect.map(interrupts.drain(conversationId), (drained) => drained.map((i) => ({ id: i.id, content: i.content })))
+      }).pipe(Effect.tap((drained) => Effect.forEach(drained, (i) => emit({ _tag: "Inject", content: i.content, id: i.id }), { discard: true })))
 
     /** ReAct mode on the original query (and the follow-ups taken in so far); its `Done` is kept for ours. */
     const fallBack = (round: number, reason: string, followUps: ReadonlyArray<string>) =>
       Effect.gen(function*() {
         yield* Effect.logWarning(`DAG mode: no usable plan (${reason}); continuing in ReAct mode`)
-        emit({ _tag: "DagPhase", phase: "react_fallback", round, reasoning: reason })
+        yield* emit({ _tag: "DagPhase", phase: "react_fallback", round, reasoning: reason })
         const agent = yield* services.agentFor(llm)
-        yield* agent.run({
+        yield* agent.execute({
           query: withFollowUps(input.query, followUps),
           conversationId,
           ...(input.history !== undefined ? { history: input.history } : {}),
           ...(input.maxIterations !== undefined ? { maxIterations: input.maxIterations } : {})
-        }).pipe(Stream.runForEach((event) =>
-          Effect.sync(() => {
-            if (event._tag === "Done") delegated = event
-            else emit(event)
-          })
-        ))
+        }, Journal.nested(journal, {
+          prefix: `dag/${round}/react/`,
+          map: (event) => {
+            if (event._tag !== "Done") return event
+            delegated = event
+            return undefined
+          }
+        }))
       })
 
     const body = Effect.gen(function*() {
@@ -164,18 +180,17 @@ const executeIn = (
       let previous: string | undefined
       let last: { readonly results: ReadonlyArray<StepOutcome>; readonly analysis?: Analysis } | undefined
       let counted = 0
-      emit({ _tag: "DagPhase", phase: "planning", round: 1 })
+      yield* emit({ _tag: "DagPhase", phase: "planning", round: 1 })
       for (let round = 1;; round++) {
-        const now = new Date(yield* Clock.currentTimeMillis)
-        const planned = yield* makePlan(llm, {
-          goal,
-          history,
-          now,
-          tools,
-          models: services.registry.names,
-          followUps,
-          ...(previous !== undefined ? { previous } : {})
-        }).pipe(Effect.withSpan("dag.plan", { attributes: { [Telemetry.attributes.round]: round }, captureStackTrace: false }))
+        const request = { goal, history, tools, models: services.registry.names, followUps: [...followUps], ...(previous !== undefined ? { previous } : {}) }
+        const planned = yield* journal.activity({
+          name: `dag/${round}/plan`,
+          success: PlannedSchema,
+          execute: () =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) => makePlan(llm, { ...request, now: new Date(now) })).pipe(
+              Effect.withSpan("dag.plan", { attributes: { [Telemetry.attributes.round]: round }, captureStackTrace: false })
+            )
+        })
         addUsage(tally, "planning", planned.usage)
         if (planned._tag === "Failed") {
           if (last === undefined || !last.results.some((r) => r.status === "done")) {
@@ -184,7 +199,7 @@ const executeIn = (
           yield* Effect.logWarning(`DAG mode: re-planning failed (${planned.reason}); answering from round ${round - 1}`)
           break
         }
-        emit({ _tag: "DagPlan", round, steps: planned.plan.steps })
+        yield* emit({ _tag: "DagPlan", round, steps: planned.plan.steps })
         const executed = yield* executeRound({
           goal,
           round,
@@ -196,27 +211,32 @@ const executeIn = (
           guard: services.guard,
           interrupts,
           agentFor: services.agentFor,
-          emit,
+          journal,
           tally
         }, planned.plan)
         last = { results: executed.results }
-        let injected = executed.injections
+        let injected: ReadonlyArray<Injection> = executed.injections
         let analysis: Analysis | undefined
         if (injected.length === 0) {
-          emit({ _tag: "DagPhase", phase: "analyzing", round })
-          const analyzed = yield* analyze(llm, goal, executed.results, followUps).pipe(
-            Effect.withSpan("dag.analysis", { attributes: { [Telemetry.attributes.round]: round }, captureStackTrace: false })
-          )
+          yield* emit({ _tag: "DagPhase", phase: "analyzing", round })
+          const analyzed = yield* journal.activity({
+            name: `dag/${round}/analysis`,
+            success: AnalyzedSchema,
+            execute: () =>
+              analyze(llm, goal, executed.results, [...followUps]).pipe(
+                Effect.withSpan("dag.analysis", { attributes: { [Telemetry.attributes.round]: round }, captureStackTrace: false })
+              )
+          })
           addUsage(tally, "analysis", analyzed.usage)
           analysis = analyzed.analysis
           last = { results: executed.results, analysis }
-          injected = yield* drain
+          injected = yield* drain(round)
         }
         if (injected.length > 0) {
           // the user changed the requirements: re-plan, without counting the round
           followUps.push(...injected.map((i) => i.content))
           previous = roundSummary(round, executed.results, analysis)
-          emit({
+          yield* emit({
             _tag: "DagPhase",
             phase: "replanning",
             round: round + 1,
@@ -228,16 +248,18 @@ const executeIn = (
         const verdict = analysis!
         if (verdict.achieved || verdict.confidence >= settings.replanStopConfidence || counted >= settings.maxRounds) break
         previous = roundSummary(round, executed.results, verdict)
-        emit({ _tag: "DagPhase", phase: "replanning", round: round + 1, reasoning: verdict.reasoning })
+        yield* emit({ _tag: "DagPhase", phase: "replanning", round: round + 1, reasoning: verdict.reasoning })
       }
-      emit({ _tag: "AnswerSignal" })
-      const synthesis = yield* synthesize(llm, {
-        goal,
-        history,
-        results: last?.results ?? [],
-        analysis: last?.analysis,
-        followUps
-      }, emit)
+      yield* emit({ _tag: "AnswerSignal" })
+      const synthesisInput = { goal, history, results: last?.results ?? [], analysis: last?.analysis, followUps }
+      const synthesis = yield* journal.activity({
+        name: "dag/synthesis",
+        success: SynthesisResultSchema,
+        restartAware: true,
+        // a stream cut by a crash starts again: the client discards what it showed
+        execute: ({ restarted }) =>
+          Effect.zipRight(restarted ? emit({ _tag: "AnswerReset" }) : Effect.void, synthesize(llm, synthesisInput, emit))
+      })
       addUsage(tally, "synthesis", synthesis.usage)
       answer = synthesis.answer
     }).pipe(
@@ -266,13 +288,13 @@ const executeIn = (
       Effect.zipRight(release)
     )
     yield* Effect.acquireUseRelease(interrupts.register(conversationId), () => finish, () => release)
-    if (failure !== undefined) emit({ _tag: "RunFailed", message: failure.message, retryable: failure.retryable })
+    if (failure !== undefined) yield* emit({ _tag: "RunFailed", message: failure.message, retryable: failure.retryable })
     const finished = yield* Clock.currentTimeMillis
     const left = (pending ?? []).map((p) => ({ id: p.id, content: p.content }))
     if (delegated !== undefined) {
       addPhases(tally, delegated.usage.by_phase)
       const usage = Usage.fromPhases(tally.byPhase)
-      emit({
+      yield* emit({
         ...delegated,
         usage,
         elapsed: (finished - started) / 1000,
@@ -283,7 +305,7 @@ const executeIn = (
     }
     const final = failure !== undefined || cancelled ? "" : answer
     const usage = Usage.fromPhases(tally.byPhase)
-    emit({
+    yield* emit({
       _tag: "Done",
       answer: final,
       iterations: tally.iterations,

@@ -15,7 +15,7 @@ import * as Message from "../../Message.js"
 import type { RunEvent } from "../../RunEvent.js"
 import type { Analysis } from "./analyze.js"
 import { formatResults } from "./analyze.js"
-import type { StepOutcome } from "./execute.js"
+import type { StepOutcome } from "./step.js"
 
 /** Each step's result is cut to this many characters in the synthesis prompt. */
 export const RESULT_MAX_CHARS = 10_000
@@ -70,7 +70,6 @@ export const fallbackAnswer = (results: ReadonlyArray<StepOutcome>, analysis: An
 export const synthesize = (
   llm: LlmService,
   input: SynthesisInput,
-  emit: (event: RunEvent) => void
+  emit: (event: RunEvent) => Effect.Effect<void>
 ): Effect.Effect<SynthesisResult> =>
-  streamWithFallback(llm, synthesisMessages(input), fallbackAnswer(input.results, input.analysis), (event) =>
-    Effect.sync(() => emit(event)))
+  streamWithFallback(llm, synthesisMessages(input), fallbackAnswer(input.results, input.analysis), emit)
