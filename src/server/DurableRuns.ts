@@ -1,9 +1,11 @@
 /**
  * Every server run is a durable workflow (`@effect/workflow` on
  * `@effect/cluster`) keyed by its run id. The run is the agent's own code path
- * (`ReactAgent.execute`) through a journal whose activities are workflow
- * activities: each loop LLM reply, tool outcome, tool selection, guard check,
- * interrupt drain and the synthesized answer is stored as it happens, so a run
+ * (`ReactAgent.execute`, or `DagAgent.execute` in DAG mode) through a journal
+ * whose activities are workflow activities: each loop LLM reply, tool outcome,
+ * tool selection, guard check, interrupt drain and the synthesized answer (in
+ * DAG mode also the plan, each step's run and result, each dispatch point and
+ * the analysis) is stored as it happens, so a run
  * whose process died continues — on the same file after a restart, or on
  * another instance sharing PostgreSQL — without calling the model or a
  * completed tool again. Its events are stored in the run log with their ids.
@@ -32,7 +34,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
 import * as ContextGuard from "../ContextGuard.js"
 import * as DagAgent from "../DagAgent.js"
 import * as Message from "../Message.js"
@@ -93,9 +94,6 @@ export class RunHost extends Context.Tag("effect-react-engine/server/RunHost")<R
  * @category layers
  */
 export const layerHost: Layer.Layer<RunHost> = Layer.sync(RunHost, () => RunHostModule.make(crypto.randomUUID()))
-
-/** The observation of a DAG run cut by a restart: DAG runs end there instead of being replayed. */
-const DAG_RESTART = "the server restarted during this DAG run; DAG runs are not resumed"
 
 const StoredHistory = Schema.Array(Message.ChatMessage)
 
@@ -242,24 +240,11 @@ const body = (payload: RunPayload) =>
       })
       : payload.mode
     if (mode === "react") return yield* agent.execute(input, journal)
-    // DAG runs stream their events inside one activity: a run cut by a crash ends with an error
-    yield* journal.activity({
-      name: "dag",
-      success: Schema.Void,
-      onRestart: () =>
-        Effect.zipRight(
-          journal.emit({ _tag: "RunFailed", message: DAG_RESTART, retryable: true }),
-          journal.emit({
-            _tag: "Done",
-            answer: "",
-            iterations: 0,
-            usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, llm_calls: 0, by_phase: {} },
-            elapsed: 0,
-            conversation_id: conversationId,
-            pending_injections: []
-          })
-        ),
-      execute: () => Stream.runForEach(dag.run(input), journal.emit)
+    // DAG mode: the plan, the steps' runs, the analysis and the synthesis are the run's
+    // activities; its steps' events are keyed by step (`emitOnce`), as they interleave
+    return yield* dag.execute(input, {
+      ...journal,
+      emitOnce: (key, event) => Effect.zipRight(Effect.sync(() => observe(event)), durable.emitOnce(key, event))
     })
   }).pipe(Effect.scoped)
 
