@@ -5,9 +5,10 @@
  */
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import type { DagOptions } from "../../src/DagAgent.js"
+import type { DagJournal, DagOptions } from "../../src/DagAgent.js"
 import * as DagAgent from "../../src/DagAgent.js"
 import type { ContextGuard } from "../../src/ContextGuard.js"
 import type { Hooks } from "../../src/Hooks.js"
@@ -187,3 +188,49 @@ export const requestsOf = (h: DagHarness) =>
   [h.main, ...Object.values(h.models)].flatMap((m) =>
     m.requests.map((r) => ({ model: m.service.model, kind: kindOf(r.request, r.method), request: r.request }))
   )
+
+/**
+ * What a durable host keeps of a run, in memory: each activity's result by
+ * name, the activities that started, the event keys stored. Interrupted
+ * activities store nothing (the workflow engine's rule: they run again).
+ */
+export interface MemoryStore {
+  readonly results: Map<string, Exit.Exit<unknown, unknown>>
+  readonly started: Set<string>
+  readonly keys: Set<string>
+}
+
+export const memoryStore = (): MemoryStore => ({ results: new Map(), started: new Set(), keys: new Set() })
+
+/**
+ * A journal over a `MemoryStore` that behaves as the server's for what a DAG
+ * run sees: a stored activity returns its stored result and does not run; one
+ * that started in an earlier execution and stored nothing runs `onRestart` when
+ * it has one (else `execute` with `restarted: true`); keyed events are sent once
+ * (`emitOnce`). `names` gets every activity name asked for, `events` every event sent.
+ */
+export const memoryJournal = (
+  store: MemoryStore,
+  sink: { readonly names: Array<string>; readonly events: Array<RunEvent> }
+): DagJournal => ({
+  activity: (o) =>
+    Effect.suspend(() => {
+      sink.names.push(o.name)
+      const stored = store.results.get(o.name)
+      if (stored !== undefined) return stored as Exit.Exit<any, any>
+      const restarted = store.started.has(o.name)
+      store.started.add(o.name)
+      const run = restarted && o.onRestart !== undefined ? o.onRestart() : o.execute({ restarted })
+      return Effect.onExit(run, (exit) =>
+        Effect.sync(() => {
+          if (!Exit.isInterrupted(exit)) store.results.set(o.name, exit)
+        }))
+    }),
+  emit: (event) => Effect.sync(() => void sink.events.push(event)),
+  emitOnce: (key, event) =>
+    Effect.sync(() => {
+      if (store.keys.has(key)) return
+      store.keys.add(key)
+      sink.events.push(event)
+    })
+})
