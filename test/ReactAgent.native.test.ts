@@ -55,6 +55,28 @@ describe("ReactAgent native mode", () => {
     }).pipe(Effect.provide(h.layer))
   })
 
+  it.effect("repeated and empty tool-call ids are renamed to ids unique within the message, also when the model used the renamed form", () => {
+    // the third "x" would be renamed call_1_2_x, which the model already sent as the first id
+    const h = makeAgent([
+      ScriptedLlm.toolCalls([
+        { id: "call_1_2_x", name: "add", arguments: { a: 1, b: 1 } },
+        { id: "x", name: "add", arguments: { a: 2, b: 2 } },
+        { id: "x", name: "add", arguments: { a: 3, b: 3 } },
+        { id: "", name: "add", arguments: { a: 4, b: 4 } }
+      ]),
+      ScriptedLlm.text("done"),
+      ScriptedLlm.text("done!")
+    ])
+    return Effect.gen(function*() {
+      yield* events("sums")
+      const second = messagesOf(h, 1)
+      const ids = (second[2] as any).tool_calls.map((c: any) => c.id)
+      assert.strictEqual(new Set(ids).size, 4, `unique ids: ${ids.join(",")}`)
+      assert.isTrue(ids.every((id: string) => id !== ""))
+      assert.deepStrictEqual(second.slice(3).map((m: any) => [m.tool_call_id, m.content]), ids.map((id: string, i: number) => [id, String(2 * (i + 1))]))
+    }).pipe(Effect.provide(h.layer))
+  })
+
   it.effect("no tools: tools and tool_choice are omitted", () => {
     const h = makeAgent([ScriptedLlm.text("hi"), ScriptedLlm.text("hello")], { tools: [] })
     return Effect.gen(function*() {

@@ -29,7 +29,8 @@ const normaliseIds = (calls: ReadonlyArray<ResponseToolCall>, iteration: number)
   const seen = new Set<string>()
   return calls.map((c, n) => {
     let id = c.id
-    if (id === "" || seen.has(id)) id = `call_${iteration}_${n}_${c.id}`
+    // deterministic (a replay renames alike) and unique also when the model sent an id of this very form
+    for (let k = 0; id === "" || seen.has(id); k++) id = `call_${iteration}_${n}${k === 0 ? "" : `_${k}`}_${c.id}`
     seen.add(id)
     const shownArgs = c.parsed._tag === "Right" ? c.parsed.right : c.arguments
     return { name: c.name, args: c.parsed, shownArgs, id }
