@@ -14,7 +14,7 @@ import * as TestClock from "effect/TestClock"
 import * as DagAgent from "../src/DagAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import { makeDag, memoryJournal, memoryStore, planReply, requestsOf, stepText } from "./utils/dagLayers.js"
+import { journalSink, makeDag, memoryJournal, memoryStore, planReply, requestsOf, stepText } from "./utils/dagLayers.js"
 
 const CID = "conv"
 const RESTART_ERROR = "interrupted by a server restart; not retried"
@@ -29,7 +29,27 @@ const dagLevel = (events: ReadonlyArray<RunEvent>) =>
 const stepLevel = (events: ReadonlyArray<RunEvent>) => events.filter((e) => "step_id" in e && e._tag !== "DagStep")
 const doneIn = (events: ReadonlyArray<RunEvent>) => events.find((e) => e._tag === "Done")
 
-const sink = () => ({ names: [] as Array<string>, events: [] as Array<RunEvent> })
+const sink = journalSink
+
+/** An event's identity: which step, which event of its loop (or of the run). */
+const identity = (e: RunEvent): string => {
+  const step = "step_id" in e && e._tag !== "DagStep" ? `${e.step_id}/` : ""
+  const at = "iteration" in e ? `@${e.iteration}` : ""
+  const call = "tool_call_id" in e && e.tool_call_id !== undefined ? `/${e.tool_call_id}` : ""
+  const dag = e._tag === "DagStep"
+    ? `:${e.status}:${e.step_id}`
+    : e._tag === "DagPhase"
+    ? `:${e.phase}:${e.round}`
+    : e._tag === "DagPlan"
+    ? `:${e.round}`
+    : ""
+  return `${step}${e._tag}${dag}${at}${call}`
+}
+/** Identities delivered more than once. */
+const repeated = (events: ReadonlyArray<RunEvent>) => {
+  const seen = new Set<string>()
+  return events.map(identity).filter((id) => !id.startsWith("Answer") && (seen.has(id) || !seen.add(id)))
+}
 
 describe("DagAgent through a journal", () => {
   it.effect("activity names: plan, dispatch points, each step's loop under the step and its stored result, analysis, drain, synthesis", () => {
@@ -86,7 +106,7 @@ describe("DagAgent through a journal", () => {
       yield* agent.execute({ query: "goal", conversationId: CID }, memoryJournal(store, second))
       assert.strictEqual(requestsOf(h).length, asked, "no model call")
       assert.deepStrictEqual(dagLevel(second.events), dagLevel(first.events))
-      assert.deepStrictEqual(stepLevel(second.events), [], "a step's events are not sent again")
+      assert.deepStrictEqual(second.delivered, [], "nothing is sent again")
       assert.sameMembers(second.names, first.names)
       const [a, b] = [doneIn(first.events), doneIn(second.events)]
       assert.isFalse(JSON.stringify(second.events).includes("Timed out"))
@@ -126,7 +146,12 @@ describe("DagAgent through a journal", () => {
       assert.include(resumed._tag === "Step" ? resumed.text : "", RESTART_ERROR)
       // the run's events again in the same order up to the cut, then on
       assert.deepStrictEqual(dagLevel(second.events).slice(0, dagLevel(first.events).length), dagLevel(first.events))
-      assert.isFalse(stepLevel(second.events).some((e) => "step_id" in e && e.step_id === "A"), "step A's events are not sent again")
+      assert.isFalse(stepLevel(second.delivered).some((e) => "step_id" in e && e.step_id === "A"), "step A's events are not sent again")
+      // every event reached the client once: none sent again, none lost (the resumed step's new ones included)
+      assert.deepStrictEqual(repeated([...first.delivered, ...second.delivered]), [])
+      const delivered = new Set([...first.delivered, ...second.delivered].map(identity))
+      for (const e of [...first.events, ...second.events]) assert.isTrue(delivered.has(identity(e)), `delivered: ${identity(e)}`)
+      assert.isTrue(delivered.has("B/ThinkingStart@2") && delivered.has("DagStep:done:B"))
       const toolDone = second.events.find((e) => e._tag === "ToolDone" && e.step_id === "B")
       assert.include(toolDone?._tag === "ToolDone" ? toolDone.error ?? "" : "", RESTART_ERROR)
       const done = doneIn(second.events)

@@ -6,6 +6,7 @@
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { DagJournal, DagOptions } from "../../src/DagAgent.js"
@@ -202,35 +203,63 @@ export interface MemoryStore {
 
 export const memoryStore = (): MemoryStore => ({ results: new Map(), started: new Set(), keys: new Set() })
 
+/** What one execution through a `memoryJournal` saw. */
+export interface JournalSink {
+  /** Every activity name asked for. */
+  readonly names: Array<string>
+  /** Every event the run emitted (stored or not). */
+  readonly events: Array<RunEvent>
+  /** The events a client got: the ones not stored yet. */
+  readonly delivered: Array<RunEvent>
+}
+
+export const journalSink = (): JournalSink => ({ names: [], events: [], delivered: [] })
+
+/** The activity whose execution emits (undefined: the run's body); a memory journal's own. */
+const Executing = FiberRef.unsafeMake<string | undefined>(undefined)
+
 /**
- * A journal over a `MemoryStore` that behaves as the server's for what a DAG
- * run sees: a stored activity returns its stored result and does not run; one
- * that started in an earlier execution and stored nothing runs `onRestart` when
- * it has one (else `execute` with `restarted: true`); keyed events are sent once
- * (`emitOnce`). `names` gets every activity name asked for, `events` every event sent.
+ * A journal over a `MemoryStore` that behaves as the server's
+ * (src/server/internal/durableJournal.ts) for what a DAG run sees: a stored
+ * activity returns its stored result and does not run; one that started in an
+ * earlier execution and stored nothing runs `onRestart` when it has one (else
+ * `execute` with `restarted: true`). Events are keyed as the server keys them:
+ * emitted while an activity executes, by that activity (never emitted again
+ * by a replay: delivered); from the body, by their position in the run;
+ * `emitOnce`, by the caller's key. A keyed event is delivered once.
  */
-export const memoryJournal = (
-  store: MemoryStore,
-  sink: { readonly names: Array<string>; readonly events: Array<RunEvent> }
-): DagJournal => ({
-  activity: (o) =>
-    Effect.suspend(() => {
-      sink.names.push(o.name)
-      const stored = store.results.get(o.name)
-      if (stored !== undefined) return stored as Exit.Exit<any, any>
-      const restarted = store.started.has(o.name)
-      store.started.add(o.name)
-      const run = restarted && o.onRestart !== undefined ? o.onRestart() : o.execute({ restarted })
-      return Effect.onExit(run, (exit) =>
-        Effect.sync(() => {
-          if (!Exit.isInterrupted(exit)) store.results.set(o.name, exit)
-        }))
-    }),
-  emit: (event) => Effect.sync(() => void sink.events.push(event)),
-  emitOnce: (key, event) =>
+export const memoryJournal = (store: MemoryStore, sink: JournalSink): DagJournal => {
+  let body = 0
+  const once = (key: string, event: RunEvent) =>
     Effect.sync(() => {
+      sink.events.push(event)
       if (store.keys.has(key)) return
       store.keys.add(key)
-      sink.events.push(event)
+      sink.delivered.push(event)
     })
-})
+  return {
+    activity: (o) =>
+      Effect.suspend(() => {
+        sink.names.push(o.name)
+        const stored = store.results.get(o.name)
+        if (stored !== undefined) return stored as Exit.Exit<any, any>
+        const restarted = store.started.has(o.name)
+        store.started.add(o.name)
+        const run = restarted && o.onRestart !== undefined ? o.onRestart() : o.execute({ restarted })
+        return Effect.locally(run, Executing, o.name).pipe(Effect.onExit((exit) =>
+          Effect.sync(() => {
+            if (!Exit.isInterrupted(exit)) store.results.set(o.name, exit)
+          })
+        ))
+      }),
+    emit: (event) =>
+      Effect.flatMap(FiberRef.get(Executing), (activity) =>
+        activity !== undefined
+          ? Effect.sync(() => {
+            sink.events.push(event)
+            sink.delivered.push(event)
+          })
+          : once(`b:${++body}`, event)),
+    emitOnce: once
+  }
+}
