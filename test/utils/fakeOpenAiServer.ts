@@ -98,6 +98,14 @@ export interface FakeOpenAiServer {
 
 let seq = 0
 
+/**
+ * A tool-call id of its own for the `k`-th call of the reply to the request at `index`
+ * (0-based, as a `FakeResponder` gets it): `call_<request#>_<k>`, request# counted from 1.
+ * A model asked again answers with new ids, as a real one does: a test whose fake uses
+ * these sees a re-asked model as new ids (and a tool run again under its new id).
+ */
+export const freshCallId = (index: number, k = 0): string => `call_${index + 1}_${k}`
+
 /** A chat.completion JSON body. */
 export const completionBody = (options: {
   readonly content?: string | null
