@@ -36,6 +36,11 @@ export const ToolStart = Schema.TaggedStruct("ToolStart", {
   tool_name: Schema.String,
   tool_args: Schema.Unknown,
   tool_call_id: Schema.optional(Schema.String),
+  /**
+   * The call's idempotency key (`Tool.CallContext.idempotencyKey`): what its
+   * handler gets, the same for every attempt of the call.
+   */
+  idempotency_key: Schema.optional(Schema.String),
   step_id
 })
 /**

@@ -15,10 +15,17 @@
  * Activity names are unique and deterministic within a run (`llm/3`,
  * `tool/3/call_ab12`): a replay asks for the same names in the same order.
  *
+ * Idempotency keys. A journal names every step of its run for the outside
+ * world too: `idempotencyKey(name)` is the same for every attempt of the step
+ * (a replay, a restart, another instance taking the run over) and different
+ * for every other step of every run (`makeIdempotencyKey`). A tool handler
+ * reads its call's key from `Tool.currentCall`.
+ *
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
+import { createHash } from "node:crypto"
 import type { RunEvent } from "./RunEvent.js"
 
 /**
@@ -59,6 +66,13 @@ export interface ActivityOptions<A, IA, E, IE> {
    * which costs one more write; implied by `onRestart`).
    */
   readonly restartAware?: boolean
+  /**
+   * At most one process executes it at a time (a tool call that a later
+   * attempt runs again): a durable host claims it in storage before it runs,
+   * waits while a live process holds it, and releases it once its result is
+   * stored. Nothing to do in process.
+   */
+  readonly exclusive?: boolean
   readonly execute: (context: ActivityContext) => Effect.Effect<A, E>
 }
 
@@ -77,26 +91,56 @@ export interface RunJournal {
    * run as such.
    */
   readonly inline?: boolean
+  /**
+   * The idempotency key of the step (activity) `name` of this run: the same
+   * for every attempt of it, across replays, restarts and takeovers, and
+   * different for every other step of every run (`makeIdempotencyKey` of the
+   * run's id and the full step name). Absent only in a journal written
+   * without keys; the run's tool calls then carry none.
+   */
+  readonly idempotencyKey?: (name: string) => string
 }
 
 const firstRun: ActivityContext = { restarted: false }
 
 /**
+ * The idempotency key of step `name` of run `runId`: `ik_` and the first 32
+ * hex digits (128 bits) of the SHA-256 of `<runId>`, a NUL character and
+ * `<name>` — 35 characters of `[a-z0-9_]`, safe in a URL, a header or a
+ * database key whatever the run id and the provider's call ids contain.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const makeIdempotencyKey = (runId: string, name: string): string =>
+  `ik_${createHash("sha256").update(`${runId}\u0000${name}`).digest("hex").slice(0, 32)}`
+
+/**
  * The in-process journal: activities run as they are, events go to `emit`.
+ * Its tool calls' idempotency keys derive from `runId`, by default a random
+ * id made when the journal is (make one journal per run).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const passThrough = (emit: (event: RunEvent) => Effect.Effect<void>): RunJournal => ({
-  activity: (options) => options.execute(firstRun),
-  emit,
-  inline: true
-})
+export const passThrough = (
+  emit: (event: RunEvent) => Effect.Effect<void>,
+  options?: { readonly runId?: string }
+): RunJournal => {
+  const runId = options?.runId ?? `run_${crypto.randomUUID()}`
+  return {
+    activity: (activity) => activity.execute(firstRun),
+    emit,
+    inline: true,
+    idempotencyKey: (name) => makeIdempotencyKey(runId, name)
+  }
+}
 
 /**
  * A journal for a run nested in another (e.g. a step of a DAG run): its
- * activity names are prefixed, and its events are mapped (or dropped when `map`
- * returns `undefined`) before they reach the parent journal.
+ * activity names are prefixed (so are the names its idempotency keys derive
+ * from: the parent's key of the prefixed name), and its events are mapped (or
+ * dropped when `map` returns `undefined`) before they reach the parent journal.
  *
  * @since 0.1.0
  * @category combinators
@@ -112,8 +156,10 @@ export const nested = (
 ): RunJournal => {
   const map = options.map
   const emit = options.emit ?? parent.emit
+  const key = parent.idempotencyKey
   return {
     ...(parent.inline === true ? { inline: true } : {}),
+    ...(key !== undefined ? { idempotencyKey: (name: string) => key(`${options.prefix}${name}`) } : {}),
     activity: (activity) => parent.activity({ ...activity, name: `${options.prefix}${activity.name}` }),
     emit: map === undefined ? emit : (event) => {
       const mapped = map(event)

@@ -93,6 +93,16 @@ export interface CallContext {
   /** The provider's call id (native mode); absent in JSON mode. */
   readonly toolCallId?: string
   readonly iteration: number
+  /**
+   * The call's idempotency key: the same for every attempt of this call (a
+   * durable run replayed after a crash, restarted, or taken over by another
+   * instance runs an idempotent call again with the same key) and different
+   * for every other call. Pass it to a backend that deduplicates (a payments
+   * API's `Idempotency-Key`, an `INSERT … ON CONFLICT`) to make the call's
+   * effect happen once. The `iteration start` event carries it too
+   * (`idempotency_key`). Absent only under a `RunJournal` that gives no keys.
+   */
+  readonly idempotencyKey?: string
   /** The conversation of the run that made the call. */
   readonly conversationId: string
   /** The conversation whose user answers the run's approvals (its own, or the run's parent's). */

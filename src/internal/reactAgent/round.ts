@@ -19,8 +19,11 @@
  *   waits again), and its tool runs — approved — or is answered `Error: the
  *   user denied this call` in a third one (`tool/3/call_ab12/decided`). A
  *   non-idempotent call in flight at a crash is answered `RESTART_ERROR`
- *   instead of running twice. The activities of a round run in a fiber each,
- *   and each activity's call in a fiber of its own (two per call).
+ *   instead of running twice; an idempotent one runs again with the same
+ *   idempotency key (derived from the step name, `toolCall.stepName`), its
+ *   activities `exclusive` (one process at a time, a claim in storage). The
+ *   activities of a round run in a fiber each, and each activity's call in a
+ *   fiber of its own (two per call).
  *
  * @internal
  */
@@ -39,7 +42,18 @@ import * as Telemetry from "../../Telemetry.js"
 import * as Spans from "../telemetry/spans.js"
 import type { LoopEnv } from "./env.js"
 import type { CallRequest, Finished, Restore } from "./toolCall.js"
-import { askOf, callBody, CallOutcome, complete, completeThen as completeCall, decidedBody, failure, observationOf, RESTART_ERROR } from "./toolCall.js"
+import {
+  askOf,
+  callBody,
+  CallOutcome,
+  complete,
+  completeThen as completeCall,
+  decidedBody,
+  failure,
+  observationOf,
+  RESTART_ERROR,
+  stepName
+} from "./toolCall.js"
 
 /**
  * Runs the calls of a round (their `ToolStart` events are emitted); their
@@ -236,17 +250,19 @@ const FirstPart = Schema.Union(CallOutcome, AwaitingApproval)
 /** One call as journal activities (see the module comment). */
 const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<CallOutcome> => {
   const tool = Either.isRight(call.args) ? env.tools.resolve(call.name) : undefined
-  const name = `tool/${iteration}/${call.id ?? "json"}`
+  const name = stepName(iteration, call.id)
   const restarted = Effect.flatMap(Clock.currentTimeMillis, (now) =>
     complete(env, call, iteration, now, { _tag: "Answered", args: call.shownArgs, outcome: failure(RESTART_ERROR) }))
-  const onRestart = tool?.idempotent === true ? {} : { onRestart: () => restarted }
+  // an idempotent call runs again after a crash: one process at a time (a claim in storage);
+  // any other is answered with an error instead
+  const afterCrash = tool?.idempotent === true ? { exclusive: true } : { onRestart: () => restarted }
   const span = { name: call.name, id: call.id, iteration }
   /** The call once a person answered. */
   const decided = (args: Record<string, unknown>, verdict: Parameters<typeof decidedBody>[4]) =>
     env.journal.activity({
       name: `${name}/decided`,
       success: CallOutcome,
-      ...onRestart,
+      ...afterCrash,
       execute: () =>
         Effect.flatMap(Clock.currentTimeMillis, (started) =>
           Effect.flatMap(
@@ -257,7 +273,7 @@ const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Eff
   return env.journal.activity({
     name,
     success: FirstPart,
-    ...onRestart,
+    ...afterCrash,
     execute: () =>
       Effect.flatMap(Clock.currentTimeMillis, (started) =>
         Effect.flatMap(

@@ -50,6 +50,17 @@ export const CallOutcome = Schema.Struct({
 })
 export type CallOutcome = typeof CallOutcome.Type
 
+/**
+ * The journal step of a call: `tool/<iteration>/<call id>` (`json` for the one
+ * call of a JSON-mode iteration). Its activities are named after it, and its
+ * idempotency key derives from it.
+ */
+export const stepName = (iteration: number, id: string | undefined): string => `tool/${iteration}/${id ?? "json"}`
+
+/** The call's idempotency key (`Tool.CallContext.idempotencyKey`), when the journal gives keys. */
+const keyOf = (env: LoopEnv, iteration: number, id: string | undefined): string | undefined =>
+  env.journal.idempotencyKey?.(stepName(iteration, id))
+
 /** The cycle-detection identity of a call: its name and canonical arguments. */
 export const cycleKey = (call: CallRequest): string =>
   `${call.name}\u0000${Either.isRight(call.args) ? Json.canonical(call.args.right) : String(call.shownArgs)}`
@@ -72,13 +83,15 @@ export const failure = (message: string): ToolOutcome => ({ _tag: "Failure", mes
  */
 const runTool = <A>(env: LoopEnv, tool: Tool.Tool, context: ToolUseContext, then: (outcome: ToolOutcome) => A): Effect.Effect<A> => {
   const timeout = Duration.decode(tool.timeout ?? env.options.toolTimeout)
+  const key = keyOf(env, context.iteration, context.toolCallId)
   const call: Tool.CallContext = {
     toolName: context.toolName,
     iteration: context.iteration,
     conversationId: context.conversationId,
     approverConversationId: env.approverConversationId,
     emit: env.journal.emit,
-    ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {})
+    ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {}),
+    ...(key !== undefined ? { idempotencyKey: key } : {})
   }
   const handling = Effect.zipRight(FiberRef.set(Tool.currentCall, Option.some(call)), Effect.interruptible(Tool.executeUnchecked(tool, context.args)))
   const succeeded = (result: unknown): ToolOutcome => {
@@ -325,15 +338,18 @@ export const observationOf = (o: CallOutcome): { readonly text: string; readonly
   return { text, budgeted: true }
 }
 
-/** The `ToolStart` event of a call. */
-export const emitStart = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<void> =>
-  env.journal.emit({
+/** The `ToolStart` event of a call (with the idempotency key its handler gets). */
+export const emitStart = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<void> => {
+  const key = keyOf(env, iteration, call.id)
+  return env.journal.emit({
     _tag: "ToolStart",
     iteration,
     tool_name: call.name,
     tool_args: call.shownArgs,
-    ...(call.id !== undefined ? { tool_call_id: call.id } : {})
+    ...(call.id !== undefined ? { tool_call_id: call.id } : {}),
+    ...(key !== undefined ? { idempotency_key: key } : {})
   })
+}
 
 /** The observation of a call that was in flight when its process died and is not run again. */
 export const RESTART_ERROR = "interrupted by a server restart; not retried"
