@@ -14,6 +14,12 @@
  * warning, skipped and reported in `failed` (with its error); a bad configuration
  * file is logged and gives no tools: MCP never stops the app.
  *
+ * A tool annotated `idempotentHint` is idempotent (a durable run runs it again
+ * when a crash cut its call). Every call sends the call's idempotency key in
+ * the request's `_meta` (`{"_meta": {"idempotencyKey": "ik_…"}}`), the same
+ * for every attempt of the call: a server that deduplicates on it makes the
+ * call's effect happen once.
+ *
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"

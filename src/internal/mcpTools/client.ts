@@ -1,6 +1,8 @@
 /**
  * Starting one MCP server (stdio child process or remote HTTP), listing its tools
- * and wrapping each one as a `Tool`.
+ * and wrapping each one as a `Tool`. A call sends its idempotency key
+ * (`Tool.CallContext.idempotencyKey`) in the request's `_meta`
+ * (`idempotencyKey`).
  *
  * @internal
  */
@@ -10,10 +12,12 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import type { JsonSchemaObject } from "../../Llm.js"
 import type { Tool } from "../../Tool.js"
-import { fromJsonSchema, ToolError } from "../../Tool.js"
+import { currentCall, fromJsonSchema, ToolError } from "../../Tool.js"
 import type { ServerConfig } from "./config.js"
 import { isStdio, toolName } from "./config.js"
 
@@ -116,9 +120,17 @@ const wrapTool = (server: string, client: Client, mcpTool: {
     // a durable run re-runs an idempotent call cut by a restart (any other is answered with an error)
     idempotent: mcpTool.annotations?.idempotentHint === true,
     handler: (args) =>
-      Effect.tryPromise({
-        try: (signal) => client.callTool({ name: mcpTool.name, arguments: args }, undefined, { signal }),
-        catch: (e) => new ToolError({ message: `MCP server "${server}" failed on ${mcpTool.name}: ${errorText(e)}` })
+      Effect.flatMap(FiberRef.get(currentCall), (call) => {
+        // the call's idempotency key goes in the request's `_meta`: a server that deduplicates
+        // on it makes an idempotent call's effect happen once, however often it is attempted
+        const key = Option.isSome(call) ? call.value.idempotencyKey : undefined
+        const params = key === undefined
+          ? { name: mcpTool.name, arguments: args }
+          : { name: mcpTool.name, arguments: args, _meta: { idempotencyKey: key } }
+        return Effect.tryPromise({
+          try: (signal) => client.callTool(params, undefined, { signal }),
+          catch: (e) => new ToolError({ message: `MCP server "${server}" failed on ${mcpTool.name}: ${errorText(e)}` })
+        })
       }).pipe(
         Effect.flatMap((result) => {
           const text = contentToText(result)
