@@ -95,9 +95,10 @@ export interface RunLogService {
   /** A client attached (`+1`) or left (`-1`). */
   readonly lease: (runId: string, delta: 1 | -1, now: number) => Effect.Effect<void, RunLogError>
   /**
-   * Forgets every client lease of the running runs (their grace starts now):
-   * at the boot of the only instance, the clients that held them were
-   * connected to the process that died.
+   * Forgets every client lease of the running runs (their grace starts now)
+   * and every activity claim: at the boot of the only instance, the clients
+   * that held them were connected to the process that died, and the claims
+   * were that process's.
    */
   readonly releaseAll: (now: number) => Effect.Effect<void, RunLogError>
   /** Restarts the detach grace of a run no client holds (a resumed run's clients are reconnecting). */
@@ -115,6 +116,19 @@ export interface RunLogService {
    * did before; the process that started it first.
    */
   readonly markStarted: (runId: string, name: string, boot: string) => Effect.Effect<string, RunLogError>
+  /**
+   * Claims the run's activity `name` (a tool call) for process `boot`, for
+   * `leaseMs` from now on the database's clock, in one statement: taken when
+   * nobody holds it, when `boot` holds it already, or when its holder's lease
+   * has expired (the holder is dead, or stopped renewing it). The process that
+   * started the activity first (as `markStarted` records it), or none while
+   * another process holds a live lease.
+   */
+  readonly claim: (runId: string, name: string, boot: string, leaseMs: number) => Effect.Effect<Option.Option<string>, RunLogError>
+  /** Extends `boot`'s claim by `leaseMs` from now; false when `boot` no longer holds it. */
+  readonly renewClaim: (runId: string, name: string, boot: string, leaseMs: number) => Effect.Effect<boolean, RunLogError>
+  /** Ends `boot`'s claim (the activity's result is stored): the next claim takes it at once. */
+  readonly releaseClaim: (runId: string, name: string, boot: string) => Effect.Effect<void, RunLogError>
   /** Deletes finished runs older than `before` (ms) and their events and messages. */
   readonly prune: (before: number) => Effect.Effect<number, RunLogError>
 }
@@ -167,6 +181,11 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
   const columns = sql`run_id, conversation_id, query, status, started_at, last_seq, cancel_requested, leases, detached_at, waiting`
 
   const one = (rows: ReadonlyArray<RunSqlRow>) => Option.map(Option.fromNullable(rows[0]), toRun)
+  // claims expire on the database's clock (ms since the epoch): instances' clocks may differ
+  const now = sql.onDialectOrElse({
+    pg: () => sql.literal("(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"),
+    orElse: () => sql.literal("CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)")
+  })
 
   const service: RunLogService = {
     start: ({ conversationId, query, runId }) =>
@@ -252,8 +271,11 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
         Effect.asVoid,
         Effect.mapError(failure("updating the run's clients failed"))
       ),
-    releaseAll: (now) =>
-      sql`UPDATE react_runs SET leases = 0, detached_at = ${now} WHERE status = 'running' AND leases > 0`.pipe(
+    releaseAll: (at) =>
+      sql.withTransaction(Effect.zipRight(
+        sql`UPDATE react_runs SET leases = 0, detached_at = ${at} WHERE status = 'running' AND leases > 0`,
+        sql`UPDATE react_activity_starts SET lease_until = 0 WHERE lease_until > 0`
+      )).pipe(
         Effect.asVoid,
         Effect.mapError(failure("releasing the clients of a previous process failed"))
       ),
@@ -297,6 +319,27 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
         const rows = yield* sql<{ boot: string }>`SELECT boot FROM react_activity_starts WHERE run_id = ${runId} AND name = ${name}`
         return rows[0]?.boot ?? boot
       })).pipe(Effect.mapError(failure("recording an activity's start failed"))),
+    claim: (runId, name, boot, leaseMs) =>
+      sql<{ boot: string }>`INSERT INTO react_activity_starts (run_id, name, boot, holder, lease_until)
+        VALUES (${runId}, ${name}, ${boot}, ${boot}, ${now} + ${leaseMs})
+        ON CONFLICT (run_id, name) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until
+        WHERE react_activity_starts.holder IS NULL OR react_activity_starts.holder = excluded.holder
+          OR react_activity_starts.lease_until IS NULL OR react_activity_starts.lease_until < ${now}
+        RETURNING boot`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]?.boot)),
+        Effect.mapError(failure("claiming a tool call failed"))
+      ),
+    renewClaim: (runId, name, boot, leaseMs) =>
+      sql<{ boot: string }>`UPDATE react_activity_starts SET lease_until = ${now} + ${leaseMs}
+        WHERE run_id = ${runId} AND name = ${name} AND holder = ${boot} RETURNING boot`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.mapError(failure("renewing a tool call's claim failed"))
+      ),
+    releaseClaim: (runId, name, boot) =>
+      sql`UPDATE react_activity_starts SET lease_until = 0 WHERE run_id = ${runId} AND name = ${name} AND holder = ${boot}`.pipe(
+        Effect.asVoid,
+        Effect.mapError(failure("releasing a tool call's claim failed"))
+      ),
     prune: (before) =>
       sql.withTransaction(Effect.gen(function*() {
         const old = yield* sql<{ run_id: string }>`SELECT run_id FROM react_runs WHERE status = 'done' AND started_at < ${before}`

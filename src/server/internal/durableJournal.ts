@@ -26,6 +26,13 @@
  * started it (`RunLog.markStarted`); when that is not this process, it had
  * been in flight when its process died.
  *
+ * Exclusive activities (an idempotent tool call, which a later attempt runs
+ * again) are claimed in storage before they run and released once their
+ * result is stored (`callClaim.ts`): one process at a time executes them,
+ * also during a takeover. The claim also tells who started it first, so it
+ * costs no `markStarted`. The run's idempotency keys derive from its run id
+ * (`RunJournal.makeIdempotencyKey`).
+ *
  * @internal
  */
 import * as Activity from "@effect/workflow/Activity"
@@ -39,8 +46,10 @@ import * as Schema from "effect/Schema"
 import type { RunEvent } from "../../RunEvent.js"
 import { toWire } from "../../RunEvent.js"
 import type { ActivityOptions, RunJournal } from "../../RunJournal.js"
+import { makeIdempotencyKey } from "../../RunJournal.js"
 import type { RunLogService } from "../RunLog.js"
 import * as Sse from "../Sse.js"
+import * as CallClaim from "./callClaim.js"
 import type { LocalRun, RunHost } from "./runHost.js"
 
 /** The activity whose execution emits the current events (undefined: the run's own body). */
@@ -68,8 +77,11 @@ export const make = (options: {
   readonly rewrite?: (event: RunEvent, data: Record<string, unknown>) => Record<string, unknown>
   /** Runs before `Done` is stored (storing the turn, releasing the conversation). */
   readonly beforeDone?: (done: Extract<RunEvent, { _tag: "Done" }>) => Effect.Effect<void>
+  /** How exclusive activities' claims are held (`callClaim.ts`; defaults: `CallClaim.defaults`). */
+  readonly claims?: Partial<CallClaim.ClaimSettings>
 }): DurableJournal => {
   const { host, log, runId } = options
+  const claims: CallClaim.ClaimSettings = { ...CallClaim.defaults, ...options.claims }
   const keys = new Set(options.stored.keys)
   let seq = options.stored.lastSeq
   let body = 0
@@ -134,18 +146,37 @@ export const make = (options: {
         }),
         options.workflow
       )
+    const run = (restarted: boolean) => (restarted && o.onRestart !== undefined ? o.onRestart() : o.execute({ restarted }))
+    if (o.exclusive === true) {
+      // released once the result is stored (the activity returned), when it ran in this process
+      let ran = false
+      const claim = { log, runId, name: o.name, boot: host.bootId, settings: claims }
+      return Effect.tap(
+        make(Effect.suspend(() => {
+          ran = true
+          return CallClaim.exclusive(claim, run)
+        })),
+        () =>
+          ran
+            ? Effect.catchAll(log.releaseClaim(runId, o.name, host.bootId), (e) => Effect.logWarning(`run ${runId}: ${e.message}`))
+            : Effect.void
+      )
+    }
     if (o.onRestart === undefined && o.restartAware !== true) {
       return make(Effect.suspend(() => o.execute({ restarted: false })))
     }
     // who started it is kept beside the run log (a row, cheaper than one more activity)
     return Effect.flatMap(
       Effect.orDie(log.markStarted(runId, o.name, host.bootId)),
-      (startedBy) => {
-        const restarted = startedBy !== host.bootId
-        return make(Effect.suspend(() => (restarted && o.onRestart !== undefined ? o.onRestart() : o.execute({ restarted }))))
-      }
+      (startedBy) => make(Effect.suspend(() => run(startedBy !== host.bootId)))
     )
   }
 
-  return { activity, emit, emitOnce: store, skipped: () => skipped }
+  return {
+    activity,
+    emit,
+    emitOnce: store,
+    skipped: () => skipped,
+    idempotencyKey: (name) => makeIdempotencyKey(runId, name)
+  }
 }

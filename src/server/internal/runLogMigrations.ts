@@ -73,6 +73,13 @@ const migrations = {
       boot TEXT NOT NULL,
       PRIMARY KEY (run_id, name)
     )`
+  }),
+  "4_activity_claims": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // a tool call's claim (`RunLog.claim`): the process executing it now, and until when its
+    // lease holds (ms since the epoch, the database's clock); NULL on rows written before
+    yield* sql`ALTER TABLE react_activity_starts ADD COLUMN holder TEXT`
+    yield* sql`ALTER TABLE react_activity_starts ADD COLUMN lease_until BIGINT`
   })
 }
 
