@@ -1,4 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -93,6 +95,34 @@ describe("ReactAgent tool calls", () => {
       // the next round's call gets a deadline of its own again
       assert.strictEqual(byId.again?.observation, "Error: Tool hang timed out after 50ms")
       assert.strictEqual(r.answer, "done")
+    }).pipe(Effect.provide(h.layer))
+  })
+
+  it.live("a tool's own shorter timeout fires even when the clock's sleep ends a little early (Node timers under load)", () => {
+    // a clock whose sleeps end 10 ms before they should: the one-shot timer of a call whose deadline
+    // is earlier than the run's timer wakes before its deadline and must sleep the rest, not give up
+    const base = Clock.make()
+    const early: Clock.Clock = {
+      [Clock.ClockTypeId]: Clock.ClockTypeId,
+      unsafeCurrentTimeMillis: () => base.unsafeCurrentTimeMillis(),
+      unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos(),
+      currentTimeMillis: base.currentTimeMillis,
+      currentTimeNanos: base.currentTimeNanos,
+      sleep: (d) => base.sleep(Duration.millis(Math.max(0, Duration.toMillis(d) - 10)))
+    }
+    const h = makeAgent([
+      ScriptedLlm.toolCalls([
+        { id: "slow", name: "sleep", arguments: { ms: 200 } },
+        { id: "timeout", name: "hang", arguments: {} }
+      ]),
+      ScriptedLlm.text("done"),
+      ScriptedLlm.text("done")
+    ], { agent: { toolTimeout: "60 seconds" } })
+    return Effect.gen(function*() {
+      yield* run("q").pipe(Effect.withClock(early), Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the 50 ms tool timeout never fired") }))
+      const byId = Object.fromEntries(toolMessages(messagesOf(h, 1)))
+      assert.include(byId.timeout, "Error: Tool hang timed out after 50ms")
+      assert.strictEqual(byId.slow, "slept 200")
     }).pipe(Effect.provide(h.layer))
   })
 

@@ -88,9 +88,16 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.map(Eff
     return Effect.zipRight(interruptAll(due), sleepOn)
   })
 
-  /** A timer for one deadline earlier than the run's timer: interrupts what is due then, once. */
-  const oneShot = (at: number, now: number) =>
-    Effect.zipRight(Effect.sleep(Duration.millis(at - now)), Effect.flatMap(Clock.currentTimeMillis, (t) => interruptAll(takeDue(t))))
+  /**
+   * A timer for one deadline earlier than the run's timer: interrupts what is due then, once.
+   * A sleep may end a little before the clock reaches the deadline (Node's timers under load):
+   * it then sleeps the rest instead of finding nothing due and never looking again.
+   */
+  const oneShot = (at: number, now: number): Effect.Effect<void> =>
+    Effect.zipRight(
+      Effect.sleep(Duration.millis(at - now)),
+      Effect.flatMap(Clock.currentTimeMillis, (t) => t < at ? oneShot(at, t) : interruptAll(takeDue(t)))
+    )
 
   // timers are forked from a call's uninterruptible fiber: they must stay interruptible (the run's end stops them)
   const start = (timerFiber: Effect.Effect<void>) => Effect.asVoid(Effect.forkIn(Effect.interruptible(timerFiber), scope))
