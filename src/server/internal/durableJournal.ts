@@ -15,7 +15,9 @@
  *
  * Event identity. A replay re-emits the events of the run's deterministic part
  * in the same order: they are keyed by their position (`b:<n>`) and skipped
- * when stored. Events emitted while an activity executes are keyed by the
+ * when stored. Approval events, which the concurrent calls of a round emit from
+ * the body in an order a replay need not repeat, are keyed by their approval id
+ * (`a:<approval id>:requested|decided`). Events emitted while an activity executes are keyed by the
  * activity, the process and their position in it (`<activity>@<boot>:<n>`):
  * a completed activity does not run again, so its events are not re-emitted;
  * an activity re-run after a crash emits new ones. Event ids continue from the
@@ -108,7 +110,11 @@ export const make = (options: {
   const emit = (event: RunEvent): Effect.Effect<void> =>
     Effect.flatMap(FiberRef.get(CurrentActivity), (activity) => {
       let key: string
-      if (activity === undefined) {
+      if (event._tag === "ApprovalRequested" || event._tag === "ApprovalDecided") {
+        // asked from the body by the calls of a round concurrently, in an order a replay may not
+        // repeat: keyed by what they are, not by their position (one of each per approval id)
+        key = `a:${event.approval_id}:${event._tag === "ApprovalRequested" ? "requested" : "decided"}`
+      } else if (activity === undefined) {
         key = `b:${++body}`
       } else {
         const n = (positions.get(activity) ?? 0) + 1

@@ -1,0 +1,70 @@
+/**
+ * How a durable run's journal keys its events, against the real run log on a
+ * SQLite file: a process that stored some events dies, the next one replays
+ * the run and emits them again — possibly in another order, where calls of a
+ * round emit concurrently — and every event must end up stored exactly once.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { RunEvent } from "../../src/RunEvent.js"
+import * as Database from "../../src/server/Database.js"
+import * as DurableJournal from "../../src/server/internal/durableJournal.js"
+import * as RunHost from "../../src/server/internal/runHost.js"
+import * as RunLog from "../../src/server/RunLog.js"
+
+const requested = (id: string, call: string): RunEvent => ({
+  _tag: "ApprovalRequested",
+  approval_id: id,
+  tool_call_id: call,
+  tool_name: "pay",
+  tool_args: { call },
+  args_hash: `h_${call}`,
+  iteration: 1
+})
+
+/** A journal of run `r1` as a (new) process would make it, continuing from what the log holds. */
+const journalOf = (log: RunLog.RunLogService, boot: string) =>
+  Effect.gen(function*() {
+    const stored = yield* Effect.orDie(log.storedKeys("r1"))
+    const cancel = yield* Deferred.make<void>()
+    return DurableJournal.make({
+      runId: "r1",
+      // emitting from the body touches no workflow activity
+      workflow: Context.empty() as Context.Context<WorkflowEngine | WorkflowInstance>,
+      host: RunHost.make(boot),
+      log,
+      local: { runId: "r1", conversationId: "c1", cancel },
+      stored
+    })
+  })
+
+describe("durable journal: event keys", () => {
+  it.scoped("approval events of concurrent calls are stored once each, whatever order a replay asks in", () =>
+    Effect.gen(function*() {
+      const filename = join(mkdtempSync(join(tmpdir(), "journal-keys-")), "runs.sqlite")
+      const log = yield* Effect.map(
+        Layer.build(RunLog.layer.pipe(Layer.provide(Database.layer({ _tag: "Sqlite", filename })), Layer.orDie)),
+        Context.get(RunLog.RunLog)
+      )
+      yield* Effect.orDie(log.start({ runId: "r1", conversationId: "c1", query: "pay twice" }))
+      // the first process: call A asked for its approval, then the process died before call C did
+      const first = yield* journalOf(log, "boot-1")
+      yield* first.emit(requested("ap_A", "call_A"))
+      // the replay: C's fiber happens to ask first this time
+      const second = yield* journalOf(log, "boot-2")
+      yield* second.emit(requested("ap_C", "call_C"))
+      yield* second.emit(requested("ap_A", "call_A"))
+      const events = yield* Effect.orDie(log.eventsAfter("r1", 0))
+      const ids = events.map((e) => JSON.parse(e.data).approval_id)
+      assert.deepStrictEqual(ids, ["ap_A", "ap_C"], "each approval request stored once, none lost")
+      assert.deepStrictEqual(events.map((e) => e.seq), [1, 2])
+      assert.strictEqual(second.skipped(), 1)
+    }))
+})
