@@ -22,7 +22,6 @@ import {
   assertKillPoint,
   describeIds,
   describeRecords,
-  followSse,
   KILL_POINTS,
   type KillPoint,
   limit,
@@ -30,12 +29,13 @@ import {
   matrixModel,
   matrixReport,
   resume,
+  runToKillPoint,
   shape,
   sqliteSetup,
   waitUntil
 } from "../utils/killMatrix.js"
 import { type ServerProcess, startServerProcess } from "../utils/serverProcess.js"
-import { getJson, postJson, type SseEvent } from "../utils/sse.js"
+import { getJson, postJson } from "../utils/sse.js"
 
 const report = matrixReport("Kill-point matrix, SQLite (one process, kill -9 of its group, restart on the same file and port)", "kill-matrix-sqlite.md")
 afterAll(() => report.print())
@@ -55,32 +55,13 @@ const killAt = (point: KillPoint, conversation: string) =>
     try {
       const first = await startServerProcess({ ...s.env, ...point.env })
       servers.push(first)
-      // the client follows the run until the process dies; the kill fires on an event or on the poll
-      const before: Array<SseEvent> = []
-      let kill: Promise<void> | undefined
-      const check = () => {
-        if (kill !== undefined || !point.when({ events: before, requests: fake.requests.length, records: s.records() })) return
-        kill = (async () => {
-          await point.beforeKill?.(first.url, conversation)
-          await first.kill("SIGKILL")
-        })()
-      }
-      const poll = setInterval(check, 25)
-      const stream = followSse(`${first.url}/api/react`, {
-        body: { query: "record something", conversation_id: conversation },
-        onEvent: (e) => {
-          before.push(e)
-          check()
-        },
-        timeoutMs: 90_000
+      const before = await runToKillPoint({
+        url: first.url,
+        conversation,
+        point,
+        state: () => ({ requests: fake.requests.length, records: s.records() }),
+        kill: () => first.kill("SIGKILL")
       })
-      try {
-        await waitUntil(() => kill !== undefined, 60_000, `the kill point "${point.name}" (events ${before.map((e) => e.id).join(",")})`)
-        await kill
-      } finally {
-        clearInterval(poll)
-      }
-      await stream
       // nothing reaches the fake from the dead process: what it has now was asked before the kill
       requestsBefore = fake.requests.length
       const recordsBefore = s.records()

@@ -20,6 +20,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as FakeOpenAi from "./fakeOpenAiServer.js"
+import type { Postgres } from "./postgres.js"
+import { freePort, type ServerProcess, startServerProcess } from "./serverProcess.js"
 import { getJson, openSse, type SseEvent } from "./sse.js"
 
 export const RECORDER = fileURLToPath(new URL("./recorderMcp.ts", import.meta.url))
@@ -115,6 +117,49 @@ export const sqliteSetup = (llmUrl: string): SqliteSetup => {
     }
   }
 }
+
+/** Several instances on one PostgreSQL database: one record file, per-instance MCP configs (lines name the instance) and runner ports. */
+export interface PgCluster {
+  /** The database's URL. */
+  readonly url: string
+  readonly records: () => Array<string>
+  readonly env: (instance: string) => Promise<Record<string, string>>
+}
+
+/** A database on `pg` for instances of the model at `llmUrl` (shard locks expire after 3 s: takeovers are quick). */
+export const pgCluster = (pg: Postgres, database: string, llmUrl: string, extra: Record<string, string> = {}): PgCluster => {
+  const dir = mkdtempSync(join(tmpdir(), "react-pg-durable-"))
+  const file = recordFile(dir)
+  const url = pg.createDatabase(database)
+  return {
+    url,
+    records: file.records,
+    env: async (instance) => ({
+      DATABASE_URL: url,
+      CLUSTER_PORT: String(await freePort()),
+      CLUSTER_SHARD_LOCK_EXPIRATION_MS: "3000",
+      CLUSTER_SHARD_LOCK_REFRESH_MS: "1000",
+      MCP_CONFIG: recorderConfig(dir, file, instance),
+      RUN_DETACH_GRACE_MS: "120000",
+      ...modelEnv(llmUrl),
+      ...extra
+    })
+  }
+}
+
+/** Starts A then B (one after the other: the first start creates the tables). */
+export const startTwo = async (c: PgCluster): Promise<readonly [ServerProcess, ServerProcess]> => {
+  const a = await startServerProcess(await c.env("A"))
+  try {
+    return [a, await startServerProcess(await c.env("B"))]
+  } catch (error) {
+    await a.kill()
+    throw error
+  }
+}
+
+/** The instance a record line names (`start k0 A` → `A`). */
+export const instanceOf = (line: string): string => line.split(" ")[2]
 
 // ---------------------------------------------------------------------------
 // Requests and messages
@@ -348,6 +393,23 @@ export const assertStartsFromStored = (o: KillObservation) => {
   for (const id of assistantCallIds(first)) assert.isTrue(given.has(id), `${id} was given before the kill: ${context}`)
 }
 
+/**
+ * Every tool call has one `ToolStart` and one `ToolDone` across the kill: a `done` the client
+ * was shown is the call's outcome (stored before it went out), never followed by another one.
+ */
+export const assertOneOutcomePerCall = (events: ReadonlyArray<SseEvent>) => {
+  const byCall = new Map<string, Array<string>>()
+  for (const e of events) {
+    if (!isEvent(e, "step", { type: "iteration" })) continue
+    const seen = byCall.get(e.data.tool_call_id) ?? []
+    seen.push(`${e.id}:${e.data.status}${e.data.status === "done" ? `(${String(e.data.observation).slice(0, 60)})` : ""}`)
+    byCall.set(e.data.tool_call_id, seen)
+  }
+  for (const [id, seen] of byCall) {
+    assert.deepStrictEqual(seen.map((x) => x.split(":")[1].split("(")[0]), ["start", "done"], `one start and one done for ${id}: ${seen.join(", ")}`)
+  }
+}
+
 /** Lines of the record file: a label's `start` after the kill when its `end` was recorded before it is a completed tool run again. */
 export const assertNoCompletedToolAgain = (recordsBefore: ReadonlyArray<string>, records: ReadonlyArray<string>) => {
   const label = (line: string) => line.split(" ")[1]
@@ -514,6 +576,81 @@ export const KILL_POINTS: ReadonlyArray<KillPoint> = [
   }
 ]
 
+/**
+ * Starts the matrix's run (`POST url/api/react`) and follows it until `point.when` holds
+ * (checked on every event and every 25 ms), then runs `point.beforeKill`, `kill()` and hangs
+ * up. Returns the events the client had: the kill cuts the stream of a killed process; a
+ * client of another instance hangs up right after the kill (a survivor emits nothing before it
+ * takes the run over).
+ *
+ * `follow`: where the client should follow the run once that is known (the instance that
+ * executes it: its events reach its own clients first): the client hangs up and resumes there
+ * with its last event id.
+ */
+export const runToKillPoint = async (options: {
+  readonly url: string
+  readonly conversation: string
+  readonly point: KillPoint
+  readonly state: () => Omit<KillState, "events">
+  readonly kill: () => Promise<void>
+  readonly follow?: () => string | undefined
+  readonly timeoutMs?: number
+}): Promise<Array<SseEvent>> => {
+  const timeoutMs = options.timeoutMs ?? 90_000
+  const before: Array<SseEvent> = []
+  let hangUp = new AbortController()
+  let via = options.url
+  let ended = false
+  let kill: Promise<void> | undefined
+  const check = () => {
+    if (kill !== undefined || !options.point.when({ ...options.state(), events: before })) return
+    kill = (async () => {
+      await options.point.beforeKill?.(options.url, options.conversation)
+      await options.kill()
+      hangUp.abort()
+    })()
+  }
+  // one stream at a time: events of a stream the client hung up on are dropped
+  let generation = 0
+  const open = (url: string, init: { readonly body?: unknown; readonly headers?: Record<string, string> }) => {
+    const mine = ++generation
+    const signal = hangUp.signal
+    return followSse(url, {
+      ...init,
+      onEvent: (e) => {
+        if (mine !== generation || signal.aborted) return
+        before.push(e)
+        check()
+      },
+      signal,
+      timeoutMs
+    }).then((result) => {
+      if (mine === generation) ended = true
+      return result
+    })
+  }
+  let stream = open(`${options.url}/api/react`, { body: { query: "record something", conversation_id: options.conversation } })
+  const poll = setInterval(() => {
+    const next = kill === undefined ? options.follow?.() : undefined
+    if (next !== undefined && next !== via && before.length > 0) {
+      via = next
+      hangUp.abort()
+      hangUp = new AbortController()
+      stream = open(`${next}/api/react/events?conversation_id=${options.conversation}`, { headers: { "last-event-id": before[before.length - 1].id! } })
+    }
+    check()
+  }, 25)
+  try {
+    await waitUntil(() => kill !== undefined || ended, timeoutMs, `the kill point "${options.point.name}"`)
+    assert.isDefined(kill, `the run ended before the kill point "${options.point.name}" (events ${before.map((e) => `${e.id}:${e.event}`).join(",")})`)
+    await kill
+  } finally {
+    clearInterval(poll)
+  }
+  await stream
+  return before
+}
+
 /** One line of the printed matrix. */
 export interface MatrixRow {
   readonly point: string
@@ -532,7 +669,7 @@ export const matrixReport = (title: string, file: string) => {
     add: (row: MatrixRow) => void rows.push(row),
     print: () => {
       const order = (point: string) => {
-        const i = KILL_POINTS.findIndex((k) => k.name === point)
+        const i = KILL_POINTS.findIndex((k) => point.startsWith(k.name))
         return i < 0 ? KILL_POINTS.length : i
       }
       const sorted = [...rows].sort((a, b) => order(a.point) - order(b.point))
@@ -569,6 +706,7 @@ export const assertKillPoint = async (point: KillPoint, o: KillObservation & {
   readonly records: ReadonlyArray<string>
 }) => {
   for (const r of o.requests) assertPaired(r.body)
+  assertOneOutcomePerCall([...o.before, ...o.after])
   assertStartsFromStored(o)
   assertNoCompletedToolAgain(o.recordsBefore, o.records)
   assertContinues(o.before, o.after)
