@@ -106,6 +106,29 @@ export const ApproveRequest = Schema.Struct({
 })
 
 /**
+ * The message of an invalid cursor (`after=`, `Last-Event-ID`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const CURSOR_MESSAGE = "Expected a non-negative decimal integer (digits only, no sign, exponent or leading zeros)"
+
+/**
+ * An event cursor (`after=`, `Last-Event-ID`): a plain non-negative decimal
+ * integer up to `Number.MAX_SAFE_INTEGER` — `0`, `42`; not `0x10`, `1e3`, `+1`,
+ * `01`, `1.0` or `-1` (which `Number()` would read as some other cursor).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Cursor = Schema.String.pipe(
+  Schema.filter((s) => /^(0|[1-9][0-9]{0,15})$/.test(s) && Number(s) <= Number.MAX_SAFE_INTEGER, {
+    message: () => CURSOR_MESSAGE
+  }),
+  Schema.compose(Schema.NumberFromString)
+)
+
+/**
  * `GET /api/react/events` query parameters.
  *
  * @since 0.1.0
@@ -113,5 +136,5 @@ export const ApproveRequest = Schema.Struct({
  */
 export const EventsQuery = Schema.Struct({
   conversation_id: ConversationId,
-  after: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()))
+  after: Schema.optional(Cursor)
 })

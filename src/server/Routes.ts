@@ -6,10 +6,12 @@
  * @since 0.1.0
  */
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import { AppInfo, toolCatalogue } from "./AppInfo.js"
 import type * as Approvals from "../Approvals.js"
@@ -19,22 +21,69 @@ import * as Toolkit from "../Toolkit.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
 import * as ConversationStore from "./ConversationStore.js"
+import * as Compat from "./internal/openAiRoutes.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
 import * as Sse from "./Sse.js"
 
 const storeFailure = (error: { readonly message: string }) => new ApiError.InternalError({ message: error.message })
 
+/**
+ * The `Last-Event-ID` cursor: absent or empty = 0; else a plain decimal cursor
+ * (`ApiSchema.Cursor`), anything else (`0x10`, `1e3`, `-1`, `1.5`) a 400 — never
+ * a resume from another place than the client's.
+ */
 const lastEventId = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<number, ApiError.InvalidRequest> => {
   const raw = request.headers["last-event-id"]
   if (raw === undefined || raw.trim() === "") return Effect.succeed(0)
-  const n = Number(raw.trim())
-  return Number.isInteger(n) && n >= 0
-    ? Effect.succeed(n)
-    : Effect.fail(
-      new ApiError.InvalidRequest({ issues: [{ path: "Last-Event-ID", message: "Expected a non-negative integer" }] })
+  return Schema.decodeUnknown(ApiSchema.Cursor)(raw.trim()).pipe(
+    Effect.mapError(() =>
+      new ApiError.InvalidRequest({ issues: [{ path: "Last-Event-ID", message: ApiSchema.CURSOR_MESSAGE }] })
     )
+  )
 }
+
+const isRouteNotFound = (error: unknown): error is HttpServerError.RouteNotFound =>
+  Predicate.isTagged(error, "RouteNotFound")
+
+/** The path of a request, without its query (which may hold `access_token`), cut to 200 characters. */
+const pathOf = (url: string): string => {
+  const path = url.split("?")[0] ?? ""
+  return path.length > 200 ? `${path.slice(0, 200)}…` : path
+}
+
+/**
+ * The answer when no route matches (unknown path, or a method the path does not
+ * take): 404 in the documented JSON error shape, `{error: "not_found", message,
+ * method, path}` — OpenAI's `{error: {message, type, param, code}}` under `/v1`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const routeNotFound = (method: string, url: string): HttpServerResponse.HttpServerResponse => {
+  const path = pathOf(url)
+  const message = `No route for ${method} ${path}`
+  return path === "/v1" || path.startsWith("/v1/")
+    ? Compat.errorResponse(404, message, "invalid_request_error", null, "not_found")
+    : HttpServerResponse.unsafeJson({ error: "not_found", message, method, path }, { status: 404 })
+}
+
+/**
+ * A global router middleware that answers unmatched requests with `routeNotFound`
+ * (the platform's default is a 404 with an empty body). `Server.Routes` includes it.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const NotFoundRoutes = HttpLayerRouter.middleware(
+  (app) =>
+    Effect.catchIf(
+      app,
+      isRouteNotFound,
+      (error) => Effect.succeed(routeNotFound(error.request.method, error.request.url))
+    ),
+  { global: true }
+)
 
 /** The answer to a refused approval decision: 404 unknown, 409 already decided or not the call's. */
 const refusedDecision = (error: Approvals.DecideError): HttpServerResponse.HttpServerResponse => {

@@ -27,7 +27,7 @@ import * as RequestLog from "./RequestLog.js"
 import { McpRoutes } from "./McpRoutes.js"
 import { OpenAiRoutes } from "./OpenAiRoutes.js"
 import * as RunLog from "./RunLog.js"
-import { ApiRoutes } from "./Routes.js"
+import { ApiRoutes, NotFoundRoutes } from "./Routes.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
 import { WebPageRoutes } from "./WebPage.js"
@@ -39,7 +39,23 @@ import { WebPageRoutes } from "./WebPage.js"
  * @since 0.1.0
  * @category layers
  */
-export const Routes = Layer.mergeAll(ApiRoutes, ChatRoutes, OpenAiRoutes, McpRoutes, WebPageRoutes, BrowserSafety.layer)
+export const Routes = Layer.mergeAll(
+  ApiRoutes,
+  ChatRoutes,
+  OpenAiRoutes,
+  McpRoutes,
+  WebPageRoutes,
+  BrowserSafety.layer,
+  NotFoundRoutes
+)
+
+/**
+ * Longest path parameter the router matches. The router's default (100) made
+ * valid 101–128-character conversation ids, and longer ones, a bare 404; with this
+ * bound every id reaches its route and is validated there (400 `invalid_request`).
+ * Node's 16 KiB header limit bounds the URL anyway.
+ */
+const MAX_PARAM_LENGTH = 16_384
 
 /**
  * Serves the routes on the `HttpServer` in context, with the run registry.
@@ -54,6 +70,7 @@ export const Routes = Layer.mergeAll(ApiRoutes, ChatRoutes, OpenAiRoutes, McpRou
  */
 export const serve = (options?: { readonly disableLogger?: boolean; readonly disableListenLog?: boolean }) =>
   HttpLayerRouter.serve(Routes, {
+    routerConfig: { maxParamLength: MAX_PARAM_LENGTH },
     disableLogger: true,
     disableListenLog: options?.disableListenLog ?? true,
     // the request log is off unless asked for (runs log a line when they start and end)
