@@ -287,7 +287,32 @@ export interface LlmService {
   readonly maxOutputTokens?: number
   readonly chat: (request: ChatRequest) => Effect.Effect<ChatResponse, LlmError>
   readonly streamChat: (request: ChatRequest) => Stream.Stream<ChatDelta, LlmError>
+  /**
+   * Runs `body` as one logical model call: every request it makes through this
+   * service — the retries, and a streamed call made again without streaming —
+   * counts against one retry budget and one deadline (`OpenAiLlm`: `maxRetries`
+   * and `totalTimeout`). `again(error)` asks for one more request after `error`
+   * (e.g. the non-streamed fallback of a broken stream): it waits the backoff,
+   * announced with `notifyRetry`, or fails — with `error` when the retries are
+   * spent, with a `Timeout` past the deadline. Optional (see `oneCall`).
+   */
+  readonly oneCall?: <A, E, R>(
+    body: (again: (error: LlmError) => Effect.Effect<void, LlmError>) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | LlmError, R>
 }
+
+/**
+ * Runs `body` as one logical call of `llm` (`LlmService.oneCall`): its requests
+ * share one retry budget and one deadline. A service without `oneCall` bounds
+ * each request on its own, and `again` always allows one more.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const oneCall = <A, E, R>(
+  llm: LlmService,
+  body: (again: (error: LlmError) => Effect.Effect<void, LlmError>) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | LlmError, R> => llm.oneCall ? llm.oneCall(body) : body(() => Effect.void)
 
 /**
  * @since 0.1.0

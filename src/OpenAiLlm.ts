@@ -12,6 +12,9 @@
  *   stream until its first chunk), the call across its retries (`totalTimeout`),
  *   and a stream between two chunks (`timeout` again, as an idle bound).
  *   Each retry is announced to the fiber's retry observer (`Llm.notifyRetry`).
+ * - One budget per logical call (`oneCall`): requests made inside it share the
+ *   retry count, the backoff and the `totalTimeout` deadline — the agent's
+ *   streamed loop call and its non-streamed fallback are one call.
  * - Interruption aborts the HTTP request (`chat` via the `AbortSignal`, the stream
  *   by aborting its controller when the stream's scope closes).
  * - Reasoning: `reasoning_content` (DeepSeek style; also `reasoning`) and inline
@@ -29,10 +32,12 @@
  *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -133,12 +138,9 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
     options.retryBaseDelay ?? Duration.millis(defaults.retryBaseDelayMs)
   ).pipe(
     // Before each retry (with its final delay), tell the run's observer (`Llm.notifyRetry`).
-    // This step is only reached while the schedule continues; errors that are not
-    // retryable are stopped by `while` right after it, so they are skipped here.
+    // Only reached while the schedule continues, for an error that is retried.
     Schedule.modifyDelayEffect(([[, retries], error], delay) =>
-      error.retryable
-        ? Effect.as(notifyRetry({ attempt: retries + 1, reason: error.reason, delayMs: Duration.toMillis(delay) }), delay)
-        : Effect.succeed(delay)
+      Effect.as(notifyRetry({ attempt: retries + 1, reason: error.reason, delayMs: Duration.toMillis(delay) }), delay)
     )
   )
   const endpoint = options.client ? undefined : options.baseURL ?? "https://api.openai.com/v1"
@@ -149,11 +151,54 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
     new LlmError({ reason: "Timeout", message: `LLM request timed out: no complete reply within ${timeoutMs} ms` })
   const callTimeout = () =>
     new LlmError({ reason: "Timeout", message: `LLM call timed out after ${totalTimeoutMs} ms (retries included)` })
-  // Each attempt is bounded by its caller (`chatOnce`, `openOnce`); the call as a
-  // whole, retries and backoff waits included, by `totalTimeoutMs`.
+
+  // One logical call (`oneCall`): the schedule's driver — its retry count and backoff,
+  // shared by every request of the call, a streamed call's non-streamed fallback
+  // included — and the call's deadline. Held by the call's fiber (a FiberRef of
+  // this service), so concurrent calls never share one.
+  interface CallBudget {
+    readonly driver: Schedule.ScheduleDriver<unknown, LlmError>
+    readonly deadline: number
+  }
+  const currentCall = FiberRef.unsafeMake<Option.Option<CallBudget>>(Option.none())
+  // what is left of the call's deadline bounds `effect`
+  const bounded = <A, R>(budget: CallBudget, effect: Effect.Effect<A, LlmError, R>) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const left = budget.deadline - now
+      return left <= 0
+        ? Effect.fail(callTimeout())
+        : Effect.timeoutFail(effect, { duration: Duration.millis(left), onTimeout: callTimeout })
+    })
+  // the next retry of the call (its backoff waited and announced), or `error` when spent
+  const step = (budget: CallBudget, error: LlmError) =>
+    Effect.asVoid(Effect.mapError(budget.driver.next(error), () => error))
+  const again = (budget: CallBudget) => (error: LlmError) => bounded(budget, step(budget, error))
+  // the current call's budget, or a new one for a call of its own
+  const withBudget = <A, E, R>(f: (budget: CallBudget) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.flatMap(
+      FiberRef.get(currentCall),
+      Option.match({
+        onSome: f,
+        onNone: () =>
+          Effect.flatMap(Effect.zip(Schedule.driver(schedule), Clock.currentTimeMillis), ([driver, now]) => {
+            const budget: CallBudget = { driver, deadline: now + totalTimeoutMs }
+            return Effect.locally(f(budget), currentCall, Option.some(budget))
+          })
+      })
+    )
+  const oneCall = <A, E, R>(
+    body: (again: (error: LlmError) => Effect.Effect<void, LlmError>) => Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | LlmError, R> => withBudget((budget) => body(again(budget)))
+  // Each attempt is bounded by its caller (`chatOnce`, `openOnce`); the attempts,
+  // retries and backoff waits by what is left of the logical call's deadline.
   const retry = <A, R>(effect: Effect.Effect<A, LlmError, R>) =>
-    Effect.retry(effect, { schedule, while: (e: LlmError) => e.retryable }).pipe(
-      Effect.timeoutFail({ duration: totalTimeoutMs, onTimeout: callTimeout }),
+    withBudget((budget) => {
+      const attempts: Effect.Effect<A, LlmError, R> = Effect.catchAll(
+        effect,
+        (e) => e.retryable ? Effect.zipRight(step(budget, e), attempts) : Effect.fail(e)
+      )
+      return bounded(budget, attempts)
+    }).pipe(
       Effect.mapError((e) =>
         e.reason === "Connection" && endpoint !== undefined && !e.message.includes(endpoint)
           ? new LlmError({ reason: e.reason, message: e.message.replace("LLM endpoint", `LLM endpoint ${endpoint}`) })
@@ -244,6 +289,7 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
     contextSize: options.contextSize ?? defaults.contextSize,
     maxOutputTokens: options.maxOutputTokens ?? defaults.maxOutputTokens,
     chat: (request) => retry(chatOnce(request)),
+    oneCall,
     // without streaming the reply arrives whole
     streamChat: abilities.streaming
       ? streamChat

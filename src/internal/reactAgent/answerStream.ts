@@ -7,8 +7,10 @@
  * The text is shown provisionally: when the reply turns out to call tools, or
  * the answer is suppressed (an interrupt arrived), the caller retracts it with
  * `AnswerReset`. A stream that fails after showing text is retracted here, and
- * the call is made again without streaming (with the provider's retries), so a
- * broken stream costs the user the preview, never the run.
+ * the call is made again without streaming, so a broken stream costs the user
+ * the preview, never the run. Stream and fallback are one logical call
+ * (`Llm.oneCall`): the fallback counts as one of its retries, and they share one
+ * deadline — `LLM_MAX_RETRIES` and `LLM_TOTAL_TIMEOUT_MS` bound the whole.
  *
  * @internal
  */
@@ -17,7 +19,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService, ResponseToolCall } from "../../Llm.js"
-import { ChatResponseSchema, forEachDelta, LlmError, parseToolArguments } from "../../Llm.js"
+import { ChatResponseSchema, forEachDelta, LlmError, oneCall, parseToolArguments } from "../../Llm.js"
 import type { RunEvent } from "../../RunEvent.js"
 import * as Telemetry from "../../Telemetry.js"
 import * as Usage from "../../Usage.js"
@@ -99,32 +101,42 @@ export const streamLoopCall = (
   iteration: number,
   emit: (event: RunEvent) => Effect.Effect<void>
 ): Effect.Effect<LoopReply, LlmError> =>
-  Effect.suspend(() => {
-    const reply = new Assembler()
-    let shown = false
-    const onDelta = (delta: ChatDelta): Effect.Effect<void> | undefined => {
-      reply.add(delta)
-      if (delta._tag !== "Content" || delta.text === "") return undefined
-      if (shown) return emit({ _tag: "AnswerDelta", content: delta.text })
-      shown = true
-      return Effect.zipRight(emit({ _tag: "AnswerStart" }), emit({ _tag: "AnswerDelta", content: delta.text }))
-    }
-    const streamed = Effect.map(forEachDelta(llm.streamChat(request), onDelta), (): LoopReply => ({ response: reply.response(), shown }))
-    const plain = Telemetry.chat(llm, request, { phase: "loop", iteration })
-    const recover = (error: unknown): Effect.Effect<LoopReply, LlmError> => {
-      // nothing shown: an overflow goes to the loop's recovery, anything else is asked again without streaming
-      if (!shown && error instanceof LlmError && error.reason === "ContextOverflow") return Effect.fail(error)
-      const retract = shown ? emit({ _tag: "AnswerReset" }) : Effect.void
-      return Effect.zipRight(retract, Effect.map(plain, (response): LoopReply => ({ response, shown: false })))
-    }
-    // a failure or a defect is recovered from; an interruption goes on
-    return Effect.catchAllCause(
-      Telemetry.chatSpan(llm.model, request, { phase: "loop", iteration, stream: true }, streamed, (r) => r.response),
-      (cause) => {
-        const failure = Cause.failureOption(cause)
-        if (Option.isSome(failure)) return recover(failure.value)
-        const defect = Cause.dieOption(cause)
-        return Option.isSome(defect) ? recover(defect.value) : Effect.failCause(cause)
+  // one logical call: the stream's retries and the fallback share one retry budget and one deadline
+  oneCall(llm, (again) =>
+    Effect.suspend(() => {
+      const reply = new Assembler()
+      let shown = false
+      const onDelta = (delta: ChatDelta): Effect.Effect<void> | undefined => {
+        reply.add(delta)
+        if (delta._tag !== "Content" || delta.text === "") return undefined
+        if (shown) return emit({ _tag: "AnswerDelta", content: delta.text })
+        shown = true
+        return Effect.zipRight(emit({ _tag: "AnswerStart" }), emit({ _tag: "AnswerDelta", content: delta.text }))
       }
-    )
-  })
+      const streamed = Effect.map(
+        forEachDelta(llm.streamChat(request), onDelta),
+        (): LoopReply => ({ response: reply.response(), shown })
+      )
+      const plain = Telemetry.chat(llm, request, { phase: "loop", iteration })
+      const recover = (error: unknown): Effect.Effect<LoopReply, LlmError> => {
+        // nothing shown: an overflow goes to the loop's recovery, anything else is asked again without streaming
+        if (!shown && error instanceof LlmError && error.reason === "ContextOverflow") return Effect.fail(error)
+        const retract = shown ? emit({ _tag: "AnswerReset" }) : Effect.void
+        // the fallback is a retry of the call: it needs one left in the budget, and the time
+        const failed = error instanceof LlmError ? error : new LlmError({ reason: "Unknown", message: String(error) })
+        return retract.pipe(
+          Effect.zipRight(again(failed)),
+          Effect.zipRight(Effect.map(plain, (response): LoopReply => ({ response, shown: false })))
+        )
+      }
+      // a failure or a defect is recovered from; an interruption goes on
+      return Effect.catchAllCause(
+        Telemetry.chatSpan(llm.model, request, { phase: "loop", iteration, stream: true }, streamed, (r) => r.response),
+        (cause) => {
+          const failure = Cause.failureOption(cause)
+          if (Option.isSome(failure)) return recover(failure.value)
+          const defect = Cause.dieOption(cause)
+          return Option.isSome(defect) ? recover(defect.value) : Effect.failCause(cause)
+        }
+      )
+    }))
