@@ -12,7 +12,12 @@
  *   server) and how to configure a real model (`LLM_BASE_URL`, `LLM_API_KEY`,
  *   `LLM_MODEL`), in Chinese when the question is.
  * - `[USER INTERRUPT]` messages are acknowledged and their question answered too.
- * - Structured calls (forced `tool_choice`, or a JSON Schema in the system
+ * - DAG mode (internal/demoLlm/dag.ts): the planner gets one parallel step per
+ *   part of the goal the rules know (`calc`, `time`; else one step with the
+ *   goal as its task), each step's loop works on its own task with the rules
+ *   above, the analyzer and the answer read the steps' results; the `auto`
+ *   router picks `dag` for a query with two or more such parts.
+ * - Other structured calls (forced `tool_choice`, or a JSON Schema in the system
  *   prompt) get a valid object; compaction calls get a short summary.
  * - `streamChat` (answer synthesis) reads the question and the tool results from
  *   the trace and streams the answer word by word (15 ms per chunk by default).
@@ -26,6 +31,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import * as conv from "./internal/demoLlm/conversation.js"
+import { dagCall } from "./internal/demoLlm/dag.js"
 import { compose, type PlannedCall } from "./internal/demoLlm/rules.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService, ResponseToolCall } from "./Llm.js"
 import { defaultAbilities, Llm } from "./Llm.js"
@@ -93,6 +99,21 @@ const why = (calls: ReadonlyArray<PlannedCall>): string =>
       : `The question asks for the time: reading the clock for ${String(c.args.timezone)}.`
   ).join(" ")
 
+/** The reply to a DAG-mode call: the structured value as the forced function's arguments or as JSON text. */
+const dagReply = (request: ChatRequest, dag: NonNullable<ReturnType<typeof dagCall>>): ChatResponse => {
+  if (dag._tag === "Answer") return reply(request, dag.text)
+  const forced = typeof request.toolChoice === "object" && request.toolChoice.type === "function"
+  if (!forced) return reply(request, JSON.stringify(dag.value))
+  const args = dag.value as Record<string, unknown>
+  const call: ResponseToolCall = {
+    id: `demo_call_${++callCounter}`,
+    name: dag.name,
+    arguments: JSON.stringify(args),
+    parsed: Either.right(args)
+  }
+  return { ...reply(request, ""), toolCalls: [call], finishReason: "tool_calls" }
+}
+
 /**
  * The demo's reply to one request (pure apart from call ids).
  *
@@ -100,6 +121,8 @@ const why = (calls: ReadonlyArray<PlannedCall>): string =>
  * @category utils
  */
 export const respond = (request: ChatRequest): ChatResponse => {
+  const dag = dagCall(request)
+  if (dag !== undefined) return dagReply(request, dag)
   const kind = conv.classify(request)
   switch (kind._tag) {
     case "Forced": {

@@ -8,11 +8,13 @@ import * as TestClock from "effect/TestClock"
 import type { AgentOptions } from "../src/AgentConfig.js"
 import * as BuiltinTools from "../src/BuiltinTools.js"
 import * as ContextGuard from "../src/ContextGuard.js"
+import * as DagAgent from "../src/DagAgent.js"
 import * as DemoLlm from "../src/DemoLlm.js"
 import * as Hooks from "../src/Hooks.js"
 import * as Interrupts from "../src/Interrupts.js"
 import { type ChatRequest, Llm } from "../src/Llm.js"
 import * as Message from "../src/Message.js"
+import * as ModelRegistry from "../src/ModelRegistry.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import { structuredCall } from "../src/StructuredCall.js"
@@ -38,6 +40,34 @@ const ask = (query: string, options?: Partial<AgentOptions>) =>
   Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query })).pipe(Effect.provide(agentLayer(options)))
 
 const INSTANT = Date.UTC(2026, 11, 2, 11, 27, 5)
+
+/** The DAG agent as the app builds it (default options), over the demo model and the built-in tools. */
+const dagLayer = (llm: Layer.Layer<Llm> = DemoLlm.layerWith({ chunkDelay: 0, thinkDelay: 0 })) =>
+  DagAgent.layer().pipe(
+    Layer.provide([
+      ModelRegistry.layerFromLlm.pipe(Layer.provideMerge(llm)),
+      Toolkit.layer(BuiltinTools.tools),
+      Hooks.layerEmpty,
+      Interrupts.layer,
+      ContextGuard.layer()
+    ]),
+    Layer.orDie
+  )
+
+const dagRun = (query: string, llm?: Layer.Layer<Llm>) =>
+  Effect.flatMap(DagAgent.DagAgent, (agent) => Stream.runCollect(agent.run({ query }))).pipe(
+    Effect.map(Chunk.toReadonlyArray),
+    Effect.provide(dagLayer(llm))
+  )
+
+const planOf = (events: ReadonlyArray<RunEvent>) =>
+  events.flatMap((e) => (e._tag === "DagPlan" ? [e.steps.map((s) => ({ id: s.id, deps: s.dependencies, tool: s.tool_hint }))] : []))
+const fellBack = (events: ReadonlyArray<RunEvent>) => events.some((e) => e._tag === "DagPhase" && e.phase === "react_fallback")
+const answerOf = (events: ReadonlyArray<RunEvent>) => {
+  const done = events[events.length - 1]
+  if (done?._tag !== "Done") throw new Error("the run did not end with Done")
+  return done
+}
 
 describe("DemoLlm", () => {
   it("identifies itself", () => {
@@ -312,4 +342,66 @@ describe("DemoLlm", () => {
       assert.strictEqual(deltas[deltas.length - 1]._tag, "Finish")
       assert.isTrue(deltas.some((d) => d._tag === "Usage" && d.usage.completion_tokens > 0))
     }))
+
+  it.effect("DAG mode: arithmetic and time are two parallel steps, each runs its tool, the answer has both results", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(INSTANT)
+      const events = yield* dagRun("What is 6*7 and what time is it in Paris?")
+      assert.isFalse(fellBack(events), "no fallback to ReAct")
+      assert.deepStrictEqual(planOf(events), [[
+        { id: "calc", deps: [], tool: "calculator" },
+        { id: "time", deps: [], tool: "current_time" }
+      ]])
+      const trail = events.flatMap((e) => (e._tag === "DagStep" ? [`${e.status}:${e.step_id}`] : []))
+      assert.sameMembers(trail, ["start:calc", "start:time", "done:calc", "done:time"])
+      const tools = events.flatMap((e) => (e._tag === "ToolDone" ? [`${e.step_id}:${e.tool_name}:${e.observation.split("\n")[0]}`] : []))
+      assert.sameMembers(tools, ["calc:calculator:6*7 = 42", "time:current_time:Time zone: Europe/Paris"])
+      const done = answerOf(events)
+      assert.include(done.answer, "6*7 = **42**")
+      assert.include(done.answer, "The current time in Europe/Paris is **")
+      assert.include(done.answer, "12:27:05 PM")
+      // one plan and one analysis, no re-plan
+      assert.strictEqual(done.usage.by_phase.planning?.llm_calls, 1)
+      assert.strictEqual(done.usage.by_phase.analysis?.llm_calls, 1)
+      assert.isFalse(events.some((e) => e._tag === "DagPhase" && e.phase === "replanning"))
+    }))
+
+  it.effect("DAG mode: a single-part question is one step; a question the rules do not know is one step with the goal as its task", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(INSTANT)
+      const time = yield* dagRun("What time is it in Tokyo?")
+      assert.deepStrictEqual(planOf(time), [[{ id: "time", deps: [], tool: "current_time" }]])
+      assert.include(answerOf(time).answer, "8:27:05 PM")
+      const other = yield* dagRun("Who wrote Hamlet?")
+      assert.isFalse(fellBack(other))
+      assert.deepStrictEqual(planOf(other), [[{ id: "answer", deps: [], tool: undefined }]])
+      assert.include(answerOf(other).answer, "offline demo model")
+      // Chinese: tasks in Chinese, read back by the steps as the same calls
+      const zh = yield* dagRun("计算 3乘以4加2，东京现在几点？")
+      assert.deepStrictEqual(planOf(zh)[0].map((s) => s.id), ["calc", "time"])
+      const tasks = zh.flatMap((e) => (e._tag === "DagPlan" ? e.steps.map((s) => s.task) : []))
+      assert.deepStrictEqual(tasks, ["计算 3*4+2", "查询 Asia/Tokyo 的当前时间"])
+      assert.include(answerOf(zh).answer, "计算结果：3*4+2 = **14**")
+      assert.include(answerOf(zh).answer, "Asia/Tokyo 的当前时间是")
+    }))
+
+  it.effect("DAG mode without native tool choice: the planner and analyzer replies decode at the JSON-mode and plain-text levels", () =>
+    Effect.gen(function*() {
+      for (const jsonMode of [true, false]) {
+        const weaker = Layer.succeed(Llm, { ...fast, abilities: { ...fast.abilities, toolChoice: false, jsonMode } })
+        const events = yield* dagRun("What is 6*7 and what time is it in Paris?", weaker)
+        assert.isFalse(fellBack(events))
+        assert.deepStrictEqual(planOf(events)[0].map((s) => s.id), ["calc", "time"])
+        assert.strictEqual(answerOf(events).usage.by_phase.planning?.llm_calls, 1)
+        assert.include(answerOf(events).answer, "6*7 = **42**")
+      }
+    }))
+
+  it.effect("auto mode: the router picks dag for a question with two parts, react for one", () =>
+    Effect.gen(function*() {
+      const agent = yield* DagAgent.DagAgent
+      assert.strictEqual((yield* agent.route("What is 6*7 and what time is it in Paris?")).mode, "dag")
+      assert.strictEqual((yield* agent.route("What is 6*7?")).mode, "react")
+      assert.strictEqual((yield* agent.route("Who wrote Hamlet?")).mode, "react")
+    }).pipe(Effect.provide(dagLayer())))
 })

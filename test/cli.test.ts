@@ -57,7 +57,7 @@ beforeAll(() => {
     json: cli(["--json", "--conversation", "cli-test-1", "what is 2+3*4"]),
     help: cli(["--help"]),
     badFlag: cli(["--max-iterations", "zero", "hi"]),
-    // the demo model cannot plan: DAG mode falls back to ReAct mode and still answers
+    // the demo model plans too: one step (calc) for an arithmetic question
     dag: cli(["--json", "--mode", "dag", "what is 2+3*4"]),
     // the API's range: 1 to 200
     tooMany: cli(["--max-iterations", "201", "hi"]),
@@ -165,11 +165,13 @@ describe("cli", () => {
     assert.deepStrictEqual(events.slice(-2).map((e) => e.event), ["error", "done"])
   }, 150_000)
 
-  it("--mode dag runs DAG mode (on the demo model: the ReAct fallback answers)", async () => {
+  it("--mode dag runs DAG mode (on the demo model: a one-step plan whose step runs the calculator)", async () => {
     const run = await runs.dag
     assert.strictEqual(run.code, 0, run.stderr)
     const events = run.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; data: any })
-    assert.deepStrictEqual(events.filter((e) => e.event === "phase").map((e) => e.data.phase), ["planning", "react_fallback"])
+    assert.deepStrictEqual(events.filter((e) => e.event === "phase").map((e) => e.data.phase), ["planning", "analyzing"])
+    const plan = events.find((e) => e.event === "dag" && e.data.type === "plan")
+    assert.deepStrictEqual(plan?.data.steps.map((s: any) => s.id), ["calc"])
     const done = events[events.length - 1]
     assert.strictEqual(done.event, "done")
     assert.include(done.data.answer, "14")

@@ -9,6 +9,7 @@ import { extractJson } from "../../ExtractJson.js"
 import type { ChatRequest, JsonSchemaObject } from "../../Llm.js"
 import type { ChatMessage } from "../../Message.js"
 import { textOf } from "../../Message.js"
+import { focus } from "./dag.js"
 import type { Observed, PlannedCall } from "./rules.js"
 import { plan } from "./rules.js"
 
@@ -107,7 +108,8 @@ export const readLoop = (messages: ReadonlyArray<ChatMessage>): LoopView => {
     if (text.startsWith("[USER INTERRUPT]") || HARNESS.some((re) => re.test(text))) continue
     queryAt = i
   }
-  const question = queryAt >= 0 ? textOf(messages[queryAt].content) : ""
+  // a DAG step's query: the step's task is the question
+  const question = queryAt >= 0 ? focus(textOf(messages[queryAt].content)) : ""
   const interrupts: Array<string> = []
   const observed: Array<Observed> = []
   const made: Array<string> = []
@@ -213,7 +215,7 @@ export interface TraceView {
 /** Reads the synthesis prompt: the question, the steps and the user's mid-run messages. @internal */
 export const readTrace = (text: string): TraceView => {
   const q = /Question:\s*\n([\s\S]*?)\n\s*\n?Execution trace/.exec(text)
-  const question = q ? q[1].trim() : text
+  const question = focus(q ? q[1].trim() : text)
   const observed: Array<Observed> = []
   const step = /Step \d+: (\S+)\nArguments: (.*)\n(Result|Error): ([\s\S]*?)(?=\n\nStep \d+: |\n\n+Messages the user sent|\n\n+Draft answer:|\n\n+Write the final answer|$)/g
   for (const m of text.matchAll(step)) {
