@@ -109,11 +109,11 @@ describe.skipIf("missing" in found)("kill-point matrix on PostgreSQL (two instan
       let requestsBefore: number | undefined
       let lock: { readonly release: () => Promise<void> } | undefined
       let doneWhileHeld: boolean | undefined
+      let executor = ""
       try {
         const [a, b] = await startTwo(c)
         servers = [a, b]
         const byName: Record<string, ServerProcess> = { A: a, B: b }
-        let executor = ""
         let killing = false
         const gate = holdOutcome
           ? (async () => {
@@ -165,7 +165,7 @@ describe.skipIf("missing" in found)("kill-point matrix on PostgreSQL (two instan
         if (row.requests === "") row.requests = `${requestsBefore ?? "?"} / ${fake.requests.length - (requestsBefore ?? 0)}`
         if (row.tools === "") row.tools = describeRecords(c.records())
         const message = String(error instanceof Error ? error.message : error).split("\n")[0].replaceAll("|", "\\|").slice(0, 200)
-        report.add({ point: point.name, ...row, result: `FAIL: ${message}`, seconds: (Date.now() - started) / 1000 })
+        report.add({ point: `${point.name}${executor ? ` — killed ${executor}` : ""}`, ...row, result: `FAIL: ${message}`, seconds: (Date.now() - started) / 1000 })
         throw error
       } finally {
         await lock?.release()
