@@ -50,6 +50,11 @@ export const ToolStart = Schema.TaggedStruct("ToolStart", {
 export const ToolDone = Schema.TaggedStruct("ToolDone", {
   iteration: Schema.Number,
   tool_name: Schema.String,
+  /**
+   * The arguments used, only when a PreToolUse hook rewrote them; absent, they are
+   * the `ToolStart`'s (large arguments travel and are stored once per call). A
+   * `Step` (`RunResult.steps`, `Done.steps`) always has them.
+   */
   tool_args: Schema.optional(Schema.Unknown),
   /** The full result (what the UI shows; the model may have seen a summary). */
   observation: Schema.String,

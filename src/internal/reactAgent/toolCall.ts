@@ -19,11 +19,12 @@ import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { isDeepStrictEqual } from "node:util"
 import * as ErrorMessage from "../../ErrorMessage.js"
 import type { PreDecision, ToolUseContext } from "../../Hooks.js"
 import { ToolOutcome } from "../../Hooks.js"
 import * as Json from "../../Json.js"
-import type { Step } from "../../RunEvent.js"
+import type { RunEvent, Step } from "../../RunEvent.js"
 import * as Tool from "../../Tool.js"
 import { deniedMessage, MISMATCH, type Verdict } from "./approval.js"
 import type { LoopEnv } from "./env.js"
@@ -290,8 +291,21 @@ const finish = <A>(
 ) =>
   Effect.clockWith((clock) => {
     const o: CallOutcome = { args, outcome, elapsed: (clock.unsafeCurrentTimeMillis() - started) / 1000 }
-    return Effect.flatMap(env.journal.emit({ _tag: "ToolDone", ...stepOf(call, iteration, o) }), () => then(o))
+    return Effect.flatMap(env.journal.emit(doneEvent(call, iteration, o)), () => then(o))
   })
+
+/**
+ * The `ToolDone` event of a call: its step, with `tool_args` only when they are
+ * not the `ToolStart`'s (a PreToolUse hook rewrote them). A model's large
+ * arguments are then stored and sent once per call, not twice; the run's `steps`
+ * keep them.
+ */
+const doneEvent = (call: CallRequest, iteration: number, o: CallOutcome): RunEvent => {
+  const { tool_args, ...step } = stepOf(call, iteration, o)
+  return tool_args === call.shownArgs || isDeepStrictEqual(tool_args, call.shownArgs)
+    ? { _tag: "ToolDone", ...step }
+    : { _tag: "ToolDone", ...step, tool_args }
+}
 
 /** The step (events, synthesis trace) of a call's outcome. */
 export const stepOf = (call: CallRequest, iteration: number, o: CallOutcome): Step => {
