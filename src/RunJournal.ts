@@ -77,12 +77,29 @@ export interface ActivityOptions<A, IA, E, IE> {
 }
 
 /**
+ * How an event is emitted.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface EmitOptions {
+  /**
+   * The event's identity within the run, unique and deterministic (e.g. the
+   * `ToolDone` of call `tool/3/call_ab12` is `tool/3/call_ab12/done`). A
+   * durable host stores the event under it instead of under its position
+   * among the run's events: events that concurrent fibers emit in an order a
+   * replay need not repeat are then still stored, and skipped, exactly once.
+   */
+  readonly key?: string
+}
+
+/**
  * @since 0.1.0
  * @category models
  */
 export interface RunJournal {
   readonly activity: <A, IA, E = never, IE = never>(options: ActivityOptions<A, IA, E, IE>) => Effect.Effect<A, E>
-  readonly emit: (event: RunEvent) => Effect.Effect<void>
+  readonly emit: (event: RunEvent, options?: EmitOptions) => Effect.Effect<void>
   /**
    * True when activities just run where they are and nothing is stored
    * (`passThrough`): the run may then leave them out where they would only
@@ -150,20 +167,23 @@ export const nested = (
   options: {
     readonly prefix: string
     readonly map?: (event: RunEvent) => RunEvent | undefined
-    /** Replaces `emit` entirely (the nested run's events go here instead). */
-    readonly emit?: (event: RunEvent) => Effect.Effect<void>
+    /** Replaces `emit` entirely (the nested run's events go here instead; event keys prefixed). */
+    readonly emit?: (event: RunEvent, options?: EmitOptions) => Effect.Effect<void>
   }
 ): RunJournal => {
   const map = options.map
-  const emit = options.emit ?? parent.emit
+  const emitTo = options.emit ?? parent.emit
+  // an event's key is prefixed like an activity's name: unique within the parent run too
+  const emit = (event: RunEvent, emitOptions?: EmitOptions) =>
+    emitOptions?.key === undefined ? emitTo(event) : emitTo(event, { key: `${options.prefix}${emitOptions.key}` })
   const key = parent.idempotencyKey
   return {
     ...(parent.inline === true ? { inline: true } : {}),
     ...(key !== undefined ? { idempotencyKey: (name: string) => key(`${options.prefix}${name}`) } : {}),
     activity: (activity) => parent.activity({ ...activity, name: `${options.prefix}${activity.name}` }),
-    emit: map === undefined ? emit : (event) => {
+    emit: map === undefined ? emit : (event, emitOptions) => {
       const mapped = map(event)
-      return mapped === undefined ? Effect.void : emit(mapped)
+      return mapped === undefined ? Effect.void : emit(mapped, emitOptions)
     }
   }
 }

@@ -40,6 +40,7 @@ import * as Message from "../Message.js"
 import * as Telemetry from "../Telemetry.js"
 import * as ReactAgent from "../ReactAgent.js"
 import type { RunEvent } from "../RunEvent.js"
+import type { EmitOptions } from "../RunJournal.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as DurableJournal from "./internal/durableJournal.js"
 import * as RunHostModule from "./internal/runHost.js"
@@ -195,7 +196,7 @@ const body = (payload: RunPayload) =>
     })
     const journal = {
       ...durable,
-      emit: (event: RunEvent) => Effect.zipRight(Effect.sync(() => observe(event)), durable.emit(event))
+      emit: (event: RunEvent, options?: EmitOptions) => Effect.zipRight(Effect.sync(() => observe(event)), durable.emit(event, options))
     }
 
     // a run found half done was cut by a crash (or moved here from a dead instance)

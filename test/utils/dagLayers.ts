@@ -225,8 +225,8 @@ const Executing = FiberRef.unsafeMake<string | undefined>(undefined)
  * earlier execution and stored nothing runs `onRestart` when it has one (else
  * `execute` with `restarted: true`). Events are keyed as the server keys them:
  * emitted while an activity executes, by that activity (never emitted again
- * by a replay: delivered); from the body, by their position in the run;
- * `emitOnce`, by the caller's key. A keyed event is delivered once.
+ * by a replay: delivered); with a key of their own (`EmitOptions.key`), by it;
+ * from the body, by their position in the run; `emitOnce`, by the caller's key. A keyed event is delivered once.
  */
 export const memoryJournal = (store: MemoryStore, sink: JournalSink): DagJournal => {
   let body = 0
@@ -252,9 +252,11 @@ export const memoryJournal = (store: MemoryStore, sink: JournalSink): DagJournal
           })
         ))
       }),
-    emit: (event) =>
+    emit: (event, options) =>
       Effect.flatMap(FiberRef.get(Executing), (activity) =>
-        activity !== undefined
+        options?.key !== undefined
+          ? once(`k:${options.key}`, event)
+          : activity !== undefined
           ? Effect.sync(() => {
             sink.events.push(event)
             sink.delivered.push(event)

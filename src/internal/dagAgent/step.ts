@@ -173,10 +173,13 @@ const stepJournal = (parent: DagJournal, name: string, stepId: string, live: Def
     if (event._tag === "ApprovalDecided") return `s:${name}:approval/${event.approval_id}/decided`
     return `s:${name}:${++position}`
   }
-  const emit = emitOnce === undefined
+  const emit: RunJournal["emit"] = emitOnce === undefined
     ? parent.emit
-    : (event: RunEvent) =>
-      Effect.flatMap(FiberRef.get(InActivity), (inside) => (inside ? parent.emit(event) : emitOnce(keyOf(event), event)))
+    : (event, options) =>
+      // an event with a key of its own (a call's ToolDone) is keyed by it already
+      options?.key !== undefined
+        ? parent.emit(event, options)
+        : Effect.flatMap(FiberRef.get(InActivity), (inside) => (inside ? parent.emit(event) : emitOnce(keyOf(event), event)))
   return Journal.nested(tracked, {
     prefix: `${name}/`,
     emit,

@@ -23,7 +23,11 @@
  *   idempotency key (derived from the step name, `toolCall.stepName`), its
  *   activities `exclusive` (one process at a time, a claim in storage). The
  *   activities of a round run in a fiber each, and each activity's call in a
- *   fiber of its own (two per call).
+ *   fiber of its own (two per call). Stored before it counts: the activity
+ *   stores the outcome without its `ToolDone`; the event goes out once the
+ *   activity returned, keyed by the call (`<step name>/done`), so a crash
+ *   between the two sends it after the restart from the stored outcome
+ *   instead of answering a finished call as interrupted.
  *
  * @internal
  */
@@ -49,9 +53,11 @@ import {
   complete,
   completeThen as completeCall,
   decidedBody,
+  emitDone,
   failure,
   observationOf,
   RESTART_ERROR,
+  settleThen,
   stepName
 } from "./toolCall.js"
 
@@ -252,7 +258,7 @@ const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Eff
   const tool = Either.isRight(call.args) ? env.tools.resolve(call.name) : undefined
   const name = stepName(iteration, call.id)
   const restarted = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    complete(env, call, iteration, now, { _tag: "Answered", args: call.shownArgs, outcome: failure(RESTART_ERROR) }))
+    settleThen(env, call, now, { _tag: "Answered", args: call.shownArgs, outcome: failure(RESTART_ERROR) }, Effect.succeed))
   // an idempotent call runs again after a crash: one process at a time (a claim in storage);
   // any other is answered with an error instead
   const afterCrash = tool?.idempotent === true ? { exclusive: true } : { onRestart: () => restarted }
@@ -267,9 +273,12 @@ const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Eff
         Effect.flatMap(Clock.currentTimeMillis, (started) =>
           Effect.flatMap(
             inOwnFiber(() => decidedBody(env, call, iteration, args, verdict)),
-            (ran) => complete(env, call, iteration, started, ran)
+            (ran) => settleThen(env, call, started, ran, Effect.succeed)
           )).pipe(Telemetry.toolSpan(span, report))
     })
+  // stored before it counts: the call's ToolDone goes out once its outcome is stored (the
+  // activity returned), keyed by the call (the calls of a round end in any order)
+  const done = (o: CallOutcome) => Effect.as(emitDone(env, call, iteration, o, `${name}/done`), o)
   return env.journal.activity({
     name,
     success: FirstPart,
@@ -279,12 +288,12 @@ const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Eff
         Effect.flatMap(
           inOwnFiber((restore) => callBody(env, call, iteration, restore, "stop")),
           (ran): Effect.Effect<CallOutcome | typeof AwaitingApproval.Type> =>
-            ran._tag === "AwaitingApproval" ? Effect.succeed(ran) : complete(env, call, iteration, started, ran)
+            ran._tag === "AwaitingApproval" ? Effect.succeed(ran) : settleThen(env, call, started, ran, Effect.succeed)
         )).pipe(Telemetry.toolSpan<CallOutcome | typeof AwaitingApproval.Type>(span, reportChecked))
   }).pipe(
     Effect.flatMap((first) => {
-      if (!("_tag" in first)) return Effect.succeed(first)
-      return Effect.flatMap(env.approval.ask(askOf(call, first.args, iteration)), (verdict) => decided(first.args, verdict))
+      if (!("_tag" in first)) return done(first)
+      return Effect.flatMap(env.approval.ask(askOf(call, first.args, iteration)), (verdict) => Effect.flatMap(decided(first.args, verdict), done))
     })
   )
 }

@@ -268,31 +268,35 @@ export const completeThen = <A>(
   started: number,
   ran: Finished,
   then: (outcome: CallOutcome) => Effect.Effect<A>
+): Effect.Effect<A> => settleThen(env, call, started, ran, (o) => Effect.flatMap(emitDone(env, call, iteration, o), () => then(o)))
+
+/**
+ * The outcome of a call (its PostToolUse hooks run), handed to `then` without
+ * its `ToolDone` event: a durable run stores the outcome first and emits the
+ * event once it is stored (`emitDone`).
+ */
+export const settleThen = <A>(
+  env: LoopEnv,
+  call: CallRequest,
+  started: number,
+  ran: Finished,
+  then: (outcome: CallOutcome) => Effect.Effect<A>
 ): Effect.Effect<A> => {
-  if (ran._tag === "Answered") return finish(env, call, iteration, started, ran.args, ran.outcome, then)
+  const finished = (args: unknown, outcome: ToolOutcome) =>
+    Effect.clockWith((clock) => then({ args, outcome, elapsed: (clock.unsafeCurrentTimeMillis() - started) / 1000 }))
+  if (ran._tag === "Answered") return finished(ran.args, ran.outcome)
   const { context, result } = ran
-  const finished = (outcome: ToolOutcome) => finish(env, call, iteration, started, context.args, outcome, then)
-  if (!hooksApply(env, "PostToolUse", call.name)) return finished(result)
+  if (!hooksApply(env, "PostToolUse", call.name)) return finished(context.args, result)
   // a hook that dies keeps the observation; the run's interruption goes on
   return Effect.matchCauseEffect(env.hooks.runPostToolUse(context, result), {
-    onFailure: (cause) => (Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : finished(result)),
-    onSuccess: finished
+    onFailure: (cause) => (Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : finished(context.args, result)),
+    onSuccess: (outcome) => finished(context.args, outcome)
   })
 }
 
-const finish = <A>(
-  env: LoopEnv,
-  call: CallRequest,
-  iteration: number,
-  started: number,
-  args: unknown,
-  outcome: ToolOutcome,
-  then: (outcome: CallOutcome) => Effect.Effect<A>
-) =>
-  Effect.clockWith((clock) => {
-    const o: CallOutcome = { args, outcome, elapsed: (clock.unsafeCurrentTimeMillis() - started) / 1000 }
-    return Effect.flatMap(env.journal.emit(doneEvent(call, iteration, o)), () => then(o))
-  })
+/** The call's `ToolDone` event (`key`: its identity, for a durable host; see `EmitOptions`). */
+export const emitDone = (env: LoopEnv, call: CallRequest, iteration: number, o: CallOutcome, key?: string): Effect.Effect<void> =>
+  env.journal.emit(doneEvent(call, iteration, o), key === undefined ? undefined : { key })
 
 /**
  * The `ToolDone` event of a call: its step, with `tool_args` only when they are

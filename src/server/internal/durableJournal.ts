@@ -15,8 +15,10 @@
  *
  * Event identity. A replay re-emits the events of the run's deterministic part
  * in the same order: they are keyed by their position (`b:<n>`) and skipped
- * when stored. Approval events, which the concurrent calls of a round emit from
- * the body in an order a replay need not repeat, are keyed by their approval id
+ * when stored. Events that concurrent fibers of the body emit in an order a
+ * replay need not repeat are keyed by what they are: by the key they are
+ * emitted with (`k:<key>`: a call's `ToolDone`, emitted once its outcome is
+ * stored), approval events by their approval id
  * (`a:<approval id>:requested|decided`). Events emitted while an activity executes are keyed by the
  * activity, the process and their position in it (`<activity>@<boot>:<n>`):
  * a completed activity does not run again, so its events are not re-emitted;
@@ -47,7 +49,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { RunEvent } from "../../RunEvent.js"
 import { toWire } from "../../RunEvent.js"
-import type { ActivityOptions, RunJournal } from "../../RunJournal.js"
+import type { ActivityOptions, EmitOptions, RunJournal } from "../../RunJournal.js"
 import { makeIdempotencyKey } from "../../RunJournal.js"
 import type { RunLogService } from "../RunLog.js"
 import * as Sse from "../Sse.js"
@@ -107,10 +109,12 @@ export const make = (options: {
     )
   }))
 
-  const emit = (event: RunEvent): Effect.Effect<void> =>
+  const emit = (event: RunEvent, emitOptions?: EmitOptions): Effect.Effect<void> =>
     Effect.flatMap(FiberRef.get(CurrentActivity), (activity) => {
       let key: string
-      if (event._tag === "ApprovalRequested" || event._tag === "ApprovalDecided") {
+      if (emitOptions?.key !== undefined) {
+        key = `k:${emitOptions.key}`
+      } else if (event._tag === "ApprovalRequested" || event._tag === "ApprovalDecided") {
         // asked from the body by the calls of a round concurrently, in an order a replay may not
         // repeat: keyed by what they are, not by their position (one of each per approval id)
         key = `a:${event.approval_id}:${event._tag === "ApprovalRequested" ? "requested" : "decided"}`
