@@ -6,6 +6,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
@@ -19,6 +21,7 @@ import type { ChatMessage } from "../src/Message.js"
 import { textOf } from "../src/Message.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
+import type * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
 import { echoTool, injectNow, jsonLlm, makeAgent, makeInterrupts, writer } from "./utils/agentLayers.js"
@@ -430,4 +433,47 @@ describe("ReactAgent tool approval", () => {
       const badGlob = yield* Effect.exit(AgentConfig.resolve({ approvalTools: [""] }))
       assert.isTrue(Exit.isFailure(badGlob) && String(badGlob.cause).includes("approvalTools"))
     }))
+})
+
+describe("ReactAgent tool approval through a storing journal", () => {
+  it.live("approval events and each call's ToolDone are emitted with keys of their own (a durable host keys them by what they are)", () => {
+    // two calls of one round need approval: they ask concurrently, in an order a replay need not repeat
+    const w = writer()
+    const h = makeAgent([
+      ScriptedLlm.toolCalls([
+        { id: "call_a", name: "write", arguments: { path: "a.txt" } },
+        { id: "call_b", name: "write", arguments: { path: "b.txt" } }
+      ]),
+      ScriptedLlm.text("done"),
+      ScriptedLlm.text("answer")
+    ], { tools: [w.tool] })
+    return Effect.gen(function*() {
+      const agent = yield* ReactAgent.ReactAgent
+      const emitted: Array<{ readonly event: RunEvent; readonly key: string | undefined }> = []
+      const requests = yield* Queue.unbounded<string>()
+      // a journal that runs every activity as such (not inline), as a durable host does
+      const journal: RunJournal.RunJournal = {
+        activity: (o) => o.execute({ restarted: false }),
+        emit: (event, options) =>
+          Effect.zipRight(
+            Effect.sync(() => emitted.push({ event, key: options?.key })),
+            event._tag === "ApprovalRequested" ? Queue.offer(requests, event.approval_id) : Effect.void
+          )
+      }
+      const approver = yield* Effect.fork(Effect.forever(Effect.flatMap(Queue.take(requests), (approvalId) =>
+        Effect.retry(agent.approve({ conversationId: CID, approvalId, decision: "approve" }), { times: 50, schedule: Schedule.spaced("10 millis") }))))
+      yield* agent.execute({ query: "write both", conversationId: CID }, journal)
+      yield* Fiber.interrupt(approver)
+      assert.deepStrictEqual([...w.ran].sort(), ["a.txt", "b.txt"])
+      const keyed = emitted.filter(({ event }) => event._tag === "ApprovalRequested" || event._tag === "ApprovalDecided" || event._tag === "ToolDone")
+      assert.strictEqual(keyed.length, 6)
+      for (const { event, key } of keyed) {
+        const expected = event._tag === "ToolDone"
+          ? `tool/1/${event.tool_call_id}/done`
+          : `approval/${(event as Requested).approval_id}/${event._tag === "ApprovalRequested" ? "requested" : "decided"}`
+        assert.strictEqual(key, expected, `${event._tag} key`)
+      }
+      assert.isTrue(emitted.filter(({ event }) => !["ApprovalRequested", "ApprovalDecided", "ToolDone"].includes(event._tag)).every(({ key }) => key === undefined))
+    }).pipe(Effect.provide(h.layer))
+  })
 })

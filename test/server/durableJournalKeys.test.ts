@@ -19,6 +19,9 @@ import * as DurableJournal from "../../src/server/internal/durableJournal.js"
 import * as RunHost from "../../src/server/internal/runHost.js"
 import * as RunLog from "../../src/server/RunLog.js"
 
+/** As the loop emits it (`approval.ts`): keyed by its approval id. */
+const ask = (journal: DurableJournal.DurableJournal, id: string, call: string) => journal.emit(requested(id, call), { key: `approval/${id}/requested` })
+
 const requested = (id: string, call: string): RunEvent => ({
   _tag: "ApprovalRequested",
   approval_id: id,
@@ -46,7 +49,7 @@ const journalOf = (log: RunLog.RunLogService, boot: string) =>
   })
 
 describe("durable journal: event keys", () => {
-  it.scoped("approval events of concurrent calls are stored once each, whatever order a replay asks in", () =>
+  it.scoped("events emitted with a key (approval requests of concurrent calls) are stored once each, whatever order a replay emits them in", () =>
     Effect.gen(function*() {
       const filename = join(mkdtempSync(join(tmpdir(), "journal-keys-")), "runs.sqlite")
       const log = yield* Effect.map(
@@ -56,11 +59,11 @@ describe("durable journal: event keys", () => {
       yield* Effect.orDie(log.start({ runId: "r1", conversationId: "c1", query: "pay twice" }))
       // the first process: call A asked for its approval, then the process died before call C did
       const first = yield* journalOf(log, "boot-1")
-      yield* first.emit(requested("ap_A", "call_A"))
+      yield* ask(first, "ap_A", "call_A")
       // the replay: C's fiber happens to ask first this time
       const second = yield* journalOf(log, "boot-2")
-      yield* second.emit(requested("ap_C", "call_C"))
-      yield* second.emit(requested("ap_A", "call_A"))
+      yield* ask(second, "ap_C", "call_C")
+      yield* ask(second, "ap_A", "call_A")
       const events = yield* Effect.orDie(log.eventsAfter("r1", 0))
       const ids = events.map((e) => JSON.parse(e.data).approval_id)
       assert.deepStrictEqual(ids, ["ap_A", "ap_C"], "each approval request stored once, none lost")

@@ -23,8 +23,9 @@
  * Events. Concurrent steps emit in an order that differs between executions.
  * With a durable host's `emitOnce`, an event a step emits outside its
  * activities is keyed by the step and its position among them
- * (`s:dag/<round>/step/<id>:<n>`; approval events by their approval id), so a
- * replay skips exactly the ones stored; an event emitted inside an activity is
+ * (`s:dag/<round>/step/<id>:<n>`; an event emitted with a key of its own —
+ * a call's `ToolDone`, approval events — by that key), so a replay skips
+ * exactly the ones stored; an event emitted inside an activity is
  * keyed by that activity (the host's rule).
  *
  * @internal
@@ -167,19 +168,14 @@ const stepJournal = (parent: DagJournal, name: string, stepId: string, live: Def
   }
   const emitOnce = parent.emitOnce
   let position = 0
-  const keyOf = (event: RunEvent): string => {
-    // content keys: a round's calls ask for approval concurrently
-    if (event._tag === "ApprovalRequested") return `s:${name}:approval/${event.approval_id}/requested`
-    if (event._tag === "ApprovalDecided") return `s:${name}:approval/${event.approval_id}/decided`
-    return `s:${name}:${++position}`
-  }
+  const keyOf = (): string => `s:${name}:${++position}`
   const emit: RunJournal["emit"] = emitOnce === undefined
     ? parent.emit
     : (event, options) =>
-      // an event with a key of its own (a call's ToolDone) is keyed by it already
+      // an event with a key of its own (a call's ToolDone, approval events) is keyed by it already
       options?.key !== undefined
         ? parent.emit(event, options)
-        : Effect.flatMap(FiberRef.get(InActivity), (inside) => (inside ? parent.emit(event) : emitOnce(keyOf(event), event)))
+        : Effect.flatMap(FiberRef.get(InActivity), (inside) => (inside ? parent.emit(event) : emitOnce(keyOf(), event)))
   return Journal.nested(tracked, {
     prefix: `${name}/`,
     emit,

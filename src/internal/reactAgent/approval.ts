@@ -101,6 +101,7 @@ export const makeGate = (options: {
           argsHash
         })
         const id = call.id !== undefined ? { tool_call_id: call.id } : {}
+        // the calls of a round ask concurrently: the events are keyed by the approval, not their position
         yield* journal.emit({
           _tag: "ApprovalRequested",
           approval_id: approvalId,
@@ -109,7 +110,7 @@ export const makeGate = (options: {
           tool_args: call.args,
           args_hash: argsHash,
           iteration: call.iteration
-        })
+        }, { key: `approval/${approvalId}/requested` })
         const decision = yield* journal.activity({
           name: `approval/${call.iteration}/${call.id ?? "json"}`,
           success: Approvals.Decision,
@@ -135,7 +136,7 @@ export const makeGate = (options: {
           status: verdict.approved ? "approved" : "denied",
           ...(!verdict.approved && verdict.reason !== undefined ? { reason: verdict.reason } : {}),
           ...id
-        })
+        }, { key: `approval/${approvalId}/decided` })
         return verdict
       })
 

@@ -16,10 +16,9 @@
  * Event identity. A replay re-emits the events of the run's deterministic part
  * in the same order: they are keyed by their position (`b:<n>`) and skipped
  * when stored. Events that concurrent fibers of the body emit in an order a
- * replay need not repeat are keyed by what they are: by the key they are
- * emitted with (`k:<key>`: a call's `ToolDone`, emitted once its outcome is
- * stored), approval events by their approval id
- * (`a:<approval id>:requested|decided`). Events emitted while an activity executes are keyed by the
+ * replay need not repeat are keyed by what they are, the key they are emitted
+ * with (`k:<key>`: a call's `ToolDone`, emitted once its outcome is stored;
+ * approval events, `approval/<approval id>/requested|decided`). Events emitted while an activity executes are keyed by the
  * activity, the process and their position in it (`<activity>@<boot>:<n>`):
  * a completed activity does not run again, so its events are not re-emitted;
  * an activity re-run after a crash emits new ones. Event ids continue from the
@@ -114,10 +113,6 @@ export const make = (options: {
       let key: string
       if (emitOptions?.key !== undefined) {
         key = `k:${emitOptions.key}`
-      } else if (event._tag === "ApprovalRequested" || event._tag === "ApprovalDecided") {
-        // asked from the body by the calls of a round concurrently, in an order a replay may not
-        // repeat: keyed by what they are, not by their position (one of each per approval id)
-        key = `a:${event.approval_id}:${event._tag === "ApprovalRequested" ? "requested" : "decided"}`
       } else if (activity === undefined) {
         key = `b:${++body}`
       } else {
