@@ -202,7 +202,12 @@ const main = async () => {
     // Only the sections measured now are replaced; the rest (and the run header) stay as saved.
     const saved = JSON.parse(readFileSync(resultsPath, "utf8")) as Report.Results
     const measured = Object.fromEntries(Object.entries(results).filter(([key, value]) => value !== undefined && !(key === "loop" && !wants("loop"))))
-    const merged: Report.Results = { ...saved, ...measured }
+    const now = new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC"
+    const merged: Report.Results = {
+      ...saved,
+      ...measured,
+      env: { ...saved.env, merged: { ...saved.env.merged, ...Object.fromEntries(Object.keys(measured).map((key) => [key, now])) } }
+    }
     writeFileSync(resultsPath, JSON.stringify(merged, null, 1))
     writeFileSync(docPath, Report.markdown(merged))
     log(`\nmerged ${Object.keys(measured).join(", ")} into ${resultsPath} and rewrote ${docPath} [${elapsed()}]`)
