@@ -17,7 +17,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { createServer } from "node:http"
+import { createServer, type IncomingMessage, type Server as NodeServer, type ServerResponse } from "node:http"
 import * as BrowserSafety from "./BrowserSafety.js"
 import { ChatRoutes } from "./ChatRoutes.js"
 import * as ConversationStore from "./ConversationStore.js"
@@ -169,6 +169,70 @@ const listenFailure = (options: { readonly port: number; readonly host: string }
   })
 }
 
+/** How long a request that arrives before the routes are installed waits for them (then 503). */
+const ROUTES_WAIT_MS = 1000
+
+/**
+ * The `request` listener installed before the port opens, for the requests that reach the
+ * server while it has no routes: between the moment the port accepts connections and the
+ * moment the routes are installed (the run registry and the durable run workflow are built
+ * after the port is open, a few tens of milliseconds), and after the routes are removed at
+ * shutdown while the port is still open. Without it Node parses such a request and nobody
+ * answers it: the client hangs until its own timeout.
+ *
+ * At start-up a request waits for the routes, up to `ROUTES_WAIT_MS`, and is handed to them
+ * when they are installed (served, a few milliseconds late: a browser `EventSource` does not
+ * retry a 503); past that wait, and at shutdown, it is answered `503` with `Retry-After: 1`
+ * in the documented JSON error shape, and its connection is closed so that a keep-alive
+ * client reconnects.
+ */
+const beforeRoutes = (server: NodeServer) => {
+  let waiting: Array<{ readonly request: IncomingMessage; readonly response: ServerResponse; readonly timer: NodeJS.Timeout }> = []
+  let routed = false
+  const unavailable = (request: IncomingMessage, response: ServerResponse) => {
+    if (response.headersSent || response.destroyed) return
+    const body = JSON.stringify({
+      error: "unavailable",
+      message: routed ? "The server is stopping" : "The server is starting; retry shortly"
+    })
+    response.writeHead(503, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+      "retry-after": "1",
+      "cache-control": "no-store",
+      "connection": "close"
+    })
+    // a request body is not read: the connection is closed after the answer
+    response.end(request.method === "HEAD" ? undefined : body)
+  }
+  const listener = (request: IncomingMessage, response: ServerResponse) => {
+    // the routes are installed: they answer (every `request` listener is called, this one first)
+    if (server.listenerCount("request") > 1) return
+    if (routed) return unavailable(request, response)
+    // Node edge: a plain timer (unref'd), like the drain's — no fiber runs before the routes do
+    const timer = setTimeout(() => {
+      waiting = waiting.filter((w) => w.request !== request)
+      unavailable(request, response)
+    }, ROUTES_WAIT_MS)
+    timer.unref()
+    waiting.push({ request, response, timer })
+  }
+  server.on("newListener", (event: string | symbol, routes: (...args: Array<any>) => void) => {
+    if (event !== "request" || routes === listener) return
+    routed = true
+    // emitted before the routes' listener is added: hand it the waiting requests right after
+    process.nextTick(() => {
+      const handOver = waiting
+      waiting = []
+      for (const w of handOver) {
+        clearTimeout(w.timer)
+        if (!w.response.destroyed) routes(w.request, w.response)
+      }
+    })
+  })
+  return listener
+}
+
 /**
  * A Node HTTP server on `host:port` (port 0 = a random free port), with limits
  * against slow or numerous clients (defaults: `ServerConfig.defaults`): a request
@@ -177,7 +241,11 @@ const listenFailure = (options: { readonly port: number; readonly host: string }
  * `maxConnections` are closed at once. On shutdown, after the routes' finalizers
  * ended the SSE streams, connections that turn idle are closed at once (keep-alive
  * sockets would otherwise hold `server.close()`) and any connection still open
- * after 2 s is closed. Fails with a `ListenError` when it cannot listen there.
+ * after 2 s is closed. From the moment the port accepts connections, every
+ * request gets an answer: one that arrives before the routes are installed waits
+ * for them (up to 1 s, then `503` with `Retry-After: 1`), one that arrives after
+ * they were removed at shutdown gets the 503 at once. Fails with a `ListenError`
+ * when it cannot listen there.
  *
  * @since 0.1.0
  * @category layers
@@ -199,6 +267,8 @@ export const listenOn = (options: {
       connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(headersTimeout / 4)))
     })
     server.maxConnections = options.maxConnections ?? ServerConfig.defaults.maxConnections
+    // installed before the port opens, so it is the first `request` listener
+    server.on("request", beforeRoutes(server))
     const drain = Layer.scopedDiscard(Effect.addFinalizer(() =>
       Effect.sync(() => {
         // Node edge: the http.Server finishes closing after this finalizer has returned (its
