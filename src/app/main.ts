@@ -4,6 +4,12 @@
  * with zero configuration on the built-in offline demo model. Traces and metrics
  * go to `OTEL_EXPORTER_OTLP_ENDPOINT` when it is set (`Telemetry.layerConfig`).
  *
+ * `npm start` runs it compiled (scripts/start.js: build/app/main.js, built when
+ * stale, imported in the npm child process itself), so SIGTERM / SIGINT reach
+ * this process: `NodeRuntime.runMain` interrupts the program, the layers close
+ * (SSE streams end, the port is released, runs stay durable) and the process
+ * exits with code 0. The tests run the source with `node --import tsx`.
+ *
  * @since 0.1.0
  */
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -64,5 +70,28 @@ const reportFailure = <A, E, R>(self: Effect.Effect<A, E, R>) =>
       : Effect.logError("react-engine could not start", cause)
   })
 
+/**
+ * `NodeRuntime.runMain` stops the server gracefully on the first SIGINT / SIGTERM and
+ * then removes its listeners, so a second one kills the process at once. But one stop
+ * often arrives twice within milliseconds: Ctrl-C signals the whole foreground process
+ * group (npm and the server) and npm forwards its copy; systemd's default `KillMode`
+ * signals every process of the service, npm included. A repeat within a second of the
+ * first is that same stop and is ignored; a later one (a second Ctrl-C) still kills at once.
+ */
+const ignoreRepeatedStop = () => {
+  let first: number | undefined
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (first === undefined) first = Date.now()
+    else if (Date.now() - first >= 1000) {
+      process.off("SIGINT", onSignal)
+      process.off("SIGTERM", onSignal)
+      process.kill(process.pid, signal)
+    }
+  }
+  process.on("SIGINT", onSignal)
+  process.on("SIGTERM", onSignal)
+}
+
+ignoreRepeatedStop()
 // telemetry first: the tracer reaches every request and run, and the last spans are flushed after the server closed
 Layer.launch(MainLayer.pipe(Layer.provide(Telemetry.layerConfig))).pipe(reportFailure, (program) => NodeRuntime.runMain(program, { disableErrorReporting: true }))
