@@ -2,7 +2,7 @@
 //
 // 1. When the build is stale — no build/app/main.js, or a file of src/ (or a build setting)
 //    changed after the last complete build started (build/.build-stamp) — it builds first:
-//    `node scripts/build.js --app`, src/ → build/, a few tens of seconds. Two starts at once (two
+//    `node scripts/build.js --app`, src/ → build/, some seconds. Two starts at once (two
 //    instances on one checkout) do not build over each other: the build holds a lock, and the
 //    second one waits for it and then finds the build fresh.
 // 2. Then it imports build/app/main.js, so the process npm started is the server itself. npm

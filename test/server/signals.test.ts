@@ -9,7 +9,7 @@
  * on the same database: the approval is answered and the run completes (nothing was lost); then
  * Ctrl-C (SIGINT to the whole group: the server gets its own and npm's copy) stops it gracefully too.
  *
- * The first start builds (tens of seconds) when build/ is stale, e.g. after a checkout; the
+ * The first start builds (some seconds) when build/ is stale, e.g. after a checkout; the
  * second one finds it fresh.
  */
 import { assert, describe, it } from "@effect/vitest"
