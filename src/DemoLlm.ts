@@ -75,12 +75,13 @@ const promptTokens = (request: ChatRequest): number => {
   return Math.ceil(chars / 4)
 }
 
-let callCounter = 0
+/** A fresh tool-call id, as a provider gives one per call (no state shared between runs or layers). */
+const callId = (): string => `demo_call_${crypto.randomUUID().slice(0, 12)}`
 
 const reply = (request: ChatRequest, content: string, calls: ReadonlyArray<PlannedCall> = [], reasoning = ""): ChatResponse => {
   const toolCalls: Array<ResponseToolCall> = calls.map((c) => {
     const args = JSON.stringify(c.args)
-    return { id: `demo_call_${++callCounter}`, name: c.tool, arguments: args, parsed: Either.right(c.args) }
+    return { id: callId(), name: c.tool, arguments: args, parsed: Either.right(c.args) }
   })
   const completion = estimateTokens(content + toolCalls.map((c) => c.arguments).join("") + reasoning)
   return {
@@ -106,7 +107,7 @@ const dagReply = (request: ChatRequest, dag: NonNullable<ReturnType<typeof dagCa
   if (!forced) return reply(request, JSON.stringify(dag.value))
   const args = dag.value as Record<string, unknown>
   const call: ResponseToolCall = {
-    id: `demo_call_${++callCounter}`,
+    id: callId(),
     name: dag.name,
     arguments: JSON.stringify(args),
     parsed: Either.right(args)
@@ -129,7 +130,7 @@ export const respond = (request: ChatRequest): ChatResponse => {
       const value = conv.sampleFromSchema(kind.schema, conv.lastUserText(request.messages))
       const args = (value !== null && typeof value === "object" ? value : {}) as Record<string, unknown>
       const call: ResponseToolCall = {
-        id: `demo_call_${++callCounter}`,
+        id: callId(),
         name: kind.name,
         arguments: JSON.stringify(args),
         parsed: Either.right(args)
