@@ -15,15 +15,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
+import { sqliteSetup } from "../utils/killMatrix.js"
 import { startServerProcess } from "../utils/serverProcess.js"
 import { openSse, type SseEvent } from "../utils/sse.js"
 
-const RECORDER = fileURLToPath(new URL("../utils/recorderMcp.ts", import.meta.url))
 const RESTART_ERROR = "interrupted by a server restart; not retried"
 const ANSWER = "Both labels were recorded."
 
@@ -76,25 +72,8 @@ describe("durable DAG runs on SQLite (real server processes, SIGKILL)", () => {
   it.live("kill -9 during a step: the run continues, no finished step runs again, the planner is asked once", () =>
     Effect.promise(async () => {
       const fake = await FakeOpenAi.start(responder)
-      const dir = mkdtempSync(join(tmpdir(), "react-durable-dag-"))
-      const recordFile = join(dir, "records.txt")
-      writeFileSync(recordFile, "")
-      const records = () => readFileSync(recordFile, "utf8").split("\n").filter((l) => l !== "")
-      const mcp = join(dir, "mcp.json")
-      writeFileSync(mcp, JSON.stringify({
-        mcpServers: { rec: { command: process.execPath, args: ["--import", "tsx", RECORDER], env: { RECORD_FILE: recordFile } } }
-      }))
-      const env = {
-        DATABASE_PATH: join(dir, "react.sqlite"),
-        LLM_BASE_URL: fake.url,
-        LLM_MODEL: "fake-model",
-        LLM_API_KEY: "test",
-        LLM_MAX_RETRIES: "0",
-        MCP_CONFIG: mcp,
-        RUN_DETACH_GRACE_MS: "60000",
-        REACT_COMPLETION_CHECK_MIN_TOOLS: "10",
-        REACT_SYNTHESIS: "always"
-      }
+      // a SQLite file and the recording MCP tool (the record file lists every real execution)
+      const { env, records } = sqliteSetup(fake.url)
       const conversation = "kill-dag-step"
       try {
         const first = await startServerProcess(env)

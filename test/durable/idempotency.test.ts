@@ -17,6 +17,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
+import { modelEnv } from "../utils/killMatrix.js"
 import { type Attempt, openLedger, openSqlite } from "../utils/ledgerMcp.js"
 import { startServerProcess } from "../utils/serverProcess.js"
 import { openSse, type SseEvent } from "../utils/sse.js"
@@ -61,14 +62,9 @@ describe("idempotency keys on the real server (SQLite, SIGKILL)", () => {
       })
       const env = {
         DATABASE_PATH: join(dir, "react.sqlite"),
-        LLM_BASE_URL: fake.url,
-        LLM_MODEL: "fake-model",
-        LLM_API_KEY: "test",
-        LLM_MAX_RETRIES: "0",
         MCP_CONFIG: join(dir, "mcp.json"),
         RUN_DETACH_GRACE_MS: "60000",
-        REACT_COMPLETION_CHECK_MIN_TOOLS: "10",
-        REACT_SYNTHESIS: "always"
+        ...modelEnv(fake.url)
       }
       try {
         const first = await startServerProcess(env)
