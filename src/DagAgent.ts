@@ -41,7 +41,9 @@ import * as AgentConfig from "./AgentConfig.js"
 import * as Approvals from "./Approvals.js"
 import * as ContextGuard from "./ContextGuard.js"
 import * as Hooks from "./Hooks.js"
-import { route as routeQuery } from "./internal/dagAgent/route.js"
+import { FUNCTION_NAME as ANALYSIS_FUNCTION } from "./internal/dagAgent/analyze.js"
+import { FUNCTION_NAME as PLAN_FUNCTION } from "./internal/dagAgent/plan.js"
+import { FUNCTION_NAME as ROUTE_FUNCTION, route as routeQuery } from "./internal/dagAgent/route.js"
 import { type DagSettings, execute } from "./internal/dagAgent/run.js"
 import * as Interrupts from "./Interrupts.js"
 import type { LlmService } from "./Llm.js"
@@ -62,6 +64,17 @@ import * as Usage from "./Usage.js"
  * @since 0.1.0
  * @category models
  */
+/**
+ * The function names of DAG mode's structured calls (planner, analysis, router), as the
+ * model sees them in native mode: a model that plans (the offline demo model) answers
+ * them by name.
+ */
+export const functionNames = {
+  plan: PLAN_FUNCTION,
+  analysis: ANALYSIS_FUNCTION,
+  route: ROUTE_FUNCTION
+} as const
+
 export interface DagOptions {
   /** Steps running at once. `DAG_MAX_CONCURRENCY`, default 5. */
   readonly maxConcurrency: number

@@ -49,7 +49,7 @@ import * as internal from "./internal/openAiLlm/config.js"
 import { toChatResponse, toLlmError, toParams } from "./internal/openAiLlm/request.js"
 import type { StreamState } from "./internal/openAiLlm/stream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiLlm/stream.js"
-import { ThinkSplitter } from "./internal/openAiLlm/think.js"
+import { ThinkSplitter } from "./internal/llm/think.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
 import { defaultAbilities, Llm, LlmError, notifyRetry, unwrapDeltas, unwrapDeltasScoped } from "./Llm.js"
 

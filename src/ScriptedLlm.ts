@@ -22,7 +22,7 @@ import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmErrorReason, LlmService, ResponseToolCall } from "./Llm.js"
 import { defaultAbilities, Llm, LlmError, parseToolArguments, splitThinking, unwrapDeltas } from "./Llm.js"
-import { ThinkSplitter } from "./internal/openAiLlm/think.js"
+import { ThinkSplitter } from "./internal/llm/think.js"
 import { textOf } from "./Message.js"
 import * as Usage from "./Usage.js"
 

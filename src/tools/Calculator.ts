@@ -10,7 +10,7 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import * as internal from "../internal/builtinTools/calculatorParser.js"
+import * as internal from "../internal/calculator/parser.js"
 import type { Tool } from "../Tool.js"
 import * as ToolModule from "../Tool.js"
 import { ToolError } from "../Tool.js"

@@ -19,9 +19,7 @@
  *
  * @internal
  */
-import { FUNCTION_NAME as ANALYZE } from "../dagAgent/analyze.js"
-import { FUNCTION_NAME as PLAN } from "../dagAgent/plan.js"
-import { FUNCTION_NAME as ROUTE } from "../dagAgent/route.js"
+import { functionNames } from "../../DagAgent.js"
 import type { ChatRequest } from "../../Llm.js"
 import { textOf } from "../../Message.js"
 import { detectLanguage, type Lang, plan, type PlannedCall } from "./rules.js"
@@ -47,7 +45,7 @@ const functionOf = (request: ChatRequest): string | undefined => {
   const choice = request.toolChoice
   if (typeof choice === "object" && choice.type === "function") return choice.function.name
   const system = textsOf(request, "system")
-  return [PLAN, ANALYZE, ROUTE].find((name) => system.includes(`the result of \`${name}\``))
+  return [functionNames.plan, functionNames.analysis, functionNames.route].find((name) => system.includes(`the result of \`${name}\``))
 }
 
 // ---- the planner -------------------------------------------------------------------
@@ -188,13 +186,13 @@ export const dagCall = (request: ChatRequest): DagCall | undefined => {
   const name = functionOf(request)
   const user = textsOf(request, "user")
   switch (name) {
-    case PLAN: {
+    case functionNames.plan: {
       const prompt = readPlanPrompt(user)
       return { _tag: "Structured", name, value: { steps: planSteps(prompt.goal, prompt.followUps, prompt.available) } }
     }
-    case ANALYZE:
+    case functionNames.analysis:
       return { _tag: "Structured", name, value: analysisFor(user) }
-    case ROUTE: {
+    case functionNames.route: {
       // the router sees the query alone (the first user message; a retry appends the re-format request)
       const first = request.messages.find((m) => m.role === "user")
       const parts = plan(first ? textOf(first.content) : "")

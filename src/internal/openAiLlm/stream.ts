@@ -7,7 +7,7 @@
 import type { ChatCompletionChunk } from "openai/resources/chat/completions"
 import type { ChatDelta } from "../../Llm.js"
 import { toUsage } from "./request.js"
-import type { ThinkSplitter } from "./think.js"
+import type { ThinkSplitter } from "../llm/think.js"
 
 /** Per-stream state: the think splitter and the latest usage seen. */
 export interface StreamState {
