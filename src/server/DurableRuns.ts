@@ -106,7 +106,7 @@ export const layerHost: Layer.Layer<RunHost> = Layer.sync(RunHost, () => RunHost
  * answered `interrupted by a server restart; not retried` (or run again, if
  * the tool is idempotent), as after a crash. The server mounts it between the
  * routes and the run registry: no request is taken meanwhile, open SSE
- * streams still get the calls' events.
+ * streams stay open.
  *
  * @since 0.1.0
  * @category layers
