@@ -1,6 +1,6 @@
 /**
  * The docs' code, from the packed package (issue 32, "Docs out of step with the product"):
- * `npm pack` (its `prepack` builds dist/), the tarball unpacked into a fresh ESM project's
+ * `npm pack` of a copy of the package's sources (its `prepack` builds the copy's dist/), the tarball unpacked into a fresh ESM project's
  * node_modules as `npm install` would place it, next to this repository's installed
  * packages (symlinked: the test runs offline and installs nothing), and then
  *
@@ -16,7 +16,7 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile, spawn } from "node:child_process"
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -80,7 +80,14 @@ describe("the docs' code from the packed package (offline)", () => {
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "effect-react-engine-embed-"))
-    await timed("npm pack (build included)", async () => ok(await run(ROOT, "npm", ["pack", "--pack-destination", work, "--silent"], 240_000), "npm pack"))
+    // packed from a copy of the package's sources: its prepack build writes the copy's dist/, not
+    // the checkout's, which another test (install.test.ts) may be packing at the same moment
+    const source = join(work, "source")
+    for (const entry of ["package.json", "README.md", "tsconfig.json", "tsconfig.build.json", "src", "scripts"]) {
+      cpSync(join(ROOT, entry), join(source, entry), { recursive: true })
+    }
+    symlinkSync(join(ROOT, "node_modules"), join(source, "node_modules"))
+    await timed("npm pack (build included)", async () => ok(await run(source, "npm", ["pack", "--pack-destination", work, "--silent"], 240_000), "npm pack"))
     const tarball = join(work, `${pkg.name}-${pkg.version}.tgz`)
     app = join(work, "app")
     const modules = join(app, "node_modules")
