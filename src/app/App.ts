@@ -1,5 +1,6 @@
 /**
- * The application layer of the bundled server and CLI: the LLM (OpenAI-compatible
+ * The application layer of the bundled server and CLI (the services themselves:
+ * `AgentServices` of `effect-react-engine/server`): the LLM (OpenAI-compatible
  * models from `LLM_*` when `LLM_MODEL` or `LLM_BASE_URL` is set, else the built-in offline demo
  * model, clearly labelled), the tools (built-ins + MCP servers from
  * `MCP_CONFIG`), hooks (none by default), the context guard, the interrupt
@@ -10,107 +11,21 @@
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type { AgentOptions } from "../AgentConfig.js"
-import * as Approvals from "../Approvals.js"
-import * as BuiltinTools from "../BuiltinTools.js"
-import * as ContextGuard from "../ContextGuard.js"
-import * as DagAgent from "../DagAgent.js"
 import * as DemoLlm from "../DemoLlm.js"
-import * as Hooks from "../Hooks.js"
-import * as Interrupts from "../Interrupts.js"
-import { Llm } from "../Llm.js"
-import * as McpTools from "../McpTools.js"
+import type { Llm } from "../Llm.js"
 import * as ModelRegistry from "../ModelRegistry.js"
-
-import * as ReactAgent from "../ReactAgent.js"
-import { AppInfo } from "../server/AppInfo.js"
-import * as Toolkit from "../Toolkit.js"
+import { make, modelsOf } from "../server/AgentServices.js"
 
 export { AppInfo } from "../server/AppInfo.js"
 
-/**
- * Built-in tools plus the tools of the `McpTools` in context.
- *
- * @since 0.1.0
- * @category layers
- */
-export const ToolsLayer: Layer.Layer<Toolkit.Toolkit, never, McpTools.McpTools> = Layer.effect(
-  Toolkit.Toolkit,
-  Effect.flatMap(McpTools.McpTools, (mcp) =>
-    Effect.try({
-      try: () => Toolkit.make([...BuiltinTools.tools, ...mcp.tools]),
-      catch: (e) => e
-    }).pipe(Effect.orDie))
-)
-
-/**
- * The models of a single `Llm` (it is `main` and `fast`).
- *
- * @since 0.1.0
- * @category layers
- */
-export const modelsOf = <E, R>(llm: Layer.Layer<Llm, E, R>): Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R> =>
-  ModelRegistry.layerFromLlm.pipe(Layer.provideMerge(llm))
-
-/**
- * The app's services over the models (`ModelRegistry` and `Llm`; see `modelsOf`
- * for a single LLM): `ReactAgent` and `DagAgent` (configured from `REACT_*` and
- * `DAG_*`; DAG steps pick their models from the registry), `ContextGuard`,
- * `Interrupts`, `Approvals` (one service for both agents: the server answers
- * every run's approvals through `ReactAgent.approve`), `Toolkit`, `Hooks`
- * (empty), the models and `AppInfo` (model name from the `Llm`, `demo` as given,
- * the MCP servers behind the tools), and `McpTools` unless `tools` is given.
- *
- * @since 0.1.0
- * @category layers
- */
-export const make = <E, R, RI = never, RA = never>(
-  models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
-  options: {
-    readonly demo: boolean
-    /** Default: in-memory queues (`Interrupts.layer`); the server passes its run log's (`SqlInterrupts.layer`). */
-    readonly interrupts?: Layer.Layer<Interrupts.Interrupts, never, RI>
-    /** Default: built-ins + the tools of `mcp`. Given: exactly these tools (all reported as built in). */
-    readonly tools?: Layer.Layer<Toolkit.Toolkit>
-    /** The MCP servers (ignored with `tools`). Default: the servers of `MCP_CONFIG`. */
-    readonly mcp?: Layer.Layer<McpTools.McpTools>
-    /** Default: no hooks. */
-    readonly hooks?: Layer.Layer<Hooks.Hooks>
-    /** Default: `ContextGuard.layerConfig` (configured from the environment). */
-    readonly guard?: Layer.Layer<ContextGuard.ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry>
-    /** Where tool calls wait for approval. Default: in memory (`Approvals.layer`); the server passes its database's (`SqlApprovals.layer`). */
-    readonly approvals?: Layer.Layer<Approvals.Approvals, never, RA>
-    /** Agent options that win over the `REACT_*` environment (both agents; DAG steps too). */
-    readonly agent?: Partial<AgentOptions>
-  }
-) => {
-  const tools = options.tools !== undefined
-    ? Layer.merge(options.tools, Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo }))))
-    : Layer.merge(
-      ToolsLayer,
-      Layer.effect(AppInfo, Effect.all([Llm, McpTools.McpTools]).pipe(Effect.map(([service, mcp]) => ({
-        model: service.model,
-        demo: options.demo,
-        mcp: { servers: mcp.servers, failed: mcp.failed }
-      }))))
-    ).pipe(Layer.provideMerge(options.mcp ?? McpTools.layerConfig))
-  const services = Layer.mergeAll(
-    options.guard ?? ContextGuard.layerConfig,
-    options.interrupts ?? (Interrupts.layer as Layer.Layer<Interrupts.Interrupts, never, RI>),
-    options.hooks ?? Hooks.layerEmpty,
-    tools,
-    options.approvals ?? (Approvals.layer as Layer.Layer<Approvals.Approvals, never, RA>)
-  )
-  const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
-    Layer.mergeAll(
-      ReactAgent.layerConfig({ ...options.agent, approvals }),
-      DagAgent.layerConfigWith({ approvals, ...(options.agent ? { agent: options.agent } : {}) })
-    )))
-  return agents.pipe(
-    Layer.provideMerge(services),
-    Layer.provideMerge(models)
-  )
-}
+export {
+  /** @since 0.1.0 */
+  make,
+  /** @since 0.1.0 */
+  modelsOf,
+  /** @since 0.1.0 */
+  ToolsLayer
+} from "../server/AgentServices.js"
 
 /**
  * True when no LLM is configured (neither `LLM_MODEL` nor `LLM_BASE_URL` set):

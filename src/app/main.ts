@@ -7,8 +7,9 @@
  * `npm start` runs it compiled (scripts/start.js: build/app/main.js, built when
  * stale, imported in the npm child process itself), so SIGTERM / SIGINT reach
  * this process: `NodeRuntime.runMain` interrupts the program, the layers close
- * (SSE streams end, the port is released, runs stay durable) and the process
- * exits with code 0. The tests run the source with `node --import tsx`.
+ * (the tool calls in flight get `SHUTDOWN_GRACE_MS` to finish and store their
+ * outcomes, SSE streams end, the port is released, runs stay durable) and the
+ * process exits with code 0. The tests run the source with `node --import tsx`.
  *
  * @since 0.1.0
  */

@@ -46,6 +46,7 @@ import * as DurableJournal from "./internal/durableJournal.js"
 import * as RunHostModule from "./internal/runHost.js"
 import * as Transcript from "./internal/transcript.js"
 import * as RunLog from "./RunLog.js"
+import * as ServerConfig from "./ServerConfig.js"
 
 /**
  * What starts a run (stored with the workflow execution).
@@ -95,6 +96,36 @@ export class RunHost extends Context.Tag("effect-react-engine/server/RunHost")<R
  * @category layers
  */
 export const layerHost: Layer.Layer<RunHost> = Layer.sync(RunHost, () => RunHostModule.make(crypto.randomUUID()))
+
+/**
+ * The shutdown grace: when its scope closes (SIGTERM), no activity of a run
+ * starts any more in this process and the tool calls in flight get
+ * `ServerConfig.shutdownGraceMs` to finish and store their outcomes, so that
+ * after the restart the model is told what they did. A call still running
+ * once the grace is over is cut by the shutdown: after the restart it is
+ * answered `interrupted by a server restart; not retried` (or run again, if
+ * the tool is idempotent), as after a crash. The server mounts it between the
+ * routes and the run registry: no request is taken meanwhile, open SSE
+ * streams stay open.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerShutdownGrace: Layer.Layer<never, never, RunHost | ServerConfig.ServerConfig> = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const host = yield* RunHost
+    const { shutdownGraceMs } = yield* ServerConfig.ServerConfig
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(host.drain(shutdownGraceMs), ({ inFlight, left, waitedMs }) =>
+        inFlight === 0 ? Effect.void : Effect.logInfo(
+          `shutdown: ${plural(inFlight - left, "tool call")} of ${inFlight} in flight finished in ${(waitedMs / 1000).toFixed(2)} s` +
+            (left === 0
+              ? ""
+              : `; ${plural(left, "call")} still running at the end of the grace (SHUTDOWN_GRACE_MS=${shutdownGraceMs}), cut by the shutdown like a crash`)
+        ))
+    )
+  })
+)
 
 const StoredHistory = Schema.Array(Message.ChatMessage)
 

@@ -4,10 +4,12 @@
  * `HOST:PORT`, over the storage (`storage` / `storageConfig`: the database, the
  * run log, the conversation store and the workflow engine).
  *
- * Layer order matters for shutdown: the registry is built after the HTTP server
- * and finalized before it closes (every open SSE stream ends with a final
- * frame; runs are durable and continue after a restart), and the app services
- * (LLM, MCP servers) and the storage are finalized last.
+ * Layer order matters for shutdown: the routes go first (a request then gets
+ * a 503), then the tool calls in flight get the shutdown grace
+ * (`DurableRuns.layerShutdownGrace`, `SHUTDOWN_GRACE_MS`) to finish and store
+ * their outcomes, then the registry ends every open SSE stream with a final
+ * frame (runs are durable and continue after a restart), the port closes, and
+ * the app services (LLM, MCP servers) and the storage are finalized last.
  *
  * @since 0.1.0
  */
@@ -80,6 +82,8 @@ export const serve = (options?: { readonly disableLogger?: boolean; readonly dis
   }).pipe(
     // the platform's tracer records the raw URL; RequestLog.tracer takes its place
     HttpMiddleware.withTracerDisabledWhen(() => true),
+    // at shutdown, after the routes and before the registry: the tool calls in flight finish
+    Layer.provide(DurableRuns.layerShutdownGrace),
     Layer.provide(RunRegistry.layer),
     Layer.provide(DurableRuns.layerWorkflow)
   )

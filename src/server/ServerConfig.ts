@@ -1,6 +1,6 @@
 /**
  * Server settings, read from the environment once when the layer is built
- * (`PORT`, `HOST`, `API_TOKEN`, `MAX_BODY_BYTES`, `RUN_DETACH_GRACE_MS`,
+ * (`PORT`, `HOST`, `API_TOKEN`, `MAX_BODY_BYTES`, `RUN_DETACH_GRACE_MS`, `SHUTDOWN_GRACE_MS`,
  * `DATABASE_PATH`, `REACT_DEFAULT_MODE`, `CORS_ORIGINS`, `ALLOWED_HOSTS`, …;
  * docs/configuration.md lists them all).
  *
@@ -29,6 +29,11 @@ export interface ServerSettings {
   readonly maxBodyBytes: number
   /** How long a run survives without any SSE subscriber (ms); 0 cancels on disconnect. */
   readonly detachGraceMs: number
+  /**
+   * At shutdown, how long the tool calls in flight may take to finish and store their
+   * outcomes (ms); a call still running then is answered as interrupted after the restart.
+   */
+  readonly shutdownGraceMs: number
   /** SQLite file holding the conversations. */
   readonly databasePath: string
   /** Interval of the `: ping` SSE comments (ms). */
@@ -61,6 +66,7 @@ export const defaults: ServerSettings = {
   apiToken: Option.none(),
   maxBodyBytes: 1024 * 1024,
   detachGraceMs: 10_000,
+  shutdownGraceMs: 5_000,
   databasePath: "./data/react-engine.sqlite",
   heartbeatMs: 15_000,
   runRetentionMs: 24 * 60 * 60 * 1000,
@@ -134,6 +140,7 @@ export const config: Config.Config<ServerSettings> = Config.all({
     Config.withDefault(defaults.maxBodyBytes)
   ),
   detachGraceMs: nonNegative("RUN_DETACH_GRACE_MS", defaults.detachGraceMs),
+  shutdownGraceMs: nonNegative("SHUTDOWN_GRACE_MS", defaults.shutdownGraceMs),
   databasePath: Config.string("DATABASE_PATH").pipe(Config.withDefault(defaults.databasePath)),
   heartbeatMs: Config.integer("SSE_HEARTBEAT_MS").pipe(
     Config.validate({ message: "SSE_HEARTBEAT_MS must be an integer >= 100", validation: (n) => n >= 100 }),

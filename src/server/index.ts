@@ -8,6 +8,8 @@
  */
 
 /** @since 0.1.0 */
+export * as AgentServices from "./AgentServices.js"
+/** @since 0.1.0 */
 export * as ApiError from "./ApiError.js"
 /** @since 0.1.0 */
 export * as ApiSchema from "./ApiSchema.js"

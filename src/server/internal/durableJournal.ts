@@ -36,6 +36,14 @@
  * costs no `markStarted`. The run's idempotency keys derive from its run id
  * (`RunJournal.makeIdempotencyKey`).
  *
+ * Shutdown. Once the host is stopping (`RunHost.drain`) no activity starts:
+ * the run waits where it is until the workflow engine stops it, and continues
+ * from there after the restart. A tool call in flight (an activity that stands
+ * for a side effect: `onRestart` or `exclusive`) is counted by the host from
+ * before it starts until its outcome is stored, so that the shutdown waits for
+ * it (the grace). A call still running when the grace is over is cut when the
+ * workflow engine stops: it stays in flight, as a crash would leave it.
+ *
  * @internal
  */
 import * as Activity from "@effect/workflow/Activity"
@@ -126,6 +134,9 @@ export const make = (options: {
       return store(key, event)
     })
 
+  // the workflow engine stops it (interrupts the run, and any activity, at its shutdown)
+  const parked = Effect.interruptible(Effect.never)
+
   // an activity runs interruptibly (the workflow engine runs it uninterruptible) so that tool
   // timeouts and the run's cancellation can stop it; cancellation fails it instead of retrying it
   const running = <A, E>(name: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
@@ -137,7 +148,16 @@ export const make = (options: {
   // built when it runs, not when it is described: a run holds activities it may never run
   // (e.g. the approval key, cached until the first call that needs approval)
   const activity = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> =>
-    Effect.suspend(() => describe(o))
+    o.exclusive === true || o.onRestart !== undefined
+      ? toolCall(Effect.suspend(() => describe(o)))
+      : Effect.suspend(() => (host.stopping() ? parked : describe(o)))
+
+  // a tool call counts as in flight from before it starts until its outcome is stored: a
+  // shutdown waits for it; once the process is stopping none starts
+  const toolCall = <A, E>(call: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(host.beginCall, (began) => began ? Effect.ensuring(restore(call), host.endCall) : parked)
+    )
 
   const describe = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
     const make = (execute: Effect.Effect<A, E>): Effect.Effect<A, E> =>

@@ -1,0 +1,133 @@
+/**
+ * The agent a server runs, as one layer: the models, the tools (built-ins and
+ * MCP servers), hooks, the context guard, interrupts, approvals, the ReAct and
+ * DAG agents and `AppInfo` — every service `Server.serve` needs besides the
+ * storage and `ServerConfig`. `npm start` builds its agent with it; an Effect
+ * application that mounts the server (`effect-react-engine/server`) does too:
+ *
+ * ```ts
+ * const agent = AgentServices.layer(AgentServices.modelsOf(DemoLlm.layer), {
+ *   demo: true,
+ *   tools: Toolkit.layer(BuiltinTools.tools)
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { AgentOptions } from "../AgentConfig.js"
+import * as Approvals from "../Approvals.js"
+import * as BuiltinTools from "../BuiltinTools.js"
+import * as ContextGuard from "../ContextGuard.js"
+import * as DagAgent from "../DagAgent.js"
+import * as Hooks from "../Hooks.js"
+import * as Interrupts from "../Interrupts.js"
+import { Llm } from "../Llm.js"
+import * as McpTools from "../McpTools.js"
+import type * as ModelRegistry from "../ModelRegistry.js"
+import * as ModelRegistryModule from "../ModelRegistry.js"
+import * as ReactAgent from "../ReactAgent.js"
+import * as Toolkit from "../Toolkit.js"
+import { AppInfo } from "./AppInfo.js"
+import * as SqlApprovals from "./SqlApprovals.js"
+import * as SqlInterrupts from "./SqlInterrupts.js"
+
+/**
+ * Built-in tools plus the tools of the `McpTools` in context.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const ToolsLayer: Layer.Layer<Toolkit.Toolkit, never, McpTools.McpTools> = Layer.effect(
+  Toolkit.Toolkit,
+  Effect.flatMap(McpTools.McpTools, (mcp) =>
+    Effect.try({
+      try: () => Toolkit.make([...BuiltinTools.tools, ...mcp.tools]),
+      catch: (e) => e
+    }).pipe(Effect.orDie))
+)
+
+/**
+ * The models of a single `Llm` (it is `main` and `fast`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const modelsOf = <E, R>(llm: Layer.Layer<Llm, E, R>): Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R> =>
+  ModelRegistryModule.layerFromLlm.pipe(Layer.provideMerge(llm))
+
+/**
+ * The app's services over the models (`ModelRegistry` and `Llm`; see `modelsOf`
+ * for a single LLM): `ReactAgent` and `DagAgent` (configured from `REACT_*` and
+ * `DAG_*`; DAG steps pick their models from the registry), `ContextGuard`,
+ * `Interrupts`, `Approvals` (one service for both agents: the server answers
+ * every run's approvals through `ReactAgent.approve`), `Toolkit`, `Hooks`
+ * (empty), the models and `AppInfo` (model name from the `Llm`, `demo` as given,
+ * the MCP servers behind the tools), and `McpTools` unless `tools` is given.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const make = <E, R, RI = never, RA = never>(
+  models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
+  options: {
+    readonly demo: boolean
+    /** Default: in-memory queues (`Interrupts.layer`); the server passes its run log's (`SqlInterrupts.layer`). */
+    readonly interrupts?: Layer.Layer<Interrupts.Interrupts, never, RI>
+    /** Default: built-ins + the tools of `mcp`. Given: exactly these tools (all reported as built in). */
+    readonly tools?: Layer.Layer<Toolkit.Toolkit>
+    /** The MCP servers (ignored with `tools`). Default: the servers of `MCP_CONFIG`. */
+    readonly mcp?: Layer.Layer<McpTools.McpTools>
+    /** Default: no hooks. */
+    readonly hooks?: Layer.Layer<Hooks.Hooks>
+    /** Default: `ContextGuard.layerConfig` (configured from the environment). */
+    readonly guard?: Layer.Layer<ContextGuard.ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry>
+    /** Where tool calls wait for approval. Default: in memory (`Approvals.layer`); the server passes its database's (`SqlApprovals.layer`). */
+    readonly approvals?: Layer.Layer<Approvals.Approvals, never, RA>
+    /** Agent options that win over the `REACT_*` environment (both agents; DAG steps too). */
+    readonly agent?: Partial<AgentOptions>
+  }
+) => {
+  const tools = options.tools !== undefined
+    ? Layer.merge(options.tools, Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo }))))
+    : Layer.merge(
+      ToolsLayer,
+      Layer.effect(AppInfo, Effect.all([Llm, McpTools.McpTools]).pipe(Effect.map(([service, mcp]) => ({
+        model: service.model,
+        demo: options.demo,
+        mcp: { servers: mcp.servers, failed: mcp.failed }
+      }))))
+    ).pipe(Layer.provideMerge(options.mcp ?? McpTools.layerConfig))
+  const services = Layer.mergeAll(
+    options.guard ?? ContextGuard.layerConfig,
+    options.interrupts ?? (Interrupts.layer as Layer.Layer<Interrupts.Interrupts, never, RI>),
+    options.hooks ?? Hooks.layerEmpty,
+    tools,
+    options.approvals ?? (Approvals.layer as Layer.Layer<Approvals.Approvals, never, RA>)
+  )
+  const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
+    Layer.mergeAll(
+      ReactAgent.layerConfig({ ...options.agent, approvals }),
+      DagAgent.layerConfigWith({ approvals, ...(options.agent ? { agent: options.agent } : {}) })
+    )))
+  return agents.pipe(
+    Layer.provideMerge(services),
+    Layer.provideMerge(models)
+  )
+}
+
+/**
+ * The agent of a server: `make` with the server's database-backed interrupts
+ * and approvals (`SqlInterrupts.layer`, `SqlApprovals.layer`: a run's
+ * follow-ups and approvals work from any instance and survive a restart)
+ * unless given. Needs the server's storage (`Server.storage`) for them.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = <E, R>(
+  models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
+  options: Omit<Parameters<typeof make>[1], "interrupts" | "approvals">
+) => make(models, { ...options, interrupts: SqlInterrupts.layer, approvals: SqlApprovals.layer })
