@@ -109,7 +109,7 @@ const agentRun = (llm: LlmService, tools: ReadonlyArray<Tool.Tool>) =>
   )
 
 /** Registers the contract suite for `backend`. */
-export const contract = (backend: ContractBackend): void =>
+export const contract = (backend: ContractBackend): void => {
   describe(`Llm contract: ${backend.name}`, () => {
     it.scopedLive("chat: text, usage counted, tools advertised with our JSON Schemas in our order", () =>
       Effect.gen(function*() {
@@ -213,3 +213,4 @@ export const contract = (backend: ContractBackend): void =>
         assert.strictEqual(server.requests(), 2, "one request per model turn (the fake rejects unanswered tool calls)")
       }))
   })
+}
