@@ -5,12 +5,16 @@
  */
 import { AnthropicClient, AnthropicLanguageModel } from "@effect/ai-anthropic"
 import { NodeHttpClient } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import * as EffectAiLlm from "../src/EffectAiLlm.js"
 import type { LlmService } from "../src/Llm.js"
+import * as Message from "../src/Message.js"
 import * as FakeAnthropic from "./utils/fakeAnthropicServer.js"
 import type { ContractBackend, ContractReply } from "./utils/llmContract.js"
 import { contract } from "./utils/llmContract.js"
@@ -85,3 +89,75 @@ export const anthropicBackend: ContractBackend = {
 }
 
 contract(anthropicBackend)
+
+const longSystem = `You are a careful assistant. ${"Follow the house rules exactly. ".repeat(200)}`
+const weatherTool = {
+  type: "function" as const,
+  function: { name: "weather", description: "Current weather", parameters: { type: "object", properties: { city: { type: "string" } } } }
+}
+
+describe("EffectAiLlm over Anthropic: what is Anthropic's own", () => {
+  it.scopedLive("cache_control on the system prompt and on the newest message; the second call reads the first's prefix", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeAnthropic.scoped([FakeAnthropic.toolUse([{ name: "weather", input: { city: "Paris" } }]), FakeAnthropic.text("21C")])
+      const llm = yield* anthropicLlm(server.url)
+      const first = [Message.system(longSystem), Message.user("Weather in Paris?")]
+      const a = yield* llm.chat({ messages: first, tools: [weatherTool] })
+      const call = a.toolCalls[0]
+      const b = yield* llm.chat({
+        messages: [...first, Message.assistant(null, { toolCalls: [Message.toolCall(call.id, call.name, call.arguments)] }), Message.tool(call.id, "21C")],
+        tools: [weatherTool]
+      })
+      const body = server.requests[0].body
+      assert.deepStrictEqual(body.system.map((s: any) => s.cache_control), [{ type: "ephemeral" }])
+      assert.deepStrictEqual(body.messages.at(-1).content.at(-1).cache_control, { type: "ephemeral" })
+      assert.strictEqual(a.usage.cached_input_tokens, 0)
+      assert.isAbove(a.usage.cache_write_input_tokens ?? 0, 1024)
+      assert.strictEqual(b.usage.cached_input_tokens, a.usage.cache_write_input_tokens, "the whole first prefix is read")
+      assert.strictEqual(b.usage.prompt_tokens, server.requests[1].usage!.input_tokens + b.usage.cached_input_tokens! + b.usage.cache_write_input_tokens!)
+      // the tool result went back as a tool_result for the fresh id
+      assert.strictEqual(server.requests[1].body.messages.at(-1).content[0].tool_use_id, call.id)
+    }))
+
+  it.scopedLive("the fake is honest: a changed prefix, a short prefix or an expired entry reads nothing", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeAnthropic.scoped(() => FakeAnthropic.text("ok"))
+      const llm = yield* anthropicLlm(server.url)
+      const ask = (system: string, q: string) => Effect.map(llm.chat({ messages: [Message.system(system), Message.user(q)] }), (r) => r.usage)
+      yield* ask(longSystem, "one")
+      assert.isAbove((yield* ask(longSystem, "two")).cached_input_tokens ?? 0, 1024, "same system, new question: the system is read")
+      assert.strictEqual((yield* ask(longSystem.replace("careful", "careless"), "three")).cached_input_tokens, 0, "one byte changed")
+      const short = yield* ask("Be brief.", "four")
+      assert.strictEqual(short.cache_write_input_tokens, 0, "under 1,024 tokens nothing is written")
+      assert.strictEqual((yield* ask("Be brief.", "four")).cached_input_tokens, 0)
+      server.advance(5 * 60_000 + 1)
+      assert.strictEqual((yield* ask(longSystem, "five")).cached_input_tokens, 0, "entries live 5 minutes")
+    }))
+
+  it.scopedLive("streamed thinking becomes Reasoning; an error event mid-stream fails the stream with Server", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeAnthropic.scoped([
+        { _tag: "Message", content: [{ type: "thinking", thinking: "Paris is in France." }, { type: "text", text: "Sunny." }] },
+        { _tag: "Message", content: [{ type: "text", text: "partial" }, { type: "text", text: "never" }], streamError: "overloaded_error" }
+      ])
+      const llm = yield* anthropicLlm(server.url)
+      const deltas = Chunk.toReadonlyArray(yield* Stream.runCollect(llm.streamChat({ messages: [Message.user("Weather?")] })))
+      assert.strictEqual(deltas.flatMap((d) => (d._tag === "Reasoning" ? [d.text] : [])).join(""), "Paris is in France.")
+      assert.strictEqual(deltas.flatMap((d) => (d._tag === "Content" ? [d.text] : [])).join(""), "Sunny.")
+      const error = yield* Effect.flip(Stream.runDrain(llm.streamChat({ messages: [Message.user("again")] })))
+      assert.strictEqual(error.reason, "Server")
+      assert.include(error.message, "overloaded_error")
+    }))
+
+  it.scopedLive("a later system message goes as user text (one system prompt); no breakpoints with cacheBreakpoints none", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeAnthropic.scoped(() => FakeAnthropic.text("ok"))
+      const llm = yield* anthropicLlm(server.url, { cacheBreakpoints: "none" })
+      yield* llm.chat({ messages: [Message.system("Rules."), Message.user("hi"), Message.assistant("hello"), Message.system("Summary so far: greeting."), Message.user("go on")] })
+      const body = server.requests[0].body
+      assert.deepStrictEqual(body.system.map((s: any) => s.text), ["Rules."])
+      assert.deepStrictEqual(body.messages.map((m: any) => m.role), ["user", "assistant", "user"])
+      assert.deepStrictEqual(body.messages[2].content.map((c: any) => c.text), ["Summary so far: greeting.", "go on"])
+      assert.notInclude(JSON.stringify(body), "cache_control")
+    }))
+})
