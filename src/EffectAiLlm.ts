@@ -40,6 +40,7 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as CallBudget from "./internal/llm/callBudget.js"
+import { promptCacheKey as internalKey } from "./internal/llm/promptCacheKey.js"
 import { hasTools, toPrompt, toToolChoice, toToolkit } from "./internal/effectAiLlm/prompt.js"
 import type { CacheBreakpoints } from "./internal/effectAiLlm/prompt.js"
 import { partToDeltas, streamState, toChatResponse, toLlmError } from "./internal/effectAiLlm/response.js"
@@ -118,15 +119,6 @@ export const defaults = {
  */
 export const bridgeAbilities: Abilities = { ...defaultAbilities, jsonMode: false }
 
-const fnv1a = (text: string): string => {
-  let h = 0x811c9dc5
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i)
-    h = Math.imul(h, 0x01000193) >>> 0
-  }
-  return h.toString(16).padStart(8, "0")
-}
-
 /**
  * The prompt-cache key of a request: the same for every request of one
  * conversation (its tools, system prompt and first user message do not change).
@@ -134,12 +126,7 @@ const fnv1a = (text: string): string => {
  * @since 0.1.0
  * @category utils
  */
-export const promptCacheKey = (request: ChatRequest): string => {
-  const system = request.messages.filter((m) => m.role === "system").slice(0, 1).map((m) => m.content)
-  const firstUser = request.messages.find((m) => m.role === "user")
-  const tools = (request.tools ?? []).map((t) => t.function.name)
-  return `ere-${fnv1a(JSON.stringify([system, tools, firstUser?.content ?? ""]))}`
-}
+export const promptCacheKey: (request: ChatRequest) => string = internalKey
 
 interface OpenStream {
   readonly scope: Scope.CloseableScope

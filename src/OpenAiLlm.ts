@@ -116,7 +116,8 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
     abilities,
     temperature: options.temperature,
     sendReasoningContent: options.sendReasoningContent,
-    extraBody: options.extraBody
+    extraBody: options.extraBody,
+    promptCacheKey: options.promptCacheKey
   }
   const endpoint = options.client ? undefined : options.baseURL ?? "https://api.openai.com/v1"
   const totalTimeoutMs = options.totalTimeout !== undefined
