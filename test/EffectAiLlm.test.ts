@@ -3,46 +3,16 @@
  * Anthropic Messages API: the shared `Llm` contract, and what is Anthropic's own
  * (wire shape, thinking, stream errors, cache usage).
  */
-import { AnthropicClient, AnthropicLanguageModel } from "@effect/ai-anthropic"
-import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
-import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as EffectAiLlm from "../src/EffectAiLlm.js"
-import type { LlmService } from "../src/Llm.js"
 import * as Message from "../src/Message.js"
 import * as FakeAnthropic from "./utils/fakeAnthropicServer.js"
 import type { ContractBackend, ContractReply } from "./utils/llmContract.js"
 import { contract } from "./utils/llmContract.js"
-
-/** The real client over the fake, as an `Llm`. */
-export const anthropicLlm = (
-  url: string,
-  options?: Partial<EffectAiLlm.EffectAiLlmOptions>
-): Effect.Effect<LlmService, never, Scope.Scope> =>
-  // the HTTP client lives as long as the caller's scope (Effect.provide of a layer would close it at once)
-  Effect.flatMap(
-    Layer.build(AnthropicClient.layer({ apiKey: Redacted.make("sk-ant-test"), apiUrl: url }).pipe(Layer.provide(NodeHttpClient.layerUndici))),
-    (context) => AnthropicLanguageModel.make({ model: "claude-test" }).pipe(
-    Effect.map((model) =>
-      EffectAiLlm.make(model, {
-        model: "claude-test",
-        retryBaseDelay: "5 millis",
-        cacheBreakpoints: "anthropic",
-        configure: (s) =>
-          AnthropicLanguageModel.withConfigOverride({
-            ...(s.temperature !== undefined ? { temperature: s.temperature } : {}),
-            ...(s.maxTokens !== undefined ? { max_tokens: s.maxTokens } : {})
-          }),
-        ...options
-      })
-    ),
-    Effect.provide(context)
-  ))
+import { anthropicLlm } from "./utils/anthropicLlm.js"
 
 const toReply = (r: ContractReply): FakeAnthropic.FakeAnthropicReply => {
   switch (r._tag) {
