@@ -5,14 +5,24 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as EffectAiLlm from "../src/EffectAiLlm.js"
+import * as ContextGuard from "../src/ContextGuard.js"
+import * as Hooks from "../src/Hooks.js"
+import * as Interrupts from "../src/Interrupts.js"
+import { Llm } from "../src/Llm.js"
 import * as Message from "../src/Message.js"
+import * as ReactAgent from "../src/ReactAgent.js"
+import * as Tool from "../src/Tool.js"
+import * as Toolkit from "../src/Toolkit.js"
 import * as FakeAnthropic from "./utils/fakeAnthropicServer.js"
 import type { ContractBackend, ContractReply } from "./utils/llmContract.js"
 import { contract } from "./utils/llmContract.js"
 import { anthropicLlm } from "./utils/anthropicLlm.js"
+import { attr, makeSpanRecorder } from "./utils/spans.js"
 
 const toReply = (r: ContractReply): FakeAnthropic.FakeAnthropicReply => {
   switch (r._tag) {
@@ -129,5 +139,29 @@ describe("EffectAiLlm over Anthropic: what is Anthropic's own", () => {
       assert.deepStrictEqual(body.messages.map((m: any) => m.role), ["user", "assistant", "user"])
       assert.deepStrictEqual(body.messages[2].content.map((c: any) => c.text), ["Summary so far: greeting.", "go on"])
       assert.notInclude(JSON.stringify(body), "cache_control")
+    }))
+
+  it.scopedLive("chat spans carry the cache reads and writes of each call; done.usage sums them", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeAnthropic.scoped([FakeAnthropic.toolUse([{ name: "echo", input: { text: "hi" } }]), FakeAnthropic.text("hi")])
+      const llm = yield* anthropicLlm(server.url)
+      const recorder = makeSpanRecorder()
+      const echo = Tool.make({ name: "echo", description: "Echo", parameters: Schema.Struct({ text: Schema.String }), handler: ({ text }) => Effect.succeed(text) })
+      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "echo hi" })).pipe(
+        Effect.provide(ReactAgent.layer({ synthesis: "auto", systemPrompt: longSystem }).pipe(
+          Layer.provideMerge(Layer.mergeAll(Layer.succeed(Llm, llm), Toolkit.layer([echo]), Hooks.layerEmpty, ContextGuard.layer(), Interrupts.layer)),
+          Layer.orDie
+        )),
+        Effect.provide(recorder.layer)
+      )
+      const chats = recorder.spans().filter((s) => s.name.startsWith("chat "))
+      assert.lengthOf(chats, 2)
+      const reported = server.requests.map((r) => r.usage!)
+      assert.deepStrictEqual(chats.map((s) => attr(s, "gen_ai.usage.cache_read.input_tokens")), reported.map((u) => u.cache_read_input_tokens))
+      assert.deepStrictEqual(chats.map((s) => attr(s, "gen_ai.usage.cache_creation.input_tokens")), reported.map((u) => u.cache_creation_input_tokens))
+      assert.isAbove(reported[1].cache_read_input_tokens, 1024, "the second call reads the first one's prefix")
+      assert.strictEqual(result.usage.cached_input_tokens, reported[0].cache_read_input_tokens + reported[1].cache_read_input_tokens)
+      assert.strictEqual(result.usage.cache_write_input_tokens, reported[0].cache_creation_input_tokens + reported[1].cache_creation_input_tokens)
+      assert.strictEqual(result.usage.by_phase.loop?.cached_input_tokens, result.usage.cached_input_tokens)
     }))
 })
