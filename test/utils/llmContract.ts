@@ -212,5 +212,15 @@ export const contract = (backend: ContractBackend): void => {
         assert.deepStrictEqual(seen.sort(), ["Oslo", "Paris"])
         assert.strictEqual(server.requests(), 2, "one request per model turn (the fake rejects unanswered tool calls)")
       }))
+
+    it.scopedLive("the agent recovers from a context overflow: the request is made again and the run answers", () =>
+      Effect.gen(function*() {
+        const server = yield* backend.start((_body, index) => (index === 0 ? failWith(400, "overflow") : text("Recovered.")))
+        const events = yield* agentRun(yield* server.llm({}), [])
+        const done = events[events.length - 1]
+        assert.strictEqual(done._tag === "Done" ? done.answer : "", "Recovered.")
+        assert.isFalse(events.some((e) => e._tag === "RunFailed"))
+        assert.strictEqual(server.requests(), 2, "one more request after the overflow, no blind retries")
+      }))
   })
 }
