@@ -221,6 +221,9 @@ export const contract = (backend: ContractBackend): void => {
         assert.strictEqual(done._tag === "Done" ? done.answer : "", "Recovered.")
         assert.isFalse(events.some((e) => e._tag === "RunFailed"))
         assert.strictEqual(server.requests(), 2, "one more request after the overflow, no blind retries")
+        // the loop's overflow recovery asks again with its streamed call; any other error would
+        // have been asked again without streaming (the stream-to-plain fallback)
+        assert.isTrue(server.streamed(1), "recovered as an overflow (compaction, then the same streamed call)")
       }))
   })
 }
