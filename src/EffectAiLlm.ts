@@ -40,6 +40,7 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as CallBudget from "./internal/llm/callBudget.js"
+import { responseToDeltas } from "./internal/llm/deltas.js"
 import { promptCacheKey as internalKey } from "./internal/llm/promptCacheKey.js"
 import { hasTools, toPrompt, toToolChoice, toToolkit } from "./internal/effectAiLlm/prompt.js"
 import type { CacheBreakpoints } from "./internal/effectAiLlm/prompt.js"
@@ -239,14 +240,6 @@ export const make = (languageModel: LanguageModel.Service, options: EffectAiLlmO
   }
 }
 
-const responseToDeltas = (response: ChatResponse): Array<ChatDelta> => {
-  const out: Array<ChatDelta> = []
-  if (response.reasoning) out.push({ _tag: "Reasoning", text: response.reasoning })
-  if (response.content !== "") out.push({ _tag: "Content", text: response.content })
-  response.toolCalls.forEach((c, index) => out.push({ _tag: "ToolCall", index, id: c.id, name: c.name, arguments: c.arguments }))
-  out.push({ _tag: "Finish", reason: response.finishReason }, { _tag: "Usage", usage: response.usage })
-  return out
-}
 
 /**
  * The `Llm` over the `LanguageModel` in context.

@@ -44,12 +44,13 @@ import * as Stream from "effect/Stream"
 import OpenAI from "openai"
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions"
 import * as CallBudget from "./internal/llm/callBudget.js"
+import { responseToDeltas } from "./internal/llm/deltas.js"
 import * as internal from "./internal/openAiLlm/config.js"
 import { toChatResponse, toLlmError, toParams } from "./internal/openAiLlm/request.js"
 import type { StreamState } from "./internal/openAiLlm/stream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiLlm/stream.js"
 import { ThinkSplitter } from "./internal/openAiLlm/think.js"
-import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
+import type { Abilities, ChatDelta, ChatRequest, LlmService } from "./Llm.js"
 import { defaultAbilities, Llm, LlmError, unwrapDeltas, unwrapDeltasScoped } from "./Llm.js"
 
 /**
@@ -221,16 +222,6 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
       ? streamChat
       : (request) => unwrapDeltas(Effect.map(retry(chatOnce(request)), responseToDeltas))
   }
-}
-
-// For endpoints without streaming: the whole reply as deltas.
-const responseToDeltas = (response: ChatResponse): Array<ChatDelta> => {
-  const out: Array<ChatDelta> = []
-  if (response.reasoning) out.push({ _tag: "Reasoning", text: response.reasoning })
-  if (response.content !== "") out.push({ _tag: "Content", text: response.content })
-  response.toolCalls.forEach((c, index) => out.push({ _tag: "ToolCall", index, id: c.id, name: c.name, arguments: c.arguments }))
-  out.push({ _tag: "Finish", reason: response.finishReason }, { _tag: "Usage", usage: response.usage })
-  return out
 }
 
 /**
