@@ -4,7 +4,7 @@
  * project's 2-core machine).
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
- * `BENCH_ONLY=loop,alone,round,guard,selection,first,primitives,latency,durable,load` (a subset; the doc is only
+ * `BENCH_ONLY=loop,alone,round,guard,selection,first,primitives,latency,durable,cache,load` (a subset; the doc is only
  * written for a full run, or with `--merge`), `BENCH_LOAD_LEVELS=100,500,1000`, and the latency
  * section's `BENCH_LATENCY_TTFT_MS`, `BENCH_LATENCY_TPS`, `BENCH_LATENCY_REPS`,
  * `BENCH_LATENCY_POLICIES` (bench/latency.ts).
@@ -29,6 +29,7 @@ import * as Latency from "./latency.js"
 import * as Loop from "./loopOverhead.js"
 import * as ParallelRound from "./parallelRound.js"
 import * as Primitives from "./primitives.js"
+import * as PromptCache from "./promptCache.js"
 import { engine as agentsSdk } from "./peers/agentsSdk.js"
 import { engine as aiSdk } from "./peers/aiSdk.js"
 import { engine as ours } from "./peers/ours.js"
@@ -71,6 +72,7 @@ const main = async () => {
     alone?: Array<Alone.AloneFigures>
     latency?: Report.Results["latency"]
     durable?: Report.Results["durable"]
+    promptCache?: Report.Results["promptCache"]
   } = { loop: [] }
 
   if (wants("loop")) {
@@ -164,6 +166,18 @@ const main = async () => {
       log(x.error !== undefined ? `${x.database}: ${x.error}` : `${x.database}: ${x.marginalMs!.toFixed(1)} ms per iteration (2 steps ${x.shortMs!.toFixed(0)} ms, 22 steps ${x.longMs!.toFixed(0)} ms)`)
     }
     log(typeof d.engine === "string" ? `engine alone: ${d.engine}` : `engine alone: ${d.engine.activityWallMs.toFixed(2)} ms wall / ${d.engine.activityCpuMs.toFixed(2)} ms CPU per activity, ${(d.engine.parkedBytes / 1024).toFixed(0)} KB per workflow parked in an activity${d.engine.parkedInBodyBytes === undefined ? "" : `, ${(d.engine.parkedInBodyBytes / 1024).toFixed(0)} KB in its body`}`)
+  }
+
+  if (wants("cache")) {
+    log(`\n## Prompt caching: ${PromptCache.TURNS} turns × ${PromptCache.ROUNDS} tool rounds, ${PromptCache.TOOLS} tools, Anthropic fake [${elapsed()}]`)
+    try {
+      const c = await PromptCache.run()
+      results.promptCache = c
+      log(PromptCache.render(c))
+    } catch (e) {
+      results.promptCache = errorText(e)
+      log(`not measured: ${results.promptCache}`)
+    }
   }
 
   if (wants("load")) {

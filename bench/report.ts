@@ -16,6 +16,8 @@ import type { RoundFigures } from "./parallelRound.js"
 import type { AloneFigures } from "./alone.js"
 import type { PrimitiveFigure } from "./primitives.js"
 import type { DurableResults } from "./durableStep.js"
+import type { PromptCacheResults } from "./promptCache.js"
+import { render as renderPromptCache } from "./promptCache.js"
 import type { LoadResult } from "./serverLoad.js"
 import type { ToolSelectionFigures } from "./toolSelection.js"
 import { render as renderSelection } from "./toolSelection.js"
@@ -47,6 +49,7 @@ export interface Results {
   readonly alone?: ReadonlyArray<AloneFigures>
   readonly latency?: LatencyFigures | string
   readonly durable?: DurableResults
+  readonly promptCache?: PromptCacheResults | string
 }
 
 const ms = (x: number) => (Number.isNaN(x) ? "n/a" : x >= 100 ? x.toFixed(0) : x.toFixed(1))
@@ -132,7 +135,7 @@ A bug these tests found, since fixed: a body whose field held a 5,000-level nest
 installed (dist/, imported by its package name), as the peers run their published JavaScript: run from source
 through tsx, whose transform wraps every function created at run time in \`__name(…)\`, the engine costs
 ≈ 1.6 × as much per iteration (the server-load section still runs the app from source). \`BENCH_QUICK=1\` for a smoke run,
-\`BENCH_ONLY=loop,round,guard,selection,first,latency,durable,load\` for a subset (the doc is then not rewritten, unless
+\`BENCH_ONLY=loop,round,guard,selection,first,latency,durable,cache,load\` for a subset (the doc is then not rewritten, unless
 \`npm run bench -- --merge\`: the sections measured replace theirs in bench/results.json), \`BENCH_LOAD_LEVELS=100,500,1000\`. A full run saves its
 raw figures to bench/results.json; \`npm run bench -- --render\` rewrites this page from them
 (after editing bench/analysis.md, the hand-written part of "Where we lose").`
@@ -190,10 +193,45 @@ export const targets = (r: Results): string => {
         : "n/a",
       verdict(top && !top.error ? top.completed === 1000 && top.p99Ms < 50 && top.heapPerRunBytes <= 300 * 1024 : undefined)
     ],
-    ...latencyTargets(typeof r.latency === "object" ? r.latency : undefined)
+    ...latencyTargets(typeof r.latency === "object" ? r.latency : undefined),
+    ...cacheTargets(typeof r.promptCache === "object" ? r.promptCache : undefined)
   ]
   return `## Targets\n\nThe engine's own cost must vanish beside the model's latency, measured against the peers in the same run (absolute figures drift 25–45 % between runs on shared machines; the ratios are what to read).\n\n${table(["target", "this run", ""], rows)}`
 }
+
+const cacheTargets = (c: PromptCacheResults | undefined): Array<Array<string>> => {
+  const ours = c?.engines[0]
+  const ok = ours !== undefined && ours.error === undefined
+  return [
+    [
+      "prompt cache (20 turns × 2 tool rounds, 40 tools, Anthropic fake): reads ≥ 80 % of input tokens",
+      ok ? `${(100 * ours.readShare).toFixed(1)} %` : "n/a",
+      verdict(ok ? ours.readShare >= 0.8 : undefined)
+    ],
+    [
+      "prompt cache: billed input (read 0.1×, write 1.25×) ≤ 30 % of uncached",
+      ok ? `${(100 * ours.billedVsUncached).toFixed(1)} %` : "n/a",
+      verdict(ok ? ours.billedVsUncached <= 0.3 : undefined)
+    ]
+  ]
+}
+
+/** Prompt caching (bench/promptCache.ts). @since 0.1.0 */
+export const promptCacheSection = (c: PromptCacheResults | string): string =>
+  typeof c === "string"
+    ? `## Prompt caching\n\nNot measured: ${c}`
+    : `## Prompt caching
+
+SPEC §20's conversation: ${c.turns} turns, ${c.rounds} tool rounds per turn, ${c.tools} tools, against the fake
+Anthropic Messages API (test/utils/fakeAnthropicServer.ts), which caches prefixes honestly: a read only where
+the request's prefix up to a breakpoint (looking back up to 20 blocks, as the API does) equals one written
+before, at least 1,024 tokens (ceil(bytes ÷ 4) per block), within 5 minutes. Ours: the real \`ReactAgent\`
+over \`EffectAiLlm\` and the real \`@effect/ai-anthropic\` client; history between turns is each turn's query
+and answer, as the server keeps it; tool selection off, so every call advertises the 40 tools. Billed input
+weighs cache reads 0.1× and writes 1.25× (Anthropic's prices), relative to the same conversation without
+caching (${c.uncachedInputTokens.toLocaleString("en-US")} input tokens).
+
+${renderPromptCache(c)}`
 
 /** The cost of durability (bench/durableStep.ts, bench/engineAlone.ts). @since 0.1.0 */
 export const durableSection = (d: DurableResults): string => {
@@ -413,6 +451,8 @@ ${table(
   }
 
   if (r.durable) parts.push(durableSection(r.durable))
+
+  if (r.promptCache !== undefined) parts.push(promptCacheSection(r.promptCache))
 
   if (r.primitives) {
     parts.push(`## Effect primitives on this machine

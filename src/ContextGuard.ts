@@ -11,7 +11,8 @@
  *    messages, keeping system messages, pinned messages and the `keepRecent` most
  *    recent messages verbatim; without one, or when compaction fails or does not
  *    fit, heuristic truncation keeps system + pinned, then the newest messages
- *    that fit.
+ *    that fit in three quarters of the budget (room for the next calls: the
+ *    prompt's prefix stays stable rather than sliding on every call).
  *
  * Invariants: system and pinned messages survive; a tool-call group (an assistant
  * message with `tool_calls` and its tool messages) is kept or dropped whole; the
@@ -143,6 +144,9 @@ export const budgetForModel = (llm: LlmService): number | undefined =>
     ? undefined
     : Math.max(MIN_MODEL_BUDGET, Math.floor(llm.contextSize - (llm.maxOutputTokens ?? 0)))
 
+/** Heuristic truncation fills this share of the budget (see `checkAndCompact`). */
+const TRUNCATION_TARGET = 0.75
+
 /**
  * @since 0.1.0
  * @category models
@@ -243,7 +247,10 @@ export const make = (options: ContextGuardOptions = {}): ContextGuardService => 
       // (3) compact, else truncate
       return Effect.map(summarise(list, limit, options?.hint ?? defaultHint), ({ messages: summarised, usage }) => {
         if (summarised !== undefined && estimateMessages(summarised) <= limit) return done(summarised, usage)
-        return done(heuristic(summarised ?? list, limit), usage)
+        // truncation leaves a quarter of the budget free: the next calls append without truncating
+        // again (a window sliding on every call would change the prompt's prefix on every call,
+        // and no provider prompt cache would ever hit past the system prompt)
+        return done(heuristic(summarised ?? list, Math.floor(limit * TRUNCATION_TARGET)), usage)
       })
     })
 

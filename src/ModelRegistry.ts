@@ -17,6 +17,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
+import * as LlmProviders from "./LlmProviders.js"
 import * as OpenAiLlm from "./OpenAiLlm.js"
 
 /**
@@ -51,15 +52,17 @@ export const make = (models: { readonly main: LlmService; readonly fast?: LlmSer
 }
 
 /**
- * True when an LLM is configured (`LLM_MODEL` or `LLM_BASE_URL` set and not empty).
+ * True when an LLM is configured (`LLM_MODEL` or `LLM_BASE_URL` set and not empty, or
+ * `LLM_PROVIDER` naming a provider other than the default).
  *
  * @since 0.1.0
  * @category config
  */
 export const isLlmConfigured: Config.Config<boolean> = Config.all([
   OpenAiLlm.stringOption("LLM_MODEL"),
-  OpenAiLlm.stringOption("LLM_BASE_URL")
-]).pipe(Config.map(([model, baseURL]) => Option.isSome(model) || Option.isSome(baseURL)))
+  OpenAiLlm.stringOption("LLM_BASE_URL"),
+  LlmProviders.isProviderSet
+]).pipe(Config.map(([model, baseURL, provider]) => Option.isSome(model) || Option.isSome(baseURL) || provider))
 
 const fastConfig = Config.all({
   model: OpenAiLlm.stringOption("FAST_LLM_MODEL"),
@@ -138,18 +141,18 @@ export const layerFromLlm: Layer.Layer<ModelRegistry, never, Llm> = Layer.effect
 )
 
 /**
- * OpenAI-compatible models from the environment (see docs/configuration.md):
- * provides `ModelRegistry` and `Llm` (= main). `LLM_MODEL` may be left unset
- * when `LLM_BASE_URL` is set (the endpoint's first model is used); a missing
- * model or a bad value fails with a `ConfigError` naming the variable.
+ * The models from the environment (see docs/configuration.md and
+ * docs/providers.md): `LLM_PROVIDER` / `FAST_LLM_PROVIDER` choose the provider
+ * (default `openai-compatible`); provides `ModelRegistry` and `Llm` (= main).
+ * With the OpenAI-compatible provider `LLM_MODEL` may be left unset when
+ * `LLM_BASE_URL` is set (the endpoint's first model is used); a missing model, a
+ * missing provider package or a bad value fails with a `ConfigError` naming the
+ * variable.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig: Layer.Layer<ModelRegistry | Llm, ConfigError.ConfigError> = Layer.effectContext(
-  Effect.map(loadConfig, ({ fast, main }) =>
-    registryContext(make({
-      main: OpenAiLlm.make(main),
-      ...(Option.isSome(fast) ? { fast: OpenAiLlm.make(fast.value) } : {})
-    })))
+export const layerConfig: Layer.Layer<ModelRegistry | Llm, ConfigError.ConfigError> = Layer.scopedContext(
+  Effect.map(LlmProviders.loadModels, ({ fast, main }) =>
+    registryContext(make({ main, ...(Option.isSome(fast) ? { fast: fast.value } : {}) })))
 )

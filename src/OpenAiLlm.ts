@@ -32,12 +32,10 @@
  *
  * @since 0.1.0
  */
-import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -45,13 +43,15 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import OpenAI from "openai"
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions"
+import * as CallBudget from "./internal/llm/callBudget.js"
+import { responseToDeltas } from "./internal/llm/deltas.js"
 import * as internal from "./internal/openAiLlm/config.js"
 import { toChatResponse, toLlmError, toParams } from "./internal/openAiLlm/request.js"
 import type { StreamState } from "./internal/openAiLlm/stream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiLlm/stream.js"
 import { ThinkSplitter } from "./internal/llm/think.js"
-import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
-import { defaultAbilities, Llm, LlmError, notifyRetry, unwrapDeltas, unwrapDeltasScoped } from "./Llm.js"
+import type { Abilities, ChatDelta, ChatRequest, LlmService } from "./Llm.js"
+import { defaultAbilities, Llm, LlmError, unwrapDeltas, unwrapDeltasScoped } from "./Llm.js"
 
 /**
  * @since 0.1.0
@@ -67,8 +67,6 @@ export type OpenAiLlmOptions = internal.OpenAiLlmOptions
  */
 export const defaults = internal.defaults
 
-const MAX_BACKOFF = Duration.seconds(30)
-
 /**
  * The retry policy: exponential backoff from `base`, jittered, capped at 30 s,
  * at most `maxRetries` retries. (The LLM also waits at least as long as a 429's
@@ -77,22 +75,10 @@ const MAX_BACKOFF = Duration.seconds(30)
  * @since 0.1.0
  * @category utils
  */
-export const retrySchedule = (maxRetries: number, base: Duration.DurationInput) =>
-  Schedule.exponential(base, 2).pipe(
-    Schedule.jittered,
-    Schedule.modifyDelay((_, delay) => Duration.min(delay, MAX_BACKOFF)),
-    Schedule.intersect(Schedule.recurs(Math.max(0, Math.floor(maxRetries))))
-  )
-
-// The backoff, or the provider's `Retry-After` when it asks for longer. The delay
-// is a field of the error: the schedule may see a copy of it (inside a span it does).
-const llmRetrySchedule = (maxRetries: number, base: Duration.DurationInput) =>
-  retrySchedule(maxRetries, base).pipe(
-    Schedule.intersect(Schedule.identity<LlmError>()),
-    Schedule.modifyDelay(([, error], delay) =>
-      error.retryAfterMs === undefined ? delay : Duration.max(delay, Duration.millis(error.retryAfterMs))
-    )
-  )
+export const retrySchedule: (
+  maxRetries: number,
+  base: Duration.DurationInput
+) => Schedule.Schedule<[Duration.Duration, number], unknown> = CallBudget.retrySchedule
 
 const makeClient = (options: Omit<OpenAiLlmOptions, "model">, timeoutMs: number): OpenAI => {
   if (options.client) return options.client
@@ -131,80 +117,21 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
     abilities,
     temperature: options.temperature,
     sendReasoningContent: options.sendReasoningContent,
-    extraBody: options.extraBody
+    extraBody: options.extraBody,
+    promptCacheKey: options.promptCacheKey
   }
-  const schedule = llmRetrySchedule(
-    options.maxRetries ?? defaults.maxRetries,
-    options.retryBaseDelay ?? Duration.millis(defaults.retryBaseDelayMs)
-  ).pipe(
-    // Before each retry (with its final delay), tell the run's observer (`Llm.notifyRetry`).
-    // Only reached while the schedule continues, for an error that is retried.
-    Schedule.modifyDelayEffect(([[, retries], error], delay) =>
-      Effect.as(notifyRetry({ attempt: retries + 1, reason: error.reason, delayMs: Duration.toMillis(delay) }), delay)
-    )
-  )
   const endpoint = options.client ? undefined : options.baseURL ?? "https://api.openai.com/v1"
   const totalTimeoutMs = options.totalTimeout !== undefined
     ? Duration.toMillis(options.totalTimeout)
     : defaults.totalTimeoutMs
   const attemptTimeout = () =>
     new LlmError({ reason: "Timeout", message: `LLM request timed out: no complete reply within ${timeoutMs} ms` })
-  const callTimeout = () =>
-    new LlmError({ reason: "Timeout", message: `LLM call timed out after ${totalTimeoutMs} ms (retries included)` })
-
-  // One logical call (`oneCall`): the schedule's driver — its retry count and backoff,
-  // shared by every request of the call, a streamed call's non-streamed fallback
-  // included — and the call's deadline. Held by the call's fiber (a FiberRef of
-  // this service), so concurrent calls never share one.
-  interface CallBudget {
-    readonly driver: Schedule.ScheduleDriver<unknown, LlmError>
-    readonly deadline: number
-  }
-  const currentCall = FiberRef.unsafeMake<Option.Option<CallBudget>>(Option.none())
-  // what is left of the call's deadline bounds `effect`
-  const bounded = <A, R>(budget: CallBudget, effect: Effect.Effect<A, LlmError, R>) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const left = budget.deadline - now
-      return left <= 0
-        ? Effect.fail(callTimeout())
-        : Effect.timeoutFail(effect, { duration: Duration.millis(left), onTimeout: callTimeout })
-    })
-  // the next retry of the call (its backoff waited and announced), or `error` when spent
-  const step = (budget: CallBudget, error: LlmError) =>
-    Effect.asVoid(Effect.mapError(budget.driver.next(error), () => error))
-  const again = (budget: CallBudget) => (error: LlmError) => bounded(budget, step(budget, error))
-  // the current call's budget, or a new one for a call of its own
-  const withBudget = <A, E, R>(f: (budget: CallBudget) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.flatMap(
-      FiberRef.get(currentCall),
-      Option.match({
-        onSome: f,
-        onNone: () =>
-          Effect.flatMap(Effect.zip(Schedule.driver(schedule), Clock.currentTimeMillis), ([driver, now]) => {
-            const budget: CallBudget = { driver, deadline: now + totalTimeoutMs }
-            return Effect.locally(f(budget), currentCall, Option.some(budget))
-          })
-      })
-    )
-  const oneCall = <A, E, R>(
-    body: (again: (error: LlmError) => Effect.Effect<void, LlmError>) => Effect.Effect<A, E, R>
-  ): Effect.Effect<A, E | LlmError, R> => withBudget((budget) => body(again(budget)))
-  // Each attempt is bounded by its caller (`chatOnce`, `openOnce`); the attempts,
-  // retries and backoff waits by what is left of the logical call's deadline.
-  const retry = <A, R>(effect: Effect.Effect<A, LlmError, R>) =>
-    withBudget((budget) => {
-      const attempts: Effect.Effect<A, LlmError, R> = Effect.catchAll(
-        effect,
-        (e) => e.retryable ? Effect.zipRight(step(budget, e), attempts) : Effect.fail(e)
-      )
-      return bounded(budget, attempts)
-    }).pipe(
-      Effect.mapError((e) =>
-        e.reason === "Connection" && endpoint !== undefined && !e.message.includes(endpoint)
-          ? new LlmError({ reason: e.reason, message: e.message.replace("LLM endpoint", `LLM endpoint ${endpoint}`) })
-          : e
-      )
-    )
+  const { oneCall, retry } = CallBudget.make({
+    maxRetries: options.maxRetries ?? defaults.maxRetries,
+    retryBaseDelay: options.retryBaseDelay ?? Duration.millis(defaults.retryBaseDelayMs),
+    totalTimeoutMs,
+    endpoint
+  })
   const idleTimeout = () => new LlmError({ reason: "Timeout", message: `No data from the LLM stream for ${timeoutMs} ms` })
 
   // One attempt, headers and body: the timeout interrupts the promise, which aborts
@@ -295,16 +222,6 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
       ? streamChat
       : (request) => unwrapDeltas(Effect.map(retry(chatOnce(request)), responseToDeltas))
   }
-}
-
-// For endpoints without streaming: the whole reply as deltas.
-const responseToDeltas = (response: ChatResponse): Array<ChatDelta> => {
-  const out: Array<ChatDelta> = []
-  if (response.reasoning) out.push({ _tag: "Reasoning", text: response.reasoning })
-  if (response.content !== "") out.push({ _tag: "Content", text: response.content })
-  response.toolCalls.forEach((c, index) => out.push({ _tag: "ToolCall", index, id: c.id, name: c.name, arguments: c.arguments }))
-  out.push({ _tag: "Finish", reason: response.finishReason }, { _tag: "Usage", usage: response.usage })
-  return out
 }
 
 /**

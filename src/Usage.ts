@@ -13,7 +13,12 @@ export const Usage = Schema.Struct({
   prompt_tokens: Schema.Number,
   completion_tokens: Schema.Number,
   total_tokens: Schema.Number,
+  /** Input tokens read from the provider's prompt cache (the older name of `cached_input_tokens`, kept: same number). */
   cached_tokens: Schema.optional(Schema.Number),
+  /** Input tokens read from the provider's prompt cache (part of `prompt_tokens`). */
+  cached_input_tokens: Schema.optional(Schema.Number),
+  /** Input tokens written to the provider's prompt cache (part of `prompt_tokens`; Anthropic bills them at 1.25×). */
+  cache_write_input_tokens: Schema.optional(Schema.Number),
   llm_calls: Schema.Number
 })
 /**
@@ -84,14 +89,22 @@ export const empty: Usage = { prompt_tokens: 0, completion_tokens: 0, total_toke
  * @since 0.1.0
  * @category constructors
  */
-export const make = (prompt: number, completion: number, options?: { readonly cached?: number; readonly calls?: number }): Usage => {
+export const make = (
+  prompt: number,
+  completion: number,
+  options?: { readonly cached?: number; readonly cacheWrite?: number; readonly calls?: number }
+): Usage => {
   const usage: { -readonly [K in keyof Usage]: Usage[K] } = {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
     llm_calls: options?.calls ?? 1
   }
-  if (options?.cached !== undefined) usage.cached_tokens = options.cached
+  if (options?.cached !== undefined) {
+    usage.cached_tokens = options.cached
+    usage.cached_input_tokens = options.cached
+  }
+  if (options?.cacheWrite !== undefined) usage.cache_write_input_tokens = options.cacheWrite
   return usage
 }
 
@@ -111,8 +124,24 @@ export const add = (a: Usage, b: Usage): Usage => {
   if (a.cached_tokens !== undefined || b.cached_tokens !== undefined) {
     usage.cached_tokens = (a.cached_tokens ?? 0) + (b.cached_tokens ?? 0)
   }
+  if (a.cached_input_tokens !== undefined || b.cached_input_tokens !== undefined) {
+    usage.cached_input_tokens = (a.cached_input_tokens ?? 0) + (b.cached_input_tokens ?? 0)
+  }
+  if (a.cache_write_input_tokens !== undefined || b.cache_write_input_tokens !== undefined) {
+    usage.cache_write_input_tokens = (a.cache_write_input_tokens ?? 0) + (b.cache_write_input_tokens ?? 0)
+  }
   return usage
 }
+
+/**
+ * The share of input tokens read from the prompt cache (0 when nothing was
+ * read or no input was counted).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const cachedShare = (usage: Usage): number =>
+  usage.prompt_tokens > 0 ? (usage.cached_input_tokens ?? usage.cached_tokens ?? 0) / usage.prompt_tokens : 0
 
 /**
  * @since 0.1.0

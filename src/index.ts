@@ -15,6 +15,8 @@ export * as ScriptedLlm from "./ScriptedLlm.js"
 /** @since 0.1.0 */
 export * as OpenAiLlm from "./OpenAiLlm.js"
 /** @since 0.1.0 */
+export * as LlmProviders from "./LlmProviders.js"
+/** @since 0.1.0 */
 export * as ModelRegistry from "./ModelRegistry.js"
 /** @since 0.1.0 */
 export * as Tool from "./Tool.js"

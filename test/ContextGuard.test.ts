@@ -409,6 +409,23 @@ describe("ContextGuard behaviour", () => {
       assert.isUndefined(problems(out))
     }))
 
+  it.effect("truncation is rare: it leaves room, so a list that keeps growing is not cut again on the next calls (a stable prompt prefix)", () =>
+    Effect.gen(function*() {
+      const guard = ContextGuardModule.make({ budget: 2000 })
+      let list: Array<ChatMessage> = [Message.system("sys"), Message.user("question", { pinned: true })]
+      const cuts: Array<number> = []
+      for (let call = 0; call < 40; call++) {
+        list = [...list, Message.assistant(`step ${call} ${"a".repeat(200)}`), Message.user(`result ${call} ${"r".repeat(200)}`)]
+        const result = yield* guard.checkAndCompact(list)
+        if (result.compacted) cuts.push(call)
+        list = [...result.messages]
+        assert.isAtMost(estimateMessages(list), 2000)
+      }
+      assert.isAbove(cuts.length, 0, "the list outgrew the budget")
+      // each cut frees a quarter of the budget (≈ 500 tokens ≈ 4 calls of ≈ 120 tokens): never two calls in a row
+      for (let i = 1; i < cuts.length; i++) assert.isAtLeast(cuts[i] - cuts[i - 1], 3, `cuts at calls ${cuts.join(", ")}`)
+    }))
+
   it.effect("truncation never starts with an assistant message", () =>
     Effect.gen(function*() {
       const guard = ContextGuardModule.make({ budget: 120 })

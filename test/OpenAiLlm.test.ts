@@ -46,6 +46,7 @@ describe("OpenAiLlm.chat", () => {
         completion_tokens: 3,
         total_tokens: 15,
         cached_tokens: 8,
+        cached_input_tokens: 8,
         llm_calls: 1
       })
       const body = server.requests[0].body
@@ -296,7 +297,7 @@ describe("OpenAiLlm.streamChat", () => {
       ])
       assert.deepStrictEqual(deltas.slice(-2), [
         { _tag: "Finish", reason: "tool_calls" },
-        { _tag: "Usage", usage: { prompt_tokens: 30, completion_tokens: 9, total_tokens: 39, cached_tokens: 4, llm_calls: 1 } }
+        { _tag: "Usage", usage: { prompt_tokens: 30, completion_tokens: 9, total_tokens: 39, cached_tokens: 4, cached_input_tokens: 4, llm_calls: 1 } }
       ])
       const body = server.requests[0].body
       assert.strictEqual(body.stream, true)

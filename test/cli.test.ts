@@ -297,6 +297,23 @@ describe("cli rendering", () => {
     assert.isAbove(shown.lastIndexOf("It is 4."), note)
   })
 
+  it("the run's summary line shows the share of the input read from the prompt cache (none when nothing was read)", () => {
+    const done = (usage: Record<string, number>): RunEvent => ({
+      _tag: "Done",
+      answer: "ok",
+      iterations: 2,
+      usage: { prompt_tokens: 1000, completion_tokens: 40, total_tokens: 1040, llm_calls: 3, by_phase: {}, ...usage },
+      elapsed: 1.5,
+      pending_injections: []
+    }) as RunEvent
+    const cached = capture(false)
+    textRenderer(cached.out, { model: "claude", demo: false }).event(done({ cached_input_tokens: 830, cache_write_input_tokens: 100 }))
+    assert.include(cached.text(), "1040 tokens (1000 in, 83% cached, 40 out, 3 LLM calls)")
+    const uncached = capture(false)
+    textRenderer(uncached.out, { model: "m", demo: false }).event(done({}))
+    assert.include(uncached.text(), "1040 tokens (1000 in, 40 out, 3 LLM calls)")
+  })
+
   it("a retry is a line (piped) and a JSON line with --json", () => {
     const piped = capture(false)
     textRenderer(piped.out, { model: "m", demo: false }).retry({ attempt: 2, reason: "RateLimited", delayMs: 1500.4 })

@@ -6,6 +6,9 @@ describe("package root", () => {
   it("exports the public API embedders build on", () => {
     assert.isFunction(Engine.ScriptedLlm.make)
     assert.isFunction(Engine.OpenAiLlm.make)
+    // the provider choice is exported; the @effect/ai bridge is a subpath (effect-react-engine/EffectAiLlm)
+    assert.isDefined(Engine.LlmProviders.loadModels)
+    assert.notProperty(Engine, "EffectAiLlm")
     assert.isFunction(Engine.Tool.make)
     assert.isFunction(Engine.Toolkit.make)
     assert.isFunction(Engine.ExtractJson.extractJson)

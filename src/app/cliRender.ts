@@ -32,6 +32,12 @@ export interface Renderer {
   readonly failed: () => boolean
 }
 
+/** ", 83% cached" when part of the input was read from the provider's prompt cache. */
+const cachedPart = (u: { readonly prompt_tokens: number; readonly cached_input_tokens?: number | undefined }): string => {
+  const read = u.cached_input_tokens ?? 0
+  return read > 0 && u.prompt_tokens > 0 ? `, ${Math.round((100 * read) / u.prompt_tokens)}% cached` : ""
+}
+
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
 const oneLine = (text: string, max: number): string => {
@@ -255,7 +261,7 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         const u = event.usage
         const parts = [
           `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}`,
-          `${u.total_tokens} tokens (${u.prompt_tokens} in, ${u.completion_tokens} out, ${u.llm_calls} LLM calls)`,
+          `${u.total_tokens} tokens (${u.prompt_tokens} in${cachedPart(u)}, ${u.completion_tokens} out, ${u.llm_calls} LLM calls)`,
           seconds(event.elapsed),
           info.demo ? `${info.model} (no LLM configured)` : info.model
         ]

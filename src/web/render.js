@@ -384,10 +384,16 @@ export class RunView {
       `${formatNumber(u.total_tokens ?? 0)} tokens`,
       formatSeconds(Number(d.elapsed ?? 0))
     ]
+    // the share of the input read from the provider's prompt cache
+    const cached = Number(u.cached_input_tokens ?? 0)
+    if (cached > 0 && Number(u.prompt_tokens ?? 0) > 0) parts.splice(2, 0, `${Math.round((100 * cached) / Number(u.prompt_tokens))}% cached`)
     const first = this.footer.childElementCount === 0
     this.footer.append(...parts.flatMap((p, i) => (i === 0 && first ? [h("span", { text: p })] : [h("span", { class: "sep", "aria-hidden": "true", text: "·" }), h("span", { text: p })])))
     this.footer.hidden = false
-    this.footer.title = `prompt ${formatNumber(u.prompt_tokens ?? 0)} · completion ${formatNumber(u.completion_tokens ?? 0)} · ${formatNumber(u.llm_calls ?? 0)} LLM calls`
+    const cache = u.cached_input_tokens !== undefined || u.cache_write_input_tokens !== undefined
+      ? ` (cache read ${formatNumber(u.cached_input_tokens ?? 0)}, written ${formatNumber(u.cache_write_input_tokens ?? 0)})`
+      : ""
+    this.footer.title = `prompt ${formatNumber(u.prompt_tokens ?? 0)}${cache} · completion ${formatNumber(u.completion_tokens ?? 0)} · ${formatNumber(u.llm_calls ?? 0)} LLM calls`
     const pending = Array.isArray(d.pending_injections) ? d.pending_injections : []
     for (const p of pending) {
       this.injectRecalled(String(p.id))

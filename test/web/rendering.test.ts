@@ -132,4 +132,24 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       assert.strictEqual(recalls.length, 1)
       assert.deepStrictEqual(errors, [])
     }))
+
+  it.scoped("the footer shows the share of the input read from the prompt cache, with reads and writes in its title", () =>
+    Effect.gen(function*() {
+      const cachedUsage = { ...usage, prompt_tokens: 1000, completion_tokens: 50, total_tokens: 1050, cached_input_tokens: 830, cache_write_input_tokens: 120 }
+      const server = yield* fakeWebServer(() => [
+        { event: "answer", data: { status: "start" } },
+        { event: "answer", data: { status: "delta", content: "ok" } },
+        { event: "answer", data: { status: "done" } },
+        { event: "done", data: { answer: "ok", iterations: 1, usage: cachedUsage, elapsed: 1, pending_injections: [] } }
+      ])
+      const browser = yield* Chromium
+      const { page, errors } = yield* openPage(browser)
+      yield* pw(() => page.goto(server.url))
+      yield* pw(() => page.fill("#composer-input", "go"))
+      yield* pw(() => page.keyboard.press("Enter"))
+      yield* pw(() => page.waitForSelector(".run-footer:not([hidden])"))
+      assert.match((yield* pw(() => page.textContent(".run-footer"))) ?? "", /^1 iteration·1,050 tokens·83% cached·1\.00 s$/)
+      assert.include((yield* pw(() => page.getAttribute(".run-footer", "title"))) ?? "", "cache read 830, written 120")
+      assert.deepStrictEqual(errors, [])
+    }))
 })

@@ -45,6 +45,12 @@ export interface OpenAiLlmOptions {
   readonly sendReasoningContent?: boolean | undefined
   /** Extra fields merged into every request body (provider-specific knobs). */
   readonly extraBody?: Record<string, unknown> | undefined
+  /**
+   * Send `prompt_cache_key` with every request: a key per conversation (its system
+   * prompt, tools and first user message) that keeps its requests on one prompt
+   * cache. For endpoints that accept the field (OpenAI); default false.
+   */
+  readonly promptCacheKey?: boolean | undefined
   /** Extra HTTP headers. */
   readonly headers?: Record<string, string> | undefined
   /** A ready client (tests, custom fetch); the connection options above are then ignored. */

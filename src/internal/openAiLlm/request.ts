@@ -13,6 +13,7 @@ import type {
 } from "openai/resources/chat/completions"
 import type { Abilities, ChatRequest, ChatResponse, ResponseToolCall } from "../../Llm.js"
 import { LlmError, parseToolArguments, splitThinking } from "../../Llm.js"
+import { promptCacheKey } from "../llm/promptCacheKey.js"
 import type { ChatMessage } from "../../Message.js"
 import type { Usage } from "../../Usage.js"
 import * as UsageM from "../../Usage.js"
@@ -26,6 +27,8 @@ export interface RequestSettings {
   readonly sendReasoningContent?: boolean | undefined
   /** Extra body fields merged into every request (provider-specific knobs). */
   readonly extraBody?: Record<string, unknown> | undefined
+  /** Send `prompt_cache_key` (one per conversation: see `promptCacheKey`). */
+  readonly promptCacheKey?: boolean | undefined
 }
 
 const toMessage = (m: ChatMessage, sendReasoning: boolean): ChatCompletionMessageParam => {
@@ -81,6 +84,7 @@ export const toParams = (request: ChatRequest, settings: RequestSettings): ChatC
   const temperature = request.temperature ?? settings.temperature
   if (temperature !== undefined) params.temperature = temperature
   if (request.maxTokens !== undefined) params.max_tokens = request.maxTokens
+  if (settings.promptCacheKey) params.prompt_cache_key = promptCacheKey(request)
   return params as unknown as ChatCompletionCreateParamsBase
 }
 

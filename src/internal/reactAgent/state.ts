@@ -139,6 +139,10 @@ export const addUsage = (state: RunState, phase: Usage.Phase, usage: Usage.Usage
   acc.total_tokens += usage.total_tokens
   acc.llm_calls += usage.llm_calls
   if (usage.cached_tokens !== undefined) acc.cached_tokens = (acc.cached_tokens ?? 0) + usage.cached_tokens
+  if (usage.cached_input_tokens !== undefined) acc.cached_input_tokens = (acc.cached_input_tokens ?? 0) + usage.cached_input_tokens
+  if (usage.cache_write_input_tokens !== undefined) {
+    acc.cache_write_input_tokens = (acc.cache_write_input_tokens ?? 0) + usage.cache_write_input_tokens
+  }
 }
 
 /** A loop LLM reply's usage: counted in the `loop` phase and against the turn token budget. */

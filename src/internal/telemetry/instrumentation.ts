@@ -39,6 +39,7 @@ export const GenAi = {
   inputTokens: "gen_ai.usage.input_tokens",
   outputTokens: "gen_ai.usage.output_tokens",
   cachedInputTokens: "gen_ai.usage.cache_read.input_tokens",
+  cacheWriteInputTokens: "gen_ai.usage.cache_creation.input_tokens",
   agentName: "gen_ai.agent.name",
   conversationId: "gen_ai.conversation.id",
   toolName: "gen_ai.tool.name",

@@ -99,7 +99,9 @@ const annotateReply = (span: Tracer.Span, reply: ChatReply, inst: Instrumentatio
   if (usage !== undefined) {
     span.attribute(I.GenAi.inputTokens, usage.prompt_tokens)
     span.attribute(I.GenAi.outputTokens, usage.completion_tokens)
-    if (usage.cached_tokens !== undefined) span.attribute(I.GenAi.cachedInputTokens, usage.cached_tokens)
+    const read = usage.cached_input_tokens ?? usage.cached_tokens
+    if (read !== undefined) span.attribute(I.GenAi.cachedInputTokens, read)
+    if (usage.cache_write_input_tokens !== undefined) span.attribute(I.GenAi.cacheWriteInputTokens, usage.cache_write_input_tokens)
   }
   if (inst.captureContent) {
     span.attribute(I.GenAi.outputMessages, GenAiContent.outputMessages(reply.content, reply.toolCalls ?? [], reply.finishReason ?? null))
@@ -339,7 +341,11 @@ export const agentSpan = <R>(run: AgentSpan, body: Effect.Effect<AgentOutcome, n
           Effect.flatMap((outcome) => {
             span.attribute(I.GenAi.inputTokens, outcome.usage.prompt_tokens)
             span.attribute(I.GenAi.outputTokens, outcome.usage.completion_tokens)
-            if (outcome.usage.cached_tokens !== undefined) span.attribute(I.GenAi.cachedInputTokens, outcome.usage.cached_tokens)
+            const read = outcome.usage.cached_input_tokens ?? outcome.usage.cached_tokens
+            if (read !== undefined) span.attribute(I.GenAi.cachedInputTokens, read)
+            if (outcome.usage.cache_write_input_tokens !== undefined) {
+              span.attribute(I.GenAi.cacheWriteInputTokens, outcome.usage.cache_write_input_tokens)
+            }
             span.attribute(I.Engine.llmCalls, outcome.usage.llm_calls)
             span.attribute(I.Engine.iterations, outcome.iterations)
             if (inst.captureContent && outcome.answer !== "") {
