@@ -10,7 +10,7 @@ import type { ChatDelta, ChatResponse, LlmErrorReason, ResponseToolCall } from "
 import { LlmError, parseToolArguments } from "../../Llm.js"
 import type { Usage } from "../../Usage.js"
 import * as UsageM from "../../Usage.js"
-import { isContextOverflowMessage } from "../openAiLlm/request.js"
+import { isContextOverflowMessage } from "../llm/contextOverflow.js"
 
 /** OpenAI-style finish reasons, as the agent reads them. */
 export const finishReason = (reason: Response.FinishReason): string | null => {

@@ -17,6 +17,7 @@ import { promptCacheKey } from "../llm/promptCacheKey.js"
 import type { ChatMessage } from "../../Message.js"
 import type { Usage } from "../../Usage.js"
 import * as UsageM from "../../Usage.js"
+import { isContextOverflowMessage } from "../llm/contextOverflow.js"
 
 /** What the request mapping needs to know about the model. */
 export interface RequestSettings {
@@ -159,11 +160,6 @@ export const toChatResponse = (body: ChatCompletion): ChatResponse | LlmError =>
   }
 }
 
-const CONTEXT_OVERFLOW =
-  /context[_ ]length|maximum context|context window|too long|too many tokens|reduce the length|exceeds? the (?:model'?s? )?(?:maximum|context|max)|input length/i
-
-/** True when a provider message says the request did not fit the context window. */
-export const isContextOverflowMessage = (message: string): boolean => CONTEXT_OVERFLOW.test(message)
 
 const describe = (e: APIError): string => {
   const err = e.error as { message?: unknown } | undefined
