@@ -24,6 +24,9 @@ restore() {
 }
 trap restore EXIT
 
+gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
+[ -f "$gyp" ] || { echo "node-gyp not found next to npm ($gyp)" >&2; exit 1; }
+
 summary=()
 failed=0
 
@@ -70,8 +73,9 @@ for version in $matrix; do
   (
     export PATH="$dir/bin:$PATH"
     echo "node $(node --version) at $(command -v node); rebuilding better-sqlite3 against $dir/include/node"
-    # build from source (no prebuilt download), against the headers shipped in the package
-    npm_config_build_from_source=true npm_config_nodedir="$dir" npm rebuild better-sqlite3 >"$dir/rebuild.log" 2>&1 \
+    # node-gyp straight away (the one bundled with npm): no prebuilt-binary download, and the
+    # headers shipped in the package (--nodedir) instead of a download from nodejs.org
+    (cd "$addon" && node "$gyp" rebuild --release --nodedir="$dir" --jobs=max) >"$dir/rebuild.log" 2>&1 \
       || { cat "$dir/rebuild.log" >&2; exit 3; }
     node -e 'new (require("better-sqlite3"))(":memory:").prepare("select 1").get()'
   ) || { summary+=("Node $version: FAILED (better-sqlite3 rebuild)"); failed=1; continue; }
