@@ -4,7 +4,7 @@
  * killMatrix.ts) is started through instance A; at the kill point the instance
  * that executes it (the recorder's lines name it: shards decide, A or B) is
  * killed with its whole process group; the survivor takes its shards over
- * (locks expire after 3 s) and finishes the run; the client resumes through the
+ * (locks expire after 6 s) and finishes the run; the client resumes through the
  * survivor with its last event id. The same checks as on SQLite: model requests
  * after the kill start from the stored history, no completed tool runs again,
  * event ids continue, one `resumed`, `done`, the stored conversation paired and

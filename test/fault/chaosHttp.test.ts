@@ -88,7 +88,9 @@ describe("chaos over HTTP (real OpenAiLlm)", () => {
           model: "fake-model",
           maxRetries: 2,
           retryBaseDelay: "2 millis",
-          timeout: "400 millis"
+          // cuts the fake's hangs; 400 ms also cut ordinary replies on a loaded machine, whose
+          // runs then ended early on exhausted retries (100 provider requests instead of 106)
+          timeout: "1500 millis"
         })
         const layer = ReactAgent.layer({ maxIterations: 6 }).pipe(
           Layer.provide(Layer.mergeAll(llm, Toolkit.layer([lookup]), Hooks.layerEmpty, ContextGuard.layer(), Interrupts.layer))

@@ -9,7 +9,8 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { delimiter, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -206,9 +207,11 @@ describe("the published package", () => {
     writeFileSync(join(app, "src/agent.test.ts"), AGENT_TEST)
   }, 420_000)
 
-  afterAll(() => {
-    if (work !== "") rmSync(work, { recursive: true, force: true })
-  })
+  // asynchronous: removing the consumer's node_modules takes a minute on a loaded machine, and a
+  // synchronous rm blocks the worker (its reports to vitest time out) for all that time
+  afterAll(async () => {
+    if (work !== "") await rm(work, { recursive: true, force: true })
+  }, 300_000)
 
   it("holds the build, the types and the web assets; no tests, bench, CI or app", async () => {
     const files = ok(await run(work, "tar", ["-tzf", tarball]), "tar").stdout.split("\n").filter((f) => f !== "")

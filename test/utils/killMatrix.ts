@@ -126,7 +126,7 @@ export interface PgCluster {
   readonly env: (instance: string) => Promise<Record<string, string>>
 }
 
-/** A database on `pg` for instances of the model at `llmUrl` (shard locks expire after 3 s: takeovers are quick). */
+/** A database on `pg` for instances of the model at `llmUrl` (shard locks expire after 6 s: takeovers are quick, yet an instance starved of CPU for a few seconds on a loaded machine keeps its shards). */
 export const pgCluster = (pg: Postgres, database: string, llmUrl: string, extra: Record<string, string> = {}): PgCluster => {
   const dir = mkdtempSync(join(tmpdir(), "react-pg-durable-"))
   const file = recordFile(dir)
@@ -137,7 +137,7 @@ export const pgCluster = (pg: Postgres, database: string, llmUrl: string, extra:
     env: async (instance) => ({
       DATABASE_URL: url,
       CLUSTER_PORT: String(await freePort()),
-      CLUSTER_SHARD_LOCK_EXPIRATION_MS: "3000",
+      CLUSTER_SHARD_LOCK_EXPIRATION_MS: "6000",
       CLUSTER_SHARD_LOCK_REFRESH_MS: "1000",
       MCP_CONFIG: recorderConfig(dir, file, instance),
       RUN_DETACH_GRACE_MS: "120000",
