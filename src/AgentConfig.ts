@@ -12,6 +12,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Budget from "./Budget.js"
 import * as Hooks from "./Hooks.js"
 
 /**
@@ -68,6 +69,13 @@ export interface AgentOptions {
    * measurements behind the default).
    */
   readonly synthesis: SynthesisPolicy
+  /**
+   * Limits on what a run may spend on model calls, in tokens and/or USD, with
+   * the price table and the exhaustion policy (see docs/budgets.md).
+   * `REACT_RUN_BUDGET_TOKENS`, `REACT_RUN_BUDGET_USD`, `REACT_BUDGET_POLICY`,
+   * `MODEL_PRICES_FILE`; default none.
+   */
+  readonly budget?: Budget.BudgetOptions
 }
 
 /**
@@ -231,6 +239,12 @@ const fromEnvironment = (explicit: Partial<AgentOptions>, env: boolean): Effect.
     } else if (env) {
       const value = yield* Config.option(Config.string(SYNTHESIS_ENV))
       if (Option.isSome(value)) out.synthesis = yield* checkPolicy(SYNTHESIS_ENV, value.value.trim())
+    }
+    if (explicit.budget !== undefined) {
+      out.budget = yield* Budget.check(explicit.budget, [])
+    } else if (env) {
+      const value = yield* Budget.loadConfig
+      if (value !== undefined) out.budget = yield* Budget.check(value, [])
     }
     if (explicit.useNativeTools !== undefined) out.useNativeTools = explicit.useNativeTools
     if (explicit.completionCheck !== undefined) out.completionCheck = explicit.completionCheck

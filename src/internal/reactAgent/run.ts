@@ -8,10 +8,12 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Ref from "effect/Ref"
 import type { AgentOptions } from "../../AgentConfig.js"
 import type { ApprovalsService } from "../../Approvals.js"
-import { emitAnswer, streamAnswer, SynthesisResultSchema } from "../../AnswerSynthesis.js"
+import { buildMessages, emitAnswer, streamAnswer, SynthesisResultSchema } from "../../AnswerSynthesis.js"
+import * as Budget from "../../Budget.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
 import * as ErrorMessage from "../../ErrorMessage.js"
 import type { HooksService } from "../../Hooks.js"
@@ -25,6 +27,7 @@ import * as Telemetry from "../../Telemetry.js"
 import type { ToolkitService } from "../../Toolkit.js"
 import * as Usage from "../../Usage.js"
 import { makeGate } from "./approval.js"
+import { releaseHold } from "./budget.js"
 import * as Deadlines from "./deadlines.js"
 import type { LoopEnv } from "./env.js"
 import { runLoop } from "./loop.js"
@@ -76,7 +79,14 @@ interface Outcome {
 }
 
 /** Tool selection, the loop and synthesis; fills in `outcome` as it goes. */
-const body = (services: AgentServices, input: RunInput, journal: RunJournal, conversationId: string, outcome: Outcome) =>
+const body = (
+  services: AgentServices,
+  input: RunInput,
+  journal: RunJournal,
+  conversationId: string,
+  outcome: Outcome,
+  account: Budget.Account | undefined
+) =>
   Effect.scoped(Effect.gen(function*() {
     const { guard, hooks, interrupts, llm, options, toolkit } = services
     const goal = Message.textOf(input.query)
@@ -120,9 +130,20 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
         conversationId,
         approverConversationId: input.approvalConversationId ?? conversationId
       }),
-      deadlines: yield* Deadlines.make
+      deadlines: yield* Deadlines.make,
+      account,
+      holdKey: crypto.randomUUID(),
+      answerMessages: () =>
+        buildMessages({
+          question: input.query,
+          steps: state.steps,
+          loopAnswer: Prompts.stoppedSummary("budget", 0, state.steps),
+          history,
+          interrupts: state.injected,
+          toolObsTruncation: options.toolObsTruncation
+        })
     }
-    yield* runLoop(env, state)
+    yield* Effect.ensuring(runLoop(env, state), Effect.sync(() => releaseHold(env)))
     yield* journal.emit({ _tag: "AnswerSignal" })
     if (state.answerStreamed) {
       // synthesis policy `auto`: the user has read the answer as the loop call wrote it
@@ -186,8 +207,11 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
         outcome.pending = left
       }))
 
+    // the run's budget account: its own ledger (`budget` option), else its caller's (a sub-agent)
+    const account = Budget.makeAccount(services.options.budget, yield* FiberRef.get(Budget.currentAccount))
     // the LLM's retries are run events: the user sees the run waiting, not stuck
-    const work = body(services, input, journal, conversationId, outcome).pipe(
+    const work = body(services, input, journal, conversationId, outcome, account).pipe(
+      Effect.locally(Budget.currentAccount, account),
       withRetryObserver((notice) =>
         journal.emit({ _tag: "LlmRetry", attempt: notice.attempt, reason: notice.reason, delay_ms: Math.round(notice.delayMs) }))
     )
@@ -219,7 +243,8 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
     }
     const finished = yield* Clock.currentTimeMillis
     const answer = failure !== undefined || cancelled ? "" : state?.answer ?? ""
-    const usage = Usage.fromPhases(byPhase)
+    const cost = Budget.costOf(account)
+    const usage = cost === undefined ? Usage.fromPhases(byPhase) : { ...Usage.fromPhases(byPhase), cost_usd: cost }
     yield* journal.emit({
       _tag: "Done",
       answer,

@@ -25,6 +25,8 @@ export type StopReason =
   | "unparsed"
   | "max_iterations"
   | "token_budget"
+  /** The run's budget (`budget` option) cannot pay for one more loop call and the answer. */
+  | "budget"
 
 type MutableUsage = { -readonly [F in keyof Usage.Usage]: Usage.Usage[F] }
 
