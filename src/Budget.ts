@@ -171,11 +171,11 @@ const charge = (account: Account, reservation: L.Reservation, usage: Usage.Usage
 
 const reserveFor = (account: Account, llm: LlmService, request: ChatRequest): L.Reservation | LlmError => {
   const input = estimateInput(request)
-  const maxOutput = request.maxTokens ?? llm.maxOutputTokens
-  if (account.ledger === undefined) {
-    return { call: 0, model: llm.model, input, output: maxOutput ?? DEFAULT_RESERVE_OUTPUT_TOKENS, usd: 0 }
-  }
-  const r = L.reserve(account.ledger, llm.model, input, maxOutput)
+  if (account.ledger === undefined) return { call: 0, model: llm.model, input, output: 0, usd: 0 }
+  // the worst case is the output the request may ask for: its own maxTokens, else the budget's
+  // reserve (never over what the model can write); it is sent as the request's max_tokens
+  const wanted = request.maxTokens ?? account.ledger.reserveOutput
+  const r = L.reserve(account.ledger, llm.model, input, Math.min(wanted, llm.maxOutputTokens ?? Infinity))
   return typeof r === "string" ? new LlmError({ reason: "Budget", message: r }) : r
 }
 

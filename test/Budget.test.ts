@@ -116,6 +116,24 @@ describe("Budget", () => {
       assert.strictEqual(toWire(exhausted!).data.phase, "budget_exhausted")
     }))
 
+  it.effect("the ledger: every call reserved before it was made, settled with what was billed, never above its reservation", () =>
+    Effect.gen(function*() {
+      const bill: Bill = { tokens: 0, calls: 0 }
+      const steps = [echo(1), echo(2), echo(3), echo(4), echo(5), echo(6), ScriptedLlm.text("The final answer.")]
+      // an account made outside the run: the run (no budget of its own) draws from its ledger, as a sub-agent does
+      const account = Budget.makeAccount({ tokens: 2200, reserveOutputTokens: 64, prices: { scripted: { input: 1, output: 2 } } }, undefined)!
+      const agent = makeAgent(responder(bill, steps), { tools: [echoTool], agent: { completionCheck: false } })
+      const { result } = yield* Effect.locally(runOf(agent), Budget.currentAccount, account)
+      const entries = Budget.entries(account.ledger!)
+      if (process.env.BUDGET_LEDGER_PRINT) console.log(JSON.stringify(entries, null, 1))
+      assert.isTrue(result.answer.length > 0)
+      const made = entries.filter((e) => e.outcome !== "refused")
+      assert.strictEqual(made.length, bill.calls)
+      for (const e of made) assert.isTrue(e.settled_tokens! <= e.reserved_tokens, JSON.stringify(e))
+      assert.strictEqual(made.reduce((n, e) => n + e.settled_tokens!, 0), bill.tokens)
+      assert.isTrue(bill.tokens <= 2200)
+    }))
+
   it.effect("a money budget without a price for the model in use is a start-up error naming the model", () =>
     Effect.gen(function*() {
       const agent = makeAgent([ScriptedLlm.text("hi")], { agent: { budget: { usd: 1, prices: { other: { input: 1, output: 1 } } } } })

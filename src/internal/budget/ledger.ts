@@ -135,8 +135,7 @@ const outputRoom = (ledger: Ledger, space: { readonly tokens: number; readonly u
  * the output granted is what fits (at most `maxOutput`); a call that cannot
  * have `MIN_OUTPUT` is refused (a string saying why).
  */
-export const reserve = (ledger: Ledger, model: string, input: number, maxOutput: number | undefined): Reservation | string => {
-  const wanted = maxOutput ?? ledger.reserveOutput
+export const reserve = (ledger: Ledger, model: string, input: number, wanted: number): Reservation | string => {
   const fit = outputRoom(ledger, room(ledger), model, input)
   const call = ++ledger.calls
   if (typeof fit === "string" || fit < Math.min(MIN_OUTPUT, wanted)) {

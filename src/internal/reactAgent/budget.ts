@@ -18,7 +18,7 @@ import * as State from "./state.js"
 import type { RunState } from "./state.js"
 
 /** Output tokens a call is reserved when its request sets none. */
-const outputOf = (env: LoopEnv, reserve: number): number => env.llm.maxOutputTokens ?? reserve
+const outputOf = (env: LoopEnv, reserve: number): number => Math.min(env.llm.maxOutputTokens ?? Infinity, reserve)
 
 /**
  * True when the next loop call and the answer fit (the answer's room is then
