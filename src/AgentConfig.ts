@@ -13,6 +13,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Budget from "./Budget.js"
+import * as Guardrail from "./Guardrail.js"
 import * as Hooks from "./Hooks.js"
 
 /**
@@ -76,6 +77,11 @@ export interface AgentOptions {
    * `MODEL_PRICES_FILE`; default none.
    */
   readonly budget?: Budget.BudgetOptions
+  /**
+   * Input and output guardrails and the refusal (see docs/guardrails.md).
+   * `REACT_GUARDRAILS_FILE`; default none.
+   */
+  readonly guardrails?: Guardrail.GuardrailOptions
 }
 
 /**
@@ -118,6 +124,12 @@ export const defaults: AgentOptions = {
  * @category constants
  */
 export const CHECKLIST_MAX_ANSWER_CHARS = 800
+
+/**
+ * @since 0.1.0
+ * @category constants
+ */
+export const GUARDRAILS_ENV = "REACT_GUARDRAILS_FILE"
 
 type IntKey =
   | "maxIterations"
@@ -245,6 +257,12 @@ const fromEnvironment = (explicit: Partial<AgentOptions>, env: boolean): Effect.
     } else if (env) {
       const value = yield* Budget.loadConfig
       if (value !== undefined) out.budget = yield* Budget.check(value, [])
+    }
+    if (explicit.guardrails !== undefined) {
+      out.guardrails = explicit.guardrails
+    } else if (env) {
+      const file = yield* Config.option(Config.string(GUARDRAILS_ENV))
+      if (Option.isSome(file) && file.value.trim() !== "") out.guardrails = yield* Guardrail.loadFile(file.value.trim())
     }
     if (explicit.useNativeTools !== undefined) out.useNativeTools = explicit.useNativeTools
     if (explicit.completionCheck !== undefined) out.completionCheck = explicit.completionCheck

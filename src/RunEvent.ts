@@ -264,6 +264,20 @@ export const BudgetStatus = Schema.TaggedStruct("BudgetStatus", {
  * @since 0.1.0
  * @category models
  */
+/**
+ * A guardrail tripped (§21): on the input (the run ends with the refusal) or
+ * on the answer (it is retracted and replaced with the refusal).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const GuardrailTripped = Schema.TaggedStruct("GuardrailTripped", {
+  stage: Schema.Literal("input", "output"),
+  name: Schema.String,
+  reason: Schema.String,
+  step_id
+})
+
 export const LlmRetry = Schema.TaggedStruct("LlmRetry", {
   attempt: Schema.Number,
   reason: LlmErrorReason,
@@ -325,6 +339,7 @@ export const RunEvent = Schema.Union(
   Resumed,
   BudgetExhausted,
   BudgetStatus,
+  GuardrailTripped,
   LlmRetry,
   Done,
   RunFailed
@@ -399,7 +414,7 @@ export const settledAnswers = (): (event: RunEvent) => ReadonlyArray<RunEvent> =
  * @since 0.1.0
  * @category models
  */
-export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "approval" | "dag" | "done" | "error" | "budget"
+export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "approval" | "dag" | "done" | "error" | "budget" | "guardrail"
 
 const withStep = (data: Record<string, unknown>, stepId: string | undefined): Record<string, unknown> =>
   stepId === undefined ? data : { ...data, step_id: stepId }
@@ -473,6 +488,10 @@ export const toWire = (event: RunEvent): { readonly channel: Channel; readonly d
     case "BudgetStatus": {
       const { _tag, ...rest } = event
       return { channel: "budget", data: rest }
+    }
+    case "GuardrailTripped": {
+      const { _tag, step_id: _, ...rest } = event
+      return { channel: "guardrail", data: { type: "guardrail", status: "tripped", ...rest } }
     }
     case "LlmRetry":
       return { channel: "phase", data: { phase: "retrying", attempt: event.attempt, reason: event.reason, delay_ms: event.delay_ms } }

@@ -39,7 +39,8 @@ export const Phase = Schema.Literal(
   "planning",
   "analysis",
   "routing",
-  "subagents"
+  "subagents",
+  "guardrails"
 )
 /**
  * @since 0.1.0

@@ -4,6 +4,7 @@
  *
  * @internal
  */
+import type * as Effect from "effect/Effect"
 import type { AgentOptions } from "../../AgentConfig.js"
 import type { Account } from "../../Budget.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
@@ -41,4 +42,6 @@ export interface LoopEnv {
   readonly holdKey: string
   /** Builds the synthesis prompt of the run as it stands (what the answer call would read). */
   readonly answerMessages: () => ReadonlyArray<import("../../Message.js").ChatMessage>
+  /** Checks an injected message against the input guardrails (a trip ends the run: it never returns). */
+  readonly screen: (text: string) => Effect.Effect<void>
 }
