@@ -17,6 +17,7 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
@@ -213,7 +214,7 @@ export const chat = (llm: LlmService, request: ChatRequest): Effect.Effect<ChatR
       Effect.onExit((exit) =>
         Effect.sync(() => {
           if (exit._tag === "Success") charge(account, r, exit.value.usage, "ok")
-          else charge(account, r, Usage.make(r.input, 0), exit.cause._tag === "Interrupt" ? "interrupted" : "failed")
+          else charge(account, r, Usage.make(r.input, 0), Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed")
         })
       )
     )
@@ -237,7 +238,7 @@ export const streamChat = (llm: LlmService, request: ChatRequest): Stream.Stream
     return Effect.as(
       Effect.addFinalizer((exit) =>
         Effect.sync(() => {
-          const outcome = exit._tag === "Success" ? "ok" : exit.cause._tag === "Interrupt" ? "interrupted" : "failed"
+          const outcome = exit._tag === "Success" ? "ok" : Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed"
           charge(account, r, usage ?? Usage.make(r.input, seen), outcome)
         })
       ),
