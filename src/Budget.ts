@@ -152,6 +152,16 @@ export const makeAccount = (options: BudgetOptions | undefined, parent: Account 
 }
 
 /**
+ * The tool name under which a run of policy `ask` waits in the approvals
+ * service (`POST /api/react/budget` answers it: approve = extend by the USD in
+ * the decision's `reason`, deny = stop).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const WAIT_TOOL = "__budget__"
+
+/**
  * The estimated input tokens of a request (messages and advertised tools).
  *
  * @since 0.1.0
@@ -398,6 +408,14 @@ export {
  * @category utils
  */
 export const entries = (ledger: L.Ledger): ReadonlyArray<L.Entry> => ledger.entries
+
+/**
+ * What `usage` cost on `model` at `prices` (undefined without a price).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const priceOf = (prices: PriceTable, model: string, usage: Usage.Usage): number | undefined => L.costOf(prices, model, usage)
 
 /**
  * Ledger operations the engine uses (fits, hold, release, extend).

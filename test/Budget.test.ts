@@ -196,3 +196,55 @@ describe("Budget properties", () => {
       )
     ), 60_000)
 })
+
+describe("Budget policy ask", () => {
+  it.live("the run waits for a person: extend continues the loop with the added USD, stop answers from what it has", () =>
+    Effect.gen(function*() {
+      const bill: Bill = { tokens: 0, calls: 0 }
+      const steps = [echo(1), echo(2), echo(3), echo(4), echo(5), echo(6), echo(7), echo(8), echo(9), ScriptedLlm.text("Done.")]
+      const agent = makeAgent(responder(bill, steps), {
+        tools: [echoTool],
+        agent: { completionCheck: false, budget: { usd: 0.0015, policy: "ask", reserveOutputTokens: 64, prices: { scripted: { input: 1, output: 2 } } } }
+      })
+      const decisions: Array<string> = []
+      const program = Effect.gen(function*() {
+        const react = yield* ReactAgent.ReactAgent
+        // the person: extends once by $0.001, then stops
+        const person = Effect.gen(function*() {
+          for (const decision of ["extend", "stop"] as const) {
+            let waiting = yield* react.approvals.pending("ask1")
+            while (!waiting.some((p) => p.toolName === Budget.WAIT_TOOL)) {
+              yield* Effect.sleep("5 millis")
+              waiting = yield* react.approvals.pending("ask1")
+            }
+            const wait = waiting.find((p) => p.toolName === Budget.WAIT_TOOL)!
+            decisions.push(`${decision} at $${(wait.args as { spent_usd: number }).spent_usd}`)
+            yield* react.approve({
+              conversationId: "ask1",
+              approvalId: wait.approvalId,
+              decision: decision === "extend" ? "approve" : "deny",
+              ...(decision === "extend" ? { reason: "0.001" } : {})
+            })
+          }
+        })
+        const fiber = yield* Effect.fork(person)
+        const events = Chunk.toReadonlyArray(yield* Stream.runCollect(react.run({ query: "work", conversationId: "ask1" })))
+        yield* Effect.ignore(Effect.timeout(fiber.await, "1 second"))
+        return events
+      })
+      const events = yield* Effect.provide(program, agent.layer)
+      const statuses = events.flatMap((e) => (e._tag === "BudgetStatus" ? [e.status] : []))
+      assert.deepStrictEqual(statuses, ["exhausted", "extended", "exhausted", "stopped"], decisions.join("; "))
+      const extended = events.find((e) => e._tag === "BudgetStatus" && e.status === "extended")
+      assert.strictEqual(extended!._tag === "BudgetStatus" && extended!.limit_usd, 0.0025)
+      const done = events[events.length - 1]
+      assert.strictEqual(done._tag, "Done")
+      assert.isTrue(done._tag === "Done" && done.answer.length > 0)
+      // the run spent past the first limit (it was extended), never past the extended one
+      const cost = done._tag === "Done" ? done.usage.cost_usd! : 0
+      assert.isTrue(cost > 0.0015 && cost <= 0.0025, `cost ${cost}`)
+      // tool rounds after the extension happened
+      const toolsBefore = events.findIndex((e) => e._tag === "BudgetStatus" && e.status === "extended")
+      assert.isTrue(events.slice(toolsBefore).some((e) => e._tag === "ToolStart"))
+    }))
+})

@@ -31,6 +31,7 @@ export const affordable = (
 ): boolean => {
   const ledger = env.account?.ledger
   if (ledger === undefined) return true
+  reconcile(env, state)
   const model = env.llm.model
   const output = outputOf(env, ledger.reserveOutput)
   const loop = { model, input: Budget.estimateInput(request(state.ctx)), output }
@@ -38,6 +39,46 @@ export const affordable = (
   if (!Budget.ledger.fits(ledger, [loop, answer], env.holdKey)) return false
   Budget.ledger.hold(ledger, env.holdKey, model, answer.input, answer.output)
   return true
+}
+
+/**
+ * The loop cannot pay for one more call and the answer: policy `answer` stops
+ * it; policy `ask` (with a money limit) waits for a person — true when the
+ * budget was extended (the loop goes on), false when the loop must stop.
+ */
+export const askMore = (env: LoopEnv, state: RunState): Effect.Effect<boolean> => {
+  const ledger = env.account?.ledger
+  if (ledger === undefined || env.options.budget?.policy !== "ask" || ledger.limits.usd === undefined) return Effect.succeed(false)
+  const n = State.nextBudgetWait(state)
+  const spent = Budget.snapshot(ledger)
+  return Effect.map(
+    env.approval.askBudget({ n, spentUsd: spent.spent_usd ?? 0, limitUsd: ledger.limits.usd }),
+    (decision) => {
+      if (!("extend" in decision)) return false
+      Budget.ledger.extend(ledger, decision.extend)
+      return true
+    }
+  )
+}
+
+/**
+ * Raises what the ledger counts as spent to what the run's state recorded
+ * (a durable run replaying stored replies after a restart makes no model
+ * call, so the ledger would not see them), priced at the loop model's price.
+ */
+export const reconcile = (env: LoopEnv, state: RunState): void => {
+  const ledger = env.account?.ledger
+  if (ledger === undefined) return
+  const byPhase = State.usageByPhase(state)
+  let tokens = 0
+  let usd = 0
+  for (const usage of Object.values(byPhase)) {
+    if (usage === undefined) continue
+    tokens += usage.prompt_tokens + usage.completion_tokens
+    usd += Budget.priceOf(ledger.prices, env.llm.model, usage) ?? 0
+  }
+  ledger.spentTokens = Math.max(ledger.spentTokens, tokens)
+  ledger.spentUsd = Math.max(ledger.spentUsd, usd)
 }
 
 /** Stops the loop for the budget: the summary as the loop answer, `BudgetExhausted`. */

@@ -36,7 +36,10 @@ export const runLoop = (env: LoopEnv, state: RunState): Effect.Effect<void, LlmE
         return Effect.void
       }
       if (!env.native) refreshSystemPrompt(env, state)
-      if (!Budget.affordable(env, state, request)) return Budget.stop(env, state)
+      if (!Budget.affordable(env, state, request)) {
+        // policy `ask`: a person may extend the budget (the check runs again), else the loop stops
+        return Effect.flatMap(Budget.askMore(env, state), (extended) => (extended ? iterate : Budget.stop(env, state)))
+      }
       const iteration = State.beginIteration(state)
       const think = Effect.flatMap(env.journal.emit({ _tag: "ThinkingStart", iteration }), () =>
         Effect.flatMap(
