@@ -202,9 +202,11 @@ describe("Budget policy ask", () => {
     Effect.gen(function*() {
       const bill: Bill = { tokens: 0, calls: 0 }
       const steps = [echo(1), echo(2), echo(3), echo(4), echo(5), echo(6), echo(7), echo(8), echo(9), ScriptedLlm.text("Done.")]
+      // the limit is on an account made outside (its ledger can be printed); the run's own option sets the policy
+      const account = Budget.makeAccount({ usd: 0.0015, reserveOutputTokens: 64, prices: { scripted: { input: 1, output: 2 } } }, undefined)!
       const agent = makeAgent(responder(bill, steps), {
         tools: [echoTool],
-        agent: { completionCheck: false, budget: { usd: 0.0015, policy: "ask", reserveOutputTokens: 64, prices: { scripted: { input: 1, output: 2 } } } }
+        agent: { completionCheck: false, budget: { policy: "ask" } }
       })
       const decisions: Array<string> = []
       const program = Effect.gen(function*() {
@@ -232,7 +234,8 @@ describe("Budget policy ask", () => {
         yield* Effect.ignore(Effect.timeout(fiber.await, "1 second"))
         return events
       })
-      const events = yield* Effect.provide(program, agent.layer)
+      const events = yield* Effect.provide(program, agent.layer).pipe(Effect.locally(Budget.currentAccount, account))
+      if (process.env.BUDGET_LEDGER_PRINT) console.log(JSON.stringify(Budget.entries(account.ledger!)), decisions)
       const statuses = events.flatMap((e) => (e._tag === "BudgetStatus" ? [e.status] : []))
       assert.deepStrictEqual(statuses, ["exhausted", "extended", "exhausted", "stopped"], decisions.join("; "))
       const extended = events.find((e) => e._tag === "BudgetStatus" && e.status === "extended")
