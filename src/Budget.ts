@@ -130,8 +130,9 @@ export const currentAccount: FiberRef.FiberRef<Account | undefined> = globalValu
 )
 
 /**
- * A run's account: a ledger of its own when `options` set a limit, else the
- * parent run's ledger (a sub-agent draws from its caller's budget).
+ * A run's account: the parent run's ledger when there is one (a sub-agent, a
+ * DAG step draws from its caller's budget), else a ledger of its own when
+ * `options` set a limit.
  *
  * @since 0.1.0
  * @category constructors
@@ -141,9 +142,12 @@ export const makeAccount = (options: BudgetOptions | undefined, parent: Account 
   const prices = { ...parent?.prices, ...options?.prices }
   if (!own && parent === undefined && Object.keys(prices).length === 0) return undefined
   return {
-    ledger: own
+    // inside a run that has a ledger (a sub-agent, a DAG step) the outer ledger governs
+    ledger: parent?.ledger !== undefined
+      ? parent.ledger
+      : own
       ? L.make({ tokens: options.tokens, usd: options.usd }, prices, options.reserveOutputTokens ?? DEFAULT_RESERVE_OUTPUT_TOKENS)
-      : parent?.ledger,
+      : undefined,
     prices,
     cost: 0,
     unpriced: false,
