@@ -15,11 +15,14 @@ import * as Stream from "effect/Stream"
 import * as fc from "effect/FastCheck"
 import * as Budget from "../src/Budget.js"
 import type { ChatRequest } from "../src/Llm.js"
+import * as Message from "../src/Message.js"
+import * as OpenAiLlm from "../src/OpenAiLlm.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunResult } from "../src/RunEvent.js"
 import type { ScriptStep } from "../src/ScriptedLlm.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { echoTool, makeAgent } from "./utils/agentLayers.js"
+import * as FakeOpenAi from "./utils/fakeOpenAiServer.js"
 
 /** What the fakes of one run billed, over every model call of every agent. */
 interface Bill {
@@ -249,5 +252,26 @@ describe("Budget policy ask", () => {
       // tool rounds after the extension happened
       const toolsBefore = events.findIndex((e) => e._tag === "BudgetStatus" && e.status === "extended")
       assert.isTrue(events.slice(toolsBefore).some((e) => e._tag === "ToolStart"))
+    }))
+})
+
+describe("Budget and retries", () => {
+  it.scopedLive("a retried call is charged its failed attempt's input; the retry is made with the reserved max_tokens", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeOpenAi.scoped([
+        FakeOpenAi.error(500, "overloaded"),
+        FakeOpenAi.completion({ content: "hello", usage: { prompt: 40, completion: 3 } })
+      ])
+      const llm = OpenAiLlm.make({ baseURL: fake.url, apiKey: "k", model: "fake-model", maxRetries: 2, retryBaseDelay: "5 millis" })
+      const account = Budget.makeAccount({ tokens: 100_000, reserveOutputTokens: 50 }, undefined)!
+      const request = { messages: [Message.user("hi there")] }
+      const reply = yield* Budget.chat(llm, request).pipe(Effect.locally(Budget.currentAccount, account))
+      assert.strictEqual(reply.content, "hello")
+      assert.strictEqual(fake.requests.length, 2)
+      assert.isTrue(fake.requests.every((r) => r.body.max_tokens === 50))
+      const input = Budget.estimateInput(request)
+      // the failed attempt (its input) + what the provider billed for the one that answered
+      assert.strictEqual(account.ledger!.spentTokens, input + 43)
+      assert.strictEqual(account.ledger!.reservedTokens, 0)
     }))
 })
