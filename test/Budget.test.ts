@@ -223,7 +223,7 @@ describe("Budget policy ask", () => {
               waiting = yield* react.approvals.pending("ask1")
             }
             const wait = waiting.find((p) => p.toolName === Budget.WAIT_TOOL)!
-            decisions.push(`${decision} at $${(wait.args as { spent_usd: number }).spent_usd}`)
+            decisions.push(`${decision} at wait ${(wait.args as { budget_wait: number }).budget_wait}`)
             yield* react.approve({
               conversationId: "ask1",
               approvalId: wait.approvalId,

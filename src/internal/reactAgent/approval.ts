@@ -154,7 +154,9 @@ export const makeGate = (options: {
     const askBudget: ApprovalGate["askBudget"] = (wait) =>
       Effect.gen(function*() {
         const key = yield* runKey
-        const args = { spent_usd: wait.spentUsd, limit_usd: wait.limitUsd }
+        // the wait's id must not depend on the amounts: a restarted run (its spending rebuilt from the
+        // stored usage) asks again under the same id; the amounts go out in the events
+        const args = { budget_wait: wait.n }
         const argsHash = Approvals.hashArgs(args)
         const toolCallId = `budget_${wait.n}`
         const approvalId = Approvals.makeId({ conversationId: options.conversationId, runKey: key, iteration: wait.n, toolCallId, argsHash })
