@@ -18,15 +18,11 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
-import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import { globalValue } from "effect/GlobalValue"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { readFileSync } from "node:fs"
 import * as L from "./internal/budget/ledger.js"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
 import { currentRetryObserver, LlmError, unwrapDeltasScoped } from "./Llm.js"
@@ -301,96 +297,36 @@ export const costOf = (account: Account | undefined): number | undefined =>
   account === undefined || account.unpriced || Object.keys(account.prices).length === 0 ? undefined : round(account.cost)
 
 // ---------------------------------------------------------------------------
-// configuration
+// configuration (src/internal/budget/config.ts)
 
-/**
- * Checks a budget against the models it will meet: a money budget needs a
- * price for each (a `ConfigError` naming the model otherwise); limits must be
- * positive.
- *
- * @since 0.1.0
- * @category utils
- */
-export const check = (options: BudgetOptions, models: ReadonlyArray<string>): Effect.Effect<BudgetOptions, ConfigError.ConfigError> => {
-  const invalid = (key: string, why: string) => Effect.fail(ConfigError.InvalidData(["budget", key], `budget.${key} ${why}`))
-  if (options.tokens !== undefined && !(Number.isInteger(options.tokens) && options.tokens > 0)) return invalid("tokens", "must be a positive integer")
-  if (options.usd !== undefined && !(Number.isFinite(options.usd) && options.usd > 0)) return invalid("usd", "must be a positive number")
-  if (options.policy !== undefined && options.policy !== "answer" && options.policy !== "ask") {
-    return invalid("policy", `must be "answer" or "ask", got ${JSON.stringify(options.policy)}`)
-  }
-  if (options.reserveOutputTokens !== undefined && !(Number.isInteger(options.reserveOutputTokens) && options.reserveOutputTokens >= L.MIN_OUTPUT)) {
-    return invalid("reserveOutputTokens", `must be an integer >= ${L.MIN_OUTPUT}`)
-  }
-  if (options.usd !== undefined) {
-    const missing = models.find((m) => options.prices?.[m] === undefined)
-    if (missing !== undefined) {
-      return Effect.fail(ConfigError.InvalidData(["budget", "prices"], `a money budget needs a price for model ${missing}: add it to MODEL_PRICES_FILE or budget.prices`))
-    }
-  }
-  return Effect.succeed(options)
-}
-
-const decodePrices = Schema.decodeUnknownEither(Schema.parseJson(PriceTable))
-
-/**
- * Reads a price file: JSON `{ "<model>": { "input": …, "cached_input": …,
- * "cache_write": …, "output": … } }` in USD per million tokens.
- *
- * @since 0.1.0
- * @category utils
- */
-export const loadPrices = (path: string): Effect.Effect<PriceTable, ConfigError.ConfigError> =>
-  Effect.suspend(() => {
-    let text: string
-    try {
-      text = readFileSync(path, "utf8")
-    } catch (e) {
-      return Effect.fail(ConfigError.InvalidData(["MODEL_PRICES_FILE"], `MODEL_PRICES_FILE: cannot read ${path}: ${(e as Error).message}`))
-    }
-    const decoded = decodePrices(text)
-    return decoded._tag === "Right"
-      ? Effect.succeed(decoded.right)
-      : Effect.fail(ConfigError.InvalidData(["MODEL_PRICES_FILE"], `MODEL_PRICES_FILE ${path} is not a price table: ${decoded.left.message}`))
-  })
-
-const positive = (name: string, integer: boolean) =>
-  Config.option(
-    (integer ? Config.integer(name) : Config.number(name)).pipe(
-      Config.validate({ message: `${name} must be a positive ${integer ? "integer" : "number"}`, validation: (n) => n > 0 })
-    )
-  )
-
-/**
- * The budget from the environment: `REACT_RUN_BUDGET_TOKENS`,
- * `REACT_RUN_BUDGET_USD`, `REACT_BUDGET_POLICY` (`answer` | `ask`),
- * `MODEL_PRICES_FILE`. None when nothing is set.
- *
- * @since 0.1.0
- * @category configuration
- */
-export const loadConfig: Effect.Effect<BudgetOptions | undefined, ConfigError.ConfigError> = Effect.gen(function*() {
-  const tokens = yield* positive("REACT_RUN_BUDGET_TOKENS", true)
-  const usd = yield* positive("REACT_RUN_BUDGET_USD", false)
-  const policy = yield* Config.option(Config.literal("answer", "ask")("REACT_BUDGET_POLICY"))
-  const file = yield* Config.option(Config.string("MODEL_PRICES_FILE"))
-  const path = Option.filter(Option.map(file, (f) => f.trim()), (f) => f !== "")
-  const prices = Option.isSome(path) ? yield* loadPrices(path.value) : undefined
-  if (Option.isNone(tokens) && Option.isNone(usd) && prices === undefined) return undefined
-  return {
-    ...(Option.isSome(tokens) ? { tokens: tokens.value } : {}),
-    ...(Option.isSome(usd) ? { usd: usd.value } : {}),
-    ...(Option.isSome(policy) ? { policy: policy.value } : {}),
-    ...(prices !== undefined ? { prices } : {})
-  }
-})
-
-/**
- * The conversation money limit from `REACT_CONVERSATION_BUDGET_USD` (server).
- *
- * @since 0.1.0
- * @category configuration
- */
-export const conversationLimit: Config.Config<Option.Option<number>> = positive("REACT_CONVERSATION_BUDGET_USD", false)
+export {
+  /**
+   * Checks a budget against the models it will meet: a money budget needs a
+   * price for each (a `ConfigError` naming the model otherwise); limits must
+   * be positive.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  check,
+  /**
+   * The budget from the environment: `REACT_RUN_BUDGET_TOKENS`,
+   * `REACT_RUN_BUDGET_USD`, `REACT_BUDGET_POLICY` (`answer` | `ask`),
+   * `MODEL_PRICES_FILE`. None when nothing is set.
+   *
+   * @since 0.1.0
+   * @category configuration
+   */
+  loadConfig,
+  /**
+   * Reads a price file: JSON `{ "<model>": { "input": …, "cached_input": …,
+   * "cache_write": …, "output": … } }` in USD per million tokens.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  loadPrices
+} from "./internal/budget/config.js"
 
 export {
   /**
