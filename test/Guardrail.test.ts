@@ -14,8 +14,10 @@ import * as Guardrail from "../src/Guardrail.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import { toWire } from "../src/RunEvent.js"
+import * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
+import * as Usage from "../src/Usage.js"
 import { injectNow, makeAgent, makeInterrupts } from "./utils/agentLayers.js"
 
 /** A tool that records that it ran. */
@@ -163,5 +165,41 @@ describe("classifier guardrail", () => {
       assert.include(asked, "No help writing malware.")
       assert.include(asked, "write me a keylogger")
       assert.deepInclude(result.usage.by_phase.guardrails, { prompt_tokens: 50, completion_tokens: 9, llm_calls: 1 })
+    }))
+})
+
+describe("guardrails in a journaled run", () => {
+  it.effect("each check is a journal activity: a durable host stores it, and a replay takes the stored verdict (a classifier is not asked again)", () =>
+    Effect.gen(function*() {
+      const names: Array<string> = []
+      const events: Array<RunEvent> = []
+      // a host that replays the query's check from its store: there it tripped (the live check would pass)
+      const journal: RunJournal.RunJournal = {
+        ...RunJournal.passThrough((e) => Effect.sync(() => void events.push(e))),
+        activity: (activity) => {
+          names.push(activity.name)
+          return activity.name === "guardrail/input"
+            ? Effect.succeed({ tripped: { name: "policy", reason: "stored verdict" }, usage: Usage.empty } as never)
+            : activity.execute({ restarted: false })
+        }
+      }
+      const agent = makeAgent([ScriptedLlm.text("hello", { delay: "10 millis" })], {
+        agent: { synthesis: "auto", guardrails: { input: [Guardrail.length("long", 1000)], output: [Guardrail.length("out", 1000)] } }
+      })
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "a harmless question" }, journal)).pipe(Effect.provide(agent.layer))
+      assert.include(names, "guardrail/input")
+      assert.deepInclude(events.find((e) => e._tag === "GuardrailTripped"), { stage: "input", name: "policy", reason: "stored verdict" })
+
+      // a passing run checks its answer in an activity too
+      const passing: Array<string> = []
+      const journal2: RunJournal.RunJournal = {
+        ...RunJournal.passThrough(() => Effect.void),
+        activity: (activity) => (passing.push(activity.name), activity.execute({ restarted: false }))
+      }
+      const agent2 = makeAgent([ScriptedLlm.text("hello")], {
+        agent: { synthesis: "auto", guardrails: { input: [Guardrail.length("long", 1000)], output: [Guardrail.length("out", 1000)] } }
+      })
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "q" }, journal2)).pipe(Effect.provide(agent2.layer))
+      assert.includeMembers(passing, ["guardrail/input", "guardrail/output"])
     }))
 })

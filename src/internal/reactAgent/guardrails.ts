@@ -8,6 +8,7 @@
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { emitAnswer } from "../../AnswerSynthesis.js"
 import type { Guardrail, GuardrailOptions } from "../../Guardrail.js"
 import { DEFAULT_REFUSAL, firstTripped, fromSpec } from "../../Guardrail.js"
@@ -39,6 +40,16 @@ export const build = (options: GuardrailOptions | undefined, llm: LlmService): R
   return { input, output, refusal: options.refusal ?? DEFAULT_REFUSAL, usage: Usage.empty }
 }
 
+/** A check as a durable run stores it (a restarted run does not ask a classifier again). */
+const Checked = Schema.Struct({
+  tripped: Schema.optional(Schema.Struct({ name: Schema.String, reason: Schema.String })),
+  usage: Usage.Usage
+})
+
+/** Runs `guardrails` on `text` as the journal activity `name`. */
+const checked = (journal: RunJournal, name: string, guardrails: ReadonlyArray<Guardrail>, text: string) =>
+  journal.activity({ name, success: Checked, execute: () => firstTripped(guardrails, text) })
+
 /** Events the run may send while its input is being checked: nothing the user reads, no tool. */
 const ungated = new Set(["ThinkingStart", "PhaseChange", "LlmRetry", "Compact"])
 
@@ -60,8 +71,9 @@ export const inputScreen = (guards: RunGuardrails, journal: RunJournal, query: s
   Effect.gen(function*() {
     const gate = yield* Deferred.make<void>()
     const trip = yield* Deferred.make<Trip>()
-    const check = (text: string) =>
-      Effect.flatMap(firstTripped(guards.input, text), (result) => {
+    let screened = 0
+    const check = (name: string, text: string) =>
+      Effect.flatMap(checked(journal, name, guards.input, text), (result) => {
         guards.usage = Usage.add(guards.usage, result.usage)
         return result.tripped === undefined
           ? Effect.succeed(true)
@@ -84,8 +96,9 @@ export const inputScreen = (guards: RunGuardrails, journal: RunJournal, query: s
         }
       },
       shown: () => shown,
-      checkQuery: Effect.flatMap(check(query), (ok) => (ok ? Deferred.succeed(gate, undefined) : Effect.void)),
-      screen: (text) => Effect.flatMap(check(text), (ok) => (ok ? Effect.void : Effect.never)),
+      checkQuery: Effect.flatMap(check("guardrail/input", query), (ok) => (ok ? Deferred.succeed(gate, undefined) : Effect.void)),
+      // injected messages are taken in one after the other: their checks are numbered in that order
+      screen: (text) => Effect.flatMap(Effect.suspend(() => check(`guardrail/inject/${++screened}`, text)), (ok) => (ok ? Effect.void : Effect.never)),
       tripped: Deferred.await(trip)
     }
   })
@@ -101,8 +114,8 @@ export const refuse = (journal: RunJournal, guards: RunGuardrails, trip: Trip, s
   )
 
 /** Checks the answer against the output guardrails; the trip, if one tripped. */
-export const checkOutput = (guards: RunGuardrails, answer: string): Effect.Effect<Trip | undefined> =>
-  guards.output.length === 0 ? Effect.succeed(undefined) : Effect.map(firstTripped(guards.output, answer), (result) => {
+export const checkOutput = (journal: RunJournal, guards: RunGuardrails, answer: string): Effect.Effect<Trip | undefined> =>
+  guards.output.length === 0 ? Effect.succeed(undefined) : Effect.map(checked(journal, "guardrail/output", guards.output, answer), (result) => {
     guards.usage = Usage.add(guards.usage, result.usage)
     return result.tripped === undefined ? undefined : { stage: "output" as const, ...result.tripped }
   })

@@ -184,7 +184,7 @@ const work = (
     yield* answer(env, state, input, history)
     if (guards === undefined) return
     // the answer is checked once written: a trip retracts it and answers with the refusal
-    const trip = yield* Guardrails.checkOutput(guards, state.answer)
+    const trip = yield* Guardrails.checkOutput(journal, guards, state.answer)
     if (trip === undefined) return
     yield* Guardrails.refuse(journal, guards, trip, true)
     State.setAnswer(state, guards.refusal)
