@@ -195,7 +195,7 @@ describe("Budget properties", () => {
               assert.strictEqual(result.usage.total_tokens, bill.tokens)
             }))
         ),
-        { numRuns: 60 }
+        { numRuns: Number(process.env.BUDGET_PROPERTY_RUNS ?? 60) }
       )
     ), 60_000)
 })

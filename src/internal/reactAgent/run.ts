@@ -196,7 +196,9 @@ const answer = (env: LoopEnv, state: RunState, input: RunInput, history: Readonl
     const { journal, llm, options } = env
     if (state.answerStreamed) {
       // synthesis policy `auto`: the user has read the answer as the loop call wrote it
-      return yield* journal.emit({ _tag: "AnswerDone" })
+      if (state.answer.trim() !== "") return yield* journal.emit({ _tag: "AnswerDone" })
+      // an empty streamed reply (e.g. cut at its max_tokens) is no answer: retracted, synthesis writes one
+      yield* journal.emit({ _tag: "AnswerReset" })
     }
     if (options.synthesis === "auto" && state.stop === "answer" && state.answer.trim() !== "") {
       // the model's own final reply is the answer: a second call would write it again
