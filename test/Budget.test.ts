@@ -50,9 +50,13 @@ const billed = (bill: Bill, request: ChatRequest, step: ScriptStep): ScriptStep 
   }
 }
 
-/** A billing responder over a list of steps (the last repeats). */
+/**
+ * A billing responder over a list of steps (the last repeats). A request that
+ * offers no tools (synthesis) gets the last step, the answer: a model cannot
+ * call a tool it was not offered.
+ */
 const responder = (bill: Bill, steps: ReadonlyArray<ScriptStep>): ScriptedLlm.Responder => (request, i) =>
-  billed(bill, request, steps[Math.min(i, steps.length - 1)])
+  billed(bill, request, request.tools === undefined || request.tools.length === 0 ? steps[steps.length - 1] : steps[Math.min(i, steps.length - 1)])
 
 const pairedToolCalls = (result: RunResult): boolean => {
   const answered = new Set(result.messages.filter((m) => m.role === "tool").map((m) => (m as { tool_call_id: string }).tool_call_id))
