@@ -12,6 +12,8 @@ import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Budget from "./Budget.js"
+import * as Guardrail from "./Guardrail.js"
 import * as Hooks from "./Hooks.js"
 
 /**
@@ -68,6 +70,18 @@ export interface AgentOptions {
    * measurements behind the default).
    */
   readonly synthesis: SynthesisPolicy
+  /**
+   * Limits on what a run may spend on model calls, in tokens and/or USD, with
+   * the price table and the exhaustion policy (see docs/budgets.md).
+   * `REACT_RUN_BUDGET_TOKENS`, `REACT_RUN_BUDGET_USD`, `REACT_BUDGET_POLICY`,
+   * `MODEL_PRICES_FILE`; default none.
+   */
+  readonly budget?: Budget.BudgetOptions
+  /**
+   * Input and output guardrails and the refusal (see docs/guardrails.md).
+   * `REACT_GUARDRAILS_FILE`; default none.
+   */
+  readonly guardrails?: Guardrail.GuardrailOptions
 }
 
 /**
@@ -110,6 +124,12 @@ export const defaults: AgentOptions = {
  * @category constants
  */
 export const CHECKLIST_MAX_ANSWER_CHARS = 800
+
+/**
+ * @since 0.1.0
+ * @category constants
+ */
+export const GUARDRAILS_ENV = "REACT_GUARDRAILS_FILE"
 
 type IntKey =
   | "maxIterations"
@@ -231,6 +251,18 @@ const fromEnvironment = (explicit: Partial<AgentOptions>, env: boolean): Effect.
     } else if (env) {
       const value = yield* Config.option(Config.string(SYNTHESIS_ENV))
       if (Option.isSome(value)) out.synthesis = yield* checkPolicy(SYNTHESIS_ENV, value.value.trim())
+    }
+    if (explicit.budget !== undefined) {
+      out.budget = yield* Budget.check(explicit.budget, [])
+    } else if (env) {
+      const value = yield* Budget.loadConfig
+      if (value !== undefined) out.budget = yield* Budget.check(value, [])
+    }
+    if (explicit.guardrails !== undefined) {
+      out.guardrails = explicit.guardrails
+    } else if (env) {
+      const file = yield* Config.option(Config.string(GUARDRAILS_ENV))
+      if (Option.isSome(file) && file.value.trim() !== "") out.guardrails = yield* Guardrail.loadFile(file.value.trim())
     }
     if (explicit.useNativeTools !== undefined) out.useNativeTools = explicit.useNativeTools
     if (explicit.completionCheck !== undefined) out.completionCheck = explicit.completionCheck

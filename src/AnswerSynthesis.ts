@@ -16,6 +16,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Budget from "./Budget.js"
 import { forEachDelta, type LlmService } from "./Llm.js"
 import * as Json from "./Json.js"
 import * as Message from "./Message.js"
@@ -179,7 +180,7 @@ export const streamWithFallback = (
     let finishReason: string | null = null
     yield* emit({ _tag: "AnswerStart" })
     const request = { messages }
-    const streamed = forEachDelta(llm.streamChat(request), (delta) => {
+    const streamed = forEachDelta(Budget.streamChat(llm, request), (delta) => {
       if (delta._tag === "Content") {
         if (delta.text === "") return
         sent += delta.text

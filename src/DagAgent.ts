@@ -30,6 +30,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
@@ -39,6 +40,7 @@ import type { AgentOptions } from "./AgentConfig.js"
 import * as AgentTool from "./AgentTool.js"
 import * as AgentConfig from "./AgentConfig.js"
 import * as Approvals from "./Approvals.js"
+import * as Budget from "./Budget.js"
 import * as ContextGuard from "./ContextGuard.js"
 import * as Hooks from "./Hooks.js"
 import { FUNCTION_NAME as ANALYSIS_FUNCTION } from "./internal/dagAgent/analyze.js"
@@ -260,8 +262,10 @@ export const make = (
       interrupts,
       agentFor: (model: LlmService) => Effect.orDie(build(model))
     }
+    // the run's budget account: planning, analysis, synthesis and every step draw from one ledger
     const executeWith = (input: ReactAgent.RunInput, journal: DagJournal): Effect.Effect<void> =>
-      execute(services, input, journal)
+      Effect.flatMap(FiberRef.get(Budget.currentAccount), (parent) =>
+        Effect.locally(execute(services, input, journal), Budget.currentAccount, Budget.makeAccount(options.agent?.budget, parent)))
     // The run's fiber lives in the stream's scope: it starts when the stream is
     // pulled, is interrupted when the consumer stops, and ends the stream (or
     // fails it with a defect) when it exits.

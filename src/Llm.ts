@@ -188,7 +188,9 @@ export const LlmErrorReason = Schema.Literal(
   "Auth",
   "BadRequest",
   "Decode",
-  "Unknown"
+  "Unknown",
+  /** The run's budget cannot pay for the call (`Budget`): it was not made. */
+  "Budget"
 )
 /**
  * @since 0.1.0
@@ -468,6 +470,6 @@ export const forEachDelta = <E, R>(
 ): Effect.Effect<void, E, R> => {
   const decided = (stream as Partial<DeltasStream<E>>)[DeltasTypeId]
   if (decided === undefined) return pullEach(stream, f)
-  const each = (r: Decided<E>) => (isDeltas(r) ? eachOf(r, f) : pullEach(r, f))
+  const each = (r: Decided<E>) => (isDeltas(r) ? eachOf(r, f) : forEachDelta(r, f))
   return decided.scoped ? Effect.scoped(Effect.flatMap(decided.effect, each)) : Effect.flatMap(decided.effect, each)
 }

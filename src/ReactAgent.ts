@@ -28,6 +28,7 @@ import type { AgentOptions } from "./AgentConfig.js"
 import * as AgentConfig from "./AgentConfig.js"
 import * as AgentTool from "./AgentTool.js"
 import * as Approvals from "./Approvals.js"
+import * as Budget from "./Budget.js"
 import * as ContextGuard from "./ContextGuard.js"
 import * as Hooks from "./Hooks.js"
 import type { AgentServices } from "./internal/reactAgent/run.js"
@@ -203,6 +204,8 @@ export interface Options extends Partial<AgentOptions> {
 const build = (options: AgentOptions, selectionLlm: LlmService | undefined, approvals: Approvals.ApprovalsService | undefined) =>
   Effect.gen(function*() {
     const llm = yield* Llm
+    // a money budget needs a price for every model the run calls: a start-up error naming the model
+    if (options.budget !== undefined) yield* Budget.check(options.budget, [llm.model, (selectionLlm ?? llm).model])
     return fromServices({
       options,
       llm,

@@ -229,12 +229,55 @@ export const DagPhase = Schema.TaggedStruct("DagPhase", {
 export const Resumed = Schema.TaggedStruct("Resumed", {})
 
 /**
+ * The run's budget cannot pay for one more loop call and the answer (§21):
+ * the loop stops (policy `answer`) and the run answers from what it has.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const BudgetExhausted = Schema.TaggedStruct("BudgetExhausted", {
+  spent_tokens: Schema.Number,
+  limit_tokens: Schema.optional(Schema.Number),
+  spent_usd: Schema.optional(Schema.Number),
+  limit_usd: Schema.optional(Schema.Number),
+  step_id
+})
+
+/**
+ * Policy `ask`: the run waits for a person (`exhausted`), who extended the
+ * budget (`extended`) or stopped the run (`stopped`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const BudgetStatus = Schema.TaggedStruct("BudgetStatus", {
+  status: Schema.Literal("exhausted", "extended", "stopped"),
+  spent_usd: Schema.Number,
+  limit_usd: Schema.Number,
+  step_id
+})
+
+/**
  * The model call failed and is retried (rate limit, server error, timeout,
  * connection): the run is waiting, not stuck.
  *
  * @since 0.1.0
  * @category models
  */
+/**
+ * A guardrail tripped (§21): on the input (the run ends with the refusal) or
+ * on the answer (it is retracted and replaced with the refusal).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const GuardrailTripped = Schema.TaggedStruct("GuardrailTripped", {
+  stage: Schema.Literal("input", "output"),
+  name: Schema.String,
+  reason: Schema.String,
+  step_id
+})
+
 export const LlmRetry = Schema.TaggedStruct("LlmRetry", {
   attempt: Schema.Number,
   reason: LlmErrorReason,
@@ -294,6 +337,9 @@ export const RunEvent = Schema.Union(
   DagStep,
   DagPhase,
   Resumed,
+  BudgetExhausted,
+  BudgetStatus,
+  GuardrailTripped,
   LlmRetry,
   Done,
   RunFailed
@@ -368,7 +414,7 @@ export const settledAnswers = (): (event: RunEvent) => ReadonlyArray<RunEvent> =
  * @since 0.1.0
  * @category models
  */
-export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "approval" | "dag" | "done" | "error"
+export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "approval" | "dag" | "done" | "error" | "budget" | "guardrail"
 
 const withStep = (data: Record<string, unknown>, stepId: string | undefined): Record<string, unknown> =>
   stepId === undefined ? data : { ...data, step_id: stepId }
@@ -435,6 +481,18 @@ export const toWire = (event: RunEvent): { readonly channel: Channel; readonly d
     }
     case "Resumed":
       return { channel: "phase", data: { phase: "resumed" } }
+    case "BudgetExhausted": {
+      const { _tag, ...rest } = event
+      return { channel: "phase", data: { phase: "budget_exhausted", ...rest } }
+    }
+    case "BudgetStatus": {
+      const { _tag, ...rest } = event
+      return { channel: "budget", data: rest }
+    }
+    case "GuardrailTripped": {
+      const { _tag, step_id: _, ...rest } = event
+      return { channel: "guardrail", data: { type: "guardrail", status: "tripped", ...rest } }
+    }
     case "LlmRetry":
       return { channel: "phase", data: { phase: "retrying", attempt: event.attempt, reason: event.reason, delay_ms: event.delay_ms } }
     case "Done": {

@@ -34,6 +34,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
+import * as Budget from "./Budget.js"
 import * as TelemetryConfig from "./internal/telemetry/config.js"
 import * as I from "./internal/telemetry/instrumentation.js"
 import * as Spans from "./internal/telemetry/spans.js"
@@ -162,7 +163,7 @@ export const chatSpan: <A, E, R>(
  * @category Tracing
  */
 export const chat = (llm: LlmService, request: ChatRequest, options: ChatSpanOptions): Effect.Effect<ChatResponse, LlmError> =>
-  Spans.chatSpan(llm.model, request, options, llm.chat(request), (response) => response)
+  Spans.chatSpan(llm.model, request, options, Budget.chat(llm, request), (response) => response)
 
 /**
  * @since 0.1.0

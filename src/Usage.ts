@@ -44,7 +44,8 @@ export const Phase = Schema.Literal(
   "planning",
   "analysis",
   "routing",
-  "subagents"
+  "subagents",
+  "guardrails"
 )
 /**
  * @since 0.1.0
@@ -71,7 +72,9 @@ export type UsageByPhase = { readonly [K in Phase]?: Usage }
  */
 export const RunUsage = Schema.Struct({
   ...Usage.fields,
-  by_phase: UsageByPhase
+  by_phase: UsageByPhase,
+  /** What the run's model calls cost in USD, when every model it used has a price (docs/budgets.md). */
+  cost_usd: Schema.optional(Schema.Number)
 })
 /**
  * @since 0.1.0

@@ -64,3 +64,5 @@ export * as McpTools from "./McpTools.js"
 export * as DemoLlm from "./DemoLlm.js"
 /** @since 0.1.0 */
 export * as Telemetry from "./Telemetry.js"
+export * as Budget from "./Budget.js"
+export * as Guardrail from "./Guardrail.js"

@@ -9,6 +9,7 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
 import type * as ConfigError from "effect/ConfigError"
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Logger from "effect/Logger"
@@ -16,11 +17,13 @@ import * as LogLevel from "effect/LogLevel"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AppInfo as AppInfoTag } from "./App.js"
-import { answerFor, approvalMode } from "./cliApproval.js"
+import { answerFor, approvalMode, budgetAnswerFor } from "./cliApproval.js"
 import { type CliOptions, parse, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
 import type * as DagAgentModule from "../DagAgent.js"
+import * as Budget from "../Budget.js"
 import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
+import type { RunEvent } from "../RunEvent.js"
 import * as Telemetry from "../Telemetry.js"
 import type { Toolkit as ToolkitTag } from "../Toolkit.js"
 
@@ -103,6 +106,20 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
         out.write(json ? JSON.stringify(catalogue) + "\n" : toolsText(catalogue, out.isTTY))
         return 0
       })
+    /** Budget policy `ask`: the run's wait is the conversation's pending budget approval. */
+    const answerBudget = (
+      react: Context.Tag.Service<ReactAgentTag>,
+      mode: ReturnType<typeof approvalMode>,
+      event: Extract<RunEvent, { _tag: "BudgetStatus" }>,
+      conversationId: string
+    ) =>
+      Effect.flatMap(budgetAnswerFor(mode, event), (answer) =>
+        Effect.flatMap(react.approvals.pending(conversationId), (pending) => {
+          const wait = pending.find((p) => p.toolName === Budget.WAIT_TOOL)
+          return wait === undefined ? Effect.void : react.approve({ conversationId, approvalId: wait.approvalId, ...answer }).pipe(
+            Effect.catchAll((refused) => Effect.sync(() => out.error(`budget answer not taken: ${refused.message}\n`)))
+          )
+        }))
     const run = (options: CliOptions) => Effect.gen(function*() {
       const agents = { react: yield* ReactAgent, dag: yield* Dag.DagAgent }
       const mode = options.mode ?? (yield* Dag.modeConfig)
@@ -120,11 +137,13 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       }).pipe(Stream.runForEach((event) =>
         Effect.zipRight(
           Effect.sync(() => renderer.event(event)),
-          event._tag !== "ApprovalRequested" ? Effect.void : answerFor(approvals, event).pipe(
-            // the App's agents share one Approvals: the ReAct agent answers DAG steps' calls too
-            Effect.flatMap((answer) => agents.react.approve({ conversationId, approvalId: event.approval_id, ...answer })),
-            Effect.catchAll((refused) => Effect.sync(() => out.error(`approval not taken: ${refused.message}\n`)))
-          )
+          event._tag === "BudgetStatus" && event.status === "exhausted"
+            ? answerBudget(agents.react, approvals, event, conversationId)
+            : event._tag !== "ApprovalRequested" ? Effect.void : answerFor(approvals, event).pipe(
+              // the App's agents share one Approvals: the ReAct agent answers DAG steps' calls too
+              Effect.flatMap((answer) => agents.react.approve({ conversationId, approvalId: event.approval_id, ...answer })),
+              Effect.catchAll((refused) => Effect.sync(() => out.error(`approval not taken: ${refused.message}\n`)))
+            )
         )
       ))
       return renderer.failed() ? 1 : 0

@@ -90,3 +90,27 @@ export const answerFor = (
   if (mode === "none") return Effect.succeed({ decision: "deny", reason: NO_APPROVER })
   return Effect.map(ask(question(event)), parseAnswer)
 }
+
+/** The question asked when a run of budget policy `ask` waits. @internal */
+export const budgetQuestion = (event: Extract<RunEvent, { _tag: "BudgetStatus" }>): string =>
+  `The run's budget is spent ($${event.spent_usd} of $${event.limit_usd}). Add how many USD? [an amount, or empty to stop] `
+
+/** A typed amount extends the budget by it; anything else stops the run. @internal */
+export const parseBudgetAnswer = (text: string): Answer => {
+  const t = text.trim()
+  const usd = Number(t)
+  return t !== "" && Number.isFinite(usd) && usd > 0 ? { decision: "approve", reason: String(usd) } : { decision: "deny" }
+}
+
+/**
+ * How the CLI answers a budget wait: asks on the terminal (`ask`); without a
+ * terminal (or with `--yes`, which approves tool calls, never spending) it stops.
+ *
+ * @internal
+ */
+export const budgetAnswerFor = (
+  mode: ApprovalMode,
+  event: Extract<RunEvent, { _tag: "BudgetStatus" }>,
+  ask: (prompt: string) => Effect.Effect<string> = askTerminal
+): Effect.Effect<Answer> =>
+  mode === "ask" ? Effect.map(ask(budgetQuestion(event)), parseBudgetAnswer) : Effect.succeed({ decision: "deny", reason: NO_APPROVER })

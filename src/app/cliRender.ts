@@ -57,6 +57,13 @@ const showArgs = (args: unknown): string => {
 
 const seconds = (s: number): string => `${s < 10 ? s.toFixed(2) : s.toFixed(1)}s`
 
+/** A budget's spending against its limits, e.g. `1200 of 2000 tokens, $0.01 of $0.02`. @internal */
+export const budgetText = (b: { readonly spent_tokens: number; readonly limit_tokens?: number | undefined; readonly spent_usd?: number | undefined; readonly limit_usd?: number | undefined }): string =>
+  [
+    `${b.spent_tokens}${b.limit_tokens !== undefined ? ` of ${b.limit_tokens}` : ""} tokens`,
+    ...(b.spent_usd !== undefined ? [`$${b.spent_usd}${b.limit_usd !== undefined ? ` of $${b.limit_usd}` : ""}`] : [])
+  ].join(", ")
+
 /** The retry's SSE payload (the same as the server's `phase` frame). @internal */
 export const retryPayload = (notice: RetryNotice) => ({
   phase: "retrying" as const,
@@ -249,6 +256,20 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         answering = false
         answerEndsWithNewline = true
         break
+      case "GuardrailTripped":
+        stopSpinner()
+        line(`${red("⛔ guardrail")} ${event.name} tripped on the ${event.stage === "input" ? "request" : "answer"}: ${oneLine(event.reason, 200)}`)
+        break
+      case "BudgetExhausted":
+        stopSpinner()
+        line(`${red("$")} budget exhausted: ${budgetText(event)}; answering from what the run has`)
+        break
+      case "BudgetStatus":
+        stopSpinner()
+        if (event.status === "exhausted") line(`${cyan("$")} budget spent: $${event.spent_usd} of $${event.limit_usd}`)
+        else if (event.status === "extended") line(`${green("$")} budget extended to $${event.limit_usd}`)
+        else line(`${red("$")} stopped at $${event.spent_usd}`)
+        break
       case "RunFailed":
         stopSpinner()
         failed = true
@@ -262,6 +283,7 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         const parts = [
           `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}`,
           `${u.total_tokens} tokens (${u.prompt_tokens} in${cachedPart(u)}, ${u.completion_tokens} out, ${u.llm_calls} LLM calls)`,
+          ...(u.cost_usd !== undefined ? [`$${u.cost_usd}`] : []),
           seconds(event.elapsed),
           info.demo ? `${info.model} (no LLM configured)` : info.model
         ]

@@ -106,6 +106,22 @@ export const ApproveRequest = Schema.Struct({
 })
 
 /**
+ * `POST /api/react/budget`: a person's answer to a run waiting for more budget
+ * (policy `ask`): `extend` by `add_usd`, or `stop`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const BudgetRequest = Schema.Union(
+  Schema.Struct({
+    conversation_id: ConversationId,
+    decision: Schema.Literal("extend"),
+    add_usd: Schema.Number.pipe(Schema.positive(), Schema.finite())
+  }),
+  Schema.Struct({ conversation_id: ConversationId, decision: Schema.Literal("stop") })
+)
+
+/**
  * The message of an invalid cursor (`after=`, `Last-Event-ID`).
  *
  * @since 0.1.0

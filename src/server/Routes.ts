@@ -15,6 +15,7 @@ import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import { AppInfo, toolCatalogue } from "./AppInfo.js"
 import type * as Approvals from "../Approvals.js"
+import * as Budget from "../Budget.js"
 import * as Interrupts from "../Interrupts.js"
 import * as ReactAgent from "../ReactAgent.js"
 import * as Toolkit from "../Toolkit.js"
@@ -238,6 +239,39 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
           ...(body.args_hash !== undefined ? { argsHash: body.args_hash } : {})
         }).pipe(
           Effect.match({ onFailure: refusedDecision, onSuccess: (decided) => HttpServerResponse.unsafeJson(decided) })
+        )
+      })
+    )
+
+    yield* api(
+      "POST",
+      "/api/react/budget",
+      Effect.gen(function*() {
+        const body = yield* ApiError.decodeBody(ApiSchema.BudgetRequest, limit)
+        // the run waits like an approval: its wait is the conversation's pending budget approval
+        const waiting = (yield* agent.approvals.pending(body.conversation_id)).find((p) => p.toolName === Budget.WAIT_TOOL)
+        if (waiting === undefined) {
+          return HttpServerResponse.unsafeJson({
+            error: "no_budget_wait",
+            message: "No run of this conversation waits for more budget",
+            conversation_id: body.conversation_id
+          }, { status: 404 })
+        }
+        return yield* agent.approve({
+          conversationId: body.conversation_id,
+          approvalId: waiting.approvalId,
+          decision: body.decision === "extend" ? "approve" : "deny",
+          ...(body.decision === "extend" ? { reason: String(body.add_usd) } : {})
+        }).pipe(
+          Effect.match({
+            onFailure: refusedDecision,
+            onSuccess: () =>
+              HttpServerResponse.unsafeJson({
+                conversation_id: body.conversation_id,
+                decision: body.decision,
+                ...(body.decision === "extend" ? { add_usd: body.add_usd } : {})
+              })
+          })
         )
       })
     )

@@ -78,7 +78,11 @@ function setConversation(id) {
 
 /** @param {string} query @param {string | null} conversationId */
 function newRun(query, conversationId) {
-  const view = new RunView(query, { onChange: follow, onApproval: (decision) => approve(run, decision) })
+  const view = new RunView(query, {
+    onChange: follow,
+    onApproval: (decision) => approve(run, decision),
+    onBudget: (decision) => decideBudget(run, decision)
+  })
   /** @type {() => void} */
   let markReady = () => {}
   const ready = new Promise((resolve) => { markReady = () => resolve(undefined) })
@@ -228,6 +232,19 @@ async function approve(run, decision) {
   if (!run.conversationId) return { ok: false, message: "The run has no conversation yet" }
   const res = await postJson("/api/react/approve", { conversation_id: run.conversationId, ...decision })
   void loadConversations()
+  return res.ok ? { ok: true } : { ok: false, message: await errorText(res) }
+}
+
+/**
+ * Sends the user's answer to a run waiting for more budget (policy `ask`).
+ *
+ * @param {ActiveRun} run @param {import("./budget.js").BudgetDecision} decision
+ * @returns {Promise<{ ok: boolean, message?: string }>}
+ */
+async function decideBudget(run, decision) {
+  await run.ready
+  if (!run.conversationId) return { ok: false, message: "The run has no conversation yet" }
+  const res = await postJson("/api/react/budget", { conversation_id: run.conversationId, ...decision })
   return res.ok ? { ok: true } : { ok: false, message: await errorText(res) }
 }
 

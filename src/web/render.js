@@ -8,6 +8,7 @@
  * @since 0.1.0
  */
 import { closeApproval, decideApproval, requestApproval } from "./approval.js"
+import { budgetOutcome, budgetPanel, costText, exhaustedLine, guardrailAlert } from "./budget.js"
 import { endMarker, finishCard, runningCard } from "./cards.js"
 import { DagView, isDagEvent } from "./dag.js"
 import { formatNumber, formatSeconds, h, markdown } from "./dom.js"
@@ -27,12 +28,15 @@ const REASONS = /** @type {Record<string, string>} */ ({
 export class RunView {
   /**
    * @param {string} query the user's message that started the run
-   * @param {{ onChange?: () => void, onApproval?: import("./approval.js").Decide }} [options]
-   *   `onApproval` sends the user's decision on a call waiting for approval
+   * @param {{ onChange?: () => void, onApproval?: import("./approval.js").Decide, onBudget?: import("./budget.js").DecideBudget }} [options]
+   *   `onApproval` sends the user's decision on a call waiting for approval; `onBudget` on a run waiting for more budget
    */
   constructor(query, options = {}) {
     this.onChange = options.onChange ?? (() => {})
     this.onApproval = options.onApproval
+    this.onBudget = options.onBudget
+    /** @type {HTMLElement | null} the panel of a run waiting for more budget */
+    this.budgetWait = null
     /** @type {Map<string, string>} approval id → card key */
     this.approvals = new Map()
     /** highest event id applied; events at or below it are replays */
@@ -85,7 +89,7 @@ export class RunView {
     // DAG mode: the plan graph renders its own events (see dag.js)
     if (this.dag || isDagEvent(ev.event, d)) {
       if (!this.dag) {
-        this.dag = new DagView(() => new RunView("", { onChange: this.onChange, onApproval: this.onApproval }))
+        this.dag = new DagView(() => new RunView("", { onChange: this.onChange, onApproval: this.onApproval, onBudget: this.onBudget }))
         this.insert(this.dag.root)
       }
       if (this.dag.apply(ev.event, d)) {
@@ -107,7 +111,23 @@ export class RunView {
           this.insert(this.phase)
         } else if (d.phase === "retrying") {
           this.retrying(d)
+        } else if (d.phase === "budget_exhausted") {
+          this.insert(exhaustedLine(d))
         }
+        break
+      case "budget":
+        if (d.status === "exhausted") {
+          this.budgetWait = budgetPanel(d, this.onBudget)
+          this.insert(this.budgetWait)
+        } else {
+          const outcome = budgetOutcome(d)
+          if (this.budgetWait) this.budgetWait.replaceWith(outcome)
+          else this.insert(outcome)
+          this.budgetWait = null
+        }
+        break
+      case "guardrail":
+        this.insert(guardrailAlert(d))
         break
       case "compact":
         this.insert(
@@ -382,6 +402,7 @@ export class RunView {
     const parts = [
       `${formatNumber(d.iterations ?? 0)} iteration${d.iterations === 1 ? "" : "s"}`,
       `${formatNumber(u.total_tokens ?? 0)} tokens`,
+      ...(costText(u) ? [costText(u)] : []),
       formatSeconds(Number(d.elapsed ?? 0))
     ]
     // the share of the input read from the provider's prompt cache

@@ -15,6 +15,7 @@ import type { ChatRequest, LlmService } from "../../src/Llm.js"
 import * as Llm from "../../src/Llm.js"
 import type { ChatMessage } from "../../src/Message.js"
 import * as ModelRegistry from "../../src/ModelRegistry.js"
+import type { AgentOptions } from "../../src/AgentConfig.js"
 import * as ReactAgent from "../../src/ReactAgent.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import * as ConversationStore from "../../src/server/ConversationStore.js"
@@ -201,6 +202,8 @@ export const webAppServer = (options: {
   readonly defaultMode?: DagAgent.Mode
   /** Where the tools come from, as `AppInfo` reports it (`GET /api/tools`). */
   readonly mcp?: AppInfo.AppInfoShape["mcp"]
+  /** More options of the ReAct agent (a budget, guardrails). */
+  readonly agent?: Partial<AgentOptions>
 } = {}) => {
   const llm = ScriptedLlm.make(responder, { model: options.demo ? "demo" : "scripted-test" })
   const agentOptions = { completionCheck: false, selfReflectionInterval: 0 }
@@ -208,7 +211,7 @@ export const webAppServer = (options: {
   const agents = Layer.unwrapEffect(Effect.map(SqlApprovals.make, (approvals) =>
     Layer.mergeAll(
       // the ReAct agent on the default synthesis policy (auto); the DAG script answers a step's `stream` call as its synthesis
-      ReactAgent.layer({ ...agentOptions, approvals }),
+      ReactAgent.layer({ ...agentOptions, ...options.agent, approvals }),
       DagAgent.layer({ agent: { ...agentOptions, synthesis: "always" }, approvals })
     )))
   const agent = agents.pipe(

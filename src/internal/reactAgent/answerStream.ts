@@ -18,6 +18,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Budget from "../../Budget.js"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService, ResponseToolCall } from "../../Llm.js"
 import { ChatResponseSchema, forEachDelta, LlmError, oneCall, parseToolArguments } from "../../Llm.js"
 import type { RunEvent } from "../../RunEvent.js"
@@ -114,7 +115,7 @@ export const streamLoopCall = (
         return Effect.zipRight(emit({ _tag: "AnswerStart" }), emit({ _tag: "AnswerDelta", content: delta.text }))
       }
       const streamed = Effect.map(
-        forEachDelta(llm.streamChat(request), onDelta),
+        forEachDelta(Budget.streamChat(llm, request), onDelta),
         (): LoopReply => ({ response: reply.response(), shown })
       )
       const plain = Telemetry.chat(llm, request, { phase: "loop", iteration })

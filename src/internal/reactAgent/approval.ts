@@ -21,6 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { AgentOptions } from "../../AgentConfig.js"
 import * as Approvals from "../../Approvals.js"
+import * as Budget from "../../Budget.js"
 import * as Hooks from "../../Hooks.js"
 import type { ToolUseContext } from "../../Hooks.js"
 import type { RunJournal } from "../../RunJournal.js"
@@ -46,7 +47,17 @@ export interface ApprovalGate {
     readonly args: Record<string, unknown>
     readonly iteration: number
   }) => Effect.Effect<Verdict>
+  /**
+   * Budget policy `ask`: waits, like an approval (journaled, stored by a durable
+   * approvals service), for a person to extend the money budget (`extend`, USD
+   * added) or stop the run. `n` numbers the waits of the run.
+   */
+  readonly askBudget: (wait: { readonly n: number; readonly spentUsd: number; readonly limitUsd: number }) => Effect.Effect<
+    { readonly extend: number } | { readonly stop: true }
+  >
 }
+
+
 
 /** The reason of a decision that names another approval or other arguments. */
 export const MISMATCH = "the approval does not match this call"
@@ -140,5 +151,42 @@ export const makeGate = (options: {
         return verdict
       })
 
-    return { required, ask }
+    const askBudget: ApprovalGate["askBudget"] = (wait) =>
+      Effect.gen(function*() {
+        const key = yield* runKey
+        // the wait's id must not depend on the amounts: a restarted run (its spending rebuilt from the
+        // stored usage) asks again under the same id; the amounts go out in the events
+        const args = { budget_wait: wait.n }
+        const argsHash = Approvals.hashArgs(args)
+        const toolCallId = `budget_${wait.n}`
+        const approvalId = Approvals.makeId({ conversationId: options.conversationId, runKey: key, iteration: wait.n, toolCallId, argsHash })
+        const status = { spent_usd: wait.spentUsd, limit_usd: wait.limitUsd }
+        yield* journal.emit({ _tag: "BudgetStatus", status: "exhausted", ...status }, { key: `budget/${wait.n}/exhausted` })
+        const decision = yield* journal.activity({
+          name: `budget/${wait.n}`,
+          success: Approvals.Decision,
+          execute: () =>
+            approvals.request({
+              approvalId,
+              conversationId: options.approverConversationId,
+              toolCallId,
+              toolName: Budget.WAIT_TOOL,
+              args,
+              argsHash,
+              iteration: wait.n
+            })
+        })
+        // approve = extend by the USD in `reason`; anything else stops
+        const add = decision.decision === "approve" ? Number(decision.reason) : NaN
+        const extend = Number.isFinite(add) && add > 0 ? add : undefined
+        yield* journal.emit({
+          _tag: "BudgetStatus",
+          status: extend !== undefined ? "extended" : "stopped",
+          spent_usd: wait.spentUsd,
+          limit_usd: extend !== undefined ? wait.limitUsd + extend : wait.limitUsd
+        }, { key: `budget/${wait.n}/decided` })
+        return extend !== undefined ? { extend } : { stop: true as const }
+      })
+
+    return { required, ask, askBudget }
   })

@@ -4,7 +4,9 @@
  *
  * @internal
  */
+import type * as Effect from "effect/Effect"
 import type { AgentOptions } from "../../AgentConfig.js"
+import type { Account } from "../../Budget.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
 import type { HooksService } from "../../Hooks.js"
 import type { InterruptsService } from "../../Interrupts.js"
@@ -34,4 +36,12 @@ export interface LoopEnv {
   readonly approval: ApprovalGate
   /** The tool calls' timeouts (one timer per run). */
   readonly deadlines: Deadlines
+  /** The run's budget account (none without a budget or prices). */
+  readonly account: Account | undefined
+  /** The key under which this run holds room for its answer in the ledger. */
+  readonly holdKey: string
+  /** Builds the synthesis prompt of the run as it stands (what the answer call would read). */
+  readonly answerMessages: () => ReadonlyArray<import("../../Message.js").ChatMessage>
+  /** Checks an injected message against the input guardrails (a trip ends the run: it never returns). */
+  readonly screen: (text: string) => Effect.Effect<void>
 }

@@ -153,6 +153,8 @@ export const drainInterrupts = (env: LoopEnv, state: RunState, iteration: number
     success: Injections,
     execute: () => env.interrupts.drain(env.conversationId)
   }).pipe(
+    // every injected message passes the input guardrails before the model reads it
+    Effect.tap((items) => Effect.forEach(items, (item) => env.screen(item.content), { discard: true })),
     Effect.flatMap((items) => {
       if (items.length === 0) return Effect.succeed(false)
       State.takeInterrupts(state, items.map((i) => i.content))

@@ -8,6 +8,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { LlmError } from "../../Llm.js"
+import * as Budget from "./budget.js"
 import type { LoopEnv } from "./env.js"
 import { callLlm, guardThen } from "./harness.js"
 import { jsonRequest, jsonStep, refreshSystemPrompt } from "./json.js"
@@ -34,11 +35,21 @@ export const runLoop = (env: LoopEnv, state: RunState): Effect.Effect<void, LlmE
         State.finish(state, Prompts.stoppedSummary("token_budget", turnBudget, state.steps), "token_budget")
         return Effect.void
       }
-      const iteration = State.beginIteration(state)
       if (!env.native) refreshSystemPrompt(env, state)
+      if (!Budget.affordable(env, state, request)) {
+        // policy `ask`: a person may extend the budget (the check runs again), else the loop stops
+        return Effect.flatMap(Budget.askMore(env, state), (extended) => (extended ? iterate : Budget.stop(env, state)))
+      }
+      const iteration = State.beginIteration(state)
       const think = Effect.flatMap(env.journal.emit({ _tag: "ThinkingStart", iteration }), () =>
-        Effect.flatMap(callLlm(env, state, iteration, request), (response) =>
-          Effect.flatMap(step(env, state, response, iteration), (done) => (done ? Effect.void : iterate))))
+        Effect.flatMap(
+          // a call the ledger refused (a parallel call took the room first) stops the loop like the check
+          Effect.catchIf(callLlm(env, state, iteration, request), (e) => e.reason === "Budget", () => Effect.succeed(undefined)),
+          (response) =>
+            response === undefined
+              ? Budget.stop(env, state)
+              : Effect.flatMap(step(env, state, response, iteration), (done) => (done ? Effect.void : iterate))
+        ))
       return guardThen(env, state, `guard/${iteration}`, { hint: "react_iteration" }, think)
     })
     return iterate

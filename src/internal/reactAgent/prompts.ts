@@ -75,12 +75,14 @@ export const budgetNotice = (budget: number): string =>
 
 /** The loop answer when it stopped without a final answer. */
 export const stoppedSummary = (
-  reason: "max_iterations" | "token_budget",
+  reason: "max_iterations" | "token_budget" | "budget",
   limit: number,
   steps: ReadonlyArray<{ readonly tool_name: string; readonly error: string | null }>
 ): string => {
   const head = reason === "max_iterations"
     ? `I reached the maximum number of iterations (${limit}) before finishing.`
+    : reason === "budget"
+    ? `I reached this run's budget before finishing.`
     : `I reached the token budget of this turn (${limit} tokens) before finishing.`
   if (steps.length === 0) return `${head} No tools were called.`
   const lines = steps.map((s, i) => `${i + 1}. ${s.tool_name}: ${s.error === null ? "OK" : `error (${s.error})`}`)

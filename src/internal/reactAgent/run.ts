@@ -8,10 +8,12 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Ref from "effect/Ref"
 import type { AgentOptions } from "../../AgentConfig.js"
 import type { ApprovalsService } from "../../Approvals.js"
-import { emitAnswer, streamAnswer, SynthesisResultSchema } from "../../AnswerSynthesis.js"
+import { buildMessages, emitAnswer, streamAnswer, SynthesisResultSchema } from "../../AnswerSynthesis.js"
+import * as Budget from "../../Budget.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
 import * as ErrorMessage from "../../ErrorMessage.js"
 import type { HooksService } from "../../Hooks.js"
@@ -25,6 +27,8 @@ import * as Telemetry from "../../Telemetry.js"
 import type { ToolkitService } from "../../Toolkit.js"
 import * as Usage from "../../Usage.js"
 import { makeGate } from "./approval.js"
+import { releaseHold } from "./budget.js"
+import * as Guardrails from "./guardrails.js"
 import * as Deadlines from "./deadlines.js"
 import type { LoopEnv } from "./env.js"
 import { runLoop } from "./loop.js"
@@ -73,11 +77,52 @@ interface Outcome {
   failure?: Failure
   cancelled: boolean
   pending: ReadonlyArray<Injection>
+  /** The run's guardrails (their usage goes to `by_phase.guardrails`). */
+  guards?: Guardrails.RunGuardrails | undefined
+  /** The answer when no state holds it (an input guardrail tripped). */
+  answer?: string
 }
 
 /** Tool selection, the loop and synthesis; fills in `outcome` as it goes. */
-const body = (services: AgentServices, input: RunInput, journal: RunJournal, conversationId: string, outcome: Outcome) =>
+const body = (
+  services: AgentServices,
+  input: RunInput,
+  journal: RunJournal,
+  conversationId: string,
+  outcome: Outcome,
+  account: Budget.Account | undefined
+) =>
   Effect.scoped(Effect.gen(function*() {
+    const guards = Guardrails.build(services.options.guardrails, services.selectionLlm)
+    outcome.guards = guards
+    if (guards === undefined || guards.input.length === 0) {
+      return yield* work(services, input, journal, conversationId, outcome, account, guards, () => Effect.void)
+    }
+    // the query is checked beside the first model call; nothing is shown and no tool runs before it passed
+    const screen = yield* Guardrails.inputScreen(guards, journal, Message.textOf(input.query))
+    yield* Effect.forkScoped(screen.checkQuery)
+    const trip = yield* Effect.raceFirst(
+      Effect.as(work(services, input, screen.journal, conversationId, outcome, account, guards, screen.screen), undefined),
+      screen.tripped
+    )
+    if (trip === undefined) return
+    // the run (its model request in flight, its tools) was interrupted by the race
+    outcome.answer = guards.refusal
+    yield* Guardrails.refuse(journal, guards, trip, screen.shown())
+  }))
+
+/** The run once its guardrails are set up. */
+const work = (
+  services: AgentServices,
+  input: RunInput,
+  journal: RunJournal,
+  conversationId: string,
+  outcome: Outcome,
+  account: Budget.Account | undefined,
+  guards: Guardrails.RunGuardrails | undefined,
+  screen: (text: string) => Effect.Effect<void>
+) =>
+  Effect.gen(function*() {
     const { guard, hooks, interrupts, llm, options, toolkit } = services
     const goal = Message.textOf(input.query)
     const native = options.useNativeTools && llm.abilities.toolCall
@@ -120,19 +165,44 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
         conversationId,
         approverConversationId: input.approvalConversationId ?? conversationId
       }),
-      deadlines: yield* Deadlines.make
+      deadlines: yield* Deadlines.make,
+      account,
+      holdKey: crypto.randomUUID(),
+      answerMessages: () =>
+        buildMessages({
+          question: input.query,
+          steps: state.steps,
+          loopAnswer: Prompts.stoppedSummary("budget", 0, state.steps),
+          history,
+          interrupts: state.injected,
+          toolObsTruncation: options.toolObsTruncation
+        }),
+      screen
     }
-    yield* runLoop(env, state)
+    yield* Effect.ensuring(runLoop(env, state), Effect.sync(() => releaseHold(env)))
     yield* journal.emit({ _tag: "AnswerSignal" })
+    yield* answer(env, state, input, history)
+    if (guards === undefined) return
+    // the answer is checked once written: a trip retracts it and answers with the refusal
+    const trip = yield* Guardrails.checkOutput(journal, guards, state.answer)
+    if (trip === undefined) return
+    yield* Guardrails.refuse(journal, guards, trip, true)
+    State.setAnswer(state, guards.refusal)
+  })
+
+/** The answer the user reads: the streamed loop reply, the model's final reply, or synthesis. */
+const answer = (env: LoopEnv, state: RunState, input: RunInput, history: ReadonlyArray<Message.ChatMessage>) =>
+  Effect.gen(function*() {
+    const { journal, llm, options } = env
     if (state.answerStreamed) {
       // synthesis policy `auto`: the user has read the answer as the loop call wrote it
-      yield* journal.emit({ _tag: "AnswerDone" })
-      return
+      if (state.answer.trim() !== "") return yield* journal.emit({ _tag: "AnswerDone" })
+      // an empty streamed reply (e.g. cut at its max_tokens) is no answer: retracted, synthesis writes one
+      yield* journal.emit({ _tag: "AnswerReset" })
     }
     if (options.synthesis === "auto" && state.stop === "answer" && state.answer.trim() !== "") {
       // the model's own final reply is the answer: a second call would write it again
-      yield* emitAnswer(state.answer, journal.emit)
-      return
+      return yield* emitAnswer(state.answer, journal.emit)
     }
     const synthesisInput = {
       question: input.query,
@@ -146,7 +216,7 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
       name: "synthesis",
       success: SynthesisResultSchema,
       restartAware: true,
-        // a stream cut by a crash starts again: the client discards what it showed
+      // a stream cut by a crash starts again: the client discards what it showed
       execute: ({ restarted }) =>
         Effect.zipRight(
           restarted ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
@@ -155,7 +225,7 @@ const body = (services: AgentServices, input: RunInput, journal: RunJournal, con
     })
     State.addUsage(state, "synthesis", synthesis.usage)
     State.setAnswer(state, synthesis.answer)
-  }))
+  })
 
 /**
  * Runs one request through `journal` in its `invoke_agent` span; always ends
@@ -186,8 +256,11 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
         outcome.pending = left
       }))
 
+    // the run's budget account: its own ledger (`budget` option), else its caller's (a sub-agent)
+    const account = Budget.makeAccount(services.options.budget, yield* FiberRef.get(Budget.currentAccount))
     // the LLM's retries are run events: the user sees the run waiting, not stuck
-    const work = body(services, input, journal, conversationId, outcome).pipe(
+    const work = body(services, input, journal, conversationId, outcome, account).pipe(
+      Effect.locally(Budget.currentAccount, account),
       withRetryObserver((notice) =>
         journal.emit({ _tag: "LlmRetry", attempt: notice.attempt, reason: notice.reason, delay_ms: Math.round(notice.delayMs) }))
     )
@@ -218,8 +291,12 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
       byPhase = Usage.addToPhase(byPhase, "selection", outcome.selectionUsage)
     }
     const finished = yield* Clock.currentTimeMillis
-    const answer = failure !== undefined || cancelled ? "" : state?.answer ?? ""
-    const usage = Usage.fromPhases(byPhase)
+    if (outcome.guards !== undefined && outcome.guards.usage.llm_calls > 0) {
+      byPhase = Usage.addToPhase(byPhase, "guardrails", outcome.guards.usage)
+    }
+    const answer = failure !== undefined || cancelled ? "" : outcome.answer ?? state?.answer ?? ""
+    const cost = Budget.costOf(account)
+    const usage = cost === undefined ? Usage.fromPhases(byPhase) : { ...Usage.fromPhases(byPhase), cost_usd: cost }
     yield* journal.emit({
       _tag: "Done",
       answer,

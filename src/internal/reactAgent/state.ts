@@ -25,6 +25,8 @@ export type StopReason =
   | "unparsed"
   | "max_iterations"
   | "token_budget"
+  /** The run's budget (`budget` option) cannot pay for one more loop call and the answer. */
+  | "budget"
 
 type MutableUsage = { -readonly [F in keyof Usage.Usage]: Usage.Usage[F] }
 
@@ -41,6 +43,8 @@ export interface RunState {
   readonly reflectionCount: number
   readonly checklistDone: boolean
   readonly overflowRetried: boolean
+  /** Budget waits so far (policy `ask`). */
+  readonly budgetWaits: number
   /** Estimated tokens of the observations the model saw (the tool-result budget). */
   readonly obsTokens: number
   /** Tokens used by loop LLM calls (the turn token budget). */
@@ -66,6 +70,7 @@ interface Mutable {
   reflectionCount: number
   checklistDone: boolean
   overflowRetried: boolean
+  budgetWaits: number
   obsTokens: number
   loopTokens: number
   parseFailed: boolean
@@ -90,6 +95,7 @@ export const make = (initial: ReadonlyArray<ChatMessage>, promptVersion: number)
     reflectionCount: 0,
     checklistDone: false,
     overflowRetried: false,
+    budgetWaits: 0,
     obsTokens: 0,
     loopTokens: 0,
     parseFailed: false,
@@ -231,3 +237,6 @@ export const finish = (state: RunState, answer: string, stop: StopReason, stream
 export const setAnswer = (state: RunState, answer: string): void => {
   mutable(state).answer = answer
 }
+
+/** Numbers the next budget wait of the run (policy `ask`). */
+export const nextBudgetWait = (state: RunState): number => ++mutable(state).budgetWaits

@@ -1,0 +1,353 @@
+/**
+ * Budgets: limits in tokens and in money on what a run (and its sub-agents, DAG
+ * steps, tool selection, compaction, checklist and synthesis calls) may spend
+ * on model calls, enforced BEFORE the spending.
+ *
+ * Every model call of the engine goes through `chat` / `streamChat` here (the
+ * model-call seam): the call reserves its worst case (estimated input tokens +
+ * the output it may ask for) in the run's ledger; a call that does not fit is
+ * not made (an `LlmError` with reason `Budget`), and a call that fits only
+ * with less output is made with `maxTokens` lowered to what fits. Afterwards
+ * the reservation is settled with the usage the provider reported. A retry is
+ * charged the failed attempt's input. The ledger is found on the fiber
+ * (`currentAccount`), so sub-agents run inside a tool draw from the same one.
+ *
+ * Money comes from a price table (USD per million tokens: input, cached input,
+ * cache write, output) given in the options or read from `MODEL_PRICES_FILE`.
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import { globalValue } from "effect/GlobalValue"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as L from "./internal/budget/ledger.js"
+import type { ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
+import { currentRetryObserver, LlmError, unwrapDeltasScoped } from "./Llm.js"
+import * as TokenEstimator from "./TokenEstimator.js"
+import * as Usage from "./Usage.js"
+import type { PriceTable } from "./internal/budget/config.js"
+
+export {
+  /**
+   * A model's price in USD per million tokens. `cached_input` (a prompt-cache
+   * read) and `cache_write` default to `input`.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ModelPrice,
+  /**
+   * Prices by model name (the provider's model name, `LlmService.model`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  PriceTable
+} from "./internal/budget/config.js"
+
+/**
+ * What happens when the budget cannot pay for one more loop call and the
+ * answer: `answer` — the loop stops and the run answers from what it has;
+ * `ask` — the run waits for a person to extend the budget or stop.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ExhaustionPolicy = "answer" | "ask"
+
+/**
+ * The agent option `budget`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BudgetOptions {
+  /** Most tokens (input + output, as billed) a run may spend. */
+  readonly tokens?: number | undefined
+  /** Most USD a run may spend (needs a price for every model in use). */
+  readonly usd?: number | undefined
+  /** Default `answer`. */
+  readonly policy?: ExhaustionPolicy | undefined
+  /** Prices by model. */
+  readonly prices?: PriceTable | undefined
+  /** Output tokens reserved for a call that sets no `maxTokens` (default 1024); also its `max_tokens`. */
+  readonly reserveOutputTokens?: number | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const DEFAULT_RESERVE_OUTPUT_TOKENS = 1024
+
+/**
+ * A run's account: its ledger (shared with the runs it starts when they have
+ * no budget of their own), its prices and what its calls cost.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Account {
+  readonly ledger: L.Ledger | undefined
+  readonly prices: PriceTable
+  /** USD spent by this run's calls (and its sub-agents'). */
+  cost: number
+  /** A call was made on a model without a price: `cost` is not the whole cost. */
+  unpriced: boolean
+  readonly parent: Account | undefined
+}
+
+/**
+ * The account of the run on this fiber (and the fibers it forks): none outside
+ * a run with a budget or prices.
+ *
+ * @since 0.1.0
+ * @category references
+ */
+export const currentAccount: FiberRef.FiberRef<Account | undefined> = globalValue(
+  Symbol.for("effect-react-engine/Budget/currentAccount"),
+  () => FiberRef.unsafeMake<Account | undefined>(undefined)
+)
+
+/**
+ * A run's account: the parent run's ledger when there is one (a sub-agent, a
+ * DAG step draws from its caller's budget), else a ledger of its own when
+ * `options` set a limit.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeAccount = (options: BudgetOptions | undefined, parent: Account | undefined): Account | undefined => {
+  const own = options !== undefined && (options.tokens !== undefined || options.usd !== undefined)
+  const prices = { ...parent?.prices, ...options?.prices }
+  if (!own && parent === undefined && Object.keys(prices).length === 0) return undefined
+  return {
+    // inside a run that has a ledger (a sub-agent, a DAG step) the outer ledger governs
+    ledger: parent?.ledger !== undefined
+      ? parent.ledger
+      : own
+      ? L.make({ tokens: options.tokens, usd: options.usd }, prices, options.reserveOutputTokens ?? DEFAULT_RESERVE_OUTPUT_TOKENS)
+      : undefined,
+    prices,
+    cost: 0,
+    unpriced: false,
+    parent
+  }
+}
+
+/**
+ * The tool name under which a run of policy `ask` waits in the approvals
+ * service (`POST /api/react/budget` answers it: approve = extend by the USD in
+ * the decision's `reason`, deny = stop).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const WAIT_TOOL = "__budget__"
+
+/**
+ * The estimated input tokens of a request (messages and advertised tools).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const estimateInput = (request: ChatRequest): number =>
+  TokenEstimator.estimateMessages(request.messages) +
+  (request.tools !== undefined && request.tools.length > 0 ? TokenEstimator.estimateText(JSON.stringify(request.tools)) : 0)
+
+const charge = (account: Account, reservation: L.Reservation, usage: Usage.Usage, outcome: NonNullable<L.Entry["outcome"]>) => {
+  if (account.ledger !== undefined) L.settle(account.ledger, reservation, usage, outcome)
+  const cost = L.costOf(account.prices, reservation.model, usage)
+  for (let a: Account | undefined = account; a !== undefined; a = a.parent) {
+    if (cost === undefined) a.unpriced = true
+    else a.cost += cost
+  }
+}
+
+const reserveFor = (account: Account, llm: LlmService, request: ChatRequest): L.Reservation | LlmError => {
+  const input = estimateInput(request)
+  if (account.ledger === undefined) return { call: 0, model: llm.model, input, output: 0, usd: 0 }
+  // the worst case is the output the request may ask for: its own maxTokens, else the budget's
+  // reserve (never over what the model can write); it is sent as the request's max_tokens
+  const wanted = request.maxTokens ?? account.ledger.reserveOutput
+  const r = L.reserve(account.ledger, llm.model, input, Math.min(wanted, llm.maxOutputTokens ?? Infinity))
+  return typeof r === "string" ? new LlmError({ reason: "Budget", message: r }) : r
+}
+
+const capped = (request: ChatRequest, account: Account, r: L.Reservation): ChatRequest =>
+  account.ledger === undefined ? request : { ...request, maxTokens: r.output }
+
+/** A retry: the failed attempt is charged its input (the provider may have read the prompt). */
+const chargingRetries = (account: Account, r: L.Reservation) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(FiberRef.get(currentRetryObserver), (observe) =>
+    Effect.locally(self, currentRetryObserver, (notice) =>
+      Effect.zipRight(
+        Effect.sync(() => {
+          if (account.ledger !== undefined) {
+            account.ledger.spentTokens += r.input
+            account.ledger.spentUsd += L.costOf(account.prices, r.model, Usage.make(r.input, 0)) ?? 0
+          }
+        }),
+        observe(notice)
+      )))
+
+/**
+ * `llm.chat(request)`, metered: reserved before, settled after (see the module
+ * documentation). Without an account on the fiber it is `llm.chat(request)`.
+ *
+ * @since 0.1.0
+ * @category metering
+ */
+export const chat = (llm: LlmService, request: ChatRequest): Effect.Effect<ChatResponse, LlmError> =>
+  Effect.flatMap(FiberRef.get(currentAccount), (account) => {
+    if (account === undefined) return llm.chat(request)
+    const r = reserveFor(account, llm, request)
+    if (r instanceof LlmError) return Effect.fail(r)
+    return llm.chat(capped(request, account, r)).pipe(
+      chargingRetries(account, r),
+      Effect.onExit((exit) =>
+        Effect.sync(() => {
+          if (exit._tag === "Success") charge(account, r, exit.value.usage, "ok")
+          else charge(account, r, Usage.make(r.input, 0), Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed")
+        })
+      )
+    )
+  })
+
+/**
+ * `llm.streamChat(request)`, metered: reserved when the stream opens, settled
+ * when it ends with the usage it reported — or, when it was cut (interrupted,
+ * failed), with the input and the output seen so far.
+ *
+ * @since 0.1.0
+ * @category metering
+ */
+export const streamChat = (llm: LlmService, request: ChatRequest): Stream.Stream<ChatDelta, LlmError> =>
+  unwrapDeltasScoped(Effect.flatMap(FiberRef.get(currentAccount), (account) => {
+    if (account === undefined) return Effect.succeed(llm.streamChat(request))
+    const r = reserveFor(account, llm, request)
+    if (r instanceof LlmError) return Effect.fail(r)
+    let usage: Usage.Usage | undefined
+    let seen = 0
+    return Effect.as(
+      Effect.addFinalizer((exit) =>
+        Effect.sync(() => {
+          const outcome = exit._tag === "Success" ? "ok" : Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed"
+          charge(account, r, usage ?? Usage.make(r.input, seen), outcome)
+        })
+      ),
+      Stream.map(llm.streamChat(capped(request, account, r)), (delta) => {
+        if (delta._tag === "Usage") usage = usage === undefined ? delta.usage : Usage.add(usage, delta.usage)
+        else if (delta._tag === "Content" || delta._tag === "Reasoning") seen += TokenEstimator.estimateText(delta.text)
+        else if (delta._tag === "ToolCall") seen += TokenEstimator.estimateText(delta.arguments ?? "")
+        return delta
+      })
+    )
+  }))
+
+/**
+ * What the account's budget looks like now.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Snapshot {
+  readonly spent_tokens: number
+  readonly limit_tokens?: number
+  readonly spent_usd?: number
+  readonly limit_usd?: number
+}
+
+/**
+ * @since 0.1.0
+ * @category utils
+ */
+export const snapshot = (ledger: L.Ledger): Snapshot => ({
+  spent_tokens: ledger.spentTokens,
+  ...(ledger.limits.tokens !== undefined ? { limit_tokens: ledger.limits.tokens } : {}),
+  ...(ledger.limits.usd !== undefined || Object.keys(ledger.prices).length > 0 ? { spent_usd: round(ledger.spentUsd) } : {}),
+  ...(ledger.limits.usd !== undefined ? { limit_usd: ledger.limits.usd } : {})
+})
+
+const round = (usd: number): number => Math.round(usd * 1e8) / 1e8
+
+/**
+ * The run's cost in USD, when every call it made had a price.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const costOf = (account: Account | undefined): number | undefined =>
+  account === undefined || account.unpriced || Object.keys(account.prices).length === 0 ? undefined : round(account.cost)
+
+// ---------------------------------------------------------------------------
+// configuration (src/internal/budget/config.ts)
+
+export {
+  /**
+   * Checks a budget against the models it will meet: a money budget needs a
+   * price for each (a `ConfigError` naming the model otherwise); limits must
+   * be positive.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  check,
+  /**
+   * The budget from the environment: `REACT_RUN_BUDGET_TOKENS`,
+   * `REACT_RUN_BUDGET_USD`, `REACT_BUDGET_POLICY` (`answer` | `ask`),
+   * `MODEL_PRICES_FILE`. None when nothing is set.
+   *
+   * @since 0.1.0
+   * @category configuration
+   */
+  loadConfig,
+  /**
+   * Reads a price file: JSON `{ "<model>": { "input": …, "cached_input": …,
+   * "cache_write": …, "output": … } }` in USD per million tokens.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  loadPrices
+} from "./internal/budget/config.js"
+
+export {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  type Ledger,
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  type Entry
+} from "./internal/budget/ledger.js"
+
+/**
+ * The ledger's log: every call's reservation and settlement, in order.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const entries = (ledger: L.Ledger): ReadonlyArray<L.Entry> => ledger.entries
+
+/**
+ * What `usage` cost on `model` at `prices` (undefined without a price).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const priceOf = (prices: PriceTable, model: string, usage: Usage.Usage): number | undefined => L.costOf(prices, model, usage)
+
+/**
+ * Ledger operations the engine uses (fits, hold, release, extend).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const ledger = { fits: L.fits, hold: L.hold, release: L.release, extend: L.extend, room: L.room } as const

@@ -1,0 +1,97 @@
+/**
+ * The run's budget in the ReAct loop: before each iteration the loop checks
+ * that what remains pays for one more loop call AND the answer call, and holds
+ * the answer's room in the ledger (sub-agents and parallel calls cannot take
+ * it); when it does not fit, the loop stops (`State.finish(…, "budget")`) with
+ * `BudgetExhausted`, and the run answers from what it has.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Budget from "../../Budget.js"
+import type { ChatRequest } from "../../Llm.js"
+import * as Message from "../../Message.js"
+import * as TokenEstimator from "../../TokenEstimator.js"
+import type { LoopEnv } from "./env.js"
+import * as Prompts from "./prompts.js"
+import * as State from "./state.js"
+import type { RunState } from "./state.js"
+
+/** Output tokens a call is reserved when its request sets none. */
+const outputOf = (env: LoopEnv, reserve: number): number => Math.min(env.llm.maxOutputTokens ?? Infinity, reserve)
+
+/**
+ * True when the next loop call and the answer fit (the answer's room is then
+ * held); false when the loop must stop for the budget.
+ */
+export const affordable = (
+  env: LoopEnv,
+  state: RunState,
+  request: (messages: ReadonlyArray<Message.ChatMessage>) => ChatRequest
+): boolean => {
+  const ledger = env.account?.ledger
+  if (ledger === undefined) return true
+  reconcile(env, state)
+  const model = env.llm.model
+  const output = outputOf(env, ledger.reserveOutput)
+  const loop = { model, input: Budget.estimateInput(request(state.ctx)), output }
+  const answer = { model, input: TokenEstimator.estimateMessages(env.answerMessages()), output }
+  if (!Budget.ledger.fits(ledger, [loop, answer], env.holdKey)) return false
+  Budget.ledger.hold(ledger, env.holdKey, model, answer.input, answer.output)
+  return true
+}
+
+/**
+ * The loop cannot pay for one more call and the answer: policy `answer` stops
+ * it; policy `ask` (with a money limit) waits for a person — true when the
+ * budget was extended (the loop goes on), false when the loop must stop.
+ */
+export const askMore = (env: LoopEnv, state: RunState): Effect.Effect<boolean> => {
+  const ledger = env.account?.ledger
+  if (ledger === undefined || env.options.budget?.policy !== "ask" || ledger.limits.usd === undefined) return Effect.succeed(false)
+  const n = State.nextBudgetWait(state)
+  const spent = Budget.snapshot(ledger)
+  return Effect.map(
+    env.approval.askBudget({ n, spentUsd: spent.spent_usd ?? 0, limitUsd: ledger.limits.usd }),
+    (decision) => {
+      if (!("extend" in decision)) return false
+      Budget.ledger.extend(ledger, decision.extend)
+      return true
+    }
+  )
+}
+
+/**
+ * Raises what the ledger counts as spent to what the run's state recorded
+ * (a durable run replaying stored replies after a restart makes no model
+ * call, so the ledger would not see them), priced at the loop model's price.
+ */
+export const reconcile = (env: LoopEnv, state: RunState): void => {
+  const ledger = env.account?.ledger
+  if (ledger === undefined) return
+  const byPhase = State.usageByPhase(state)
+  let tokens = 0
+  let usd = 0
+  for (const usage of Object.values(byPhase)) {
+    if (usage === undefined) continue
+    tokens += usage.prompt_tokens + usage.completion_tokens
+    usd += Budget.priceOf(ledger.prices, env.llm.model, usage) ?? 0
+  }
+  ledger.spentTokens = Math.max(ledger.spentTokens, tokens)
+  ledger.spentUsd = Math.max(ledger.spentUsd, usd)
+}
+
+/** Stops the loop for the budget: the summary as the loop answer, `BudgetExhausted`. */
+export const stop = (env: LoopEnv, state: RunState): Effect.Effect<void> => {
+  State.finish(state, Prompts.stoppedSummary("budget", 0, state.steps), "budget")
+  const ledger = env.account?.ledger
+  if (ledger === undefined) return Effect.void
+  Budget.ledger.release(ledger, env.holdKey)
+  return env.journal.emit({ _tag: "BudgetExhausted", ...Budget.snapshot(ledger) })
+}
+
+/** Gives back the room held for the answer (the answer call is about to use it). */
+export const releaseHold = (env: LoopEnv): void => {
+  const ledger = env.account?.ledger
+  if (ledger !== undefined) Budget.ledger.release(ledger, env.holdKey)
+}
