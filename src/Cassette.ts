@@ -17,7 +17,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Abilities, ChatResponseSchema, LlmErrorReason } from "./Llm.js"
 import { ChatMessage, Content } from "./Message.js"
-import { RunEvent } from "./RunEvent.js"
+import { RunEvent, toWire } from "./RunEvent.js"
 import { Usage } from "./Usage.js"
 
 /**
@@ -323,33 +323,47 @@ export const encode = (cassette: Cassette): CassetteJson => encodeCurrent(casset
 
 /**
  * Event fields that differ between two runs of the same steps by nature, not
- * by behaviour: timings (`elapsed`, `iter_elapsed`), the idempotency keys and
- * approval ids (derived from a fresh run id), the conversation id the server
- * adds to `done`. `normalizeEvents` blanks them (approval ids become their
- * order of appearance) so two runs can be compared event by event.
+ * by behaviour: timings (`elapsed`, `iter_elapsed`), the idempotency keys,
+ * approval ids and run ids (derived from a fresh run id). `normalizeEvents`
+ * blanks them (approval ids become their order of appearance) so two runs
+ * can be compared event by event.
  *
  * @since 0.1.0
  * @category utils
  */
-export const volatileEventFields: ReadonlyArray<string> = ["elapsed", "iter_elapsed", "idempotency_key", "approval_id"]
+export const volatileEventFields: ReadonlyArray<string> = ["elapsed", "iter_elapsed", "idempotency_key", "approval_id", "run_id"]
 
 /**
- * The events as JSON values with the volatile fields (`volatileEventFields`)
- * replaced by stable placeholders.
+ * The events in their wire form (`RunEvent.toWire`: what a client receives,
+ * without the in-process-only `steps` and `messages` of `done`), as
+ * `{channel, ...data}`, with the volatile fields (`volatileEventFields`)
+ * replaced by stable placeholders: what a replay must reproduce, whether the
+ * run was recorded in process or by the server.
  *
  * @since 0.1.0
  * @category utils
  */
-export const normalizeEvents = (events: ReadonlyArray<RunEvent>): ReadonlyArray<Record<string, unknown>> => {
+export const normalizeEvents = (events: ReadonlyArray<RunEvent>): ReadonlyArray<Record<string, unknown>> =>
+  normalizeWireEvents(events.map(toWire))
+
+/**
+ * `normalizeEvents` of events already in their wire form (what an SSE client
+ * received: `event:` as `channel`, `data:` as `data`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const normalizeWireEvents = (
+  events: ReadonlyArray<{ readonly channel: string; readonly data: unknown }>
+): ReadonlyArray<Record<string, unknown>> => {
   const approvalIds = new Map<string, string>()
-  const encode = Schema.encodeSync(RunEvent)
   const scrub = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(scrub)
     if (typeof value !== "object" || value === null) return value
     const out: Record<string, unknown> = {}
     for (const [key, v] of Object.entries(value)) {
       if (key === "elapsed" || key === "iter_elapsed") out[key] = typeof v === "number" ? 0 : v
-      else if (key === "idempotency_key") out[key] = typeof v === "string" ? "<key>" : v
+      else if (key === "idempotency_key" || key === "run_id") out[key] = typeof v === "string" ? `<${key}>` : v
       else if (key === "approval_id" && typeof v === "string") {
         if (!approvalIds.has(v)) approvalIds.set(v, `approval_${approvalIds.size + 1}`)
         out[key] = approvalIds.get(v)
@@ -357,5 +371,7 @@ export const normalizeEvents = (events: ReadonlyArray<RunEvent>): ReadonlyArray<
     }
     return out
   }
-  return events.map((event) => scrub(encode(event)) as Record<string, unknown>)
+  return events.map((wire) =>
+    scrub({ channel: wire.channel, ...(JSON.parse(JSON.stringify(wire.data)) as Record<string, unknown>) }) as Record<string, unknown>
+  )
 }

@@ -53,6 +53,8 @@ export interface Recording {
   readonly modelCalls: Array<Mutable<Cassette.ModelCall>>
   readonly toolCalls: Array<Cassette.ToolCall>
   readonly drains: Array<{ readonly items: ReadonlyArray<{ readonly id: string; readonly content: string }> }>
+  /** The model the run used (set by the first model call). */
+  model?: Cassette.Cassette["model"]
   /** Called with each entry as it is added or completed (the server stores them as they come). */
   readonly onEntry?: (entry: RecordingEntry) => Effect.Effect<void>
 }
@@ -67,6 +69,7 @@ export type RecordingEntry =
   | { readonly _tag: "ModelCall"; readonly index: number; readonly call: Cassette.ModelCall }
   | { readonly _tag: "ToolCall"; readonly call: Cassette.ToolCall }
   | { readonly _tag: "Drain"; readonly index: number; readonly items: ReadonlyArray<{ readonly id: string; readonly content: string }> }
+  | { readonly _tag: "Model"; readonly model: Cassette.Cassette["model"] }
 
 /**
  * A fresh, empty recording.
@@ -121,6 +124,12 @@ export const requestJson = (request: ChatRequest): Cassette.ModelCall["request"]
     ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {})
   }))
 
+const modelOf = (llm: Pick<LlmService, "model" | "abilities" | "contextSize">): Cassette.Cassette["model"] => ({
+  name: llm.model,
+  abilities: llm.abilities,
+  ...(llm.contextSize !== undefined ? { context_size: llm.contextSize } : {})
+})
+
 /**
  * The LLM, recording every call made under a recording.
  *
@@ -129,11 +138,17 @@ export const requestJson = (request: ChatRequest): Cassette.ModelCall["request"]
  */
 export const wrapLlm = (llm: LlmService): LlmService => {
   const start = (method: "chat" | "stream", request: ChatRequest) =>
-    Effect.map(FiberRef.get(currentRecording), Option.map((recording) => {
+    Effect.flatMap(FiberRef.get(currentRecording), (found) => {
+      if (Option.isNone(found)) return Effect.succeed(Option.none())
+      const recording = found.value
       const entry: Mutable<Cassette.ModelCall> = { method, request: requestJson(request) }
       recording.modelCalls.push(entry)
-      return { recording, entry, index: recording.modelCalls.length - 1 }
-    }))
+      const started = Option.some({ recording, entry, index: recording.modelCalls.length - 1 })
+      if (recording.model !== undefined) return Effect.succeed(started)
+      const model = modelOf(llm)
+      recording.model = model
+      return Effect.as(emitEntry(recording, { _tag: "Model", model }), started)
+    })
   type Started = Option.Option<{ recording: Recording; entry: Mutable<Cassette.ModelCall>; index: number }>
   const finish = (started: Started) =>
     Option.isNone(started)
@@ -342,11 +357,7 @@ export const toCassette = (options: {
   run_id: options.runId ?? `run_${crypto.randomUUID()}`,
   recorded_at: (options.recordedAt ?? new Date()).toISOString(),
   source: options.source ?? "in-process",
-  model: {
-    name: options.llm.model,
-    abilities: options.llm.abilities,
-    ...(options.llm.contextSize !== undefined ? { context_size: options.llm.contextSize } : {})
-  },
+  model: options.recording.model ?? modelOf(options.llm),
   input: {
     query: options.input.query,
     conversation_id: options.input.conversationId,
