@@ -29,7 +29,8 @@ describe("Eval scorers", () => {
           { type: "json_schema", schema: { type: "object", required: ["sum"], properties: { sum: { type: "integer", maximum: 4 } } } },
           { type: "tool_calls", name: "add", args: "\"a\":2", count: 1 },
           { type: "tool_calls", name: "add", count: { min: 3 } },
-          { type: "limits", max_tokens: 1 }
+          { type: "limits", max_tokens: 1 },
+          { type: "tool_calls", name: "add", count: 1 }
         ]
       }, { agent })
       assert.deepStrictEqual(result.scores.map((s) => [s.scorer, s.passed]), [
@@ -39,12 +40,14 @@ describe("Eval scorers", () => {
         ["json_schema", false],
         ["tool_calls", true],
         ["tool_calls", false],
-        ["limits", false]
+        ["limits", false],
+        ["tool_calls", false]
       ])
+      assert.strictEqual(result.scores[7].reason, "2 call(s) of add, expected 1")
       assert.strictEqual(result.scores[3].reason, "$.sum: 5 > maximum 4")
       assert.strictEqual(result.scores[5].reason, "2 call(s) of add, expected at least 3")
       assert.match(result.scores[6].reason, /^\d+ tokens > 1$/)
-      assert.strictEqual(result.score, Math.round((3 / 7) * 1000) / 1000)
+      assert.strictEqual(result.score, Math.round((3 / 8) * 1000) / 1000)
       assert.isFalse(result.passed)
       assert.deepStrictEqual(result.trace.map((t) => t.observation), ["5", "8"])
     }))
