@@ -62,3 +62,11 @@ export * as McpTools from "./McpTools.js"
 export * as DemoLlm from "./DemoLlm.js"
 /** @since 0.1.0 */
 export * as Telemetry from "./Telemetry.js"
+/** @since 0.1.0 */
+export * as Cassette from "./Cassette.js"
+/** @since 0.1.0 */
+export * as Recorder from "./Recorder.js"
+/** @since 0.1.0 */
+export * as Replay from "./Replay.js"
+/** @since 0.1.0 */
+export * as Eval from "./Eval.js"
