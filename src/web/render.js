@@ -386,6 +386,19 @@ export class RunView {
     ]
     const first = this.footer.childElementCount === 0
     this.footer.append(...parts.flatMap((p, i) => (i === 0 && first ? [h("span", { text: p })] : [h("span", { class: "sep", "aria-hidden": "true", text: "·" }), h("span", { text: p })])))
+    // the run as a cassette (docs/replay.md): this is the conversation's latest run while the page shows it
+    if (typeof d.conversation_id === "string" && d.conversation_id !== "") {
+      this.footer.append(
+        h("span", { class: "sep", "aria-hidden": "true", text: "·" }),
+        h("a", {
+          class: "cassette",
+          href: `/api/conversations/${encodeURIComponent(d.conversation_id)}/runs/latest/cassette`,
+          download: "",
+          title: "Download this run as a cassette (replay it in a test)",
+          text: "cassette"
+        })
+      )
+    }
     this.footer.hidden = false
     this.footer.title = `prompt ${formatNumber(u.prompt_tokens ?? 0)} · completion ${formatNumber(u.completion_tokens ?? 0)} · ${formatNumber(u.llm_calls ?? 0)} LLM calls`
     const pending = Array.isArray(d.pending_injections) ? d.pending_injections : []
