@@ -66,3 +66,13 @@ export * as DemoLlm from "./DemoLlm.js"
 export * as Telemetry from "./Telemetry.js"
 export * as Budget from "./Budget.js"
 export * as Guardrail from "./Guardrail.js"
+/** @since 0.1.0 */
+export * as Cassette from "./Cassette.js"
+/** @since 0.1.0 */
+export * as Recorder from "./Recorder.js"
+/** @since 0.1.0 */
+export * as Replay from "./Replay.js"
+/** @since 0.1.0 */
+export * as Eval from "./Eval.js"
+/** @since 0.1.0 */
+export * as EvalReport from "./EvalReport.js"

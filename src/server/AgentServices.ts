@@ -29,6 +29,7 @@ import * as McpTools from "../McpTools.js"
 import type * as ModelRegistry from "../ModelRegistry.js"
 import * as ModelRegistryModule from "../ModelRegistry.js"
 import * as ReactAgent from "../ReactAgent.js"
+import * as Recorder from "../Recorder.js"
 import * as Toolkit from "../Toolkit.js"
 import { AppInfo } from "./AppInfo.js"
 import * as SqlApprovals from "./SqlApprovals.js"
@@ -113,6 +114,9 @@ export const make = <E, R, RI = never, RA = never>(
       DagAgent.layerConfigWith({ approvals, ...(options.agent ? { agent: options.agent } : {}) })
     )))
   return agents.pipe(
+    // every model call, tool outcome and drain of a run made under a recording goes into it
+    // (the server records each run for its cassette); outside one they pass straight through
+    Layer.provideMerge(Recorder.layer),
     Layer.provideMerge(services),
     Layer.provideMerge(models)
   )

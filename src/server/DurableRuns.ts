@@ -39,6 +39,7 @@ import * as DagAgent from "../DagAgent.js"
 import * as Message from "../Message.js"
 import * as Telemetry from "../Telemetry.js"
 import * as ReactAgent from "../ReactAgent.js"
+import * as Recorder from "../Recorder.js"
 import type { RunEvent } from "../RunEvent.js"
 import type { EmitOptions } from "../RunJournal.js"
 import * as ConversationStore from "./ConversationStore.js"
@@ -46,6 +47,7 @@ import * as DurableJournal from "./internal/durableJournal.js"
 import * as RunHostModule from "./internal/runHost.js"
 import * as Transcript from "./internal/transcript.js"
 import * as RunLog from "./RunLog.js"
+import * as RunTrace from "./RunTrace.js"
 import * as ServerConfig from "./ServerConfig.js"
 
 /**
@@ -166,6 +168,15 @@ const body = (payload: RunPayload) =>
       onSome: Effect.succeed
     })).pipe(Effect.orDie)
     const stored = yield* Effect.orDie(log.storedKeys(runId))
+    // what the run's cassette is built from (GET …/runs/:run_id/cassette): its model calls, tool
+    // outcomes and drains, stored as they happen; a failure to store one is logged, never fatal
+    const trace = yield* RunTrace.RunTrace
+    const traced = (kind: string, data: unknown) =>
+      trace.append(runId, kind, data).pipe(Effect.catchAll((error) => Effect.logWarning(`run ${runId}: ${error.message}`)))
+    const recording = Recorder.makeRecording((entry) => {
+      const { data, kind } = RunTrace.traceEntry(entry)
+      return traced(kind, data)
+    })
 
     // what the stored turn says: the answer the user saw, whether the run failed
     let streamed = ""
@@ -257,6 +268,9 @@ const body = (payload: RunPayload) =>
           )
         )
     })
+    if (stored.keys.size === 0) {
+      yield* traced("input", { query, history, ...(payload.maxIterations !== undefined ? { max_iterations: payload.maxIterations } : {}) })
+    }
     const input: ReactAgent.RunInput = {
       query,
       conversationId,
@@ -271,7 +285,7 @@ const body = (payload: RunPayload) =>
         execute: () => Effect.map(dag.route(query), (routed) => routed.mode)
       })
       : payload.mode
-    if (mode === "react") return yield* agent.execute(input, journal)
+    if (mode === "react") return yield* Recorder.withRecording(recording)(agent.execute(input, journal))
     // DAG mode: the plan, the steps' runs, the analysis and the synthesis are the run's
     // activities; its steps' events are keyed by step (`emitOnce`), as they interleave
     return yield* dag.execute(input, {

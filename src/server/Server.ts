@@ -21,6 +21,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { createServer, type IncomingMessage, type Server as NodeServer, type ServerResponse } from "node:http"
 import * as BrowserSafety from "./BrowserSafety.js"
+import { CassetteRoutes } from "./CassetteRoutes.js"
 import { ChatRoutes } from "./ChatRoutes.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as Database from "./Database.js"
@@ -29,6 +30,7 @@ import * as RequestLog from "./RequestLog.js"
 import { McpRoutes } from "./McpRoutes.js"
 import { OpenAiRoutes } from "./OpenAiRoutes.js"
 import * as RunLog from "./RunLog.js"
+import * as RunTrace from "./RunTrace.js"
 import { ApiRoutes, NotFoundRoutes } from "./Routes.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
@@ -46,6 +48,7 @@ export const Routes = Layer.mergeAll(
   ChatRoutes,
   OpenAiRoutes,
   McpRoutes,
+  CassetteRoutes,
   WebPageRoutes,
   BrowserSafety.layer,
   NotFoundRoutes
@@ -110,6 +113,7 @@ export const storage = (
   return Layer.mergeAll(
     runLog,
     ConversationStore.layer,
+    RunTrace.layer,
     embedded ? DurableRuns.layerEngineEmbedded : DurableRuns.layerEngineCluster(cluster),
     DurableRuns.layerHost
   ).pipe(Layer.provideMerge(Database.layer(where)))

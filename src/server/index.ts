@@ -40,6 +40,10 @@ export * as RunRegistry from "./RunRegistry.js"
 /** @since 0.1.0 */
 export * as Server from "./Server.js"
 /** @since 0.1.0 */
+export * as RunTrace from "./RunTrace.js"
+/** @since 0.1.0 */
+export * as CassetteRoutes from "./CassetteRoutes.js"
+/** @since 0.1.0 */
 export * as ServerConfig from "./ServerConfig.js"
 /** @since 0.1.0 */
 export * as SqlApprovals from "./SqlApprovals.js"

@@ -410,6 +410,19 @@ export class RunView {
     if (cached > 0 && Number(u.prompt_tokens ?? 0) > 0) parts.splice(2, 0, `${Math.round((100 * cached) / Number(u.prompt_tokens))}% cached`)
     const first = this.footer.childElementCount === 0
     this.footer.append(...parts.flatMap((p, i) => (i === 0 && first ? [h("span", { text: p })] : [h("span", { class: "sep", "aria-hidden": "true", text: "·" }), h("span", { text: p })])))
+    // the run as a cassette (docs/replay.md): this is the conversation's latest run while the page shows it
+    if (typeof d.conversation_id === "string" && d.conversation_id !== "") {
+      this.footer.append(
+        h("span", { class: "sep", "aria-hidden": "true", text: "·" }),
+        h("a", {
+          class: "cassette",
+          href: `/api/conversations/${encodeURIComponent(d.conversation_id)}/runs/latest/cassette`,
+          download: "",
+          title: "Download this run as a cassette (replay it in a test)",
+          text: "cassette"
+        })
+      )
+    }
     this.footer.hidden = false
     const cache = u.cached_input_tokens !== undefined || u.cache_write_input_tokens !== undefined
       ? ` (cache read ${formatNumber(u.cached_input_tokens ?? 0)}, written ${formatNumber(u.cache_write_input_tokens ?? 0)})`

@@ -21,6 +21,7 @@ import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import * as ConversationStore from "../../src/server/ConversationStore.js"
 import * as AppInfo from "../../src/server/AppInfo.js"
 import * as Server from "../../src/server/Server.js"
+import * as Recorder from "../../src/Recorder.js"
 import * as SqlApprovals from "../../src/server/SqlApprovals.js"
 import * as SqlInterrupts from "../../src/server/SqlInterrupts.js"
 import * as ServerConfig from "../../src/server/ServerConfig.js"
@@ -215,6 +216,8 @@ export const webAppServer = (options: {
       DagAgent.layer({ agent: { ...agentOptions, synthesis: "always" }, approvals })
     )))
   const agent = agents.pipe(
+    // as the App wires them: each run's model calls and tool outcomes go to its cassette
+    Layer.provideMerge(Recorder.layer),
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(Llm.Llm, retrying(llm.service)),
       ModelRegistry.layer({ main: retrying(llm.service) }),

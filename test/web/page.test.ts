@@ -86,7 +86,7 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       assert.include(yield* pw(() => page.innerHTML(".turn:last-child .answer")), "<strong>123 people per km²</strong>")
       assert.isFalse(yield* pw(() => page.locator(".answer.streaming").count().then((n) => n > 0)))
       const footer = yield* pw(() => page.textContent(".turn:last-child .run-footer"))
-      assert.match(footer ?? "", /^3 iterations·[\d,]+ tokens·\d+\.\d+ s$/)
+      assert.match(footer ?? "", /^3 iterations·[\d,]+ tokens·\d+\.\d+ s·cassette$/)
       assert.isTrue(yield* pw(() => page.isHidden("#stop")))
       assert.deepStrictEqual(errors, [])
       // the picture for docs/web.md: the whole run, first card open

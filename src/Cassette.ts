@@ -1,0 +1,398 @@
+/**
+ * Cassettes: one run as a versioned JSON document — its input (query,
+ * history, options, the tools with their schemas), every model request and
+ * reply, every tool call and its outcome, every interrupt drain, the approval
+ * decisions and the events. `Recorder` writes them, `Replay` plays them back,
+ * the server exports them (`GET /api/conversations/:id/runs/:run_id/cassette`).
+ *
+ * The format is forward-checked: `decode` reads every version it knows
+ * (upgrading older ones) and refuses anything else with a `CassetteError`
+ * saying which versions it reads.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
+import { ChatMessage, Content } from "./Message.js"
+import { RunEvent, toWire } from "./RunEvent.js"
+import { Usage } from "./Usage.js"
+
+/**
+ * The version this engine writes.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const CURRENT_VERSION = 1 as const
+
+/**
+ * The `format` field of every cassette.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const FORMAT = "react-engine-cassette" as const
+
+const Json = Schema.Unknown
+
+/**
+ * A request as the model received it (`Llm.ChatRequest`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ChatRequest = Schema.Struct({
+  messages: Schema.Array(ChatMessage),
+  tools: Schema.optional(Schema.Array(Json)),
+  toolChoice: Schema.optional(Json),
+  responseFormat: Schema.optional(Json),
+  temperature: Schema.optional(Schema.Number),
+  maxTokens: Schema.optional(Schema.Number)
+})
+
+/**
+ * One piece of a streamed reply (`Llm.ChatDelta`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ChatDelta = Schema.Union(
+  Schema.TaggedStruct("Content", { text: Schema.String }),
+  Schema.TaggedStruct("Reasoning", { text: Schema.String }),
+  Schema.TaggedStruct("ToolCall", {
+    index: Schema.Number,
+    id: Schema.optional(Schema.String),
+    name: Schema.optional(Schema.String),
+    arguments: Schema.optional(Schema.String)
+  }),
+  Schema.TaggedStruct("Usage", { usage: Usage }),
+  Schema.TaggedStruct("Finish", { reason: Schema.NullOr(Schema.String) })
+)
+
+/**
+ * A model call's failure.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ModelError = Schema.Struct({
+  reason: LlmErrorReason,
+  message: Schema.String,
+  status: Schema.optional(Schema.Number)
+})
+
+/**
+ * One model call: `chat` (a whole reply) or `stream` (its deltas, then
+ * perhaps the error that cut the stream).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ModelCall = Schema.Struct({
+  method: Schema.Literal("chat", "stream"),
+  request: ChatRequest,
+  reply: Schema.optional(ChatResponseSchema),
+  deltas: Schema.optional(Schema.Array(ChatDelta)),
+  error: Schema.optional(ModelError)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ModelCall = typeof ModelCall.Type
+
+/**
+ * How a tool call ended: the handler's output (text or a rich result, as it
+ * returned it), a `ToolError` message, a defect, or interrupted (a timeout,
+ * a cancelled run).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ToolOutcome = Schema.Union(
+  Schema.TaggedStruct("Success", { output: Json }),
+  Schema.TaggedStruct("Failure", { message: Schema.String }),
+  Schema.TaggedStruct("Die", { message: Schema.String }),
+  Schema.TaggedStruct("Interrupted", {})
+)
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolOutcome = typeof ToolOutcome.Type
+
+/**
+ * One execution of a tool handler (calls blocked by a hook, denied or of an
+ * unknown tool never reach a handler and are not here).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ToolCall = Schema.Struct({
+  iteration: Schema.Number,
+  tool_call_id: Schema.optional(Schema.String),
+  tool_name: Schema.String,
+  args: Json,
+  outcome: ToolOutcome
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolCall = typeof ToolCall.Type
+
+/**
+ * A tool as the run had it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ToolSpec = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  parameters: Schema.Record({ key: Schema.String, value: Json }),
+  read_only: Schema.Boolean,
+  pinned: Schema.Boolean,
+  idempotent: Schema.Boolean,
+  /** The tool's own timeout, when it has one. */
+  timeout_ms: Schema.optional(Schema.Number),
+  /** `conditional`: a check of the arguments decided (replay asks where the recorded run asked). */
+  needs_approval: Schema.Literal("never", "always", "conditional")
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolSpec = typeof ToolSpec.Type
+
+/**
+ * What one drain of the interrupt queue took (every drain, empty ones too, in order).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Drain = Schema.Struct({
+  items: Schema.Array(Schema.Struct({ id: Schema.String, content: Schema.String }))
+})
+
+/**
+ * A person's decision on a call that waited for approval.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ApprovalDecision = Schema.Struct({
+  tool_call_id: Schema.optional(Schema.String),
+  tool_name: Schema.optional(Schema.String),
+  iteration: Schema.optional(Schema.Number),
+  decision: Schema.Literal("approve", "deny"),
+  reason: Schema.optional(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ApprovalDecision = typeof ApprovalDecision.Type
+
+/**
+ * A cassette of version 1.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Cassette = Schema.Struct({
+  format: Schema.Literal(FORMAT),
+  version: Schema.Literal(CURRENT_VERSION),
+  /** The run's id (the server's; in process a fresh one). */
+  run_id: Schema.String,
+  recorded_at: Schema.String,
+  /** Where it was recorded: `in-process` (a `Recorder`) or `server` (the durable run log). */
+  source: Schema.Literal("in-process", "server"),
+  model: Schema.Struct({ name: Schema.String, abilities: Abilities, context_size: Schema.optional(Schema.Number) }),
+  input: Schema.Struct({
+    query: Content,
+    conversation_id: Schema.String,
+    history: Schema.Array(ChatMessage),
+    /** The agent options the run was made with (what `Replay.layerAgent` builds the agent with). */
+    options: Schema.Record({ key: Schema.String, value: Json }),
+    tools: Schema.Array(ToolSpec),
+    max_iterations: Schema.optional(Schema.Number)
+  }),
+  model_calls: Schema.Array(ModelCall),
+  tool_calls: Schema.Array(ToolCall),
+  drains: Schema.Array(Drain),
+  approvals: Schema.Array(ApprovalDecision),
+  events: Schema.Array(RunEvent)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Cassette = typeof Cassette.Type
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type CassetteJson = typeof Cassette.Encoded
+
+/**
+ * A document that is not a cassette this engine reads: not JSON, not a
+ * cassette, a version it does not know, or a field that does not decode.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class CassetteError extends Schema.TaggedError<CassetteError>()("CassetteError", {
+  message: Schema.String
+}) {}
+
+const decodeCurrent = Schema.decodeUnknownEither(Cassette, { errors: "all", onExcessProperty: "ignore" })
+const encodeCurrent = Schema.encodeSync(Cassette)
+
+/**
+ * Upgrades of older versions to the next one, by version. Version 1 is the
+ * first; a later version adds its predecessor's upgrade here.
+ */
+const upgrades: Readonly<Record<number, (doc: Record<string, unknown>) => Record<string, unknown>>> = {}
+
+/**
+ * Reads a cassette from its JSON value (or text): the current version as is,
+ * an older one upgraded, anything else refused with a `CassetteError` that
+ * says what is wrong.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decode = (input: unknown): Either.Either<Cassette, CassetteError> => {
+  let doc: unknown = input
+  if (typeof input === "string") {
+    try {
+      doc = JSON.parse(input)
+    } catch (e) {
+      return Either.left(new CassetteError({ message: `A cassette must be JSON: ${(e as Error).message}` }))
+    }
+  }
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc) || (doc as Record<string, unknown>).format !== FORMAT) {
+    return Either.left(new CassetteError({ message: `Not a cassette: expected an object with "format": "${FORMAT}"` }))
+  }
+  let current = doc as Record<string, unknown>
+  const version = current.version
+  if (typeof version !== "number" || !Number.isInteger(version)) {
+    return Either.left(new CassetteError({ message: `The cassette has no version (expected an integer "version", got ${JSON.stringify(version)})` }))
+  }
+  if (version > CURRENT_VERSION) {
+    return Either.left(
+      new CassetteError({
+        message: `Cassette version ${version} is newer than this engine reads (versions 1 to ${CURRENT_VERSION}): upgrade effect-react-engine to replay it`
+      })
+    )
+  }
+  for (let v = version; v < CURRENT_VERSION; v++) {
+    const upgrade = upgrades[v]
+    if (upgrade === undefined) {
+      return Either.left(
+        new CassetteError({ message: `Cassette version ${version} is not supported (this engine reads versions 1 to ${CURRENT_VERSION})` })
+      )
+    }
+    current = { ...upgrade(current), version: v + 1 }
+  }
+  return Either.mapLeft(
+    decodeCurrent(current),
+    (e) => new CassetteError({ message: `Invalid cassette (version ${version}): ${ParseResult.TreeFormatter.formatErrorSync(e)}` })
+  )
+}
+
+/**
+ * `decode` as an effect.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decodeEffect = (input: unknown): Effect.Effect<Cassette, CassetteError> => Effect.suspend(() => decode(input))
+
+/**
+ * The cassette as a JSON value (what `JSON.stringify` writes to a file).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const encode = (cassette: Cassette): CassetteJson => encodeCurrent(cassette)
+
+/**
+ * Event fields that differ between two runs of the same steps by nature, not
+ * by behaviour: timings (`elapsed`, `iter_elapsed`), the idempotency keys,
+ * approval ids and run ids (derived from a fresh run id). `normalizeEvents`
+ * blanks them (approval ids become their order of appearance) so two runs
+ * can be compared event by event.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const volatileEventFields: ReadonlyArray<string> = ["elapsed", "iter_elapsed", "idempotency_key", "approval_id", "run_id"]
+
+/**
+ * The events in their wire form (`RunEvent.toWire`: what a client receives,
+ * without the in-process-only `steps` and `messages` of `done`), as
+ * `{channel, ...data}`, with the volatile fields (`volatileEventFields`)
+ * replaced by stable placeholders: what a replay must reproduce, whether the
+ * run was recorded in process or by the server.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const normalizeEvents = (events: ReadonlyArray<RunEvent>): ReadonlyArray<Record<string, unknown>> =>
+  normalizeWireEvents(events.map(toWire))
+
+/**
+ * `normalizeEvents` of events already in their wire form (what an SSE client
+ * received: `event:` as `channel`, `data:` as `data`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const normalizeWireEvents = (
+  events: ReadonlyArray<{ readonly channel: string; readonly data: unknown }>
+): ReadonlyArray<Record<string, unknown>> => {
+  const approvalIds = new Map<string, string>()
+  const scrub = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(scrub)
+    if (typeof value !== "object" || value === null) return value
+    const out: Record<string, unknown> = {}
+    for (const [key, v] of Object.entries(value)) {
+      if (key === "elapsed" || key === "iter_elapsed") out[key] = typeof v === "number" ? 0 : v
+      else if (key === "idempotency_key" || key === "run_id") out[key] = typeof v === "string" ? `<${key}>` : v
+      else if (key === "approval_id" && typeof v === "string") {
+        if (!approvalIds.has(v)) approvalIds.set(v, `approval_${approvalIds.size + 1}`)
+        out[key] = approvalIds.get(v)
+      } else out[key] = scrub(v)
+    }
+    return out
+  }
+  return events.map((wire) =>
+    scrub({ channel: wire.channel, ...(JSON.parse(JSON.stringify(wire.data)) as Record<string, unknown>) }) as Record<string, unknown>
+  )
+}
+
+/**
+ * A model call's failure as a cassette stores it.
+ *
+ * @since 0.1.0
+ * @category conversions
+ */
+export const errorOf = (e: LlmError): NonNullable<ModelCall["error"]> => ({
+  reason: e.reason,
+  message: e.message,
+  ...(e.status !== undefined ? { status: e.status } : {})
+})
+
+/**
+ * A stored failure as the `LlmError` a replay fails with.
+ *
+ * @since 0.1.0
+ * @category conversions
+ */
+export const toLlmError = (e: NonNullable<ModelCall["error"]>): LlmError =>
+  new LlmError({ reason: e.reason, message: e.message, ...(e.status !== undefined ? { status: e.status } : {}) })

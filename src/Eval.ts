@@ -1,0 +1,396 @@
+/**
+ * Evals: score an agent on a set of cases. A case is an input (a query, or a
+ * cassette to replay) and scorers: `exact` / `contains` / `regex` on the
+ * answer, `json_schema` on a structured answer, `tool_calls` (name, argument
+ * pattern, count), `limits` (tokens, cost, latency) and an LLM `judge` with a
+ * rubric (on the fast model, `structuredCall`). `run` runs cases with bounded
+ * concurrency and reports a score per case (the mean of its scorers) and
+ * whether it passed (every scorer passed).
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Cassette from "./Cassette.js"
+import { checkJsonSchema } from "./internal/eval/jsonSchema.js"
+import type { LlmService } from "./Llm.js"
+import * as ReactAgent from "./ReactAgent.js"
+import * as Replay from "./Replay.js"
+import type { RunResult } from "./RunEvent.js"
+import { structuredCallWith } from "./StructuredCall.js"
+
+const Json = Schema.Unknown
+
+/**
+ * One scorer of a case.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Scorer = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("exact"), value: Schema.String }),
+  Schema.Struct({ type: Schema.Literal("contains"), value: Schema.String, ignore_case: Schema.optional(Schema.Boolean) }),
+  Schema.Struct({ type: Schema.Literal("regex"), pattern: Schema.String, flags: Schema.optional(Schema.String) }),
+  Schema.Struct({ type: Schema.Literal("json_schema"), schema: Schema.Record({ key: Schema.String, value: Json }) }),
+  Schema.Struct({
+    type: Schema.Literal("tool_calls"),
+    name: Schema.String,
+    /** A regular expression the call's JSON arguments must match. */
+    args: Schema.optional(Schema.String),
+    /** How many matching calls: exactly (a number) or at least/at most. */
+    count: Schema.optional(Schema.Union(Schema.Number, Schema.Struct({ min: Schema.optional(Schema.Number), max: Schema.optional(Schema.Number) })))
+  }),
+  Schema.Struct({
+    type: Schema.Literal("limits"),
+    max_tokens: Schema.optional(Schema.Number),
+    max_cost_usd: Schema.optional(Schema.Number),
+    max_latency_ms: Schema.optional(Schema.Number)
+  }),
+  Schema.Struct({ type: Schema.Literal("judge"), rubric: Schema.String, pass_score: Schema.optional(Schema.Number) })
+)
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Scorer = typeof Scorer.Type
+
+/**
+ * One case: `input` (a query) or `cassette` (a path, resolved by the runner,
+ * or the cassette itself), and its scorers.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Case = Schema.Struct({
+  id: Schema.String,
+  input: Schema.optional(Schema.String),
+  cassette: Schema.optional(Json),
+  scorers: Schema.Array(Scorer)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Case = typeof Case.Type
+
+/**
+ * A case that is not well formed (line `line` of its file).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class EvalCaseError extends Schema.TaggedError<EvalCaseError>()("EvalCaseError", {
+  line: Schema.Number,
+  message: Schema.String
+}) {}
+
+/**
+ * Parses a JSONL file's text: one case per non-empty line.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const parseCases = (text: string): Either.Either<ReadonlyArray<Case>, EvalCaseError> => {
+  const cases: Array<Case> = []
+  const lines = text.split("\n")
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim()
+    if (line === "" || line.startsWith("//")) continue
+    let value: unknown
+    try {
+      value = JSON.parse(line)
+    } catch (e) {
+      return Either.left(new EvalCaseError({ line: i + 1, message: `not JSON: ${(e as Error).message}` }))
+    }
+    const decoded = Schema.decodeUnknownEither(Case)(value, { errors: "all" })
+    if (Either.isLeft(decoded)) {
+      return Either.left(new EvalCaseError({ line: i + 1, message: ParseResult.TreeFormatter.formatErrorSync(decoded.left) }))
+    }
+    if (decoded.right.input === undefined && decoded.right.cassette === undefined) {
+      return Either.left(new EvalCaseError({ line: i + 1, message: `case "${decoded.right.id}" has neither "input" nor "cassette"` }))
+    }
+    cases.push(decoded.right)
+  }
+  return Either.right(cases)
+}
+
+/**
+ * One scorer's verdict.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Score {
+  readonly scorer: string
+  readonly score: number
+  readonly passed: boolean
+  readonly reason: string
+}
+
+/**
+ * One tool call of a run, as the report shows it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TraceStep {
+  readonly tool: string
+  readonly args: unknown
+  readonly observation: string
+  readonly error: string | null
+}
+
+/**
+ * A case's result.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CaseResult {
+  readonly id: string
+  readonly score: number
+  readonly passed: boolean
+  readonly answer: string
+  readonly scores: ReadonlyArray<Score>
+  readonly trace: ReadonlyArray<TraceStep>
+  readonly tokens: number
+  readonly cost_usd: number | null
+  readonly latency_ms: number
+  readonly error: string | null
+}
+
+const truncate = (s: string, n = 300) => (s.length > n ? `${s.slice(0, n)}…` : s)
+
+const JudgeVerdict = Schema.Struct({
+  score: Schema.Number.pipe(Schema.between(0, 1)),
+  reason: Schema.String
+})
+
+const judge = (judgeLlm: LlmService | undefined, question: string, answer: string, rubric: string, pass: number): Effect.Effect<Score> => {
+  if (judgeLlm === undefined) {
+    return Effect.succeed({ scorer: "judge", score: 0, passed: false, reason: "no judge model configured" })
+  }
+  return structuredCallWith(judgeLlm, {
+    messages: [
+      {
+        role: "system",
+        content:
+          "You grade an AI assistant's answer against a rubric. Give a score between 0 (fails the rubric) and 1 (fully meets it) and a one-sentence reason."
+      },
+      { role: "user", content: `Question:\n${question}\n\nAnswer:\n${answer}\n\nRubric:\n${rubric}` }
+    ],
+    schema: JudgeVerdict,
+    functionName: "grade"
+  }).pipe(
+    Effect.map(({ value }) => ({ scorer: "judge", score: value.score, passed: value.score >= pass, reason: value.reason })),
+    Effect.catchAll((e) => Effect.succeed({ scorer: "judge", score: 0, passed: false, reason: `the judge failed: ${e.message}` }))
+  )
+}
+
+const binary = (scorer: string, passed: boolean, reason: string): Score => ({ scorer, score: passed ? 1 : 0, passed, reason })
+
+/**
+ * Scores one run.
+ *
+ * @since 0.1.0
+ * @category scoring
+ */
+export const score = (
+  scorer: Scorer,
+  run: { readonly question: string; readonly result: RunResult; readonly latencyMs: number },
+  judgeLlm?: LlmService
+): Effect.Effect<Score> => {
+  const answer = run.result.answer
+  switch (scorer.type) {
+    case "exact":
+      return Effect.succeed(binary("exact", answer.trim() === scorer.value.trim(), answer.trim() === scorer.value.trim()
+        ? "the answer is exactly the expected text"
+        : `expected exactly ${JSON.stringify(truncate(scorer.value, 80))}`))
+    case "contains": {
+      const ok = scorer.ignore_case === true ? answer.toLowerCase().includes(scorer.value.toLowerCase()) : answer.includes(scorer.value)
+      return Effect.succeed(binary("contains", ok, `${ok ? "contains" : "does not contain"} ${JSON.stringify(scorer.value)}`))
+    }
+    case "regex": {
+      const ok = new RegExp(scorer.pattern, scorer.flags).test(answer)
+      return Effect.succeed(binary("regex", ok, `${ok ? "matches" : "does not match"} /${scorer.pattern}/${scorer.flags ?? ""}`))
+    }
+    case "json_schema": {
+      let value: unknown
+      const text = answer.trim().replace(/^```(?:json)?\s*/, "").replace(/```$/, "")
+      try {
+        value = JSON.parse(text)
+      } catch {
+        return Effect.succeed(binary("json_schema", false, "the answer is not JSON"))
+      }
+      const problem = checkJsonSchema(scorer.schema, value)
+      return Effect.succeed(binary("json_schema", problem === undefined, problem ?? "the answer matches the schema"))
+    }
+    case "tool_calls": {
+      const pattern = scorer.args !== undefined ? new RegExp(scorer.args) : undefined
+      const n = run.result.steps.filter((s) =>
+        s.tool_name === scorer.name && (pattern === undefined || pattern.test(JSON.stringify(s.tool_args ?? {})))
+      ).length
+      const c = scorer.count
+      const min = c === undefined ? 1 : typeof c === "number" ? c : c.min ?? 0
+      const max = c === undefined ? Infinity : typeof c === "number" ? c : c.max ?? Infinity
+      const ok = n >= min && n <= max
+      const want = min === max ? `${min}` : max === Infinity ? `at least ${min}` : `${min} to ${max}`
+      return Effect.succeed(binary("tool_calls", ok, `${n} call(s) of ${scorer.name}${pattern ? ` matching /${scorer.args}/` : ""}, expected ${want}`))
+    }
+    case "limits": {
+      const problems: Array<string> = []
+      const tokens = run.result.usage.total_tokens
+      const cost = (run.result.usage as { cost_usd?: number }).cost_usd
+      if (scorer.max_tokens !== undefined && tokens > scorer.max_tokens) problems.push(`${tokens} tokens > ${scorer.max_tokens}`)
+      if (scorer.max_cost_usd !== undefined && cost !== undefined && cost > scorer.max_cost_usd) problems.push(`$${cost} > $${scorer.max_cost_usd}`)
+      if (scorer.max_latency_ms !== undefined && run.latencyMs > scorer.max_latency_ms) {
+        problems.push(`${Math.round(run.latencyMs)} ms > ${scorer.max_latency_ms} ms`)
+      }
+      return Effect.succeed(binary("limits", problems.length === 0, problems.length === 0 ? `${tokens} tokens, ${Math.round(run.latencyMs)} ms` : problems.join("; ")))
+    }
+    case "judge":
+      return judge(judgeLlm, run.question, answer, scorer.rubric, scorer.pass_score ?? 0.5)
+  }
+}
+
+/**
+ * How cases run: the agent for `input` cases (a layer, built once per case),
+ * a judge model, how many cases at once, and a callback after each case.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RunOptions {
+  readonly agent: Layer.Layer<ReactAgent.ReactAgent, unknown>
+  readonly judge?: LlmService
+  readonly concurrency?: number
+  readonly onResult?: (result: CaseResult, done: number, total: number) => Effect.Effect<void>
+}
+
+const queryText = (query: unknown): string => (typeof query === "string" ? query : JSON.stringify(query))
+
+/**
+ * Runs one case: its input on the agent, or its cassette replayed (leniently:
+ * the case scores the answer, a divergence is reported as its error).
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const runCase = (c: Case, options: Pick<RunOptions, "agent" | "judge">): Effect.Effect<CaseResult> =>
+  Effect.gen(function*() {
+    const started = performance.now()
+    let question = c.input ?? ""
+    let error: string | null = null
+    let result: RunResult
+    if (c.cassette !== undefined) {
+      const cassette = Cassette.decode(c.cassette)
+      if (Either.isLeft(cassette)) return failed(c, cassette.left.message)
+      question = queryText(cassette.right.input.query)
+      const replayed = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Replay.run(agent)).pipe(
+        Effect.provide(Replay.layerAgent(cassette.right, { lenient: true })),
+        Effect.either
+      )
+      if (Either.isLeft(replayed)) {
+        return failed(c, replayed.left instanceof Replay.ReplayDivergence ? replayed.left.message : String(replayed.left))
+      }
+      result = replayed.right.result
+    } else {
+      const ran = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: question })).pipe(
+        Effect.provide(options.agent),
+        Effect.either
+      )
+      if (Either.isLeft(ran)) return failed(c, `the agent could not be built: ${String(ran.left)}`)
+      result = ran.right
+    }
+    if (result.error !== undefined) error = result.error.message
+    const latencyMs = performance.now() - started
+    const scores = yield* Effect.forEach(c.scorers, (s) => score(s, { question, result, latencyMs }, options.judge))
+    const mean = scores.length === 0 ? (error === null ? 1 : 0) : scores.reduce((a, s) => a + s.score, 0) / scores.length
+    return {
+      id: c.id,
+      score: Math.round(mean * 1000) / 1000,
+      passed: error === null && scores.every((s) => s.passed),
+      answer: result.answer,
+      scores,
+      trace: result.steps.map((s) => ({ tool: s.tool_name, args: s.tool_args, observation: truncate(s.observation, 2000), error: s.error })),
+      tokens: result.usage.total_tokens,
+      cost_usd: (result.usage as { cost_usd?: number }).cost_usd ?? null,
+      latency_ms: Math.round(latencyMs),
+      error
+    }
+  })
+
+const failed = (c: Case, message: string): CaseResult => ({
+  id: c.id,
+  score: 0,
+  passed: false,
+  answer: "",
+  scores: [],
+  trace: [],
+  tokens: 0,
+  cost_usd: null,
+  latency_ms: 0,
+  error: message
+})
+
+/**
+ * A suite's report: the summary and every case's result.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Report {
+  readonly summary: {
+    readonly cases: number
+    readonly passed: number
+    readonly failed: number
+    readonly score: number
+    readonly tokens: number
+    readonly cost_usd: number | null
+    readonly latency_ms: number
+  }
+  readonly cases: ReadonlyArray<CaseResult>
+}
+
+/**
+ * Runs the cases, at most `concurrency` (default 4) at once; results in case order.
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const run = (cases: ReadonlyArray<Case>, options: RunOptions): Effect.Effect<Report> =>
+  Effect.gen(function*() {
+    let done = 0
+    const results = yield* Effect.forEach(cases, (c) =>
+      Effect.tap(runCase(c, options), (r) =>
+        Effect.suspend(() => {
+          done++
+          return options.onResult ? options.onResult(r, done, cases.length) : Effect.void
+        })), { concurrency: options.concurrency ?? 4 })
+    return summarize(results)
+  })
+
+/**
+ * The report of these results.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const summarize = (results: ReadonlyArray<CaseResult>): Report => {
+  const costs = results.map((r) => r.cost_usd).filter((c): c is number => c !== null)
+  return {
+    summary: {
+      cases: results.length,
+      passed: results.filter((r) => r.passed).length,
+      failed: results.filter((r) => !r.passed).length,
+      score: results.length === 0 ? 0 : Math.round((results.reduce((a, r) => a + r.score, 0) / results.length) * 1000) / 1000,
+      tokens: results.reduce((a, r) => a + r.tokens, 0),
+      cost_usd: costs.length === 0 ? null : costs.reduce((a, c) => a + c, 0),
+      latency_ms: results.reduce((a, r) => a + r.latency_ms, 0)
+    },
+    cases: results
+  }
+}

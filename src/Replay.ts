@@ -1,0 +1,373 @@
+/**
+ * Replays a cassette: `Replay.layer(cassette)` provides an `Llm` that answers
+ * each request with the recorded reply, a `Toolkit` whose tools answer with
+ * the recorded outcomes (no handler runs: no side effects) and `Interrupts`
+ * that give each drain what the recorded one took. The agent built on them
+ * runs again deterministically, without network.
+ *
+ * Every request is compared with the recorded one. The first that differs
+ * stops the replay with a `ReplayDivergence` naming the step and showing the
+ * first difference. `lenient: true` goes on where only ignorable fields
+ * differ (`ignorableFields`).
+ *
+ * @since 0.1.0
+ */
+import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import type * as ConfigError from "effect/ConfigError"
+import * as Cassette from "./Cassette.js"
+import * as ContextGuard from "./ContextGuard.js"
+import * as Hooks from "./Hooks.js"
+import type { Difference } from "./internal/replay/diff.js"
+import { firstDifference, render } from "./internal/replay/diff.js"
+import * as Interrupts from "./Interrupts.js"
+import type { ChatRequest, LlmService } from "./Llm.js"
+import { Llm, LlmError, unwrapDeltas } from "./Llm.js"
+import * as ReactAgent from "./ReactAgent.js"
+import { requestJson } from "./Recorder.js"
+import type { RunEvent, RunResult } from "./RunEvent.js"
+import * as Tool from "./Tool.js"
+import * as Toolkit from "./Toolkit.js"
+
+/**
+ * The replayed run asked for something the recorded one did not: `step`
+ * names where (`model call 3 of 5 (chat)`, `tool call add (call_1) at
+ * iteration 2`, `event 7`), `path` the first differing field and `diff` the
+ * difference (`-` recorded, `+` actual).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ReplayDivergence extends Schema.TaggedError<ReplayDivergence>()("ReplayDivergence", {
+  step: Schema.String,
+  path: Schema.String,
+  diff: Schema.String
+}) {
+  override get message(): string {
+    return `Replay diverged at ${this.step}, ${this.path}:\n${this.diff}`
+  }
+}
+
+/**
+ * The request fields `lenient` mode ignores: the sampling settings
+ * (`temperature`, `maxTokens`), the tools' descriptions
+ * (`tools[].function.description`) and the messages' `pinned` flags (the
+ * context guard's bookkeeping). Everything else — the messages' roles and
+ * content, tool calls, the tool names and parameter schemas, `toolChoice`,
+ * `responseFormat` — must match in both modes.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const ignorableFields: ReadonlyArray<string> = ["temperature", "maxTokens", "tools[].function.description", "messages[].pinned"]
+
+const lenientView = (request: Cassette.ModelCall["request"]): unknown => {
+  const { maxTokens: _m, temperature: _t, ...rest } = request
+  return {
+    ...rest,
+    messages: rest.messages.map((m) => {
+      const { pinned: _p, ...kept } = m as typeof m & { pinned?: boolean }
+      return kept
+    }),
+    ...(rest.tools !== undefined
+      ? {
+        tools: rest.tools.map((t) => {
+          if (typeof t !== "object" || t === null) return t
+          const def = t as { function?: Record<string, unknown> }
+          if (def.function === undefined) return t
+          const { description: _d, ...fn } = def.function
+          return { ...def, function: fn }
+        })
+      }
+      : {})
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ReplayOptions {
+  /** Go on where only `ignorableFields` differ (default false: any difference diverges). */
+  readonly lenient?: boolean
+}
+
+/**
+ * What a replay knows: the cassette and the first divergence seen so far.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ReplayService {
+  readonly cassette: Cassette.Cassette
+  readonly lenient: boolean
+  /** The first divergence of the replay so far. */
+  readonly divergence: Effect.Effect<Option.Option<ReplayDivergence>>
+  /** Model calls answered so far. */
+  readonly modelCalls: Effect.Effect<number>
+}
+
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class Replay extends Context.Tag("effect-react-engine/Replay")<Replay, ReplayService>() {}
+
+const failedWith = (d: ReplayDivergence) => new LlmError({ reason: "BadRequest", message: d.message })
+
+const make = (cassette: Cassette.Cassette, options: ReplayOptions) =>
+  Effect.gen(function*() {
+    const lenient = options.lenient === true
+    const first = yield* Ref.make(Option.none<ReplayDivergence>())
+    const modelCursor = yield* Ref.make(0)
+    const drainCursor = yield* Ref.make(0)
+    const usedTools = yield* Ref.make(new Set<number>())
+    const diverge = (step: string, d: Difference) => {
+      const divergence = new ReplayDivergence({ step, path: d.path, diff: render(d) })
+      return Effect.as(Ref.update(first, (o) => (Option.isSome(o) ? o : Option.some(divergence))), divergence)
+    }
+    const calls = cassette.model_calls
+
+    /** The recorded call for this request, or the divergence. */
+    const take = (method: "chat" | "stream", request: ChatRequest) =>
+      Effect.flatMap(Ref.getAndUpdate(modelCursor, (n) => n + 1), (index) => {
+        const step = `model call ${index + 1} of ${calls.length} (${method})`
+        const recorded = calls[index]
+        if (recorded === undefined) {
+          return Effect.flatMap(
+            diverge(step, { path: "(call)", recorded: "(no more calls recorded)", actual: `a ${method} request` }),
+            (d) => Effect.fail(failedWith(d))
+          )
+        }
+        const actual = requestJson(request)
+        const d = recorded.method !== method
+          ? { path: "method", recorded: recorded.method, actual: method }
+          : lenient
+          ? firstDifference(lenientView(recorded.request), lenientView(actual))
+          : firstDifference(recorded.request, actual)
+        return d === undefined ? Effect.succeed(recorded) : Effect.flatMap(diverge(step, d), (e) => Effect.fail(failedWith(e)))
+      })
+
+    const llm: LlmService = {
+      model: cassette.model.name,
+      abilities: cassette.model.abilities,
+      ...(cassette.model.context_size !== undefined ? { contextSize: cassette.model.context_size } : {}),
+      chat: (request) =>
+        Effect.flatMap(take("chat", request), (recorded) =>
+          recorded.error !== undefined
+            ? Effect.fail(Cassette.toLlmError(recorded.error))
+            : recorded.reply !== undefined
+            ? Effect.succeed(recorded.reply)
+            : Effect.fail(new LlmError({ reason: "Unknown", message: "The recorded call has no reply (the recording was cut)" }))),
+      streamChat: (request) =>
+        Stream.unwrap(Effect.map(take("stream", request), (recorded) => {
+          const deltas = recorded.deltas ?? []
+          return recorded.error === undefined
+            ? unwrapDeltas(Effect.succeed(deltas))
+            : Stream.concat(Stream.fromIterable(deltas), Stream.fail(Cassette.toLlmError(recorded.error)))
+        }))
+    }
+
+    /** The recorded outcome of this call of `spec`. */
+    const outcome = (spec: Cassette.ToolSpec, args: unknown) =>
+      Effect.flatMap(Effect.flatMap(Tool.currentCall, (call) =>
+        Ref.modify(usedTools, (used): readonly [readonly [number, Option.Option<Tool.CallContext>], Set<number>] => {
+          const c = Option.getOrUndefined(call)
+          const index = cassette.tool_calls.findIndex((t, i) =>
+            !used.has(i) && t.tool_name === spec.name &&
+            (c === undefined || (t.iteration === c.iteration && t.tool_call_id === c.toolCallId))
+          )
+          if (index >= 0) used.add(index)
+          return [[index, call], used]
+        })), ([index, call]) => {
+        const c = Option.getOrUndefined(call)
+        const step = `tool call ${spec.name}${c?.toolCallId !== undefined ? ` (${c.toolCallId})` : ""}${
+          c !== undefined ? ` at iteration ${c.iteration}` : ""
+        }`
+        if (index < 0) {
+          return Effect.flatMap(
+            diverge(step, { path: "(call)", recorded: "(not recorded)", actual: args }),
+            (d) => Effect.fail(new Tool.ToolError({ message: d.message }))
+          )
+        }
+        const recorded = cassette.tool_calls[index]
+        const d = firstDifference(recorded.args, JSON.parse(JSON.stringify(args ?? {})), "args")
+        if (d !== undefined) return Effect.flatMap(diverge(step, d), (e) => Effect.fail(new Tool.ToolError({ message: e.message })))
+        const o = recorded.outcome
+        switch (o._tag) {
+          case "Success":
+            return Effect.succeed(o.output as Tool.ToolOutput)
+          case "Failure":
+            return Effect.fail(new Tool.ToolError({ message: o.message }))
+          case "Die":
+            return Effect.die(new Error(o.message))
+          case "Interrupted":
+            // the run's timeout or cancellation ends it again
+            return Effect.never
+        }
+      })
+
+    const asked = (toolCallId: string | undefined, iteration: number) =>
+      cassette.events.some((e) =>
+        e._tag === "ApprovalRequested" && (toolCallId !== undefined ? e.tool_call_id === toolCallId : e.iteration === iteration)
+      )
+
+    const toolkit = Toolkit.make(cassette.input.tools.map((spec) =>
+      Tool.fromJsonSchema({
+        name: spec.name,
+        description: spec.description,
+        jsonSchema: spec.parameters,
+        readOnly: spec.read_only,
+        pinned: spec.pinned,
+        idempotent: spec.idempotent,
+        ...(spec.timeout_ms !== undefined ? { timeout: Duration.millis(spec.timeout_ms) } : {}),
+        ...(spec.needs_approval === "always"
+          ? { needsApproval: true }
+          : spec.needs_approval === "conditional"
+          ? { needsApproval: (_args, context) => Effect.succeed(asked(context.toolCallId, context.iteration)) }
+          : {}),
+        handler: (args) => outcome(spec, args)
+      })
+    ))
+
+    const base = yield* Interrupts.make
+    const done = cassette.events.find((e): e is Extract<RunEvent, { _tag: "Done" }> => e._tag === "Done")
+    const interrupts: Interrupts.InterruptsService = {
+      ...base,
+      drain: (conversationId) =>
+        Effect.flatMap(Ref.getAndUpdate(drainCursor, (n) => n + 1), (index) => {
+          const recorded = cassette.drains[index]
+          if (recorded === undefined) {
+            return Effect.as(
+              diverge(`interrupt drain ${index + 1} of ${cassette.drains.length}`, {
+                path: "(drain)",
+                recorded: "(no more drains recorded)",
+                actual: `a drain of ${conversationId}`
+              }),
+              []
+            )
+          }
+          return Effect.succeed(recorded.items)
+        }),
+      unregister: (conversationId) => Effect.as(base.unregister(conversationId), done?.pending_injections ?? [])
+    }
+
+    const service: ReplayService = {
+      cassette,
+      lenient,
+      divergence: Ref.get(first),
+      modelCalls: Ref.get(modelCursor)
+    }
+    return Context.make(Llm, llm).pipe(
+      Context.add(Toolkit.Toolkit, toolkit),
+      Context.add(Interrupts.Interrupts, interrupts),
+      Context.add(Replay, service)
+    )
+  })
+
+/**
+ * The model, the tools and the interrupts of `cassette` (plus the `Replay`
+ * service). Each build of the layer replays from the start.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  cassette: Cassette.Cassette,
+  options: ReplayOptions = {}
+): Layer.Layer<Llm | Toolkit.Toolkit | Interrupts.Interrupts | Replay> => Layer.effectContext(make(cassette, options))
+
+/**
+ * The whole agent of `cassette`: `layer` plus the agent built with the
+ * recorded options (`agent` options override them), no hooks unless given
+ * and the default context guard unless given.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerAgent = (
+  cassette: Cassette.Cassette,
+  options: ReplayOptions & {
+    readonly agent?: ReactAgent.Options
+    readonly hooks?: Layer.Layer<Hooks.Hooks>
+    /** The context guard; it may use the replayed `Llm` (an LLM-compaction guard's calls are replayed too). */
+    readonly guard?: Layer.Layer<ContextGuard.ContextGuard, never, Llm>
+  } = {}
+): Layer.Layer<ReactAgent.ReactAgent | Replay, ConfigError.ConfigError> => {
+  const services = Layer.provideMerge(options.guard ?? ContextGuard.layer(), layer(cassette, options))
+  return ReactAgent.layer({ ...(cassette.input.options as ReactAgent.Options), ...options.agent }).pipe(
+    Layer.provideMerge(services),
+    Layer.provide(options.hooks ?? Hooks.layerEmpty)
+  )
+}
+
+/**
+ * The recorded run's input, for `agent.run`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const inputOf = (cassette: Cassette.Cassette): ReactAgent.RunInput => ({
+  query: cassette.input.query,
+  conversationId: cassette.input.conversation_id,
+  history: cassette.input.history,
+  ...(cassette.input.max_iterations !== undefined ? { maxIterations: cassette.input.max_iterations } : {})
+})
+
+/**
+ * Runs `agent` (built on `layer`'s services) on the recorded input, answering
+ * its approvals as the recorded person did. Fails with the first
+ * `ReplayDivergence`: of a request, a tool call, a drain, or — unless
+ * `lenient` — of the events (compared with `Cassette.normalizeEvents`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const run = (
+  agent: ReactAgent.ReactAgentService,
+  options: { readonly input?: Partial<ReactAgent.RunInput> } = {}
+): Effect.Effect<{ readonly events: ReadonlyArray<RunEvent>; readonly result: RunResult }, ReplayDivergence, Replay> =>
+  Effect.gen(function*() {
+    const replay = yield* Replay
+    const { cassette } = replay
+    const input = { ...inputOf(cassette), ...options.input }
+    const conversationId = input.conversationId ?? cassette.input.conversation_id
+    let decisions = 0
+    const answer = (event: RunEvent): Effect.Effect<void> => {
+      if (event._tag !== "ApprovalRequested") return Effect.void
+      const recorded = cassette.approvals.find((a) =>
+        event.tool_call_id !== undefined ? a.tool_call_id === event.tool_call_id : a.iteration === event.iteration
+      ) ?? cassette.approvals[decisions]
+      decisions++
+      if (recorded === undefined) return Effect.void
+      return Effect.ignore(agent.approve({
+        conversationId: input.approvalConversationId ?? conversationId,
+        approvalId: event.approval_id,
+        decision: recorded.decision,
+        ...(recorded.reason !== undefined ? { reason: recorded.reason } : {})
+      }))
+    }
+    const events = Chunk.toReadonlyArray(yield* Stream.runCollect(Stream.tap(agent.run({ ...input, conversationId }), answer)))
+    const result = yield* ReactAgent.collect(Stream.fromIterable(events))
+    const diverged = yield* replay.divergence
+    if (Option.isSome(diverged)) return yield* Effect.fail(diverged.value)
+    if (!replay.lenient) {
+      const recorded = Cassette.normalizeEvents(cassette.events)
+      const actual = Cassette.normalizeEvents(events)
+      const d = firstDifference(recorded, actual, "events")
+      if (d !== undefined) {
+        const index = Number(/^events\[(\d+)\]/.exec(d.path)?.[1] ?? -1)
+        return yield* Effect.fail(
+          new ReplayDivergence({ step: `event ${index + 1} of ${recorded.length}`, path: d.path, diff: render(d) })
+        )
+      }
+    }
+    return { events, result }
+  })
