@@ -19,6 +19,7 @@ export default defineConfig({
       "test/HookBuiltins.test.ts",
       "test/Approvals.test.ts",
       "test/ExtractJson.test.ts",
+      "test/ExtractJson.stages.test.ts",
       "test/StructuredCall.test.ts",
       "test/Interrupts.test.ts",
       "test/AgentTool.test.ts",
