@@ -126,7 +126,7 @@ describe("Post chain: only a ToolOutcome replaces the outcome", () => {
     Effect.gen(function*() {
       const failure: ToolOutcome = { _tag: "Failure", message: "redacted" }
       assert.deepStrictEqual((yield* post(() => Effect.succeed(failure))).outcome, failure)
-      const rich: ToolOutcome = { _tag: "Success", output: { content: "<b>x</b>", contentType: "text/html" } }
+      const rich: ToolOutcome = { _tag: "Success", output: { content: "<b>x</b>", contentType: "html" } }
       assert.deepStrictEqual((yield* post(() => Effect.succeed(rich))).outcome, rich)
     }))
 
