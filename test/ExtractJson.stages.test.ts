@@ -8,7 +8,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
-import { braceScanBudget, extractJson, MAX_FENCES } from "../src/ExtractJson.js"
+import { braceScanBudget, extractJson, MAX_BRACE_STARTS, MAX_FENCES } from "../src/ExtractJson.js"
 import { repairJson } from "../src/internal/extractJson/repair.js"
 
 const result = (text: string) => Option.getOrUndefined(extractJson(text))
@@ -72,6 +72,14 @@ describe("repairJson: escape boundaries", () => {
   it("raw backspace and form feed inside strings become \\b and \\f; a space stays a space", () => {
     assert.strictEqual(repairJson('"a\bb\fc"'), '"a\\bb\\fc"')
     assert.strictEqual(repairJson('"a b \\x"'), '"a b \\\\x"')
+  })
+})
+
+describe("extractJson: the balanced-brace scan", () => {
+  it("tries MAX_BRACE_STARTS positions, each at a {, the first prose character not counting as one", () => {
+    const junk = (n: number) => "{ ".repeat(n) // unbalanced: each start scans to the end and fails
+    assert.deepStrictEqual(result("x" + junk(MAX_BRACE_STARTS - 1) + '{"a": 1}'), { a: 1 })
+    assert.isUndefined(result("x" + junk(MAX_BRACE_STARTS) + '{"a": 1}'))
   })
 })
 
