@@ -62,6 +62,14 @@ describe("Hooks.make: each bad definition gets its own message", () => {
     )
   })
 
+  it("a name that is not a string labels the hook by its index", () => {
+    assert.strictEqual(
+      makeError([raw({ _tag: "Pre", name: ["audit"] })]),
+      'Invalid hook: hook #0 has _tag "Pre"; expected "PreToolUse" or "PostToolUse" (use Hooks.pre / Hooks.post)'
+    )
+    assert.strictEqual(makeError([raw({ name: 42 })]), "Invalid hook: hook #0 needs a non-empty name")
+  })
+
   it("a blank name, a priority that is not finite, a failOpen that is not a boolean", () => {
     assert.strictEqual(makeError([raw({ name: "   " })]), "Invalid hook: hook #0 needs a non-empty name")
     assert.strictEqual(makeError([raw({ priority: Infinity })]), 'Invalid hook: hook "h" needs a finite number as priority, got Infinity')
@@ -151,8 +159,9 @@ describe("Post chain: only a ToolOutcome replaces the outcome", () => {
       }
     }))
 
-  it.effect("returning nothing keeps the outcome without a warning", () =>
+  it.effect("returning nothing (undefined or null) keeps the outcome without a warning", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* post(() => Effect.void), { outcome: ORIGINAL, warnings: [] })
+      assert.deepStrictEqual(yield* post(() => Effect.succeed(null)), { outcome: ORIGINAL, warnings: [] })
     }))
 })
