@@ -21,7 +21,7 @@ import * as ClusterWorkflowEngine from "@effect/cluster/ClusterWorkflowEngine"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as SingleRunner from "@effect/cluster/SingleRunner"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
-import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Activity from "@effect/workflow/Activity"
 import * as Workflow from "@effect/workflow/Workflow"
@@ -44,6 +44,7 @@ import type { RunEvent } from "../RunEvent.js"
 import type { EmitOptions } from "../RunJournal.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as DurableJournal from "./internal/durableJournal.js"
+import * as Embedded from "./internal/durableRuns.js"
 import * as RunHostModule from "./internal/runHost.js"
 import * as Transcript from "./internal/transcript.js"
 import * as RunLog from "./RunLog.js"
@@ -340,28 +341,6 @@ export const clusterConfig: Config.Config<ClusterSettings> = Config.all({
   }))
 )
 
-/** The embedded engine's shards per group (the cluster's default is 300). */
-const EMBEDDED_SHARDS = 1
-
-/**
- * Moves the stored messages of a file written with another shard count (300
- * before 0.1.x) to the shard their entity has now: a message is polled by its
- * `shard_id`, so a run left in flight under the old count would never resume.
- * The cluster's shard of an entity is `hash(entity id) % shards + 1`; with
- * one shard every message of the group `default` goes to `default:1`.
- */
-const reshardEmbedded: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql.onDialectOrElse({
-    sqlite: () => sql<{ n: number }>`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'cluster_messages'`,
-    orElse: () => sql<{ n: number }>`SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_name = 'cluster_messages'`
-  }).pipe(
-    Effect.flatMap((rows) =>
-      Number(rows[0]?.n ?? 0) === 0 ? Effect.void : sql`UPDATE cluster_messages SET shard_id = 'default:1'
-        WHERE shard_id LIKE 'default:%' AND shard_id <> 'default:1'`
-    ),
-    Effect.asVoid
-  ))
-
 /**
  * The workflow engine embedded in this process: one runner over the
  * `SqlClient` in context (its messages and replies stored there).
@@ -376,14 +355,14 @@ export const layerEngineEmbedded: Layer.Layer<WorkflowEngine, ConfigError.Config
       shardingConfig: {
         // one runner needs one shard: the cluster lists every shard of the runner as a literal
         // in the query it sends (unprepared) for each new message — 300 by default
-        shardsPerGroup: EMBEDDED_SHARDS,
+        shardsPerGroup: Embedded.shards,
         // SIGTERM waits this long for running workflows to stop (default 15 s); they resume on restart
         entityTerminationTimeout: "1 second",
         // how soon a run left by a dead process is picked up again (default 10 s)
         entityMessagePollInterval: "1 second"
       }
     })),
-    Layer.provide(Layer.effectDiscard(reshardEmbedded))
+    Layer.provide(Layer.effectDiscard(Embedded.reshard))
   )
 
 /**
