@@ -31,8 +31,45 @@ export class DatabaseError extends Schema.TaggedError<DatabaseError>()("Database
  * @category models
  */
 export type Location =
-  | { readonly _tag: "Sqlite"; readonly filename: string }
+  | {
+    readonly _tag: "Sqlite"
+    readonly filename: string
+    /** `PRAGMA synchronous` in WAL mode (default `NORMAL`; see `Synchronous`). */
+    readonly synchronous?: Synchronous | undefined
+  }
   | { readonly _tag: "Postgres"; readonly url: Redacted.Redacted<string> }
+
+/**
+ * How a SQLite commit reaches the disk (the file is in WAL mode):
+ *
+ * - `NORMAL` (default): a commit is appended to the WAL and handed to the
+ *   operating system, which is fsync'd at checkpoints. A process crash
+ *   (`kill -9`, out of memory) loses nothing that was committed; a power cut
+ *   or an operating-system crash may lose the last commits (the file stays
+ *   consistent): the steps they stored run again after the reboot.
+ * - `FULL`: every commit is fsync'd before it returns — also a power cut loses
+ *   nothing committed — at the cost of one fsync per commit (a stored loop
+ *   iteration commits about fifteen times).
+ *
+ * Without the pragma, better-sqlite3's build gives `FULL` to the connection
+ * that turns a new file to WAL and `NORMAL` to every later one (its
+ * `SQLITE_DEFAULT_WAL_SYNCHRONOUS=1`): a server ran `FULL` until its first
+ * restart, then `NORMAL`. The setting is now explicit.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Synchronous = "NORMAL" | "FULL"
+
+/**
+ * `SQLITE_SYNCHRONOUS`: `NORMAL` (default) or `FULL` (see `Synchronous`).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const synchronous: Config.Config<Synchronous> = Config.literal("NORMAL", "FULL")("SQLITE_SYNCHRONOUS").pipe(
+  Config.withDefault<Synchronous>("NORMAL")
+)
 
 /**
  * `DATABASE_URL` (a `postgres://` or `postgresql://` URL) when set, else the
@@ -43,7 +80,8 @@ export type Location =
  */
 export const location: Config.Config<Location> = Config.all({
   url: Config.option(Config.redacted("DATABASE_URL")),
-  path: Config.string("DATABASE_PATH").pipe(Config.withDefault("./data/react-engine.sqlite"))
+  path: Config.string("DATABASE_PATH").pipe(Config.withDefault("./data/react-engine.sqlite")),
+  synchronous
 }).pipe(
   Config.validate({
     message: "DATABASE_URL must be a postgres:// or postgresql:// URL",
@@ -51,10 +89,10 @@ export const location: Config.Config<Location> = Config.all({
       Option.isNone(url) || Redacted.value(url.value).trim() === "" ||
       /^postgres(ql)?:\/\//i.test(Redacted.value(url.value).trim())
   }),
-  Config.map(({ path, url }): Location =>
+  Config.map(({ path, synchronous, url }): Location =>
     Option.isSome(url) && Redacted.value(url.value).trim() !== ""
       ? { _tag: "Postgres", url: url.value }
-      : { _tag: "Sqlite", filename: path }
+      : { _tag: "Sqlite", filename: path, synchronous }
   )
 )
 
@@ -94,10 +132,14 @@ export const layer = (where: Location): Layer.Layer<SqlClient.SqlClient, Databas
     )
   }
   const filename = where.filename
+  // one connection (the client's): the pragma holds for everything this process writes
+  const pragma = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.unsafe(`PRAGMA synchronous = ${where.synchronous ?? "NORMAL"}`)
+  ))
   return Layer.unwrapEffect(Effect.try({
     try: () => {
       if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
-      return SqliteClient.layer({ filename })
+      return Layer.provideMerge(pragma, SqliteClient.layer({ filename }))
     },
     catch: (e) => new DatabaseError({ message: `cannot create the directory of ${filename}: ${String(e)}` })
   })).pipe(

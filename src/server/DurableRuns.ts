@@ -22,6 +22,7 @@ import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as SingleRunner from "@effect/cluster/SingleRunner"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as Activity from "@effect/workflow/Activity"
 import * as Workflow from "@effect/workflow/Workflow"
 import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
@@ -44,6 +45,7 @@ import type { RunEvent } from "../RunEvent.js"
 import type { EmitOptions } from "../RunJournal.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as DurableJournal from "./internal/durableJournal.js"
+import * as Embedded from "./internal/durableRuns.js"
 import * as RunHostModule from "./internal/runHost.js"
 import * as Transcript from "./internal/transcript.js"
 import * as RunLog from "./RunLog.js"
@@ -360,17 +362,21 @@ export const clusterConfig: Config.Config<ClusterSettings> = Config.all({
  * @since 0.1.0
  * @category layers
  */
-export const layerEngineEmbedded: Layer.Layer<WorkflowEngine, ConfigError.ConfigError, SqlClient.SqlClient> =
+export const layerEngineEmbedded: Layer.Layer<WorkflowEngine, ConfigError.ConfigError | SqlError, SqlClient.SqlClient> =
   ClusterWorkflowEngine.layer.pipe(
     Layer.provide(SingleRunner.layer({
       runnerStorage: "memory",
       shardingConfig: {
+        // one runner needs one shard: the cluster lists every shard of the runner as a literal
+        // in the query it sends (unprepared) for each new message — 300 by default
+        shardsPerGroup: Embedded.shards,
         // SIGTERM waits this long for running workflows to stop (default 15 s); they resume on restart
         entityTerminationTimeout: "1 second",
         // how soon a run left by a dead process is picked up again (default 10 s)
         entityMessagePollInterval: "1 second"
       }
-    }))
+    })),
+    Layer.provide(Layer.effectDiscard(Embedded.reshard))
   )
 
 /**

@@ -178,7 +178,10 @@ const newInjectionId = () => `inj_${crypto.randomUUID().replace(/-/g, "").slice(
 export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient> = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* Migrations.run.pipe(Effect.mapError((e) => new RunLogError({ message: `run log migration failed: ${e.message}` })))
-  const columns = sql`run_id, conversation_id, query, status, started_at, last_seq, cancel_requested, leases, detached_at, waiting`
+  // a run's last event id is read from its events (an event is then one statement, not a transaction)
+  const columns = sql`run_id, conversation_id, query, status, started_at,
+    (SELECT COALESCE(MAX(e.seq), 0) FROM react_run_events e WHERE e.run_id = react_runs.run_id) AS last_seq,
+    cancel_requested, leases, detached_at, waiting`
 
   const one = (rows: ReadonlyArray<RunSqlRow>) => Option.map(Option.fromNullable(rows[0]), toRun)
   // claims expire on the database's clock (ms since the epoch): instances' clocks may differ
@@ -226,15 +229,15 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
       Effect.map((rows) => rows.map(toRun)),
       Effect.mapError(failure("listing running runs failed"))
     ),
-    append: (runId, events) =>
-      events.length === 0 ? Effect.void : sql.withTransaction(Effect.gen(function*() {
-        for (const e of events) {
-          yield* sql`INSERT INTO react_run_events (run_id, seq, event_key, channel, data)
-            VALUES (${runId}, ${e.seq}, ${e.key}, ${e.channel}, ${e.data}) ON CONFLICT DO NOTHING`
-        }
-        yield* sql`UPDATE react_runs SET last_seq = ${events[events.length - 1].seq}
-          WHERE run_id = ${runId} AND last_seq < ${events[events.length - 1].seq}`
-      })).pipe(Effect.asVoid, Effect.mapError(failure("storing events failed"))),
+    append: (runId, events) => {
+      if (events.length === 0) return Effect.void
+      const insert = (e: (typeof events)[number]) =>
+        sql`INSERT INTO react_run_events (run_id, seq, event_key, channel, data)
+          VALUES (${runId}, ${e.seq}, ${e.key}, ${e.channel}, ${e.data}) ON CONFLICT DO NOTHING`
+      // one event (the usual case): one statement, committed on its own — no BEGIN / COMMIT around it
+      return (events.length === 1 ? insert(events[0]) : sql.withTransaction(Effect.forEach(events, insert, { discard: true })))
+        .pipe(Effect.asVoid, Effect.mapError(failure("storing events failed")))
+    },
     eventsAfter: (runId, after) =>
       sql<{ seq: number | string; channel: string; data: string }>`SELECT seq, channel, data FROM react_run_events
         WHERE run_id = ${runId} AND seq > ${after} ORDER BY seq`.pipe(
@@ -305,20 +308,25 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
         Effect.map((rows) => rows.length > 0),
         Effect.mapError(failure("recalling the message failed"))
       ),
-    drain: (conversationId) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql<{ id: string; content: string; created_at: number | string }>`SELECT id, content, created_at
+    drain: (conversationId) => {
+      const queued = sql<{ id: string; content: string; created_at: number | string }>`SELECT id, content, created_at
           FROM react_injections WHERE conversation_id = ${conversationId} AND state = 'queued' ORDER BY created_at, id`
-        if (rows.length === 0) return []
-        yield* sql`UPDATE react_injections SET state = 'drained' WHERE ${sql.in("id", rows.map((r) => r.id))}`
-        return rows.map((r): Injection => ({ id: r.id, content: r.content }))
-      })).pipe(Effect.mapError(failure("draining messages failed"))),
+      // nothing queued (every iteration but a few): one read, no transaction; else read again and mark in one
+      return Effect.flatMap(queued, (first) =>
+        first.length === 0 ? Effect.succeed([]) : sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* queued
+          if (rows.length === 0) return []
+          yield* sql`UPDATE react_injections SET state = 'drained' WHERE ${sql.in("id", rows.map((r) => r.id))}`
+          return rows.map((r): Injection => ({ id: r.id, content: r.content }))
+        }))).pipe(Effect.mapError(failure("draining messages failed")))
+    },
     markStarted: (runId, name, boot) =>
-      sql.withTransaction(Effect.gen(function*() {
-        yield* sql`INSERT INTO react_activity_starts (run_id, name, boot) VALUES (${runId}, ${name}, ${boot}) ON CONFLICT DO NOTHING`
-        const rows = yield* sql<{ boot: string }>`SELECT boot FROM react_activity_starts WHERE run_id = ${runId} AND name = ${name}`
-        return rows[0]?.boot ?? boot
-      })).pipe(Effect.mapError(failure("recording an activity's start failed"))),
+      // one statement: the row is written if absent, and whichever row stands is returned
+      sql<{ boot: string }>`INSERT INTO react_activity_starts (run_id, name, boot) VALUES (${runId}, ${name}, ${boot})
+        ON CONFLICT (run_id, name) DO UPDATE SET boot = react_activity_starts.boot RETURNING boot`.pipe(
+        Effect.map((rows) => rows[0]?.boot ?? boot),
+        Effect.mapError(failure("recording an activity's start failed"))
+      ),
     claim: (runId, name, boot, leaseMs) =>
       sql<{ boot: string }>`INSERT INTO react_activity_starts (run_id, name, boot, holder, lease_until)
         VALUES (${runId}, ${name}, ${boot}, ${boot}, ${now} + ${leaseMs})

@@ -1,0 +1,31 @@
+/**
+ * The embedded workflow engine's shard layout (`DurableRuns.layerEngineEmbedded`).
+ *
+ * @internal
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+
+/** The embedded engine's shards per group (the cluster's default is 300). */
+export const shards = 1
+
+/**
+ * Moves the stored messages of a file written with another shard count (the
+ * cluster's default 300, which this engine used before) to the shard their
+ * entity has now: a message is polled by its
+ * `shard_id`, so a run left in flight under the old count would never resume.
+ * The cluster's shard of an entity is `hash(entity id) % shards + 1`; with
+ * one shard every message of the group `default` goes to `default:1`.
+ */
+export const reshard: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql.onDialectOrElse({
+    sqlite: () => sql<{ n: number }>`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'cluster_messages'`,
+    orElse: () => sql<{ n: number }>`SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_name = 'cluster_messages'`
+  }).pipe(
+    Effect.flatMap((rows) =>
+      Number(rows[0]?.n ?? 0) === 0 ? Effect.void : sql`UPDATE cluster_messages SET shard_id = 'default:1'
+        WHERE shard_id LIKE 'default:%' AND shard_id <> 'default:1'`
+    ),
+    Effect.asVoid
+  ))

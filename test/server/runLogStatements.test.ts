@@ -1,0 +1,66 @@
+/**
+ * The run log's one-statement writes (an event, an activity's start mark, an
+ * empty drain), against a real SQLite file: what they store is what the
+ * transactions they replaced stored.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Database from "../../src/server/Database.js"
+import * as RunLog from "../../src/server/RunLog.js"
+
+/** A run log on a new file. */
+const openLog = () => Effect.map(
+  Layer.build(RunLog.layer.pipe(
+    Layer.provide(Database.layer({ _tag: "Sqlite", filename: join(mkdtempSync(join(tmpdir(), "runlog-")), "runs.sqlite") })),
+    Layer.orDie
+  )),
+  Context.get(RunLog.RunLog)
+)
+
+const event = (seq: number, key: string) => ({ seq, key, channel: "iteration", data: JSON.stringify({ seq }) })
+
+describe("run log: one statement per write", () => {
+  it.scoped("a run's last event id follows its stored events, one at a time or several together", () =>
+    Effect.gen(function*() {
+      const log = yield* openLog()
+      yield* Effect.orDie(log.start({ runId: "r1", conversationId: "c1", query: "q" }))
+      yield* Effect.orDie(log.start({ runId: "r2", conversationId: "c2", query: "q" }))
+      const lastSeq = (runId: string) => Effect.map(Effect.orDie(log.run(runId)), (row) => Option.getOrThrow(row).lastSeq)
+      assert.strictEqual(yield* lastSeq("r1"), 0)
+      yield* Effect.orDie(log.append("r1", [event(1, "b:1")]))
+      yield* Effect.orDie(log.append("r2", [event(1, "b:1"), event(2, "b:2"), event(3, "b:3")]))
+      assert.strictEqual(yield* lastSeq("r1"), 1)
+      assert.strictEqual(yield* lastSeq("r2"), 3)
+      yield* Effect.orDie(log.append("r1", [event(2, "b:2"), event(3, "b:3")]))
+      // a replay's event already stored changes nothing
+      yield* Effect.orDie(log.append("r1", [event(2, "b:2")]))
+      assert.strictEqual(yield* lastSeq("r1"), 3)
+      const latest = yield* Effect.orDie(log.latest("c1"))
+      assert.strictEqual(Option.getOrThrow(latest).lastSeq, 3)
+      assert.deepStrictEqual((yield* Effect.orDie(log.eventsAfter("r1", 0))).map((e) => e.seq), [1, 2, 3])
+    }))
+
+  it.scoped("an activity's start mark keeps the first process that started it", () =>
+    Effect.gen(function*() {
+      const log = yield* openLog()
+      assert.strictEqual(yield* Effect.orDie(log.markStarted("r1", "tool/1/call_a", "boot-1")), "boot-1")
+      assert.strictEqual(yield* Effect.orDie(log.markStarted("r1", "tool/1/call_a", "boot-2")), "boot-1")
+      assert.strictEqual(yield* Effect.orDie(log.markStarted("r1", "tool/2/call_b", "boot-2")), "boot-2")
+    }))
+
+  it.scoped("a drain takes what is queued once, and an empty drain takes nothing", () =>
+    Effect.gen(function*() {
+      const log = yield* openLog()
+      yield* Effect.orDie(log.start({ runId: "r1", conversationId: "c1", query: "q" }))
+      assert.deepStrictEqual(yield* Effect.orDie(log.drain("c1")), [])
+      const queued = Option.getOrThrow(yield* Effect.orDie(log.inject("c1", "also this")))
+      assert.deepStrictEqual(yield* Effect.orDie(log.drain("c1")), [{ id: queued.id, content: "also this" }])
+      assert.deepStrictEqual(yield* Effect.orDie(log.drain("c1")), [])
+    }))
+})
