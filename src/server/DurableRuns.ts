@@ -43,6 +43,7 @@ import * as ReactAgent from "../ReactAgent.js"
 import * as Recorder from "../Recorder.js"
 import type { RunEvent } from "../RunEvent.js"
 import type { EmitOptions } from "../RunJournal.js"
+import * as ConversationBudget from "./ConversationBudget.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as DurableJournal from "./internal/durableJournal.js"
 import * as Embedded from "./internal/durableRuns.js"
@@ -287,13 +288,14 @@ const body = (payload: RunPayload) =>
         execute: () => Effect.map(dag.route(query), (routed) => routed.mode)
       })
       : payload.mode
-    if (mode === "react") return yield* Recorder.withRecording(recording)(agent.execute(input, journal))
-    // DAG mode: the plan, the steps' runs, the analysis and the synthesis are the run's
-    // activities; its steps' events are keyed by step (`emitOnce`), as they interleave
-    return yield* dag.execute(input, {
+    // REACT_CONVERSATION_BUDGET_USD: the run may spend what the conversation's earlier runs left
+    const governed = ConversationBudget.govern(yield* Effect.serviceOption(ConversationBudget.ConversationBudget), journal, store, conversationId)
+    if (mode === "react") return yield* governed(Recorder.withRecording(recording)(agent.execute(input, journal)))
+    // DAG mode: the plan, steps, analysis and synthesis are activities; step events are keyed by step
+    return yield* governed(dag.execute(input, {
       ...journal,
       emitOnce: (key, event) => Effect.zipRight(Effect.sync(() => observe(event)), durable.emitOnce(key, event))
-    })
+    }))
   }).pipe(Effect.scoped)
 
 /**

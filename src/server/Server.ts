@@ -25,6 +25,7 @@ import { CassetteRoutes } from "./CassetteRoutes.js"
 import { ChatRoutes } from "./ChatRoutes.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as Database from "./Database.js"
+import * as ConversationBudget from "./ConversationBudget.js"
 import * as DurableRuns from "./DurableRuns.js"
 import * as RequestLog from "./RequestLog.js"
 import { McpRoutes } from "./McpRoutes.js"
@@ -88,7 +89,8 @@ export const serve = (options?: { readonly disableLogger?: boolean; readonly dis
     // at shutdown, after the routes and before the registry: the tool calls in flight finish
     Layer.provide(DurableRuns.layerShutdownGrace),
     Layer.provide(RunRegistry.layer),
-    Layer.provide(DurableRuns.layerWorkflow)
+    Layer.provide(DurableRuns.layerWorkflow),
+    Layer.provide(ConversationBudget.layer)
   )
 
 /**

@@ -54,6 +54,8 @@ export interface ServerSettings {
   readonly maxConnections: number
   /** An SSE client with more unread bytes than this is disconnected (its run goes on). */
   readonly sseMaxBacklogBytes: number
+  /** Most USD all the runs of one conversation may spend together (`REACT_CONVERSATION_BUDGET_USD`; needs prices). */
+  readonly conversationBudgetUsd: Option.Option<number>
 }
 
 /**
@@ -76,7 +78,8 @@ export const defaults: ServerSettings = {
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 10_000,
   maxConnections: 2000,
-  sseMaxBacklogBytes: 8 * 1024 * 1024
+  sseMaxBacklogBytes: 8 * 1024 * 1024,
+  conversationBudgetUsd: Option.none()
 }
 
 const atLeast = (name: string, min: number, fallback: number) =>
@@ -153,7 +156,11 @@ export const config: Config.Config<ServerSettings> = Config.all({
   requestTimeoutMs: atLeast("REQUEST_TIMEOUT_MS", 100, defaults.requestTimeoutMs),
   headersTimeoutMs: atLeast("HEADERS_TIMEOUT_MS", 100, defaults.headersTimeoutMs),
   maxConnections: atLeast("MAX_CONNECTIONS", 1, defaults.maxConnections),
-  sseMaxBacklogBytes: atLeast("SSE_MAX_BACKLOG_BYTES", 1024, defaults.sseMaxBacklogBytes)
+  sseMaxBacklogBytes: atLeast("SSE_MAX_BACKLOG_BYTES", 1024, defaults.sseMaxBacklogBytes),
+  // read with the run budget's REACT_* variables (Budget.loadConfig); checked against the prices by ConversationBudget
+  conversationBudgetUsd: Config.option(Config.number("REACT_CONVERSATION_BUDGET_USD").pipe(
+    Config.validate({ message: "REACT_CONVERSATION_BUDGET_USD must be a positive number", validation: (n) => Number.isFinite(n) && n > 0 })
+  ))
 })
 
 /**

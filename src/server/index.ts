@@ -20,6 +20,8 @@ export * as BrowserSafety from "./BrowserSafety.js"
 /** @since 0.1.0 */
 export * as ChatRoutes from "./ChatRoutes.js"
 /** @since 0.1.0 */
+export * as ConversationBudget from "./ConversationBudget.js"
+/** @since 0.1.0 */
 export * as ConversationStore from "./ConversationStore.js"
 /** @since 0.1.0 */
 export * as Database from "./Database.js"
