@@ -47,6 +47,7 @@ import * as ConversationBudget from "./ConversationBudget.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as DurableJournal from "./internal/durableJournal.js"
 import * as Embedded from "./internal/durableRuns.js"
+import { endLine, shutdownLine } from "./internal/durableRuns.js"
 import * as RunHostModule from "./internal/runHost.js"
 import * as Transcript from "./internal/transcript.js"
 import * as RunLog from "./RunLog.js"
@@ -122,38 +123,12 @@ export const layerShutdownGrace: Layer.Layer<never, never, RunHost | ServerConfi
     const { shutdownGraceMs } = yield* ServerConfig.ServerConfig
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(host.drain(shutdownGraceMs), ({ inFlight, left, waitedMs }) =>
-        inFlight === 0 ? Effect.void : Effect.logInfo(
-          `shutdown: ${plural(inFlight - left, "tool call")} of ${inFlight} in flight finished in ${(waitedMs / 1000).toFixed(2)} s` +
-            (left === 0
-              ? ""
-              : `; ${plural(left, "call")} still running at the end of the grace (SHUTDOWN_GRACE_MS=${shutdownGraceMs}), cut by the shutdown like a crash`)
-        ))
+        inFlight === 0 ? Effect.void : Effect.logInfo(shutdownLine(inFlight, left, waitedMs, shutdownGraceMs)))
     )
   })
 )
 
 const StoredHistory = Schema.Array(Message.ChatMessage)
-
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
-
-/** The log line of a run's end: what it cost. */
-const endLine = (
-  runId: string,
-  conversationId: string,
-  status: "done" | "cancelled" | "failed",
-  done: Extract<RunEvent, { _tag: "Done" }>,
-  retries: number,
-  seconds: number
-): string =>
-  `run ${runId} ${status} (conversation ${conversationId}): ${
-    [
-      plural(done.iterations, "iteration"),
-      `${done.usage.total_tokens} tokens`,
-      plural(done.usage.llm_calls, "LLM call"),
-      ...(retries === 0 ? [] : [retries === 1 ? "1 LLM retry" : `${retries} LLM retries`]),
-      `${seconds.toFixed(2)} s`
-    ].join(", ")
-  }`
 
 const body = (payload: RunPayload) =>
   Effect.gen(function*() {

@@ -2,10 +2,12 @@
  * The embedded workflow engine's shard layout (`DurableRuns.layerEngineEmbedded`).
  *
  * @internal
+ * Also the log lines of a run's end and of the shutdown grace.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
+import type { RunEvent } from "../../RunEvent.js"
 
 /** The embedded engine's shards per group (the cluster's default is 300). */
 export const shards = 1
@@ -29,3 +31,31 @@ export const reshard: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effec
     ),
     Effect.asVoid
   ))
+
+export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+
+/** The log line of a run's end: what it cost. */
+export const endLine = (
+  runId: string,
+  conversationId: string,
+  status: "done" | "cancelled" | "failed",
+  done: Extract<RunEvent, { _tag: "Done" }>,
+  retries: number,
+  seconds: number
+): string =>
+  `run ${runId} ${status} (conversation ${conversationId}): ${
+    [
+      plural(done.iterations, "iteration"),
+      `${done.usage.total_tokens} tokens`,
+      plural(done.usage.llm_calls, "LLM call"),
+      ...(retries === 0 ? [] : [retries === 1 ? "1 LLM retry" : `${retries} LLM retries`]),
+      `${seconds.toFixed(2)} s`
+    ].join(", ")
+  }`
+
+/** The log line of a shutdown's grace: what the tool calls in flight did. */
+export const shutdownLine = (inFlight: number, left: number, waitedMs: number, graceMs: number): string =>
+  `shutdown: ${plural(inFlight - left, "tool call")} of ${inFlight} in flight finished in ${(waitedMs / 1000).toFixed(2)} s` +
+  (left === 0
+    ? ""
+    : `; ${plural(left, "call")} still running at the end of the grace (SHUTDOWN_GRACE_MS=${graceMs}), cut by the shutdown like a crash`)
