@@ -1,8 +1,8 @@
 /**
- * The embedded workflow engine's shard layout (`DurableRuns.layerEngineEmbedded`).
+ * The embedded workflow engine's shard layout (`DurableRuns.layerEngineEmbedded`),
+ * and the log lines of a run's end and of the shutdown grace.
  *
  * @internal
- * Also the log lines of a run's end and of the shutdown grace.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
