@@ -101,6 +101,12 @@ export interface PendingApproval {
 export interface ApprovalRequest extends PendingApproval {
   /** Denied with reason `timed out` when no decision came by then (default: waits as long as it takes). */
   readonly timeout?: Duration.DurationInput
+  /**
+   * Runs once the request is stored, so that `decide` finds it, and before the wait: where
+   * the caller announces it (the agent emits `approval requested` here — a person who answers
+   * the moment the event arrives is never told the approval does not exist).
+   */
+  readonly onStored?: Effect.Effect<void>
 }
 
 /**
@@ -315,7 +321,7 @@ export const make: Effect.Effect<ApprovalsService> = Effect.gen(function*() {
 
   const request = (req: ApprovalRequest): Effect.Effect<Decision> =>
     Effect.gen(function*() {
-      const { timeout, ...pending } = req
+      const { onStored, timeout, ...pending } = req
       const fresh = yield* Deferred.make<Decision>()
       const entry = yield* Ref.modify(state, (entries): readonly [Entry | string, Entries] => {
         const current = entries.get(req.approvalId)
@@ -334,6 +340,7 @@ export const make: Effect.Effect<ApprovalsService> = Effect.gen(function*() {
         return [created, next]
       })
       if (typeof entry === "string") return yield* Effect.die(new Error(entry))
+      if (onStored !== undefined) yield* onStored
       const wait = Deferred.await(entry.deferred)
       const timedOut: Decision = { approvalId: req.approvalId, argsHash: req.argsHash, decision: "deny", reason: TIMED_OUT }
       const waited = timeout === undefined ? wait : Effect.raceFirst(

@@ -476,4 +476,25 @@ describe("ReactAgent tool approval through a storing journal", () => {
       assert.isTrue(emitted.filter(({ event }) => !["ApprovalRequested", "ApprovalDecided", "ToolDone"].includes(event._tag)).every(({ key }) => key === undefined))
     }).pipe(Effect.provide(h.layer))
   })
+
+  it.live("the request is announced only once it is stored: a person who answers the moment it arrives is heard", () => {
+    const w = writer()
+    return Effect.gen(function*() {
+      const inner = yield* Approvals.make
+      // storage that takes a while (a database write): the event must not overtake it
+      const slow: Approvals.ApprovalsService = {
+        ...inner,
+        request: (req) => Effect.zipRight(Effect.sleep("50 millis"), inner.request(req))
+      }
+      const h = makeAgent([ScriptedLlm.toolCall("write", { path: "a.txt" }, { id: "call_w" }), ScriptedLlm.text("done"), ScriptedLlm.text("answer")], {
+        tools: [w.tool],
+        approvals: slow,
+        agent: { completionCheck: false }
+      })
+      const events = yield* runWith(answer("approve")).pipe(Effect.provide(h.layer))
+      assert.deepStrictEqual(w.ran, ["a.txt"])
+      assert.include(events.find((e) => e._tag === "ApprovalDecided"), { status: "approved" })
+      assert.strictEqual(events.filter((e) => e._tag === "ApprovalRequested").length, 1)
+    })
+  })
 })

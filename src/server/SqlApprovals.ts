@@ -98,6 +98,7 @@ export const make: Effect.Effect<ApprovalsService, never, SqlClient.SqlClient | 
       // a person waits to be asked: the detach grace does not apply to this run any more
       yield* sql`UPDATE react_runs SET waiting = 1
         WHERE run_id IN (SELECT run_id FROM react_active_runs WHERE conversation_id = ${req.conversationId})`
+      if (req.onStored !== undefined) yield* req.onStored
       const woken = yield* Deferred.make<void>()
       const set = waiters.get(req.approvalId) ?? new Set()
       waiters.set(req.approvalId, set.add(woken))

@@ -112,8 +112,10 @@ export const makeGate = (options: {
           argsHash
         })
         const id = call.id !== undefined ? { tool_call_id: call.id } : {}
-        // the calls of a round ask concurrently: the events are keyed by the approval, not their position
-        yield* journal.emit({
+        // announced once the request is stored (decidable), from inside the wait's step: the calls of
+        // a round ask concurrently, and a restarted wait announces again, so the event is keyed by the
+        // approval (stored once), not by its position
+        const requested = journal.emit({
           _tag: "ApprovalRequested",
           approval_id: approvalId,
           ...id,
@@ -134,6 +136,7 @@ export const makeGate = (options: {
               args: call.args,
               argsHash,
               iteration: call.iteration,
+              onStored: requested,
               ...(settings.approvalTimeout !== undefined ? { timeout: settings.approvalTimeout } : {})
             })
         })
@@ -161,7 +164,8 @@ export const makeGate = (options: {
         const toolCallId = `budget_${wait.n}`
         const approvalId = Approvals.makeId({ conversationId: options.conversationId, runKey: key, iteration: wait.n, toolCallId, argsHash })
         const status = { spent_usd: wait.spentUsd, limit_usd: wait.limitUsd }
-        yield* journal.emit({ _tag: "BudgetStatus", status: "exhausted", ...status }, { key: `budget/${wait.n}/exhausted` })
+        // announced once the wait is stored, so that an answer sent right away finds it (see `ask`)
+        const exhausted = journal.emit({ _tag: "BudgetStatus", status: "exhausted", ...status }, { key: `budget/${wait.n}/exhausted` })
         const decision = yield* journal.activity({
           name: `budget/${wait.n}`,
           success: Approvals.Decision,
@@ -173,7 +177,8 @@ export const makeGate = (options: {
               toolName: Budget.WAIT_TOOL,
               args,
               argsHash,
-              iteration: wait.n
+              iteration: wait.n,
+              onStored: exhausted
             })
         })
         // approve = extend by the USD in `reason`; anything else stops
