@@ -7,29 +7,12 @@
  * start-up naming the model.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 import { modelEnv } from "../utils/killMatrix.js"
+import { billOf, PRICE, setup, startupErrorWithoutPrice } from "../utils/pricedFake.js"
 import { startServerProcess } from "../utils/serverProcess.js"
 import { openSse } from "../utils/sse.js"
-
-/** USD per million tokens of the fake model. */
-const PRICE = { input: 2, output: 8 }
-
-/** The fake bills the request's size (4 chars a token) and at most its max_tokens. */
-const billOf = (body: any, wanted: number) => ({
-  prompt: Math.ceil(JSON.stringify(body.messages).length / 4),
-  completion: Math.min(wanted, body.max_tokens ?? Infinity)
-})
-
-const setup = (prices: Record<string, unknown>) => {
-  const dir = mkdtempSync(join(tmpdir(), "react-budget-"))
-  const pricesFile = join(dir, "prices.json")
-  writeFileSync(pricesFile, JSON.stringify(prices))
-  return { dir, pricesFile }
-}
 
 describe("server budget", () => {
   it("REACT_RUN_BUDGET_USD with a price file: the run ends with budget_exhausted, an answer and its cost", async () => {
@@ -78,22 +61,8 @@ describe("server budget", () => {
   }, 90_000)
 
   it("a money budget without a price for the model in use stops start-up naming the model", async () => {
-        const fake = await FakeOpenAi.start([])
-        const { dir, pricesFile } = setup({ "other-model": PRICE })
-        try {
-          const error = await startServerProcess({
-            DATABASE_PATH: join(dir, "react.sqlite"),
-            ...modelEnv(fake.url),
-            REACT_RUN_BUDGET_USD: "1",
-            MODEL_PRICES_FILE: pricesFile
-          }).then(async (s) => {
-            await s.kill("SIGTERM")
-            return ""
-          }, (e: Error) => e.message)
-          assert.match(error, /the server exited while starting/)
-          assert.match(error, /price for model fake-model/)
-        } finally {
-          await fake.close()
-        }
+    const error = await startupErrorWithoutPrice("REACT_RUN_BUDGET_USD")
+    assert.match(error, /the server exited while starting/)
+    assert.match(error, /price for model fake-model/)
   }, 90_000)
 })

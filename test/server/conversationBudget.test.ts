@@ -11,24 +11,15 @@
  * what the fake billed — never sum to more than the limit.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 import { modelEnv } from "../utils/killMatrix.js"
+import { billOf, PRICE, setup, startupErrorWithoutPrice, usdOf } from "../utils/pricedFake.js"
 import { startServerProcess } from "../utils/serverProcess.js"
 import { openSse } from "../utils/sse.js"
 
-/** USD per million tokens of the fake model. */
-const PRICE = { input: 2, output: 8 }
 const TOOL_CALLS_PER_TURN = 4
 
-/** The fake bills the request's size (4 chars a token) and at most its max_tokens. */
-const billOf = (body: any, wanted: number) => ({
-  prompt: Math.ceil(JSON.stringify(body.messages).length / 4),
-  completion: Math.min(wanted, body.max_tokens ?? Infinity)
-})
-const usdOf = (u: { prompt: number; completion: number }) => (u.prompt * PRICE.input + u.completion * PRICE.output) / 1e6
 
 /** Tool results since the turn's query: the loop calls the tool until it has four. */
 const toolResultsThisTurn = (messages: ReadonlyArray<any>): number => {
@@ -91,12 +82,6 @@ const twoTurns = async (url: string, fake: FakeOpenAi.FakeOpenAiServer, billed: 
   return turns
 }
 
-const setup = (prices: Record<string, unknown>) => {
-  const dir = mkdtempSync(join(tmpdir(), "react-conversation-budget-"))
-  const pricesFile = join(dir, "prices.json")
-  writeFileSync(pricesFile, JSON.stringify(prices))
-  return { dir, pricesFile }
-}
 
 const exhaustedIn = (turn: Turn) => turn.events.filter((e) => e.event === "phase" && e.data.phase === "budget_exhausted")
 
@@ -162,22 +147,8 @@ describe("server conversation budget", () => {
   }, 120_000)
 
   it("a conversation budget without a price for the model in use stops start-up naming the model", async () => {
-    const fake = await FakeOpenAi.start([])
-    const { dir, pricesFile } = setup({ "other-model": PRICE })
-    try {
-      const error = await startServerProcess({
-        DATABASE_PATH: join(dir, "react.sqlite"),
-        ...modelEnv(fake.url),
-        REACT_CONVERSATION_BUDGET_USD: "1",
-        MODEL_PRICES_FILE: pricesFile
-      }).then(async (s) => {
-        await s.kill("SIGTERM")
-        return ""
-      }, (e: Error) => e.message)
-      assert.match(error, /the server exited while starting/)
-      assert.match(error, /price for model fake-model/)
-    } finally {
-      await fake.close()
-    }
+    const error = await startupErrorWithoutPrice("REACT_CONVERSATION_BUDGET_USD")
+    assert.match(error, /the server exited while starting/)
+    assert.match(error, /price for model fake-model/)
   }, 90_000)
 })
