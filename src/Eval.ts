@@ -164,9 +164,10 @@ export interface CaseResult {
 
 const truncate = (s: string, n = 300) => (s.length > n ? `${s.slice(0, n)}…` : s)
 
+/** The judge's reply; a blank reason is refused, so structuredCall asks again (its next level). */
 const JudgeVerdict = Schema.Struct({
-  score: Schema.Number.pipe(Schema.between(0, 1)),
-  reason: Schema.String
+  score: Schema.Number.pipe(Schema.between(0, 1)).annotations({ description: "0 (fails the rubric) to 1 (fully meets it)" }),
+  reason: Schema.String.pipe(Schema.pattern(/\S/)).annotations({ description: "one sentence: why this score" })
 })
 
 const judge = (judgeLlm: LlmService | undefined, question: string, answer: string, rubric: string, pass: number): Effect.Effect<Score> => {
