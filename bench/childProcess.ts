@@ -19,6 +19,7 @@
 import { execFile } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
+import * as os from "node:os"
 import { dirname, join, normalize, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { ChildFigures } from "./childProcessEntry.js"
@@ -71,6 +72,9 @@ export interface EngineFigures {
 
 /** @since 0.1.0 */
 export interface Results {
+  /** The 1-minute load average when the rounds started and ended (other processes competing for the cores). */
+  readonly loadBefore?: number
+  readonly loadAfter?: number
   readonly rounds: number
   readonly iterations: number
   readonly warmup: number
@@ -126,6 +130,7 @@ const runChild = (entry: string, key: string, options: Options): Promise<ChildFi
 /** Runs the rounds (bench/.child/ transpiled first). @since 0.1.0 */
 export const run = async (options: Options): Promise<Results> => {
   const entry = prepare()
+  const loadBefore = os.loadavg()[0]
   const collected = new Map<string, { name: string; children: Array<ChildFigures>; errors: Array<string> }>(
     engineKeys.map((key) => [key, { name: key, children: [], errors: [] }])
   )
@@ -167,7 +172,7 @@ export const run = async (options: Options): Promise<Results> => {
     }),
     ...(errors.length > 0 ? { errors } : {})
   }))
-  return { rounds: options.rounds, iterations: options.iterations, warmup: options.warmup, engines }
+  return { loadBefore, loadAfter: os.loadavg()[0], rounds: options.rounds, iterations: options.iterations, warmup: options.warmup, engines }
 }
 
 /** Ours ÷ the fastest peer on one workload (below 1: we are faster), with that peer. @since 0.1.0 */
@@ -233,5 +238,6 @@ export const render = (r: Results, ours: string): string => {
     ]
   )
   const runs = r.engines.map((e) => `${e.engine} ${e.workloads.map((w) => w.runs).join("/")}`).join(", ")
-  return `Marginal wall µs per iteration, median of ${r.rounds} rounds (min–max over the rounds):\n\n${marginal}\n\nMarginal CPU µs per iteration of the same runs (process CPU time, user + system; median of the rounds):\n\n${cpu}\n\nAllocated per long run (median of the rounds):\n\n${allocation}\n\n${ratios}\n\nTimed runs of each scenario per child (w1/w2/w3): ${runs}.`
+  const load = `Load average (1 min) when the rounds started / ended: ${r.loadBefore?.toFixed(1) ?? "n/a"} / ${r.loadAfter?.toFixed(1) ?? "n/a"}.`
+  return `${load}\n\nMarginal wall µs per iteration, median of ${r.rounds} rounds (min–max over the rounds):\n\n${marginal}\n\nMarginal CPU µs per iteration of the same runs (process CPU time, user + system; median of the rounds):\n\n${cpu}\n\nAllocated per long run (median of the rounds):\n\n${allocation}\n\n${ratios}\n\nTimed runs of each scenario per child (w1/w2/w3): ${runs}.`
 }
