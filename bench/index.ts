@@ -4,7 +4,7 @@
  * project's 2-core machine).
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
- * `BENCH_ONLY=loop,alone,round,guard,selection,first,primitives,latency,durable,cache,load` (a subset; the doc is only
+ * `BENCH_ONLY=loop,process,alone,round,guard,selection,first,primitives,latency,durable,cache,load` (a subset; the doc is only
  * written for a full run, or with `--merge`), `BENCH_LOAD_LEVELS=100,500,1000`, and the latency
  * section's `BENCH_LATENCY_TTFT_MS`, `BENCH_LATENCY_TPS`, `BENCH_LATENCY_REPS`,
  * `BENCH_LATENCY_POLICIES` (bench/latency.ts).
@@ -21,6 +21,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import { fileURLToPath } from "node:url"
 import * as Alone from "./alone.js"
+import * as ChildProcess from "./childProcess.js"
 import * as ContextGuardBench from "./contextGuard.js"
 import * as DurableStep from "./durableStep.js"
 import * as FirstToken from "./firstToken.js"
@@ -63,6 +64,7 @@ const main = async () => {
 
   const results: {
     loop: Array<Loop.CaseResult>
+    childProcess?: ChildProcess.Results
     round?: Array<ParallelRound.RoundFigures>
     guard?: Array<ContextGuardBench.GuardFigures>
     selection?: Report.Results["selection"]
@@ -91,6 +93,19 @@ const main = async () => {
       results.loop.push(result)
       log(Loop.render(result, ours.name))
     }
+  }
+
+  if (wants("process")) {
+    // the second method of the loop figures: each engine in a fresh node process, wall clock, interleaved rounds
+    log(`\n## Loop overhead, each engine in its own child process, wall clock, interleaved rounds [${elapsed()}]`)
+    results.childProcess = await ChildProcess.run({
+      rounds: quick ? 2 : 5,
+      iterations: quick ? 12 : 50,
+      warmup: quick ? 3 : 20,
+      maxMsPerWorkload: quick ? 2_000 : 6_000,
+      log
+    })
+    log(ChildProcess.render(results.childProcess, ours.name))
   }
 
   if (wants("alone")) {

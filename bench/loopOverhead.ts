@@ -18,36 +18,15 @@
  *
  * @since 0.1.0
  */
-import type { Engine, Scenario } from "./scenario.js"
-import { verify } from "./scenario.js"
+import type { Case, Engine } from "./scenario.js"
+import { loopCases, verify } from "./scenario.js"
 import type { GcCounts } from "./harness.js"
 import { afterFullGc, allocated, countingGcs, fmtBytes, fmtRatio, fmtUs, interleaved, median, table } from "./harness.js"
 
+/** The loop workloads (w1, w2, w3), defined in bench/scenario.ts. @since 0.1.0 */
+export type { Case } from "./scenario.js"
 /** @since 0.1.0 */
-export interface Case {
-  readonly title: string
-  readonly long: Scenario
-  readonly short: Scenario
-}
-
-/** @since 0.1.0 */
-export const cases: ReadonlyArray<Case> = [
-  {
-    title: "50 sequential single-tool steps",
-    long: { name: "seq50", steps: 50, calls: 1, resultChars: 0 },
-    short: { name: "seq10", steps: 10, calls: 1, resultChars: 0 }
-  },
-  {
-    title: "50 sequential steps, 20 KB tool results",
-    long: { name: "seq50-20k", steps: 50, calls: 1, resultChars: 20 * 1024 },
-    short: { name: "seq10-20k", steps: 10, calls: 1, resultChars: 20 * 1024 }
-  },
-  {
-    title: "10 steps × 4 parallel tool calls",
-    long: { name: "par10x4", steps: 10, calls: 4, resultChars: 0 },
-    short: { name: "par2x4", steps: 2, calls: 4, resultChars: 0 }
-  }
-]
+export const cases = loopCases
 
 /** @since 0.1.0 */
 export interface EngineFigures {

@@ -14,6 +14,8 @@ import type { CaseResult } from "./loopOverhead.js"
 import { render as renderLoop } from "./loopOverhead.js"
 import type { RoundFigures } from "./parallelRound.js"
 import type { AloneFigures } from "./alone.js"
+import type { Results as ChildProcessResults } from "./childProcess.js"
+import { againstFastest as childAgainstFastest, render as renderChildProcess } from "./childProcess.js"
 import type { PrimitiveFigure } from "./primitives.js"
 import type { DurableResults } from "./durableStep.js"
 import type { PromptCacheResults } from "./promptCache.js"
@@ -47,6 +49,8 @@ export interface Results {
   readonly load?: ReadonlyArray<LoadResult>
   readonly primitives?: ReadonlyArray<PrimitiveFigure>
   readonly alone?: ReadonlyArray<AloneFigures>
+  /** The loop figures' second method: each engine in its own child process, wall clock (bench/childProcess.ts). */
+  readonly childProcess?: ChildProcessResults
   readonly latency?: LatencyFigures | string
   readonly durable?: DurableResults
   readonly promptCache?: PromptCacheResults | string
@@ -78,6 +82,21 @@ export const losses = (r: Results): Array<Loss> => {
       }
       if (f.allocatedBytes < base.allocatedBytes) {
         out.push({ what: `${c.case.title}: allocated / run`, peer: f.engine, ours: fmtBytes(base.allocatedBytes), theirs: fmtBytes(f.allocatedBytes) })
+      }
+    }
+  }
+  if (r.childProcess) {
+    const mine = r.childProcess.engines.find((e) => e.engine === r.ours)
+    for (const w of mine?.workloads ?? []) {
+      for (const e of r.childProcess.engines) {
+        const f = e.engine === r.ours ? undefined : e.workloads.find((x) => x.title === w.title)
+        if (f === undefined) continue
+        if (f.marginalUs < w.marginalUs) {
+          out.push({ what: `${w.title}: marginal wall µs / iteration, own process`, peer: e.engine, ours: fmtUs(w.marginalUs), theirs: fmtUs(f.marginalUs) })
+        }
+        if (f.allocatedBytes < w.allocatedBytes) {
+          out.push({ what: `${w.title}: allocated / run, own process`, peer: e.engine, ours: fmtBytes(w.allocatedBytes), theirs: fmtBytes(f.allocatedBytes) })
+        }
       }
     }
   }
@@ -131,11 +150,13 @@ A bug these tests found, since fixed: a body whose field held a 5,000-level nest
 
 ## Running it
 
-\`npm run bench\` (≈ 9 minutes on 2 cores, all sections). It builds the package first and measures our engine as
+\`npm run bench\` (≈ 9 minutes on 2 cores, all sections, plus ≈ 5 for the child-process loop method). The loop figures come twice:
+in one process, CPU time, the engines interleaved run by run (the loop tables), and per engine in a fresh child process,
+wall clock, in interleaved rounds (\`BENCH_ONLY=process\`, bench/childProcess.ts). It builds the package first and measures our engine as
 installed (dist/, imported by its package name), as the peers run their published JavaScript: run from source
 through tsx, whose transform wraps every function created at run time in \`__name(…)\`, the engine costs
 ≈ 1.6 × as much per iteration (the server-load section still runs the app from source). \`BENCH_QUICK=1\` for a smoke run,
-\`BENCH_ONLY=loop,round,guard,selection,first,latency,durable,cache,load\` for a subset (the doc is then not rewritten, unless
+\`BENCH_ONLY=loop,process,round,guard,selection,first,latency,durable,cache,load\` for a subset (the doc is then not rewritten, unless
 \`npm run bench -- --merge\`: the sections measured replace theirs in bench/results.json), \`BENCH_LOAD_LEVELS=100,500,1000\`. A full run saves its
 raw figures to bench/results.json; \`npm run bench -- --render\` rewrites this page from them
 (after editing bench/analysis.md, the hand-written part of "Where we lose").`
@@ -167,10 +188,21 @@ export const targets = (r: Results): string => {
       verdict(m ? m.ratio <= 0.5 : undefined)
     ]
   }
+  const processRow = (label: string, title: string) => {
+    const m = r.childProcess && childAgainstFastest(r.childProcess, r.ours, title)
+    return [
+      `marginal wall per loop iteration < the fastest peer's, each engine in its own process (${label})`,
+      m ? `${fmtUs(m.ours.marginalUs)} µs vs ${fmtUs(m.theirs)} µs (${m.peer}): ${m.ratio.toFixed(2)} ×` : "n/a",
+      verdict(m ? m.ratio < 1 : undefined)
+    ]
+  }
   const rows: Array<Array<string>> = [
     marginalRow("50 single-tool steps", "50 sequential single-tool steps"),
     marginalRow("10 steps × 4 parallel calls", "10 steps × 4 parallel tool calls"),
     marginalRow("50 steps, 20 KB results", "50 sequential steps, 20 KB tool results"),
+    processRow("w1: 50 single-tool steps", "50 sequential single-tool steps"),
+    processRow("w2: 10 steps × 4 parallel calls", "10 steps × 4 parallel tool calls"),
+    processRow("w3: 50 steps, 20 KB results", "50 sequential steps, 20 KB tool results"),
     [
       "heap allocated per 50-step run with 20 KB results ≤ 5 MB",
       big ? fmtBytes(big.allocatedBytes) : "n/a",
@@ -332,6 +364,32 @@ tool(s), then answers. Every run is checked (tool calls made, final answer) befo
   anything (the peers send the whole history every step, so do we); everything else at defaults.`)
   for (const c of r.loop) {
     parts.push(`### ${c.case.title}\n\nLong run: ${c.case.long.steps} steps × ${c.case.long.calls} call(s); short run (for the marginal figure): ${c.case.short.steps} steps.\n\n${renderLoop(c, r.ours)}`)
+  }
+
+  if (r.childProcess) {
+    parts.push(`### Each engine in its own child process, wall clock, interleaved rounds
+
+The loop figures' second method (bench/childProcess.ts, bench/childProcessEntry.ts): what a harness
+outside the engine sees. ${r.childProcess.rounds} rounds; each round runs every engine once, the engines' order rotated
+from round to round, each in a fresh plain \`node\` process that loads the built package (dist/, by its
+package name) or the peer's library, runs each workload's long and short scenario ${r.childProcess.warmup} times to warm
+up, then times up to ${r.childProcess.iterations} runs of each, alternating, with the wall clock (at least 10; fewer when
+a workload's time cap passes first). No GC is forced, no profiler is attached: the wall time
+includes the collections V8 runs, the JIT, and any wait for a core on a busy machine.
+
+- **marginal wall µs / iteration**: (mean wall time of a long run − of a short run) ÷ the extra
+  steps, per child; the table shows the median over the rounds and the min–max. **marginal CPU**:
+  the same slope with the child's CPU time (user + system) over the same runs — it does not count
+  waiting for a core, so it is the one to read when the machine was loaded.
+- **allocated / run**: after the timing, 5 long runs in a row under \`v8.GCProfiler\`: the bytes every
+  GC freed meanwhile plus the heap's growth, ÷ 5 (everything allocated on the V8 heap, garbage
+  included, exact rather than sampled; external memory such as Buffers is not counted).
+- The child is compiled JavaScript: the entry and the harness files it imports (bench/peers/*.ts,
+  bench/scenario.ts) are transpiled by TypeScript into bench/.child/ before the rounds (no tsx
+  loader in the child). \`BENCH_ONLY=process npm run bench\` runs this section alone
+  (\`-- --merge\` to write it into this page).
+
+${renderChildProcess(r.childProcess, r.ours)}`)
   }
 
   if (r.alone && r.alone.length > 0) {

@@ -71,3 +71,39 @@ export const verify = (engine: string, scenario: Scenario, check: RunCheck): voi
     )
   }
 }
+
+/** A loop workload: a long and a short scenario (the marginal cost per step is their slope). @since 0.1.0 */
+export interface Case {
+  /** The workload's short name (w1, w2, w3), as outside harnesses name them. */
+  readonly label: string
+  readonly title: string
+  readonly long: Scenario
+  readonly short: Scenario
+}
+
+/**
+ * The loop workloads (bench/loopOverhead.ts, bench/childProcess.ts): w1 50 single-tool steps, w2 10 steps × 4
+ * parallel calls, w3 50 steps with 20 KB results (listed in the order the in-process tables show them).
+ *
+ * @since 0.1.0
+ */
+export const loopCases: ReadonlyArray<Case> = [
+  {
+    label: "w1",
+    title: "50 sequential single-tool steps",
+    long: { name: "seq50", steps: 50, calls: 1, resultChars: 0 },
+    short: { name: "seq10", steps: 10, calls: 1, resultChars: 0 }
+  },
+  {
+    label: "w3",
+    title: "50 sequential steps, 20 KB tool results",
+    long: { name: "seq50-20k", steps: 50, calls: 1, resultChars: 20 * 1024 },
+    short: { name: "seq10-20k", steps: 10, calls: 1, resultChars: 20 * 1024 }
+  },
+  {
+    label: "w2",
+    title: "10 steps × 4 parallel tool calls",
+    long: { name: "par10x4", steps: 10, calls: 4, resultChars: 0 },
+    short: { name: "par2x4", steps: 2, calls: 4, resultChars: 0 }
+  }
+]

@@ -4,6 +4,12 @@
 // - the web page's static files next to the compiled server: WebPage.ts reads them from
 //   `../web/` relative to itself, i.e. src/web when run from source, dist/web when installed.
 //
+// - the package's binary (package.json `bin`: `react-engine eval`) in dist/bin/: src/app/react-engine.ts
+//   and the app files it imports (eval.ts, App.ts), each transpiled on its own (type-checked by
+//   `tsc --noEmit` like all of src/). Their imports of the library (`../Eval.js`, `../server/…`)
+//   land on dist/ as they land on src/, one folder up. Only these files: the bundled server
+//   application (src/app/main.ts and the rest) is not part of the package.
+//
 // `node scripts/build.js --app` (what `npm start` runs when the build is stale, scripts/start.js):
 // the server application, src/ with src/app → build/ (scripts/tsconfig.app.json: JavaScript and
 // source maps, no declarations), so `node build/app/main.js` is the server in plain JavaScript.
@@ -16,7 +22,7 @@
 // it with the sources' modification times. It is written last: a build that failed or was stopped
 // leaves none, so the next start builds again.
 import { spawn } from "node:child_process"
-import { cpSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
@@ -24,7 +30,8 @@ const root = fileURLToPath(new URL("..", import.meta.url))
 const dist = fileURLToPath(new URL("../dist/", import.meta.url))
 /** Where `--app` builds the server application: build/app/main.js is its entry. */
 export const appDir = fileURLToPath(new URL("../build/", import.meta.url))
-const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
+const require = createRequire(import.meta.url)
+const tsc = require.resolve("typescript/bin/tsc")
 
 /** build/.build-stamp: `{ started }`, when the last complete app build started. */
 export const stampFile = `${appDir}.build-stamp`
@@ -56,7 +63,38 @@ export const build = async (options = {}) => {
     )
   })
   cpSync(fileURLToPath(new URL("../src/web/", import.meta.url)), `${out}web`, { recursive: true })
+  if (!app) buildBin()
   if (app) writeFileSync(stampFile, JSON.stringify({ started }) + "\n")
+}
+
+/** The binary's entry in src/app/; dist/bin/ gets it and every src/app file it imports (transitively). */
+const binEntry = "react-engine.ts"
+
+/** src/app/react-engine.ts and its src/app imports → dist/bin/*.js (ES modules, the shebang kept, made executable). */
+const buildBin = () => {
+  const ts = require("typescript")
+  const appSrc = fileURLToPath(new URL("../src/app/", import.meta.url))
+  const binDir = `${dist}bin/`
+  mkdirSync(binDir, { recursive: true })
+  const pending = [binEntry]
+  const done = new Set()
+  while (pending.length > 0) {
+    const file = pending.pop()
+    if (done.has(file)) continue
+    done.add(file)
+    const source = readFileSync(`${appSrc}${file}`, "utf8")
+    for (const { fileName } of ts.preProcessFile(source, true, true).importedFiles) {
+      const local = /^\.\/([^/]+)\.js$/.exec(fileName)
+      if (local) pending.push(`${local[1]}.ts`)
+    }
+    const { outputText } = ts.transpileModule(source, {
+      fileName: file,
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false }
+    })
+    const out = `${binDir}${file.replace(/\.ts$/, ".js")}`
+    writeFileSync(out, outputText)
+    if (file === binEntry) chmodSync(out, 0o755)
+  }
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

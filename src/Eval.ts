@@ -14,13 +14,14 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { readFileSync } from "node:fs"
+import { dirname, resolve } from "node:path"
 import * as Cassette from "./Cassette.js"
-import { checkJsonSchema } from "./internal/eval/jsonSchema.js"
+import * as scorers from "./internal/eval/scorers.js"
 import type { LlmService } from "./Llm.js"
 import * as ReactAgent from "./ReactAgent.js"
 import * as Replay from "./Replay.js"
 import type { RunResult } from "./RunEvent.js"
-import { structuredCallWith } from "./StructuredCall.js"
 
 const Json = Schema.Unknown
 
@@ -118,6 +119,40 @@ export const parseCases = (text: string): Either.Either<ReadonlyArray<Case>, Eva
 }
 
 /**
+ * Reads a cases file (JSONL, `parseCases`) and the cassettes its cases name by
+ * path, relative to the file. A file that cannot be read fails with line 0; a
+ * case whose cassette cannot be read, with the case's line.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const readCases = (path: string): Either.Either<ReadonlyArray<Case>, EvalCaseError> => {
+  const read = (file: string) => Either.try({ try: () => readFileSync(file, "utf8"), catch: (e) => (e instanceof Error ? e.message : String(e)) })
+  const text = read(path)
+  if (Either.isLeft(text)) return Either.left(new EvalCaseError({ line: 0, message: `cannot read ${path}: ${text.left}` }))
+  return Either.flatMap(parseCases(text.right), (cases) =>
+    Either.all(cases.map((c, i) => {
+      if (typeof c.cassette !== "string") return Either.right(c)
+      return read(resolve(dirname(path), c.cassette)).pipe(
+        Either.flatMap((json) => Either.try({ try: () => JSON.parse(json) as unknown, catch: (e) => `not JSON: ${(e as Error).message}` })),
+        Either.map((cassette): Case => ({ ...c, cassette })),
+        Either.mapLeft((message) => new EvalCaseError({ line: lineOf(text.right, i), message: `cassette ${c.cassette}: ${message}` }))
+      )
+    })))
+}
+
+/** The 1-based line of the `index`th case of a cases file. */
+const lineOf = (text: string, index: number): number => {
+  const lines = text.split("\n")
+  let seen = -1
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim()
+    if (line !== "" && !line.startsWith("//") && ++seen === index) return i + 1
+  }
+  return 0
+}
+
+/**
  * One scorer's verdict.
  *
  * @since 0.1.0
@@ -162,99 +197,17 @@ export interface CaseResult {
   readonly error: string | null
 }
 
-const truncate = (s: string, n = 300) => (s.length > n ? `${s.slice(0, n)}…` : s)
-
-const JudgeVerdict = Schema.Struct({
-  score: Schema.Number.pipe(Schema.between(0, 1)),
-  reason: Schema.String
-})
-
-const judge = (judgeLlm: LlmService | undefined, question: string, answer: string, rubric: string, pass: number): Effect.Effect<Score> => {
-  if (judgeLlm === undefined) {
-    return Effect.succeed({ scorer: "judge", score: 0, passed: false, reason: "no judge model configured" })
-  }
-  return structuredCallWith(judgeLlm, {
-    messages: [
-      {
-        role: "system",
-        content:
-          "You grade an AI assistant's answer against a rubric. Give a score between 0 (fails the rubric) and 1 (fully meets it) and a one-sentence reason."
-      },
-      { role: "user", content: `Question:\n${question}\n\nAnswer:\n${answer}\n\nRubric:\n${rubric}` }
-    ],
-    schema: JudgeVerdict,
-    functionName: "grade"
-  }).pipe(
-    Effect.map(({ value }) => ({ scorer: "judge", score: value.score, passed: value.score >= pass, reason: value.reason })),
-    Effect.catchAll((e) => Effect.succeed({ scorer: "judge", score: 0, passed: false, reason: `the judge failed: ${e.message}` }))
-  )
-}
-
-const binary = (scorer: string, passed: boolean, reason: string): Score => ({ scorer, score: passed ? 1 : 0, passed, reason })
-
 /**
  * Scores one run.
  *
  * @since 0.1.0
  * @category scoring
  */
-export const score = (
+export const score: (
   scorer: Scorer,
   run: { readonly question: string; readonly result: RunResult; readonly latencyMs: number },
   judgeLlm?: LlmService
-): Effect.Effect<Score> => {
-  const answer = run.result.answer
-  switch (scorer.type) {
-    case "exact":
-      return Effect.succeed(binary("exact", answer.trim() === scorer.value.trim(), answer.trim() === scorer.value.trim()
-        ? "the answer is exactly the expected text"
-        : `expected exactly ${JSON.stringify(truncate(scorer.value, 80))}`))
-    case "contains": {
-      const ok = scorer.ignore_case === true ? answer.toLowerCase().includes(scorer.value.toLowerCase()) : answer.includes(scorer.value)
-      return Effect.succeed(binary("contains", ok, `${ok ? "contains" : "does not contain"} ${JSON.stringify(scorer.value)}`))
-    }
-    case "regex": {
-      const ok = new RegExp(scorer.pattern, scorer.flags).test(answer)
-      return Effect.succeed(binary("regex", ok, `${ok ? "matches" : "does not match"} /${scorer.pattern}/${scorer.flags ?? ""}`))
-    }
-    case "json_schema": {
-      let value: unknown
-      const text = answer.trim().replace(/^```(?:json)?\s*/, "").replace(/```$/, "")
-      try {
-        value = JSON.parse(text)
-      } catch {
-        return Effect.succeed(binary("json_schema", false, "the answer is not JSON"))
-      }
-      const problem = checkJsonSchema(scorer.schema, value)
-      return Effect.succeed(binary("json_schema", problem === undefined, problem ?? "the answer matches the schema"))
-    }
-    case "tool_calls": {
-      const pattern = scorer.args !== undefined ? new RegExp(scorer.args) : undefined
-      const n = run.result.steps.filter((s) =>
-        s.tool_name === scorer.name && (pattern === undefined || pattern.test(JSON.stringify(s.tool_args ?? {})))
-      ).length
-      const c = scorer.count
-      const min = c === undefined ? 1 : typeof c === "number" ? c : c.min ?? 0
-      const max = c === undefined ? Infinity : typeof c === "number" ? c : c.max ?? Infinity
-      const ok = n >= min && n <= max
-      const want = min === max ? `${min}` : max === Infinity ? `at least ${min}` : `${min} to ${max}`
-      return Effect.succeed(binary("tool_calls", ok, `${n} call(s) of ${scorer.name}${pattern ? ` matching /${scorer.args}/` : ""}, expected ${want}`))
-    }
-    case "limits": {
-      const problems: Array<string> = []
-      const tokens = run.result.usage.total_tokens
-      const cost = (run.result.usage as { cost_usd?: number }).cost_usd
-      if (scorer.max_tokens !== undefined && tokens > scorer.max_tokens) problems.push(`${tokens} tokens > ${scorer.max_tokens}`)
-      if (scorer.max_cost_usd !== undefined && cost !== undefined && cost > scorer.max_cost_usd) problems.push(`$${cost} > $${scorer.max_cost_usd}`)
-      if (scorer.max_latency_ms !== undefined && run.latencyMs > scorer.max_latency_ms) {
-        problems.push(`${Math.round(run.latencyMs)} ms > ${scorer.max_latency_ms} ms`)
-      }
-      return Effect.succeed(binary("limits", problems.length === 0, problems.length === 0 ? `${tokens} tokens, ${Math.round(run.latencyMs)} ms` : problems.join("; ")))
-    }
-    case "judge":
-      return judge(judgeLlm, run.question, answer, scorer.rubric, scorer.pass_score ?? 0.5)
-  }
-}
+) => Effect.Effect<Score> = scorers.score
 
 /**
  * How cases run: the agent for `input` cases (a layer, built once per case),
@@ -315,7 +268,7 @@ export const runCase = (c: Case, options: Pick<RunOptions, "agent" | "judge">): 
       passed: error === null && scores.every((s) => s.passed),
       answer: result.answer,
       scores,
-      trace: result.steps.map((s) => ({ tool: s.tool_name, args: s.tool_args, observation: truncate(s.observation, 2000), error: s.error })),
+      trace: result.steps.map((s) => ({ tool: s.tool_name, args: s.tool_args, observation: scorers.truncate(s.observation, 2000), error: s.error })),
       tokens: result.usage.total_tokens,
       cost_usd: (result.usage as { cost_usd?: number }).cost_usd ?? null,
       latency_ms: Math.round(latencyMs),

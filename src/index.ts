@@ -76,3 +76,5 @@ export * as Replay from "./Replay.js"
 export * as Eval from "./Eval.js"
 /** @since 0.1.0 */
 export * as EvalReport from "./EvalReport.js"
+/** @since 0.1.0 */
+export * as EvalSuite from "./EvalSuite.js"

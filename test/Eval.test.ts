@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { main } from "../src/app/eval.js"
+import * as DemoLlm from "../src/DemoLlm.js"
 import * as Eval from "../src/Eval.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { addTool, echoTool, makeAgent } from "./utils/agentLayers.js"
@@ -65,6 +66,30 @@ describe("Eval scorers", () => {
       assert.include(sent, "hello there")
     }))
 
+  it.effect("the judge on the offline demo model says it judged nothing (not an empty reason)", () =>
+    Effect.gen(function*() {
+      const result = yield* Eval.runCase(
+        { id: "j", input: "What is 2 + 2?", scorers: [{ type: "judge", rubric: "States that 2 + 2 is 4.", pass_score: 0 }] },
+        { agent: agentFor([ScriptedLlm.text("4")]), judge: DemoLlm.make({ thinkDelay: 0, chunkDelay: 0 }) }
+      )
+      assert.strictEqual(result.scores[0].score, 0)
+      assert.match(result.scores[0].reason, /^the offline demo model does not judge/)
+    }))
+
+  it.effect("a judge's blank reason is refused: the judge is asked again, and the reason it then gives is reported", () =>
+    Effect.gen(function*() {
+      const judge = ScriptedLlm.make([
+        ScriptedLlm.toolCall("grade", { score: 1, reason: " " }),
+        ScriptedLlm.text("{\"score\": 0.9, \"reason\": \"it says 4\"}")
+      ])
+      const result = yield* Eval.runCase(
+        { id: "j", input: "q", scorers: [{ type: "judge", rubric: "Says 4." }] },
+        { agent: agentFor([ScriptedLlm.text("4")]), judge: judge.service }
+      )
+      assert.deepStrictEqual(result.scores[0], { scorer: "judge", score: 0.9, passed: true, reason: "it says 4" })
+      assert.strictEqual(judge.requests.length, 2)
+    }))
+
   it("a malformed case is refused with its line number", () => {
     const parsed = Eval.parseCases("{\"id\":\"a\",\"input\":\"x\",\"scorers\":[]}\n\n{\"id\":\"b\",\"scorers\":[{\"type\":\"contains\"}]}")
     assert.isTrue(Either.isLeft(parsed))
@@ -86,6 +111,8 @@ describe("npm run eval", () => {
       assert.strictEqual(json.summary.cases, 5)
       assert.strictEqual(json.summary.passed, 5)
       assert.deepStrictEqual(json.cases.map((c) => c.id), ["arithmetic", "arithmetic-regex", "greeting", "judged", "replayed-cassette"])
+      const judged = json.cases[3].scores.find((s) => s.scorer === "judge")
+      assert.match(judged?.reason ?? "", /^the offline demo model does not judge/)
       const page = readFileSync(join(dir, "report.html"), "utf8")
       assert.include(page, "<title>Eval report — 5/5 passed</title>")
       assert.include(page, "calculator(")

@@ -17,7 +17,6 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import { readFileSync, writeFileSync } from "node:fs"
-import { dirname, resolve } from "node:path"
 import * as Eval from "../Eval.js"
 import { changes, html, table } from "../EvalReport.js"
 import * as ModelRegistry from "../ModelRegistry.js"
@@ -63,12 +62,6 @@ const parseArgs = (argv: ReadonlyArray<string>): Either.Either<Args, string> => 
   })
 }
 
-/** Case files name cassettes by path, relative to the cases file. */
-const loadCassettes = (cases: ReadonlyArray<Eval.Case>, base: string): ReadonlyArray<Eval.Case> =>
-  cases.map((c) =>
-    typeof c.cassette === "string" ? { ...c, cassette: JSON.parse(readFileSync(resolve(base, c.cassette), "utf8")) as unknown } : c
-  )
-
 const progress = (done: number, total: number, passed: number) => {
   if (!process.stderr.isTTY) return
   const width = 30
@@ -86,25 +79,16 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       return 2
     }
     const args = parsed.right
-    const text = yield* Effect.try(() => readFileSync(args.file, "utf8")).pipe(Effect.either)
-    if (Either.isLeft(text)) {
-      yield* Effect.sync(() => console.error(`cannot read ${args.file}: ${String(text.left)}`))
-      return 2
-    }
-    const cases = Eval.parseCases(text.right)
+    const cases = Eval.readCases(args.file)
     if (Either.isLeft(cases)) {
-      yield* Effect.sync(() => console.error(`${args.file}:${cases.left.line}: ${cases.left.message}`))
-      return 2
-    }
-    const loaded = yield* Effect.try(() => loadCassettes(cases.right, dirname(resolve(args.file)))).pipe(Effect.either)
-    if (Either.isLeft(loaded)) {
-      yield* Effect.sync(() => console.error(`cannot read a cassette: ${String(loaded.left)}`))
+      const { line, message } = cases.left
+      yield* Effect.sync(() => console.error(line === 0 ? message : `${args.file}:${line}: ${message}`))
       return 2
     }
     const context = yield* Layer.build(App.AppLayer).pipe(Effect.orDie)
     const registry = yield* Effect.provide(ModelRegistry.ModelRegistry, context)
     let passed = 0
-    const report = yield* Eval.run(loaded.right, {
+    const report = yield* Eval.run(cases.right, {
       agent: Layer.succeedContext(context),
       judge: registry.fast,
       concurrency: args.concurrency,
@@ -137,6 +121,8 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
     return 0
   }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.Error))
 
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("/app/eval.ts")) {
-  NodeRuntime.runMain(Effect.flatMap(main(process.argv.slice(2)), (code) => Effect.sync(() => process.exit(code))))
-}
+/** Runs the command in this process and exits with its code (`npm run eval`, `react-engine eval`). */
+export const runMain = (argv: ReadonlyArray<string>): void =>
+  NodeRuntime.runMain(Effect.flatMap(main(argv), (code) => Effect.sync(() => process.exit(code))))
+
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("/app/eval.ts")) runMain(process.argv.slice(2))

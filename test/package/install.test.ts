@@ -215,7 +215,7 @@ describe("the published package", () => {
 
   it("holds the build, the types and the web assets; no tests, bench, CI or app", async () => {
     const files = ok(await run(work, "tar", ["-tzf", tarball]), "tar").stdout.split("\n").filter((f) => f !== "")
-    for (const file of ["package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/server/index.js", "dist/server/index.d.ts", "dist/web/index.html", "dist/web/app.js"]) {
+    for (const file of ["package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/server/index.js", "dist/server/index.d.ts", "dist/web/index.html", "dist/web/app.js", "dist/bin/react-engine.js"]) {
       assert.include(files, `package/${file}`)
     }
     const unwanted = files.filter((f) =>
@@ -240,6 +240,22 @@ describe("the published package", () => {
     assert.match(result.stdout, /server entry: \d+ web assets; internal modules: ERR_PACKAGE_PATH_NOT_EXPORTED/)
     assert.include(result.stdout, "postgres without @effect/sql-pg: DATABASE_URL is a PostgreSQL URL but @effect/sql-pg is not installed")
   }, 120_000)
+
+  it("the package's binary runs the example eval suite offline (node_modules/.bin/react-engine eval)", async () => {
+    const evals = join(app, "evals")
+    mkdirSync(evals, { recursive: true })
+    for (const file of ["cases.jsonl", "calculator.cassette.json"]) {
+      writeFileSync(join(evals, file), readFileSync(join(ROOT, "examples/evals", file)))
+    }
+    const bin = join(app, "node_modules/.bin/react-engine")
+    const result = ok(await run(app, bin, ["eval", "evals/cases.jsonl", "--report", "evals/report.json"], 120_000), "react-engine eval")
+    assert.match(result.stdout, /5\/5 passed, mean score 0\.900/)
+    const report = JSON.parse(readFileSync(join(evals, "report.json"), "utf8")) as { summary: { passed: number } }
+    assert.strictEqual(report.summary.passed, 5)
+    assert.strictEqual(existsSync(join(evals, "report.html")), true)
+    const low = await run(app, bin, ["eval", "evals/cases.jsonl", "--min-score", "0.95"], 120_000)
+    assert.strictEqual(low.code, 1, low.stderr)
+  }, 300_000)
 
   it("the embedder's vitest suite passes with ScriptedLlm", async () => {
     const result = ok(

@@ -235,9 +235,11 @@ export const readTrace = (text: string): TraceView => {
 // ---- structured calls ----------------------------------------------------------------
 
 /**
- * A valid value for a JSON Schema (the simplest one), with one piece of sense:
+ * A valid value for a JSON Schema (the simplest one), with two pieces of sense:
  * an array of strings named `tools` (tool selection) gets the tool names the
- * demo would use that the prompt mentions.
+ * demo would use that the prompt mentions; a string named `reason` (a verdict's:
+ * an eval judge, a guardrail classifier) says that nothing was judged, rather than
+ * an empty reason that reads like a real verdict with nothing to say.
  *
  * @internal
  */
@@ -274,6 +276,7 @@ export const sampleFromSchema = (root: JsonSchemaObject, prompt: string): unknow
         return Array.from({ length: min }, () => go(items, undefined, depth + 1))
       }
       case "string":
+        if (key === "reason" && fits(schema, DEMO_REASON)) return DEMO_REASON
         return typeof schema.minLength === "number" && schema.minLength > 0 ? "x".repeat(schema.minLength) : ""
       case "number":
       case "integer":
@@ -288,6 +291,15 @@ export const sampleFromSchema = (root: JsonSchemaObject, prompt: string): unknow
   }
   return go(root, undefined, 0)
 }
+
+/** The demo's `reason` in a structured reply: it is rule-based and judges nothing. @internal */
+export const DEMO_REASON =
+  "the offline demo model does not judge: this is its placeholder verdict (the schema's simplest value); configure a real model (LLM_*, FAST_LLM_*) for a real one"
+
+const fits = (schema: JsonSchemaObject, text: string): boolean =>
+  !(typeof schema.maxLength === "number" && text.length > schema.maxLength) &&
+  !(typeof schema.minLength === "number" && text.length < schema.minLength) &&
+  !(typeof schema.pattern === "string" && !new RegExp(schema.pattern, "u").test(text))
 
 const lastLine = (prompt: string): string => {
   const q = /(?:User request|Question|Query):[ \t]*\n?([\s\S]+)$/i.exec(prompt)
