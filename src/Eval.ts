@@ -14,7 +14,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { readFileSync } from "node:fs"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { dirname, resolve } from "node:path"
 import * as Cassette from "./Cassette.js"
 import * as scorers from "./internal/eval/scorers.js"
@@ -120,26 +120,37 @@ export const parseCases = (text: string): Either.Either<ReadonlyArray<Case>, Eva
 
 /**
  * Reads a cases file (JSONL, `parseCases`) and the cassettes its cases name by
- * path, relative to the file. A file that cannot be read fails with line 0; a
- * case whose cassette cannot be read, with the case's line.
+ * path, relative to the file, through `FileSystem`. A file that cannot be read
+ * fails with line 0; a case whose cassette cannot be read, with the case's line.
  *
  * @since 0.1.0
  * @category decoding
  */
-export const readCases = (path: string): Either.Either<ReadonlyArray<Case>, EvalCaseError> => {
-  const read = (file: string) => Either.try({ try: () => readFileSync(file, "utf8"), catch: (e) => (e instanceof Error ? e.message : String(e)) })
-  const text = read(path)
-  if (Either.isLeft(text)) return Either.left(new EvalCaseError({ line: 0, message: `cannot read ${path}: ${text.left}` }))
-  return Either.flatMap(parseCases(text.right), (cases) =>
-    Either.all(cases.map((c, i) => {
-      if (typeof c.cassette !== "string") return Either.right(c)
-      return read(resolve(dirname(path), c.cassette)).pipe(
-        Either.flatMap((json) => Either.try({ try: () => JSON.parse(json) as unknown, catch: (e) => `not JSON: ${(e as Error).message}` })),
-        Either.map((cassette): Case => ({ ...c, cassette })),
-        Either.mapLeft((message) => new EvalCaseError({ line: lineOf(text.right, i), message: `cassette ${c.cassette}: ${message}` }))
-      )
-    })))
-}
+export const readCases = (path: string): Effect.Effect<ReadonlyArray<Case>, EvalCaseError, FileSystem.FileSystem> =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    readCasesWith(path, (file) => Effect.mapError(fs.readFileString(file), (e) => e.message)))
+
+/**
+ * `readCases` with the reader given: `read` yields a file's text or the reason
+ * it cannot be read (`EvalSuite` reads synchronously, at test collection).
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const readCasesWith = <R>(
+  path: string,
+  read: (file: string) => Effect.Effect<string, string, R>
+): Effect.Effect<ReadonlyArray<Case>, EvalCaseError, R> =>
+  Effect.gen(function*() {
+    const text = yield* Effect.mapError(read(path), (reason) => new EvalCaseError({ line: 0, message: `cannot read ${path}: ${reason}` }))
+    const cases = yield* parseCases(text)
+    return yield* Effect.forEach(cases, (c, i) =>
+      typeof c.cassette !== "string" ? Effect.succeed(c) : read(resolve(dirname(path), c.cassette)).pipe(
+        Effect.flatMap((json) => Effect.try({ try: () => JSON.parse(json) as unknown, catch: (e) => `not JSON: ${(e as Error).message}` })),
+        Effect.map((cassette): Case => ({ ...c, cassette })),
+        Effect.mapError((message) => new EvalCaseError({ line: lineOf(text, i), message: `cassette ${c.cassette}: ${message}` }))
+      ))
+  })
 
 /** The 1-based line of the `index`th case of a cases file. */
 const lineOf = (text: string, index: number): number => {

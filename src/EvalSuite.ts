@@ -20,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import { readFileSync } from "node:fs"
 import * as Eval from "./Eval.js"
 import type { LlmService } from "./Llm.js"
 import type * as ReactAgent from "./ReactAgent.js"
@@ -121,7 +122,10 @@ export const runCase = (c: Eval.Case, options: Options): Effect.Effect<Eval.Case
  */
 export const load = (cases: ReadonlyArray<Eval.Case> | string): ReadonlyArray<Eval.Case> => {
   if (typeof cases !== "string") return cases
-  const read = Eval.readCases(cases)
+  // vitest collects a suite synchronously, so the file is read with node:fs here
+  // (`Eval.readCases` reads through `FileSystem`, whose reads are asynchronous)
+  const read = Effect.runSync(Effect.either(Eval.readCasesWith(cases, (file) =>
+    Effect.try({ try: () => readFileSync(file, "utf8"), catch: (e) => (e instanceof Error ? e.message : String(e)) }))))
   if (Either.isLeft(read)) {
     throw new Error(read.left.line === 0 ? read.left.message : `${cases}:${read.left.line}: ${read.left.message}`)
   }

@@ -10,6 +10,7 @@
  *   --min-score N      exit 1 when the mean score is below N (0..1)
  *   --concurrency N    cases at once (default 4)
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -79,7 +80,7 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       return 2
     }
     const args = parsed.right
-    const cases = Eval.readCases(args.file)
+    const cases = yield* Effect.either(Eval.readCases(args.file).pipe(Effect.provide(NodeFileSystem.layer)))
     if (Either.isLeft(cases)) {
       const { line, message } = cases.left
       yield* Effect.sync(() => console.error(line === 0 ? message : `${args.file}:${line}: ${message}`))
