@@ -1,0 +1,130 @@
+/**
+ * A run continued from a stored prefix of another (a fork): under `withPrefix`
+ * the wrapped model, tools and interrupt queues answer the steps the prefix
+ * holds from it — a model request equal to a stored one (in `lenient` view)
+ * gets its stored reply, a tool call that the prefix holds (same tool, call id
+ * and arguments) its stored outcome, the first drains what the stored ones
+ * took — and pass everything else through to the live services.
+ *
+ * Matching is by what is asked, not by position: a durable run restarted
+ * after a crash does not ask again for the steps it stored, so a counter
+ * would be off; a stored request is unique within its run (it holds every
+ * message so far). Each stored step answers once.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import { globalValue } from "effect/GlobalValue"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as Cassette from "../../Cassette.js"
+import type * as Interrupts from "../../Interrupts.js"
+import type { ChatRequest, LlmService } from "../../Llm.js"
+import { unwrapDeltas } from "../../Llm.js"
+import { requestJson } from "../../Recorder.js"
+import * as ToolModule from "../../Tool.js"
+import type { Tool } from "../../Tool.js"
+import { handlerEffect } from "../recorder/tools.js"
+import { firstDifference, lenientView } from "./diff.js"
+
+/** A prefix being answered: its steps and which of them have answered. */
+export interface PrefixState {
+  readonly cassette: Cassette.Cassette
+  readonly usedModelCalls: Set<number>
+  readonly usedToolCalls: Set<number>
+  drains: number
+  /** Steps answered from the prefix so far (model calls, tool calls). */
+  readonly answered: { modelCalls: number; toolCalls: number }
+}
+
+export const makeState = (cassette: Cassette.Cassette): PrefixState => ({
+  cassette,
+  usedModelCalls: new Set(),
+  usedToolCalls: new Set(),
+  drains: 0,
+  answered: { modelCalls: 0, toolCalls: 0 }
+})
+
+export const currentPrefix: FiberRef.FiberRef<Option.Option<PrefixState>> = globalValue(
+  Symbol.for("effect-react-engine/Replay/currentPrefix"),
+  () => FiberRef.unsafeMake<Option.Option<PrefixState>>(Option.none())
+)
+
+/** The stored call answering `request`, marked used; undefined when the prefix holds none. */
+const take = (state: PrefixState, method: "chat" | "stream", request: ChatRequest): Cassette.ModelCall | undefined => {
+  const actual = lenientView(requestJson(request))
+  const index = state.cassette.model_calls.findIndex((call, i) =>
+    !state.usedModelCalls.has(i) && call.method === method && firstDifference(lenientView(call.request), actual) === undefined
+  )
+  if (index < 0) return undefined
+  state.usedModelCalls.add(index)
+  state.answered.modelCalls++
+  return state.cassette.model_calls[index]
+}
+
+export const wrapLlm = (llm: LlmService): LlmService => ({
+  ...llm,
+  chat: (request) =>
+    Effect.flatMap(FiberRef.get(currentPrefix), (prefix) => {
+      const stored = Option.isSome(prefix) ? take(prefix.value, "chat", request) : undefined
+      if (stored === undefined) return llm.chat(request)
+      if (stored.error !== undefined) return Effect.fail(Cassette.toLlmError(stored.error))
+      return stored.reply !== undefined ? Effect.succeed(stored.reply) : llm.chat(request)
+    }),
+  streamChat: (request) =>
+    unwrapDeltas(Effect.map(FiberRef.get(currentPrefix), (prefix) => {
+      const stored = Option.isSome(prefix) ? take(prefix.value, "stream", request) : undefined
+      if (stored === undefined) return llm.streamChat(request)
+      const deltas = Stream.fromIterable(stored.deltas ?? [])
+      return stored.error === undefined ? deltas : Stream.concat(deltas, Stream.fail(Cassette.toLlmError(stored.error)))
+    }))
+})
+
+const replayed = (outcome: Cassette.ToolOutcome): Effect.Effect<unknown, ToolModule.ToolError> => {
+  switch (outcome._tag) {
+    case "Success":
+      return Effect.succeed(outcome.output)
+    case "Failure":
+      return Effect.fail(new ToolModule.ToolError({ message: outcome.message }))
+    case "Die":
+      return Effect.die(new Error(outcome.message))
+    case "Interrupted":
+      // the run's timeout or cancellation ends it again
+      return Effect.never
+  }
+}
+
+export const wrapTool = (tool: Tool): Tool => ({
+  ...tool,
+  handler: (args: unknown) =>
+    Effect.flatMap(Effect.zip(FiberRef.get(currentPrefix), FiberRef.get(ToolModule.currentCall)), ([prefix, call]) => {
+      const live = Effect.suspend(() => handlerEffect(tool, args))
+      if (Option.isNone(prefix)) return live
+      const state = prefix.value
+      const c = Option.getOrUndefined(call)
+      const json = JSON.parse(JSON.stringify(args ?? {}))
+      const index = state.cassette.tool_calls.findIndex((t, i) =>
+        !state.usedToolCalls.has(i) && t.tool_name === tool.name &&
+        (c?.toolCallId === undefined || t.tool_call_id === c.toolCallId) &&
+        firstDifference(t.args, json) === undefined
+      )
+      if (index < 0) return live
+      state.usedToolCalls.add(index)
+      state.answered.toolCalls++
+      return replayed(state.cassette.tool_calls[index].outcome)
+    }) as Effect.Effect<ToolModule.ToolOutput, ToolModule.ToolError>
+})
+
+export const wrapInterrupts = (interrupts: Interrupts.InterruptsService): Interrupts.InterruptsService => ({
+  ...interrupts,
+  drain: (conversationId) =>
+    Effect.flatMap(FiberRef.get(currentPrefix), (prefix) => {
+      if (Option.isNone(prefix)) return interrupts.drain(conversationId)
+      const state = prefix.value
+      const stored = state.cassette.drains[state.drains]
+      if (stored === undefined) return interrupts.drain(conversationId)
+      state.drains++
+      return Effect.succeed(stored.items)
+    })
+})
