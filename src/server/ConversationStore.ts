@@ -87,6 +87,8 @@ export interface ForkOrigin {
   readonly at: number
   /** The original conversation's title when the fork was made. */
   readonly title: string
+  /** The step of event `at`, for people ("step 2 · calculator", "the answer"). */
+  readonly step: string
 }
 
 /**

@@ -32,6 +32,18 @@ import * as RunRegistry from "./RunRegistry.js"
 import * as RunTrace from "./RunTrace.js"
 import * as ServerConfig from "./ServerConfig.js"
 
+/** The step an event belongs to, for people (`forked_from.step`: "step 2 · calculator"). */
+const stepOf = (event: RunLog.StoredEvent): string => {
+  const d = JSON.parse(event.data) as Record<string, unknown>
+  if (event.channel === "done") return "the end of the run"
+  if (event.channel === "answer" || (event.channel === "step" && d.type === "answer")) return "the answer"
+  if (event.channel === "step" && d.type === "iteration") {
+    return `step ${d.iteration} · ${d.tool_name}${d.status === "start" ? " (started)" : ""}`
+  }
+  if (event.channel === "step" && d.type === "thinking") return `step ${d.iteration}${d.status === "start" ? " (thinking)" : ""}`
+  return `event ${event.seq}`
+}
+
 /**
  * @since 0.1.0
  * @category layers
@@ -76,7 +88,8 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
         )
       }
       const at = body.at ?? run.lastSeq
-      if (!events.some((e) => e.seq === at)) {
+      const event = events.find((e) => e.seq === at)
+      if (event === undefined) {
         return yield* Effect.fail(new ApiError.NotFound({ code: "event_not_found", conversationId: id, runId: run.runId, at }))
       }
       const entries = yield* trace.entries(run.runId).pipe(Effect.mapError(internal))
@@ -87,7 +100,7 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
       const conversationId = `conv_${randomUUID()}`
       yield* store.fork({
         id: conversationId,
-        origin: { conversation_id: id, run_id: run.runId, at, title: conversation.value.title },
+        origin: { conversation_id: id, run_id: run.runId, at, title: conversation.value.title, step: stepOf(event) },
         turns: copied
       }).pipe(Effect.mapError(internal))
       yield* registry.start({

@@ -103,10 +103,14 @@ describe("POST /api/conversations/:id/fork", () => {
 
         // the fork: its origin, its own run; the original: unchanged, its events too
         const forkDetail = (await getJson(`${url}/api/conversations/${fork}`)).body
-        assert.deepStrictEqual(
-          { ...forkDetail.forked_from, title: undefined },
-          { conversation_id: original, run_id: done.data.run_id, at, title: undefined }
-        )
+        assert.deepStrictEqual(forkDetail.forked_from, {
+          conversation_id: original,
+          run_id: done.data.run_id,
+          at,
+          title: "Record a and b.",
+          step: "step 1 · rec__record"
+        })
+        assert.strictEqual(forkDetail.title, "Record a and b. (fork)")
         assert.deepStrictEqual(forkDetail.turn_details.map((t: any) => t.run_id), [doneOf(events).data.run_id])
         assert.deepStrictEqual((await getJson(`${url}/api/conversations/${original}`)).body, before)
         const again = await openSse(`${url}/api/react/events?conversation_id=${original}&after=0`)
