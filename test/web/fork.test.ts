@@ -29,7 +29,7 @@ layer(ChromiumLive, { timeout: "90 seconds", excludeTestServices: true })("fork 
       yield* pw(() => button.click())
 
       // the fork opens: its origin above its turns, its run followed to the end
-      const origin = yield* pw(() => page.waitForSelector(".fork-origin", { timeout: 30_000 }))
+      const origin = yield* pw(() => page.waitForSelector(".fork-origin", { timeout: 15_000 }))
       assert.strictEqual(yield* pw(() => origin.textContent()), "Forked from “full report on France” at step 1 · calculator")
       assert.strictEqual(yield* pw(() => origin.$eval("a", (a) => a.getAttribute("href"))), `#c=${encodeURIComponent(original)}`)
       const fork = yield* pw(() => page.evaluate(() => decodeURIComponent(location.hash.replace(/^#c=/, ""))))
@@ -60,6 +60,6 @@ layer(ChromiumLive, { timeout: "90 seconds", excludeTestServices: true })("fork 
       yield* pw(() => page.waitForFunction((id) => location.hash === `#c=${encodeURIComponent(id)}`, original))
       yield* pw(() => page.waitForSelector(".turn.past", { timeout: 10_000 }))
       assert.strictEqual(yield* pw(() => page.$$eval(".fork-origin", (els) => els.length)), 0)
-    }))
+    }), 90_000)
 })
 void describe
