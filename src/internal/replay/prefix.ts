@@ -3,8 +3,11 @@
  * the wrapped model, tools and interrupt queues answer the steps the prefix
  * holds from it — a model request equal to a stored one (in `lenient` view)
  * gets its stored reply, a tool call that the prefix holds (same tool, call id
- * and arguments) its stored outcome, the first drains what the stored ones
- * took — and pass everything else through to the live services.
+ * and arguments, asked for by a stored reply this run was given) its stored
+ * outcome, the first drains what the stored ones took — and pass everything
+ * else through to the live services. A live reply never gets a stored outcome,
+ * even when its call id and arguments are those of a stored call (providers
+ * that number their calls `call_0`, `call_1`… repeat ids).
  *
  * Matching is by what is asked, not by position: a durable run restarted
  * after a crash does not ask again for the steps it stored, so a counter
@@ -34,6 +37,8 @@ export interface PrefixState {
   readonly usedModelCalls: Set<number>
   readonly usedToolCalls: Set<number>
   drains: number
+  /** The call ids of the stored replies this run was given: only their calls are answered from the prefix. */
+  readonly callIds: Set<string>
   /** Steps answered from the prefix so far (model calls, tool calls). */
   readonly answered: { modelCalls: number; toolCalls: number }
 }
@@ -43,6 +48,7 @@ export const makeState = (cassette: Cassette.Cassette): PrefixState => ({
   usedModelCalls: new Set(),
   usedToolCalls: new Set(),
   drains: 0,
+  callIds: new Set(),
   answered: { modelCalls: 0, toolCalls: 0 }
 })
 
@@ -60,7 +66,10 @@ const take = (state: PrefixState, method: "chat" | "stream", request: ChatReques
   if (index < 0) return undefined
   state.usedModelCalls.add(index)
   state.answered.modelCalls++
-  return state.cassette.model_calls[index]
+  const stored = state.cassette.model_calls[index]
+  for (const call of stored.reply?.toolCalls ?? []) state.callIds.add(call.id)
+  for (const delta of stored.deltas ?? []) if (delta._tag === "ToolCall" && delta.id !== undefined) state.callIds.add(delta.id)
+  return stored
 }
 
 export const wrapLlm = (llm: LlmService): LlmService => ({
@@ -119,7 +128,9 @@ export const wrapTool = (tool: Tool): Tool => ({
       const json = JSON.parse(JSON.stringify(args ?? {}))
       const index = state.cassette.tool_calls.findIndex((t, i) =>
         !state.usedToolCalls.has(i) && t.tool_name === tool.name &&
-        (c?.toolCallId === undefined || t.tool_call_id === c.toolCallId) &&
+        (c?.toolCallId !== undefined
+          ? state.callIds.has(c.toolCallId) && t.tool_call_id === c.toolCallId
+          : state.answered.modelCalls > 0 && t.iteration === c?.iteration) &&
         firstDifference(t.args, json) === undefined
       )
       if (index < 0) return live
