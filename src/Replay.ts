@@ -377,9 +377,9 @@ export const layerPrefix: Layer.Layer<
  * to take from storage, e.g. a run cut at a fork point): on `layerPrefix`'s
  * services a model request equal to a stored one (compared as `lenient`
  * compares) is answered with its stored reply, a tool call the prefix holds
- * (same tool, call id and arguments) with its stored outcome — the handler
- * does not run — and the first drains with what the stored ones took. Every
- * other step runs live. Each stored step answers once.
+ * (same tool, call id and arguments) that a stored reply asked for with its
+ * stored outcome — the handler does not run — and the first drains with what
+ * the stored ones took. Every other step runs live. Each stored step answers once.
  *
  * @since 0.1.0
  * @category utils
