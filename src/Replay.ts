@@ -22,6 +22,7 @@ import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as ConfigError from "effect/ConfigError"
+import * as Approvals from "./Approvals.js"
 import * as Cassette from "./Cassette.js"
 import * as ContextGuard from "./ContextGuard.js"
 import * as Hooks from "./Hooks.js"
@@ -352,10 +353,10 @@ export const run = (
   })
 
 /**
- * Wraps the `Llm`, `Toolkit` and `Interrupts` it is given (and provides them
- * again) so that a run under `withPrefix` takes the steps of a stored prefix
- * from it; outside one they pass calls straight through. The server builds
- * its agent on it (a fork continues from the original run's stored steps).
+ * Wraps the `Llm`, `Toolkit` and `Interrupts` it is given: a run under
+ * `withPrefix` takes the steps of a stored prefix from it; outside one they
+ * pass calls through. The server's agent is built on it (and on
+ * `layerPrefixApprovals`): a fork continues from the original's stored steps.
  *
  * @since 0.1.0
  * @category layers
@@ -373,13 +374,24 @@ export const layerPrefix: Layer.Layer<
 }))
 
 /**
- * Runs `self` continuing from the steps of `prefix` (a cassette of the steps
- * to take from storage, e.g. a run cut at a fork point): on `layerPrefix`'s
- * services a model request equal to a stored one (compared as `lenient`
- * compares) is answered with its stored reply, a tool call the prefix holds
- * (same tool, call id and arguments) that a stored reply asked for with its
- * stored outcome — the handler does not run — and the first drains with what
- * the stored ones took. Every other step runs live. Each stored step answers once.
+ * Wraps the `Approvals` it is given: under `withPrefix`, a stored call that
+ * waited for a person gets the stored decision instead of asking again.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerPrefixApprovals: Layer.Layer<Approvals.Approvals, never, Approvals.Approvals> = Layer.effect(
+  Approvals.Approvals,
+  Effect.map(Approvals.Approvals, Prefix.wrapApprovals)
+)
+
+/**
+ * Runs `self` continuing from the steps of `prefix` (a run cut at a fork
+ * point): on `layerPrefix`'s services a model request equal to a stored one
+ * (as `lenient` compares) gets its stored reply, a tool call the prefix holds
+ * (same tool, call id, arguments) that a stored reply asked for its stored
+ * outcome — the handler does not run — and the first drains what the stored
+ * ones took. Every other step runs live. Each stored step answers once.
  *
  * @since 0.1.0
  * @category utils

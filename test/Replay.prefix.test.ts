@@ -7,14 +7,19 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Approvals from "../src/Approvals.js"
 import * as ContextGuard from "../src/ContextGuard.js"
 import * as Hooks from "../src/Hooks.js"
 import * as Interrupts from "../src/Interrupts.js"
+import type * as Llm from "../src/Llm.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import * as Recorder from "../src/Recorder.js"
 import * as Replay from "../src/Replay.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
+import * as Tool from "../src/Tool.js"
 import * as Toolkit from "../src/Toolkit.js"
 import { countingTool, recordingAgent } from "./utils/replayLayers.js"
 
@@ -87,4 +92,67 @@ describe("Replay.withPrefix", () => {
       assert.deepStrictEqual(fork.ran, ["a", "b"])
       assert.strictEqual(fork.scripted.requests.length, 4)
     }))
+
+  it.live("a stored call that waited for a person gets its stored decision: nobody is asked again before the fork point", () =>
+    Effect.gen(function*() {
+      const ran: Array<string> = []
+      const tool = Tool.make({
+        name: "lookup",
+        description: "Looks a key up (a person approves each call)",
+        parameters: Schema.Struct({ key: Schema.String }),
+        needsApproval: true,
+        handler: ({ key }) => Effect.sync(() => (ran.push(key), `value of ${key}`))
+      })
+      /** Approves every call waiting in `approvals`, counting them. */
+      const approver = (approvals: Approvals.ApprovalsService, asked: Array<string>) =>
+        Effect.forever(Effect.flatMap(approvals.pending(), (pending) =>
+          Effect.forEach(pending, (p) =>
+            Effect.zipRight(
+              Effect.sync(() => asked.push(String(p.args.key))),
+              Effect.ignore(approvals.decide({ conversationId: p.conversationId, approvalId: p.approvalId, decision: "approve" }))
+            ), { discard: true })).pipe(Effect.zipLeft(Effect.sleep("10 millis"))))
+      const agentOn = <S>(approvals: Layer.Layer<Approvals.Approvals>, services: Layer.Layer<S | Llm.Llm | Toolkit.Toolkit | Interrupts.Interrupts>) =>
+        Layer.effect(ReactAgent.ReactAgent, Effect.flatMap(Approvals.Approvals, (a) => ReactAgent.make({ synthesis: "always", approvals: a }))).pipe(
+          Layer.provideMerge(Layer.mergeAll(Replay.layerPrefix, ContextGuard.layer(), approvals, Hooks.layerEmpty)),
+          Layer.provideMerge(services),
+          Layer.orDie
+        )
+      const base = () => Layer.mergeAll(ScriptedLlm.make(responder).layer, Toolkit.layer([tool]), Interrupts.layer)
+      const input = { query: "Look a and b up.", conversationId: "c" }
+      /** Runs `self` on `agent` while a person approves every call that waits (counted). */
+      const approving = <A, R>(self: (agent: ReactAgent.ReactAgentService) => Effect.Effect<A, never, R>) =>
+        Effect.gen(function*() {
+          const asked: Array<string> = []
+          const agent = yield* ReactAgent.ReactAgent
+          const decider = yield* Effect.fork(approver(agent.approvals, asked))
+          const out = yield* self(agent)
+          yield* Fiber.interrupt(decider)
+          return { asked, out }
+        })
+
+      // recorded: both calls asked a person
+      const first = yield* approving((agent) => Recorder.record(agent, input)).pipe(
+        Effect.provide(agentOn(Approvals.layer, Recorder.layer.pipe(Layer.provide(base()))))
+      )
+      assert.deepStrictEqual([first.asked, ran], [["a", "b"], ["a", "b"]])
+      const cassette = first.out.cassette
+      assert.deepStrictEqual(cassette.approvals.map((a) => a.decision), ["approve", "approve"])
+
+      // forked after `a`: `a` is approved from storage (nobody asked) and not run; `b` asks and runs live
+      ran.length = 0
+      const prefix = {
+        ...cassette,
+        model_calls: cassette.model_calls.slice(0, 1),
+        tool_calls: cassette.tool_calls.slice(0, 1),
+        approvals: cassette.approvals.slice(0, 1)
+      }
+      const fork = yield* approving((agent) => Replay.withPrefix(prefix)(agent.runCollect(input))).pipe(
+        Effect.provide(agentOn(Layer.provide(Replay.layerPrefixApprovals, Approvals.layer), base()))
+      )
+      assert.strictEqual(fork.out.answer, "Final.")
+      assert.deepStrictEqual(fork.asked, ["b"])
+      assert.deepStrictEqual(ran, ["b"])
+      // both were approved, as the events say
+      assert.deepStrictEqual(fork.out.steps.map((st) => st.error ?? null), [null, null])
+    }), 30_000)
 })

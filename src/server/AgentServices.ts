@@ -120,7 +120,7 @@ export const make = <E, R, RI = never, RA = never>(
     Layer.provideMerge(Recorder.layer),
     // a fork's run takes the original's steps before the fork point from storage (`Replay.withPrefix`);
     // under the recorder, so the fork's own cassette holds them too
-    Layer.provideMerge(Replay.layerPrefix),
+    Layer.provideMerge(Layer.merge(Replay.layerPrefix, Replay.layerPrefixApprovals)),
     Layer.provideMerge(services),
     Layer.provideMerge(models)
   )

@@ -106,12 +106,19 @@ export type ForkPoint = typeof ForkPoint.Type
  * before event `at` (`RunTrace.TraceRow.afterEvent`; entries stored before
  * that was recorded count only for a fork at the run's last event). When the
  * fork asks `query` instead of the original's, the stored requests say so:
- * the requests of the forked run, which hold the new query, match them.
+ * the requests of the forked run, which hold the new query, match them. The
+ * decisions of the calls that waited for a person before `at` come from the
+ * run's events.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const forkPrefix = (point: ForkPoint, entries: ReadonlyArray<RunTrace.TraceRow>, query: string): Cassette.Cassette => {
+export const forkPrefix = (
+  point: ForkPoint,
+  entries: ReadonlyArray<RunTrace.TraceRow>,
+  events: ReadonlyArray<RunLog.StoredEvent>,
+  query: string
+): Cassette.Cassette => {
   const steps = entries.filter((e) =>
     e.kind === "input" || e.kind === "model_info" ||
     (e.afterEvent !== undefined ? e.afterEvent < point.at : point.at >= point.last)
@@ -122,7 +129,8 @@ export const forkPrefix = (point: ForkPoint, entries: ReadonlyArray<RunTrace.Tra
     query: point.query,
     startedAt: 0,
     entries: steps,
-    events: [],
+    // the approval decisions before the fork point
+    events: events.filter((e) => e.seq < point.at),
     tools: [],
     fallbackModel: { name: "unknown" }
   })

@@ -276,7 +276,8 @@ const body = (payload: RunPayload) =>
     const governed = ConversationBudget.govern(yield* Effect.serviceOption(ConversationBudget.ConversationBudget), journal, store, conversationId)
     // a fork: the original run's steps before the fork point come from storage, the rest runs live
     const fromStorage = payload.fork === undefined ? <A, E, R>(self: Effect.Effect<A, E, R>) => self : Replay.withPrefix(
-      CassetteRoutes.forkPrefix(payload.fork, yield* Effect.orDie(trace.entries(payload.fork.runId)), query)
+      CassetteRoutes.forkPrefix(payload.fork, yield* Effect.orDie(trace.entries(payload.fork.runId)),
+        yield* Effect.orDie(log.eventsAfter(payload.fork.runId, 0)), query)
     )
     if (mode === "react") return yield* governed(Recorder.withRecording(recording)(fromStorage(agent.execute(input, journal))))
     // DAG mode: the plan, steps, analysis and synthesis are activities; step events are keyed by step

@@ -21,6 +21,7 @@ import * as FiberRef from "effect/FiberRef"
 import { globalValue } from "effect/GlobalValue"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import type * as Approvals from "../../Approvals.js"
 import * as Cassette from "../../Cassette.js"
 import * as ErrorMessage from "../../ErrorMessage.js"
 import type * as Interrupts from "../../Interrupts.js"
@@ -36,6 +37,7 @@ export interface PrefixState {
   readonly cassette: Cassette.Cassette
   readonly usedModelCalls: Set<number>
   readonly usedToolCalls: Set<number>
+  readonly usedApprovals: Set<number>
   drains: number
   /** The call ids of the stored replies this run was given: only their calls are answered from the prefix. */
   readonly callIds: Set<string>
@@ -47,6 +49,7 @@ export const makeState = (cassette: Cassette.Cassette): PrefixState => ({
   cassette,
   usedModelCalls: new Set(),
   usedToolCalls: new Set(),
+  usedApprovals: new Set(),
   drains: 0,
   callIds: new Set(),
   answered: { modelCalls: 0, toolCalls: 0 }
@@ -150,5 +153,35 @@ export const wrapInterrupts = (interrupts: Interrupts.InterruptsService): Interr
       if (stored === undefined) return interrupts.drain(conversationId)
       state.drains++
       return Effect.succeed(stored.items)
+    })
+})
+
+/**
+ * A call of a stored reply that waited for a person gets the stored decision
+ * (announced as usual, then decided at once): nobody is asked again for a step
+ * before the fork point.
+ */
+export const wrapApprovals = (approvals: Approvals.ApprovalsService): Approvals.ApprovalsService => ({
+  ...approvals,
+  request: (request) =>
+    Effect.flatMap(FiberRef.get(currentPrefix), (prefix) => {
+      if (Option.isNone(prefix)) return approvals.request(request)
+      const state = prefix.value
+      const ours = state.callIds.has(request.toolCallId)
+      const index = state.cassette.approvals.findIndex((a, i) =>
+        !state.usedApprovals.has(i) && (a.tool_name === undefined || a.tool_name === request.toolName) &&
+        (a.tool_call_id !== undefined
+          ? ours && a.tool_call_id === request.toolCallId
+          : state.answered.modelCalls > 0 && a.iteration === request.iteration)
+      )
+      if (index < 0) return approvals.request(request)
+      state.usedApprovals.add(index)
+      const stored = state.cassette.approvals[index]
+      return Effect.as(request.onStored ?? Effect.void, {
+        approvalId: request.approvalId,
+        argsHash: request.argsHash,
+        decision: stored.decision,
+        ...(stored.reason !== undefined ? { reason: stored.reason } : {})
+      })
     })
 })
