@@ -158,7 +158,8 @@ export const EventsQuery = Schema.Struct({
 /**
  * `POST /api/conversations/:id/fork`: the run to fork (default: the
  * conversation's latest), the event id of that run to fork at (default: its
- * last event) and a query that replaces the run's (default: the same query).
+ * last event) — or the tool call whose `iteration done` event it is — and a
+ * query that replaces the run's (default: the same query).
  *
  * @since 0.1.0
  * @category models
@@ -166,5 +167,6 @@ export const EventsQuery = Schema.Struct({
 export const ForkRequest = Schema.Struct({
   run_id: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/, { message: () => "Expected a run id" }))),
   at: Schema.optional(Schema.Int.pipe(Schema.positive({ message: () => "Expected an event id (a positive integer)" }))),
+  tool_call_id: Schema.optional(Schema.String.pipe(Schema.minLength(1, { message: () => "Expected a tool call id" }))),
   replace_query: Schema.optional(Text("replace_query"))
 })

@@ -1,5 +1,5 @@
 /**
- * `POST /api/conversations/:id/fork {run_id?, at?, replace_query?}`: a new
+ * `POST /api/conversations/:id/fork {run_id?, at?, tool_call_id?, replace_query?}`: a new
  * conversation whose history is the original's up to event `at` of run
  * `run_id` (default: the conversation's latest run, at its last event), and
  * its run started at once — `201 {conversation_id, forked_from:
@@ -10,7 +10,8 @@
  * before the fork point — model replies, tool outcomes, drained follow-ups —
  * come from the original run's stored steps (`Replay.withPrefix` over the run
  * trace), no tool runs again and the model is not asked again for them; the
- * rest runs live. The original is only read.
+ * rest runs live. The original is only read. `tool_call_id` instead of `at`
+ * forks at that call's `iteration done` event.
  *
  * 400 for a bad body, 404 `conversation_not_found` / `no_run` /
  * `run_not_found` / `event_not_found`, 409 while the run is still running,
@@ -64,6 +65,9 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
         return yield* Effect.fail(new ApiError.InvalidRequest({ issues: [{ path: "id", message: "Invalid conversation id" }] }))
       }
       const body = yield* ApiError.decodeBody(ApiSchema.ForkRequest, settings.maxBodyBytes)
+      if (body.at !== undefined && body.tool_call_id !== undefined) {
+        return yield* Effect.fail(new ApiError.InvalidRequest({ issues: [{ path: "tool_call_id", message: "Give at or tool_call_id, not both" }] }))
+      }
       const conversation = yield* store.get(id).pipe(Effect.mapError(internal))
       if (Option.isNone(conversation)) {
         return yield* Effect.fail(new ApiError.NotFound({ code: "conversation_not_found", conversationId: id }))
@@ -87,10 +91,15 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
           new ApiError.NotForkable({ runId: run.runId, reason: "A DAG run cannot be forked (its steps are not stored for a fork)" })
         )
       }
-      const at = body.at ?? run.lastSeq
+      // a tool call: its `iteration done` event (a card of a stored turn knows its call, not its event)
+      const ended = (e: RunLog.StoredEvent) => {
+        const d = e.channel === "step" ? JSON.parse(e.data) as Record<string, unknown> : {}
+        return d.type === "iteration" && d.status === "done" && d.tool_call_id === body.tool_call_id
+      }
+      const at = body.at ?? (body.tool_call_id !== undefined ? events.find(ended)?.seq ?? 0 : run.lastSeq)
       const event = events.find((e) => e.seq === at)
       if (event === undefined) {
-        return yield* Effect.fail(new ApiError.NotFound({ code: "event_not_found", conversationId: id, runId: run.runId, at }))
+        return yield* Effect.fail(new ApiError.NotFound({ code: "event_not_found", conversationId: id, runId: run.runId, ...(at > 0 ? { at } : {}) }))
       }
       const entries = yield* trace.entries(run.runId).pipe(Effect.mapError(internal))
       const input = entries.find((e) => e.kind === "input")?.data as { readonly max_iterations?: number } | undefined

@@ -279,13 +279,14 @@ async function inject(run, content) {
 
 /**
  * "Fork from here": a new conversation that goes on from a step of a finished
- * run (`POST /api/conversations/:id/fork`); its run starts at once and the page
- * opens it.
+ * run (`POST /api/conversations/:id/fork`, at the step's event, or at its tool
+ * call for a stored turn); its run starts at once and the page opens it.
  *
- * @param {{ conversationId: string, runId: string, at: number, query: string }} fork
+ * @param {{ conversationId: string, runId: string, at?: number, toolCallId?: string, query: string }} fork
  */
 async function forkRun(fork) {
-  const res = await postJson(`/api/conversations/${encodeURIComponent(fork.conversationId)}/fork`, { run_id: fork.runId, at: fork.at })
+  const point = fork.at !== undefined ? { at: fork.at } : { tool_call_id: fork.toolCallId }
+  const res = await postJson(`/api/conversations/${encodeURIComponent(fork.conversationId)}/fork`, { run_id: fork.runId, ...point })
   if (!res.ok) {
     appendTurn(h("div", { class: "run-error", role: "alert", text: `Cannot fork this run: ${await errorText(res)}` }))
     return
@@ -353,7 +354,8 @@ async function openConversation(id) {
   }
   if (!resuming && remembered) sessionStorage.removeItem(ACTIVE_KEY)
   if (body?.forked_from) appendTurn(forkOrigin(body.forked_from))
-  for (const turn of renderHistory(messages, Array.isArray(body?.turn_details) ? body.turn_details : undefined)) appendTurn(turn)
+  const onFork = (/** @type {{ runId: string, toolCallId: string, query: string }} */ f) => void forkRun({ ...f, conversationId: id })
+  for (const turn of renderHistory(messages, Array.isArray(body?.turn_details) ? body.turn_details : undefined, onFork)) appendTurn(turn)
   transcript.scrollTop = transcript.scrollHeight
   if (resuming) {
     const run = newRun(remembered?.query ?? "", id)

@@ -126,8 +126,11 @@ describe("POST /api/conversations/:id/fork", () => {
         assert.strictEqual(records.records().length, 6)
 
         // re-asked with a new query at the same point: `a` from storage, the rest live with the new query
-        const reasked = await postJson(`${url}/api/conversations/${original}/fork`, { at, replace_query: "Record a and b, twice." })
+        // (named by its tool call instead of its event id: what a stored turn's card knows)
+        const callA = toolDone(first.events, "a")!.data.tool_call_id
+        const reasked = await postJson(`${url}/api/conversations/${original}/fork`, { tool_call_id: callA, replace_query: "Record a and b, twice." })
         assert.strictEqual(reasked.status, 201)
+        assert.strictEqual(reasked.body.forked_from.at, at)
         await run(url, reasked.body.conversation_id)
         assert.deepStrictEqual(records.records().slice(6), ["start b", "end b"])
         const requeried = fake.requests.slice(7)
@@ -181,6 +184,10 @@ describe("POST /api/conversations/:id/fork", () => {
         assert.strictEqual(bad.status, 400)
         assert.deepStrictEqual(bad.body.issues.map((i: any) => i.path).sort(), ["at", "replace_query"])
         assert.strictEqual((await fork("[1]")).status, 400)
+        const both = await fork({ at: 3, tool_call_id: "call_1_0" })
+        assert.deepStrictEqual([both.status, both.body.issues[0].path], [400, "tool_call_id"])
+        const call = await fork({ tool_call_id: "call_nope" })
+        assert.deepStrictEqual([call.status, call.body.error, call.body.at], [404, "event_not_found", undefined])
         assert.strictEqual((await fork({ at: "3" })).status, 400)
         // none of them made a conversation
         const listed = (await getJson(`${url}/api/conversations`)).body.conversations

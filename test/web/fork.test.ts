@@ -60,6 +60,19 @@ layer(ChromiumLive, { timeout: "90 seconds", excludeTestServices: true })("fork 
       yield* pw(() => page.waitForFunction((id) => location.hash === `#c=${encodeURIComponent(id)}`, original))
       yield* pw(() => page.waitForSelector(".turn.past", { timeout: 10_000 }))
       assert.strictEqual(yield* pw(() => page.$$eval(".fork-origin", (els) => els.length)), 0)
+
+      // a stored turn's cards fork too (at their call's `iteration done`)
+      yield* pw(() => page.click(".turn.past .card[data-tool='calculator'] button.fork"))
+      yield* pw(() => page.waitForFunction((ids) => !ids.includes(decodeURIComponent(location.hash.replace(/^#c=/, ""))), [original, fork]))
+      const second = yield* pw(() => page.waitForSelector(".fork-origin", { timeout: 15_000 }))
+      assert.strictEqual(yield* pw(() => second.textContent()), "Forked from “full report on France” at step 1 · calculator")
+      yield* pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])", { timeout: 30_000 }))
+      const again = yield* pw(() => page.evaluate(() => decodeURIComponent(location.hash.replace(/^#c=/, ""))))
+      const detail2 = yield* pw(() => page.evaluate(async (id) => (await fetch(`/api/conversations/${id}`)).json(), again))
+      assert.deepStrictEqual(
+        { conversation_id: detail2.forked_from.conversation_id, at: detail2.forked_from.at },
+        { conversation_id: original, at }
+      )
     }), 90_000)
 })
 void describe
