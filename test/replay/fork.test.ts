@@ -194,4 +194,62 @@ describe("POST /api/conversations/:id/fork", () => {
         assert.deepStrictEqual(listed.map((c: any) => c.id), [id])
       })
     }).pipe(Effect.scoped), 120_000)
+
+  it.live("kill -9 during the fork's live part: after the restart the fork's run goes on from its stored steps; the prefix's tool and model request are never repeated", () =>
+    Effect.gen(function*() {
+      // as `model`, but in the fork (requests after the original's four) `b` takes 4 s: time to kill the server
+      const slow: FakeOpenAi.FakeResponder = (body, index) => {
+        if (body?.stream) return model(body, index)
+        const done = toolResults(body)
+        if (done !== 1 || index < 4) return model(body, index)
+        return FakeOpenAi.completion({
+          content: "",
+          toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "rec__record", arguments: JSON.stringify({ label: "b", ms: 4000 }) }]
+        })
+      }
+      const fake = yield* Effect.acquireRelease(Effect.promise(() => FakeOpenAi.start(slow)), (f) => Effect.promise(() => f.close()))
+      const dir = mkdtempSync(join(tmpdir(), "fork-kill-"))
+      const records = recordFile(dir)
+      let server = yield* Effect.promise(() =>
+        startServerProcess({
+          DATABASE_PATH: join(dir, "react.db"),
+          MCP_CONFIG: recorderConfig(dir, records),
+          RUN_DETACH_GRACE_MS: "60000",
+          LLM_BASE_URL: fake.url,
+          LLM_MODEL: "fake-model",
+          LLM_API_KEY: "test",
+          LLM_MAX_RETRIES: "0",
+          REACT_COMPLETION_CHECK_MIN_TOOLS: "10",
+          REACT_SYNTHESIS: "always"
+        })
+      )
+      yield* Effect.addFinalizer(() => Effect.promise(() => server.kill("SIGTERM")))
+      yield* Effect.promise(async () => {
+        const first = await openSse(`${server.url}/api/react`, { body: { query: "Record a and b." }, timeoutMs: 60_000 })
+        const original = first.headers.get("x-conversation-id")!
+        assert.strictEqual(fake.requests.length, 4)
+        const at = Number(toolDone(first.events, "a")!.id)
+        const forked = await postJson(`${server.url}/api/conversations/${original}/fork`, { at })
+        assert.strictEqual(forked.status, 201)
+        // the fork's `b` is running: kill -9
+        const started = Date.now()
+        while (records.records().filter((l) => l === "start b").length < 2) {
+          if (Date.now() - started > 30_000) throw new Error("the fork's b never started")
+          await new Promise((r) => setTimeout(r, 50))
+        }
+        await server.kill("SIGKILL")
+        server = await server.restart()
+        const events = await run(server.url, forked.body.conversation_id)
+        assert.strictEqual(doneOf(events).event, "done")
+        assert.isTrue(events.some((e) => e.event === "phase" && e.data.phase === "resumed"))
+        // `a` ran once (the original's), never in the fork; the fork's `b` was cut by the kill and not retried
+        assert.deepStrictEqual(records.records(), ["start a", "end a", "start b", "end b", "start b"])
+        const cut = events.find((e) => e.event === "step" && e.data.type === "iteration" && e.data.status === "done" && e.data.observation !== "recorded a")
+        assert.include(String(cut?.data.observation), "interrupted by a server restart")
+        // the model was never asked again for the step before the fork point, before or after the restart
+        const forkRequests = fake.requests.slice(4)
+        assert.isAbove(forkRequests.length, 2)
+        for (const r of forkRequests) assert.isTrue(r.body.stream === true || toolResults(r.body) >= 1, JSON.stringify(r.body.messages))
+      })
+    }).pipe(Effect.scoped), 180_000)
 })
