@@ -103,8 +103,11 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
       }
       const entries = yield* trace.entries(run.runId).pipe(Effect.mapError(internal))
       const input = entries.find((e) => e.kind === "input")?.data as { readonly max_iterations?: number } | undefined
-      // the turns before the forked run's (all of them when its turn was not stored)
-      const index = turns.findIndex((t) => t.run_id === run.runId)
+      // the turns before the forked run's (a turn stored before turns had run ids: the last one of its
+      // query without one; all of them when its turn was not stored)
+      const byId = turns.findIndex((t) => t.run_id === run.runId)
+      const legacy = turns.map((t, i) => (t.run_id === null && t.query === run.query ? i : -1)).filter((i) => i >= 0)
+      const index = byId >= 0 ? byId : legacy.length > 0 ? legacy[legacy.length - 1] : -1
       const copied = index >= 0 ? turns[index].turn - 1 : turns.length
       const conversationId = `conv_${randomUUID()}`
       yield* store.fork({
