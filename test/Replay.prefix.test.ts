@@ -9,6 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Approvals from "../src/Approvals.js"
 import * as ContextGuard from "../src/ContextGuard.js"
@@ -154,5 +155,48 @@ describe("Replay.withPrefix", () => {
       assert.deepStrictEqual(ran, ["b"])
       // both were approved, as the events say
       assert.deepStrictEqual(fork.out.steps.map((st) => st.error ?? null), [null, null])
+    }), 30_000)
+
+  it.live("a step the original never finished (a tool call cut by a cancel) runs live: forking a stopped run at its end goes on", () =>
+    Effect.gen(function*() {
+      const ran: Array<string> = []
+      // `b` hangs in the original (the run is stopped while it runs); in the fork it answers at once
+      let slow = true
+      const tool = Tool.make({
+        name: "lookup",
+        description: "Looks a key up",
+        parameters: Schema.Struct({ key: Schema.String }),
+        handler: ({ key }) =>
+          Effect.zipRight(Effect.sync(() => ran.push(key)), key === "b" && slow ? Effect.never : Effect.succeed(`value of ${key}`))
+      })
+      const recording = recordingAgent(responder, { tools: [tool] })
+      const cancel = yield* Effect.makeLatch(false)
+      const stopper = yield* Effect.fork(Effect.zipRight(
+        Effect.repeat(Effect.sync(() => ran.includes("b")), { until: (b) => b, schedule: Schedule.spaced("5 millis") }),
+        cancel.open
+      ))
+      const { cassette, result } = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) =>
+        Recorder.record(agent, { query: "Look a and b up.", cancel: cancel.await })).pipe(Effect.provide(recording.layer))
+      yield* Fiber.join(stopper)
+      assert.strictEqual(result.answer, "")
+      assert.deepStrictEqual(cassette.tool_calls.map((t) => t.outcome._tag), ["Success", "Interrupted"])
+
+      // the whole run as the prefix (a fork at its `done`): `a` from storage, `b` live, the run goes on to its answer
+      ran.length = 0
+      slow = false
+      const fork = prefixAgent()
+      const forked = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) =>
+        Replay.withPrefix(cassette)(agent.runCollect({ query: "Look a and b up." }))).pipe(
+          Effect.provide(ReactAgent.layer({ synthesis: "always" }).pipe(
+            Layer.provideMerge(Layer.provideMerge(ContextGuard.layer(), Replay.layerPrefix)),
+            Layer.provide(Layer.mergeAll(fork.scripted.layer, Toolkit.layer([tool]), Interrupts.layer, Hooks.layerEmpty)),
+            Layer.orDie
+          )),
+          Effect.timeout("10 seconds")
+        )
+      assert.strictEqual(forked.answer, "Final.")
+      assert.deepStrictEqual(ran, ["b"])
+      // the stored requests were answered from storage: the live ones have both results (and the synthesis)
+      assert.deepStrictEqual(fork.scripted.requests.map((r) => r.request.messages.filter((m) => m.role === "tool").length), [2, 0])
     }), 30_000)
 })

@@ -60,11 +60,16 @@ export const currentPrefix: FiberRef.FiberRef<Option.Option<PrefixState>> = glob
   () => FiberRef.unsafeMake<Option.Option<PrefixState>>(Option.none())
 )
 
+/** A call the original run saw to its end (a stream cut by a cancel has no `Finish`; a chat cut has no reply). */
+const finished = (call: Cassette.ModelCall): boolean =>
+  call.error !== undefined || (call.method === "chat" ? call.reply !== undefined : (call.deltas ?? []).some((d) => d._tag === "Finish"))
+
 /** The stored call answering `request`, marked used; undefined when the prefix holds none. */
 const take = (state: PrefixState, method: "chat" | "stream", request: ChatRequest): Cassette.ModelCall | undefined => {
   const actual = lenientView(requestJson(request))
   const index = state.cassette.model_calls.findIndex((call, i) =>
-    !state.usedModelCalls.has(i) && call.method === method && firstDifference(lenientView(call.request), actual) === undefined
+    !state.usedModelCalls.has(i) && call.method === method && finished(call) &&
+    firstDifference(lenientView(call.request), actual) === undefined
   )
   if (index < 0) return undefined
   state.usedModelCalls.add(index)
@@ -82,7 +87,7 @@ export const wrapLlm = (llm: LlmService): LlmService => ({
       const stored = Option.isSome(prefix) ? take(prefix.value, "chat", request) : undefined
       if (stored === undefined) return llm.chat(request)
       if (stored.error !== undefined) return Effect.fail(Cassette.toLlmError(stored.error))
-      return stored.reply !== undefined ? Effect.succeed(stored.reply) : llm.chat(request)
+      return Effect.succeed(stored.reply!)
     }),
   streamChat: (request) =>
     unwrapDeltas(Effect.map(FiberRef.get(currentPrefix), (prefix) => {
@@ -102,7 +107,7 @@ const replayed = (outcome: Cassette.ToolOutcome): Effect.Effect<unknown, ToolMod
     case "Die":
       return Effect.die(new Error(outcome.message))
     case "Interrupted":
-      // the run's timeout or cancellation ends it again
+      // never matched (see wrapTool): a call the original never finished runs live
       return Effect.never
   }
 }
@@ -130,7 +135,7 @@ export const wrapTool = (tool: Tool): Tool => ({
       const c = Option.getOrUndefined(call)
       const json = JSON.parse(JSON.stringify(args ?? {}))
       const index = state.cassette.tool_calls.findIndex((t, i) =>
-        !state.usedToolCalls.has(i) && t.tool_name === tool.name &&
+        !state.usedToolCalls.has(i) && t.tool_name === tool.name && t.outcome._tag !== "Interrupted" &&
         (c?.toolCallId !== undefined
           ? state.callIds.has(c.toolCallId) && t.tool_call_id === c.toolCallId
           : state.answered.modelCalls > 0 && t.iteration === c?.iteration) &&
