@@ -324,9 +324,10 @@ export const encode = (cassette: Cassette): CassetteJson => encodeCurrent(casset
 /**
  * Event fields that differ between two runs of the same steps by nature, not
  * by behaviour: timings (`elapsed`, `iter_elapsed`), the idempotency keys,
- * approval ids and run ids (derived from a fresh run id). `normalizeEvents`
- * blanks them (approval ids become their order of appearance) so two runs
- * can be compared event by event.
+ * approval ids and run ids (a server run's `done` carries its `run_id`, a
+ * run in process none). `normalizeEvents` blanks them (approval ids become
+ * their order of appearance, `run_id` is left out) so two runs can be
+ * compared event by event.
  *
  * @since 0.1.0
  * @category utils
@@ -363,7 +364,8 @@ export const normalizeWireEvents = (
     const out: Record<string, unknown> = {}
     for (const [key, v] of Object.entries(value)) {
       if (key === "elapsed" || key === "iter_elapsed") out[key] = typeof v === "number" ? 0 : v
-      else if (key === "idempotency_key" || key === "run_id") out[key] = typeof v === "string" ? `<${key}>` : v
+      else if (key === "idempotency_key") out[key] = typeof v === "string" ? `<${key}>` : v
+      else if (key === "run_id") continue
       else if (key === "approval_id" && typeof v === "string") {
         if (!approvalIds.has(v)) approvalIds.set(v, `approval_${approvalIds.size + 1}`)
         out[key] = approvalIds.get(v)

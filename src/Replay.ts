@@ -22,11 +22,13 @@ import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as ConfigError from "effect/ConfigError"
+import * as Approvals from "./Approvals.js"
 import * as Cassette from "./Cassette.js"
 import * as ContextGuard from "./ContextGuard.js"
 import * as Hooks from "./Hooks.js"
 import type { Difference } from "./internal/replay/diff.js"
-import { firstDifference, render } from "./internal/replay/diff.js"
+import { firstDifference, lenientView, render } from "./internal/replay/diff.js"
+import * as Prefix from "./internal/replay/prefix.js"
 import * as Interrupts from "./Interrupts.js"
 import type { ChatRequest, LlmService } from "./Llm.js"
 import { Llm, LlmError, unwrapDeltas } from "./Llm.js"
@@ -67,28 +69,6 @@ export class ReplayDivergence extends Schema.TaggedError<ReplayDivergence>()("Re
  * @category constants
  */
 export const ignorableFields: ReadonlyArray<string> = ["temperature", "maxTokens", "tools[].function.description", "messages[].pinned"]
-
-const lenientView = (request: Cassette.ModelCall["request"]): unknown => {
-  const { maxTokens: _m, temperature: _t, ...rest } = request
-  return {
-    ...rest,
-    messages: rest.messages.map((m) => {
-      const { pinned: _p, ...kept } = m as typeof m & { pinned?: boolean }
-      return kept
-    }),
-    ...(rest.tools !== undefined
-      ? {
-        tools: rest.tools.map((t) => {
-          if (typeof t !== "object" || t === null) return t
-          const def = t as { function?: Record<string, unknown> }
-          if (def.function === undefined) return t
-          const { description: _d, ...fn } = def.function
-          return { ...def, function: fn }
-        })
-      }
-      : {})
-  }
-}
 
 /**
  * @since 0.1.0
@@ -371,3 +351,50 @@ export const run = (
     }
     return { events, result }
   })
+
+/**
+ * Wraps the `Llm`, `Toolkit` and `Interrupts` it is given: a run under
+ * `withPrefix` takes the steps of a stored prefix from it; outside one they
+ * pass calls through. The server's agent is built on it (and on
+ * `layerPrefixApprovals`): a fork continues from the original's stored steps.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerPrefix: Layer.Layer<
+  Llm | Toolkit.Toolkit | Interrupts.Interrupts,
+  never,
+  Llm | Toolkit.Toolkit | Interrupts.Interrupts
+> = Layer.effectContext(Effect.gen(function*() {
+  const toolkit = yield* Toolkit.Toolkit
+  return Context.make(Llm, Prefix.wrapLlm(yield* Llm)).pipe(
+    Context.add(Toolkit.Toolkit, Toolkit.make(toolkit.tools.map(Prefix.wrapTool))),
+    Context.add(Interrupts.Interrupts, Prefix.wrapInterrupts(yield* Interrupts.Interrupts))
+  )
+}))
+
+/**
+ * Wraps the `Approvals` it is given: under `withPrefix`, a stored call that
+ * waited for a person gets the stored decision instead of asking again.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerPrefixApprovals: Layer.Layer<Approvals.Approvals, never, Approvals.Approvals> = Layer.effect(
+  Approvals.Approvals,
+  Effect.map(Approvals.Approvals, Prefix.wrapApprovals)
+)
+
+/**
+ * Runs `self` continuing from the steps of `prefix` (a run cut at a fork
+ * point): on `layerPrefix`'s services a model request equal to a stored one
+ * (as `lenient` compares) gets its stored reply, a tool call the prefix holds
+ * (same tool, call id, arguments) that a stored reply asked for its stored
+ * outcome — the handler does not run — and the first drains what the stored
+ * ones took. Every other step runs live. Each stored step answers once.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const withPrefix = (prefix: Cassette.Cassette) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => Effect.locally(self, Prefix.currentPrefix, Option.some(Prefix.makeState(prefix))))

@@ -302,6 +302,8 @@ export const Done = Schema.TaggedStruct("Done", {
   /** Seconds. */
   elapsed: Schema.Number,
   conversation_id: Schema.optional(Schema.String),
+  /** The run's id (server runs; `GET /api/conversations/:id` lists it in `turn_details`). */
+  run_id: Schema.optional(Schema.String),
   pending_injections: Schema.Array(PendingInjection),
   /** In-process only: every tool step of the run. */
   steps: Schema.optional(Schema.Array(Schema.typeSchema(ToolDone).pipe(Schema.omit("_tag")))),

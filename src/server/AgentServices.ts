@@ -30,6 +30,7 @@ import type * as ModelRegistry from "../ModelRegistry.js"
 import * as ModelRegistryModule from "../ModelRegistry.js"
 import * as ReactAgent from "../ReactAgent.js"
 import * as Recorder from "../Recorder.js"
+import * as Replay from "../Replay.js"
 import * as Toolkit from "../Toolkit.js"
 import { AppInfo } from "./AppInfo.js"
 import * as SqlApprovals from "./SqlApprovals.js"
@@ -117,6 +118,9 @@ export const make = <E, R, RI = never, RA = never>(
     // every model call, tool outcome and drain of a run made under a recording goes into it
     // (the server records each run for its cassette); outside one they pass straight through
     Layer.provideMerge(Recorder.layer),
+    // a fork's run takes the original's steps before the fork point from storage (`Replay.withPrefix`);
+    // under the recorder, so the fork's own cassette holds them too
+    Layer.provideMerge(Layer.merge(Replay.layerPrefix, Replay.layerPrefixApprovals)),
     Layer.provideMerge(services),
     Layer.provideMerge(models)
   )

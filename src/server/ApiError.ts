@@ -56,8 +56,22 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthoriz
  * @category errors
  */
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
-  code: Schema.Literal("conversation_not_found", "no_active_execution", "no_run"),
-  conversationId: Schema.String
+  code: Schema.Literal("conversation_not_found", "no_active_execution", "no_run", "run_not_found", "event_not_found"),
+  conversationId: Schema.String,
+  /** The run and the event id (`run_not_found`, `event_not_found`). */
+  runId: Schema.optional(Schema.String),
+  at: Schema.optional(Schema.Number)
+}) {}
+
+/**
+ * 422: a run that cannot be forked (a DAG run).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class NotForkable extends Schema.TaggedError<NotForkable>()("NotForkable", {
+  runId: Schema.String,
+  reason: Schema.String
 }) {}
 
 /**
@@ -130,6 +144,7 @@ export type ApiError =
   | InvalidRequest
   | Unauthorized
   | NotFound
+  | NotForkable
   | RunInProgress
   | PayloadTooLarge
   | UnsupportedMediaType
@@ -140,7 +155,9 @@ export type ApiError =
 const notFoundMessage = {
   conversation_not_found: "Unknown conversation",
   no_active_execution: "No active run for this conversation",
-  no_run: "No run to replay for this conversation"
+  no_run: "No run to replay for this conversation",
+  run_not_found: "No such run in this conversation",
+  event_not_found: "No such event in this run"
 } as const
 
 /**
@@ -163,9 +180,17 @@ export const toResponse = (error: ApiError): HttpServerResponse.HttpServerRespon
       )
     case "NotFound":
       return HttpServerResponse.unsafeJson(
-        { error: error.code, message: notFoundMessage[error.code], conversation_id: error.conversationId },
+        {
+          error: error.code,
+          message: notFoundMessage[error.code],
+          conversation_id: error.conversationId,
+          ...(error.runId !== undefined ? { run_id: error.runId } : {}),
+          ...(error.at !== undefined ? { at: error.at } : {})
+        },
         { status: 404 }
       )
+    case "NotForkable":
+      return HttpServerResponse.unsafeJson({ error: "not_forkable", message: error.reason, run_id: error.runId }, { status: 422 })
     case "RunInProgress":
       return HttpServerResponse.unsafeJson(
         {

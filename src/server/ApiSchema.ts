@@ -154,3 +154,19 @@ export const EventsQuery = Schema.Struct({
   conversation_id: ConversationId,
   after: Schema.optional(Cursor)
 })
+
+/**
+ * `POST /api/conversations/:id/fork`: the run to fork (default: the
+ * conversation's latest), the event id of that run to fork at (default: its
+ * last event) — or the tool call whose `iteration done` event it is — and a
+ * query that replaces the run's (default: the same query).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ForkRequest = Schema.Struct({
+  run_id: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/, { message: () => "Expected a run id" }))),
+  at: Schema.optional(Schema.Int.pipe(Schema.positive({ message: () => "Expected an event id (a positive integer)" }))),
+  tool_call_id: Schema.optional(Schema.String.pipe(Schema.minLength(1, { message: () => "Expected a tool call id" }))),
+  replace_query: Schema.optional(Text("replace_query"))
+})

@@ -81,6 +81,75 @@ export const build = (options: {
 }
 
 /**
+ * Where a fork's run continues from: the original run, the event it was
+ * forked at, the run's last event and its query.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ForkPoint = Schema.Struct({
+  runId: Schema.String,
+  conversationId: Schema.String,
+  at: Schema.Number,
+  last: Schema.Number,
+  query: Schema.String
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ForkPoint = typeof ForkPoint.Type
+
+/**
+ * The steps of the original run stored before the fork point, as a cassette
+ * for `Replay.withPrefix`: every model call, tool outcome and drain stored
+ * before event `at` (`RunTrace.TraceRow.afterEvent`; entries stored before
+ * that was recorded count only for a fork at the run's last event). When the
+ * fork asks `query` instead of the original's, the stored requests say so:
+ * the requests of the forked run, which hold the new query, match them. The
+ * decisions of the calls that waited for a person before `at` come from the
+ * run's events.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const forkPrefix = (
+  point: ForkPoint,
+  entries: ReadonlyArray<RunTrace.TraceRow>,
+  events: ReadonlyArray<RunLog.StoredEvent>,
+  query: string
+): Cassette.Cassette => {
+  const steps = entries.filter((e) =>
+    e.kind === "input" || e.kind === "model_info" ||
+    (e.afterEvent !== undefined ? e.afterEvent < point.at : point.at >= point.last)
+  )
+  const cassette = build({
+    runId: point.runId,
+    conversationId: point.conversationId,
+    query: point.query,
+    startedAt: 0,
+    entries: steps,
+    // the approval decisions before the fork point
+    events: events.filter((e) => e.seq < point.at),
+    tools: [],
+    fallbackModel: { name: "unknown" }
+  })
+  if (query === point.query) return cassette
+  const swap = (text: string) => text.split(point.query).join(query)
+  const asked = (m: ChatMessage): ChatMessage =>
+    m.role !== "user" ? m : {
+      ...m,
+      content: typeof m.content === "string"
+        ? swap(m.content)
+        : m.content.map((part) => (part.type === "text" ? { ...part, text: swap(part.text) } : part))
+    }
+  return {
+    ...cassette,
+    model_calls: cassette.model_calls.map((call) => ({ ...call, request: { ...call.request, messages: call.request.messages.map(asked) } }))
+  }
+}
+
+/**
  * @since 0.1.0
  * @category layers
  */

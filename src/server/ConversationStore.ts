@@ -43,6 +43,8 @@ export interface TurnRecord {
   readonly usage?: unknown
   /** `completed`, `failed` or `cancelled`. */
   readonly status: "completed" | "failed" | "cancelled"
+  /** The run that made it. */
+  readonly runId?: string
 }
 
 /**
@@ -68,6 +70,25 @@ export interface StoredTurn {
   readonly status: string
   readonly usage: unknown
   readonly created_at: string
+  /** The run that made it (null for a turn stored before runs had ids). A fork's copied turns keep their run's id. */
+  readonly run_id: string | null
+}
+
+/**
+ * Where a fork comes from (`POST /api/conversations/:id/fork`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ForkOrigin {
+  readonly conversation_id: string
+  readonly run_id: string
+  /** The event id of that run the fork was made at. */
+  readonly at: number
+  /** The original conversation's title when the fork was made. */
+  readonly title: string
+  /** The step of event `at`, for people ("step 2 · calculator", "the answer"). */
+  readonly step: string
 }
 
 /**
@@ -78,6 +99,8 @@ export interface ConversationDetail extends ConversationSummary {
   /** Every stored message, oldest first: per turn the query, the loop's messages, the answer. */
   readonly messages: ReadonlyArray<ChatMessage>
   readonly turn_details: ReadonlyArray<StoredTurn>
+  /** Set on a fork: the conversation, run and event it was made from. */
+  readonly forked_from: ForkOrigin | null
 }
 
 /**
@@ -92,6 +115,12 @@ export interface ConversationStoreService {
   /** Most recently updated first. */
   readonly list: (options?: { readonly limit?: number }) => Effect.Effect<ReadonlyArray<ConversationSummary>, StoreError>
   readonly get: (id: string) => Effect.Effect<Option.Option<ConversationDetail>, StoreError>
+  /**
+   * Creates conversation `id` as a fork of `origin.conversation_id`: its first
+   * `turns` turns copied (with their run ids), its origin recorded. The
+   * original is only read.
+   */
+  readonly fork: (options: { readonly id: string; readonly origin: ForkOrigin; readonly turns: number }) => Effect.Effect<void, StoreError>
 }
 
 /**
@@ -135,6 +164,11 @@ export const migrations = {
       PRIMARY KEY (conversation_id, turn)
     )`
     yield* sql`CREATE INDEX IF NOT EXISTS conversations_updated ON conversations (updated_at DESC)`
+  }),
+  "2_run_ids_and_forks": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`ALTER TABLE turns ADD COLUMN run_id TEXT`
+    yield* sql`ALTER TABLE conversations ADD COLUMN forked_from TEXT`
   })
 }
 
@@ -148,6 +182,7 @@ interface TurnRow {
   readonly usage: string | null
   readonly status: string
   readonly created_at: string
+  readonly run_id: string | null
 }
 
 interface ConversationRow {
@@ -156,6 +191,7 @@ interface ConversationRow {
   readonly created_at: string
   readonly updated_at: string
   readonly turns: number
+  readonly forked_from?: string | null
 }
 
 const storeError = (what: string) => (cause: unknown) =>
@@ -174,7 +210,7 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
   )
 
   const turnsOf = (id: string) =>
-    sql<TurnRow>`SELECT turn, query, answer, messages, usage, status, created_at FROM turns
+    sql<TurnRow>`SELECT turn, query, answer, messages, usage, status, created_at, run_id FROM turns
       WHERE conversation_id = ${id} ORDER BY turn`
 
   const service: ConversationStoreService = {
@@ -198,9 +234,9 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
         const rows = yield* sql<{ n: number }>`SELECT COALESCE(MAX(turn), 0) AS n FROM turns
           WHERE conversation_id = ${turn.conversationId}`
         const next = (rows[0]?.n ?? 0) + 1
-        yield* sql`INSERT INTO turns (conversation_id, turn, query, answer, messages, usage, status, created_at)
+        yield* sql`INSERT INTO turns (conversation_id, turn, query, answer, messages, usage, status, created_at, run_id)
           VALUES (${turn.conversationId}, ${next}, ${turn.query}, ${turn.answer}, ${JSON.stringify(turn.messages)},
-            ${turn.usage === undefined ? null : JSON.stringify(turn.usage)}, ${turn.status}, ${now})`
+            ${turn.usage === undefined ? null : JSON.stringify(turn.usage)}, ${turn.status}, ${now}, ${turn.runId ?? null})`
         yield* sql`UPDATE conversations SET updated_at = ${now}, turns = ${next} WHERE id = ${turn.conversationId}`
       })).pipe(Effect.mapError(storeError("saving the turn failed"))),
     list: (options) =>
@@ -211,10 +247,11 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
       ),
     get: (id) =>
       Effect.gen(function*() {
-        const rows = yield* sql<ConversationRow>`SELECT id, title, created_at, updated_at, turns FROM conversations
+        const rows = yield* sql<ConversationRow>`SELECT id, title, created_at, updated_at, turns, forked_from FROM conversations
           WHERE id = ${id}`
-        const row = rows[0]
-        if (row === undefined) return Option.none()
+        const found = rows[0]
+        if (found === undefined) return Option.none()
+        const { forked_from, ...row } = found
         const turns = yield* turnsOf(id)
         const messages: Array<ChatMessage> = []
         const details: Array<StoredTurn> = []
@@ -229,11 +266,22 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
             answer: t.answer,
             status: t.status,
             usage: t.usage === null ? null : JSON.parse(t.usage),
-            created_at: t.created_at
+            created_at: t.created_at,
+            run_id: t.run_id ?? null
           })
         }
-        return Option.some({ ...row, messages, turn_details: details })
-      }).pipe(Effect.mapError(storeError("reading the conversation failed")))
+        const origin = forked_from === null || forked_from === undefined ? null : JSON.parse(forked_from) as ForkOrigin
+        return Option.some({ ...row, messages, turn_details: details, forked_from: origin })
+      }).pipe(Effect.mapError(storeError("reading the conversation failed"))),
+    fork: ({ id, origin, turns }) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const now = new Date().toISOString()
+        yield* sql`INSERT INTO conversations (id, title, created_at, updated_at, turns, forked_from)
+          VALUES (${id}, ${title(`${origin.title} (fork)`)}, ${now}, ${now}, ${turns}, ${JSON.stringify(origin)})`
+        yield* sql`INSERT INTO turns (conversation_id, turn, query, answer, messages, usage, status, created_at, run_id)
+          SELECT ${id}, turn, query, answer, messages, usage, status, created_at, run_id FROM turns
+          WHERE conversation_id = ${origin.conversation_id} AND turn <= ${turns}`
+      })).pipe(Effect.mapError(storeError("creating the fork failed")))
   }
   return service
 })

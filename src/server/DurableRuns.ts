@@ -41,8 +41,10 @@ import * as Message from "../Message.js"
 import * as Telemetry from "../Telemetry.js"
 import * as ReactAgent from "../ReactAgent.js"
 import * as Recorder from "../Recorder.js"
+import * as Replay from "../Replay.js"
 import type { RunEvent } from "../RunEvent.js"
 import type { EmitOptions } from "../RunJournal.js"
+import * as CassetteRoutes from "./CassetteRoutes.js"
 import * as ConversationBudget from "./ConversationBudget.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as DurableJournal from "./internal/durableJournal.js"
@@ -67,7 +69,9 @@ export const RunPayload = Schema.Struct({
   mode: DagAgent.Mode,
   maxIterations: Schema.optional(Schema.Number),
   /** The span of the request that started the run (a replayed run joins its trace). */
-  parent: Schema.optional(Telemetry.SpanParent)
+  parent: Schema.optional(Telemetry.SpanParent),
+  /** A fork's run: the original run's steps stored before event `at` are taken from storage (`Replay.withPrefix`). */
+  fork: Schema.optional(CassetteRoutes.ForkPoint)
 })
 /**
  * @since 0.1.0
@@ -151,9 +155,12 @@ const body = (payload: RunPayload) =>
     const trace = yield* RunTrace.RunTrace
     const traced = (kind: string, data: unknown) =>
       trace.append(runId, kind, data).pipe(Effect.catchAll((error) => Effect.logWarning(`run ${runId}: ${error.message}`)))
+    // each step is stored with the id of the run's last event so far: a fork at an event takes the steps before it
     const recording = Recorder.makeRecording((entry) => {
       const { data, kind } = RunTrace.traceEntry(entry)
-      return traced(kind, data)
+      return trace.append(runId, kind, data, durable.lastSeq()).pipe(
+        Effect.catchAll((error) => Effect.logWarning(`run ${runId}: ${error.message}`))
+      )
     })
 
     // what the stored turn says: the answer the user saw, whether the run failed
@@ -180,6 +187,7 @@ const body = (payload: RunPayload) =>
             answer: done.answer === "" ? streamed : done.answer,
             messages: Transcript.loopMessages(done.messages ?? [], query),
             usage: done.usage,
+            runId,
             status: cancelled ? "cancelled" : failure !== undefined ? "failed" : "completed"
           }).pipe(Effect.catchAll((error) => Effect.logError(`run ${runId}: ${error.message}`))))
       ).pipe(
@@ -209,6 +217,7 @@ const body = (payload: RunPayload) =>
             answer: event.answer === "" ? streamed : event.answer,
             elapsed: (Date.now() - row.startedAt) / 1000,
             conversation_id: conversationId,
+            run_id: runId,
             ...(cancelled ? { cancelled: true } : {})
           }
           : data,
@@ -265,7 +274,12 @@ const body = (payload: RunPayload) =>
       : payload.mode
     // REACT_CONVERSATION_BUDGET_USD: the run may spend what the conversation's earlier runs left
     const governed = ConversationBudget.govern(yield* Effect.serviceOption(ConversationBudget.ConversationBudget), journal, store, conversationId)
-    if (mode === "react") return yield* governed(Recorder.withRecording(recording)(agent.execute(input, journal)))
+    // a fork: the original run's steps before the fork point come from storage, the rest runs live
+    const fromStorage = payload.fork === undefined ? <A, E, R>(self: Effect.Effect<A, E, R>) => self : Replay.withPrefix(
+      CassetteRoutes.forkPrefix(payload.fork, yield* Effect.orDie(trace.entries(payload.fork.runId)),
+        yield* Effect.orDie(log.eventsAfter(payload.fork.runId, 0)), query)
+    )
+    if (mode === "react") return yield* governed(Recorder.withRecording(recording)(fromStorage(agent.execute(input, journal))))
     // DAG mode: the plan, steps, analysis and synthesis are activities; step events are keyed by step
     return yield* governed(dag.execute(input, {
       ...journal,

@@ -24,6 +24,7 @@ import { randomUUID } from "node:crypto"
 import type { Mode } from "../DagAgent.js"
 import * as Telemetry from "../Telemetry.js"
 import { NotFound, type RunInProgress } from "./ApiError.js"
+import type { ForkPoint } from "./CassetteRoutes.js"
 import * as DurableRuns from "./DurableRuns.js"
 import type { RunRow } from "./RunLog.js"
 import * as RunLog from "./RunLog.js"
@@ -42,6 +43,8 @@ export interface StartOptions {
   readonly maxIterations?: number
   /** Default: the server's `defaultMode` (`REACT_DEFAULT_MODE`). */
   readonly mode?: Mode
+  /** A fork's run: continues from the original run's steps stored before the fork point. */
+  readonly fork?: ForkPoint
 }
 
 /**
@@ -236,7 +239,8 @@ export const make = Effect.gen(function*() {
           conversationId,
           query: options.query,
           mode: options.mode ?? settings.defaultMode,
-          ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})
+          ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
+          ...(options.fork !== undefined ? { fork: options.fork } : {})
         }, { discard: true }).pipe(withEngine)
         yield* Effect.logInfo(`run ${runId} started (conversation ${conversationId})`)
         return { conversationId, runId }

@@ -33,6 +33,13 @@ export class RunTraceError extends Schema.TaggedError<RunTraceError>()("RunTrace
 export interface TraceRow {
   readonly kind: string
   readonly data: unknown
+  /**
+   * The id of the run's last stored event when the entry was stored (a step
+   * completed after that event and before the next one): a fork at event
+   * `at` takes the steps with `afterEvent < at` from storage. Absent on
+   * entries stored before it was recorded.
+   */
+  readonly afterEvent?: number
 }
 
 /**
@@ -40,7 +47,7 @@ export interface TraceRow {
  * @category models
  */
 export interface RunTraceService {
-  readonly append: (runId: string, kind: string, data: unknown) => Effect.Effect<void, RunTraceError>
+  readonly append: (runId: string, kind: string, data: unknown, afterEvent?: number) => Effect.Effect<void, RunTraceError>
   /** The run's entries in the order they were stored. */
   readonly entries: (runId: string) => Effect.Effect<ReadonlyArray<TraceRow>, RunTraceError>
 }
@@ -64,17 +71,36 @@ export const make: Effect.Effect<RunTraceService, RunTraceError, SqlClient.SqlCl
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq))`.pipe(
     Effect.mapError(failure("creating the run trace table failed"))
   )
+  // added later: a table made before it gets the column (PostgreSQL says IF NOT EXISTS, SQLite has no such clause)
+  const columns = yield* sql.onDialectOrElse({
+    pg: () => sql<{ name: string }>`SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'react_run_trace'`,
+    orElse: () => sql<{ name: string }>`SELECT name FROM pragma_table_info('react_run_trace')`
+  }).pipe(Effect.mapError(failure("reading the run trace table failed")))
+  if (!columns.some((c) => c.name === "after_event")) {
+    yield* sql`ALTER TABLE react_run_trace ADD COLUMN after_event INTEGER`.pipe(
+      // another instance may have added it meanwhile
+      Effect.catchAll(() => Effect.void)
+    )
+  }
   return {
-    append: (runId, kind, data) =>
-      sql`INSERT INTO react_run_trace (run_id, seq, kind, data)
-        SELECT ${runId}, COALESCE(MAX(seq), 0) + 1, ${kind}, ${JSON.stringify(data)} FROM react_run_trace WHERE run_id = ${runId}`.pipe(
+    append: (runId, kind, data, afterEvent) =>
+      sql`INSERT INTO react_run_trace (run_id, seq, kind, data, after_event)
+        SELECT ${runId}, COALESCE(MAX(seq), 0) + 1, ${kind}, ${JSON.stringify(data)}, ${afterEvent ?? null}
+        FROM react_run_trace WHERE run_id = ${runId}`.pipe(
         Effect.retry({ times: 3 }),
         Effect.asVoid,
         Effect.mapError(failure("storing a trace entry failed"))
       ),
     entries: (runId) =>
-      sql<{ kind: string; data: string }>`SELECT kind, data FROM react_run_trace WHERE run_id = ${runId} ORDER BY seq`.pipe(
-        Effect.map((rows) => rows.map((r) => ({ kind: r.kind, data: JSON.parse(r.data) as unknown }))),
+      sql<{ kind: string; data: string; after_event: number | string | null }>`SELECT kind, data, after_event
+        FROM react_run_trace WHERE run_id = ${runId} ORDER BY seq`.pipe(
+        Effect.map((rows) =>
+          rows.map((r) => ({
+            kind: r.kind,
+            data: JSON.parse(r.data) as unknown,
+            ...(r.after_event === null ? {} : { afterEvent: Number(r.after_event) })
+          }))
+        ),
         Effect.mapError(failure("reading the run trace failed"))
       )
   }

@@ -22,6 +22,7 @@ import * as Schema from "effect/Schema"
 import { createServer, type IncomingMessage, type Server as NodeServer, type ServerResponse } from "node:http"
 import * as BrowserSafety from "./BrowserSafety.js"
 import { CassetteRoutes } from "./CassetteRoutes.js"
+import { ForkRoutes } from "./ForkRoutes.js"
 import { ChatRoutes } from "./ChatRoutes.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as Database from "./Database.js"
@@ -50,6 +51,7 @@ export const Routes = Layer.mergeAll(
   OpenAiRoutes,
   McpRoutes,
   CassetteRoutes,
+  ForkRoutes,
   WebPageRoutes,
   BrowserSafety.layer,
   NotFoundRoutes

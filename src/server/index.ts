@@ -45,6 +45,7 @@ export * as Server from "./Server.js"
 export * as RunTrace from "./RunTrace.js"
 /** @since 0.1.0 */
 export * as CassetteRoutes from "./CassetteRoutes.js"
+export * as ForkRoutes from "./ForkRoutes.js"
 /** @since 0.1.0 */
 export * as ServerConfig from "./ServerConfig.js"
 /** @since 0.1.0 */

@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import { forkOrigin } from "./cards.js"
 import { h } from "./dom.js"
 import { renderHistory } from "./history.js"
 import { api, errorText, postJson, setToken } from "./http.js"
@@ -81,7 +82,8 @@ function newRun(query, conversationId) {
   const view = new RunView(query, {
     onChange: follow,
     onApproval: (decision) => approve(run, decision),
-    onBudget: (decision) => decideBudget(run, decision)
+    onBudget: (decision) => decideBudget(run, decision),
+    onFork: (fork) => void forkRun(fork)
   })
   /** @type {() => void} */
   let markReady = () => {}
@@ -275,6 +277,27 @@ async function inject(run, content) {
   }
 }
 
+/**
+ * "Fork from here": a new conversation that goes on from a step of a finished
+ * run (`POST /api/conversations/:id/fork`, at the step's event, or at its tool
+ * call for a stored turn); its run starts at once and the page opens it.
+ *
+ * @param {{ conversationId: string, runId: string, at?: number, toolCallId?: string, query: string }} fork
+ */
+async function forkRun(fork) {
+  const point = fork.at !== undefined ? { at: fork.at } : { tool_call_id: fork.toolCallId }
+  const res = await postJson(`/api/conversations/${encodeURIComponent(fork.conversationId)}/fork`, { run_id: fork.runId, ...point })
+  if (!res.ok) {
+    appendTurn(h("div", { class: "run-error", role: "alert", text: `Cannot fork this run: ${await errorText(res)}` }))
+    return
+  }
+  const { conversation_id: id } = await res.json()
+  // the fork's run is going: open the conversation and follow it (with its query)
+  sessionStorage.setItem(ACTIVE_KEY, JSON.stringify({ conversationId: id, query: fork.query }))
+  await openConversation(id)
+  void loadConversations()
+}
+
 // ---- conversations ---------------------------------------------------------------
 
 const loadConversations = () => loadConversationList($("conversation-list"), api, state.conversationId, state.run)
@@ -330,7 +353,9 @@ async function openConversation(id) {
     }
   }
   if (!resuming && remembered) sessionStorage.removeItem(ACTIVE_KEY)
-  for (const turn of renderHistory(messages, Array.isArray(body?.turn_details) ? body.turn_details : undefined)) appendTurn(turn)
+  if (body?.forked_from) appendTurn(forkOrigin(body.forked_from))
+  const onFork = (/** @type {{ runId: string, toolCallId: string, query: string }} */ f) => void forkRun({ ...f, conversationId: id })
+  for (const turn of renderHistory(messages, Array.isArray(body?.turn_details) ? body.turn_details : undefined, onFork)) appendTurn(turn)
   transcript.scrollTop = transcript.scrollHeight
   if (resuming) {
     const run = newRun(remembered?.query ?? "", id)

@@ -81,6 +81,38 @@ export function previewFrame(kind, content, title) {
 }
 
 /**
+ * The "fork from here" button of a finished tool card (hidden until the run is
+ * over: only a finished run can be forked). `at` is the id of the card's
+ * `iteration done` event (0 on a stored turn's card: it forks at its call).
+ *
+ * @param {HTMLElement} card
+ * @param {number} at
+ * @param {(at: number) => void} onFork
+ */
+export function forkButton(card, at, onFork) {
+  const button = h("button", { type: "button", class: "link fork", hidden: true, "data-at": at > 0 ? at : undefined, title: "A new conversation that goes on from this step: the steps before it are not run again", text: "Fork from here" })
+  button.addEventListener("click", (e) => {
+    // a click in the summary would also open or close the card
+    e.preventDefault()
+    e.stopPropagation()
+    onFork(at)
+  })
+  card.querySelector("summary")?.append(button)
+}
+
+/**
+ * Where a forked conversation comes from (`forked_from`), shown above its turns.
+ *
+ * @param {{ conversation_id: string, title?: string, step?: string, at: number }} origin
+ */
+export function forkOrigin(origin) {
+  return h("div", { class: "fork-origin", role: "note" },
+    "Forked from ",
+    h("a", { href: `#c=${encodeURIComponent(origin.conversation_id)}`, text: origin.title ? `“${origin.title}”` : origin.conversation_id }),
+    ` at ${origin.step ?? `event ${origin.at}`}`)
+}
+
+/**
  * The marker of a run that did not end normally, shown first in its footer.
  *
  * @param {"stopped" | "failed" | "lost"} kind

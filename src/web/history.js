@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { endMarker } from "./cards.js"
+import { endMarker, forkButton } from "./cards.js"
 import { h, markdown, pretty, preview } from "./dom.js"
 
 /** @param {unknown} content */
@@ -43,12 +43,14 @@ function card(name, args, result) {
 
 /**
  * @param {ReadonlyArray<any>} messages stored chat messages, oldest first
- * @param {ReadonlyArray<any>} [details] `turn_details` (per turn: `query`, `status`): with
+ * @param {ReadonlyArray<any>} [details] `turn_details` (per turn: `query`, `status`, `run_id`): with
  *   them a turn starts only at its own query (other user messages of the loop are
  *   harness prompts, not turns) and stopped / failed turns get their marker
+ * @param {(fork: { runId: string, toolCallId: string, query: string }) => void} [onFork] "Fork from here"
+ *   on the tool cards of turns whose run is known
  * @returns {HTMLElement[]} one element per past turn
  */
-export function renderHistory(messages, details) {
+export function renderHistory(messages, details, onFork) {
   const turnDetails = Array.isArray(details) ? details : null
   /** @type {Map<string, string>} */
   const results = new Map()
@@ -58,6 +60,8 @@ export function renderHistory(messages, details) {
   /** @type {Array<string | undefined>} the stored status of each turn */
   const statuses = []
   let nextDetail = 0
+  /** @type {any} the detail of the turn being rendered */
+  let current = null
   /** @type {HTMLElement | null} */
   let run = null
   /** @type {HTMLElement | null} */
@@ -92,6 +96,7 @@ export function renderHistory(messages, details) {
       const detail = turnDetails?.[nextDetail]
       if (turnDetails && !(detail && detail.query === text)) continue // a harness prompt of the loop
       nextDetail++
+      current = detail
       const turn = h("article", { class: "turn past" }, h("div", { class: "msg user" }, h("div", { class: "bubble", text })))
       run = h("section", { class: "run", "aria-label": "Agent run" })
       turn.append(run)
@@ -104,7 +109,15 @@ export function renderHistory(messages, details) {
       const calls = Array.isArray(m.tool_calls) ? m.tool_calls : []
       if (calls.length > 0) {
         const round = h("div", { class: `round${calls.length > 1 ? " parallel" : ""}` })
-        for (const c of calls) round.append(card(c.function?.name ?? "tool", c.function?.arguments ?? "", results.get(String(c.id))))
+        for (const c of calls) {
+          const el = card(c.function?.name ?? "tool", c.function?.arguments ?? "", results.get(String(c.id)))
+          const fork = { runId: current?.run_id, toolCallId: c.id, query: current?.query }
+          if (onFork && typeof fork.runId === "string" && typeof fork.toolCallId === "string" && results.has(fork.toolCallId)) {
+            forkButton(el, 0, () => onFork({ runId: fork.runId, toolCallId: fork.toolCallId, query: String(fork.query ?? "") }))
+            el.querySelector("button.fork")?.removeAttribute("hidden")
+          }
+          round.append(el)
+        }
         const thought = (typeof m.reasoning_content === "string" && m.reasoning_content.trim()) || textOf(m.content).trim()
         const thinking = thought
           ? h("div", { class: "thinking done" }, h("details", { class: "reasoning" }, h("summary", {}, h("span", { class: "step-label", text: "Reasoning" })), h("p", { text: thought })))

@@ -9,12 +9,13 @@
  */
 import { closeApproval, decideApproval, requestApproval } from "./approval.js"
 import { budgetOutcome, budgetPanel, costText, exhaustedLine, guardrailAlert } from "./budget.js"
-import { endMarker, finishCard, runningCard } from "./cards.js"
+import { endMarker, finishCard, forkButton, runningCard } from "./cards.js"
 import { DagView, isDagEvent } from "./dag.js"
 import { formatNumber, formatSeconds, h, markdown } from "./dom.js"
 
 /**
  * @typedef {{ event: string, data: any, id?: string | number | undefined }} RunEvent
+ * @typedef {(fork: { conversationId: string, runId: string, at: number, query: string }) => void} Fork
  */
 
 /** What a retry's `reason` means, for people. */
@@ -28,10 +29,15 @@ const REASONS = /** @type {Record<string, string>} */ ({
 export class RunView {
   /**
    * @param {string} query the user's message that started the run
-   * @param {{ onChange?: () => void, onApproval?: import("./approval.js").Decide, onBudget?: import("./budget.js").DecideBudget }} [options]
-   *   `onApproval` sends the user's decision on a call waiting for approval; `onBudget` on a run waiting for more budget
+   * @param {{ onChange?: () => void, onApproval?: import("./approval.js").Decide, onBudget?: import("./budget.js").DecideBudget, onFork?: Fork }} [options]
+   *   `onApproval` sends the user's decision on a call waiting for approval; `onBudget` on a run waiting for more budget;
+   *   `onFork` forks the finished run at a step ("Fork from here" on its tool cards)
    */
   constructor(query, options = {}) {
+    this.query = query
+    this.onFork = options.onFork
+    /** @type {{ conversationId: string, runId: string } | null} the finished run (its `done`), once known */
+    this.forkable = null
     this.onChange = options.onChange ?? (() => {})
     this.onApproval = options.onApproval
     this.onBudget = options.onBudget
@@ -289,6 +295,13 @@ export class RunView {
     if (!card.classList.contains("running")) return
     this.startedAt.delete(key)
     finishCard(card, d)
+    // the event being applied is this call's `iteration done`: forking there keeps the call's outcome
+    const onFork = this.onFork
+    if (onFork && this.lastId > 0 && !this.dag) {
+      forkButton(card, this.lastId, (at) => {
+        if (this.forkable) onFork({ ...this.forkable, at, query: this.query })
+      })
+    }
   }
 
   /** A call waits for the user, or was decided. @param {any} d */
@@ -435,6 +448,11 @@ export class RunView {
         h("div", { class: "bubble" }, h("span", { class: "badge", text: "Not taken in (run ended)" }), h("span", { class: "inject-text", text: String(p.content ?? "") }))))
     }
     for (const q of this.run.querySelectorAll(".inject.queued")) q.querySelector("button")?.remove()
+    // a finished run can be forked at its steps
+    if (typeof d.run_id === "string" && typeof d.conversation_id === "string") {
+      this.forkable = { conversationId: d.conversation_id, runId: d.run_id }
+      for (const b of this.run.querySelectorAll("button.fork")) /** @type {HTMLElement} */ (b).hidden = false
+    }
   }
 
   /**

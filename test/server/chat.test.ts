@@ -101,14 +101,15 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
       assert.deepStrictEqual(llm.requests.map((r) => r.method), ["stream", "stream"])
     }), 30_000)
 
-  it.scopedLive("golden transcript of the stream (elapsed normalised)", () =>
+  it.scopedLive("golden transcript of the stream (elapsed and run id normalised)", () =>
     Effect.gen(function*() {
       const url = yield* startInteropServer({ llm: addModel().layer, tools: [addTool] })
       const text = yield* Effect.promise(() =>
         postChat(url, { id: "chat-golden", messages: [userMessage("What is 2+3?")] }).then((r) => r.text())
       )
       const transcript = text.split("\n\n").filter((frame) => frame !== "" && !frame.startsWith(":"))
-        .map((frame) => frame.replace(/"elapsed":[0-9.]+/, "\"elapsed\":0")).join("\n")
+        .map((frame) => frame.replace(/"elapsed":[0-9.]+/, "\"elapsed\":0").replace(/"run_id":"run_[0-9a-f-]+"/, "\"run_id\":\"<run_id>\""))
+        .join("\n")
       // UPDATE_GOLDEN=1 rewrites the file (review the diff)
       if (process.env.UPDATE_GOLDEN === "1") writeFileSync(golden, transcript + "\n")
       assert.strictEqual(transcript + "\n", readFileSync(golden, "utf8"))

@@ -152,6 +152,7 @@ const VOLATILE: ReadonlyArray<readonly [RegExp, string]> = [
   [/apr_[0-9a-f]{32}/g, "apr_<id>"],
   [/chatcmpl-[0-9a-f-]+/g, "chatcmpl-<id>"],
   [/conv_[0-9a-f-]{36}/g, "conv_<id>"],
+  [/run_[0-9a-f-]{36}/g, "run_<id>"],
   [/"(elapsed|iter_elapsed)":[0-9.]+/g, "\"$1\":<s>"],
   [/"created":\d+/g, "\"created\":<t>"],
   [/"(created_at|updated_at)":"[^"]*"/g, "\"$1\":<t>"],

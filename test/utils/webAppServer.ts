@@ -22,6 +22,7 @@ import * as ConversationStore from "../../src/server/ConversationStore.js"
 import * as AppInfo from "../../src/server/AppInfo.js"
 import * as Server from "../../src/server/Server.js"
 import * as Recorder from "../../src/Recorder.js"
+import * as Replay from "../../src/Replay.js"
 import * as SqlApprovals from "../../src/server/SqlApprovals.js"
 import * as SqlInterrupts from "../../src/server/SqlInterrupts.js"
 import * as ServerConfig from "../../src/server/ServerConfig.js"
@@ -218,6 +219,8 @@ export const webAppServer = (options: {
   const agent = agents.pipe(
     // as the App wires them: each run's model calls and tool outcomes go to its cassette
     Layer.provideMerge(Recorder.layer),
+    // and a fork's run takes the original's steps before the fork point from storage
+    Layer.provideMerge(Replay.layerPrefix),
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(Llm.Llm, retrying(llm.service)),
       ModelRegistry.layer({ main: retrying(llm.service) }),

@@ -2,6 +2,7 @@
  * The first difference between a recorded and an actual JSON value, shown as
  * a readable diff (`Replay`'s divergences).
  */
+import type * as Cassette from "../../Cassette.js"
 
 /** Where two JSON values first differ, and what each has there. */
 export interface Difference {
@@ -73,4 +74,27 @@ export const render = (d: Difference): string => {
     return out.join("\n")
   }
   return [`@@ ${d.path} @@`, `- ${show(d.recorded)}`, `+ ${show(d.actual)}`].join("\n")
+}
+
+/** A request without the fields `lenient` mode ignores (`Replay.ignorableFields`). */
+export const lenientView = (request: Cassette.ModelCall["request"]): unknown => {
+  const { maxTokens: _m, temperature: _t, ...rest } = request
+  return {
+    ...rest,
+    messages: rest.messages.map((m) => {
+      const { pinned: _p, ...kept } = m as typeof m & { pinned?: boolean }
+      return kept
+    }),
+    ...(rest.tools !== undefined
+      ? {
+        tools: rest.tools.map((t) => {
+          if (typeof t !== "object" || t === null) return t
+          const def = t as { function?: Record<string, unknown> }
+          if (def.function === undefined) return t
+          const { description: _d, ...fn } = def.function
+          return { ...def, function: fn }
+        })
+      }
+      : {})
+  }
 }

@@ -74,6 +74,8 @@ export interface DurableJournal extends RunJournal {
   readonly emitOnce: (key: string, event: RunEvent) => Effect.Effect<void>
   /** How many stored events a replay skipped (0 for a run that never stopped). */
   readonly skipped: () => number
+  /** The id of the run's last stored event so far. */
+  readonly lastSeq: () => number
 }
 
 export const make = (options: {
@@ -202,6 +204,7 @@ export const make = (options: {
     emit,
     emitOnce: store,
     skipped: () => skipped,
+    lastSeq: () => seq,
     idempotencyKey: (name) => makeIdempotencyKey(runId, name)
   }
 }
