@@ -174,12 +174,12 @@ const summaryTokensFor = (budget: number): number => Math.min(4000, Math.max(256
 // make
 
 /**
- * Builds a guard directly (no Config, no services).
+ * Builds a guard at once (no Config, no services).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: ContextGuardOptions = {}): ContextGuardService => {
+export const makeUnsafe = (options: ContextGuardOptions = {}): ContextGuardService => {
   const budget = positive(options.budget, DEFAULT_BUDGET)
   const maxMsgChars = positive(options.maxMsgChars, DEFAULT_MAX_MSG_CHARS)
   const keepRecent = options.keepRecent !== undefined && options.keepRecent >= 0 ? Math.floor(options.keepRecent) : DEFAULT_KEEP_RECENT
@@ -300,7 +300,7 @@ const fromConfig = (withLlm: boolean) =>
     const config = yield* settings
     const registry = yield* ModelRegistry.ModelRegistry
     const budget = Option.isSome(config.budget) ? config.budget.value : modelBudget(registry) ?? DEFAULT_BUDGET
-    return make({
+    return makeUnsafe({
       budget,
       maxMsgChars: config.maxMsgChars,
       keepRecent: config.keepRecent,
@@ -316,7 +316,17 @@ const fromConfig = (withLlm: boolean) =>
  * @category layers
  */
 export const layer = (options?: ContextGuardOptions): Layer.Layer<ContextGuard> =>
-  Layer.succeed(ContextGuard, make(options))
+  Layer.sync(ContextGuard, () => makeUnsafe(options))
+
+/**
+ * The former name of `makeUnsafe`, kept until bench/ follows the rename (issue
+ * 27); it becomes the effectful constructor then.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @deprecated use `makeUnsafe`
+ */
+export const make: (options?: ContextGuardOptions) => ContextGuardService = makeUnsafe
 
 /**
  * The guard from the environment: LLM compaction with the registry's `fast`

@@ -179,21 +179,14 @@ export const fromConfigFile = (path: string): Effect.Effect<McpToolsService, nev
 export class McpTools extends Context.Tag("effect-react-engine/McpTools")<McpTools, McpToolsService>() {}
 
 /**
- * Servers from a configuration file.
+ * Servers from a configuration value (`{ config }`) or file (`{ file }`).
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (path: string): Layer.Layer<McpTools> => Layer.scoped(McpTools, fromConfigFile(path))
-
-/**
- * Servers from a configuration value.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerFromConfig = (config: McpConfig): Layer.Layer<McpTools> =>
-  Layer.scoped(McpTools, fromConfig(config))
+export const layer = (
+  options: { readonly config: McpConfig } | { readonly file: string }
+): Layer.Layer<McpTools> => Layer.scoped(McpTools, "file" in options ? fromConfigFile(options.file) : fromConfig(options.config))
 
 /**
  * No MCP tools.
@@ -201,7 +194,7 @@ export const layerFromConfig = (config: McpConfig): Layer.Layer<McpTools> =>
  * @since 0.1.0
  * @category layers
  */
-export const layerEmpty: Layer.Layer<McpTools> = Layer.succeed(McpTools, empty)
+export const layerNoop: Layer.Layer<McpTools> = Layer.succeed(McpTools, empty)
 
 /**
  * Reads the file path from `MCP_CONFIG`; unset or empty → no MCP tools.

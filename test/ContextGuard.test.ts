@@ -176,7 +176,7 @@ const checkInvariants = (guard: ContextGuardService, input: ReadonlyArray<ChatMe
 
 /** A registry over one scripted model (with no context size: the budget comes from config or the default). */
 const fromLlm = (llm: ScriptedLlm.ScriptedLlm) => ModelRegistry.layerFromLlm.pipe(Layer.provide(llm.layer))
-const noModels = ModelRegistry.layer({ main: ScriptedLlm.make([]).service })
+const noModels = ModelRegistry.layer({ main: ScriptedLlm.makeUnsafe([]).service })
 
 describe("ContextGuard invariants (property)", () => {
   it.effect.prop("heuristic layer", { input: messageList, limit: budget }, ({ input, limit }) =>
@@ -190,7 +190,7 @@ describe("ContextGuard invariants (property)", () => {
     { input: messageList, limit: budget, steps: fc.array(step, { minLength: 1, maxLength: 4 }) },
     ({ input, limit, steps }) =>
       Effect.gen(function*() {
-        const llm = ScriptedLlm.make((_request, i) => steps[i % steps.length])
+        const llm = ScriptedLlm.makeUnsafe((_request, i) => steps[i % steps.length])
         const guard = yield* guardFrom(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(config(), fromLlm(llm)))))
         yield* checkInvariants(guard, input, limit)
       }),
@@ -212,7 +212,7 @@ describe("ContextGuard invariants (property)", () => {
     { input: danglingList, limit: budget, steps: fc.array(step, { minLength: 1, maxLength: 4 }) },
     ({ input, limit, steps }) =>
       Effect.gen(function*() {
-        const llm = ScriptedLlm.make((_request, i) => steps[i % steps.length])
+        const llm = ScriptedLlm.makeUnsafe((_request, i) => steps[i % steps.length])
         const guard = yield* guardFrom(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(config(), fromLlm(llm)))))
         yield* checkInvariants(guard, input, limit)
       }),
@@ -245,7 +245,7 @@ describe("ContextGuard and orphan tool messages (fixed cases)", () => {
 
   it.effect("LLM compaction drops an orphan from the recent window it keeps verbatim", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("Earlier: the agent searched Paris weather.")])
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("Earlier: the agent searched Paris weather.")])
       const input = withOrphan()
       const result = yield* ContextGuardModule.make({ llm: llm.service, budget: 1200, keepRecent: 4 }).checkAndCompact(input)
       const out = result.messages
@@ -269,7 +269,7 @@ describe("ContextGuard and orphan tool messages (fixed cases)", () => {
 describe("ContextGuard.fits", () => {
   it.effect.prop("a list that fits comes back from checkAndCompact unchanged, with no LLM call", { input: messageList, limit: budget }, ({ input, limit }) =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("summary")], { onExhausted: "repeatLast" })
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary")], { onExhausted: "repeatLast" })
       const guard = ContextGuardModule.make({ llm: llm.service, budget: limit, maxMsgChars: 400 })
       if (guard.fits?.(input) !== true) return
       const result = yield* guard.checkAndCompact(input)
@@ -289,7 +289,7 @@ describe("ContextGuard.fits", () => {
 
 describe("ContextGuard behaviour", () => {
   const summaryLlm = (text = "The agent searched Paris weather: 18°C, id W-42.") =>
-    ScriptedLlm.make([ScriptedLlm.text(text, { usage: { prompt: 321, completion: 12 } })])
+    ScriptedLlm.makeUnsafe([ScriptedLlm.text(text, { usage: { prompt: 321, completion: 12 } })])
 
   it.effect("under budget: same array, not compacted, no LLM call", () =>
     Effect.gen(function*() {
@@ -369,7 +369,7 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("compaction failure falls back to heuristic truncation", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.fail("Server")])
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.fail("Server")])
       const guard = ContextGuardModule.make({ llm: llm.service, budget: 1000 })
       const input = history(10)
       const result = yield* guard.checkAndCompact(input)
@@ -496,7 +496,7 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("a runaway summary obeys the per-message cut too", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("h".repeat(60000))])
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("h".repeat(60000))])
       const guard = ContextGuardModule.make({ llm: llm.service, budget: 60000, keepRecent: 2, maxMsgChars: 50000 })
       const input = history(200, 2000)
       const result = yield* guard.checkAndCompact(input, { hint: "react_iteration" })
@@ -520,19 +520,19 @@ describe("ContextGuard budget", () => {
 
   it.effect("CONTEXT_GUARD_DEFAULT_BUDGET wins", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([], { contextSize: 128000, maxOutputTokens: 64000 })
+      const llm = ScriptedLlm.makeUnsafe([], { contextSize: 128000, maxOutputTokens: 64000 })
       const b = yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(fromLlm(llm), config([["CONTEXT_GUARD_DEFAULT_BUDGET", "9000"]])))))
       assert.strictEqual(b, 9000)
     }))
 
   it.effect("else the model's context size minus max output (floor 4000)", () =>
     Effect.gen(function*() {
-      const big = ScriptedLlm.make([], { contextSize: 128000, maxOutputTokens: 64000 })
+      const big = ScriptedLlm.makeUnsafe([], { contextSize: 128000, maxOutputTokens: 64000 })
       assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(fromLlm(big), config())))), 64000)
-      const small = ScriptedLlm.make([], { contextSize: 8000, maxOutputTokens: 6000 })
+      const small = ScriptedLlm.makeUnsafe([], { contextSize: 8000, maxOutputTokens: 6000 })
       assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(fromLlm(small), config())))), 4000)
       // the registry's fast model is smaller: the loop may use it
-      const fast = ScriptedLlm.make([], { contextSize: 32000, maxOutputTokens: 8000 })
+      const fast = ScriptedLlm.makeUnsafe([], { contextSize: 32000, maxOutputTokens: 8000 })
       const registry = ModelRegistry.layer({ main: big.service, fast: fast.service })
       assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(registry, config())))), 24000)
     }))
@@ -540,7 +540,7 @@ describe("ContextGuard budget", () => {
   it.effect("32000 when nothing is known", () =>
     Effect.gen(function*() {
       assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(config(), noModels)))), 32000)
-      const llm = ScriptedLlm.make([])
+      const llm = ScriptedLlm.makeUnsafe([])
       assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(fromLlm(llm), config())))), 32000)
     }))
 
@@ -552,8 +552,8 @@ describe("ContextGuard budget", () => {
 
   it.effect("the LLM layer compacts with the registry's fast model", () =>
     Effect.gen(function*() {
-      const main = ScriptedLlm.make([ScriptedLlm.text("from main")])
-      const fast = ScriptedLlm.make([ScriptedLlm.text("from fast")])
+      const main = ScriptedLlm.makeUnsafe([ScriptedLlm.text("from main")])
+      const fast = ScriptedLlm.makeUnsafe([ScriptedLlm.text("from fast")])
       const guard = yield* guardFrom(ContextGuardModule.layerConfig.pipe(
         Layer.provide(Layer.merge(ModelRegistry.layer({ main: main.service, fast: fast.service }), config()))
       ))

@@ -153,7 +153,7 @@ describe("classifier guardrail", () => {
 
   it.live("judges with its own model through structuredCall against the rubric; its usage counts in by_phase.guardrails", () =>
     Effect.gen(function*() {
-      const judge = ScriptedLlm.make([ScriptedLlm.toolCall("classify", { violates: true, reason: "asks for malware" }, { usage: { prompt: 50, completion: 9 } })])
+      const judge = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("classify", { violates: true, reason: "asks for malware" }, { usage: { prompt: 50, completion: 9 } })])
       const { tool } = recorder()
       const agent = makeAgent([ScriptedLlm.text("sure", { delay: "50 millis" })], {
         tools: [tool],

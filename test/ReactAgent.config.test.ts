@@ -73,11 +73,11 @@ describe("AgentConfig", () => {
     Effect.gen(function*() {
       const services = Layer.mergeAll(
         ScriptedLlm.layer([]),
-        Toolkit.layerEmpty,
+        Toolkit.layerNoop,
         noHooks,
         recordingGuard().layer,
-        Interrupts.layer,
-        ModelRegistry.layer({ main: ScriptedLlm.make([]).service })
+        Interrupts.layerMemory,
+        ModelRegistry.layer({ main: ScriptedLlm.makeUnsafe([]).service })
       )
       const env = withEnv({ REACT_CYCLE_DETECTION_THRESHOLD: "x" })
       const exit = yield* Effect.exit(

@@ -77,8 +77,8 @@ describe("ReactAgent tool selection", () => {
   })
 
   it.effect("layerConfig: the registry's fast model does the selection; the loop uses Llm", () => {
-    const main = ScriptedLlm.make([ScriptedLlm.text("answer")])
-    const fast = ScriptedLlm.make([ScriptedLlm.toolCall("select_tools", { tools: ["echo"] })], { model: "fast" })
+    const main = ScriptedLlm.makeUnsafe([ScriptedLlm.text("answer")])
+    const fast = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("select_tools", { tools: ["echo"] })], { model: "fast" })
     const layer = ReactAgent.layerConfig().pipe(
       Layer.provide(Layer.mergeAll(
         main.layer,
@@ -86,7 +86,7 @@ describe("ReactAgent tool selection", () => {
         Toolkit.layer(many),
         noHooks,
         recordingGuard().layer,
-        Interrupts.layer
+        Interrupts.layerMemory
       )),
       Layer.orDie
     )

@@ -21,7 +21,7 @@ describe("package root", () => {
     assert.isFunction(Engine.DagAgent.make)
     assert.isTrue(Layer.isLayer(Engine.DagAgent.layerConfig))
     assert.isTrue(Layer.isLayer(Engine.Telemetry.layerConfig))
-    assert.isTrue(Layer.isLayer(Engine.Approvals.layer))
+    assert.isTrue(Layer.isLayer(Engine.Approvals.layerMemory))
     assert.isFunction(Engine.Approvals.hashArgs)
   })
 })

@@ -55,7 +55,7 @@ export const LlmLayer: Layer.Layer<ModelRegistry.ModelRegistry | Llm, ConfigErro
       `No LLM configured (LLM_MODEL / LLM_BASE_URL not set): running on the built-in OFFLINE DEMO model "${DemoLlm.MODEL_NAME}". ` +
         "Set LLM_BASE_URL (and LLM_MODEL, LLM_API_KEY) to use a real model."
     )
-    return modelsOf(DemoLlm.layer)
+    return modelsOf(DemoLlm.layer())
   })
 )
 

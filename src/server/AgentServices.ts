@@ -6,7 +6,7 @@
  * application that mounts the server (`effect-react-engine/server`) does too:
  *
  * ```ts
- * const agent = AgentServices.layer(AgentServices.modelsOf(DemoLlm.layer), {
+ * const agent = AgentServices.layer(AgentServices.modelsOf(DemoLlm.layer()), {
  *   demo: true,
  *   tools: Toolkit.layer(BuiltinTools.tools)
  * })
@@ -45,7 +45,7 @@ export const ToolsLayer: Layer.Layer<Toolkit.Toolkit, never, McpTools.McpTools> 
   Toolkit.Toolkit,
   Effect.flatMap(McpTools.McpTools, (mcp) =>
     Effect.try({
-      try: () => Toolkit.make([...BuiltinTools.tools, ...mcp.tools]),
+      try: () => Toolkit.makeUnsafe([...BuiltinTools.tools, ...mcp.tools]),
       catch: (e) => e
     }).pipe(Effect.orDie))
 )
@@ -75,7 +75,7 @@ export const make = <E, R, RI = never, RA = never>(
   models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
   options: {
     readonly demo: boolean
-    /** Default: in-memory queues (`Interrupts.layer`); the server passes its run log's (`SqlInterrupts.layer`). */
+    /** Default: in-memory queues (`Interrupts.layerMemory`); the server passes its run log's (`SqlInterrupts.layer`). */
     readonly interrupts?: Layer.Layer<Interrupts.Interrupts, never, RI>
     /** Default: built-ins + the tools of `mcp`. Given: exactly these tools (all reported as built in). */
     readonly tools?: Layer.Layer<Toolkit.Toolkit>
@@ -85,7 +85,7 @@ export const make = <E, R, RI = never, RA = never>(
     readonly hooks?: Layer.Layer<Hooks.Hooks>
     /** Default: `ContextGuard.layerConfig` (configured from the environment). */
     readonly guard?: Layer.Layer<ContextGuard.ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry>
-    /** Where tool calls wait for approval. Default: in memory (`Approvals.layer`); the server passes its database's (`SqlApprovals.layer`). */
+    /** Where tool calls wait for approval. Default: in memory (`Approvals.layerMemory`); the server passes its database's (`SqlApprovals.layer`). */
     readonly approvals?: Layer.Layer<Approvals.Approvals, never, RA>
     /** Agent options that win over the `REACT_*` environment (both agents; DAG steps too). */
     readonly agent?: Partial<AgentOptions>
@@ -103,10 +103,10 @@ export const make = <E, R, RI = never, RA = never>(
     ).pipe(Layer.provideMerge(options.mcp ?? McpTools.layerConfig))
   const services = Layer.mergeAll(
     options.guard ?? ContextGuard.layerConfig,
-    options.interrupts ?? (Interrupts.layer as Layer.Layer<Interrupts.Interrupts, never, RI>),
-    options.hooks ?? Hooks.layerEmpty,
+    options.interrupts ?? (Interrupts.layerMemory as Layer.Layer<Interrupts.Interrupts, never, RI>),
+    options.hooks ?? Hooks.layerNoop,
     tools,
-    options.approvals ?? (Approvals.layer as Layer.Layer<Approvals.Approvals, never, RA>)
+    options.approvals ?? (Approvals.layerMemory as Layer.Layer<Approvals.Approvals, never, RA>)
   )
   const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
     Layer.mergeAll(

@@ -90,7 +90,7 @@ export const serve = (options?: { readonly disableLogger?: boolean; readonly dis
     Layer.provide(DurableRuns.layerShutdownGrace),
     Layer.provide(RunRegistry.layer),
     Layer.provide(DurableRuns.layerWorkflow),
-    Layer.provide(ConversationBudget.layer)
+    Layer.provide(ConversationBudget.layerConfig)
   )
 
 /**

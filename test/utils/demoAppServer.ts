@@ -17,7 +17,7 @@ import * as Toolkit from "../../src/Toolkit.js"
 /** The server on a random port for the test's scope; `demo` delays default to the model's own (visible streaming). */
 export const demoAppServer = (options: DemoLlm.DemoLlmOptions = {}) =>
   Effect.gen(function*() {
-    const app = App.make(App.modelsOf(DemoLlm.layerWith(options)), {
+    const app = App.make(App.modelsOf(DemoLlm.layer(options)), {
       demo: true,
       tools: Toolkit.layer(BuiltinTools.tools),
       interrupts: SqlInterrupts.layer,

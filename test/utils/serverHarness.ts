@@ -78,7 +78,7 @@ export const startServer = (options: {
       ...options.llm
     })
     const tools = options.mcpConfigPath !== undefined
-      ? { mcp: McpTools.layer(options.mcpConfigPath) }
+      ? { mcp: McpTools.layer({ file: options.mcpConfigPath }) }
       : { tools: Toolkit.layer(options.tools ?? BuiltinTools.tools) }
     const app = App.make(App.modelsOf(llm), {
       demo: false,
