@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
@@ -215,8 +216,18 @@ const checkInt = (key: string, value: number, min: number): Effect.Effect<number
     ? Effect.succeed(value)
     : Effect.fail(ConfigError.InvalidData([key], `option ${key} must be an integer >= ${min}, got ${value}`))
 
-const fromEnvironment = (explicit: Partial<AgentOptions>, env: boolean): Effect.Effect<AgentOptions, ConfigError.ConfigError> =>
+/** What the environment adds: the options read from files (the price table, the guardrails). */
+interface Files<R> {
+  readonly budget: Effect.Effect<Budget.BudgetOptions | undefined, ConfigError.ConfigError, R>
+  readonly guardrails: (path: string) => Effect.Effect<Guardrail.GuardrailOptions, ConfigError.ConfigError, R>
+}
+
+const fromEnvironment = <R = never>(
+  explicit: Partial<AgentOptions>,
+  files: Files<R> | undefined
+): Effect.Effect<AgentOptions, ConfigError.ConfigError, R> =>
   Effect.gen(function*() {
+    const env = files !== undefined
     const out: { -readonly [K in keyof AgentOptions]: AgentOptions[K] } = { ...defaults }
     for (const key of Object.keys(envVariables) as Array<IntKey>) {
       const { min, name } = envVariables[key]
@@ -254,15 +265,15 @@ const fromEnvironment = (explicit: Partial<AgentOptions>, env: boolean): Effect.
     }
     if (explicit.budget !== undefined) {
       out.budget = yield* Budget.check(explicit.budget, [])
-    } else if (env) {
-      const value = yield* Budget.loadConfig
+    } else if (files !== undefined) {
+      const value = yield* files.budget
       if (value !== undefined) out.budget = yield* Budget.check(value, [])
     }
     if (explicit.guardrails !== undefined) {
       out.guardrails = explicit.guardrails
-    } else if (env) {
+    } else if (files !== undefined) {
       const file = yield* Config.option(Config.string(GUARDRAILS_ENV))
-      if (Option.isSome(file) && file.value.trim() !== "") out.guardrails = yield* Guardrail.loadFile(file.value.trim())
+      if (Option.isSome(file) && file.value.trim() !== "") out.guardrails = yield* files.guardrails(file.value.trim())
     }
     if (explicit.useNativeTools !== undefined) out.useNativeTools = explicit.useNativeTools
     if (explicit.completionCheck !== undefined) out.completionCheck = explicit.completionCheck
@@ -279,15 +290,19 @@ const fromEnvironment = (explicit: Partial<AgentOptions>, env: boolean): Effect.
  * @category constructors
  */
 export const resolve = (explicit: Partial<AgentOptions> = {}): Effect.Effect<AgentOptions, ConfigError.ConfigError> =>
-  fromEnvironment(explicit, false)
+  fromEnvironment(explicit, undefined)
 
 /**
  * Resolves the options: explicit values, else the environment (through the
- * current `ConfigProvider`), else the defaults. Fails with a `ConfigError`
- * naming the option or variable when a value is invalid.
+ * current `ConfigProvider`; the files it names — `MODEL_PRICES_FILE`,
+ * `REACT_GUARDRAILS_FILE` — through the `FileSystem` in context), else the
+ * defaults. Fails with a `ConfigError` naming the option or variable when a
+ * value is invalid.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const load = (explicit: Partial<AgentOptions> = {}): Effect.Effect<AgentOptions, ConfigError.ConfigError> =>
-  fromEnvironment(explicit, true)
+export const load = (
+  explicit: Partial<AgentOptions> = {}
+): Effect.Effect<AgentOptions, ConfigError.ConfigError, FileSystem.FileSystem> =>
+  fromEnvironment(explicit, { budget: Budget.loadConfig, guardrails: Guardrail.loadFile })

@@ -25,6 +25,7 @@
  *
  * @since 0.1.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -310,7 +311,7 @@ export const layerConfigWith = (
 ): Layer.Layer<
   DagAgent,
   ConfigError.ConfigError,
-  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
+  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | FileSystem.FileSystem
 > =>
   Layer.effect(
     DagAgent,
@@ -331,7 +332,7 @@ export const layerConfigWith = (
 export const layerConfig: Layer.Layer<
   DagAgent,
   ConfigError.ConfigError,
-  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
+  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | FileSystem.FileSystem
 > = layerConfigWith()
 
 /**

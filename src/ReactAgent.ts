@@ -18,6 +18,7 @@
  *
  * @since 0.1.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -254,7 +255,11 @@ export const layer = (
  */
 export const layerConfig = (
   options?: Partial<AgentOptions> & { readonly approvals?: Approvals.ApprovalsService }
-): Layer.Layer<ReactAgent, ConfigError.ConfigError, Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | ModelRegistry.ModelRegistry> =>
+): Layer.Layer<
+  ReactAgent,
+  ConfigError.ConfigError,
+  Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | ModelRegistry.ModelRegistry | FileSystem.FileSystem
+> =>
   Layer.effect(
     ReactAgent,
     Effect.gen(function*() {

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -29,7 +30,7 @@ describe("AgentConfig", () => {
       assert.strictEqual(o.toolObsTruncation, 2000)
       assert.strictEqual(Duration.toMillis(o.toolTimeout), 60000)
       assert.isTrue(o.useNativeTools && o.completionCheck)
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("REACT_* variables are read; explicit options win", () =>
     Effect.gen(function*() {
@@ -56,7 +57,7 @@ describe("AgentConfig", () => {
       const explicit = yield* AgentConfig.load({ maxIterations: 9, toolTimeout: "2 seconds" }).pipe(withEnv(env))
       assert.strictEqual(explicit.maxIterations, 9)
       assert.strictEqual(Duration.toMillis(explicit.toolTimeout), 2000)
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("an invalid variable is a ConfigError naming it", () =>
     Effect.gen(function*() {
@@ -67,7 +68,7 @@ describe("AgentConfig", () => {
       }
       const bad = yield* Effect.exit(AgentConfig.load({ maxIterations: 0 }))
       assert.isTrue(Exit.isFailure(bad) && String(bad.cause).includes("maxIterations"))
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("ReactAgent.layerConfig fails with the ConfigError; ReactAgent.layer does not read the environment", () =>
     Effect.gen(function*() {
@@ -77,7 +78,8 @@ describe("AgentConfig", () => {
         noHooks,
         recordingGuard().layer,
         Interrupts.layerMemory,
-        ModelRegistry.layer({ main: ScriptedLlm.makeUnsafe([]).service })
+        ModelRegistry.layer({ main: ScriptedLlm.makeUnsafe([]).service }),
+        NodeFileSystem.layer
       )
       const env = withEnv({ REACT_CYCLE_DETECTION_THRESHOLD: "x" })
       const exit = yield* Effect.exit(

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -86,7 +87,8 @@ describe("ReactAgent tool selection", () => {
         Toolkit.layer(many),
         noHooks,
         recordingGuard().layer,
-        Interrupts.layerMemory
+        Interrupts.layerMemory,
+        NodeFileSystem.layer
       )),
       Layer.orDie
     )

@@ -14,6 +14,8 @@
  *
  * @since 0.1.0
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -80,7 +82,7 @@ export const make = <E, R, RI = never, RA = never>(
     /** Default: built-ins + the tools of `mcp`. Given: exactly these tools (all reported as built in). */
     readonly tools?: Layer.Layer<Toolkit.Toolkit>
     /** The MCP servers (ignored with `tools`). Default: the servers of `MCP_CONFIG`. */
-    readonly mcp?: Layer.Layer<McpTools.McpTools>
+    readonly mcp?: Layer.Layer<McpTools.McpTools, never, FileSystem.FileSystem>
     /** Default: no hooks. */
     readonly hooks?: Layer.Layer<Hooks.Hooks>
     /** Default: `ContextGuard.layerConfig` (configured from the environment). */
@@ -118,7 +120,9 @@ export const make = <E, R, RI = never, RA = never>(
     // (the server records each run for its cassette); outside one they pass straight through
     Layer.provideMerge(Recorder.layer),
     Layer.provideMerge(services),
-    Layer.provideMerge(models)
+    Layer.provideMerge(models),
+    // the files the environment names (MCP_CONFIG, MODEL_PRICES_FILE, REACT_GUARDRAILS_FILE)
+    Layer.provide(NodeFileSystem.layer)
   )
 }
 

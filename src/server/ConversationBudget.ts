@@ -16,6 +16,7 @@
  */
 import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -78,7 +79,11 @@ export const makeUnsafe = (limitUsd: number | undefined, run: Budget.BudgetOptio
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig: Layer.Layer<ConversationBudget, ConfigError.ConfigError, ServerConfig.ServerConfig | AppInfo> = Layer.effect(
+export const layerConfig: Layer.Layer<
+  ConversationBudget,
+  ConfigError.ConfigError,
+  ServerConfig.ServerConfig | AppInfo | FileSystem.FileSystem
+> = Layer.effect(
   ConversationBudget,
   Effect.gen(function*() {
     const { conversationBudgetUsd } = yield* ServerConfig.ServerConfig
