@@ -20,7 +20,7 @@
  *   console.log(result.answer, result.usage.by_phase)
  * })
  * // DagAgent.layerConfig needs Llm, ModelRegistry, Tools, Hooks, ContextGuard and Interrupts
- * program.pipe(Effect.provide(DagAgent.layerConfig))
+ * program.pipe(Effect.provide(DagAgent.layerConfig()))
  * ```
  *
  * @since 0.1.0
@@ -300,13 +300,13 @@ export const layer = (
 
 /**
  * The DAG agent configured from the environment (`DAG_*`, see `config`; its step
- * agents from `REACT_*`, as `ReactAgent.layerConfig` reads them), with explicit
- * options winning.
+ * agents from `REACT_*`, as `ReactAgent.layerConfig` reads them, with the files
+ * those name read through the `FileSystem`), explicit options winning.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerConfigWith = (
+export const layerConfig = (
   options: Options = {}
 ): Layer.Layer<
   DagAgent,
@@ -321,19 +321,6 @@ export const layerConfigWith = (
       return yield* make({ ...fromEnv, ...options, agent })
     })
   )
-
-/**
- * The DAG agent configured from the environment (`DAG_*`, see `config`; its step
- * agents from `REACT_*`).
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerConfig: Layer.Layer<
-  DagAgent,
-  ConfigError.ConfigError,
-  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | FileSystem.FileSystem
-> = layerConfigWith()
 
 /**
  * Runs `input` in `mode`: the ReAct agent, the DAG agent, or (`auto`) the one

@@ -145,10 +145,8 @@ export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
 }) {}
 
 /**
- * A tool. `R`: the services its handler needs (its `dependencies`), `never`
- * once they are provided (`provide`; `Toolkit.layer` does it with the services
- * of the context the toolkit's layer is built in). The agent runs only tools
- * that need nothing.
+ * A tool. `R`: the services its handler needs (its `dependencies`) until
+ * `provide` (`Toolkit.layer` does it); the agent runs only tools that need nothing.
  *
  * @since 0.1.0
  * @category models
@@ -199,12 +197,7 @@ export interface ToolOptions<A, I, Deps extends ReadonlyArray<Context.Tag<any, a
   readonly name: string
   readonly description: string
   readonly parameters: Schema.Schema<A, I, never>
-  /**
-   * The services the handler needs, as their tags (as `@effect/ai`'s
-   * `Tool.make`): they are the tool's requirements, provided where its toolkit
-   * layer is built (`Toolkit.layer`). A handler that needs a service not listed
-   * here does not type-check.
-   */
+  /** The tags of the services the handler needs (the tool's `R`; as `@effect/ai`'s `Tool.make`). */
   readonly dependencies?: Deps
   readonly handler: (args: A) => Effect.Effect<ToolOutput, ToolError, Context.Tag.Identifier<Deps[number]>>
   readonly readOnly?: boolean
@@ -273,14 +266,13 @@ export const make = <A, I, const Deps extends ReadonlyArray<Context.Tag<any, any
 }
 
 /**
- * The tool with its handler's services provided from `context`: a tool that
- * needs nothing (what a toolkit holds).
+ * The tool with its handler's `dependencies` provided from `context`.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const provide = <R>(tool: Tool<R>, context: Context.Context<R>): Tool => {
-  // a tool that needs nothing stays as it is: providing costs a context switch per call
+  // a tool that needs nothing stays as it is (providing costs a context switch per call)
   if (tool.dependencies === undefined) return tool as Tool
   const services = Context.pick(...tool.dependencies)(context as Context.Context<any>) as Context.Context<R>
   return {

@@ -118,7 +118,7 @@ describe("Budget", () => {
       assert.isDefined(exhausted)
       assert.strictEqual(exhausted!._tag === "BudgetExhausted" && exhausted!.limit_usd, 0.002)
       // the wire form is the phase channel
-      const { toWire } = yield* Effect.promise(() => import("../src/RunEvent.js"))
+      const { toWire } = yield* Effect.promise(() => import("../src/server/EventWire.js"))
       assert.strictEqual(toWire(exhausted!).channel, "phase")
       assert.strictEqual(toWire(exhausted!).data.phase, "budget_exhausted")
     }))

@@ -93,7 +93,7 @@ describe("DagAgent: configuration", () => {
 
   it.effect("layerConfig applies the environment (DAG_MAX_CONCURRENCY=1 runs steps one at a time)", () => {
     const h = makeDag({ plan: () => planReply([{ id: 1, task: "a" }, { id: 2, task: "b" }]) })
-    const layer = DagAgent.layerConfig.pipe(Layer.provide([h.layer, NodeFileSystem.layer]), Layer.orDie)
+    const layer = DagAgent.layerConfig().pipe(Layer.provide([h.layer, NodeFileSystem.layer]), Layer.orDie)
     return Effect.gen(function*() {
       const agent = yield* DagAgent.DagAgent
       const events = Chunk.toArray(yield* Stream.runCollect(agent.run({ query: "q" })))

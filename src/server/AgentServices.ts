@@ -73,7 +73,7 @@ export const modelsOf = <E, R>(llm: Layer.Layer<Llm, E, R>): Layer.Layer<ModelRe
  * @since 0.1.0
  * @category layers
  */
-export const make = <E, R, RI = never, RA = never>(
+export const layerMemory = <E, R, RI = never, RA = never>(
   models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
   options: {
     readonly demo: boolean
@@ -113,7 +113,7 @@ export const make = <E, R, RI = never, RA = never>(
   const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
     Layer.mergeAll(
       ReactAgent.layerConfig({ ...options.agent, approvals }),
-      DagAgent.layerConfigWith({ approvals, ...(options.agent ? { agent: options.agent } : {}) })
+      DagAgent.layerConfig({ approvals, ...(options.agent ? { agent: options.agent } : {}) })
     )))
   return agents.pipe(
     // every model call, tool outcome and drain of a run made under a recording goes into it
@@ -127,7 +127,7 @@ export const make = <E, R, RI = never, RA = never>(
 }
 
 /**
- * The agent of a server: `make` with the server's database-backed interrupts
+ * The agent of a server: `layerMemory` with the server's database-backed interrupts
  * and approvals (`SqlInterrupts.layer`, `SqlApprovals.layer`: a run's
  * follow-ups and approvals work from any instance and survive a restart)
  * unless given. Needs the server's storage (`Server.storage`) for them.
@@ -137,5 +137,5 @@ export const make = <E, R, RI = never, RA = never>(
  */
 export const layer = <E, R>(
   models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
-  options: Omit<Parameters<typeof make>[1], "interrupts" | "approvals">
-) => make(models, { ...options, interrupts: SqlInterrupts.layer, approvals: SqlApprovals.layer })
+  options: Omit<Parameters<typeof layerMemory>[1], "interrupts" | "approvals">
+) => layerMemory(models, { ...options, interrupts: SqlInterrupts.layer, approvals: SqlApprovals.layer })
