@@ -301,13 +301,15 @@ export const layer = (
 /**
  * The DAG agent configured from the environment (`DAG_*`, see `config`; its step
  * agents from `REACT_*`, as `ReactAgent.layerConfig` reads them, with the files
- * those name read through the `FileSystem`), explicit options winning.
+ * those name read through the `FileSystem`). `config` (each option a `Config`,
+ * or one `Config` of them all) sets options that win over the variables.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerConfig = (
-  options: Options = {}
+  config: Config.Config.Wrap<Partial<DagOptions>> = {},
+  options: { readonly approvals?: Approvals.ApprovalsService } = {}
 ): Layer.Layer<
   DagAgent,
   ConfigError.ConfigError,
@@ -316,11 +318,15 @@ export const layerConfig = (
   Layer.effect(
     DagAgent,
     Effect.gen(function*() {
-      const fromEnv = yield* config
-      const agent = yield* AgentConfig.load(options.agent)
-      return yield* make({ ...fromEnv, ...options, agent })
+      const fromEnv = yield* envConfig
+      // (`Config.unwrap` of an empty record fails: no option given is the empty record)
+      const explicit: Partial<DagOptions> = Config.isConfig(config) || Object.keys(config).length > 0 ? yield* Config.unwrap(config) : {}
+      const agent = yield* AgentConfig.load(explicit.agent)
+      return yield* make({ ...fromEnv, ...explicit, agent, ...(options.approvals ? { approvals: options.approvals } : {}) })
     })
   )
+
+const envConfig = config
 
 /**
  * Runs `input` in `mode`: the ReAct agent, the DAG agent, or (`auto`) the one

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -11,7 +12,7 @@ import * as ReactAgent from "../src/ReactAgent.js"
 import * as ModelRegistry from "../src/ModelRegistry.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Toolkit from "../src/Toolkit.js"
-import { noHooks, recordingGuard } from "./utils/agentLayers.js"
+import { echoTool, noHooks, recordingGuard } from "./utils/agentLayers.js"
 
 const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
 
@@ -94,5 +95,35 @@ describe("AgentConfig", () => {
         Effect.provide(ReactAgent.ReactAgent, ReactAgent.layer({ maxIterations: 0 }).pipe(Layer.provide(services)))
       )
       assert.isTrue(Exit.isFailure(invalid) && String(invalid.cause).includes("maxIterations"))
+    }))
+
+  it.effect("ReactAgent.layerConfig takes a Config.Wrap: the caller's Configs win over REACT_*, the rest still comes from it", () =>
+    Effect.gen(function*() {
+      // a model that calls a tool forever: the run stops at maxIterations (then synthesis answers)
+      const iterationsWith = (config?: Parameters<typeof ReactAgent.layerConfig>[0]) => {
+        const llm = ScriptedLlm.makeUnsafe((request) =>
+          (request.tools ?? []).length === 0 ? ScriptedLlm.text("answer") : ScriptedLlm.toolCall("echo", { text: "x" })
+        )
+        const services = Layer.mergeAll(
+          llm.layer,
+          Toolkit.layer([echoTool]),
+          noHooks,
+          recordingGuard().layer,
+          Interrupts.layerMemory,
+          ModelRegistry.layer({ main: llm.service }),
+          NodeFileSystem.layer
+        )
+        return Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "q" })).pipe(
+          Effect.provide(ReactAgent.layerConfig(config).pipe(Layer.provide(services))),
+          withEnv({ REACT_MAX_ITERATIONS: "3", MY_MAX_STEPS: "1", REACT_SYNTHESIS: "always" }),
+          Effect.map((result) => result.iterations)
+        )
+      }
+      assert.strictEqual(yield* iterationsWith(), 3)
+      assert.strictEqual(yield* iterationsWith({ maxIterations: Config.integer("MY_MAX_STEPS") }), 1)
+      assert.strictEqual(yield* iterationsWith(Config.succeed({ maxIterations: 2 })), 2)
+      // a Config of the caller's that fails is the layer's ConfigError, naming its variable
+      const missing = yield* Effect.exit(iterationsWith({ maxIterations: Config.integer("NOT_SET") }))
+      assert.isTrue(Exit.isFailure(missing) && String(missing.cause).includes("NOT_SET"))
     }))
 })

@@ -16,6 +16,7 @@
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import type * as FileSystem from "@effect/platform/FileSystem"
+import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -112,8 +113,8 @@ export const layerMemory = <E, R, RI = never, RA = never>(
   )
   const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
     Layer.mergeAll(
-      ReactAgent.layerConfig({ ...options.agent, approvals }),
-      DagAgent.layerConfig({ approvals, ...(options.agent ? { agent: options.agent } : {}) })
+      ReactAgent.layerConfig(Config.succeed(options.agent ?? {}), { approvals }),
+      DagAgent.layerConfig(Config.succeed(options.agent ? { agent: options.agent } : {}), { approvals })
     )))
   return agents.pipe(
     // every model call, tool outcome and drain of a run made under a recording goes into it
