@@ -337,7 +337,8 @@ export class ScriptedLlmHandle extends Context.Tag("effect-react-engine/Scripted
 
 /**
  * The scripted LLM as a layer: the `Llm`, and the `ScriptedLlmHandle` to read
- * its recorded requests from inside Effect code.
+ * its recorded requests from inside Effect code. Each build of the layer starts
+ * the script afresh.
  *
  * @since 0.1.0
  * @category layers
@@ -345,10 +346,11 @@ export class ScriptedLlmHandle extends Context.Tag("effect-react-engine/Scripted
 export const layer = (
   script: ReadonlyArray<ScriptStep> | Responder,
   options?: ScriptedLlmOptions
-): Layer.Layer<Llm | ScriptedLlmHandle> => {
-  const handle = makeUnsafe(script, options)
-  return Layer.merge(handle.layer, Layer.succeed(ScriptedLlmHandle, handle))
-}
+): Layer.Layer<Llm | ScriptedLlmHandle> =>
+  Layer.effectContext(Effect.sync(() => {
+    const handle = makeUnsafe(script, options)
+    return Context.make(Llm, handle.service).pipe(Context.add(ScriptedLlmHandle, handle))
+  }))
 
 /**
  * The former name of `makeUnsafe`, kept until bench/ follows the rename (issue 27).

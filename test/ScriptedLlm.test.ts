@@ -157,7 +157,7 @@ describe("ScriptedLlm", () => {
       assert.strictEqual(llm.calls, 1)
     }))
 
-  it.effect("layerWithHandle exposes the recorded requests inside Effect code", () =>
+  it.effect("layer also provides the handle: the recorded requests inside Effect code", () =>
     Effect.gen(function*() {
       const program = Effect.gen(function*() {
         const llm = yield* Llm
@@ -166,6 +166,14 @@ describe("ScriptedLlm", () => {
         return handle.requests.length
       })
       assert.strictEqual(yield* Effect.provide(program, ScriptedLlm.layer([ScriptedLlm.jsonFinal("done")])), 1)
+    }))
+
+  it.effect("each build of layer starts the script afresh (no state shared between builds)", () =>
+    Effect.gen(function*() {
+      const layer = ScriptedLlm.layer([ScriptedLlm.text("first"), ScriptedLlm.text("second")])
+      const firstReply = Effect.flatMap(Llm, (llm) => llm.chat(req("q"))).pipe(Effect.map((r) => r.content))
+      assert.strictEqual(yield* Effect.provide(firstReply, layer), "first")
+      assert.strictEqual(yield* Effect.provide(firstReply, layer), "first")
     }))
 
   it.effect("JSON-mode helpers produce the protocol objects", () =>
