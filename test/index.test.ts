@@ -15,7 +15,7 @@ describe("package root", () => {
     assert.isFunction(Engine.StructuredCall.structuredCall)
     assert.isFunction(Engine.ReactAgent.layer)
     assert.isFunction(Engine.Hooks.layer)
-    assert.isTrue(Layer.isLayer(Engine.ContextGuard.layerConfigHeuristic))
+    assert.isTrue(Layer.isLayer(Engine.ContextGuard.layerConfig()))
     assert.isFunction(Engine.ToolSelection.selectTools)
     assert.isFunction(Engine.RunEvent.settledAnswers)
     assert.isFunction(Engine.DagAgent.make)

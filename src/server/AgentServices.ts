@@ -86,7 +86,7 @@ export const layerMemory = <E, R, RI = never, RA = never>(
     readonly mcp?: Layer.Layer<McpTools.McpTools, never, FileSystem.FileSystem>
     /** Default: no hooks. */
     readonly hooks?: Layer.Layer<Hooks.Hooks>
-    /** Default: `ContextGuard.layerConfig` (configured from the environment). */
+    /** Default: `ContextGuard.layerConfig()` (configured from the environment). */
     readonly guard?: Layer.Layer<ContextGuard.ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry>
     /** Where tool calls wait for approval. Default: in memory (`Approvals.layerMemory`); the server passes its database's (`SqlApprovals.layer`). */
     readonly approvals?: Layer.Layer<Approvals.Approvals, never, RA>
@@ -105,7 +105,7 @@ export const layerMemory = <E, R, RI = never, RA = never>(
       }))))
     ).pipe(Layer.provideMerge(options.mcp ?? McpTools.layerConfig))
   const services = Layer.mergeAll(
-    options.guard ?? ContextGuard.layerConfig,
+    options.guard ?? ContextGuard.layerConfig(),
     options.interrupts ?? (Interrupts.layerMemory as Layer.Layer<Interrupts.Interrupts, never, RI>),
     options.hooks ?? Hooks.layerNoop,
     tools,
