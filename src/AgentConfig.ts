@@ -1,16 +1,18 @@
 /**
  * Options of the ReAct agent: defaults, the `REACT_*` environment
- * variables (read through `Config`, only in the agent's layer constructor) and
- * validation. Explicit options passed to `ReactAgent.layer(options)` win over the
- * environment; an invalid value (explicit or from the environment) is a
- * `ConfigError` naming the option or variable.
+ * variables (`config`, read only in the agent's layer constructor; the files
+ * they name through `FileSystem`) and validation (`resolve`). Options given to
+ * `ReactAgent.layerConfig` win over the environment; an invalid value (given or
+ * from the environment) is a `ConfigError` naming the option or variable.
  *
  * @since 0.1.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Budget from "./Budget.js"
 import * as Guardrail from "./Guardrail.js"
@@ -181,16 +183,23 @@ export const APPROVAL_TIMEOUT_ENV = "REACT_APPROVAL_TIMEOUT_MS"
 /** The globs of a comma list (blank entries dropped). */
 const globList = (text: string): ReadonlyArray<string> => text.split(",").map((g) => g.trim()).filter((g) => g !== "")
 
-const checkGlobs = (key: string, globs: unknown): Effect.Effect<ReadonlyArray<string>, ConfigError.ConfigError> => {
-  const invalid = (why: string) => Effect.fail(ConfigError.InvalidData([key], `${key} ${why}`))
-  if (!Array.isArray(globs)) return invalid("must be a list of tool-name globs")
-  if (globs.length === 0) return Effect.succeed([])
+/** The problem with a list of tool-name globs, if any. */
+const globsProblem = (globs: unknown): string | undefined => {
+  if (!Array.isArray(globs)) return "must be a list of tool-name globs"
+  if (globs.length === 0) return undefined
   try {
     Hooks.compile(globs as ReadonlyArray<string>)
   } catch (e) {
-    return invalid(`must be a list of tool-name globs: ${(e as Error).message}`)
+    return `must be a list of tool-name globs: ${(e as Error).message}`
   }
-  return Effect.succeed([...globs] as ReadonlyArray<string>)
+  return undefined
+}
+
+const checkGlobs = (key: string, globs: unknown): Effect.Effect<ReadonlyArray<string>, ConfigError.ConfigError> => {
+  const problem = globsProblem(globs)
+  return problem === undefined
+    ? Effect.succeed([...(globs as ReadonlyArray<string>)])
+    : Effect.fail(ConfigError.InvalidData([key], `${key} ${problem}`))
 }
 
 const positiveDuration = (key: string, value: Duration.DurationInput): Effect.Effect<Duration.Duration, ConfigError.ConfigError> => {
@@ -200,8 +209,10 @@ const positiveDuration = (key: string, value: Duration.DurationInput): Effect.Ef
     : Effect.succeed(d.value)
 }
 
+const isPolicy = (value: unknown): value is SynthesisPolicy => value === "always" || value === "auto"
+
 const checkPolicy = (key: string, value: unknown): Effect.Effect<SynthesisPolicy, ConfigError.ConfigError> =>
-  value === "always" || value === "auto"
+  isPolicy(value)
     ? Effect.succeed(value)
     : Effect.fail(ConfigError.InvalidData([key], `${key} must be "always" or "auto", got ${JSON.stringify(value)}`))
 
@@ -215,60 +226,49 @@ const checkInt = (key: string, value: number, min: number): Effect.Effect<number
     ? Effect.succeed(value)
     : Effect.fail(ConfigError.InvalidData([key], `option ${key} must be an integer >= ${min}, got ${value}`))
 
-const fromEnvironment = (explicit: Partial<AgentOptions>, env: boolean): Effect.Effect<AgentOptions, ConfigError.ConfigError> =>
-  Effect.gen(function*() {
-    const out: { -readonly [K in keyof AgentOptions]: AgentOptions[K] } = { ...defaults }
-    for (const key of Object.keys(envVariables) as Array<IntKey>) {
-      const { min, name } = envVariables[key]
-      const given = explicit[key]
-      if (given !== undefined) {
-        out[key] = yield* checkInt(key, given, min)
-      } else if (env) {
-        const value = yield* intFromEnv(name, min)
-        if (Option.isSome(value)) out[key] = value.value
-      }
-    }
-    if (explicit.toolTimeout !== undefined) {
-      out.toolTimeout = yield* positiveDuration("toolTimeout", explicit.toolTimeout)
-    } else if (env) {
-      const value = yield* intFromEnv(TOOL_TIMEOUT_ENV, 1)
-      if (Option.isSome(value)) out.toolTimeout = Duration.millis(value.value)
-    }
-    if (explicit.approvalTools !== undefined) {
-      out.approvalTools = yield* checkGlobs("approvalTools", explicit.approvalTools)
-    } else if (env) {
-      const value = yield* Config.option(Config.string(APPROVAL_TOOLS_ENV))
-      if (Option.isSome(value)) out.approvalTools = yield* checkGlobs(APPROVAL_TOOLS_ENV, globList(value.value))
-    }
-    if (explicit.approvalTimeout !== undefined) {
-      out.approvalTimeout = yield* positiveDuration("approvalTimeout", explicit.approvalTimeout)
-    } else if (env) {
-      const value = yield* intFromEnv(APPROVAL_TIMEOUT_ENV, 1)
-      if (Option.isSome(value)) out.approvalTimeout = Duration.millis(value.value)
-    }
-    if (explicit.synthesis !== undefined) {
-      out.synthesis = yield* checkPolicy("synthesis", explicit.synthesis)
-    } else if (env) {
-      const value = yield* Config.option(Config.string(SYNTHESIS_ENV))
-      if (Option.isSome(value)) out.synthesis = yield* checkPolicy(SYNTHESIS_ENV, value.value.trim())
-    }
-    if (explicit.budget !== undefined) {
-      out.budget = yield* Budget.check(explicit.budget, [])
-    } else if (env) {
-      const value = yield* Budget.loadConfig
-      if (value !== undefined) out.budget = yield* Budget.check(value, [])
-    }
-    if (explicit.guardrails !== undefined) {
-      out.guardrails = explicit.guardrails
-    } else if (env) {
-      const file = yield* Config.option(Config.string(GUARDRAILS_ENV))
-      if (Option.isSome(file) && file.value.trim() !== "") out.guardrails = yield* Guardrail.loadFile(file.value.trim())
-    }
-    if (explicit.useNativeTools !== undefined) out.useNativeTools = explicit.useNativeTools
-    if (explicit.completionCheck !== undefined) out.completionCheck = explicit.completionCheck
-    if (explicit.systemPrompt !== undefined) out.systemPrompt = explicit.systemPrompt
-    return out
-  })
+const ints = Object.fromEntries(
+  (Object.keys(envVariables) as Array<IntKey>).map((key) => [key, intFromEnv(envVariables[key].name, envVariables[key].min)])
+) as { readonly [K in IntKey]: Config.Config<Option.Option<number>> }
+
+/**
+ * The options the `REACT_*` variables set (`REACT_MAX_ITERATIONS`,
+ * `REACT_TOOL_TIMEOUT_MS`, `REACT_APPROVAL_TOOLS`, `REACT_APPROVAL_TIMEOUT_MS`,
+ * `REACT_SYNTHESIS`, … see docs/configuration.md), as a `Config`: an unset
+ * variable sets nothing; an invalid one is a `ConfigError` naming it. The
+ * options read from files (`MODEL_PRICES_FILE`, `REACT_GUARDRAILS_FILE`) are
+ * `load`'s: a `Config` reads no file.
+ *
+ * @since 0.1.0
+ * @category configuration
+ */
+export const config: Config.Config<Partial<AgentOptions>> = Config.all({
+  ...ints,
+  toolTimeout: intFromEnv(TOOL_TIMEOUT_ENV, 1),
+  approvalTimeout: intFromEnv(APPROVAL_TIMEOUT_ENV, 1),
+  approvalTools: Config.option(Config.string(APPROVAL_TOOLS_ENV).pipe(
+    Config.map(globList),
+    Config.mapOrFail((globs) => {
+      const problem = globsProblem(globs)
+      return problem === undefined
+        ? Either.right(globs)
+        : Either.left(ConfigError.InvalidData([APPROVAL_TOOLS_ENV], `${APPROVAL_TOOLS_ENV} ${problem}`))
+    })
+  )),
+  synthesis: Config.option(Config.string(SYNTHESIS_ENV).pipe(
+    Config.map((value) => value.trim()),
+    Config.mapOrFail((value) =>
+      isPolicy(value)
+        ? Either.right(value)
+        : Either.left(ConfigError.InvalidData([SYNTHESIS_ENV], `${SYNTHESIS_ENV} must be "always" or "auto", got ${JSON.stringify(value)}`))
+    )
+  ))
+}).pipe(Config.map(({ approvalTimeout, toolTimeout, ...rest }) => {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(rest) as Array<[string, Option.Option<unknown>]>) if (Option.isSome(value)) out[key] = value.value
+  if (Option.isSome(toolTimeout)) out.toolTimeout = Duration.millis(toolTimeout.value)
+  if (Option.isSome(approvalTimeout)) out.approvalTimeout = Duration.millis(approvalTimeout.value)
+  return out as Partial<AgentOptions>
+}))
 
 /**
  * Resolves the options from explicit values and the defaults (the environment
@@ -279,15 +279,50 @@ const fromEnvironment = (explicit: Partial<AgentOptions>, env: boolean): Effect.
  * @category constructors
  */
 export const resolve = (explicit: Partial<AgentOptions> = {}): Effect.Effect<AgentOptions, ConfigError.ConfigError> =>
-  fromEnvironment(explicit, false)
+  Effect.gen(function*() {
+    const out: { -readonly [K in keyof AgentOptions]: AgentOptions[K] } = { ...defaults }
+    for (const key of Object.keys(envVariables) as Array<IntKey>) {
+      const given = explicit[key]
+      if (given !== undefined) out[key] = yield* checkInt(key, given, envVariables[key].min)
+    }
+    if (explicit.toolTimeout !== undefined) out.toolTimeout = yield* positiveDuration("toolTimeout", explicit.toolTimeout)
+    if (explicit.approvalTools !== undefined) out.approvalTools = yield* checkGlobs("approvalTools", explicit.approvalTools)
+    if (explicit.approvalTimeout !== undefined) out.approvalTimeout = yield* positiveDuration("approvalTimeout", explicit.approvalTimeout)
+    if (explicit.synthesis !== undefined) out.synthesis = yield* checkPolicy("synthesis", explicit.synthesis)
+    if (explicit.budget !== undefined) out.budget = yield* Budget.check(explicit.budget, [])
+    if (explicit.guardrails !== undefined) out.guardrails = explicit.guardrails
+    if (explicit.useNativeTools !== undefined) out.useNativeTools = explicit.useNativeTools
+    if (explicit.completionCheck !== undefined) out.completionCheck = explicit.completionCheck
+    if (explicit.systemPrompt !== undefined) out.systemPrompt = explicit.systemPrompt
+    return out
+  })
 
 /**
- * Resolves the options: explicit values, else the environment (through the
- * current `ConfigProvider`), else the defaults. Fails with a `ConfigError`
- * naming the option or variable when a value is invalid.
+ * Resolves the options: explicit values, else the environment (`config`, through
+ * the current `ConfigProvider`; the files its variables name — `MODEL_PRICES_FILE`,
+ * `REACT_GUARDRAILS_FILE` — through the `FileSystem` in context, read only for
+ * options not given), else the defaults. Fails with a `ConfigError` naming the
+ * option or variable when a value is invalid.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const load = (explicit: Partial<AgentOptions> = {}): Effect.Effect<AgentOptions, ConfigError.ConfigError> =>
-  fromEnvironment(explicit, true)
+export const load = (
+  explicit: Partial<AgentOptions> = {}
+): Effect.Effect<AgentOptions, ConfigError.ConfigError, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fromEnv: { -readonly [K in keyof AgentOptions]?: AgentOptions[K] } = { ...(yield* config) }
+    if (explicit.budget === undefined) {
+      const budget = yield* Budget.loadConfig
+      if (budget !== undefined) fromEnv.budget = budget
+    }
+    if (explicit.guardrails === undefined) {
+      const file = yield* Config.option(Config.string(GUARDRAILS_ENV))
+      if (Option.isSome(file) && file.value.trim() !== "") fromEnv.guardrails = yield* Guardrail.loadFile(file.value.trim())
+    }
+    return yield* resolve({ ...fromEnv, ...definedOf(explicit) })
+  })
+
+/** The options that are set (an explicit `undefined` does not hide the environment's value). */
+const definedOf = (options: Partial<AgentOptions>): Partial<AgentOptions> =>
+  Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<AgentOptions>

@@ -25,7 +25,7 @@
  *   hash it was given for: the agent runs the tool only when both are the ones
  *   of the call it is about to run.
  *
- * The in-memory service (`make`, `layer`) keeps pending approvals until they are
+ * The in-memory service (`make`, `layerMemory`) keeps pending approvals until they are
  * decided, and the last `FINISHED_KEPT` finished ones (so that replaying a
  * decision is refused as `AlreadyDecided`, not `ApprovalNotFound`).
  *
@@ -397,4 +397,4 @@ export const make: Effect.Effect<ApprovalsService> = Effect.gen(function*() {
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Approvals> = Layer.effect(Approvals, make)
+export const layerMemory: Layer.Layer<Approvals> = Layer.effect(Approvals, make)

@@ -17,7 +17,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
 import { ChatMessage, Content } from "./Message.js"
-import { RunEvent, toWire } from "./RunEvent.js"
+import { RunEvent } from "./RunEvent.js"
 import { Usage } from "./Usage.js"
 
 /**
@@ -334,29 +334,19 @@ export const encode = (cassette: Cassette): CassetteJson => encodeCurrent(casset
  */
 export const volatileEventFields: ReadonlyArray<string> = ["elapsed", "iter_elapsed", "idempotency_key", "approval_id", "run_id"]
 
-/**
- * The events in their wire form (`RunEvent.toWire`: what a client receives,
- * without the in-process-only `steps` and `messages` of `done`), as
- * `{channel, ...data}`, with the volatile fields (`volatileEventFields`)
- * replaced by stable placeholders: what a replay must reproduce, whether the
- * run was recorded in process or by the server.
- *
- * @since 0.1.0
- * @category utils
- */
-export const normalizeEvents = (events: ReadonlyArray<RunEvent>): ReadonlyArray<Record<string, unknown>> =>
-  normalizeWireEvents(events.map(toWire))
+const encodeEvent = Schema.encodeSync(RunEvent)
 
 /**
- * `normalizeEvents` of events already in their wire form (what an SSE client
- * received: `event:` as `channel`, `data:` as `data`).
+ * The events in their Schema encoding (as a cassette stores them), without the
+ * in-process-only `steps` and `messages` of `Done` (what a client receives
+ * holds neither), with the volatile fields (`volatileEventFields`) replaced by
+ * stable placeholders: what a replay must reproduce, whether the run was
+ * recorded in process or by the server.
  *
  * @since 0.1.0
  * @category utils
  */
-export const normalizeWireEvents = (
-  events: ReadonlyArray<{ readonly channel: string; readonly data: unknown }>
-): ReadonlyArray<Record<string, unknown>> => {
+export const normalizeEvents = (events: ReadonlyArray<RunEvent>): ReadonlyArray<Record<string, unknown>> => {
   const approvalIds = new Map<string, string>()
   const scrub = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(scrub)
@@ -373,9 +363,12 @@ export const normalizeWireEvents = (
     }
     return out
   }
-  return events.map((wire) =>
-    scrub({ channel: wire.channel, ...(JSON.parse(JSON.stringify(wire.data)) as Record<string, unknown>) }) as Record<string, unknown>
-  )
+  return events.map((event) => {
+    const encoded = encodeEvent(event) as Record<string, unknown>
+    const { messages: _messages, steps: _steps, ...kept } = encoded
+    // through JSON: a field set to `undefined` in process is absent in what was stored or sent
+    return scrub(JSON.parse(JSON.stringify(event._tag === "Done" ? kept : encoded))) as Record<string, unknown>
+  })
 }
 
 /**

@@ -174,12 +174,12 @@ const summaryTokensFor = (budget: number): number => Math.min(4000, Math.max(256
 // make
 
 /**
- * Builds a guard directly (no Config, no services).
+ * Builds a guard at once (no Config, no services).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: ContextGuardOptions = {}): ContextGuardService => {
+export const makeUnsafe = (options: ContextGuardOptions = {}): ContextGuardService => {
   const budget = positive(options.budget, DEFAULT_BUDGET)
   const maxMsgChars = positive(options.maxMsgChars, DEFAULT_MAX_MSG_CHARS)
   const keepRecent = options.keepRecent !== undefined && options.keepRecent >= 0 ? Math.floor(options.keepRecent) : DEFAULT_KEEP_RECENT
@@ -295,16 +295,34 @@ const modelBudget = (registry: ModelRegistryService): number | undefined => {
   return budget
 }
 
-const fromConfig = (withLlm: boolean) =>
+/**
+ * What `layerConfig` takes besides the environment (each a `Config`, or one
+ * `Config` of them all): values that win over the `CONTEXT_GUARD_*` variables,
+ * and `compaction` (`llm`, the default: summaries by the registry's fast model;
+ * `heuristic`: truncation only, no LLM call ever).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ConfigOptions {
+  readonly budget?: number
+  readonly maxMsgChars?: number
+  readonly keepRecent?: number
+  readonly compaction?: "llm" | "heuristic"
+}
+
+const fromConfig = (wrapped: Config.Config.Wrap<ConfigOptions>) =>
   Effect.gen(function*() {
-    const config = yield* settings
+    const env = yield* settings
+    // (`Config.unwrap` of an empty record fails: no option given is the empty record)
+    const given: ConfigOptions = Config.isConfig(wrapped) || Object.keys(wrapped).length > 0 ? yield* Config.unwrap(wrapped) : {}
     const registry = yield* ModelRegistry.ModelRegistry
-    const budget = Option.isSome(config.budget) ? config.budget.value : modelBudget(registry) ?? DEFAULT_BUDGET
-    return make({
+    const budget = given.budget ?? (Option.isSome(env.budget) ? env.budget.value : modelBudget(registry) ?? DEFAULT_BUDGET)
+    return makeUnsafe({
       budget,
-      maxMsgChars: config.maxMsgChars,
-      keepRecent: config.keepRecent,
-      ...(withLlm ? { llm: registry.fast } : {})
+      maxMsgChars: given.maxMsgChars ?? env.maxMsgChars,
+      keepRecent: given.keepRecent ?? env.keepRecent,
+      ...(given.compaction !== "heuristic" ? { llm: registry.fast } : {})
     })
   })
 
@@ -316,30 +334,30 @@ const fromConfig = (withLlm: boolean) =>
  * @category layers
  */
 export const layer = (options?: ContextGuardOptions): Layer.Layer<ContextGuard> =>
-  Layer.succeed(ContextGuard, make(options))
+  Layer.sync(ContextGuard, () => makeUnsafe(options))
+
+/**
+ * The former name of `makeUnsafe`, kept until bench/ follows the rename (issue
+ * 27); it becomes the effectful constructor then.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @deprecated use `makeUnsafe`
+ */
+export const make: (options?: ContextGuardOptions) => ContextGuardService = makeUnsafe
 
 /**
  * The guard from the environment: LLM compaction with the registry's `fast`
  * model (its `main` when there is none), heuristic truncation as the fallback.
  * Reads `CONTEXT_GUARD_DEFAULT_BUDGET` (else the models' context size minus
  * their max output, else 32000), `CONTEXT_GUARD_MAX_MSG_CHARS` (50000) and
- * `CONTEXT_GUARD_KEEP_RECENT` (4).
+ * `CONTEXT_GUARD_KEEP_RECENT` (4); `config` (see `ConfigOptions`) wins over
+ * them, e.g. `layerConfig({ compaction: Config.succeed("heuristic") })` never
+ * calls an LLM.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig: Layer.Layer<ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry> = Layer.effect(
-  ContextGuard,
-  fromConfig(true)
-)
-
-/**
- * Like `layerConfig`, with heuristic truncation only (no LLM call ever).
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerConfigHeuristic: Layer.Layer<ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry> = Layer.effect(
-  ContextGuard,
-  fromConfig(false)
-)
+export const layerConfig = (
+  config: Config.Config.Wrap<ConfigOptions> = {}
+): Layer.Layer<ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry> => Layer.effect(ContextGuard, fromConfig(config))

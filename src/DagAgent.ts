@@ -20,11 +20,12 @@
  *   console.log(result.answer, result.usage.by_phase)
  * })
  * // DagAgent.layerConfig needs Llm, ModelRegistry, Tools, Hooks, ContextGuard and Interrupts
- * program.pipe(Effect.provide(DagAgent.layerConfig))
+ * program.pipe(Effect.provide(DagAgent.layerConfig()))
  * ```
  *
  * @since 0.1.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -299,40 +300,33 @@ export const layer = (
 
 /**
  * The DAG agent configured from the environment (`DAG_*`, see `config`; its step
- * agents from `REACT_*`, as `ReactAgent.layerConfig` reads them), with explicit
- * options winning.
+ * agents from `REACT_*`, as `ReactAgent.layerConfig` reads them, with the files
+ * those name read through the `FileSystem`). `config` (each option a `Config`,
+ * or one `Config` of them all) sets options that win over the variables.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerConfigWith = (
-  options: Options = {}
+export const layerConfig = (
+  config: Config.Config.Wrap<Partial<DagOptions>> = {},
+  options: { readonly approvals?: Approvals.ApprovalsService } = {}
 ): Layer.Layer<
   DagAgent,
   ConfigError.ConfigError,
-  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
+  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | FileSystem.FileSystem
 > =>
   Layer.effect(
     DagAgent,
     Effect.gen(function*() {
-      const fromEnv = yield* config
-      const agent = yield* AgentConfig.load(options.agent)
-      return yield* make({ ...fromEnv, ...options, agent })
+      const fromEnv = yield* envConfig
+      // (`Config.unwrap` of an empty record fails: no option given is the empty record)
+      const explicit: Partial<DagOptions> = Config.isConfig(config) || Object.keys(config).length > 0 ? yield* Config.unwrap(config) : {}
+      const agent = yield* AgentConfig.load(explicit.agent)
+      return yield* make({ ...fromEnv, ...explicit, agent, ...(options.approvals ? { approvals: options.approvals } : {}) })
     })
   )
 
-/**
- * The DAG agent configured from the environment (`DAG_*`, see `config`; its step
- * agents from `REACT_*`).
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerConfig: Layer.Layer<
-  DagAgent,
-  ConfigError.ConfigError,
-  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
-> = layerConfigWith()
+const envConfig = config
 
 /**
  * Runs `input` in `mode`: the ReAct agent, the DAG agent, or (`auto`) the one

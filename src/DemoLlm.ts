@@ -182,7 +182,7 @@ const chunksOf = (text: string): Array<string> => text.match(/\S+\s*|\s+/g) ?? [
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: DemoLlmOptions = {}): LlmService => {
+export const makeUnsafe = (options: DemoLlmOptions = {}): LlmService => {
   const chunkDelay = Duration.decode(options.chunkDelay ?? "15 millis")
   const thinkDelay = Duration.decode(options.thinkDelay ?? "150 millis")
   const pause = (d: Duration.Duration) => (Duration.toMillis(d) > 0 ? Effect.sleep(d) : Effect.void)
@@ -217,17 +217,17 @@ export const make = (options: DemoLlmOptions = {}): LlmService => {
 }
 
 /**
- * The demo model as the `Llm`.
+ * The demo model, built when the effect runs.
  *
  * @since 0.1.0
- * @category layers
+ * @category constructors
  */
-export const layer: Layer.Layer<Llm> = Layer.sync(Llm, () => make())
+export const make = (options: DemoLlmOptions = {}): Effect.Effect<LlmService> => Effect.sync(() => makeUnsafe(options))
 
 /**
- * The demo model with custom delays (tests use zero delays).
+ * The demo model as the `Llm` (custom delays: tests use zero delays).
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerWith = (options: DemoLlmOptions): Layer.Layer<Llm> => Layer.sync(Llm, () => make(options))
+export const layer = (options: DemoLlmOptions = {}): Layer.Layer<Llm> => Layer.effect(Llm, make(options))

@@ -142,7 +142,7 @@ interface OpenStream {
  * @since 0.1.0
  * @category constructors
  */
-export const make = (languageModel: LanguageModel.Service, options: EffectAiLlmOptions): LlmService => {
+export const makeUnsafe = (languageModel: LanguageModel.Service, options: EffectAiLlmOptions): LlmService => {
   const abilities: Abilities = { ...bridgeAbilities, ...options.abilities }
   const timeoutMs = options.timeout !== undefined ? Duration.toMillis(options.timeout) : defaults.timeoutMs
   const breakpoints = options.cacheBreakpoints ?? "none"
@@ -242,10 +242,19 @@ export const make = (languageModel: LanguageModel.Service, options: EffectAiLlmO
 
 
 /**
+ * The service over the `LanguageModel` in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: EffectAiLlmOptions): Effect.Effect<LlmService, never, LanguageModel.LanguageModel> =>
+  Effect.map(LanguageModel.LanguageModel, (model) => makeUnsafe(model, options))
+
+/**
  * The `Llm` over the `LanguageModel` in context.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer = (options: EffectAiLlmOptions): Layer.Layer<Llm, never, LanguageModel.LanguageModel> =>
-  Layer.effect(Llm, Effect.map(LanguageModel.LanguageModel, (model) => make(model, options)))
+  Layer.effect(Llm, make(options))

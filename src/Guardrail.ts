@@ -20,10 +20,10 @@
  *
  * @since 0.1.0
  */
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { readFileSync } from "node:fs"
 import * as ErrorMessage from "./ErrorMessage.js"
 import type { LlmService } from "./Llm.js"
 import * as Message from "./Message.js"
@@ -234,16 +234,16 @@ const decodeFile = Schema.decodeUnknownEither(Schema.parseJson(GuardrailsFile))
  * @since 0.1.0
  * @category utils
  */
-export const loadFile = (path: string): Effect.Effect<GuardrailsFile, ConfigError.ConfigError> =>
-  Effect.suspend(() => {
-    let text: string
-    try {
-      text = readFileSync(path, "utf8")
-    } catch (e) {
-      return Effect.fail(ConfigError.InvalidData(["REACT_GUARDRAILS_FILE"], `REACT_GUARDRAILS_FILE: cannot read ${path}: ${(e as Error).message}`))
-    }
-    const decoded = decodeFile(text)
-    return decoded._tag === "Right"
-      ? Effect.succeed(decoded.right)
-      : Effect.fail(ConfigError.InvalidData(["REACT_GUARDRAILS_FILE"], `REACT_GUARDRAILS_FILE ${path} is invalid: ${decoded.left.message}`))
-  })
+export const loadFile = (path: string): Effect.Effect<GuardrailsFile, ConfigError.ConfigError, FileSystem.FileSystem> =>
+  FileSystem.FileSystem.pipe(
+    Effect.flatMap((fs) => fs.readFileString(path)),
+    Effect.mapError((e) =>
+      ConfigError.InvalidData(["REACT_GUARDRAILS_FILE"], `REACT_GUARDRAILS_FILE: cannot read ${path}: ${e.message}`)
+    ),
+    Effect.flatMap((text) => {
+      const decoded = decodeFile(text)
+      return decoded._tag === "Right"
+        ? Effect.succeed(decoded.right)
+        : Effect.fail(ConfigError.InvalidData(["REACT_GUARDRAILS_FILE"], `REACT_GUARDRAILS_FILE ${path} is invalid: ${decoded.left.message}`))
+    })
+  )

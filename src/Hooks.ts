@@ -228,13 +228,13 @@ const validateAll = (hooks: ReadonlyArray<Hook<any>>): void => {
 }
 
 /**
- * Builds the service from hooks (sorted once by priority, then registration order).
- * Throws `InvalidHook` on a bad definition.
+ * Builds the service at once from hooks that need no service (sorted once by
+ * priority, then registration order). Throws `InvalidHook` on a bad definition.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (hooks: ReadonlyArray<Hook>): HooksService => {
+export const makeUnsafe = (hooks: ReadonlyArray<Hook>): HooksService => {
   validateAll(hooks)
   return makeService(hooks)
 }
@@ -275,12 +275,13 @@ const provideHook = <R>(hook: Hook<R>, context: Context.Context<R>): Hook => {
 }
 
 /**
- * The service for hooks needing services `R`, which are captured now.
+ * The service for hooks needing services `R`, which are captured now. Dies
+ * with `InvalidHook` on a bad definition.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const makeWith = <R>(hooks: ReadonlyArray<Hook<R>>): Effect.Effect<HooksService, never, R> =>
+export const make = <R = never>(hooks: ReadonlyArray<Hook<R>>): Effect.Effect<HooksService, never, R> =>
   Effect.map(Effect.context<R>(), (context) => {
     validateAll(hooks)
     return makeService(hooks.map((hook) => provideHook(hook, context)))
@@ -300,17 +301,7 @@ export class Hooks extends Context.Tag("effect-react-engine/Hooks")<Hooks, Hooks
  * @category layers
  */
 export const layer = <R = never>(hooks: ReadonlyArray<Hook<R>>): Layer.Layer<Hooks, never, R> =>
-  Layer.effect(Hooks, makeWith(hooks))
-
-/**
- * A layer whose hooks are computed by an effect (e.g. from `Config`).
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerEffect = <E, R, R2 = never>(
-  hooks: Effect.Effect<ReadonlyArray<Hook<R2>>, E, R>
-): Layer.Layer<Hooks, E, R | R2> => Layer.effect(Hooks, Effect.flatMap(hooks, makeWith))
+  Layer.effect(Hooks, make(hooks))
 
 /**
  * No hooks: every call is allowed unchanged, every outcome kept.
@@ -318,4 +309,13 @@ export const layerEffect = <E, R, R2 = never>(
  * @since 0.1.0
  * @category layers
  */
-export const layerEmpty: Layer.Layer<Hooks> = Layer.succeed(Hooks, makeService([]))
+export const layerNoop: Layer.Layer<Hooks> = Layer.succeed(Hooks, makeService([]))
+
+/**
+ * The former name of `layerNoop`, kept until bench/ follows the rename (issue 27).
+ *
+ * @since 0.1.0
+ * @category layers
+ * @deprecated use `layerNoop`
+ */
+export const layerEmpty: Layer.Layer<Hooks> = layerNoop

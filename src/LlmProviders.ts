@@ -185,7 +185,7 @@ export const loadModels: Effect.Effect<
     Effect.map(role === "main" ? OpenAiLlm.loadConfig : fastOpenAiOptions(mainProvider), (options) => {
       // auto: `prompt_cache_key` only where it is known to be accepted (OpenAI itself)
       const isOpenAi = options.baseURL === undefined || /^https:\/\/api\.openai\.com(\/|$)/.test(options.baseURL)
-      return OpenAiLlm.make({ ...options, promptCacheKey: promptCache === "auto" && isOpenAi })
+      return OpenAiLlm.makeUnsafe({ ...options, promptCacheKey: promptCache === "auto" && isOpenAi })
     })
   const bridged = (provider: Exclude<Provider, "openai-compatible">, role: "main" | "fast", main: Parameters<typeof connectionConfig>[2]) =>
     Effect.flatMap(connectionConfig(provider, role, main), (c) =>

@@ -23,6 +23,7 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -162,7 +163,7 @@ export const fromConfig = (config: McpConfig): Effect.Effect<McpToolsService, ne
  * @since 0.1.0
  * @category constructors
  */
-export const fromConfigFile = (path: string): Effect.Effect<McpToolsService, never, Scope.Scope> =>
+export const fromConfigFile = (path: string): Effect.Effect<McpToolsService, never, Scope.Scope | FileSystem.FileSystem> =>
   internalConfig.loadConfigFile(path).pipe(
     Effect.matchEffect({
       onFailure: (message) => Effect.as(Effect.logWarning(`MCP config ${path} ignored: ${message}`), empty),
@@ -179,21 +180,18 @@ export const fromConfigFile = (path: string): Effect.Effect<McpToolsService, nev
 export class McpTools extends Context.Tag("effect-react-engine/McpTools")<McpTools, McpToolsService>() {}
 
 /**
- * Servers from a configuration file.
+ * Servers from a configuration value (`{ config }`) or file (`{ file }`).
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (path: string): Layer.Layer<McpTools> => Layer.scoped(McpTools, fromConfigFile(path))
-
-/**
- * Servers from a configuration value.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerFromConfig = (config: McpConfig): Layer.Layer<McpTools> =>
-  Layer.scoped(McpTools, fromConfig(config))
+export const layer = <const O extends { readonly config: McpConfig } | { readonly file: string }>(
+  options: O
+): Layer.Layer<McpTools, never, O extends { readonly file: string } ? FileSystem.FileSystem : never> =>
+  Layer.scoped(
+    McpTools,
+    "file" in options ? fromConfigFile(options.file) : fromConfig((options as { readonly config: McpConfig }).config)
+  ) as Layer.Layer<McpTools, never, any>
 
 /**
  * No MCP tools.
@@ -201,7 +199,7 @@ export const layerFromConfig = (config: McpConfig): Layer.Layer<McpTools> =>
  * @since 0.1.0
  * @category layers
  */
-export const layerEmpty: Layer.Layer<McpTools> = Layer.succeed(McpTools, empty)
+export const layerNoop: Layer.Layer<McpTools> = Layer.succeed(McpTools, empty)
 
 /**
  * Reads the file path from `MCP_CONFIG`; unset or empty → no MCP tools.
@@ -209,7 +207,7 @@ export const layerEmpty: Layer.Layer<McpTools> = Layer.succeed(McpTools, empty)
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig: Layer.Layer<McpTools> = Layer.scoped(
+export const layerConfig: Layer.Layer<McpTools, never, FileSystem.FileSystem> = Layer.scoped(
   McpTools,
   Effect.gen(function*() {
     const path = yield* Config.option(Config.string("MCP_CONFIG")).pipe(

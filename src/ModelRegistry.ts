@@ -38,7 +38,7 @@ export interface ModelRegistryService {
  * @since 0.1.0
  * @category constructors
  */
-export const make = (models: { readonly main: LlmService; readonly fast?: LlmService; readonly [name: string]: LlmService | undefined }): ModelRegistryService => {
+export const makeUnsafe = (models: { readonly main: LlmService; readonly fast?: LlmService; readonly [name: string]: LlmService | undefined }): ModelRegistryService => {
   const table = new Map<string, LlmService>()
   for (const [name, llm] of Object.entries(models)) if (llm) table.set(name, llm)
   const fast = models.fast ?? models.main
@@ -126,8 +126,8 @@ export class ModelRegistry extends Context.Tag("effect-react-engine/ModelRegistr
  * @since 0.1.0
  * @category layers
  */
-export const layer = (models: Parameters<typeof make>[0]): Layer.Layer<ModelRegistry | Llm> =>
-  Layer.succeedContext(registryContext(make(models)))
+export const layer = (models: Parameters<typeof makeUnsafe>[0]): Layer.Layer<ModelRegistry | Llm> =>
+  Layer.succeedContext(registryContext(makeUnsafe(models)))
 
 /**
  * A registry whose only model is the `Llm` in context (`main` and `fast`).
@@ -137,7 +137,7 @@ export const layer = (models: Parameters<typeof make>[0]): Layer.Layer<ModelRegi
  */
 export const layerFromLlm: Layer.Layer<ModelRegistry, never, Llm> = Layer.effect(
   ModelRegistry,
-  Effect.map(Llm, (main) => make({ main }))
+  Effect.map(Llm, (main) => makeUnsafe({ main }))
 )
 
 /**
@@ -154,5 +154,5 @@ export const layerFromLlm: Layer.Layer<ModelRegistry, never, Llm> = Layer.effect
  */
 export const layerConfig: Layer.Layer<ModelRegistry | Llm, ConfigError.ConfigError> = Layer.scopedContext(
   Effect.map(LlmProviders.loadModels, ({ fast, main }) =>
-    registryContext(make({ main, ...(Option.isSome(fast) ? { fast: fast.value } : {}) })))
+    registryContext(makeUnsafe({ main, ...(Option.isSome(fast) ? { fast: fast.value } : {}) })))
 )

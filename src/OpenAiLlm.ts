@@ -103,12 +103,13 @@ interface OpenStream {
 }
 
 /**
- * Builds the service. Never throws; every failure of a call is an `LlmError`.
+ * Builds the service at once (it creates its `OpenAI` client). Never throws;
+ * every failure of a call is an `LlmError`.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: OpenAiLlmOptions): LlmService => {
+export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
   const timeoutMs = options.timeout !== undefined ? Duration.toMillis(options.timeout) : defaults.timeoutMs
   const client = makeClient(options, timeoutMs)
   const abilities: Abilities = { ...defaultAbilities, ...options.abilities }
@@ -225,10 +226,18 @@ export const make = (options: OpenAiLlmOptions): LlmService => {
 }
 
 /**
+ * The service, built when the effect runs (see `makeUnsafe`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: OpenAiLlmOptions): Effect.Effect<LlmService> => Effect.sync(() => makeUnsafe(options))
+
+/**
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: OpenAiLlmOptions): Layer.Layer<Llm> => Layer.sync(Llm, () => make(options))
+export const layer = (options: OpenAiLlmOptions): Layer.Layer<Llm> => Layer.effect(Llm, make(options))
 
 // ---------------------------------------------------------------------------
 // Config
@@ -340,4 +349,4 @@ export const loadConfig: Effect.Effect<OpenAiLlmOptions, ConfigError.ConfigError
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.effect(Llm, Effect.map(loadConfig, make))
+export const layerConfig: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.effect(Llm, Effect.flatMap(loadConfig, make))

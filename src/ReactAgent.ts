@@ -18,6 +18,8 @@
  *
  * @since 0.1.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
+import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -246,21 +248,31 @@ export const layer = (
 
 /**
  * The agent configured from the environment (`REACT_*` variables, see
- * docs/configuration.md; explicit options win), selecting tools with the
- * registry's `fast` model.
+ * docs/configuration.md; `AgentConfig.config`), selecting tools with the
+ * registry's `fast` model. `config` (as Effect's packages take it: each option
+ * a `Config`, or one `Config` of them all) sets options that win over the
+ * variables, e.g. `{ maxIterations: Config.integer("MY_MAX_STEPS") }` or
+ * `Config.succeed({ maxIterations: 5 })`. The files the variables name are
+ * read through the `FileSystem`.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerConfig = (
-  options?: Partial<AgentOptions> & { readonly approvals?: Approvals.ApprovalsService }
-): Layer.Layer<ReactAgent, ConfigError.ConfigError, Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | ModelRegistry.ModelRegistry> =>
+  config: Config.Config.Wrap<Partial<AgentOptions>> = {},
+  options: { readonly approvals?: Approvals.ApprovalsService } = {}
+): Layer.Layer<
+  ReactAgent,
+  ConfigError.ConfigError,
+  Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | ModelRegistry.ModelRegistry | FileSystem.FileSystem
+> =>
   Layer.effect(
     ReactAgent,
     Effect.gen(function*() {
-      const { approvals, settings } = split(options)
+      // (`Config.unwrap` of an empty record fails: no option given is the empty record)
+      const explicit = Config.isConfig(config) || Object.keys(config).length > 0 ? yield* Config.unwrap(config) : {}
       const registry = yield* ModelRegistry.ModelRegistry
-      return yield* build(yield* AgentConfig.load(settings), registry.fast, approvals)
+      return yield* build(yield* AgentConfig.load(explicit), registry.fast, options.approvals)
     })
   )
 

@@ -276,7 +276,7 @@ export const layer: Layer.Layer<
   Llm | Toolkit.Toolkit | Interrupts.Interrupts
 > = Layer.effectContext(Effect.gen(function*() {
   const llm = wrapLlm(yield* Llm)
-  const toolkit = Toolkit.make((yield* Toolkit.Toolkit).tools.map(wrapTool))
+  const toolkit = Toolkit.makeUnsafe((yield* Toolkit.Toolkit).tools.map(wrapTool))
   const interrupts = wrapInterrupts(yield* Interrupts.Interrupts)
   return Context.make(Llm, llm).pipe(
     Context.add(Toolkit.Toolkit, toolkit),

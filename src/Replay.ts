@@ -199,7 +199,7 @@ const make = (cassette: Cassette.Cassette, options: ReplayOptions) =>
         e._tag === "ApprovalRequested" && (toolCallId !== undefined ? e.tool_call_id === toolCallId : e.iteration === iteration)
       )
 
-    const toolkit = Toolkit.make(cassette.input.tools.map((spec) =>
+    const toolkit = Toolkit.makeUnsafe(cassette.input.tools.map((spec) =>
       Tool.fromJsonSchema({
         name: spec.name,
         description: spec.description,
@@ -284,7 +284,7 @@ export const layerAgent = (
   const services = Layer.provideMerge(options.guard ?? ContextGuard.layer(), layer(cassette, options))
   return ReactAgent.layer({ ...(cassette.input.options as ReactAgent.Options), ...options.agent }).pipe(
     Layer.provideMerge(services),
-    Layer.provide(options.hooks ?? Hooks.layerEmpty)
+    Layer.provide(options.hooks ?? Hooks.layerNoop)
   )
 }
 

@@ -1,7 +1,7 @@
 /**
  * Everything a run does, as a tagged union of events. Field names are
- * the wire names, so `toWire` only picks the SSE channel and drops in-process-only
- * fields (`steps`, `messages` on `Done`).
+ * the wire names, so the server's `EventWire.toWire` only picks the SSE channel
+ * and drops in-process-only fields (`steps`, `messages` on `Done`).
  *
  * @since 0.1.0
  */
@@ -407,101 +407,5 @@ export const settledAnswers = (): (event: RunEvent) => ReadonlyArray<RunEvent> =
       default:
         return [event]
     }
-  }
-}
-
-/**
- * SSE channels.
- *
- * @since 0.1.0
- * @category models
- */
-export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "approval" | "dag" | "done" | "error" | "budget" | "guardrail"
-
-const withStep = (data: Record<string, unknown>, stepId: string | undefined): Record<string, unknown> =>
-  stepId === undefined ? data : { ...data, step_id: stepId }
-
-/**
- * The SSE channel and JSON payload of an event.
- *
- * @since 0.1.0
- * @category utils
- */
-export const toWire = (event: RunEvent): { readonly channel: Channel; readonly data: Record<string, unknown> } => {
-  switch (event._tag) {
-    case "ThinkingStart":
-      return { channel: "step", data: withStep({ type: "thinking", status: "start", iteration: event.iteration }, event.step_id) }
-    case "ThinkingDone":
-      return {
-        channel: "step",
-        data: withStep({ type: "thinking", status: "done", iteration: event.iteration, reasoning: event.reasoning }, event.step_id)
-      }
-    case "ToolStart": {
-      const { _tag, ...rest } = event
-      return { channel: "step", data: { type: "iteration", status: "start", ...rest } }
-    }
-    case "ToolDone": {
-      const { _tag, ...rest } = event
-      return { channel: "step", data: { type: "iteration", status: "done", ...rest } }
-    }
-    case "AnswerSignal":
-      return { channel: "step", data: { type: "answer", status: "start" } }
-    case "AnswerStart":
-      return { channel: "answer", data: { status: "start" } }
-    case "AnswerDelta":
-      return { channel: "answer", data: { status: "delta", content: event.content } }
-    case "AnswerDone":
-      return { channel: "answer", data: { status: "done" } }
-    case "AnswerReset":
-      return { channel: "answer", data: { status: "reset" } }
-    case "Compact":
-      return {
-        channel: "compact",
-        data: withStep({ original_messages: event.original_messages, kept_messages: event.kept_messages }, event.step_id)
-      }
-    case "PhaseChange":
-      return { channel: "phase", data: withStep({ phase: event.phase, total_tools: event.total_tools }, event.step_id) }
-    case "Inject":
-      return { channel: "inject", data: { type: "inject", content: event.content, id: event.id } }
-    case "ApprovalRequested": {
-      const { _tag, ...rest } = event
-      return { channel: "approval", data: { type: "approval", status: "requested", ...rest } }
-    }
-    case "ApprovalDecided": {
-      const { _tag, status, ...rest } = event
-      return { channel: "approval", data: { type: "approval", status, ...rest } }
-    }
-    case "DagPlan":
-      return { channel: "dag", data: { type: "plan", round: event.round, steps: event.steps } }
-    case "DagStep": {
-      const { _tag, ...rest } = event
-      return { channel: "dag", data: { type: "step", ...rest } }
-    }
-    case "DagPhase": {
-      const { _tag, ...rest } = event
-      return { channel: "phase", data: rest }
-    }
-    case "Resumed":
-      return { channel: "phase", data: { phase: "resumed" } }
-    case "BudgetExhausted": {
-      const { _tag, ...rest } = event
-      return { channel: "phase", data: { phase: "budget_exhausted", ...rest } }
-    }
-    case "BudgetStatus": {
-      const { _tag, ...rest } = event
-      return { channel: "budget", data: rest }
-    }
-    case "GuardrailTripped": {
-      const { _tag, step_id: _, ...rest } = event
-      return { channel: "guardrail", data: { type: "guardrail", status: "tripped", ...rest } }
-    }
-    case "LlmRetry":
-      return { channel: "phase", data: { phase: "retrying", attempt: event.attempt, reason: event.reason, delay_ms: event.delay_ms } }
-    case "Done": {
-      const { _tag, steps, messages, ...rest } = event
-      return { channel: "done", data: rest }
-    }
-    case "RunFailed":
-      return { channel: "error", data: { message: event.message, retryable: event.retryable } }
   }
 }

@@ -4,7 +4,7 @@
  * Public API — embedders test their own agents with it (see docs/testing.md).
  *
  * ```ts
- * const llm = ScriptedLlm.make([
+ * const llm = ScriptedLlm.makeUnsafe([
  *   ScriptedLlm.toolCall("calculator", { expression: "2+2" }),
  *   ScriptedLlm.text("The answer is 4."),   // loop's final answer
  *   ScriptedLlm.text("**4**")               // synthesis stream
@@ -207,7 +207,7 @@ const words = (content: string): Array<string> => content.match(/\s*\S+|\s+$/g) 
  * @since 0.1.0
  * @category constructors
  */
-export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: ScriptedLlmOptions = {}): ScriptedLlm => {
+export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, options: ScriptedLlmOptions = {}): ScriptedLlm => {
   const requests: Array<RecordedRequest> = []
   let index = 0
   const record = options.record ?? true
@@ -326,16 +326,6 @@ export const make = (script: ReadonlyArray<ScriptStep> | Responder, options: Scr
   return handle
 }
 
-/**
- * The scripted LLM as a layer.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layer = (
-  script: ReadonlyArray<ScriptStep> | Responder,
-  options?: ScriptedLlmOptions
-): Layer.Layer<Llm> => make(script, options).layer
 
 /**
  * Access to a scripted LLM's recorded requests from inside Effect code.
@@ -346,15 +336,27 @@ export const layer = (
 export class ScriptedLlmHandle extends Context.Tag("effect-react-engine/ScriptedLlmHandle")<ScriptedLlmHandle, ScriptedLlm>() {}
 
 /**
- * Provides both `Llm` and `ScriptedLlmHandle`.
+ * The scripted LLM as a layer: the `Llm`, and the `ScriptedLlmHandle` to read
+ * its recorded requests from inside Effect code. Each build of the layer starts
+ * the script afresh.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerWithHandle = (
+export const layer = (
   script: ReadonlyArray<ScriptStep> | Responder,
   options?: ScriptedLlmOptions
-): Layer.Layer<Llm | ScriptedLlmHandle> => {
-  const handle = make(script, options)
-  return Layer.merge(handle.layer, Layer.succeed(ScriptedLlmHandle, handle))
-}
+): Layer.Layer<Llm | ScriptedLlmHandle> =>
+  Layer.effectContext(Effect.sync(() => {
+    const handle = makeUnsafe(script, options)
+    return Context.make(Llm, handle.service).pipe(Context.add(ScriptedLlmHandle, handle))
+  }))
+
+/**
+ * The former name of `makeUnsafe`, kept until bench/ follows the rename (issue 27).
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @deprecated use `makeUnsafe`
+ */
+export const make: typeof makeUnsafe = makeUnsafe

@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -144,16 +145,21 @@ export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
 }) {}
 
 /**
+ * A tool. `R`: the services its handler needs (its `dependencies`) until
+ * `provide` (`Toolkit.layer` does it); the agent runs only tools that need nothing.
+ *
  * @since 0.1.0
  * @category models
  */
-export interface Tool {
+export interface Tool<out R = never> {
   readonly name: string
   readonly description: string
+  /** The services the handler needs (the tags of `R`); absent when it needs none. */
+  readonly dependencies?: ReadonlyArray<Context.Tag<any, any>>
   /** Decodes the model's arguments object. */
   readonly decode: (args: unknown) => Effect.Effect<unknown, ToolError>
   readonly jsonSchema: JsonSchemaObject
-  readonly handler: (args: any) => Effect.Effect<ToolOutput, ToolError>
+  readonly handler: (args: any) => Effect.Effect<ToolOutput, ToolError, R>
   /** False for tools that write or have side effects (the read-only hook blocks them). */
   readonly readOnly: boolean
   /** Always advertised, even when tool selection narrowed the set. */
@@ -187,11 +193,13 @@ export type NeedsApproval<A> = boolean | ((args: A, context: ToolUseContext) => 
  * @since 0.1.0
  * @category models
  */
-export interface ToolOptions<A, I> {
+export interface ToolOptions<A, I, Deps extends ReadonlyArray<Context.Tag<any, any>> = []> {
   readonly name: string
   readonly description: string
   readonly parameters: Schema.Schema<A, I, never>
-  readonly handler: (args: A) => Effect.Effect<ToolOutput, ToolError>
+  /** The tags of the services the handler needs (the tool's `R`; as `@effect/ai`'s `Tool.make`). */
+  readonly dependencies?: Deps
+  readonly handler: (args: A) => Effect.Effect<ToolOutput, ToolError, Context.Tag.Identifier<Deps[number]>>
   readonly readOnly?: boolean
   readonly pinned?: boolean
   readonly timeout?: Duration.DurationInput
@@ -211,7 +219,9 @@ const NAME = /^[a-zA-Z0-9_-]{1,64}$/
  * @since 0.1.0
  * @category constructors
  */
-export const make = <A, I>(options: ToolOptions<A, I>): Tool => {
+export const make = <A, I, const Deps extends ReadonlyArray<Context.Tag<any, any>> = []>(
+  options: ToolOptions<A, I, Deps>
+): Tool<Context.Tag.Identifier<Deps[number]>> => {
   if (!NAME.test(options.name)) throw new Error(`Invalid tool name "${options.name}": use 1-64 of [a-zA-Z0-9_-]`)
   const jsonSchema = JsonSchema.make(options.parameters)
   if (!JsonSchema.isObjectRoot(jsonSchema)) {
@@ -239,7 +249,8 @@ export const make = <A, I>(options: ToolOptions<A, I>): Tool => {
         )
       )
     },
-    handler: options.handler as (args: any) => Effect.Effect<ToolOutput, ToolError>,
+    handler: options.handler as (args: any) => Effect.Effect<ToolOutput, ToolError, Context.Tag.Identifier<Deps[number]>>,
+    ...(options.dependencies !== undefined && options.dependencies.length > 0 ? { dependencies: options.dependencies } : {}),
     readOnly: options.readOnly ?? true,
     pinned: options.pinned ?? false,
     idempotent: options.idempotent ?? false,
@@ -251,6 +262,26 @@ export const make = <A, I>(options: ToolOptions<A, I>): Tool => {
           Effect.matchEffect(decodeUnknown(args), { onFailure: () => Effect.succeed(false), onSuccess: (a) => rule(a, context) })
       }
       : {})
+  }
+}
+
+/**
+ * The tool with its handler's `dependencies` provided from `context`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const provide = <R>(tool: Tool<R>, context: Context.Context<R>): Tool => {
+  // a tool that needs nothing stays as it is (providing costs a context switch per call)
+  if (tool.dependencies === undefined) return tool as Tool
+  const services = Context.pick(...tool.dependencies)(context as Context.Context<any>) as Context.Context<R>
+  return {
+    ...tool,
+    handler: (args) => {
+      // a handler written as `async` returns a Promise, which `execute` takes as it is
+      const result: unknown = tool.handler(args)
+      return Effect.isEffect(result) ? Effect.provide(result as Effect.Effect<ToolOutput, ToolError, R>, services) : result as never
+    }
   }
 }
 

@@ -8,8 +8,9 @@ import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { ToolDefinition } from "./Llm.js"
+import * as Effect from "effect/Effect"
 import type { Tool } from "./Tool.js"
-import { toDefinition } from "./Tool.js"
+import { provide, toDefinition } from "./Tool.js"
 
 /**
  * @since 0.1.0
@@ -41,12 +42,12 @@ export interface ToolkitService {
 }
 
 /**
- * Builds a toolkit; throws `DuplicateToolError` when two tools share a name.
+ * Builds a toolkit at once; throws `DuplicateToolError` when two tools share a name.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (tools: Iterable<Tool>): ToolkitService => {
+export const makeUnsafe = (tools: Iterable<Tool>): ToolkitService => {
   const list: Array<Tool> = []
   const byName = new Map<string, Tool>()
   for (const tool of tools) {
@@ -62,19 +63,28 @@ export const make = (tools: Iterable<Tool>): ToolkitService => {
     has: (name) => byName.has(name),
     filter: (names) => {
       const wanted = new Set(names)
-      return make(list.filter((t) => wanted.has(t.name)))
+      return makeUnsafe(list.filter((t) => wanted.has(t.name)))
     },
-    add: (...more) => make([...list, ...more]),
+    add: (...more) => makeUnsafe([...list, ...more]),
     definitions: () => (definitions ??= list.map(toDefinition))
   }
   return self
 }
 
 /**
+ * Builds a toolkit; fails with `DuplicateToolError` when two tools share a name.
+ *
  * @since 0.1.0
  * @category constructors
  */
-export const empty: ToolkitService = make([])
+export const make = (tools: Iterable<Tool>): Effect.Effect<ToolkitService, DuplicateToolError> =>
+  Effect.try({ try: () => makeUnsafe(tools), catch: (e) => e as DuplicateToolError })
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const empty: ToolkitService = makeUnsafe([])
 
 /**
  * The agent's tools.
@@ -86,11 +96,18 @@ export class Toolkit extends Context.Tag("effect-react-engine/Toolkit")<Toolkit,
 
 /**
  * A toolkit of these tools; dies with `DuplicateToolError` when two share a name.
+ * The services the handlers need (`R`) are the layer's requirements: they are
+ * taken from the context the layer is built in, so a handler the agent runs
+ * needs nothing more (as `@effect/ai`'s `Toolkit.toLayer`).
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (tools: Iterable<Tool>): Layer.Layer<Toolkit> => Layer.sync(Toolkit, () => make(tools))
+export const layer = <R = never>(tools: Iterable<Tool<R>>): Layer.Layer<Toolkit, never, R> =>
+  Layer.effect(
+    Toolkit,
+    Effect.map(Effect.context<R>(), (context) => makeUnsafe(Array.from(tools, (tool) => provide(tool, context))))
+  )
 
 /**
  * No tools.
@@ -98,4 +115,4 @@ export const layer = (tools: Iterable<Tool>): Layer.Layer<Toolkit> => Layer.sync
  * @since 0.1.0
  * @category layers
  */
-export const layerEmpty: Layer.Layer<Toolkit> = Layer.succeed(Toolkit, empty)
+export const layerNoop: Layer.Layer<Toolkit> = Layer.succeed(Toolkit, empty)

@@ -118,7 +118,7 @@ describe("Budget", () => {
       assert.isDefined(exhausted)
       assert.strictEqual(exhausted!._tag === "BudgetExhausted" && exhausted!.limit_usd, 0.002)
       // the wire form is the phase channel
-      const { toWire } = yield* Effect.promise(() => import("../src/RunEvent.js"))
+      const { toWire } = yield* Effect.promise(() => import("../src/server/EventWire.js"))
       assert.strictEqual(toWire(exhausted!).channel, "phase")
       assert.strictEqual(toWire(exhausted!).data.phase, "budget_exhausted")
     }))
@@ -266,7 +266,7 @@ describe("Budget and retries", () => {
         FakeOpenAi.error(500, "overloaded"),
         FakeOpenAi.completion({ content: "hello", usage: { prompt: 40, completion: 3 } })
       ])
-      const llm = OpenAiLlm.make({ baseURL: fake.url, apiKey: "k", model: "fake-model", maxRetries: 2, retryBaseDelay: "5 millis" })
+      const llm = OpenAiLlm.makeUnsafe({ baseURL: fake.url, apiKey: "k", model: "fake-model", maxRetries: 2, retryBaseDelay: "5 millis" })
       const account = Budget.makeAccount({ tokens: 100_000, reserveOutputTokens: 50 }, undefined)!
       const request = { messages: [Message.user("hi there")] }
       const reply = yield* Budget.chat(llm, request).pipe(Effect.locally(Budget.currentAccount, account))

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { Config, ConfigProvider, Effect, Layer } from "effect"
 import * as fc from "effect/FastCheck"
 import type { CompactHint, ContextGuardService } from "../src/ContextGuard.js"
 import * as ContextGuardModule from "../src/ContextGuard.js"
@@ -176,12 +176,12 @@ const checkInvariants = (guard: ContextGuardService, input: ReadonlyArray<ChatMe
 
 /** A registry over one scripted model (with no context size: the budget comes from config or the default). */
 const fromLlm = (llm: ScriptedLlm.ScriptedLlm) => ModelRegistry.layerFromLlm.pipe(Layer.provide(llm.layer))
-const noModels = ModelRegistry.layer({ main: ScriptedLlm.make([]).service })
+const noModels = ModelRegistry.layer({ main: ScriptedLlm.makeUnsafe([]).service })
 
 describe("ContextGuard invariants (property)", () => {
   it.effect.prop("heuristic layer", { input: messageList, limit: budget }, ({ input, limit }) =>
     Effect.gen(function*() {
-      const guard = yield* guardFrom(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(config(), noModels))))
+      const guard = yield* guardFrom(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(Layer.provide(Layer.merge(config(), noModels))))
       yield* checkInvariants(guard, input, limit)
     }), { timeout: 120_000, fastCheck: { numRuns: 100 } })
 
@@ -190,8 +190,8 @@ describe("ContextGuard invariants (property)", () => {
     { input: messageList, limit: budget, steps: fc.array(step, { minLength: 1, maxLength: 4 }) },
     ({ input, limit, steps }) =>
       Effect.gen(function*() {
-        const llm = ScriptedLlm.make((_request, i) => steps[i % steps.length])
-        const guard = yield* guardFrom(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(config(), fromLlm(llm)))))
+        const llm = ScriptedLlm.makeUnsafe((_request, i) => steps[i % steps.length])
+        const guard = yield* guardFrom(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(config(), fromLlm(llm)))))
         yield* checkInvariants(guard, input, limit)
       }),
     { timeout: 120_000, fastCheck: { numRuns: 100 } }
@@ -203,7 +203,7 @@ describe("ContextGuard invariants (property)", () => {
   }, ({ input, limit }) =>
     Effect.gen(function*() {
       assert.isDefined(problems(input), "the generator made an orphan")
-      const guard = yield* guardFrom(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(config(), noModels))))
+      const guard = yield* guardFrom(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(Layer.provide(Layer.merge(config(), noModels))))
       yield* checkInvariants(guard, input, limit)
     }), { timeout: 120_000, fastCheck: { numRuns: 100 } })
 
@@ -212,8 +212,8 @@ describe("ContextGuard invariants (property)", () => {
     { input: danglingList, limit: budget, steps: fc.array(step, { minLength: 1, maxLength: 4 }) },
     ({ input, limit, steps }) =>
       Effect.gen(function*() {
-        const llm = ScriptedLlm.make((_request, i) => steps[i % steps.length])
-        const guard = yield* guardFrom(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(config(), fromLlm(llm)))))
+        const llm = ScriptedLlm.makeUnsafe((_request, i) => steps[i % steps.length])
+        const guard = yield* guardFrom(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(config(), fromLlm(llm)))))
         yield* checkInvariants(guard, input, limit)
       }),
     { timeout: 120_000, fastCheck: { numRuns: 100 } }
@@ -232,7 +232,7 @@ describe("ContextGuard and orphan tool messages (fixed cases)", () => {
   it.effect("heuristic truncation drops an orphan even inside the window of newest messages it keeps", () =>
     Effect.gen(function*() {
       const input = withOrphan()
-      const result = yield* ContextGuardModule.make({ budget: 1200 }).checkAndCompact(input)
+      const result = yield* ContextGuardModule.makeUnsafe({ budget: 1200 }).checkAndCompact(input)
       const out = result.messages
       assert.isTrue(result.compacted)
       assert.deepStrictEqual(orphans(out), [])
@@ -245,9 +245,9 @@ describe("ContextGuard and orphan tool messages (fixed cases)", () => {
 
   it.effect("LLM compaction drops an orphan from the recent window it keeps verbatim", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("Earlier: the agent searched Paris weather.")])
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("Earlier: the agent searched Paris weather.")])
       const input = withOrphan()
-      const result = yield* ContextGuardModule.make({ llm: llm.service, budget: 1200, keepRecent: 4 }).checkAndCompact(input)
+      const result = yield* ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 1200, keepRecent: 4 }).checkAndCompact(input)
       const out = result.messages
       assert.strictEqual(llm.calls, 1)
       assert.match(Message.textOf(out[1].content), /^\[Conversation summary\]/)
@@ -260,7 +260,7 @@ describe("ContextGuard and orphan tool messages (fixed cases)", () => {
   it.effect("a list that fits comes back unchanged, orphan included (the guard only drops it when it compacts)", () =>
     Effect.gen(function*() {
       const input = withOrphan()
-      const result = yield* ContextGuardModule.make({ budget: 100000 }).checkAndCompact(input)
+      const result = yield* ContextGuardModule.makeUnsafe({ budget: 100000 }).checkAndCompact(input)
       assert.strictEqual(result.messages, input)
       assert.isFalse(result.compacted)
     }))
@@ -269,8 +269,8 @@ describe("ContextGuard and orphan tool messages (fixed cases)", () => {
 describe("ContextGuard.fits", () => {
   it.effect.prop("a list that fits comes back from checkAndCompact unchanged, with no LLM call", { input: messageList, limit: budget }, ({ input, limit }) =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("summary")], { onExhausted: "repeatLast" })
-      const guard = ContextGuardModule.make({ llm: llm.service, budget: limit, maxMsgChars: 400 })
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary")], { onExhausted: "repeatLast" })
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: limit, maxMsgChars: 400 })
       if (guard.fits?.(input) !== true) return
       const result = yield* guard.checkAndCompact(input)
       assert.strictEqual(result.messages, input)
@@ -280,7 +280,7 @@ describe("ContextGuard.fits", () => {
 
   it.effect("an over-long message or a list over the budget does not fit", () =>
     Effect.sync(() => {
-      const guard = ContextGuardModule.make({ budget: 1000, maxMsgChars: 100 })
+      const guard = ContextGuardModule.makeUnsafe({ budget: 1000, maxMsgChars: 100 })
       assert.isTrue(guard.fits?.([{ role: "user", content: "short" }]))
       assert.isFalse(guard.fits?.([{ role: "user", content: "x".repeat(101) }]))
       assert.isFalse(guard.fits?.([{ role: "user", content: "word ".repeat(20) }], { budget: 5 }))
@@ -289,12 +289,12 @@ describe("ContextGuard.fits", () => {
 
 describe("ContextGuard behaviour", () => {
   const summaryLlm = (text = "The agent searched Paris weather: 18°C, id W-42.") =>
-    ScriptedLlm.make([ScriptedLlm.text(text, { usage: { prompt: 321, completion: 12 } })])
+    ScriptedLlm.makeUnsafe([ScriptedLlm.text(text, { usage: { prompt: 321, completion: 12 } })])
 
   it.effect("under budget: same array, not compacted, no LLM call", () =>
     Effect.gen(function*() {
       const llm = summaryLlm()
-      const guard = ContextGuardModule.make({ llm: llm.service, budget: 100000 })
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 100000 })
       const input = history(5)
       const result = yield* guard.checkAndCompact(input)
       assert.strictEqual(result.messages, input)
@@ -306,7 +306,7 @@ describe("ContextGuard behaviour", () => {
   it.effect("summary message placed after the system messages, recent and pinned kept verbatim", () =>
     Effect.gen(function*() {
       const llm = summaryLlm()
-      const guard = ContextGuardModule.make({ llm: llm.service, budget: 1500, keepRecent: 4 })
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 1500, keepRecent: 4 })
       const input = history(10)
       const result = yield* guard.checkAndCompact(input, { hint: "react_iteration" })
       const out = result.messages
@@ -331,7 +331,7 @@ describe("ContextGuard behaviour", () => {
   it.effect("the recent window is extended backwards rather than split a tool-call group", () =>
     Effect.gen(function*() {
       const llm = summaryLlm()
-      const guard = ContextGuardModule.make({ llm: llm.service, budget: 2500, keepRecent: 2 })
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 2500, keepRecent: 2 })
       const input: Array<ChatMessage> = [
         ...history(6),
         Message.assistant(null, { toolCalls: ["a", "b", "c"].map((id) => Message.toolCall(id, "search", "{}")) }),
@@ -354,7 +354,7 @@ describe("ContextGuard behaviour", () => {
     it.effect(`hint ${hint} uses its own prompt`, () =>
       Effect.gen(function*() {
         const llm = summaryLlm()
-        const guard = ContextGuardModule.make({ llm: llm.service, budget: 1500 })
+        const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 1500 })
         yield* guard.checkAndCompact(history(10), { hint })
         const request: ChatRequest = llm.requests[0].request
         const system = Message.textOf(request.messages[0].content)
@@ -369,8 +369,8 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("compaction failure falls back to heuristic truncation", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.fail("Server")])
-      const guard = ContextGuardModule.make({ llm: llm.service, budget: 1000 })
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.fail("Server")])
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 1000 })
       const input = history(10)
       const result = yield* guard.checkAndCompact(input)
       assert.strictEqual(llm.calls, 1)
@@ -387,7 +387,7 @@ describe("ContextGuard behaviour", () => {
   it.effect("a summary that does not fit still falls back to truncation (usage kept)", () =>
     Effect.gen(function*() {
       const llm = summaryLlm("long ".repeat(3000))
-      const guard = ContextGuardModule.make({ llm: llm.service, budget: 1500 })
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 1500 })
       const result = yield* guard.checkAndCompact(history(10))
       assert.isAtMost(estimateMessages(result.messages), 1500)
       assert.deepStrictEqual(result.usage, Usage.make(321, 12))
@@ -396,7 +396,7 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("heuristic layer: truncation keeps system, pinned and the newest groups that fit", () =>
     Effect.gen(function*() {
-      const guard = yield* guardFrom(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(config([["CONTEXT_GUARD_DEFAULT_BUDGET", "700"]]), noModels))))
+      const guard = yield* guardFrom(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(Layer.provide(Layer.merge(config([["CONTEXT_GUARD_DEFAULT_BUDGET", "700"]]), noModels))))
       const input = [...history(10), Message.user("[USER INTERRUPT] also Lyon", { pinned: true }), ...history(3).slice(2)]
       const result = yield* guard.checkAndCompact(input)
       const out = result.messages
@@ -411,7 +411,7 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("truncation is rare: it leaves room, so a list that keeps growing is not cut again on the next calls (a stable prompt prefix)", () =>
     Effect.gen(function*() {
-      const guard = ContextGuardModule.make({ budget: 2000 })
+      const guard = ContextGuardModule.makeUnsafe({ budget: 2000 })
       let list: Array<ChatMessage> = [Message.system("sys"), Message.user("question", { pinned: true })]
       const cuts: Array<number> = []
       for (let call = 0; call < 40; call++) {
@@ -428,7 +428,7 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("truncation never starts with an assistant message", () =>
     Effect.gen(function*() {
-      const guard = ContextGuardModule.make({ budget: 120 })
+      const guard = ContextGuardModule.makeUnsafe({ budget: 120 })
       const input: Array<ChatMessage> = [
         Message.system("sys"),
         Message.user("x".repeat(2000)),
@@ -448,7 +448,7 @@ describe("ContextGuard behaviour", () => {
       }
       const pair = estimateMessages(input.slice(-2))
       const limit = estimateMessages(input.slice(0, 2)) + Math.floor(pair * 1.5)
-      const out = (yield* ContextGuardModule.make({ budget: limit }).checkAndCompact(input)).messages
+      const out = (yield* ContextGuardModule.makeUnsafe({ budget: limit }).checkAndCompact(input)).messages
       assert.deepStrictEqual(out, [input[0], input[1], input[6], input[7]])
     }))
 
@@ -463,7 +463,7 @@ describe("ContextGuard behaviour", () => {
         Message.user("z".repeat(200))
       ]
       const limit = estimateMessages([input[0], input[2], input[4]]) + 12
-      const out = (yield* ContextGuardModule.make({ budget: limit }).checkAndCompact(input)).messages
+      const out = (yield* ContextGuardModule.makeUnsafe({ budget: limit }).checkAndCompact(input)).messages
       assert.strictEqual(out[0], input[0])
       assert.strictEqual(out[1].role, "user")
       assert.include(Message.textOf(out[1].content), "truncated")
@@ -474,7 +474,7 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("per-message hard cut: only the oversized messages are replaced", () =>
     Effect.gen(function*() {
-      const guard = yield* guardFrom(ContextGuardModule.layerConfigHeuristic.pipe(
+      const guard = yield* guardFrom(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(
         Layer.provide(Layer.merge(config([["CONTEXT_GUARD_MAX_MSG_CHARS", "1000"], ["CONTEXT_GUARD_DEFAULT_BUDGET", "100000"]]), noModels))
       ))
       const input = history(3)
@@ -496,8 +496,8 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("a runaway summary obeys the per-message cut too", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("h".repeat(60000))])
-      const guard = ContextGuardModule.make({ llm: llm.service, budget: 60000, keepRecent: 2, maxMsgChars: 50000 })
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("h".repeat(60000))])
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 60000, keepRecent: 2, maxMsgChars: 50000 })
       const input = history(200, 2000)
       const result = yield* guard.checkAndCompact(input, { hint: "react_iteration" })
       assert.isTrue(result.compacted)
@@ -509,7 +509,7 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("the default 50000-char limit applies", () =>
     Effect.gen(function*() {
-      const guard = ContextGuardModule.make({ budget: 10 ** 6 })
+      const guard = ContextGuardModule.makeUnsafe({ budget: 10 ** 6 })
       const result = yield* guard.checkAndCompact([Message.system("s"), Message.user("q".repeat(60000))])
       assert.strictEqual(Message.textOf(result.messages[1].content).length, 50000)
     }))
@@ -520,41 +520,51 @@ describe("ContextGuard budget", () => {
 
   it.effect("CONTEXT_GUARD_DEFAULT_BUDGET wins", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([], { contextSize: 128000, maxOutputTokens: 64000 })
-      const b = yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(fromLlm(llm), config([["CONTEXT_GUARD_DEFAULT_BUDGET", "9000"]])))))
+      const llm = ScriptedLlm.makeUnsafe([], { contextSize: 128000, maxOutputTokens: 64000 })
+      const b = yield* budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(fromLlm(llm), config([["CONTEXT_GUARD_DEFAULT_BUDGET", "9000"]])))))
       assert.strictEqual(b, 9000)
+    }))
+
+  it.effect("layerConfig's Config.Wrap wins over CONTEXT_GUARD_*: the caller's own variable, or a fixed value", () =>
+    Effect.gen(function*() {
+      const env = config([["CONTEXT_GUARD_DEFAULT_BUDGET", "9000"], ["MY_GUARD_BUDGET", "5000"]])
+      const with_ = (wrapped: Parameters<typeof ContextGuardModule.layerConfig>[0]) =>
+        budgetOf(ContextGuardModule.layerConfig(wrapped).pipe(Layer.provide(Layer.merge(noModels, env))))
+      assert.strictEqual(yield* with_({}), 9000)
+      assert.strictEqual(yield* with_({ budget: Config.integer("MY_GUARD_BUDGET") }), 5000)
+      assert.strictEqual(yield* with_(Config.succeed({ budget: 3000 })), 3000)
     }))
 
   it.effect("else the model's context size minus max output (floor 4000)", () =>
     Effect.gen(function*() {
-      const big = ScriptedLlm.make([], { contextSize: 128000, maxOutputTokens: 64000 })
-      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(fromLlm(big), config())))), 64000)
-      const small = ScriptedLlm.make([], { contextSize: 8000, maxOutputTokens: 6000 })
-      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(fromLlm(small), config())))), 4000)
+      const big = ScriptedLlm.makeUnsafe([], { contextSize: 128000, maxOutputTokens: 64000 })
+      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(Layer.provide(Layer.merge(fromLlm(big), config())))), 64000)
+      const small = ScriptedLlm.makeUnsafe([], { contextSize: 8000, maxOutputTokens: 6000 })
+      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(fromLlm(small), config())))), 4000)
       // the registry's fast model is smaller: the loop may use it
-      const fast = ScriptedLlm.make([], { contextSize: 32000, maxOutputTokens: 8000 })
+      const fast = ScriptedLlm.makeUnsafe([], { contextSize: 32000, maxOutputTokens: 8000 })
       const registry = ModelRegistry.layer({ main: big.service, fast: fast.service })
-      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(registry, config())))), 24000)
+      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(registry, config())))), 24000)
     }))
 
   it.effect("32000 when nothing is known", () =>
     Effect.gen(function*() {
-      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfigHeuristic.pipe(Layer.provide(Layer.merge(config(), noModels)))), 32000)
-      const llm = ScriptedLlm.make([])
-      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(fromLlm(llm), config())))), 32000)
+      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(Layer.provide(Layer.merge(config(), noModels)))), 32000)
+      const llm = ScriptedLlm.makeUnsafe([])
+      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(fromLlm(llm), config())))), 32000)
     }))
 
   it.effect("an invalid setting is a clear ConfigError", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(budgetOf(ContextGuardModule.layerConfig.pipe(Layer.provide(Layer.merge(config([["CONTEXT_GUARD_KEEP_RECENT", "-1"]]), noModels)))))
+      const error = yield* Effect.flip(budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(config([["CONTEXT_GUARD_KEEP_RECENT", "-1"]]), noModels)))))
       assert.include(String(error), "CONTEXT_GUARD_KEEP_RECENT")
     }))
 
   it.effect("the LLM layer compacts with the registry's fast model", () =>
     Effect.gen(function*() {
-      const main = ScriptedLlm.make([ScriptedLlm.text("from main")])
-      const fast = ScriptedLlm.make([ScriptedLlm.text("from fast")])
-      const guard = yield* guardFrom(ContextGuardModule.layerConfig.pipe(
+      const main = ScriptedLlm.makeUnsafe([ScriptedLlm.text("from main")])
+      const fast = ScriptedLlm.makeUnsafe([ScriptedLlm.text("from fast")])
+      const guard = yield* guardFrom(ContextGuardModule.layerConfig().pipe(
         Layer.provide(Layer.merge(ModelRegistry.layer({ main: main.service, fast: fast.service }), config()))
       ))
       const result = yield* guard.checkAndCompact(history(10), { budget: 1500 })
@@ -563,9 +573,21 @@ describe("ContextGuard budget", () => {
       assert.include(Message.textOf(result.messages[1].content), "from fast")
     }))
 
+  it.effect("compaction: \"heuristic\" never calls the registry's models, whatever the budget", () =>
+    Effect.gen(function*() {
+      const main = ScriptedLlm.makeUnsafe([ScriptedLlm.text("from main")])
+      const fast = ScriptedLlm.makeUnsafe([ScriptedLlm.text("from fast")])
+      const guard = yield* guardFrom(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(
+        Layer.provide(Layer.merge(ModelRegistry.layer({ main: main.service, fast: fast.service }), config()))
+      ))
+      const result = yield* guard.checkAndCompact(history(10), { budget: 1500 })
+      assert.strictEqual(fast.calls + main.calls, 0)
+      assert.isBelow(result.messages.length, history(10).length)
+    }))
+
   it.effect("a per-check budget overrides the configured one", () =>
     Effect.gen(function*() {
-      const guard = ContextGuardModule.make({ budget: 100000 })
+      const guard = ContextGuardModule.makeUnsafe({ budget: 100000 })
       const input = history(10)
       assert.strictEqual((yield* guard.checkAndCompact(input)).messages, input)
       const half = yield* guard.checkAndCompact(input, { budget: 800 })

@@ -56,7 +56,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 
 /** What a fresh guard (no memory: a full walk) says about the same list. */
 const fullWalk = (list: ReadonlyArray<ChatMessage>, budget: number): CheckResult =>
-  Effect.runSync(ContextGuard.make({ budget, maxMsgChars: MAX_CHARS }).checkAndCompact(list))
+  Effect.runSync(ContextGuard.makeUnsafe({ budget, maxMsgChars: MAX_CHARS }).checkAndCompact(list))
 
 const assertSame = (actual: CheckResult, expected: CheckResult, input: ReadonlyArray<ChatMessage>) => {
   assert.strictEqual(actual.compacted, expected.compacted)
@@ -73,7 +73,7 @@ describe("ContextGuard incremental check", () => {
     "a guard that remembers earlier checks gives the same results as a full walk",
     { source: stream, start: fc.nat({ max: 6 }), ops: fc.array(op, { maxLength: 25 }), budget: fc.integer({ min: 300, max: 20000 }) },
     ({ budget, ops, source, start }) => {
-      const guard = ContextGuard.make({ budget, maxMsgChars: MAX_CHARS })
+      const guard = ContextGuard.makeUnsafe({ budget, maxMsgChars: MAX_CHARS })
       let next = Math.min(source.length, 2 + start)
       // the loop's pattern: one array, appended to, replaced by the result after a compaction
       let current: Array<ChatMessage> = source.slice(0, next)
@@ -104,7 +104,7 @@ describe("ContextGuard incremental check", () => {
   )
 
   it("a different list that changed an early message is walked again (cut and budget)", () => {
-    const guard = ContextGuard.make({ budget: 400, maxMsgChars: MAX_CHARS })
+    const guard = ContextGuard.makeUnsafe({ budget: 400, maxMsgChars: MAX_CHARS })
     const first: Array<ChatMessage> = [Message.system("sys"), Message.user("q", { pinned: true })]
     for (let i = 0; i < 6; i++) first.push(Message.assistant(`answer ${i}`), Message.user(`follow-up ${i}`))
     const a = check(guard, first)
@@ -122,7 +122,7 @@ describe("ContextGuard incremental check", () => {
   })
 
   it("the same array with its first message replaced in place is walked again", () => {
-    const guard = ContextGuard.make({ budget: 300, maxMsgChars: MAX_CHARS })
+    const guard = ContextGuard.makeUnsafe({ budget: 300, maxMsgChars: MAX_CHARS })
     const list: Array<ChatMessage> = [Message.system("short"), Message.user("q", { pinned: true }), Message.assistant("a")]
     assert.isFalse(check(guard, list).compacted)
     list[0] = Message.system("a much longer system prompt ".repeat(60))
@@ -148,7 +148,7 @@ describe("ContextGuard incremental check", () => {
     assert.strictEqual(scan(changed).walked, 104, "an early message changed: full walk")
     const total = scan(changed).total
     let expected = 0
-    for (const m of changed) expected += ContextGuard.make().estimate([m])
+    for (const m of changed) expected += ContextGuard.makeUnsafe().estimate([m])
     assert.strictEqual(total, expected)
   })
 })

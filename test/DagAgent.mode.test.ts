@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Chunk from "effect/Chunk"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
@@ -92,7 +93,7 @@ describe("DagAgent: configuration", () => {
 
   it.effect("layerConfig applies the environment (DAG_MAX_CONCURRENCY=1 runs steps one at a time)", () => {
     const h = makeDag({ plan: () => planReply([{ id: 1, task: "a" }, { id: 2, task: "b" }]) })
-    const layer = DagAgent.layerConfig.pipe(Layer.provide(h.layer), Layer.orDie)
+    const layer = DagAgent.layerConfig().pipe(Layer.provide([h.layer, NodeFileSystem.layer]), Layer.orDie)
     return Effect.gen(function*() {
       const agent = yield* DagAgent.DagAgent
       const events = Chunk.toArray(yield* Stream.runCollect(agent.run({ query: "q" })))

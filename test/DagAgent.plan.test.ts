@@ -89,7 +89,7 @@ describe("DAG planner: prompt and calls", () => {
 
   it.effect("an invalid plan is retried once with the problem; a second failure is a planning failure", () => {
     const cyclic = ScriptedLlm.toolCall("create_plan", { steps: [{ id: 1, task: "a", dependencies: [2] }, { id: 2, task: "b", dependencies: [1] }] })
-    const llm = ScriptedLlm.make([cyclic, cyclic])
+    const llm = ScriptedLlm.makeUnsafe([cyclic, cyclic])
     return Effect.gen(function*() {
       const planned = yield* plan(llm.service, request)
       assert.strictEqual(planned._tag, "Failed")
@@ -100,7 +100,7 @@ describe("DAG planner: prompt and calls", () => {
   })
 
   it.effect("a plain-text model's bare JSON array of steps is accepted", () => {
-    const llm = ScriptedLlm.make([ScriptedLlm.text("Here is the plan:\n[{\"id\": 1, \"task\": \"look it up\"}]")], {
+    const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("Here is the plan:\n[{\"id\": 1, \"task\": \"look it up\"}]")], {
       abilities: { toolCall: false, jsonMode: false }
     })
     return Effect.gen(function*() {
@@ -115,7 +115,7 @@ describe("DAG analyzer", () => {
   const results = [{ id: "1", task: "t", status: "done" as const, result: "x".repeat(12_000) }]
 
   it.effect("clamps confidence to 0–1 and keeps the final answer; step results are cut to 10,000 chars", () => {
-    const llm = ScriptedLlm.make([ScriptedLlm.toolCall("report_analysis", { achieved: true, confidence: 7, reasoning: "ok", final_answer: "42" })])
+    const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("report_analysis", { achieved: true, confidence: 7, reasoning: "ok", final_answer: "42" })])
     return Effect.gen(function*() {
       const { analysis } = yield* analyze(llm.service, "g", results, [])
       assert.deepStrictEqual(analysis, { achieved: true, confidence: 1, reasoning: "ok", finalAnswer: "42" })
@@ -125,7 +125,7 @@ describe("DAG analyzer", () => {
   })
 
   it.effect("unparseable → not achieved, confidence 0", () => {
-    const llm = ScriptedLlm.make([ScriptedLlm.text("no idea")], { onExhausted: "repeatLast" })
+    const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("no idea")], { onExhausted: "repeatLast" })
     return Effect.gen(function*() {
       const result = yield* analyze(llm.service, "g", results, [])
       assert.deepStrictEqual(result.analysis, UNPARSEABLE)

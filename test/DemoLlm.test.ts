@@ -21,17 +21,17 @@ import { structuredCall } from "../src/StructuredCall.js"
 import * as Tool from "../src/Tool.js"
 import * as Toolkit from "../src/Toolkit.js"
 
-const fast = DemoLlm.make({ chunkDelay: 0, thinkDelay: 0 })
+const fast = DemoLlm.makeUnsafe({ chunkDelay: 0, thinkDelay: 0 })
 const definitions = BuiltinTools.tools.map(Tool.toDefinition)
 
 /** The real agent over the demo model and the built-in tools. */
 const agentLayer = (options?: Partial<AgentOptions>) =>
   ReactAgent.layer(options).pipe(
     Layer.provide([
-      DemoLlm.layerWith({ chunkDelay: 0, thinkDelay: 0 }),
+      DemoLlm.layer({ chunkDelay: 0, thinkDelay: 0 }),
       Toolkit.layer(BuiltinTools.tools),
-      Hooks.layerEmpty,
-      Interrupts.layer
+      Hooks.layerNoop,
+      Interrupts.layerMemory
     ]),
     Layer.provide(ContextGuard.layer())
   )
@@ -42,13 +42,13 @@ const ask = (query: string, options?: Partial<AgentOptions>) =>
 const INSTANT = Date.UTC(2026, 11, 2, 11, 27, 5)
 
 /** The DAG agent as the app builds it (default options), over the demo model and the built-in tools. */
-const dagLayer = (llm: Layer.Layer<Llm> = DemoLlm.layerWith({ chunkDelay: 0, thinkDelay: 0 })) =>
+const dagLayer = (llm: Layer.Layer<Llm> = DemoLlm.layer({ chunkDelay: 0, thinkDelay: 0 })) =>
   DagAgent.layer().pipe(
     Layer.provide([
       ModelRegistry.layerFromLlm.pipe(Layer.provideMerge(llm)),
       Toolkit.layer(BuiltinTools.tools),
-      Hooks.layerEmpty,
-      Interrupts.layer,
+      Hooks.layerNoop,
+      Interrupts.layerMemory,
       ContextGuard.layer()
     ]),
     Layer.orDie
@@ -141,10 +141,10 @@ describe("DemoLlm", () => {
     const layer = (options?: Partial<AgentOptions>) =>
       ReactAgent.layer(options).pipe(
         Layer.provide([
-          DemoLlm.layerWith({ chunkDelay: 0, thinkDelay: 0 }),
+          DemoLlm.layer({ chunkDelay: 0, thinkDelay: 0 }),
           Toolkit.layer([...BuiltinTools.tools, ...extra]),
-          Hooks.layerEmpty,
-          Interrupts.layer
+          Hooks.layerNoop,
+          Interrupts.layerMemory
         ]),
         Layer.provide(ContextGuard.layer())
       )
@@ -219,7 +219,7 @@ describe("DemoLlm", () => {
       assert.include(advertised, "calculator")
       assert.notInclude(advertised, "noise_0")
     }).pipe(Effect.provide(ReactAgent.layer().pipe(
-      Layer.provide([recording, Toolkit.layer([...BuiltinTools.tools, ...extra]), Hooks.layerEmpty, Interrupts.layer]),
+      Layer.provide([recording, Toolkit.layer([...BuiltinTools.tools, ...extra]), Hooks.layerNoop, Interrupts.layerMemory]),
       Layer.provide(ContextGuard.layer())
     )))
   })
@@ -254,10 +254,10 @@ describe("DemoLlm", () => {
       Effect.provide(
         ReactAgent.layer().pipe(
           Layer.provideMerge(Layer.mergeAll(
-            DemoLlm.layerWith({ chunkDelay: 0, thinkDelay: "20 millis" }),
+            DemoLlm.layer({ chunkDelay: 0, thinkDelay: "20 millis" }),
             Toolkit.layer(BuiltinTools.tools),
-            Hooks.layerEmpty,
-            Interrupts.layer
+            Hooks.layerNoop,
+            Interrupts.layerMemory
           )),
           Layer.provideMerge(ContextGuard.layer())
         )
@@ -307,7 +307,7 @@ describe("DemoLlm", () => {
       )
       assert.strictEqual(viaJson.level, "json")
       assert.deepStrictEqual(viaJson.value, { plan: [], confidence: 0, mode: "fast" })
-    }).pipe(Effect.provide(DemoLlm.layerWith({ thinkDelay: 0 }))))
+    }).pipe(Effect.provide(DemoLlm.layer({ thinkDelay: 0 }))))
 
   it("compaction calls get a short summary of the conversation", () => {
     const response = DemoLlm.respond({
@@ -322,7 +322,7 @@ describe("DemoLlm", () => {
 
   it.live("streamChat streams the synthesised answer word by word, paced", () =>
     Effect.gen(function*() {
-      const llm = DemoLlm.make({ chunkDelay: "15 millis", thinkDelay: 0 })
+      const llm = DemoLlm.makeUnsafe({ chunkDelay: "15 millis", thinkDelay: 0 })
       const request: ChatRequest = {
         messages: [
           Message.system("You write the final answer to the user's question from the execution trace."),

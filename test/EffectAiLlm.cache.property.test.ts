@@ -96,9 +96,9 @@ describe("prompt caching (property)", () => {
                   Layer.provideMerge(Layer.mergeAll(
                     Layer.succeed(Llm.Llm, llm),
                     Toolkit.layer(tools),
-                    Hooks.layerEmpty,
+                    Hooks.layerNoop,
                     ContextGuard.layer({ budget: BUDGET }),
-                    Interrupts.layer
+                    Interrupts.layerMemory
                   )),
                   Layer.orDie
                 )

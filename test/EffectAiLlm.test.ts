@@ -149,7 +149,7 @@ describe("EffectAiLlm over Anthropic: what is Anthropic's own", () => {
       const echo = Tool.make({ name: "echo", description: "Echo", parameters: Schema.Struct({ text: Schema.String }), handler: ({ text }) => Effect.succeed(text) })
       const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "echo hi" })).pipe(
         Effect.provide(ReactAgent.layer({ synthesis: "auto", systemPrompt: longSystem }).pipe(
-          Layer.provideMerge(Layer.mergeAll(Layer.succeed(Llm, llm), Toolkit.layer([echo]), Hooks.layerEmpty, ContextGuard.layer(), Interrupts.layer)),
+          Layer.provideMerge(Layer.mergeAll(Layer.succeed(Llm, llm), Toolkit.layer([echo]), Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory)),
           Layer.orDie
         )),
         Effect.provide(recorder.layer)

@@ -55,7 +55,7 @@ describe("Eval scorers", () => {
 
   it.effect("the judge asks the model with the rubric and reports its score and reason", () =>
     Effect.gen(function*() {
-      const judge = ScriptedLlm.make([ScriptedLlm.toolCall("grade", { score: 0.75, reason: "mostly right" })])
+      const judge = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("grade", { score: 0.75, reason: "mostly right" })])
       const result = yield* Eval.runCase(
         { id: "j", input: "q", scorers: [{ type: "judge", rubric: "Says hello politely.", pass_score: 0.8 }] },
         { agent: agentFor([ScriptedLlm.text("hi"), ScriptedLlm.text("hello there")]), judge: judge.service }

@@ -45,14 +45,14 @@ describe("input guardrail beside the first model call", () => {
         parameters: Schema.Struct({ q: Schema.String }),
         handler: ({ q }) => Effect.sync(() => (ran.push(q), "found"))
       })
-      const judge = ScriptedLlm.make([
+      const judge = ScriptedLlm.makeUnsafe([
         ScriptedLlm.toolCall("classify", { violates: true, reason: "asks for credentials" }, { delay: "400 millis", usage: { prompt: 40, completion: 8 } })
       ], { model: "judge" })
       const llm = OpenAiLlm.layer({ baseURL: fake.url, apiKey: "test-key", model: "fake-model", maxRetries: 0 })
       const layer = ReactAgent.layer({
         synthesis: "auto",
         guardrails: { input: [Guardrail.classifier("policy", "No credential theft.", judge.service)] }
-      }).pipe(Layer.provide(Layer.mergeAll(llm, Toolkit.layer([tool]), Hooks.layerEmpty, ContextGuard.layer(), Interrupts.layer)))
+      }).pipe(Layer.provide(Layer.mergeAll(llm, Toolkit.layer([tool]), Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory)))
       // the run draws from this account (a caller's), so the test can read its ledger
       const account = Budget.makeAccount({ tokens: 1_000_000 }, undefined)!
       const started = Date.now()

@@ -13,7 +13,7 @@ import * as Stream from "effect/Stream"
 import * as Guardrail from "../src/Guardrail.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
-import { toWire } from "../src/RunEvent.js"
+import { toWire } from "../src/server/EventWire.js"
 import * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
@@ -153,7 +153,7 @@ describe("classifier guardrail", () => {
 
   it.live("judges with its own model through structuredCall against the rubric; its usage counts in by_phase.guardrails", () =>
     Effect.gen(function*() {
-      const judge = ScriptedLlm.make([ScriptedLlm.toolCall("classify", { violates: true, reason: "asks for malware" }, { usage: { prompt: 50, completion: 9 } })])
+      const judge = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("classify", { violates: true, reason: "asks for malware" }, { usage: { prompt: 50, completion: 9 } })])
       const { tool } = recorder()
       const agent = makeAgent([ScriptedLlm.text("sure", { delay: "50 millis" })], {
         tools: [tool],

@@ -116,7 +116,7 @@ describe("rateLimiter", () => {
   it.effect("allows `limit` calls per tool in a sliding window on the Clock", () =>
     Effect.gen(function*() {
       const limiter = rateLimiter({ limit: 2, window: "10 seconds" })
-      const h = Hooks.make([limiter])
+      const h = Hooks.makeUnsafe([limiter])
       const call = (tool: Tool.Tool | string = readTool) => h.runPreToolUse(ctx(tool))
 
       assert.isTrue((yield* call()).allow) // t=0
@@ -140,7 +140,7 @@ describe("rateLimiter", () => {
 
   it.effect("applies only to matching tools and supports a custom key", () =>
     Effect.gen(function*() {
-      const h = Hooks.make([
+      const h = Hooks.makeUnsafe([
         rateLimiter({ limit: 1, window: "1 minute", matcher: "fs__*", key: (c) => c.conversationId })
       ])
       assert.isTrue((yield* h.runPreToolUse(ctx(readTool))).allow)

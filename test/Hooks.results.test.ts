@@ -18,7 +18,7 @@ const ORIGINAL: ToolOutcome = { _tag: "Success", output: "original" }
 /** The exact message `Hooks.make` throws for these hooks. */
 const makeError = (hooks: ReadonlyArray<unknown>): string => {
   try {
-    Hooks.make(hooks as ReadonlyArray<Hook>)
+    Hooks.makeUnsafe(hooks as ReadonlyArray<Hook>)
   } catch (error) {
     assert.instanceOf(error, Hooks.InvalidHook)
     return (error as Hooks.InvalidHook).message
@@ -35,7 +35,7 @@ const post = (result: () => unknown) => {
   const logger = Logger.make(({ logLevel, message }) => {
     if (logLevel._tag === "Warning") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
   })
-  const service = Hooks.make([Hooks.post({ name: "rewrite", run: () => result() as Effect.Effect<ToolOutcome | void> })])
+  const service = Hooks.makeUnsafe([Hooks.post({ name: "rewrite", run: () => result() as Effect.Effect<ToolOutcome | void> })])
   return service.runPostToolUse(ctx, ORIGINAL).pipe(
     Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
     Effect.map((outcome) => ({ outcome, warnings }))
@@ -43,7 +43,7 @@ const post = (result: () => unknown) => {
 }
 
 const pre = (run: () => unknown) =>
-  Hooks.make([Hooks.pre({ name: "policy", run: run as () => Effect.Effect<Hooks.PreResult> })]).runPreToolUse(ctx)
+  Hooks.makeUnsafe([Hooks.pre({ name: "policy", run: run as () => Effect.Effect<Hooks.PreResult> })]).runPreToolUse(ctx)
 
 describe("Hooks.make: each bad definition gets its own message", () => {
   it("not an object, at its index", () => {
@@ -124,7 +124,7 @@ describe("Pre chain: results", () => {
     Effect.gen(function*() {
       const ran: Array<string> = []
       const hook = (name: string) => Hooks.pre({ name, priority: 5, run: () => Effect.sync(() => void ran.push(name)) })
-      yield* Hooks.make([hook("a"), hook("b"), hook("c"), hook("d")]).runPreToolUse(ctx)
+      yield* Hooks.makeUnsafe([hook("a"), hook("b"), hook("c"), hook("d")]).runPreToolUse(ctx)
       assert.deepStrictEqual(ran, ["a", "b", "c", "d"])
     }))
 })

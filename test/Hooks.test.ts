@@ -50,7 +50,7 @@ describe("Hooks", () => {
       assert.deepStrictEqual(decision, { allow: true, args: context.args })
       const outcome = success("x")
       assert.strictEqual(yield* hooks.runPostToolUse(context, outcome), outcome)
-    }).pipe(Effect.provide(Hooks.layerEmpty)))
+    }).pipe(Effect.provide(Hooks.layerNoop)))
 
   it.effect("runs Pre and Post hooks by priority, equal priorities in registration order", () => {
     const log: Array<string> = []
@@ -288,8 +288,8 @@ describe("Hooks", () => {
     rejects(() => Hooks.post({ name: "p", matcher: "", run }), "matcher")
     rejects(() => Hooks.post({ name: "p", matcher: [], run }), "matcher")
     rejects(() => Hooks.pre({ name: "p", run: undefined as any }), "run function")
-    rejects(() => Hooks.make([{ name: "x" } as any]), "Hooks.pre / Hooks.post")
-    rejects(() => Hooks.make(null as any), "array")
+    rejects(() => Hooks.makeUnsafe([{ name: "x" } as any]), "Hooks.pre / Hooks.post")
+    rejects(() => Hooks.makeUnsafe(null as any), "array")
   })
 
   it.effect.prop(

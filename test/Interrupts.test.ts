@@ -5,7 +5,7 @@ import * as FastCheck from "effect/FastCheck"
 import { NoActiveRun } from "../src/Interrupts.js"
 import * as Interrupts from "../src/Interrupts.js"
 
-const run = <A, E>(effect: Effect.Effect<A, E, Interrupts.Interrupts>) => Effect.provide(effect, Interrupts.layer)
+const run = <A, E>(effect: Effect.Effect<A, E, Interrupts.Interrupts>) => Effect.provide(effect, Interrupts.layerMemory)
 
 describe("Interrupts", () => {
   it.effect("inject into a conversation without a run fails with NoActiveRun", () =>

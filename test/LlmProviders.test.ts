@@ -87,7 +87,7 @@ describe("LlmProviders (LLM_PROVIDER, FAST_LLM_PROVIDER)", () => {
   it.scopedLive("prompt_cache_key: one per conversation, the same on every request of it", () =>
     Effect.gen(function*() {
       const server = yield* FakeOpenAi.scoped(() => FakeOpenAi.completion({ content: "ok" }))
-      const llm = OpenAiLlm.make({ model: "m", baseURL: server.url, apiKey: "k", promptCacheKey: true })
+      const llm = OpenAiLlm.makeUnsafe({ model: "m", baseURL: server.url, apiKey: "k", promptCacheKey: true })
       const first = [Message.system("Rules."), Message.user("Plan my trip")]
       yield* llm.chat({ messages: first })
       yield* llm.chat({ messages: [...first, Message.assistant("Where to?"), Message.user("Oslo")] })

@@ -25,7 +25,7 @@ describe("retry notification", () => {
         FakeOpenAi.error(503, "overloaded"),
         FakeOpenAi.completion({ content: "after retries" })
       ])
-      const llm = OpenAiLlm.make({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 3 })
+      const llm = OpenAiLlm.makeUnsafe({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 3 })
       const notices: Array<Llm.RetryNotice> = []
       // forked inside the observed region: the observer is inherited
       const response = yield* Effect.fork(llm.chat({ messages: message })).pipe(
@@ -45,7 +45,7 @@ describe("retry notification", () => {
         FakeOpenAi.completion({ content: "ok" }),
         FakeOpenAi.error(401, "bad key")
       ])
-      const llm = OpenAiLlm.make({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis" })
+      const llm = OpenAiLlm.makeUnsafe({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis" })
       assert.strictEqual((yield* llm.chat({ messages: message })).content, "ok")
       const notices: Array<Llm.RetryNotice> = []
       const failed = yield* llm.chat({ messages: message }).pipe(
@@ -62,7 +62,7 @@ describe("retry notification", () => {
         FakeOpenAi.error(503, "overloaded"),
         FakeOpenAi.sseText("hello")
       ])
-      const llm = OpenAiLlm.make({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis" })
+      const llm = OpenAiLlm.makeUnsafe({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis" })
       const notices: Array<Llm.RetryNotice> = []
       const text = yield* llm.streamChat({ messages: message }).pipe(
         Stream.runFold("", (acc, d) => (d._tag === "Content" ? acc + d.text : acc)),
@@ -85,9 +85,9 @@ describe("one retry budget and one deadline per model call (stream-to-plain fall
       Layer.provideMerge(Layer.mergeAll(
         Layer.succeed(Llm.Llm, llm),
         Toolkit.layer([]),
-        Hooks.layerEmpty,
+        Hooks.layerNoop,
         ContextGuard.layer(),
-        Interrupts.layer
+        Interrupts.layerMemory
       )),
       Layer.orDie
     )
@@ -102,7 +102,7 @@ describe("one retry budget and one deadline per model call (stream-to-plain fall
   it.scopedLive("a refusing model with maxRetries 1: 2 requests in all (the streamed attempt and 1 retry), then the run fails", () =>
     Effect.gen(function*() {
       const server = yield* FakeOpenAi.scoped(() => FakeOpenAi.error(503, "overloaded"))
-      const llm = OpenAiLlm.make({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 1 })
+      const llm = OpenAiLlm.makeUnsafe({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 1 })
       const es = yield* run(llm)
       assert.strictEqual(server.requests.length, 2, "1 + LLM_MAX_RETRIES requests, the fallback included")
       assert.strictEqual(server.requests[0].body.stream, true, "the loop call streams")
@@ -118,7 +118,7 @@ describe("one retry budget and one deadline per model call (stream-to-plain fall
         FakeOpenAi.sse([FakeOpenAi.chunk.role(), FakeOpenAi.chunk.content("partial "), FakeOpenAi.chunk.error("boom")]),
         FakeOpenAi.completion({ content: "the whole answer" })
       ])
-      const llm = OpenAiLlm.make({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 2 })
+      const llm = OpenAiLlm.makeUnsafe({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 2 })
       const es = yield* run(llm)
       assert.deepStrictEqual(server.requests.map((r) => r.body.stream === true), [true, true, false])
       assert.deepStrictEqual(retries(es).map(([attempt]) => attempt), [1, 2], "numbered across the fallback")
@@ -134,7 +134,7 @@ describe("one retry budget and one deadline per model call (stream-to-plain fall
         FakeOpenAi.sse([FakeOpenAi.chunk.role(), FakeOpenAi.chunk.content("partial "), FakeOpenAi.chunk.error("boom")]),
         FakeOpenAi.completion({ content: "never asked" })
       ])
-      const llm = OpenAiLlm.make({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 1 })
+      const llm = OpenAiLlm.makeUnsafe({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 1 })
       const es = yield* run(llm)
       assert.strictEqual(server.requests.length, 2)
       assert.isTrue(es.some((e) => e._tag === "AnswerReset"), "the partial answer is retracted")
@@ -146,7 +146,7 @@ describe("one retry budget and one deadline per model call (stream-to-plain fall
       // accepts every request and never answers (no headers, no first chunk)
       const server = yield* FakeOpenAi.scoped(() => FakeOpenAi.hang)
       const capMs = 1500
-      const llm = OpenAiLlm.make({
+      const llm = OpenAiLlm.makeUnsafe({
         model: "m",
         baseURL: server.url,
         apiKey: "k",

@@ -28,9 +28,11 @@ const ledger = Effect.gen(function*() {
   const attemptsFile = join(dir, "attempts.jsonl")
   const ledgerFile = join(dir, "ledger.sqlite")
   writeFileSync(attemptsFile, "")
-  const context = yield* Layer.build(McpTools.layerFromConfig({
-    mcpServers: {
-      ledger: { command: process.execPath, args: ["--import", "tsx", LEDGER], env: { LEDGER_DB: ledgerFile, ATTEMPTS_FILE: attemptsFile } }
+  const context = yield* Layer.build(McpTools.layer({
+    config: {
+      mcpServers: {
+        ledger: { command: process.execPath, args: ["--import", "tsx", LEDGER], env: { LEDGER_DB: ledgerFile, ATTEMPTS_FILE: attemptsFile } }
+      }
     }
   }))
   const pay = Context.get(context, McpTools.McpTools).tools.find((t) => t.name === "ledger__pay")

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -145,7 +146,7 @@ describe("McpTools", () => {
       assert.strictEqual(logs.lines.filter((l) => l.startsWith("WARN") && l.includes("ignored")).length, 2)
       assert.isTrue(logs.lines.some((l) => l.includes(bad) && l.includes("mcpServers")), logs.lines.join("\n"))
       rmSync(dir, { recursive: true, force: true })
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.live("layerConfig reads MCP_CONFIG; unset means no MCP tools", () =>
     Effect.gen(function*() {
@@ -162,7 +163,7 @@ describe("McpTools", () => {
       const some = yield* withConfig(new Map([["MCP_CONFIG", file]]))
       assert.isTrue(some.tools.some((t) => t.name === "fs__list_directory"))
       rmSync(dir, { recursive: true, force: true })
-    }), 60_000)
+    }).pipe(Effect.provide(NodeFileSystem.layer)), 60_000)
 
   it.live("Streamable HTTP server: text, isError, non-text parts, headers, cancellation", () =>
     Effect.scoped(Effect.gen(function*() {

@@ -5,16 +5,16 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import { Llm } from "../src/Llm.js"
 import * as Message from "../src/Message.js"
-import { isLlmConfigured, make } from "../src/ModelRegistry.js"
+import { isLlmConfigured, makeUnsafe as make } from "../src/ModelRegistry.js"
 import * as ModelRegistry from "../src/ModelRegistry.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as FakeOpenAi from "./utils/fakeOpenAiServer.js"
 
 const withEnv = (env: Record<string, string>) => Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
 
-const main = ScriptedLlm.make([], { model: "main-model" }).service
-const fast = ScriptedLlm.make([], { model: "fast-model" }).service
-const planner = ScriptedLlm.make([], { model: "planner-model" }).service
+const main = ScriptedLlm.makeUnsafe([], { model: "main-model" }).service
+const fast = ScriptedLlm.makeUnsafe([], { model: "fast-model" }).service
+const planner = ScriptedLlm.makeUnsafe([], { model: "planner-model" }).service
 
 describe("ModelRegistry.make", () => {
   it("fast falls back to main", () => {

@@ -58,7 +58,7 @@ const openAiBackend: ContractBackend = {
         advertised: (i) => (server.requests[i].body.tools ?? []).map((t: any) => ({ name: t.function.name, schema: t.function.parameters })),
         streamed: (i) => server.requests[i].body.stream === true,
         llm: (o) =>
-          Effect.succeed(OpenAiLlm.make({
+          Effect.succeed(OpenAiLlm.makeUnsafe({
             model: "fake-model",
             baseURL: server.url,
             apiKey: "sk-test",

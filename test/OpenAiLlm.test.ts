@@ -17,7 +17,7 @@ import * as FakeOpenAi from "./utils/fakeOpenAiServer.js"
 const request: ChatRequest = { messages: [Message.system("You are terse."), Message.user("Hi")] }
 
 const llmFor = (server: FakeOpenAi.FakeOpenAiServer, options?: Partial<OpenAiLlm.OpenAiLlmOptions>): LlmService =>
-  OpenAiLlm.make({ model: "fake-model", baseURL: server.url, apiKey: "sk-test", retryBaseDelay: "5 millis", ...options })
+  OpenAiLlm.makeUnsafe({ model: "fake-model", baseURL: server.url, apiKey: "sk-test", retryBaseDelay: "5 millis", ...options })
 
 const failure = <A>(effect: Effect.Effect<A, LlmError>) =>
   Effect.flatMap(Effect.either(effect), (e) =>

@@ -2,6 +2,7 @@
  * Tool approval in the ReAct loop, in process over `ScriptedLlm`:
  * the person answers from the event stream (`ReactAgent.approve`).
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -432,7 +433,7 @@ describe("ReactAgent tool approval", () => {
       assert.isTrue(Exit.isFailure(bad) && String(bad.cause).includes("REACT_APPROVAL_TIMEOUT_MS"))
       const badGlob = yield* Effect.exit(AgentConfig.resolve({ approvalTools: [""] }))
       assert.isTrue(Exit.isFailure(badGlob) && String(badGlob.cause).includes("approvalTools"))
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 })
 
 describe("ReactAgent tool approval through a storing journal", () => {

@@ -1,4 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -10,7 +12,7 @@ import * as ReactAgent from "../src/ReactAgent.js"
 import * as ModelRegistry from "../src/ModelRegistry.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Toolkit from "../src/Toolkit.js"
-import { noHooks, recordingGuard } from "./utils/agentLayers.js"
+import { echoTool, noHooks, recordingGuard } from "./utils/agentLayers.js"
 
 const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
 
@@ -29,7 +31,7 @@ describe("AgentConfig", () => {
       assert.strictEqual(o.toolObsTruncation, 2000)
       assert.strictEqual(Duration.toMillis(o.toolTimeout), 60000)
       assert.isTrue(o.useNativeTools && o.completionCheck)
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("REACT_* variables are read; explicit options win", () =>
     Effect.gen(function*() {
@@ -56,7 +58,7 @@ describe("AgentConfig", () => {
       const explicit = yield* AgentConfig.load({ maxIterations: 9, toolTimeout: "2 seconds" }).pipe(withEnv(env))
       assert.strictEqual(explicit.maxIterations, 9)
       assert.strictEqual(Duration.toMillis(explicit.toolTimeout), 2000)
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("an invalid variable is a ConfigError naming it", () =>
     Effect.gen(function*() {
@@ -67,17 +69,18 @@ describe("AgentConfig", () => {
       }
       const bad = yield* Effect.exit(AgentConfig.load({ maxIterations: 0 }))
       assert.isTrue(Exit.isFailure(bad) && String(bad.cause).includes("maxIterations"))
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("ReactAgent.layerConfig fails with the ConfigError; ReactAgent.layer does not read the environment", () =>
     Effect.gen(function*() {
       const services = Layer.mergeAll(
         ScriptedLlm.layer([]),
-        Toolkit.layerEmpty,
+        Toolkit.layerNoop,
         noHooks,
         recordingGuard().layer,
-        Interrupts.layer,
-        ModelRegistry.layer({ main: ScriptedLlm.make([]).service })
+        Interrupts.layerMemory,
+        ModelRegistry.layer({ main: ScriptedLlm.makeUnsafe([]).service }),
+        NodeFileSystem.layer
       )
       const env = withEnv({ REACT_CYCLE_DETECTION_THRESHOLD: "x" })
       const exit = yield* Effect.exit(
@@ -92,5 +95,35 @@ describe("AgentConfig", () => {
         Effect.provide(ReactAgent.ReactAgent, ReactAgent.layer({ maxIterations: 0 }).pipe(Layer.provide(services)))
       )
       assert.isTrue(Exit.isFailure(invalid) && String(invalid.cause).includes("maxIterations"))
+    }))
+
+  it.effect("ReactAgent.layerConfig takes a Config.Wrap: the caller's Configs win over REACT_*, the rest still comes from it", () =>
+    Effect.gen(function*() {
+      // a model that calls a tool forever: the run stops at maxIterations (then synthesis answers)
+      const iterationsWith = (config?: Parameters<typeof ReactAgent.layerConfig>[0]) => {
+        const llm = ScriptedLlm.makeUnsafe((request) =>
+          (request.tools ?? []).length === 0 ? ScriptedLlm.text("answer") : ScriptedLlm.toolCall("echo", { text: "x" })
+        )
+        const services = Layer.mergeAll(
+          llm.layer,
+          Toolkit.layer([echoTool]),
+          noHooks,
+          recordingGuard().layer,
+          Interrupts.layerMemory,
+          ModelRegistry.layer({ main: llm.service }),
+          NodeFileSystem.layer
+        )
+        return Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "q" })).pipe(
+          Effect.provide(ReactAgent.layerConfig(config).pipe(Layer.provide(services))),
+          withEnv({ REACT_MAX_ITERATIONS: "3", MY_MAX_STEPS: "1", REACT_SYNTHESIS: "always" }),
+          Effect.map((result) => result.iterations)
+        )
+      }
+      assert.strictEqual(yield* iterationsWith(), 3)
+      assert.strictEqual(yield* iterationsWith({ maxIterations: Config.integer("MY_MAX_STEPS") }), 1)
+      assert.strictEqual(yield* iterationsWith(Config.succeed({ maxIterations: 2 })), 2)
+      // a Config of the caller's that fails is the layer's ConfigError, naming its variable
+      const missing = yield* Effect.exit(iterationsWith({ maxIterations: Config.integer("NOT_SET") }))
+      assert.isTrue(Exit.isFailure(missing) && String(missing.cause).includes("NOT_SET"))
     }))
 })

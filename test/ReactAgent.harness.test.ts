@@ -190,7 +190,7 @@ describe("ReactAgent harness", () => {
   it.effect("a journal stores a guard check only when the list does not fit (the check of a fitting list is pure)", () => {
     const names = (budget: number) => {
       const h = makeAgent([ScriptedLlm.toolCall("add", { a: 1, b: 1 }), ScriptedLlm.text("2"), ScriptedLlm.text("It is 2.")], {
-        guard: Layer.succeed(ContextGuard.ContextGuard, ContextGuard.make({ budget })),
+        guard: Layer.succeed(ContextGuard.ContextGuard, ContextGuard.makeUnsafe({ budget })),
         agent: { completionCheck: false }
       })
       const seen: Array<string> = []
@@ -233,7 +233,7 @@ describe("ReactAgent harness", () => {
   })
 
   it.effect("the real guard compacts the model's list (Compact event, compaction usage); the trace stays complete", () => {
-    const compactor = ScriptedLlm.make([ScriptedLlm.text("summary of earlier work", { usage: { prompt: 7, completion: 3 } })], {
+    const compactor = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary of earlier work", { usage: { prompt: 7, completion: 3 } })], {
       onExhausted: "repeatLast"
     })
     const guard = recordingGuard({ budget: 600, keepRecent: 2, llm: compactor.service })

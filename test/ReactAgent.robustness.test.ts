@@ -45,28 +45,28 @@ const agentWith = (custom: {
   readonly tools?: ReadonlyArray<Tool.Tool>
 }) => {
   const llm = custom.llm ??
-    ScriptedLlm.make([ScriptedLlm.toolCall("add", { a: 1, b: 2 }), ScriptedLlm.text("3"), ScriptedLlm.text("3")]).service
+    ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("add", { a: 1, b: 2 }), ScriptedLlm.text("3"), ScriptedLlm.text("3")]).service
   return ReactAgent.layer().pipe(
     Layer.provide(Layer.mergeAll(
       Layer.succeed(Llm, llm),
       Toolkit.layer(custom.tools ?? [addTool]),
       custom.hooks ? Layer.succeed(Hooks.Hooks, custom.hooks) : noHooks,
       custom.guard ? Layer.succeed(ContextGuard.ContextGuard, custom.guard) : recordingGuard().layer,
-      custom.interrupts ? Layer.succeed(Interrupts.Interrupts, custom.interrupts) : Interrupts.layer
+      custom.interrupts ? Layer.succeed(Interrupts.Interrupts, custom.interrupts) : Interrupts.layerMemory
     )),
     Layer.orDie
   )
 }
 
 const realInterrupts = Effect.runSync(Interrupts.make)
-const realGuard = ContextGuard.make()
+const realGuard = ContextGuard.makeUnsafe()
 
 describe("ReactAgent: a defect from any custom layer still ends with Done", () => {
   const fatal: ReadonlyArray<readonly [string, Parameters<typeof agentWith>[0]]> = [
-    ["the LLM (chat dies)", { llm: { ...ScriptedLlm.make([]).service, chat: () => Effect.die(boom()) } }],
+    ["the LLM (chat dies)", { llm: { ...ScriptedLlm.makeUnsafe([]).service, chat: () => Effect.die(boom()) } }],
     ["the LLM (chat throws)", {
       llm: {
-        ...ScriptedLlm.make([]).service,
+        ...ScriptedLlm.makeUnsafe([]).service,
         chat: () => {
           throw boom()
         }
@@ -114,7 +114,7 @@ describe("ReactAgent: a defect from any custom layer still ends with Done", () =
       const done = es[es.length - 1]
       assert.isTrue(done._tag === "Done" && (done.messages ?? []).filter((m) => m.role === "tool").length === 2, JSON.stringify(done))
     }).pipe(Effect.provide(agentWith({
-      llm: ScriptedLlm.make([
+      llm: ScriptedLlm.makeUnsafe([
         ScriptedLlm.toolCalls([{ id: "a", name: "add", arguments: { a: 1, b: 2 } }, { id: "b", name: "add", arguments: { a: 3, b: 4 } }]),
         ScriptedLlm.text("done"),
         ScriptedLlm.text("done")
@@ -150,7 +150,7 @@ describe("ReactAgent: a defect from any custom layer still ends with Done", () =
             Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined))
           )
       })
-      const llm = ScriptedLlm.make([ScriptedLlm.toolCall("hang", {}), ScriptedLlm.text("never")])
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("hang", {}), ScriptedLlm.text("never")])
       const agent = yield* ReactAgent.ReactAgent.pipe(Effect.provide(agentWith({ llm: llm.service, tools: [hang] })))
       const fiber = yield* agent.run({ query: "q" }).pipe(Stream.runDrain, Effect.fork)
       yield* Deferred.await(started)
@@ -162,7 +162,7 @@ describe("ReactAgent: a defect from any custom layer still ends with Done", () =
   /** Runs the script, takes the first event only; how many LLM calls the run made before it stopped. */
   const callsAfterFirstEvent = (script: ReadonlyArray<ScriptedLlm.ScriptStep>) =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make(script)
+      const llm = ScriptedLlm.makeUnsafe(script)
       const agent = yield* ReactAgent.ReactAgent.pipe(Effect.provide(agentWith({ llm: llm.service })))
       const first = yield* agent.run({ query: "q" }).pipe(Stream.take(1), Stream.runCollect)
       assert.deepStrictEqual(tags(Chunk.toReadonlyArray(first)), ["ThinkingStart"])

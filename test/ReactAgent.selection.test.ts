@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -77,8 +78,8 @@ describe("ReactAgent tool selection", () => {
   })
 
   it.effect("layerConfig: the registry's fast model does the selection; the loop uses Llm", () => {
-    const main = ScriptedLlm.make([ScriptedLlm.text("answer")])
-    const fast = ScriptedLlm.make([ScriptedLlm.toolCall("select_tools", { tools: ["echo"] })], { model: "fast" })
+    const main = ScriptedLlm.makeUnsafe([ScriptedLlm.text("answer")])
+    const fast = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("select_tools", { tools: ["echo"] })], { model: "fast" })
     const layer = ReactAgent.layerConfig().pipe(
       Layer.provide(Layer.mergeAll(
         main.layer,
@@ -86,7 +87,8 @@ describe("ReactAgent tool selection", () => {
         Toolkit.layer(many),
         noHooks,
         recordingGuard().layer,
-        Interrupts.layer
+        Interrupts.layerMemory,
+        NodeFileSystem.layer
       )),
       Layer.orDie
     )

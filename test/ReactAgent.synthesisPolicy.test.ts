@@ -3,6 +3,7 @@
  * which calls stream, what is retracted, and that every harness guarantee
  * (checklist, interrupts, fallbacks, usage, `Done` last) holds under both.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as ConfigProvider from "effect/ConfigProvider"
@@ -236,7 +237,7 @@ describe("synthesis policy configuration", () => {
       const env = ConfigProvider.fromMap(new Map([["REACT_SYNTHESIS", "always"]]))
       assert.strictEqual((yield* Effect.withConfigProvider(AgentConfig.load(), env)).synthesis, "always")
       assert.strictEqual((yield* Effect.withConfigProvider(AgentConfig.load({ synthesis: "auto" }), env)).synthesis, "auto")
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("an invalid value is a ConfigError naming the variable", () =>
     Effect.gen(function*() {
@@ -246,5 +247,5 @@ describe("synthesis policy configuration", () => {
       assert.include(String(Exit.isFailure(exit) ? exit.cause : ""), "REACT_SYNTHESIS")
       const bad = yield* Effect.exit(AgentConfig.resolve({ synthesis: "never" as never }))
       assert.include(String(Exit.isFailure(bad) ? bad.cause : ""), "synthesis")
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 })

@@ -19,7 +19,7 @@ const failure = <A>(effect: Effect.Effect<A, LlmError>) =>
 describe("ScriptedLlm", () => {
   it.effect("replays the script in order across chat and streamChat, recording requests", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([
+      const llm = ScriptedLlm.makeUnsafe([
         ScriptedLlm.toolCall("calculator", { expression: "2+2" }, { id: "c1" }),
         ScriptedLlm.text("The answer is 4."),
         ScriptedLlm.text("**4** it is")
@@ -47,7 +47,7 @@ describe("ScriptedLlm", () => {
 
   it.effect("invalid tool-call arguments are a recoverable Left", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.toolCalls([{ name: "a", arguments: "{oops" }, { name: "b", arguments: "[1]" }, { name: "c" }])])
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCalls([{ name: "a", arguments: "{oops" }, { name: "b", arguments: "[1]" }, { name: "c" }])])
       const response = yield* llm.service.chat(req("x"))
       assert.isTrue(Either.isLeft(response.toolCalls[0].parsed))
       assert.isTrue(Either.isLeft(response.toolCalls[1].parsed))
@@ -57,7 +57,7 @@ describe("ScriptedLlm", () => {
 
   it.effect("failure steps fail with the scripted reason; the script goes on after them", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.fail("RateLimited", "slow down"), ScriptedLlm.fail("ContextOverflow"), ScriptedLlm.text("ok")])
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.fail("RateLimited", "slow down"), ScriptedLlm.fail("ContextOverflow"), ScriptedLlm.text("ok")])
       const a = yield* failure(llm.service.chat(req("1")))
       assert.instanceOf(a, LlmError)
       assert.strictEqual(a.reason, "RateLimited")
@@ -70,19 +70,19 @@ describe("ScriptedLlm", () => {
 
   it.effect("an exhausted script fails clearly; repeatLast repeats", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("only")])
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("only")])
       yield* llm.service.chat(req("1"))
       const error = yield* failure(llm.service.chat(req("2")))
       assert.include(error.message, "script exhausted")
       assert.include(error.message, "call 2")
       assert.isFalse(error.retryable)
-      const repeating = ScriptedLlm.make([ScriptedLlm.text("again")], { onExhausted: "repeatLast" })
+      const repeating = ScriptedLlm.makeUnsafe([ScriptedLlm.text("again")], { onExhausted: "repeatLast" })
       for (let i = 0; i < 3; i++) assert.strictEqual((yield* repeating.service.chat(req("x"))).content, "again")
     }))
 
   it.effect("explicit chunks, reasoning, tool calls and usage in a stream", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([
+      const llm = ScriptedLlm.makeUnsafe([
         ScriptedLlm.toolCall("search", { q: "x" }, { chunks: ["Look", "ing"], reasoning: "need data", usage: { prompt: 10, completion: 2 } })
       ])
       const deltas = yield* collect(llm.service.streamChat(req("x")))
@@ -98,7 +98,7 @@ describe("ScriptedLlm", () => {
   it.effect("<think> blocks: reasoning in chat replies, Reasoning deltas in streams (not content)", () =>
     Effect.gen(function*() {
       const step = ScriptedLlm.text("<think>plan it</think> Final words here")
-      const llm = ScriptedLlm.make([step, step])
+      const llm = ScriptedLlm.makeUnsafe([step, step])
       const reply = yield* llm.service.chat(req("x"))
       assert.strictEqual(reply.content, "Final words here")
       assert.strictEqual(reply.reasoning, "plan it")
@@ -109,7 +109,7 @@ describe("ScriptedLlm", () => {
 
   it.effect("failAfterChunks emits that many chunks, then fails", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([
+      const llm = ScriptedLlm.makeUnsafe([
         ScriptedLlm.text("", { chunks: ["a", "b", "c", "d"], failAfterChunks: { count: 2, reason: "Server", message: "cut" } })
       ])
       const seen: Array<ChatDelta> = []
@@ -122,7 +122,7 @@ describe("ScriptedLlm", () => {
 
   it.effect("a responder computes replies from the request", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make((request, index, method) =>
+      const llm = ScriptedLlm.makeUnsafe((request, index, method) =>
         ScriptedLlm.text(`${method} #${index}: ${Message.textOf(request.messages[request.messages.length - 1].content).toUpperCase()}`)
       )
       assert.strictEqual((yield* llm.service.chat(req("hi"))).content, "chat #0: HI")
@@ -132,7 +132,7 @@ describe("ScriptedLlm", () => {
 
   it.effect("delays run on the clock (TestClock here)", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("late", { delay: "10 seconds" })])
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("late", { delay: "10 seconds" })])
       const fiber = yield* Effect.fork(llm.service.chat(req("x")))
       yield* TestClock.adjust("5 seconds")
       assert.isNull(yield* Fiber.poll(fiber).pipe(Effect.map((o) => (o._tag === "Some" ? "done" : null))))
@@ -142,7 +142,7 @@ describe("ScriptedLlm", () => {
 
   it.effect("abilities and sizes are configurable; record: false records nothing", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("x")], {
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("x")], {
         abilities: { toolCall: false },
         contextSize: 8000,
         maxOutputTokens: 1000,
@@ -157,7 +157,7 @@ describe("ScriptedLlm", () => {
       assert.strictEqual(llm.calls, 1)
     }))
 
-  it.effect("layerWithHandle exposes the recorded requests inside Effect code", () =>
+  it.effect("layer also provides the handle: the recorded requests inside Effect code", () =>
     Effect.gen(function*() {
       const program = Effect.gen(function*() {
         const llm = yield* Llm
@@ -165,12 +165,20 @@ describe("ScriptedLlm", () => {
         const handle = yield* ScriptedLlm.ScriptedLlmHandle
         return handle.requests.length
       })
-      assert.strictEqual(yield* Effect.provide(program, ScriptedLlm.layerWithHandle([ScriptedLlm.jsonFinal("done")])), 1)
+      assert.strictEqual(yield* Effect.provide(program, ScriptedLlm.layer([ScriptedLlm.jsonFinal("done")])), 1)
+    }))
+
+  it.effect("each build of layer starts the script afresh (no state shared between builds)", () =>
+    Effect.gen(function*() {
+      const layer = ScriptedLlm.layer([ScriptedLlm.text("first"), ScriptedLlm.text("second")])
+      const firstReply = Effect.flatMap(Llm, (llm) => llm.chat(req("q"))).pipe(Effect.map((r) => r.content))
+      assert.strictEqual(yield* Effect.provide(firstReply, layer), "first")
+      assert.strictEqual(yield* Effect.provide(firstReply, layer), "first")
     }))
 
   it.effect("JSON-mode helpers produce the protocol objects", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.jsonToolCall("calc", { e: "1" }, "why"), ScriptedLlm.jsonFinal("42")])
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.jsonToolCall("calc", { e: "1" }, "why"), ScriptedLlm.jsonFinal("42")])
       assert.deepStrictEqual(JSON.parse((yield* llm.service.chat(req("x"))).content), {
         type: "tool_call",
         reasoning: "why",

@@ -30,7 +30,7 @@ const run = (
   abilities: Partial<Abilities>,
   options: Partial<StructuredCallOptions<Selection, Selection>> = {}
 ) => {
-  const llm = ScriptedLlm.make(script, { abilities })
+  const llm = ScriptedLlm.makeUnsafe(script, { abilities })
   const effect = structuredCall({ ...base, ...options }).pipe(Effect.provide(llm.layer))
   return { llm, effect, requests: (): ReadonlyArray<ChatRequest> => llm.requests.map((r) => r.request) }
 }
@@ -258,7 +258,7 @@ describe("structuredCall: total failure", () => {
 
   it.effect("an explicit undefined default is honoured", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([bad(), bad()], { abilities: plainOnly })
+      const llm = ScriptedLlm.makeUnsafe([bad(), bad()], { abilities: plainOnly })
       const result = yield* structuredCallWith(llm.service, {
         ...base,
         schema: Schema.NullOr(Selection),
@@ -291,8 +291,8 @@ describe("structuredCall: total failure", () => {
 describe("structuredCallWith", () => {
   it.effect("uses the given service, not the Llm in context", () =>
     Effect.gen(function*() {
-      const fast = ScriptedLlm.make([ScriptedLlm.toolCall("select_tools", { tools: ["f"] })], { abilities: all })
-      const main = ScriptedLlm.make([], { abilities: all })
+      const fast = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("select_tools", { tools: ["f"] })], { abilities: all })
+      const main = ScriptedLlm.makeUnsafe([], { abilities: all })
       const result = yield* structuredCallWith(fast.service, base).pipe(Effect.provide(main.layer))
       assert.deepStrictEqual(result.value, { tools: ["f"] })
       assert.strictEqual(fast.calls, 1)
@@ -301,7 +301,7 @@ describe("structuredCallWith", () => {
 
   it.effect("prepends a system message when the conversation has none", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([good(["p"])], { abilities: plainOnly })
+      const llm = ScriptedLlm.makeUnsafe([good(["p"])], { abilities: plainOnly })
       yield* structuredCallWith(llm.service, { ...base, messages: [Message.user("q")] })
       const sent = llm.requests[0]!.request.messages
       assert.strictEqual(sent.length, 2)

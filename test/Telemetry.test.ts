@@ -106,7 +106,7 @@ describe("Telemetry: spans", () => {
     const recorder = makeSpanRecorder()
     const filler = Array.from({ length: 12 }, (_, i) =>
       Tool.make({ name: `filler_${i}`, description: `Filler ${i}`, parameters: Schema.Struct({}), handler: () => Effect.succeed("f") }))
-    const compactor = ScriptedLlm.make([ScriptedLlm.text("summary so far", { usage: { prompt: 70, completion: 9 } })], {
+    const compactor = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary so far", { usage: { prompt: 70, completion: 9 } })], {
       model: "compactor",
       onExhausted: "repeatLast"
     })

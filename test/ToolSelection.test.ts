@@ -14,7 +14,7 @@ const usage = { prompt: 50, completion: 5 }
 const query = "Find recent news about the Rust 2024 edition and save a summary to notes/rust.md"
 
 const select = (script: ReadonlyArray<ScriptedLlm.ScriptStep>, options: { abilities?: Partial<Abilities>; max?: number } = {}) => {
-  const llm = ScriptedLlm.make(script, { abilities: options.abilities ?? {} })
+  const llm = ScriptedLlm.makeUnsafe(script, { abilities: options.abilities ?? {} })
   return {
     llm,
     run: selectTools({ query, toolkit: catalogueToolkit, llm: llm.service, ...(options.max ? { max: options.max } : {}) })
@@ -132,8 +132,8 @@ describe("selectTools", () => {
 
   it.effect("no selectable tools: no LLM call", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([])
-      const toolkit = Toolkit.make(catalogueTools.filter((t) => t.pinned))
+      const llm = ScriptedLlm.makeUnsafe([])
+      const toolkit = Toolkit.makeUnsafe(catalogueTools.filter((t) => t.pinned))
       const selection = yield* selectTools({ query, toolkit, llm: llm.service })
       assert.isNull(selection.selected)
       assert.strictEqual(llm.calls, 0)
@@ -203,7 +203,7 @@ describe("makeActiveToolSet", () => {
   })
 
   it("request_tools disappears once every tool is loaded", () => {
-    const toolkit = Toolkit.make(catalogueTools.slice(0, 3))
+    const toolkit = Toolkit.makeUnsafe(catalogueTools.slice(0, 3))
     const set = makeActiveToolSet(toolkit, ["read_file"])
     assert.include(names(set.advertised()), "request_tools")
     set.resolve("write_file")

@@ -10,7 +10,7 @@ const tool = (name: string) =>
 
 describe("Toolkit", () => {
   it("keeps insertion order; get/has by name", () => {
-    const kit = Toolkit.make([tool("c"), tool("a"), tool("b")])
+    const kit = Toolkit.makeUnsafe([tool("c"), tool("a"), tool("b")])
     assert.deepStrictEqual(kit.tools.map((t) => t.name), ["c", "a", "b"])
     assert.strictEqual(kit.size, 3)
     assert.strictEqual(kit.get("a")?.name, "a")
@@ -22,9 +22,9 @@ describe("Toolkit", () => {
   })
 
   it("rejects duplicate names, also when adding", () => {
-    assert.throws(() => Toolkit.make([tool("a"), tool("a")]), DuplicateToolError)
+    assert.throws(() => Toolkit.makeUnsafe([tool("a"), tool("a")]), DuplicateToolError)
     try {
-      Toolkit.make([tool("x"), tool("y")]).add(tool("x"))
+      Toolkit.makeUnsafe([tool("x"), tool("y")]).add(tool("x"))
       assert.fail("expected a DuplicateToolError")
     } catch (e) {
       assert.instanceOf(e, DuplicateToolError)
@@ -34,7 +34,7 @@ describe("Toolkit", () => {
   })
 
   it("filter by names keeps registration order and ignores unknown names", () => {
-    const kit = Toolkit.make([tool("a"), tool("b"), tool("c"), tool("d")])
+    const kit = Toolkit.makeUnsafe([tool("a"), tool("b"), tool("c"), tool("d")])
     const some = kit.filter(["d", "nope", "b"])
     assert.deepStrictEqual(some.tools.map((t) => t.name), ["b", "d"])
     assert.strictEqual(kit.size, 4) // original unchanged
@@ -42,7 +42,7 @@ describe("Toolkit", () => {
   })
 
   it("add returns a new toolkit", () => {
-    const kit = Toolkit.make([tool("a")])
+    const kit = Toolkit.makeUnsafe([tool("a")])
     const more = kit.add(tool("b"), tool("c"))
     assert.deepStrictEqual(more.tools.map((t) => t.name), ["a", "b", "c"])
     assert.strictEqual(kit.size, 1)
@@ -53,6 +53,6 @@ describe("Toolkit", () => {
     Effect.gen(function*() {
       const kit = yield* Effect.provide(Toolkit.Toolkit, Toolkit.layer([tool("a"), tool("b")]))
       assert.deepStrictEqual(kit.tools.map((t) => t.name), ["a", "b"])
-      assert.strictEqual((yield* Effect.provide(Toolkit.Toolkit, Toolkit.layerEmpty)).size, 0)
+      assert.strictEqual((yield* Effect.provide(Toolkit.Toolkit, Toolkit.layerNoop)).size, 0)
     }))
 })

@@ -14,13 +14,22 @@ import * as Layer from "effect/Layer"
 import * as DemoLlm from "../DemoLlm.js"
 import type { Llm } from "../Llm.js"
 import * as ModelRegistry from "../ModelRegistry.js"
-import { make, modelsOf } from "../server/AgentServices.js"
+import { layerMemory, modelsOf } from "../server/AgentServices.js"
 
 export { AppInfo } from "../server/AppInfo.js"
 
 export {
   /** @since 0.1.0 */
-  make,
+  layer,
+  /** @since 0.1.0 */
+  layerMemory,
+  /**
+   * The former name of `layerMemory`, kept until bench/ follows the rename (issue 27).
+   *
+   * @since 0.1.0
+   * @deprecated use `layerMemory`
+   */
+  layerMemory as make,
   /** @since 0.1.0 */
   modelsOf,
   /** @since 0.1.0 */
@@ -55,7 +64,7 @@ export const LlmLayer: Layer.Layer<ModelRegistry.ModelRegistry | Llm, ConfigErro
       `No LLM configured (LLM_MODEL / LLM_BASE_URL not set): running on the built-in OFFLINE DEMO model "${DemoLlm.MODEL_NAME}". ` +
         "Set LLM_BASE_URL (and LLM_MODEL, LLM_API_KEY) to use a real model."
     )
-    return modelsOf(DemoLlm.layer)
+    return modelsOf(DemoLlm.layer())
   })
 )
 
@@ -66,5 +75,5 @@ export const LlmLayer: Layer.Layer<ModelRegistry.ModelRegistry | Llm, ConfigErro
  * @category layers
  */
 export const AppLayer = Layer.unwrapEffect(
-  Effect.map(isDemo, (demo) => make(LlmLayer, { demo }))
+  Effect.map(isDemo, (demo) => layerMemory(LlmLayer, { demo }))
 )

@@ -10,7 +10,8 @@
  */
 import type { RetryNotice } from "../Llm.js"
 import type { RunEvent } from "../RunEvent.js"
-import { settledAnswers, toWire } from "../RunEvent.js"
+import { settledAnswers } from "../RunEvent.js"
+import { toWire } from "../server/EventWire.js"
 import type { ToolCatalogue } from "../server/AppInfo.js"
 import { makeLineRenderer } from "./cliMarkdown.js"
 

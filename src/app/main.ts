@@ -22,8 +22,6 @@ import * as Option from "effect/Option"
 import * as Database from "../server/Database.js"
 import * as Server from "../server/Server.js"
 import * as ServerConfig from "../server/ServerConfig.js"
-import * as SqlApprovals from "../server/SqlApprovals.js"
-import * as SqlInterrupts from "../server/SqlInterrupts.js"
 import * as App from "./App.js"
 import * as Telemetry from "../Telemetry.js"
 
@@ -42,7 +40,7 @@ const Banner = Layer.effectDiscard(Effect.gen(function*() {
 
 /** The app's services, with the user messages injected into runs kept in the run log. */
 const ServerApp = Layer.unwrapEffect(
-  Effect.map(App.isDemo, (demo) => App.make(App.LlmLayer, { demo, interrupts: SqlInterrupts.layer, approvals: SqlApprovals.layer }))
+  Effect.map(App.isDemo, (demo) => App.layer(App.LlmLayer, { demo }))
 )
 
 /**

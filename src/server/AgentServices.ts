@@ -6,7 +6,7 @@
  * application that mounts the server (`effect-react-engine/server`) does too:
  *
  * ```ts
- * const agent = AgentServices.layer(AgentServices.modelsOf(DemoLlm.layer), {
+ * const agent = AgentServices.layer(AgentServices.modelsOf(DemoLlm.layer()), {
  *   demo: true,
  *   tools: Toolkit.layer(BuiltinTools.tools)
  * })
@@ -14,6 +14,9 @@
  *
  * @since 0.1.0
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import type * as FileSystem from "@effect/platform/FileSystem"
+import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -46,7 +49,7 @@ export const ToolsLayer: Layer.Layer<Toolkit.Toolkit, never, McpTools.McpTools> 
   Toolkit.Toolkit,
   Effect.flatMap(McpTools.McpTools, (mcp) =>
     Effect.try({
-      try: () => Toolkit.make([...BuiltinTools.tools, ...mcp.tools]),
+      try: () => Toolkit.makeUnsafe([...BuiltinTools.tools, ...mcp.tools]),
       catch: (e) => e
     }).pipe(Effect.orDie))
 )
@@ -72,21 +75,21 @@ export const modelsOf = <E, R>(llm: Layer.Layer<Llm, E, R>): Layer.Layer<ModelRe
  * @since 0.1.0
  * @category layers
  */
-export const make = <E, R, RI = never, RA = never>(
+export const layerMemory = <E, R, RI = never, RA = never>(
   models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
   options: {
     readonly demo: boolean
-    /** Default: in-memory queues (`Interrupts.layer`); the server passes its run log's (`SqlInterrupts.layer`). */
+    /** Default: in-memory queues (`Interrupts.layerMemory`); the server passes its run log's (`SqlInterrupts.layer`). */
     readonly interrupts?: Layer.Layer<Interrupts.Interrupts, never, RI>
     /** Default: built-ins + the tools of `mcp`. Given: exactly these tools (all reported as built in). */
     readonly tools?: Layer.Layer<Toolkit.Toolkit>
     /** The MCP servers (ignored with `tools`). Default: the servers of `MCP_CONFIG`. */
-    readonly mcp?: Layer.Layer<McpTools.McpTools>
+    readonly mcp?: Layer.Layer<McpTools.McpTools, never, FileSystem.FileSystem>
     /** Default: no hooks. */
     readonly hooks?: Layer.Layer<Hooks.Hooks>
-    /** Default: `ContextGuard.layerConfig` (configured from the environment). */
+    /** Default: `ContextGuard.layerConfig()` (configured from the environment). */
     readonly guard?: Layer.Layer<ContextGuard.ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry>
-    /** Where tool calls wait for approval. Default: in memory (`Approvals.layer`); the server passes its database's (`SqlApprovals.layer`). */
+    /** Where tool calls wait for approval. Default: in memory (`Approvals.layerMemory`); the server passes its database's (`SqlApprovals.layer`). */
     readonly approvals?: Layer.Layer<Approvals.Approvals, never, RA>
     /** Agent options that win over the `REACT_*` environment (both agents; DAG steps too). */
     readonly agent?: Partial<AgentOptions>
@@ -103,16 +106,16 @@ export const make = <E, R, RI = never, RA = never>(
       }))))
     ).pipe(Layer.provideMerge(options.mcp ?? McpTools.layerConfig))
   const services = Layer.mergeAll(
-    options.guard ?? ContextGuard.layerConfig,
-    options.interrupts ?? (Interrupts.layer as Layer.Layer<Interrupts.Interrupts, never, RI>),
-    options.hooks ?? Hooks.layerEmpty,
+    options.guard ?? ContextGuard.layerConfig(),
+    options.interrupts ?? (Interrupts.layerMemory as Layer.Layer<Interrupts.Interrupts, never, RI>),
+    options.hooks ?? Hooks.layerNoop,
     tools,
-    options.approvals ?? (Approvals.layer as Layer.Layer<Approvals.Approvals, never, RA>)
+    options.approvals ?? (Approvals.layerMemory as Layer.Layer<Approvals.Approvals, never, RA>)
   )
   const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
     Layer.mergeAll(
-      ReactAgent.layerConfig({ ...options.agent, approvals }),
-      DagAgent.layerConfigWith({ approvals, ...(options.agent ? { agent: options.agent } : {}) })
+      ReactAgent.layerConfig(Config.succeed(options.agent ?? {}), { approvals }),
+      DagAgent.layerConfig(Config.succeed(options.agent ? { agent: options.agent } : {}), { approvals })
     )))
   return agents.pipe(
     // every model call, tool outcome and drain of a run made under a recording goes into it
@@ -122,12 +125,14 @@ export const make = <E, R, RI = never, RA = never>(
     // under the recorder, so the fork's own cassette holds them too
     Layer.provideMerge(Layer.merge(Replay.layerPrefix, Replay.layerPrefixApprovals)),
     Layer.provideMerge(services),
-    Layer.provideMerge(models)
+    Layer.provideMerge(models),
+    // the files the environment names (MCP_CONFIG, MODEL_PRICES_FILE, REACT_GUARDRAILS_FILE)
+    Layer.provide(NodeFileSystem.layer)
   )
 }
 
 /**
- * The agent of a server: `make` with the server's database-backed interrupts
+ * The agent of a server: `layerMemory` with the server's database-backed interrupts
  * and approvals (`SqlInterrupts.layer`, `SqlApprovals.layer`: a run's
  * follow-ups and approvals work from any instance and survive a restart)
  * unless given. Needs the server's storage (`Server.storage`) for them.
@@ -137,5 +142,5 @@ export const make = <E, R, RI = never, RA = never>(
  */
 export const layer = <E, R>(
   models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
-  options: Omit<Parameters<typeof make>[1], "interrupts" | "approvals">
-) => make(models, { ...options, interrupts: SqlInterrupts.layer, approvals: SqlApprovals.layer })
+  options: Omit<Parameters<typeof layerMemory>[1], "interrupts" | "approvals">
+) => layerMemory(models, { ...options, interrupts: SqlInterrupts.layer, approvals: SqlApprovals.layer })

@@ -16,6 +16,7 @@
  */
 import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -44,7 +45,7 @@ export interface ConversationBudgetService {
  * @since 0.1.0
  * @category Context
  */
-export class ConversationBudget extends Context.Tag("effect-react-engine/server/ConversationBudget")<
+export class ConversationBudget extends Context.Tag("effect-react-engine/ConversationBudget")<
   ConversationBudget,
   ConversationBudgetService
 >() {}
@@ -56,7 +57,7 @@ export class ConversationBudget extends Context.Tag("effect-react-engine/server/
  * @since 0.1.0
  * @category constructors
  */
-export const make = (limitUsd: number | undefined, run: Budget.BudgetOptions | undefined): ConversationBudgetService => ({
+export const makeUnsafe = (limitUsd: number | undefined, run: Budget.BudgetOptions | undefined): ConversationBudgetService => ({
   limitUsd,
   account: (spentUsd) => {
     if (limitUsd === undefined) return undefined
@@ -78,15 +79,19 @@ export const make = (limitUsd: number | undefined, run: Budget.BudgetOptions | u
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<ConversationBudget, ConfigError.ConfigError, ServerConfig.ServerConfig | AppInfo> = Layer.effect(
+export const layerConfig: Layer.Layer<
+  ConversationBudget,
+  ConfigError.ConfigError,
+  ServerConfig.ServerConfig | AppInfo | FileSystem.FileSystem
+> = Layer.effect(
   ConversationBudget,
   Effect.gen(function*() {
     const { conversationBudgetUsd } = yield* ServerConfig.ServerConfig
-    if (Option.isNone(conversationBudgetUsd)) return make(undefined, undefined)
+    if (Option.isNone(conversationBudgetUsd)) return makeUnsafe(undefined, undefined)
     const run = yield* Budget.loadConfig
     const { model } = yield* AppInfo
     yield* Budget.check({ usd: conversationBudgetUsd.value, prices: run?.prices ?? {} }, [model])
-    return make(conversationBudgetUsd.value, run)
+    return makeUnsafe(conversationBudgetUsd.value, run)
   })
 )
 

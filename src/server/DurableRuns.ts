@@ -97,7 +97,7 @@ export const AgentRun = Workflow.make({
  * @since 0.1.0
  * @category Context
  */
-export class RunHost extends Context.Tag("effect-react-engine/server/RunHost")<RunHost, RunHostModule.RunHost>() {}
+export class RunHost extends Context.Tag("effect-react-engine/RunHost")<RunHost, RunHostModule.RunHost>() {}
 
 /**
  * A fresh host with a new boot id (one per process).

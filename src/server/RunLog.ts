@@ -137,7 +137,7 @@ export interface RunLogService {
  * @since 0.1.0
  * @category Context
  */
-export class RunLog extends Context.Tag("effect-react-engine/server/RunLog")<RunLog, RunLogService>() {}
+export class RunLog extends Context.Tag("effect-react-engine/RunLog")<RunLog, RunLogService>() {}
 
 const failure = (what: string) => (error: SqlError.SqlError) => new RunLogError({ message: `${what}: ${error.message}` })
 

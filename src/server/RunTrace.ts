@@ -56,7 +56,7 @@ export interface RunTraceService {
  * @since 0.1.0
  * @category Context
  */
-export class RunTrace extends Context.Tag("effect-react-engine/server/RunTrace")<RunTrace, RunTraceService>() {}
+export class RunTrace extends Context.Tag("effect-react-engine/RunTrace")<RunTrace, RunTraceService>() {}
 
 /**
  * The trace on the database's `react_run_trace` table (created when missing).

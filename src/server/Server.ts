@@ -13,6 +13,7 @@
  *
  * @since 0.1.0
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -92,7 +93,7 @@ export const serve = (options?: { readonly disableLogger?: boolean; readonly dis
     Layer.provide(DurableRuns.layerShutdownGrace),
     Layer.provide(RunRegistry.layer),
     Layer.provide(DurableRuns.layerWorkflow),
-    Layer.provide(ConversationBudget.layer)
+    Layer.provide(ConversationBudget.layerConfig.pipe(Layer.provide(NodeFileSystem.layer)))
   )
 
 /**

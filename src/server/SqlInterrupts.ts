@@ -21,7 +21,7 @@ import * as RunLog from "./RunLog.js"
  * @since 0.1.0
  * @category constructors
  */
-export const make = (log: RunLog.RunLogService): InterruptsService => ({
+export const makeUnsafe = (log: RunLog.RunLogService): InterruptsService => ({
   // the run log's active-run row is the registration
   register: () => Effect.void,
   inject: (conversationId, content) =>
@@ -37,7 +37,15 @@ export const make = (log: RunLog.RunLogService): InterruptsService => ({
 })
 
 /**
+ * The service over the `RunLog` in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<InterruptsService, never, RunLog.RunLog> = Effect.map(RunLog.RunLog, makeUnsafe)
+
+/**
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Interrupts.Interrupts, never, RunLog.RunLog> = Layer.effect(Interrupts.Interrupts, Effect.map(RunLog.RunLog, make))
+export const layer: Layer.Layer<Interrupts.Interrupts, never, RunLog.RunLog> = Layer.effect(Interrupts.Interrupts, make)

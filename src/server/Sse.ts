@@ -7,7 +7,7 @@
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Readable } from "node:stream"
-import type { Channel } from "../RunEvent.js"
+import type { Channel } from "./EventWire.js"
 
 /**
  * One encoded SSE frame of a run.

@@ -53,6 +53,8 @@ export * as SqlApprovals from "./SqlApprovals.js"
 /** @since 0.1.0 */
 export * as SqlInterrupts from "./SqlInterrupts.js"
 /** @since 0.1.0 */
+export * as EventWire from "./EventWire.js"
+/** @since 0.1.0 */
 export * as Sse from "./Sse.js"
 /** @since 0.1.0 */
 export * as UiMessageStream from "./UiMessageStream.js"

@@ -53,9 +53,9 @@ const runOnce = (seed: number, mode: "native" | "json", synthesis: "always" | "a
       Layer.provide(Layer.mergeAll(
         chaos.layer,
         Toolkit.layer(tools),
-        Hooks.layerEmpty,
+        Hooks.layerNoop,
         ContextGuard.layer({ budget: 2000 }),
-        Interrupts.layer
+        Interrupts.layerMemory
       ))
     )
     const exit = yield* Effect.gen(function*() {

@@ -93,7 +93,7 @@ describe("chaos over HTTP (real OpenAiLlm)", () => {
           timeout: "1500 millis"
         })
         const layer = ReactAgent.layer({ maxIterations: 6 }).pipe(
-          Layer.provide(Layer.mergeAll(llm, Toolkit.layer([lookup]), Hooks.layerEmpty, ContextGuard.layer(), Interrupts.layer))
+          Layer.provide(Layer.mergeAll(llm, Toolkit.layer([lookup]), Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory))
         )
         const exit = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run({ query: `chaos ${seed}` }))).pipe(
           Effect.provide(layer),

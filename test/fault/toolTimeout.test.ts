@@ -38,14 +38,14 @@ const quick = Tool.make({ name: "quick", description: "Returns at once.", parame
 
 const run = (script: ReadonlyArray<ScriptedLlm.ScriptStep>, options: Partial<AgentOptions>) =>
   Effect.gen(function*() {
-    const llm = ScriptedLlm.make(script)
+    const llm = ScriptedLlm.makeUnsafe(script)
     const layer = ReactAgent.layer({ completionCheck: false, ...options }).pipe(
       Layer.provide(Layer.mergeAll(
         llm.layer,
         Toolkit.layer([hangNever, hangPromise, hangOwnTimeout, quick]),
-        Hooks.layerEmpty,
+        Hooks.layerNoop,
         ContextGuard.layer(),
-        Interrupts.layer
+        Interrupts.layerMemory
       ))
     )
     const started = Date.now()

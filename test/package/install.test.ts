@@ -31,7 +31,7 @@ import { BuiltinTools, ContextGuard, Hooks, Interrupts, ReactAgent, ScriptedLlm,
 describe("my agent", () => {
   it.effect("calls the calculator, then answers", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([
+      const llm = ScriptedLlm.makeUnsafe([
         ScriptedLlm.toolCall("calculator", { expression: "12*7+1" }),
         ScriptedLlm.text("12*7+1 = **85**")
       ])
@@ -39,9 +39,9 @@ describe("my agent", () => {
         Layer.provide(Layer.mergeAll(
           llm.layer,
           Toolkit.layer(BuiltinTools.tools),
-          Hooks.layerEmpty,
+          Hooks.layerNoop,
           ContextGuard.layer(),
-          Interrupts.layer
+          Interrupts.layerMemory
         ))
       )
       const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "What is 12*7+1?" }))

@@ -13,6 +13,7 @@ import { join } from "node:path"
 import * as Cassette from "../../src/Cassette.js"
 import * as ReactAgent from "../../src/ReactAgent.js"
 import * as Replay from "../../src/Replay.js"
+import * as EventWire from "../../src/server/EventWire.js"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 import { startServerProcess } from "../utils/serverProcess.js"
 import { openSse } from "../utils/sse.js"
@@ -78,7 +79,11 @@ describe("server cassettes", () => {
         { _tag: "Success", output: "6*7 = 42" }
       ])
       // the cassette's events are what the client received
-      const received = Cassette.normalizeWireEvents(run.events.map((e) => ({ channel: e.event, data: e.data })))
+      const received = Cassette.normalizeEvents(run.events.map((e) => {
+        const event = EventWire.fromWire(e.event, e.data as Record<string, unknown>)
+        if (event === undefined) throw new Error(`not an event: ${e.event} ${JSON.stringify(e.data)}`)
+        return event
+      }))
       assert.deepStrictEqual(Cassette.normalizeEvents(cassette.events), received)
 
       // replayed in process: identical events, and the model is not asked again

@@ -18,7 +18,7 @@ const u = (prompt: number, completion: number) => ({ usage: { prompt, completion
 
 /** Reasons, calls `add` (id call_add), answers; the synthesis streams in three chunks. */
 const addModel = () =>
-  ScriptedLlm.make((request, _i, method) =>
+  ScriptedLlm.makeUnsafe((request, _i, method) =>
     method === "stream"
       ? ScriptedLlm.text("2 + 3 = **5**", { chunks: ["2 + 3 ", "= ", "**5**"], ...u(30, 6) })
       : hasToolResult(request)
@@ -83,7 +83,7 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
 
   it.scopedLive("synthesis auto: the answer streams from the loop; text written before the tool call stays that step's text, marked reset", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make((request) =>
+      const llm = ScriptedLlm.makeUnsafe((request) =>
         hasToolResult(request)
           ? ScriptedLlm.text("2 + 3 = **5**", { chunks: ["2 + 3 ", "= ", "**5**"] })
           : ScriptedLlm.toolCall("add", { a: 2, b: 3 }, { id: "call_add", content: "Let me add." })
@@ -117,7 +117,7 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
 
   it.scopedLive("data parts for our own events (DAG mode: dag, phase), and the chat continues the stored conversation", () =>
     Effect.gen(function*() {
-      const model = ScriptedLlm.make(dagResponder({
+      const model = ScriptedLlm.makeUnsafe(dagResponder({
         plan: () => planReply([{ id: 1, task: "find A" }]),
         step: (id) => stepText(`result of ${id}`),
         answer: () => ScriptedLlm.text("A found."),
@@ -151,7 +151,7 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
         parameters: Schema.Struct({}),
         handler: () => Effect.zipRight(Deferred.succeed(started, undefined), Effect.as(Deferred.await(release), "opened"))
       })
-      const model = ScriptedLlm.make((request, _i, method) =>
+      const model = ScriptedLlm.makeUnsafe((request, _i, method) =>
         method === "stream" ? ScriptedLlm.text("Opened.") : hasToolResult(request) ? ScriptedLlm.text("Opened.") : ScriptedLlm.toolCall("gate", {}, { id: "call_gate" })
       )
       const url = yield* startInteropServer({ llm: model.layer, tools: [gate] })

@@ -16,7 +16,7 @@ import { startInteropServer } from "../utils/interopServer.js"
 const hasToolResult = (request: ChatRequest) => request.messages.some((m) => m.role === "tool")
 
 const addModel = () =>
-  ScriptedLlm.make((request, _i, method) =>
+  ScriptedLlm.makeUnsafe((request, _i, method) =>
     method === "stream"
       ? ScriptedLlm.text("2 + 3 = 5")
       : hasToolResult(request)

@@ -29,7 +29,7 @@ const hasToolResult = (request: ChatRequest) => request.messages.some((m) => m.r
  * One run = loop 10+1 and 3+2, synthesis 5+4: prompt 18, completion 7, 3 calls.
  */
 const innerModel = (answer = "The sum is 5.") =>
-  ScriptedLlm.make((request, _i, method) =>
+  ScriptedLlm.makeUnsafe((request, _i, method) =>
     method === "stream"
       ? ScriptedLlm.text(answer, u(5, 4))
       : hasToolResult(request)
@@ -45,10 +45,10 @@ const outerAgent = (url: string, model = "react-agent") =>
   ReactAgent.layer({ completionCheck: false, selfReflectionInterval: 0 }).pipe(
     Layer.provideMerge(Layer.mergeAll(
       OpenAiLlm.layer({ baseURL: `${url}/v1`, apiKey: "unused", model, maxRetries: 0 }),
-      Toolkit.layerEmpty,
-      Hooks.layerEmpty,
+      Toolkit.layerNoop,
+      Hooks.layerNoop,
       ContextGuard.layer(),
-      Interrupts.layer
+      Interrupts.layerMemory
     )),
     Layer.orDie
   )
@@ -116,7 +116,7 @@ describe("POST /v1/chat/completions (official openai SDK)", () => {
 
   it.scopedLive("synthesis auto: text the model wrote before a tool call never reaches content (it is reasoning); the answer does", () =>
     Effect.gen(function*() {
-      const inner = ScriptedLlm.make((request) =>
+      const inner = ScriptedLlm.makeUnsafe((request) =>
         hasToolResult(request)
           ? ScriptedLlm.text("The sum is five.")
           : ScriptedLlm.toolCall("add", { a: 2, b: 3 }, { id: "call_add", content: "Let me add these." })
@@ -185,7 +185,7 @@ describe("POST /v1/chat/completions (official openai SDK)", () => {
 
   it.scopedLive("react-agent-dag runs DAG mode: the plan and steps are in reasoning_content", () =>
     Effect.gen(function*() {
-      const model = ScriptedLlm.make(dagResponder({
+      const model = ScriptedLlm.makeUnsafe(dagResponder({
         plan: () => planReply([{ id: 1, task: "find A" }, { id: 2, task: "find B", dependencies: [1] }]),
         step: (id) => stepText(`result of ${id}`),
         answer: () => ScriptedLlm.text("A then B.")
@@ -232,7 +232,7 @@ describe("the agent as the model of another agent (OpenAiLlm)", () => {
             Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined))
           )
       })
-      const inner = ScriptedLlm.make((request) => (hasToolResult(request) ? ScriptedLlm.text("never") : ScriptedLlm.toolCall("stuck", {})))
+      const inner = ScriptedLlm.makeUnsafe((request) => (hasToolResult(request) ? ScriptedLlm.text("never") : ScriptedLlm.toolCall("stuck", {})))
       const url = yield* startInteropServer({ llm: inner.layer, tools: [stuck] })
       const cancel = yield* Deferred.make<void>()
       const outer = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "go", cancel: Deferred.await(cancel) })).pipe(
@@ -255,7 +255,7 @@ describe("the agent as the model of another agent (OpenAiLlm)", () => {
         parameters: Schema.Struct({}),
         handler: () => Effect.never.pipe(Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined)))
       })
-      const inner = ScriptedLlm.make(() => ScriptedLlm.toolCall("stuck", {}))
+      const inner = ScriptedLlm.makeUnsafe(() => ScriptedLlm.toolCall("stuck", {}))
       const url = yield* startInteropServer({ llm: inner.layer, tools: [stuck] })
       const seen = yield* Effect.promise(async () => {
         const stream = await client(url).chat.completions.create({ model: "react-agent", stream: true, messages: [{ role: "user", content: "go" }] })

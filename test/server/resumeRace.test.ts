@@ -61,7 +61,7 @@ const gatedRun = Effect.gen(function*() {
     if ((request.tools ?? []).length === 0 || toolMessages(request) >= 2) return ScriptedLlm.text("Both gates opened.")
     return ScriptedLlm.toolCall("gate", { n: toolMessages(request) + 1 }, { id: `call_${index + 1}_0` })
   })
-  const app = App.make(App.modelsOf(llm), {
+  const app = App.layerMemory(App.modelsOf(llm), {
     demo: false,
     tools: Toolkit.layer([gate]),
     interrupts: SqlInterrupts.layer,

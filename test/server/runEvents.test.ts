@@ -53,7 +53,7 @@ const registryWith = (settings: Partial<ServerSettings> = {}) =>
     const databasePath = tempDatabase()
     const layer = RunRegistry.layer.pipe(
       Layer.provide(DurableRuns.layerWorkflow),
-      Layer.provideMerge(App.make(App.modelsOf(llm), { demo: false, tools: Toolkit.layer([gate]), interrupts: SqlInterrupts.layer })),
+      Layer.provideMerge(App.layerMemory(App.modelsOf(llm), { demo: false, tools: Toolkit.layer([gate]), interrupts: SqlInterrupts.layer })),
       Layer.provide(Server.storage({ _tag: "Sqlite", filename: databasePath })),
       Layer.provide(ServerConfig.layer({ databasePath, ...settings }))
     )

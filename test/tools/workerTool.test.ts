@@ -53,14 +53,14 @@ describe("CPU-heavy tool work in a worker thread", () => {
         timeout: "600 millis",
         handler: ({ limit }) => Effect.map(inWorker(limit), (n) => `${n} primes below ${limit}`)
       })
-      const llm = ScriptedLlm.make([
+      const llm = ScriptedLlm.makeUnsafe([
         ScriptedLlm.toolCall("count_primes", { limit: 1000 }, { id: "small" }),
         ScriptedLlm.toolCall("count_primes", { limit: Number.MAX_SAFE_INTEGER }, { id: "huge" }),
         ScriptedLlm.text("done"),
         ScriptedLlm.text("done")
       ])
       const layer = ReactAgent.layer({ completionCheck: false }).pipe(
-        Layer.provide(Layer.mergeAll(llm.layer, Toolkit.layer([countPrimes]), Hooks.layerEmpty, ContextGuard.layer(), Interrupts.layer))
+        Layer.provide(Layer.mergeAll(llm.layer, Toolkit.layer([countPrimes]), Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory))
       )
       // the main thread's timers keep firing while the worker computes
       let ticks = 0

@@ -9,7 +9,7 @@ import * as Schema from "effect/Schema"
 import type { AgentOptions } from "../../src/AgentConfig.js"
 import type { ApprovalsService } from "../../src/Approvals.js"
 import type { CheckOptions, ContextGuardOptions, ContextGuardService } from "../../src/ContextGuard.js"
-import { make as makeGuard } from "../../src/ContextGuard.js"
+import { makeUnsafe as makeGuard } from "../../src/ContextGuard.js"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as Hooks from "../../src/Hooks.js"
 import type { InterruptsService } from "../../src/Interrupts.js"
@@ -25,7 +25,7 @@ import * as Tool from "../../src/Tool.js"
 import * as Toolkit from "../../src/Toolkit.js"
 
 /** Hooks that allow everything and change nothing (the real empty layer). */
-export const noHooks: Layer.Layer<Hooks.Hooks> = Hooks.layerEmpty
+export const noHooks: Layer.Layer<Hooks.Hooks> = Hooks.layerNoop
 
 /**
  * The real context guard (`ContextGuard.make`) wrapped to record the options of
@@ -172,13 +172,13 @@ export const makeAgent = (
     readonly approvals?: ApprovalsService
   } = {}
 ): AgentHarness => {
-  const llm = ScriptedLlm.make(script, options.llm)
+  const llm = ScriptedLlm.makeUnsafe(script, options.llm)
   const deps = Layer.mergeAll(
     llm.layer,
     Toolkit.layer(options.tools ?? allTools),
     options.hooks ?? noHooks,
     options.guard ?? recordingGuard().layer,
-    options.interrupts ? Layer.succeed(Interrupts.Interrupts, options.interrupts) : Interrupts.layer
+    options.interrupts ? Layer.succeed(Interrupts.Interrupts, options.interrupts) : Interrupts.layerMemory
   )
   const layer = ReactAgent.layer({ synthesis: "always", ...options.agent, ...(options.approvals ? { approvals: options.approvals } : {}) }).pipe(
     Layer.provideMerge(deps),

@@ -21,7 +21,7 @@ export const anthropicLlm = (
     Layer.build(AnthropicClient.layer({ apiKey: Redacted.make("sk-ant-test"), apiUrl: url }).pipe(Layer.provide(NodeHttpClient.layerUndici))),
     (context) => AnthropicLanguageModel.make({ model: "claude-test" }).pipe(
     Effect.map((model) =>
-      EffectAiLlm.make(model, {
+      EffectAiLlm.makeUnsafe(model, {
         model: "claude-test",
         retryBaseDelay: "5 millis",
         cacheBreakpoints: "anthropic",

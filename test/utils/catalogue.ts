@@ -83,4 +83,4 @@ export const catalogueTools: ReadonlyArray<Tool.Tool> = [
 ]
 
 /** The catalogue as a toolkit. */
-export const catalogueToolkit: Toolkit.ToolkitService = Toolkit.make(catalogueTools)
+export const catalogueToolkit: Toolkit.ToolkitService = Toolkit.makeUnsafe(catalogueTools)

@@ -223,7 +223,7 @@ export const make = (options: ChaosOptions): ChaosLlm => {
     return ScriptedLlm.text(content)
   }
 
-  const scripted = ScriptedLlm.make((request, index, method) => {
+  const scripted = ScriptedLlm.makeUnsafe((request, index, method) => {
     check(request, index)
     if (method === "stream") {
       stats.streamCalls++

@@ -146,9 +146,9 @@ export const makeDag = (
   } = {}
 ): DagHarness => {
   const responder = typeof script === "function" ? script : dagResponder(script)
-  const main = ScriptedLlm.make(responder, { model: "main", ...options.llm })
+  const main = ScriptedLlm.makeUnsafe(responder, { model: "main", ...options.llm })
   const models: Record<string, ScriptedLlm.ScriptedLlm> = {}
-  for (const name of options.models ?? []) models[name] = ScriptedLlm.make(responder, { ...options.llm, model: name })
+  for (const name of options.models ?? []) models[name] = ScriptedLlm.makeUnsafe(responder, { ...options.llm, model: name })
   const registry = ModelRegistry.layer({
     main: main.service,
     ...Object.fromEntries(Object.entries(models).map(([name, m]) => [name, m.service]))
@@ -159,7 +159,7 @@ export const makeDag = (
     Toolkit.layer(options.tools ?? allTools),
     options.hooks ?? noHooks,
     recordingGuard().layer,
-    options.interrupts ? Layer.succeed(Interrupts.Interrupts, options.interrupts) : Interrupts.layer
+    options.interrupts ? Layer.succeed(Interrupts.Interrupts, options.interrupts) : Interrupts.layerMemory
   )
   const layer = DagAgent.layer({
     // the responders answer a step's `stream` call as its synthesis

@@ -1,6 +1,6 @@
 /**
  * The REAL server (API routes + web page, run registry, SQLite store in memory)
- * built as the app builds it (`App.make`, agents configured as in production)
+ * built as the app builds it (`App.layerMemory`, agents configured as in production)
  * on the offline demo model and the built-in tools: nothing is scripted.
  */
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -17,7 +17,7 @@ import * as Toolkit from "../../src/Toolkit.js"
 /** The server on a random port for the test's scope; `demo` delays default to the model's own (visible streaming). */
 export const demoAppServer = (options: DemoLlm.DemoLlmOptions = {}) =>
   Effect.gen(function*() {
-    const app = App.make(App.modelsOf(DemoLlm.layerWith(options)), {
+    const app = App.layerMemory(App.modelsOf(DemoLlm.layer(options)), {
       demo: true,
       tools: Toolkit.layer(BuiltinTools.tools),
       interrupts: SqlInterrupts.layer,

@@ -15,7 +15,7 @@
  *
  * ```ts
  * const server = yield* FakeOpenAi.scoped([FakeOpenAi.completion({ content: "hi" })])
- * // OpenAiLlm.make({ baseURL: server.url, apiKey: "test", model: "fake" })
+ * // OpenAiLlm.makeUnsafe({ baseURL: server.url, apiKey: "test", model: "fake" })
  * ```
  */
 import * as Effect from "effect/Effect"

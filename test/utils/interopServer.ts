@@ -34,7 +34,7 @@ export const startInteropServer = (options: {
 }): Effect.Effect<string, never, Scope.Scope> =>
   Effect.gen(function*() {
     const databasePath = tempDatabase()
-    const app = App.make(App.modelsOf(options.llm), {
+    const app = App.layerMemory(App.modelsOf(options.llm), {
       demo: false,
       tools: Toolkit.layer(options.tools ?? BuiltinTools.tools),
       interrupts: SqlInterrupts.layer,

@@ -100,9 +100,9 @@ const agentRun = (llm: LlmService, tools: ReadonlyArray<Tool.Tool>) =>
       Layer.provideMerge(Layer.mergeAll(
         Layer.succeed(Llm.Llm, llm),
         Toolkit.layer(tools),
-        Hooks.layerEmpty,
+        Hooks.layerNoop,
         ContextGuard.layer(),
-        Interrupts.layer
+        Interrupts.layerMemory
       )),
       Layer.orDie
     ))

@@ -24,7 +24,7 @@ import * as Toolkit from "../../src/Toolkit.js"
 export const llmGuard = (budget?: number): Layer.Layer<ContextGuard.ContextGuard, never, Llm> =>
   Layer.effect(
     ContextGuard.ContextGuard,
-    Effect.map(Llm, (llm) => ContextGuard.make({ llm, ...(budget !== undefined ? { budget, keepRecent: 2 } : {}) }))
+    Effect.map(Llm, (llm) => ContextGuard.makeUnsafe({ llm, ...(budget !== undefined ? { budget, keepRecent: 2 } : {}) }))
   )
 
 /** A tool that counts its executions (replay must run none). */
@@ -54,16 +54,16 @@ export const recordingAgent = (
     readonly budget?: number
   }
 ) => {
-  const scripted = ScriptedLlm.make(script, options.llm)
+  const scripted = ScriptedLlm.makeUnsafe(script, options.llm)
   const base = Layer.mergeAll(
     scripted.layer,
     Toolkit.layer(options.tools),
-    options.interrupts ? Layer.succeed(Interrupts.Interrupts, options.interrupts) : Interrupts.layer
+    options.interrupts ? Layer.succeed(Interrupts.Interrupts, options.interrupts) : Interrupts.layerMemory
   )
   const services = Layer.provideMerge(llmGuard(options.budget), Recorder.layer.pipe(Layer.provide(base)))
   const layer = ReactAgent.layer({ synthesis: "always", ...options.agent }).pipe(
     Layer.provideMerge(services),
-    Layer.provide(Hooks.layerEmpty),
+    Layer.provide(Hooks.layerNoop),
     Layer.orDie
   )
   return { scripted, layer, agentOptions: { synthesis: "always", ...options.agent } as Record<string, unknown> }

@@ -78,9 +78,9 @@ export const startServer = (options: {
       ...options.llm
     })
     const tools = options.mcpConfigPath !== undefined
-      ? { mcp: McpTools.layer(options.mcpConfigPath) }
+      ? { mcp: McpTools.layer({ file: options.mcpConfigPath }) }
       : { tools: Toolkit.layer(options.tools ?? BuiltinTools.tools) }
-    const app = App.make(App.modelsOf(llm), {
+    const app = App.layerMemory(App.modelsOf(llm), {
       demo: false,
       ...tools,
       interrupts: SqlInterrupts.layer,

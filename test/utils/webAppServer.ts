@@ -207,7 +207,7 @@ export const webAppServer = (options: {
   /** More options of the ReAct agent (a budget, guardrails). */
   readonly agent?: Partial<AgentOptions>
 } = {}) => {
-  const llm = ScriptedLlm.make(responder, { model: options.demo ? "demo" : "scripted-test" })
+  const llm = ScriptedLlm.makeUnsafe(responder, { model: options.demo ? "demo" : "scripted-test" })
   const agentOptions = { completionCheck: false, selfReflectionInterval: 0 }
   // one Approvals for both agents (the server's, in its database), as the App wires them
   const agents = Layer.unwrapEffect(Effect.map(SqlApprovals.make, (approvals) =>
@@ -225,7 +225,7 @@ export const webAppServer = (options: {
       Layer.succeed(Llm.Llm, retrying(llm.service)),
       ModelRegistry.layer({ main: retrying(llm.service) }),
       Toolkit.layer(webTools),
-      Hooks.layerEmpty,
+      Hooks.layerNoop,
       ContextGuard.layer(),
       SqlInterrupts.layer
     ))

@@ -4,12 +4,12 @@
  *
  * @internal
  */
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { readFileSync } from "node:fs"
 import type { BudgetOptions } from "../../Budget.js"
 import { MIN_OUTPUT } from "./ledger.js"
 
@@ -62,20 +62,18 @@ export const check = (options: BudgetOptions, models: ReadonlyArray<string>): Ef
  * @since 0.1.0
  * @category utils
  */
-export const loadPrices = (path: string): Effect.Effect<PriceTable, ConfigError.ConfigError> =>
-  Effect.suspend(() => {
-    let text: string
-    try {
-      text = readFileSync(path, "utf8")
-    } catch (e) {
-      return Effect.fail(ConfigError.InvalidData(["MODEL_PRICES_FILE"], `MODEL_PRICES_FILE: cannot read ${path}: ${(e as Error).message}`))
-    }
-    // decoded here, not at module load: this module and Budget import each other
-    const decoded = Schema.decodeUnknownEither(Schema.parseJson(PriceTable))(text)
-    return decoded._tag === "Right"
-      ? Effect.succeed(decoded.right)
-      : Effect.fail(ConfigError.InvalidData(["MODEL_PRICES_FILE"], `MODEL_PRICES_FILE ${path} is not a price table: ${decoded.left.message}`))
-  })
+export const loadPrices = (path: string): Effect.Effect<PriceTable, ConfigError.ConfigError, FileSystem.FileSystem> =>
+  FileSystem.FileSystem.pipe(
+    Effect.flatMap((fs) => fs.readFileString(path)),
+    Effect.mapError((e) => ConfigError.InvalidData(["MODEL_PRICES_FILE"], `MODEL_PRICES_FILE: cannot read ${path}: ${e.message}`)),
+    Effect.flatMap((text) => {
+      // decoded here, not at module load: this module and Budget import each other
+      const decoded = Schema.decodeUnknownEither(Schema.parseJson(PriceTable))(text)
+      return decoded._tag === "Right"
+        ? Effect.succeed(decoded.right)
+        : Effect.fail(ConfigError.InvalidData(["MODEL_PRICES_FILE"], `MODEL_PRICES_FILE ${path} is not a price table: ${decoded.left.message}`))
+    })
+  )
 
 const positive = (name: string, integer: boolean) =>
   Config.option(
@@ -92,7 +90,7 @@ const positive = (name: string, integer: boolean) =>
  * @since 0.1.0
  * @category configuration
  */
-export const loadConfig: Effect.Effect<BudgetOptions | undefined, ConfigError.ConfigError> = Effect.gen(function*() {
+export const loadConfig: Effect.Effect<BudgetOptions | undefined, ConfigError.ConfigError, FileSystem.FileSystem> = Effect.gen(function*() {
   const tokens = yield* positive("REACT_RUN_BUDGET_TOKENS", true)
   const usd = yield* positive("REACT_RUN_BUDGET_USD", false)
   const policy = yield* Config.option(Config.literal("answer", "ask")("REACT_BUDGET_POLICY"))

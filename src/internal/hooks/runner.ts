@@ -1,5 +1,5 @@
 /**
- * The Pre and Post chains behind `Hooks.make`.
+ * The Pre and Post chains behind `Hooks.make` / `makeUnsafe`.
  *
  * @internal
  */

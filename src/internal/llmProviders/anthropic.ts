@@ -26,7 +26,7 @@ export const make = (c: ProviderConnection): Effect.Effect<LlmService, never, Sc
     const model = yield* AnthropicLanguageModel.make({ model: c.model, config: { max_tokens: maxTokens } }).pipe(
       Effect.provide(client)
     )
-    return EffectAiLlm.make(model, {
+    return EffectAiLlm.makeUnsafe(model, {
       model: c.model,
       abilities: c.abilities,
       contextSize: c.contextSize ?? 200_000,

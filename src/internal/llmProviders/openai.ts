@@ -19,7 +19,7 @@ export const make = (c: ProviderConnection): Effect.Effect<LlmService, never, Sc
       OpenAiClient.layer({ apiKey: c.apiKey, apiUrl: c.baseURL }).pipe(Layer.provide(FetchHttpClient.layer))
     )
     const model = yield* OpenAiLanguageModel.make({ model: c.model }).pipe(Effect.provide(client))
-    return EffectAiLlm.make(model, {
+    return EffectAiLlm.makeUnsafe(model, {
       model: c.model,
       abilities: c.abilities,
       contextSize: c.contextSize,

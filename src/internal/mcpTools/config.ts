@@ -4,10 +4,10 @@
  *
  * @internal
  */
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { readFile } from "node:fs/promises"
 
 const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })
 
@@ -66,11 +66,12 @@ export const parseConfig = (text: string): Effect.Effect<McpConfig, string> =>
   )
 
 /** Reads and parses a configuration file; the failure is a readable message. @internal */
-export const loadConfigFile = (path: string): Effect.Effect<McpConfig, string> =>
-  Effect.tryPromise({
-    try: (signal) => readFile(path, { encoding: "utf8", signal }),
-    catch: (e) => `cannot read: ${(e as Error).message}`
-  }).pipe(Effect.flatMap(parseConfig))
+export const loadConfigFile = (path: string): Effect.Effect<McpConfig, string, FileSystem.FileSystem> =>
+  FileSystem.FileSystem.pipe(
+    Effect.flatMap((fs) => fs.readFileString(path)),
+    Effect.mapError((e) => `cannot read: ${e.message}`),
+    Effect.flatMap(parseConfig)
+  )
 
 /** Longest tool name providers accept. @internal */
 export const MAX_NAME = 64

@@ -1,0 +1,161 @@
+/**
+ * Run events on the wire: the SSE channel and JSON payload of each event
+ * (`toWire`: what a client receives and the run log stores), and the event back
+ * from it (`fromWire`: a stored run read again for a cassette). Only the server
+ * speaks the wire; in process, events are the `RunEvent` Schema union.
+ *
+ * @since 0.1.0
+ */
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { RunEvent } from "../RunEvent.js"
+
+/**
+ * SSE channels.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "approval" | "dag" | "done" | "error" | "budget" | "guardrail"
+
+const withStep = (data: Record<string, unknown>, stepId: string | undefined): Record<string, unknown> =>
+  stepId === undefined ? data : { ...data, step_id: stepId }
+
+/**
+ * The SSE channel and JSON payload of an event.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const toWire = (event: RunEvent): { readonly channel: Channel; readonly data: Record<string, unknown> } => {
+  switch (event._tag) {
+    case "ThinkingStart":
+      return { channel: "step", data: withStep({ type: "thinking", status: "start", iteration: event.iteration }, event.step_id) }
+    case "ThinkingDone":
+      return {
+        channel: "step",
+        data: withStep({ type: "thinking", status: "done", iteration: event.iteration, reasoning: event.reasoning }, event.step_id)
+      }
+    case "ToolStart": {
+      const { _tag, ...rest } = event
+      return { channel: "step", data: { type: "iteration", status: "start", ...rest } }
+    }
+    case "ToolDone": {
+      const { _tag, ...rest } = event
+      return { channel: "step", data: { type: "iteration", status: "done", ...rest } }
+    }
+    case "AnswerSignal":
+      return { channel: "step", data: { type: "answer", status: "start" } }
+    case "AnswerStart":
+      return { channel: "answer", data: { status: "start" } }
+    case "AnswerDelta":
+      return { channel: "answer", data: { status: "delta", content: event.content } }
+    case "AnswerDone":
+      return { channel: "answer", data: { status: "done" } }
+    case "AnswerReset":
+      return { channel: "answer", data: { status: "reset" } }
+    case "Compact":
+      return {
+        channel: "compact",
+        data: withStep({ original_messages: event.original_messages, kept_messages: event.kept_messages }, event.step_id)
+      }
+    case "PhaseChange":
+      return { channel: "phase", data: withStep({ phase: event.phase, total_tools: event.total_tools }, event.step_id) }
+    case "Inject":
+      return { channel: "inject", data: { type: "inject", content: event.content, id: event.id } }
+    case "ApprovalRequested": {
+      const { _tag, ...rest } = event
+      return { channel: "approval", data: { type: "approval", status: "requested", ...rest } }
+    }
+    case "ApprovalDecided": {
+      const { _tag, status, ...rest } = event
+      return { channel: "approval", data: { type: "approval", status, ...rest } }
+    }
+    case "DagPlan":
+      return { channel: "dag", data: { type: "plan", round: event.round, steps: event.steps } }
+    case "DagStep": {
+      const { _tag, ...rest } = event
+      return { channel: "dag", data: { type: "step", ...rest } }
+    }
+    case "DagPhase": {
+      const { _tag, ...rest } = event
+      return { channel: "phase", data: rest }
+    }
+    case "Resumed":
+      return { channel: "phase", data: { phase: "resumed" } }
+    case "BudgetExhausted": {
+      const { _tag, ...rest } = event
+      return { channel: "phase", data: { phase: "budget_exhausted", ...rest } }
+    }
+    case "BudgetStatus": {
+      const { _tag, ...rest } = event
+      return { channel: "budget", data: rest }
+    }
+    case "GuardrailTripped": {
+      const { _tag, step_id: _, ...rest } = event
+      return { channel: "guardrail", data: { type: "guardrail", status: "tripped", ...rest } }
+    }
+    case "LlmRetry":
+      return { channel: "phase", data: { phase: "retrying", attempt: event.attempt, reason: event.reason, delay_ms: event.delay_ms } }
+    case "Done": {
+      const { _tag, steps, messages, ...rest } = event
+      return { channel: "done", data: rest }
+    }
+    case "RunFailed":
+      return { channel: "error", data: { message: event.message, retryable: event.retryable } }
+  }
+}
+
+const decode = Schema.decodeUnknownEither(RunEvent)
+
+const tagOf = (channel: string, data: Record<string, unknown>): string | undefined => {
+  const { type, status, phase } = data
+  switch (channel) {
+    case "step":
+      if (type === "thinking") return status === "start" ? "ThinkingStart" : "ThinkingDone"
+      if (type === "iteration") return status === "start" ? "ToolStart" : "ToolDone"
+      if (type === "answer") return "AnswerSignal"
+      return undefined
+    case "answer":
+      return status === "start" ? "AnswerStart" : status === "delta" ? "AnswerDelta" : status === "done" ? "AnswerDone" : "AnswerReset"
+    case "compact":
+      return "Compact"
+    case "phase":
+      if (phase === "selecting_tools") return "PhaseChange"
+      if (phase === "resumed") return "Resumed"
+      if (phase === "retrying") return "LlmRetry"
+      return "DagPhase"
+    case "inject":
+      return "Inject"
+    case "approval":
+      return status === "requested" ? "ApprovalRequested" : "ApprovalDecided"
+    case "dag":
+      return type === "plan" ? "DagPlan" : "DagStep"
+    case "done":
+      return "Done"
+    case "error":
+      return "RunFailed"
+    default:
+      return undefined
+  }
+}
+
+/**
+ * The event of a stored `(channel, data)` pair; `undefined` for a payload that
+ * is no known event.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const fromWire = (channel: string, data: Record<string, unknown>): RunEvent | undefined => {
+  const tag = tagOf(channel, data)
+  if (tag === undefined) return undefined
+  const { type: _type, ...rest } = data
+  const fields: Record<string, unknown> = { ...rest, _tag: tag }
+  if (tag !== "ApprovalDecided" && tag !== "DagStep") delete fields.status
+  if (tag === "DagPhase" || tag === "PhaseChange") fields.phase = data.phase
+  if (tag === "LlmRetry" || tag === "Resumed") delete fields.phase
+  if (tag === "DagStep") fields.status = data.status
+  const decoded = decode(fields)
+  return Either.isRight(decoded) ? decoded.right : undefined
+}
