@@ -368,7 +368,7 @@ export const layerPrefix: Layer.Layer<
 > = Layer.effectContext(Effect.gen(function*() {
   const toolkit = yield* Toolkit.Toolkit
   return Context.make(Llm, Prefix.wrapLlm(yield* Llm)).pipe(
-    Context.add(Toolkit.Toolkit, Toolkit.make(toolkit.tools.map(Prefix.wrapTool))),
+    Context.add(Toolkit.Toolkit, Toolkit.makeUnsafe(toolkit.tools.map(Prefix.wrapTool))),
     Context.add(Interrupts.Interrupts, Prefix.wrapInterrupts(yield* Interrupts.Interrupts))
   )
 }))

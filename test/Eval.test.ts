@@ -70,7 +70,7 @@ describe("Eval scorers", () => {
     Effect.gen(function*() {
       const result = yield* Eval.runCase(
         { id: "j", input: "What is 2 + 2?", scorers: [{ type: "judge", rubric: "States that 2 + 2 is 4.", pass_score: 0 }] },
-        { agent: agentFor([ScriptedLlm.text("4")]), judge: DemoLlm.make({ thinkDelay: 0, chunkDelay: 0 }) }
+        { agent: agentFor([ScriptedLlm.text("4")]), judge: DemoLlm.makeUnsafe({ thinkDelay: 0, chunkDelay: 0 }) }
       )
       assert.strictEqual(result.scores[0].score, 0)
       assert.match(result.scores[0].reason, /^the offline demo model does not judge/)

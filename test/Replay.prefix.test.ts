@@ -133,7 +133,7 @@ describe("Replay.withPrefix", () => {
 
       // recorded: both calls asked a person
       const first = yield* approving((agent) => Recorder.record(agent, input)).pipe(
-        Effect.provide(agentOn(Approvals.layer, Recorder.layer.pipe(Layer.provide(base()))))
+        Effect.provide(agentOn(Approvals.layerMemory, Recorder.layer.pipe(Layer.provide(base()))))
       )
       assert.deepStrictEqual([first.asked, ran], [["a", "b"], ["a", "b"]])
       const cassette = first.out.cassette
@@ -148,7 +148,7 @@ describe("Replay.withPrefix", () => {
         approvals: cassette.approvals.slice(0, 1)
       }
       const fork = yield* approving((agent) => Replay.withPrefix(prefix)(agent.runCollect(input))).pipe(
-        Effect.provide(agentOn(Layer.provide(Replay.layerPrefixApprovals, Approvals.layer), base()))
+        Effect.provide(agentOn(Layer.provide(Replay.layerPrefixApprovals, Approvals.layerMemory), base()))
       )
       assert.strictEqual(fork.out.answer, "Final.")
       assert.deepStrictEqual(fork.asked, ["b"])

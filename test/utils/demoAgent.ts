@@ -12,14 +12,14 @@ import * as Interrupts from "../../src/Interrupts.js"
 import * as ReactAgent from "../../src/ReactAgent.js"
 import * as Toolkit from "../../src/Toolkit.js"
 
-export const demoLlm = DemoLlm.make({ thinkDelay: 0, chunkDelay: 0 })
+export const demoLlm = DemoLlm.makeUnsafe({ thinkDelay: 0, chunkDelay: 0 })
 
 export const demoAgentLayer: Layer.Layer<ReactAgent.ReactAgent, ConfigError.ConfigError> = ReactAgent.layer().pipe(
   Layer.provide(Layer.mergeAll(
-    DemoLlm.layerWith({ thinkDelay: 0, chunkDelay: 0 }),
+    DemoLlm.layer({ thinkDelay: 0, chunkDelay: 0 }),
     Toolkit.layer(BuiltinTools.tools),
-    Hooks.layerEmpty,
+    Hooks.layerNoop,
     ContextGuard.layer(),
-    Interrupts.layer
+    Interrupts.layerMemory
   ))
 )
