@@ -25,7 +25,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as L from "./internal/budget/ledger.js"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
-import { currentRetryObserver, LlmError, unwrapDeltasScoped } from "./Llm.js"
+import { currentRetryObserver, LlmError } from "./Llm.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 import * as Usage from "./Usage.js"
 import type { PriceTable } from "./internal/budget/config.js"
@@ -226,7 +226,7 @@ export const chat = (llm: LlmService, request: ChatRequest): Effect.Effect<ChatR
  * @category metering
  */
 export const streamChat = (llm: LlmService, request: ChatRequest): Stream.Stream<ChatDelta, LlmError> =>
-  unwrapDeltasScoped(Effect.flatMap(FiberRef.get(currentAccount), (account) => {
+  Stream.unwrapScoped(Effect.flatMap(FiberRef.get(currentAccount), (account) => {
     if (account === undefined) return Effect.succeed(llm.streamChat(request))
     const r = reserveFor(account, llm, request)
     if (r instanceof LlmError) return Effect.fail(r)

@@ -29,7 +29,6 @@ import * as Usage from "../../Usage.js"
 import { makeGate } from "./approval.js"
 import { releaseHold } from "./budget.js"
 import * as Guardrails from "./guardrails.js"
-import * as Deadlines from "./deadlines.js"
 import type { LoopEnv } from "./env.js"
 import { runLoop } from "./loop.js"
 import * as Prompts from "./prompts.js"
@@ -165,7 +164,6 @@ const work = (
         conversationId,
         approverConversationId: input.approvalConversationId ?? conversationId
       }),
-      deadlines: yield* Deadlines.make,
       account,
       holdKey: crypto.randomUUID(),
       answerMessages: () =>
