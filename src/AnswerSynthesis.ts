@@ -15,6 +15,7 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as Budget from "./Budget.js"
@@ -181,7 +182,8 @@ export const streamWithFallback = (
     let finishReason: string | null = null
     yield* emit({ _tag: "AnswerStart" })
     const request = { messages }
-    const streamed = Stream.runForEach(Budget.streamChat(llm, request), (delta) => {
+    const account = yield* FiberRef.get(Budget.currentAccount)
+    const streamed = Stream.runForEach(Budget.streamChatWith(account, llm, request), (delta) => {
       if (delta._tag === "Content") {
         if (delta.text === "") return Effect.void
         sent += delta.text

@@ -226,8 +226,17 @@ export const chat = (llm: LlmService, request: ChatRequest): Effect.Effect<ChatR
  * @category metering
  */
 export const streamChat = (llm: LlmService, request: ChatRequest): Stream.Stream<ChatDelta, LlmError> =>
-  Stream.unwrapScoped(Effect.flatMap(FiberRef.get(currentAccount), (account) => {
-    if (account === undefined) return Effect.succeed(llm.streamChat(request))
+  Stream.unwrap(Effect.map(FiberRef.get(currentAccount), (account) => streamChatWith(account, llm, request)))
+
+/**
+ * `streamChat` with the account already read (`currentAccount`): without one it
+ * is `llm.streamChat(request)` itself, no stream around it.
+ *
+ * @since 0.1.0
+ * @category metering
+ */
+export const streamChatWith = (account: Account | undefined, llm: LlmService, request: ChatRequest): Stream.Stream<ChatDelta, LlmError> =>
+  account === undefined ? llm.streamChat(request) : Stream.unwrapScoped(Effect.suspend(() => {
     const r = reserveFor(account, llm, request)
     if (r instanceof LlmError) return Effect.fail(r)
     let usage: Usage.Usage | undefined

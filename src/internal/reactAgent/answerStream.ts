@@ -16,6 +16,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -115,8 +116,10 @@ export const streamLoopCall = (
         shown = true
         return Effect.zipRight(emit({ _tag: "AnswerStart" }), emit({ _tag: "AnswerDelta", content: delta.text }))
       }
+      // the account read first: a run without one runs the model's stream as it is
       const streamed = Effect.map(
-        Stream.runForEach(Budget.streamChat(llm, request), onDelta),
+        Effect.flatMap(FiberRef.get(Budget.currentAccount), (account) =>
+          Stream.runForEach(Budget.streamChatWith(account, llm, request), onDelta)),
         (): LoopReply => ({ response: reply.response(), shown })
       )
       const plain = Telemetry.chat(llm, request, { phase: "loop", iteration })
