@@ -16,6 +16,7 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
+import { inRequestOrder } from "./internal/cassette/order.js"
 import { ChatMessage, Content } from "./Message.js"
 import { RunEvent, toWire } from "./RunEvent.js"
 import { Usage } from "./Usage.js"
@@ -337,8 +338,9 @@ export const volatileEventFields: ReadonlyArray<string> = ["elapsed", "iter_elap
  * The events in their wire form (`RunEvent.toWire`: what a client receives,
  * without the in-process-only `steps` and `messages` of `done`), as
  * `{channel, ...data}`, with the volatile fields (`volatileEventFields`)
- * replaced by stable placeholders: what a replay must reproduce, whether the
- * run was recorded in process or by the server.
+ * replaced by stable placeholders and a parallel round's `iteration done`
+ * events in the order its calls started: what a replay must reproduce,
+ * whether the run was recorded in process or by the server.
  *
  * @since 0.1.0
  * @category utils
@@ -371,9 +373,9 @@ export const normalizeWireEvents = (
     }
     return out
   }
-  return events.map((wire) =>
+  return inRequestOrder(events.map((wire) =>
     scrub({ channel: wire.channel, ...(JSON.parse(JSON.stringify(wire.data)) as Record<string, unknown>) }) as Record<string, unknown>
-  )
+  ))
 }
 
 /**
