@@ -15,9 +15,11 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Budget from "./Budget.js"
-import { forEachDelta, type LlmService } from "./Llm.js"
+import type { LlmService } from "./Llm.js"
 import * as Json from "./Json.js"
 import * as Message from "./Message.js"
 import type { RunEvent, Step } from "./RunEvent.js"
@@ -180,14 +182,16 @@ export const streamWithFallback = (
     let finishReason: string | null = null
     yield* emit({ _tag: "AnswerStart" })
     const request = { messages }
-    const streamed = forEachDelta(Budget.streamChat(llm, request), (delta) => {
+    const account = yield* FiberRef.get(Budget.currentAccount)
+    const streamed = Stream.runForEach(Budget.streamChatWith(account, llm, request), (delta) => {
       if (delta._tag === "Content") {
-        if (delta.text === "") return
+        if (delta.text === "") return Effect.void
         sent += delta.text
         return emit({ _tag: "AnswerDelta", content: delta.text })
       }
       if (delta._tag === "Usage") usage = usage ? Usage.add(usage, delta.usage) : delta.usage
       else if (delta._tag === "Finish") finishReason = delta.reason
+      return Effect.void
     })
     const ok = yield* Telemetry.chatSpan(llm.model, request, { phase: "synthesis", stream: true }, streamed, () => ({
       content: sent,

@@ -25,7 +25,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as L from "./internal/budget/ledger.js"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
-import { currentRetryObserver, LlmError, unwrapDeltasScoped } from "./Llm.js"
+import { currentRetryObserver, LlmError } from "./Llm.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 import * as Usage from "./Usage.js"
 import type { PriceTable } from "./internal/budget/config.js"
@@ -226,8 +226,17 @@ export const chat = (llm: LlmService, request: ChatRequest): Effect.Effect<ChatR
  * @category metering
  */
 export const streamChat = (llm: LlmService, request: ChatRequest): Stream.Stream<ChatDelta, LlmError> =>
-  unwrapDeltasScoped(Effect.flatMap(FiberRef.get(currentAccount), (account) => {
-    if (account === undefined) return Effect.succeed(llm.streamChat(request))
+  Stream.unwrap(Effect.map(FiberRef.get(currentAccount), (account) => streamChatWith(account, llm, request)))
+
+/**
+ * `streamChat` with the account already read (`currentAccount`): without one it
+ * is `llm.streamChat(request)` itself, no stream around it.
+ *
+ * @since 0.1.0
+ * @category metering
+ */
+export const streamChatWith = (account: Account | undefined, llm: LlmService, request: ChatRequest): Stream.Stream<ChatDelta, LlmError> =>
+  account === undefined ? llm.streamChat(request) : Stream.unwrapScoped(Effect.suspend(() => {
     const r = reserveFor(account, llm, request)
     if (r instanceof LlmError) return Effect.fail(r)
     let usage: Usage.Usage | undefined

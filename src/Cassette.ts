@@ -16,6 +16,7 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
+import { inRequestOrder } from "./internal/cassette/order.js"
 import { ChatMessage, Content } from "./Message.js"
 import { RunEvent } from "./RunEvent.js"
 import { Usage } from "./Usage.js"
@@ -340,7 +341,8 @@ const encodeEvent = Schema.encodeSync(RunEvent)
  * The events in their Schema encoding (as a cassette stores them), without the
  * in-process-only `steps` and `messages` of `Done` (what a client receives
  * holds neither), with the volatile fields (`volatileEventFields`) replaced by
- * stable placeholders: what a replay must reproduce, whether the run was
+ * stable placeholders, and a parallel round's `ToolDone` events in the order
+ * its calls started: what a replay must reproduce, whether the run was
  * recorded in process or by the server.
  *
  * @since 0.1.0
@@ -363,12 +365,12 @@ export const normalizeEvents = (events: ReadonlyArray<RunEvent>): ReadonlyArray<
     }
     return out
   }
-  return events.map((event) => {
+  return inRequestOrder(events.map((event) => {
     const encoded = encodeEvent(event) as Record<string, unknown>
     const { messages: _messages, steps: _steps, ...kept } = encoded
     // through JSON: a field set to `undefined` in process is absent in what was stored or sent
     return scrub(JSON.parse(JSON.stringify(event._tag === "Done" ? kept : encoded))) as Record<string, unknown>
-  })
+  }))
 }
 
 /**

@@ -9,6 +9,7 @@
 import * as Cause from "effect/Cause"
 import * as Option from "effect/Option"
 import * as Json from "./Json.js"
+import { LlmError } from "./Llm.js"
 
 /**
  * The message of any failure value: a string as is; an `Error` (or tagged error)
@@ -66,4 +67,26 @@ export const fromCause = (cause: Cause.Cause<unknown>): string => {
   const defect = Cause.dieOption(cause)
   if (Option.isSome(defect)) return `defect: ${fromUnknown(defect.value)}`
   return Cause.isInterruptedOnly(cause) ? "interrupted" : "unknown failure"
+}
+
+/**
+ * How a run that failed reports it (`RunFailed`, its `invoke_agent` span): an
+ * `LlmError` as `LLM error (<reason>): <message>` (retryable when the error
+ * is), anything else as `Internal error: <message>` (`fromCause`, without its
+ * `defect: ` prefix). `type` is the span's `error.type`: the LLM error's
+ * reason, else `internal`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const runFailure = (cause: Cause.Cause<unknown>): {
+  readonly message: string
+  readonly retryable: boolean
+  readonly type: string
+} => {
+  const error = Cause.squash(cause)
+  if (error instanceof LlmError) {
+    return { message: `LLM error (${error.reason}): ${error.message}`, retryable: error.retryable, type: error.reason }
+  }
+  return { message: `Internal error: ${fromCause(cause).replace(/^defect: /, "")}`, retryable: false, type: "internal" }
 }

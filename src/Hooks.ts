@@ -262,13 +262,9 @@ export const compile = (matcher: Matcher | undefined): (toolName: string) => boo
 export const matches = (matcher: Matcher | undefined, toolName: string): boolean => compile(matcher)(toolName)
 
 const provideHook = <R>(hook: Hook<R>, context: Context.Context<R>): Hook => {
-  if (context.unsafeMap.size === 0) return hook as Hook
   // Non-Effect returns pass through untouched so the runner reports them.
   const provide = (effect: unknown): any =>
-    Effect.isEffect(effect)
-      ? Effect.mapInputContext(effect as Effect.Effect<unknown, unknown, R>, (outer: Context.Context<never>) =>
-        Context.merge(outer, context))
-      : effect
+    Effect.isEffect(effect) ? Effect.provide(effect as Effect.Effect<unknown, unknown, R>, context) : effect
   return hook._tag === "PreToolUse"
     ? { ...hook, run: (ctx: ToolUseContext) => provide(hook.run(ctx)) }
     : { ...hook, run: (ctx: ToolUseContext, outcome: ToolOutcome) => provide(hook.run(ctx, outcome)) }

@@ -7,7 +7,6 @@
  *
  * @since 0.1.0
  */
-import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -15,7 +14,6 @@ import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
 import { globalValue } from "effect/GlobalValue"
 import * as Schema from "effect/Schema"
-import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ChatMessage } from "./Message.js"
@@ -362,114 +360,30 @@ export const splitThinking = (content: string): { readonly content: string; read
   return { content: rest.trim(), reasoning: parts.join("\n\n") }
 }
 
-const DeltasTypeId: unique symbol = Symbol.for("effect-react-engine/Llm/Deltas") as never
-
-type Decided<E> = ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>
-
-/** A stream made by `unwrapDeltas` / `unwrapDeltasScoped`: it keeps the effect that decides it. */
-interface DeltasStream<E> extends Stream.Stream<ChatDelta, E> {
-  readonly [DeltasTypeId]:
-    | { readonly scoped: false; readonly effect: Effect.Effect<Decided<E>, E> }
-    | { readonly scoped: true; readonly effect: Effect.Effect<Decided<E>, E, Scope.Scope> }
-}
-
 /**
- * A streamed reply decided when the stream runs, like `Stream.unwrap`, for a
- * reply whose deltas may all be known at once: `effect` gives either the
- * deltas (a reply that arrived whole: an endpoint without streaming, a scripted
- * reply without latency) or the stream of them. Run as a stream it is the
- * deltas in order; `forEachDelta` hands whole replies to its function without
- * running a stream at all (a stream costs a scope and a channel executor per
- * call, which a reply that is already here does not need).
- *
- * A stream derived from it (`Stream.tap`, `Stream.concat`, …) is an ordinary
- * stream again, so a wrapper that transforms a provider's `streamChat` keeps
- * working unchanged.
+ * A streamed reply decided when the stream runs (`Stream.unwrap`), for a reply
+ * whose deltas may all be known at once: `effect` gives either the deltas (a
+ * reply that arrived whole: an endpoint without streaming, a scripted reply
+ * without latency) or the stream of them. A plain `Stream`: the engine runs it
+ * like any other (`Stream.runForEach`).
  *
  * @since 0.1.0
  * @category constructors
  */
 export const unwrapDeltas = <E>(
   effect: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E>
-): Stream.Stream<ChatDelta, E> => {
-  // built only when run as a stream: forEachDelta never builds it
-  const stream = Stream.suspend(() => Stream.unwrap(Effect.map(effect, (r) => (isDeltas(r) ? Stream.fromIterable(r) : r))))
-  return Object.assign(stream, { [DeltasTypeId]: { scoped: false as const, effect } }) satisfies DeltasStream<E>
-}
+): Stream.Stream<ChatDelta, E> => Stream.unwrap(Effect.map(effect, toStream))
 
 /**
- * `unwrapDeltas` for an effect that needs a scope, like `Stream.unwrapScoped`:
- * what it acquires (an open HTTP response) is released when the stream ends.
- * `forEachDelta` runs the effect in a scope of its own and pulls the stream it
- * gives, so a provider that opens its response and waits for the first chunk
- * in the effect holds no stream machinery while it waits (a parked model call
- * is an effect, not a channel executor).
+ * `unwrapDeltas` for an effect that needs a scope (`Stream.unwrapScoped`): what
+ * it acquires (an open HTTP response) is released when the stream ends.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const unwrapDeltasScoped = <E>(
   effect: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E, Scope.Scope>
-): Stream.Stream<ChatDelta, E> => {
-  const stream = Stream.suspend(() => Stream.unwrapScoped(Effect.map(effect, (r) => (isDeltas(r) ? Stream.fromIterable(r) : r))))
-  return Object.assign(stream, { [DeltasTypeId]: { scoped: true as const, effect } }) satisfies DeltasStream<E>
-}
+): Stream.Stream<ChatDelta, E> => Stream.unwrapScoped(Effect.map(effect, toStream))
 
-const isDeltas = <E>(r: ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>): r is ReadonlyArray<ChatDelta> =>
-  Array.isArray(r)
-
-/**
- * `f` on each delta in order, each effect it returns run before `f` sees the
- * next delta; a delta it handles at once (returns nothing) costs no effect.
- * Calls `f` on the first deltas NOW: only for use inside a running effect (a
- * continuation), once per run.
- */
-const eachOf = <R>(
-  deltas: ReadonlyArray<ChatDelta>,
-  f: (delta: ChatDelta) => Effect.Effect<void, never, R> | void
-): Effect.Effect<void, never, R> => {
-  let i = 0
-  const next = (): Effect.Effect<void, never, R> => {
-    while (i < deltas.length) {
-      const effect = f(deltas[i++])
-      if (effect !== undefined) return Effect.flatMap(effect, next)
-    }
-    return Effect.void
-  }
-  return next()
-}
-
-const pullEach = <E, R>(
-  stream: Stream.Stream<ChatDelta, E>,
-  f: (delta: ChatDelta) => Effect.Effect<void, never, R> | void
-): Effect.Effect<void, E, R> =>
-  Effect.scoped(Effect.flatMap(Stream.toPull(stream), (pull) => {
-    const loop: Effect.Effect<void, E, R> = Effect.matchEffect(pull, {
-      // the pull fails with None at the end of the stream, Some(error) when it failed
-      onFailure: (end) => (Option.isNone(end) ? Effect.void : Effect.fail(end.value)),
-      onSuccess: (chunk) => Effect.flatMap(eachOf(Chunk.toReadonlyArray(chunk), f), () => loop)
-    })
-    return loop
-  }))
-
-/**
- * Consumes a streamed reply delta by delta, as the deltas arrive: `f` runs for
- * each one, in order, and the effect it returns (if any) runs before `f` sees
- * the next delta; a failure of the stream fails the effect. A delta `f`
- * handles at once (it returns nothing: folded into a reply being assembled)
- * costs no effect. A reply that arrived whole (`unwrapDeltas`) goes to `f`
- * straight away; any other stream is pulled chunk by chunk, which costs
- * several times less than a stream run (`Stream.runForEach`).
- *
- * @since 0.1.0
- * @category utils
- */
-export const forEachDelta = <E, R>(
-  stream: Stream.Stream<ChatDelta, E>,
-  f: (delta: ChatDelta) => Effect.Effect<void, never, R> | void
-): Effect.Effect<void, E, R> => {
-  const decided = (stream as Partial<DeltasStream<E>>)[DeltasTypeId]
-  if (decided === undefined) return pullEach(stream, f)
-  const each = (r: Decided<E>) => (isDeltas(r) ? eachOf(r, f) : forEachDelta(r, f))
-  return decided.scoped ? Effect.scoped(Effect.flatMap(decided.effect, each)) : Effect.flatMap(decided.effect, each)
-}
+const toStream = <E>(r: ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>): Stream.Stream<ChatDelta, E> =>
+  Array.isArray(r) ? Stream.fromIterable(r as ReadonlyArray<ChatDelta>) : (r as Stream.Stream<ChatDelta, E>)

@@ -190,8 +190,8 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
       }).pipe(Effect.timeout(1000), Effect.ignore))
     )
 
-  // the response is opened (and its first chunk awaited) in the effect: a call waiting for its first
-  // chunk holds no stream machinery (`unwrapDeltasScoped`)
+  // the response is opened (and its first chunk awaited) when the stream runs, released when it ends
+  // (`unwrapDeltasScoped`: `Stream.unwrapScoped`)
   const streamChat = (request: ChatRequest): Stream.Stream<ChatDelta, LlmError> =>
     unwrapDeltasScoped(Effect.gen(function*() {
       const open = yield* Effect.uninterruptibleMask((restore) =>

@@ -21,7 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmErrorReason, LlmService, ResponseToolCall } from "./Llm.js"
-import { defaultAbilities, Llm, LlmError, parseToolArguments, splitThinking, unwrapDeltas } from "./Llm.js"
+import { defaultAbilities, Llm, LlmError, parseToolArguments, splitThinking } from "./Llm.js"
 import { ThinkSplitter } from "./internal/llm/think.js"
 import { textOf } from "./Message.js"
 import * as Usage from "./Usage.js"
@@ -112,7 +112,13 @@ export interface ScriptedLlmOptions {
  * @category models
  */
 export interface ScriptedLlm {
+  /** This model: one position in the script, one list of requests (this handle's). */
   readonly service: LlmService
+  /**
+   * This very model as the `Llm` (every build provides it, so a test reads its
+   * requests back through this handle); `ScriptedLlm.layer` builds a fresh
+   * model per build instead.
+   */
   readonly layer: Layer.Layer<Llm>
   /** Every request received so far, in order. */
   readonly requests: ReadonlyArray<RecordedRequest>
@@ -257,12 +263,12 @@ export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, option
         if (step._tag === "Fail") return Effect.zipRight(sleep(step.delay), Effect.fail(failure(step)))
         return Effect.as(sleep(step.delay), toResponse(step, request))
       }),
-    // a reply without latency arrives whole (its deltas, no stream to run); a paced one is a stream
+    // the step is taken when the stream runs; a reply without latency is its deltas at once
     streamChat: (request) =>
-      unwrapDeltas(Effect.suspend((): Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, LlmError>, LlmError> => {
+      Stream.suspend((): Stream.Stream<ChatDelta, LlmError> => {
         const step = next(request, "stream")
-        if (step instanceof LlmError) return Effect.fail(step)
-        if (step._tag === "Fail") return Effect.zipRight(sleep(step.delay), Effect.fail(failure(step)))
+        if (step instanceof LlmError) return Stream.fail(step)
+        if (step._tag === "Fail") return step.delay === undefined ? Stream.fail(failure(step)) : Stream.unwrap(Effect.zipRight(sleep(step.delay), Effect.fail(failure(step))))
         const response = rawReply(step, request)
         // Content goes through the same <think> routing as a real provider stream.
         const chunks = step.chunks ?? words(step.content ?? "")
@@ -287,9 +293,9 @@ export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, option
           // No latency: every delta is known now, so the reply arrives whole.
           for (const t of emitted) for (const d of splitter.push(t)) deltas.push(d)
           for (const d of splitter.flush()) deltas.push(d)
-          if (failTail !== undefined) return Effect.succeed(Stream.concat(Stream.fromIterable(deltas), failTail))
+          if (failTail !== undefined) return Stream.concat(Stream.fromIterable(deltas), failTail)
           for (const d of tail) deltas.push(d)
-          return Effect.succeed(deltas)
+          return Stream.fromIterable(deltas)
         }
         const before = step.chunkDelay !== undefined || emitted.length === 0 ? step.delay : undefined
         const paced = (xs: ReadonlyArray<string>) => Stream.tap(Stream.fromIterable(xs), () => Effect.sleep(perChunk))
@@ -310,8 +316,8 @@ export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, option
           Stream.concat(content),
           Stream.concat(failTail ?? Stream.fromIterable(tail))
         )
-        return firstWait === undefined ? Effect.succeed(stream) : Effect.as(Effect.sleep(firstWait), stream)
-      }))
+        return firstWait === undefined ? stream : Stream.unwrap(Effect.as(Effect.sleep(firstWait), stream))
+      })
   }
   const handle: ScriptedLlm = {
     service,

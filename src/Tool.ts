@@ -11,6 +11,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
+import { globalValue } from "effect/GlobalValue"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -123,8 +124,9 @@ export interface CallContext {
  * @since 0.1.0
  * @category context
  */
-export const currentCall: FiberRef.FiberRef<Option.Option<CallContext>> = FiberRef.unsafeMake<Option.Option<CallContext>>(
-  Option.none()
+export const currentCall: FiberRef.FiberRef<Option.Option<CallContext>> = globalValue(
+  Symbol.for("effect-react-engine/Tool/currentCall"),
+  () => FiberRef.unsafeMake<Option.Option<CallContext>>(Option.none())
 )
 
 /**

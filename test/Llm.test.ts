@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
 import type { ChatDelta } from "../src/Llm.js"
-import { forEachDelta, LlmError, unwrapDeltas, unwrapDeltasScoped } from "../src/Llm.js"
+import { LlmError, unwrapDeltas, unwrapDeltasScoped } from "../src/Llm.js"
 
 const reply: ReadonlyArray<ChatDelta> = [
   { _tag: "Content", text: "Hello " },
@@ -25,11 +25,11 @@ const counted = () => {
 const consume = <E>(stream: Stream.Stream<ChatDelta, E>) =>
   Effect.suspend(() => {
     const seen: Array<ChatDelta> = []
-    return Effect.as(forEachDelta(stream, (d) => Effect.sync(() => void seen.push(d))), seen)
+    return Effect.as(Stream.runForEach(stream, (d) => Effect.sync(() => void seen.push(d))), seen)
   })
 
-describe("Llm.unwrapDeltas / forEachDelta", () => {
-  it.effect("a whole reply is the same deltas whether run as a stream or handed to forEachDelta", () =>
+describe("Llm.unwrapDeltas", () => {
+  it.effect("a whole reply is the same deltas each time its stream runs, decided only then", () =>
     Effect.gen(function*() {
       const { runs, stream } = counted()
       assert.strictEqual(runs(), 0, "nothing happens before the stream runs")
@@ -58,7 +58,7 @@ describe("Llm.unwrapDeltas / forEachDelta", () => {
         Stream.fail(new LlmError({ reason: "Connection", message: "cut" }))
       )))
       const seen: Array<ChatDelta> = []
-      const cut = yield* Effect.either(forEachDelta(broken, (d) => Effect.sync(() => void seen.push(d))))
+      const cut = yield* Effect.either(Stream.runForEach(broken, (d) => Effect.sync(() => void seen.push(d))))
       assert.deepStrictEqual(seen, [{ _tag: "Content", text: "Hel" }])
       assert.isTrue(Either.isLeft(cut) && cut.left.reason === "Connection")
       const refused = unwrapDeltas<LlmError>(Effect.fail(new LlmError({ reason: "Auth", message: "no key" })))
@@ -86,7 +86,7 @@ describe("Llm.unwrapDeltas / forEachDelta", () => {
       assert.deepStrictEqual(log, ["open", "Content", "Content", "Finish", "close"])
       // a consumer that fails midway still releases
       log.length = 0
-      const failed = yield* Effect.either(forEachDelta(opened, (d) => d._tag === "Finish" ? Effect.die("stop") : Effect.void).pipe(Effect.catchAllDefect(Effect.fail)))
+      const failed = yield* Effect.either(Stream.runForEach(opened, (d) => d._tag === "Finish" ? Effect.die("stop") : Effect.void).pipe(Effect.catchAllDefect(Effect.fail)))
       assert.isTrue(Either.isLeft(failed))
       assert.strictEqual(log[log.length - 1], "close")
     }))

@@ -149,6 +149,30 @@ describe("ReactAgent interrupts", () => {
     }).pipe(Effect.provide(h.layer))
   })
 
+  it.live("cancel mid-round: a call that finished has sent its ToolDone, the slow one is stopped; every call answered once, Done last", () => {
+    let stopped = 0
+    const slow = Tool.make({
+      name: "slow",
+      description: "slow",
+      parameters: Schema.Struct({}),
+      handler: () => Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => stopped++)))
+    })
+    const h = makeAgent([
+      ScriptedLlm.toolCalls([{ id: "s1", name: "slow", arguments: {} }, { id: "a1", name: "add", arguments: { a: 1, b: 2 } }])
+    ], { tools: [...allTools, slow] })
+    return Effect.gen(function*() {
+      const agent = yield* ReactAgent.ReactAgent
+      const es = Chunk.toArray(yield* Stream.runCollect(agent.run({ query: "q", cancel: Effect.sleep("100 millis") })))
+      const tags = es.map((e) => e._tag === "ToolDone" || e._tag === "ToolStart" ? `${e._tag} ${e.tool_call_id}` : e._tag)
+      // the fast call's ToolDone went out as it finished, while the slow one still ran
+      assert.deepStrictEqual(tags.filter((t) => t.startsWith("Tool")), ["ToolStart s1", "ToolStart a1", "ToolDone a1"])
+      assert.strictEqual(tags[tags.length - 1], "Done")
+      assert.strictEqual(stopped, 1, "the slow tool was interrupted (and awaited) before Done")
+      const tools = (doneOf(es).messages ?? []).filter((m) => m.role === "tool")
+      assert.deepStrictEqual(tools.map((m) => m.role === "tool" && m.tool_call_id), ["s1", "a1"])
+    }).pipe(Effect.provide(h.layer))
+  })
+
   it.live("interrupting the consumer interrupts the loop (tools too) and releases the conversation", () => {
     let interrupted = false
     const started = Effect.runSync(Deferred.make<void>())

@@ -187,4 +187,20 @@ describe("ScriptedLlm", () => {
       })
       assert.deepStrictEqual(JSON.parse((yield* llm.service.chat(req("x"))).content), { type: "final_answer", reasoning: "", answer: "42" })
     }))
+
+  it.effect("each build of ScriptedLlm.layer is a model of its own (with its own handle), at the start of the script", () =>
+    Effect.gen(function*() {
+      const layer = ScriptedLlm.layer([ScriptedLlm.text("first"), ScriptedLlm.text("second")])
+      const reply = Effect.flatMap(Llm, (llm) => llm.chat(req("q")))
+      // two programs given the same layer: each reads the script from its first step
+      assert.strictEqual((yield* Effect.provide(reply, layer)).content, "first")
+      assert.strictEqual((yield* Effect.provide(reply, layer)).content, "first")
+      const both = Effect.zip(reply, reply)
+      const [a, b] = yield* Effect.provide(both, layer)
+      assert.deepStrictEqual([a.content, b.content], ["first", "second"], "within one build the position advances")
+      const withHandle = ScriptedLlm.layer([ScriptedLlm.text("only")])
+      const counted = Effect.zipRight(reply, Effect.map(ScriptedLlm.ScriptedLlmHandle, (h) => h.calls))
+      assert.strictEqual(yield* Effect.provide(counted, withHandle), 1)
+      assert.strictEqual(yield* Effect.provide(counted, withHandle), 1, "a second build has its own handle and position")
+    }))
 })

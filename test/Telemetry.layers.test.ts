@@ -70,7 +70,7 @@ describe("Telemetry: metrics", () => {
 })
 
 describe("Telemetry: parents and layers", () => {
-  it.effect("without a tracer installed no engine span is opened (a tool sees its caller's span)", () => {
+  it.effect("a tool runs in its execute_tool span whichever tracer is installed (the engine does not look at it)", () => {
     const recorder = makeSpanRecorder()
     const seen: Array<string> = []
     const probe = Tool.make({
@@ -91,7 +91,11 @@ describe("Telemetry: parents and layers", () => {
         Effect.provide(makeAgent(script, { tools: [probe], agent: agentOptions }).layer),
         Effect.provide(recorder.layer)
       )
-      assert.deepStrictEqual(seen, ["caller", "execute_tool probe"])
+      assert.deepStrictEqual(seen, ["execute_tool probe", "execute_tool probe"])
+      // the span's parent is the caller's, with the recording tracer too
+      const tool = recorder.spans().find((s) => s.name === "execute_tool probe")!
+      const run = recorder.spans().find((s) => s.name === "invoke_agent ReactAgent")!
+      assert.strictEqual(tool.parentSpanContext?.spanId, run.spanContext().spanId)
     })
   })
 

@@ -25,7 +25,7 @@ import { SynthesisResultSchema } from "../../AnswerSynthesis.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
 import type { Injection, InterruptsService } from "../../Interrupts.js"
 import type { LlmService } from "../../Llm.js"
-import { LlmError } from "../../Llm.js"
+import * as ErrorMessage from "../../ErrorMessage.js"
 import * as Message from "../../Message.js"
 import type { ModelRegistryService } from "../../ModelRegistry.js"
 import type { DagJournal } from "../../DagAgent.js"
@@ -91,15 +91,6 @@ interface Failure {
   readonly retryable: boolean
   /** `error.type` of the run's span. */
   readonly type: string
-}
-
-const failureOf = (cause: Cause.Cause<unknown>): Failure => {
-  const error = Cause.squash(cause)
-  if (error instanceof LlmError) {
-    return { message: `LLM error (${error.reason}): ${error.message}`, retryable: error.retryable, type: error.reason }
-  }
-  const message = error instanceof Error ? error.message : String(error)
-  return { message: `Internal error: ${message}`, retryable: false, type: "internal" }
 }
 
 const withFollowUps = (query: Message.Content, followUps: ReadonlyArray<string>): Message.Content => {
@@ -265,7 +256,7 @@ const executeIn = (
     }).pipe(
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.sync(() => {
-          failure = failureOf(cause)
+          failure = ErrorMessage.runFailure(cause)
         })
       )
     )
@@ -282,7 +273,7 @@ const executeIn = (
     const finish = guarded.pipe(
       Effect.catchAllCause((cause) =>
         Effect.sync(() => {
-          if (failure === undefined && !cancelled) failure = failureOf(cause)
+          if (failure === undefined && !cancelled) failure = ErrorMessage.runFailure(cause)
         })
       ),
       Effect.zipRight(release)

@@ -37,6 +37,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
+import { globalValue } from "effect/GlobalValue"
 import * as Schema from "effect/Schema"
 import { budgetForModel, type ContextGuardService } from "../../ContextGuard.js"
 import type { DagJournal } from "../../DagAgent.js"
@@ -138,7 +139,7 @@ const seconds = (d: Duration.Duration): string => `${Math.round(Duration.toMilli
 class StepStuck extends Data.TaggedError("StepStuck")<{ readonly message: string }> {}
 
 /** True while a step's activity executes (its events are then keyed by the activity). */
-const InActivity = FiberRef.unsafeMake(false)
+const InActivity = globalValue(Symbol.for("effect-react-engine/DagAgent/inActivity"), () => FiberRef.unsafeMake(false))
 
 /** What the step's run reported, as it ends. */
 interface Seen {

@@ -75,6 +75,8 @@ export const make = (options: CallPolicyOptions): CallPolicy => {
     readonly driver: Schedule.ScheduleDriver<unknown, LlmError>
     readonly deadline: number
   }
+  // one per policy (per LLM service built), not module state: calls of two services never see each
+  // other's budget; made where the service is constructed, a plain function (hence unsafeMake)
   const currentCall = FiberRef.unsafeMake<Option.Option<CallBudget>>(Option.none())
   // what is left of the call's deadline bounds `effect`
   const bounded = <A, R>(budget: CallBudget, effect: Effect.Effect<A, LlmError, R>) =>

@@ -16,11 +16,13 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Budget from "../../Budget.js"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService, ResponseToolCall } from "../../Llm.js"
-import { ChatResponseSchema, forEachDelta, LlmError, oneCall, parseToolArguments } from "../../Llm.js"
+import { ChatResponseSchema, LlmError, oneCall, parseToolArguments } from "../../Llm.js"
 import type { RunEvent } from "../../RunEvent.js"
 import * as Telemetry from "../../Telemetry.js"
 import * as Usage from "../../Usage.js"
@@ -107,15 +109,17 @@ export const streamLoopCall = (
     Effect.suspend(() => {
       const reply = new Assembler()
       let shown = false
-      const onDelta = (delta: ChatDelta): Effect.Effect<void> | undefined => {
+      const onDelta = (delta: ChatDelta): Effect.Effect<void> => {
         reply.add(delta)
-        if (delta._tag !== "Content" || delta.text === "") return undefined
+        if (delta._tag !== "Content" || delta.text === "") return Effect.void
         if (shown) return emit({ _tag: "AnswerDelta", content: delta.text })
         shown = true
         return Effect.zipRight(emit({ _tag: "AnswerStart" }), emit({ _tag: "AnswerDelta", content: delta.text }))
       }
+      // the account read first: a run without one runs the model's stream as it is
       const streamed = Effect.map(
-        forEachDelta(Budget.streamChat(llm, request), onDelta),
+        Effect.flatMap(FiberRef.get(Budget.currentAccount), (account) =>
+          Stream.runForEach(Budget.streamChatWith(account, llm, request), onDelta)),
         (): LoopReply => ({ response: reply.response(), shown })
       )
       const plain = Telemetry.chat(llm, request, { phase: "loop", iteration })

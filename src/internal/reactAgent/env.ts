@@ -14,7 +14,6 @@ import type { LlmService } from "../../Llm.js"
 import type { RunJournal } from "../../RunJournal.js"
 import type { ActiveToolSet } from "../../ToolSelection.js"
 import type { ApprovalGate } from "./approval.js"
-import type { Deadlines } from "./deadlines.js"
 
 /** Services and settings of one run. */
 export interface LoopEnv {
@@ -34,8 +33,6 @@ export interface LoopEnv {
   readonly journal: RunJournal
   /** Which calls a person approves, and asking them. */
   readonly approval: ApprovalGate
-  /** The tool calls' timeouts (one timer per run). */
-  readonly deadlines: Deadlines
   /** The run's budget account (none without a budget or prices). */
   readonly account: Account | undefined
   /** The key under which this run holds room for its answer in the ledger. */

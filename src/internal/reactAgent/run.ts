@@ -29,7 +29,6 @@ import * as Usage from "../../Usage.js"
 import { makeGate } from "./approval.js"
 import { releaseHold } from "./budget.js"
 import * as Guardrails from "./guardrails.js"
-import * as Deadlines from "./deadlines.js"
 import type { LoopEnv } from "./env.js"
 import { runLoop } from "./loop.js"
 import * as Prompts from "./prompts.js"
@@ -52,62 +51,59 @@ export interface AgentServices {
   readonly approvals: ApprovalsService
 }
 
-interface Failure {
-  readonly message: string
-  readonly retryable: boolean
-  /** `error.type` of the run's span: the LLM error's reason, else `internal`. */
-  readonly type: string
-}
-
-const failureOf = (cause: Cause.Cause<unknown>): Failure => {
-  const error = Cause.squash(cause)
-  if (error instanceof LlmError) {
-    return { message: `LLM error (${error.reason}): ${error.message}`, retryable: error.retryable, type: error.reason }
-  }
-  return { message: `Internal error: ${ErrorMessage.fromCause(cause).replace(/^defect: /, "")}`, retryable: false, type: "internal" }
-}
-
 const effectiveMax = (requested: number | undefined, fallback: number): number =>
   requested !== undefined && Number.isInteger(requested) && requested >= 1 ? requested : fallback
 
-/** How the run ended, as `Done` reports it. */
-interface Outcome {
-  state?: RunState
-  selectionUsage: Usage.Usage
-  failure?: Failure
-  cancelled: boolean
-  pending: ReadonlyArray<Injection>
+/**
+ * What the run got to, as `Done` reports it: written only through `Ref.update`
+ * on the run's `Ref` as the run goes (and once when it ended), read once to
+ * build `Done`.
+ */
+interface Progress {
+  readonly state?: RunState
+  readonly selectionUsage: Usage.Usage
   /** The run's guardrails (their usage goes to `by_phase.guardrails`). */
-  guards?: Guardrails.RunGuardrails | undefined
+  readonly guards?: Guardrails.RunGuardrails | undefined
   /** The answer when no state holds it (an input guardrail tripped). */
-  answer?: string
+  readonly answer?: string
+  /** The interrupts still queued when the run ended. */
+  readonly pending: ReadonlyArray<Injection>
 }
 
-/** Tool selection, the loop and synthesis; fills in `outcome` as it goes. */
+/** How the run ended: its work finished, the caller cancelled it, or it failed. */
+type Ending =
+  | { readonly _tag: "Finished" }
+  | { readonly _tag: "Cancelled" }
+  | { readonly _tag: "Failed"; readonly failure: ReturnType<typeof ErrorMessage.runFailure> }
+
+const note = (progress: Ref.Ref<Progress>, change: Partial<Progress>): Effect.Effect<void> =>
+  Ref.update(progress, (p) => ({ ...p, ...change }))
+
+/** Tool selection, the loop and synthesis; notes its progress as it goes. */
 const body = (
   services: AgentServices,
   input: RunInput,
   journal: RunJournal,
   conversationId: string,
-  outcome: Outcome,
+  progress: Ref.Ref<Progress>,
   account: Budget.Account | undefined
 ) =>
   Effect.scoped(Effect.gen(function*() {
     const guards = Guardrails.build(services.options.guardrails, services.selectionLlm)
-    outcome.guards = guards
+    yield* note(progress, { guards })
     if (guards === undefined || guards.input.length === 0) {
-      return yield* work(services, input, journal, conversationId, outcome, account, guards, () => Effect.void)
+      return yield* work(services, input, journal, conversationId, progress, account, guards, () => Effect.void)
     }
     // the query is checked beside the first model call; nothing is shown and no tool runs before it passed
     const screen = yield* Guardrails.inputScreen(guards, journal, Message.textOf(input.query))
     yield* Effect.forkScoped(screen.checkQuery)
     const trip = yield* Effect.raceFirst(
-      Effect.as(work(services, input, screen.journal, conversationId, outcome, account, guards, screen.screen), undefined),
+      Effect.as(work(services, input, screen.journal, conversationId, progress, account, guards, screen.screen), undefined),
       screen.tripped
     )
     if (trip === undefined) return
     // the run (its model request in flight, its tools) was interrupted by the race
-    outcome.answer = guards.refusal
+    yield* note(progress, { answer: guards.refusal })
     yield* Guardrails.refuse(journal, guards, trip, screen.shown())
   }))
 
@@ -117,7 +113,7 @@ const work = (
   input: RunInput,
   journal: RunJournal,
   conversationId: string,
-  outcome: Outcome,
+  progress: Ref.Ref<Progress>,
   account: Budget.Account | undefined,
   guards: Guardrails.RunGuardrails | undefined,
   screen: (text: string) => Effect.Effect<void>
@@ -134,7 +130,7 @@ const work = (
       llm: services.selectionLlm,
       journal
     })
-    outcome.selectionUsage = selected.usage
+    yield* note(progress, { selectionUsage: selected.usage })
     const tools = selected.tools
     const system = native
       ? Prompts.nativeSystemPrompt(options.systemPrompt)
@@ -144,7 +140,7 @@ const work = (
       [Message.system(system), ...history, Message.user(input.query, { pinned: true })],
       tools.version()
     )
-    outcome.state = state
+    yield* note(progress, { state })
     const env: LoopEnv = {
       llm,
       hooks,
@@ -165,7 +161,6 @@ const work = (
         conversationId,
         approverConversationId: input.approvalConversationId ?? conversationId
       }),
-      deadlines: yield* Deadlines.make,
       account,
       holdKey: crypto.randomUUID(),
       answerMessages: () =>
@@ -248,41 +243,36 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
   Effect.gen(function*() {
     const { interrupts } = services
     const started = yield* Clock.currentTimeMillis
-    const outcome: Outcome = { selectionUsage: Usage.empty, cancelled: false, pending: [] }
+    const progress = yield* Ref.make<Progress>({ selectionUsage: Usage.empty, pending: [] })
     const released = yield* Ref.make(false)
     // what is still queued when the run ends is reported in `Done` (once, whichever way it ends)
     const release = Effect.flatMap(Ref.getAndSet(released, true), (done) =>
-      done ? Effect.void : Effect.map(interrupts.unregister(conversationId), (left) => {
-        outcome.pending = left
-      }))
+      done ? Effect.void : Effect.flatMap(interrupts.unregister(conversationId), (pending) => note(progress, { pending })))
 
     // the run's budget account: its own ledger (`budget` option), else its caller's (a sub-agent)
     const account = Budget.makeAccount(services.options.budget, yield* FiberRef.get(Budget.currentAccount))
     // the LLM's retries are run events: the user sees the run waiting, not stuck
-    const work = body(services, input, journal, conversationId, outcome, account).pipe(
+    const work = body(services, input, journal, conversationId, progress, account).pipe(
       Effect.locally(Budget.currentAccount, account),
       withRetryObserver((notice) =>
-        journal.emit({ _tag: "LlmRetry", attempt: notice.attempt, reason: notice.reason, delay_ms: Math.round(notice.delayMs) }))
+        journal.emit({ _tag: "LlmRetry", attempt: notice.attempt, reason: notice.reason, delay_ms: Math.round(notice.delayMs) })),
+      Effect.as<Ending>({ _tag: "Finished" })
     )
-    const guarded = input.cancel === undefined ? work : Effect.raceFirst(
-      work,
-      Effect.zipRight(input.cancel, Effect.sync(() => {
-        outcome.cancelled = true
-      }))
-    )
-    yield* Effect.acquireUseRelease(
+    const guarded = input.cancel === undefined
+      ? work
+      : Effect.raceFirst(work, Effect.as(input.cancel, { _tag: "Cancelled" } as const))
+    const ending = yield* Effect.acquireUseRelease(
       interrupts.register(conversationId),
-      () => Effect.zipRight(guarded, release),
+      () => Effect.zipLeft(guarded, release),
       () => release
     ).pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.sync(() => {
-          // still running here, so an interruption in the cause came from inside the run (a failure)
-          if (!outcome.cancelled && outcome.failure === undefined) outcome.failure = failureOf(cause)
-        })
-      )
+      // still running here, so an interruption in the cause came from inside the run (a failure)
+      Effect.catchAllCause((cause) => Effect.succeed<Ending>({ _tag: "Failed", failure: ErrorMessage.runFailure(cause) }))
     )
-    const { cancelled, failure, state } = outcome
+    const outcome = yield* Ref.get(progress)
+    const failure = ending._tag === "Failed" ? ending.failure : undefined
+    const cancelled = ending._tag === "Cancelled"
+    const state = outcome.state
     if (failure !== undefined) {
       yield* journal.emit({ _tag: "RunFailed", message: failure.message, retryable: failure.retryable })
     }

@@ -13,10 +13,11 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberRef from "effect/FiberRef"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { isDeepStrictEqual } from "node:util"
@@ -75,14 +76,14 @@ const availableNames = (env: LoopEnv): string => {
 export const failure = (message: string): ToolOutcome => ({ _tag: "Failure", message })
 
 /**
- * Decode + handler under the tool's timeout (`deadlines.ts`), in the CURRENT
- * fiber, which must be the call's own and uninterruptible: the tool alone is
- * interruptible, and this is the last thing that fiber does. Failures,
- * defects, the timeout and interruptions become a Failure outcome, which is
- * passed through `then` (no further effect step). The fiber knows which call
- * it handles (`Tool.currentCall`: agent tools nest their events under it).
+ * Decode + handler, bounded by the tool's timeout (`Effect.timeoutTo`: the
+ * handler runs in a fiber the timeout interrupts, the caller goes on with the
+ * "timed out" outcome). Failures, defects, the timeout and the handler's own
+ * interruption become a Failure outcome; only the run's interruption escapes.
+ * The handler knows which call it handles (`Tool.currentCall`, set with
+ * `Effect.locally`: agent tools nest their events under it).
  */
-const runTool = <A>(env: LoopEnv, tool: Tool.Tool, context: ToolUseContext, then: (outcome: ToolOutcome) => A): Effect.Effect<A> => {
+const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<ToolOutcome> => {
   const timeout = Duration.decode(tool.timeout ?? env.options.toolTimeout)
   const key = keyOf(env, context.iteration, context.toolCallId)
   const call: Tool.CallContext = {
@@ -94,30 +95,27 @@ const runTool = <A>(env: LoopEnv, tool: Tool.Tool, context: ToolUseContext, then
     ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {}),
     ...(key !== undefined ? { idempotencyKey: key } : {})
   }
-  const handling = Effect.zipRight(FiberRef.set(Tool.currentCall, Option.some(call)), Effect.interruptible(Tool.executeUnchecked(tool, context.args)))
   const succeeded = (result: unknown): ToolOutcome => {
     const output = Tool.checkOutput(tool, result)
     return Either.isRight(output) ? { _tag: "Success", output: output.right } : failure(ErrorMessage.messageOf(output.left))
   }
-  const failed = (cause: Cause.Cause<Tool.ToolError>, timedOut: boolean): ToolOutcome => {
-    if (timedOut && Cause.isInterrupted(cause)) return failure(`Tool ${tool.name} timed out after ${Duration.format(timeout)}`)
+  const failed = (cause: Cause.Cause<Tool.ToolError>): ToolOutcome => {
     const error = Cause.failureOption(cause)
     if (Option.isSome(error)) return failure(ErrorMessage.messageOf(error.value))
     const defect = Cause.dieOption(cause)
     if (Option.isSome(defect)) return failure(`Tool ${tool.name} crashed: ${ErrorMessage.fromUnknown(defect.value)}`)
     return failure(`Tool ${tool.name} was interrupted`)
   }
-  return env.deadlines.guard(timeout, (timedOut, done) =>
-    Effect.matchCause(handling, {
-      onSuccess: (result) => {
-        done()
-        return then(succeeded(result))
-      },
-      onFailure: (cause) => {
-        done()
-        return then(failed(cause, timedOut()))
-      }
-    }))
+  const handling = Effect.matchCause(Effect.locally(Tool.executeUnchecked(tool, context.args), Tool.currentCall, Option.some(call)), {
+    onSuccess: succeeded,
+    onFailure: failed
+  })
+  if (!Duration.isFinite(timeout)) return handling
+  return Effect.timeoutTo(handling, {
+    duration: timeout,
+    onSuccess: identity,
+    onTimeout: () => failure(`Tool ${tool.name} timed out after ${Duration.format(timeout)}`)
+  })
 }
 
 const blocked = (defect: unknown): PreDecision => ({
@@ -197,32 +195,28 @@ export type Finished =
   | { readonly _tag: "Ran"; readonly context: ToolUseContext; readonly result: ToolOutcome }
 
 const ran = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<Finished> =>
-  runTool(env, tool, context, (result): Finished => ({ _tag: "Ran", context, result }))
+  Effect.map(runTool(env, tool, context), (result): Finished => ({ _tag: "Ran", context, result }))
 
 /**
- * The part of a call that runs in a fiber of its own, forked uninterruptible:
- * the checks (interruptible, through `restore`), then the tool, last
- * (`runTool`). A call that needs a person's approval stops before the tool
- * (`"stop"`: the caller asks, in a journal activity of its own) or asks here
- * and runs the tool only when approved (`"ask"`).
+ * A call up to its outcome, without its PostToolUse hooks: the checks, then the
+ * tool. A call that needs a person's approval stops before the tool (`"stop"`:
+ * the caller asks, in a journal activity of its own) or asks here and runs the
+ * tool only when approved (`"ask"`).
  */
-export function callBody(env: LoopEnv, call: CallRequest, iteration: number, restore: Restore, approval: "ask"): Effect.Effect<Finished>
-export function callBody(env: LoopEnv, call: CallRequest, iteration: number, restore: Restore, approval: "stop"): Effect.Effect<Ran>
-export function callBody(env: LoopEnv, call: CallRequest, iteration: number, restore: Restore, approval: "ask" | "stop"): Effect.Effect<Ran> {
+export function callBody(env: LoopEnv, call: CallRequest, iteration: number, approval: "ask"): Effect.Effect<Finished>
+export function callBody(env: LoopEnv, call: CallRequest, iteration: number, approval: "stop"): Effect.Effect<Ran>
+export function callBody(env: LoopEnv, call: CallRequest, iteration: number, approval: "ask" | "stop"): Effect.Effect<Ran> {
   const then = (checked: Checked): Effect.Effect<Ran> => {
     if (checked._tag === "Answered") return Effect.succeed(checked)
     if (!checked.needsApproval) return ran(env, checked.tool, checked.context)
     if (approval === "stop") return Effect.succeed({ _tag: "AwaitingApproval", args: checked.args })
-    return Effect.flatMap(restore(env.approval.ask(askOf(call, checked.args, iteration))), (verdict) =>
+    return Effect.flatMap(env.approval.ask(askOf(call, checked.args, iteration)), (verdict) =>
       decidedBody(env, call, iteration, checked.args, verdict))
   }
-  // checks known at once are made now (they are pure), the others in the call's fiber
+  // checks known at once (pure) cost no effect step
   const checked = check(env, call, iteration)
-  return Effect.isEffect(checked) ? Effect.flatMap(restore(checked), then) : then(checked)
+  return Effect.isEffect(checked) ? Effect.flatMap(checked, then) : then(checked)
 }
-
-/** `Effect.uninterruptibleMask`'s `restore`. */
-export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 
 /** What the approval gate is asked about a call. */
 export const askOf = (call: CallRequest, args: Record<string, unknown>, iteration: number) => ({
@@ -232,7 +226,7 @@ export const askOf = (call: CallRequest, args: Record<string, unknown>, iteratio
   ...(call.id !== undefined ? { id: call.id } : {})
 })
 
-/** A call once a person answered, in its own fiber as `callBody`: the tool runs only when approved. */
+/** A call once a person answered: the tool runs only when approved. */
 export const decidedBody = (
   env: LoopEnv,
   call: CallRequest,
@@ -248,42 +242,15 @@ export const decidedBody = (
 }
 
 /**
- * The rest of a call, in the fiber that waits for it: the PostToolUse hooks
- * (when its tool ran and a hook applies), then its `ToolDone` event. `started`:
- * when the call began (milliseconds, `Clock`), for its elapsed time.
+ * The outcome of a call once its body is over: its PostToolUse hooks run (when
+ * its tool ran and a hook applies), without its `ToolDone` event — a durable
+ * run stores the outcome first and emits the event once it is stored
+ * (`emitDone`). `started`: when the call began (milliseconds, `Clock`), for its
+ * elapsed time.
  */
-export const complete = (
-  env: LoopEnv,
-  call: CallRequest,
-  iteration: number,
-  started: number,
-  ran: Finished
-): Effect.Effect<CallOutcome> => completeThen(env, call, iteration, started, ran, Effect.succeed)
-
-/** `complete`, then `then` with the call's outcome. */
-export const completeThen = <A>(
-  env: LoopEnv,
-  call: CallRequest,
-  iteration: number,
-  started: number,
-  ran: Finished,
-  then: (outcome: CallOutcome) => Effect.Effect<A>
-): Effect.Effect<A> => settleThen(env, call, started, ran, (o) => Effect.flatMap(emitDone(env, call, iteration, o), () => then(o)))
-
-/**
- * The outcome of a call (its PostToolUse hooks run), handed to `then` without
- * its `ToolDone` event: a durable run stores the outcome first and emits the
- * event once it is stored (`emitDone`).
- */
-export const settleThen = <A>(
-  env: LoopEnv,
-  call: CallRequest,
-  started: number,
-  ran: Finished,
-  then: (outcome: CallOutcome) => Effect.Effect<A>
-): Effect.Effect<A> => {
+export const settle = (env: LoopEnv, call: CallRequest, started: number, ran: Finished): Effect.Effect<CallOutcome> => {
   const finished = (args: unknown, outcome: ToolOutcome) =>
-    Effect.clockWith((clock) => then({ args, outcome, elapsed: (clock.unsafeCurrentTimeMillis() - started) / 1000 }))
+    Effect.map(Clock.currentTimeMillis, (now): CallOutcome => ({ args, outcome, elapsed: (now - started) / 1000 }))
   if (ran._tag === "Answered") return finished(ran.args, ran.outcome)
   const { context, result } = ran
   if (!hooksApply(env, "PostToolUse", call.name)) return finished(context.args, result)

@@ -4,7 +4,6 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -19,7 +18,8 @@ export const outcomeOf = (exit: Exit.Exit<unknown, unknown>): Cassette.ToolOutco
   const failure = Cause.failureOption(exit.cause)
   if (Option.isSome(failure)) return { _tag: "Failure", message: ErrorMessage.messageOf(failure.value) }
   if (Cause.isInterruptedOnly(exit.cause)) return { _tag: "Interrupted" }
-  return { _tag: "Die", message: ErrorMessage.messageOf(Chunk.unsafeHead(Cause.defects(exit.cause))) }
+  const defect = Cause.dieOption(exit.cause)
+  return { _tag: "Die", message: Option.isSome(defect) ? ErrorMessage.messageOf(defect.value) : ErrorMessage.fromCause(exit.cause) }
 }
 
 /** A handler's result (an Effect, a promise or a plain value) as an Effect. */

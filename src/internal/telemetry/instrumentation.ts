@@ -7,6 +7,7 @@
  * @internal
  */
 import * as FiberRef from "effect/FiberRef"
+import { globalValue } from "effect/GlobalValue"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
 
@@ -19,10 +20,10 @@ export interface Instrumentation {
 }
 
 /** Off by default: no content, no metric updates. */
-export const currentInstrumentation: FiberRef.FiberRef<Instrumentation> = FiberRef.unsafeMake<Instrumentation>({
-  captureContent: false,
-  metrics: false
-})
+export const currentInstrumentation: FiberRef.FiberRef<Instrumentation> = globalValue(
+  Symbol.for("effect-react-engine/Telemetry/currentInstrumentation"),
+  () => FiberRef.unsafeMake<Instrumentation>({ captureContent: false, metrics: false })
+)
 
 // ---------------------------------------------------------------------------
 // attribute names

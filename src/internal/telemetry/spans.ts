@@ -5,23 +5,19 @@
  * attribute objects per call); content and metrics only when the telemetry
  * layer turned them on (`currentInstrumentation`). No stack traces are captured.
  *
- * These spans are opened only when a tracer is installed (any tracer but
- * Effect's built-in one, whose spans nobody reads): an Effect span costs about
- * 17 KB of allocation (the span, and the fiber-ref update that makes it the
- * parent), which the loop would otherwise pay twice per iteration for nothing.
+ * Spans are Effect's own (`Effect.useSpan`): whichever tracer is installed
+ * gets them, and with tracing turned off (`Layer.setTracerEnabled(false)`)
+ * they are no-op spans.
  *
  * @internal
  */
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Data from "effect/Data"
-import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
-import type * as Fiber from "effect/Fiber"
-import * as Tracer from "effect/Tracer"
+import type * as Tracer from "effect/Tracer"
 import type { ChatRequest, ResponseToolCall } from "../../Llm.js"
 import type { Content } from "../../Message.js"
 import type { Phase, RunUsage, Usage } from "../../Usage.js"
@@ -29,12 +25,8 @@ import * as GenAiContent from "./content.js"
 import type { Instrumentation } from "./instrumentation.js"
 import * as I from "./instrumentation.js"
 
-/** Effect's built-in tracer: in use when no tracer was installed. */
-const builtinTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
-
-/** True when a tracer is installed (spans are worth opening). */
-const tracing = (fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean =>
-  Context.get(fiber.getFiberRef(DefaultServices.currentServices), Tracer.Tracer) !== builtinTracer
+/** The telemetry layer's settings (content capture, metrics) on the current fiber. */
+const instrumentation = FiberRef.get(I.currentInstrumentation)
 
 const CLIENT: Tracer.SpanOptions = { kind: "client", captureStackTrace: false }
 const INTERNAL: Tracer.SpanOptions = { kind: "internal", captureStackTrace: false }
@@ -120,16 +112,8 @@ export const chatSpan = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
   observe: (a: A) => ChatReply
 ): Effect.Effect<A, E, R> =>
-  Effect.withFiberRuntime<A, E, R>((fiber) => {
-    const inst = fiber.getFiberRef(I.currentInstrumentation)
-    if (!tracing(fiber)) {
-      if (!inst.metrics) return effect
-      return Effect.tap(effect, (a) => {
-        const usage = observe(a).usage
-        return usage === undefined ? Effect.void : recordTokens(model, options.phase, usage)
-      })
-    }
-    return Effect.useSpan(`chat ${model}`, CLIENT, (span) => {
+  Effect.flatMap(instrumentation, (inst) =>
+    Effect.useSpan(`chat ${model}`, CLIENT, (span) => {
       annotateRequest(span, model, request, options, inst)
       return Effect.withParentSpan(effect, span).pipe(
         Effect.tapBoth({
@@ -141,8 +125,7 @@ export const chatSpan = <A, E, R>(
           }
         })
       )
-    })
-  })
+    }))
 
 // ---------------------------------------------------------------------------
 // tools
@@ -166,60 +149,6 @@ export interface ToolReport {
 
 /** Ends a span with an error status while the call itself still succeeds with its value. */
 class Failed extends Data.TaggedError("ToolCallFailed")<{ readonly message: string; readonly value: unknown }> {}
-
-/**
- * A tool call's `execute_tool` span, begun in one fiber and ended in another:
- * the calls of a parallel round are started one after the other and finished
- * in the order they complete, so no single effect spans one call.
- */
-export interface ToolCallSpan<A> {
-  /** `effect` as a child of the span (the tool's own spans nest under it). */
-  readonly within: <X, E, R>(effect: Effect.Effect<X, E, R>) => Effect.Effect<X, E, R>
-  /** Ends the span with the call's value (error status when its report has an error). */
-  readonly end: (a: A) => Effect.Effect<void>
-  /** Ends the span as interrupted, unless it has ended (the run stopped during the call). */
-  readonly interrupted: Effect.Effect<void>
-}
-
-const untraced: ToolCallSpan<unknown> = {
-  within: (effect) => effect,
-  end: () => Effect.void,
-  interrupted: Effect.void
-}
-
-/**
- * Whether the tool calls of this fiber record anything (a tracer is installed,
- * or the tool metrics are on): when not, a round opens no span at all.
- */
-export const toolSpansRecorded = (fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean =>
-  tracing(fiber) || fiber.getFiberRef(I.currentInstrumentation).metrics
-
-/** Begins a tool call's span (nothing without a tracer; only the tool metrics when they are on). */
-export const beginToolSpan = <A>(call: ToolSpan, report: (a: A, content: boolean) => ToolReport): Effect.Effect<ToolCallSpan<A>> =>
-  Effect.withFiberRuntime((fiber) => {
-    const inst = fiber.getFiberRef(I.currentInstrumentation)
-    if (!tracing(fiber)) {
-      if (!inst.metrics) return Effect.succeed(untraced)
-      return Effect.succeed<ToolCallSpan<A>>({ ...untraced, end: (a) => countTool(call.name, report(a, false).error !== undefined) })
-    }
-    return Effect.map(Effect.makeSpan(`execute_tool ${call.name}`, INTERNAL), (span) => {
-      labelToolSpan(span, call)
-      const close = (exit: Exit.Exit<unknown, unknown>) =>
-        Effect.flatMap(Clock.currentTimeNanos, (now) =>
-          Effect.sync(() => {
-            if (span.status._tag !== "Ended") span.end(now, exit)
-          }))
-      return {
-        within: (effect) => Effect.withParentSpan(effect, span),
-        end: (a) => {
-          const error = recordToolOutcome(span, inst, report(a, inst.captureContent))
-          const counted = inst.metrics ? countTool(call.name, error !== undefined) : Effect.void
-          return Effect.zipRight(counted, close(error === undefined ? Exit.void : Exit.fail(new Failed({ message: error, value: a }))))
-        },
-        interrupted: Effect.flatMap(Effect.fiberId, (id) => close(Exit.interrupt(id)))
-      }
-    })
-  })
 
 const labelToolSpan = (span: Tracer.Span, call: ToolSpan): void => {
   span.attribute(I.GenAi.operationName, "execute_tool")
@@ -249,12 +178,8 @@ export const toolSpan = <A, R>(
   effect: Effect.Effect<A, never, R>,
   report: (a: A, content: boolean) => ToolReport
 ): Effect.Effect<A, never, R> =>
-  Effect.withFiberRuntime<A, never, R>((fiber) => {
-    const inst = fiber.getFiberRef(I.currentInstrumentation)
-    if (!tracing(fiber)) {
-      return inst.metrics ? Effect.tap(effect, (a) => countTool(call.name, report(a, false).error !== undefined)) : effect
-    }
-    return Effect.useSpan(`execute_tool ${call.name}`, INTERNAL, (span) => {
+  Effect.flatMap(instrumentation, (inst) =>
+    Effect.useSpan(`execute_tool ${call.name}`, INTERNAL, (span) => {
       labelToolSpan(span, call)
       return Effect.withParentSpan(effect, span).pipe(
         Effect.flatMap((a) => {
@@ -264,8 +189,7 @@ export const toolSpan = <A, R>(
           return Effect.zipRight(counted, Effect.fail(new Failed({ message: error, value: a })))
         })
       )
-    }).pipe(Effect.catchAll((failed) => Effect.succeed(failed.value as A)))
-  })
+    }).pipe(Effect.catchAll((failed) => Effect.succeed(failed.value as A))))
 
 const countTool = (name: string, failed: boolean): Effect.Effect<void> => {
   const label = [MetricLabel.make(I.GenAi.toolName, name)]
@@ -317,17 +241,8 @@ const recordRun = (name: string, outcome: string, started: number): Effect.Effec
  * run, an error status (`error.type`: the failure's type, or `cancelled`).
  */
 export const agentSpan = <R>(run: AgentSpan, body: Effect.Effect<AgentOutcome, never, R>): Effect.Effect<void, never, R> =>
-  Effect.withFiberRuntime<void, never, R>((fiber) => {
-    const inst = fiber.getFiberRef(I.currentInstrumentation)
-    if (!tracing(fiber)) {
-      if (!inst.metrics) return Effect.asVoid(body)
-      return Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
-        body.pipe(
-          Effect.onInterrupt(() => recordRun(run.name, "cancelled", startedAt)),
-          Effect.flatMap((outcome) => recordRun(run.name, outcomeOf(outcome), startedAt))
-        ))
-    }
-    return Effect.flatMap(inst.metrics ? Clock.currentTimeMillis : Effect.succeed(0), (startedAt) =>
+  Effect.flatMap(instrumentation, (inst) =>
+    Effect.flatMap(inst.metrics ? Clock.currentTimeMillis : Effect.succeed(0), (startedAt) =>
       Effect.useSpan(`invoke_agent ${run.name}`, INTERNAL, (span) => {
         span.attribute(I.GenAi.operationName, "invoke_agent")
         span.attribute(I.GenAi.agentName, run.name)
@@ -359,8 +274,7 @@ export const agentSpan = <R>(run: AgentSpan, body: Effect.Effect<AgentOutcome, n
             return Effect.zipRight(counted, Effect.fail(new RunEnded({ message: outcome.failure?.message ?? "cancelled" })))
           })
         )
-      })).pipe(Effect.catchAll(() => Effect.void))
-  })
+      })).pipe(Effect.catchAll(() => Effect.void)))
 
 // ---------------------------------------------------------------------------
 // events
