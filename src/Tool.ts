@@ -111,8 +111,7 @@ export interface CallContext {
   readonly approverConversationId?: string
   /**
    * Forwards an event into the run that made the call (an agent used as a tool
-   * surfaces its sub-run's approval requests there, so the run's user sees and
-   * answers them).
+   * surfaces its sub-run's approval requests there, for the run's user).
    */
   readonly emit?: (event: RunEvent) => Effect.Effect<void>
 }
