@@ -274,7 +274,7 @@ export const make = (
       Stream.unwrapScoped(Effect.gen(function*() {
         // a producer as a Stream, the way @effect/ai does it (SPEC §19): a Mailbox of events, not of Exit values
         const mailbox = yield* Mailbox.make<RunEvent>()
-        const journal = Journal.passThrough((event) => Effect.asVoid(mailbox.offer(event)))
+        const journal = Journal.passThrough((event) => Effect.asVoid(mailbox.offer(event)), { runId: input.runId })
         yield* executeWith(input, journal).pipe(Mailbox.into(mailbox), Effect.forkScoped)
         return Mailbox.toStream(mailbox)
       }))

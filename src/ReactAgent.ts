@@ -72,6 +72,8 @@ export interface RunInput {
    * own, passes its run's.
    */
   readonly approvalConversationId?: string
+  /** The run's id (`Done.run_id`, the base of its idempotency keys); a fresh `run_…` id when absent. */
+  readonly runId?: string
 }
 
 /**
@@ -140,6 +142,7 @@ const makeCollector = () => {
         messages: done.messages ?? [],
         elapsed: done.elapsed,
         pendingInjections: done.pending_injections,
+        ...(done.run_id !== undefined ? { runId: done.run_id } : {}),
         ...(error ? { error } : {})
       }
     }
@@ -175,7 +178,7 @@ export const fromServices = (services: AgentServices): ReactAgentService => {
       Stream.unwrapScoped(Effect.gen(function*() {
         // a producer as a Stream, the way @effect/ai does it (SPEC §19): a Mailbox of events, not of Exit values
         const mailbox = yield* Mailbox.make<RunEvent>()
-        const journal = Journal.passThrough((event) => Effect.asVoid(mailbox.offer(event)))
+        const journal = Journal.passThrough((event) => Effect.asVoid(mailbox.offer(event)), { runId: input.runId })
         // the run's fiber lives in the stream's scope: the stream's end (or its interruption) ends it
         yield* execute(input, journal).pipe(Mailbox.into(mailbox), Effect.forkScoped)
         return Mailbox.toStream(mailbox)
@@ -183,7 +186,7 @@ export const fromServices = (services: AgentServices): ReactAgentService => {
     runCollect: (input) =>
       Effect.suspend(() => {
         const collector = makeCollector()
-        const journal = Journal.passThrough((event) => Effect.sync(() => collector.push(event)))
+        const journal = Journal.passThrough((event) => Effect.sync(() => collector.push(event)), { runId: input.runId })
         return Effect.map(execute(input, journal), collector.result)
       })
   }

@@ -302,7 +302,7 @@ export const Done = Schema.TaggedStruct("Done", {
   /** Seconds. */
   elapsed: Schema.Number,
   conversation_id: Schema.optional(Schema.String),
-  /** The run's id (server runs; `GET /api/conversations/:id` lists it in `turn_details`). */
+  /** The run's id (`RunInput.runId` or a fresh `run_…` id; a server run's is its stored run's, listed in `turn_details`). */
   run_id: Schema.optional(Schema.String),
   pending_injections: Schema.Array(PendingInjection),
   /** In-process only: every tool step of the run. */
@@ -371,6 +371,8 @@ export interface RunResult {
   readonly messages: ReadonlyArray<ChatMessage>
   readonly elapsed: number
   readonly pendingInjections: ReadonlyArray<typeof PendingInjection.Type>
+  /** The run's id (`Done.run_id`). */
+  readonly runId?: string
   /** Set when the run failed (the stream still ended with `Done`). */
   readonly error?: { readonly message: string; readonly retryable: boolean }
 }

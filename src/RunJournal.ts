@@ -116,6 +116,8 @@ export interface RunJournal {
    * without keys; the run's tool calls then carry none.
    */
   readonly idempotencyKey?: (name: string) => string
+  /** The run's id (`Done.run_id`); a nested run's is its parent's. */
+  readonly runId?: string
 }
 
 const firstRun: ActivityContext = { restarted: false }
@@ -149,7 +151,8 @@ export const passThrough = (
     activity: (activity) => activity.execute(firstRun),
     emit,
     inline: true,
-    idempotencyKey: (name) => makeIdempotencyKey(runId, name)
+    idempotencyKey: (name) => makeIdempotencyKey(runId, name),
+    runId
   }
 }
 
@@ -180,6 +183,7 @@ export const nested = (
   return {
     ...(parent.inline === true ? { inline: true } : {}),
     ...(key !== undefined ? { idempotencyKey: (name: string) => key(`${options.prefix}${name}`) } : {}),
+    ...(parent.runId !== undefined ? { runId: parent.runId } : {}),
     activity: (activity) => parent.activity({ ...activity, name: `${options.prefix}${activity.name}` }),
     emit: map === undefined ? emit : (event, emitOptions) => {
       const mapped = map(event)

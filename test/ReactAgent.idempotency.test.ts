@@ -85,6 +85,25 @@ describe("idempotency keys", () => {
     }).pipe(Effect.provide(h.layer))
   })
 
+  it.effect("each run has an id: done carries run_id (given in RunInput.runId or a fresh one), and its calls' keys derive from it", () => {
+    const { tools } = keyedTools()
+    const script = [ScriptedLlm.toolCall("keyed", { n: 1 }, { id: "call_x" }), ScriptedLlm.text("done"), ScriptedLlm.text("answer")]
+    const h = makeAgent([...script, ...script, ...script], { tools, agent: { completionCheck: false } })
+    type Done = Extract<RunEvent, { _tag: "Done" }>
+    const doneOf = (events: ReadonlyArray<RunEvent>) => events.find((e): e is Done => e._tag === "Done")!
+    return Effect.gen(function*() {
+      const given = yield* runEvents({ query: "q", runId: "run_given" })
+      assert.strictEqual(doneOf(given).run_id, "run_given")
+      assert.strictEqual(starts(given)[0].idempotency_key, RunJournal.makeIdempotencyKey("run_given", "tool/1/call_x"))
+      const a = doneOf(yield* runEvents({ query: "q" })).run_id
+      const collected = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "q" }))
+      const b = collected.runId
+      assert.match(a ?? "", /^run_[0-9a-f-]{36}$/)
+      assert.match(b ?? "", /^run_[0-9a-f-]{36}$/)
+      assert.notStrictEqual(a, b, "two runs, two ids")
+    }).pipe(Effect.provide(h.layer))
+  })
+
   it.effect("derived from the run id and the call's step name (prefixed in a nested journal); JSON mode too", () => {
     const { seen, tools } = keyedTools()
     const script = [ScriptedLlm.toolCall("keyed", { n: 1 }, { id: "call_x" }), ScriptedLlm.text("done"), ScriptedLlm.text("answer")]

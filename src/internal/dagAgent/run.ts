@@ -290,7 +290,8 @@ const executeIn = (
         usage,
         elapsed: (finished - started) / 1000,
         conversation_id: conversationId,
-        pending_injections: [...delegated.pending_injections, ...left]
+        pending_injections: [...delegated.pending_injections, ...left],
+        ...(journal.runId !== undefined ? { run_id: journal.runId } : {})
       })
       return { usage, iterations: delegated.iterations, answer: delegated.answer, cancelled, failure }
     }
@@ -304,6 +305,7 @@ const executeIn = (
       elapsed: (finished - started) / 1000,
       conversation_id: conversationId,
       pending_injections: left,
+      ...(journal.runId !== undefined ? { run_id: journal.runId } : {}),
       steps: tally.steps,
       messages: [...history, Message.user(input.query, { pinned: true }), ...(final !== "" ? [Message.assistant(final)] : [])]
     })

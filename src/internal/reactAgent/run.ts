@@ -295,6 +295,7 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
       elapsed: (finished - started) / 1000,
       conversation_id: conversationId,
       pending_injections: outcome.pending.map((p) => ({ id: p.id, content: p.content })),
+      ...(journal.runId !== undefined ? { run_id: journal.runId } : {}),
       steps: state?.steps ?? [],
       messages: state?.trace ?? []
     })

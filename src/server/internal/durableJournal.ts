@@ -205,6 +205,7 @@ export const make = (options: {
     emitOnce: store,
     skipped: () => skipped,
     lastSeq: () => seq,
-    idempotencyKey: (name) => makeIdempotencyKey(runId, name)
+    idempotencyKey: (name) => makeIdempotencyKey(runId, name),
+    runId
   }
 }
