@@ -17,7 +17,7 @@
  *
  * Env: BENCH_LATENCY_MS (20), BENCH_STEPS (4; a query containing `steps=<n>` asks for
  * n instead), BENCH_CHUNKS (5), BENCH_DATABASE_URL (PostgreSQL, a socket runner on
- * BENCH_CLUSTER_PORT; default: a fresh SQLite file).
+ * BENCH_CLUSTER_PORT; default: a fresh SQLite file), REACT_MAX_ACTIVE_RUNS and REACT_RUN_QUEUE (admission).
  *
  * Without an IPC channel (spawned, as the shutdown fault test does) it prints
  * `READY <port>` on stdout, and on SIGTERM closes the server's scope (server
@@ -129,7 +129,15 @@ const layer = HttpLayerRouter.serve(Server.Routes, { disableLogger: true, disabl
       })
       : Server.storage({ _tag: "Sqlite", filename: databasePath })
   ),
-  Layer.provide(ServerConfig.layer({ port: 0, databasePath, heartbeatMs: 15_000, detachGraceMs: 0 }))
+  Layer.provide(ServerConfig.layer({
+    port: 0,
+    databasePath,
+    heartbeatMs: 15_000,
+    detachGraceMs: 0,
+    // admission control, as the server reads it (docs/configuration.md)
+    ...(process.env.REACT_MAX_ACTIVE_RUNS ? { maxActiveRuns: Number(process.env.REACT_MAX_ACTIVE_RUNS) } : {}),
+    ...(process.env.REACT_RUN_QUEUE ? { runQueue: Number(process.env.REACT_RUN_QUEUE) } : {})
+  }))
 )
 
 const send = (message: unknown) => process.send?.(message)
