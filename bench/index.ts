@@ -4,7 +4,7 @@
  * project's 2-core machine).
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
- * `BENCH_ONLY=loop,alone,round,guard,selection,first,primitives,latency,durable,cache,load` (a subset; the doc is only
+ * `BENCH_ONLY=loop,alone,round,guard,selection,first,primitives,latency,durable,starts,sequential,curve,cache,load` (a subset; the doc is only
  * written for a full run, or with `--merge`), `BENCH_LOAD_LEVELS=100,500,1000`, and the latency
  * section's `BENCH_LATENCY_TTFT_MS`, `BENCH_LATENCY_TPS`, `BENCH_LATENCY_REPS`,
  * `BENCH_LATENCY_POLICIES` (bench/latency.ts).
@@ -21,6 +21,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import { fileURLToPath } from "node:url"
 import * as Alone from "./alone.js"
+import * as Concurrency from "./concurrency.js"
 import * as ContextGuardBench from "./contextGuard.js"
 import * as DurableStep from "./durableStep.js"
 import * as FirstToken from "./firstToken.js"
@@ -72,6 +73,7 @@ const main = async () => {
     alone?: Array<Alone.AloneFigures>
     latency?: Report.Results["latency"]
     durable?: Report.Results["durable"]
+    concurrency?: Concurrency.ConcurrencyResults
     promptCache?: Report.Results["promptCache"]
   } = { loop: [] }
 
@@ -166,6 +168,20 @@ const main = async () => {
       log(x.error !== undefined ? `${x.database}: ${x.error}` : `${x.database}: ${x.marginalMs!.toFixed(1)} ms per iteration (2 steps ${x.shortMs!.toFixed(0)} ms, 22 steps ${x.longMs!.toFixed(0)} ms)`)
     }
     log(typeof d.engine === "string" ? `engine alone: ${d.engine}` : `engine alone: ${d.engine.activityWallMs.toFixed(2)} ms wall / ${d.engine.activityCpuMs.toFixed(2)} ms CPU per activity, ${(d.engine.parkedBytes / 1024).toFixed(0)} KB per workflow parked in an activity${d.engine.parkedInBodyBytes === undefined ? "" : `, ${(d.engine.parkedInBodyBytes / 1024).toFixed(0)} KB in its body`}`)
+  }
+
+  // durable runs on SQLite as a user feels them: 200 starts at once, 2,000 in a row, one of 200 steps
+  const parts: Array<[string, string, () => Promise<unknown>]> = [
+    ["starts", "200 durable runs started at once", () => Concurrency.starts(quick ? 50 : 200)],
+    ["sequential", "2,000 sequential durable runs and the memory curve", () => Concurrency.sequential(quick ? 300 : 2000)],
+    ["curve", "cost per step over one 200-step durable run", () => Concurrency.curve()]
+  ]
+  for (const [key, title, measure] of parts) {
+    if (!wants(key)) continue
+    log(`\n## ${title} [${elapsed()}]`)
+    const figure = await measure().catch(errorText)
+    results.concurrency = { ...results.concurrency, [key]: figure }
+    for (const line of Concurrency.lines({ [key]: figure })) log(line)
   }
 
   if (wants("cache")) {

@@ -15,6 +15,7 @@ import { render as renderLoop } from "./loopOverhead.js"
 import type { RoundFigures } from "./parallelRound.js"
 import type { AloneFigures } from "./alone.js"
 import type { PrimitiveFigure } from "./primitives.js"
+import * as Concurrency from "./concurrency.js"
 import type { DurableResults } from "./durableStep.js"
 import type { PromptCacheResults } from "./promptCache.js"
 import { render as renderPromptCache } from "./promptCache.js"
@@ -49,6 +50,7 @@ export interface Results {
   readonly alone?: ReadonlyArray<AloneFigures>
   readonly latency?: LatencyFigures | string
   readonly durable?: DurableResults
+  readonly concurrency?: Concurrency.ConcurrencyResults
   readonly promptCache?: PromptCacheResults | string
 }
 
@@ -193,6 +195,7 @@ export const targets = (r: Results): string => {
         : "n/a",
       verdict(top && !top.error ? top.completed === 1000 && top.p99Ms < 50 && top.heapPerRunBytes <= 300 * 1024 : undefined)
     ],
+    ...Concurrency.targets(r.concurrency, r.durable),
     ...latencyTargets(typeof r.latency === "object" ? r.latency : undefined),
     ...cacheTargets(typeof r.promptCache === "object" ? r.promptCache : undefined)
   ]
@@ -451,6 +454,8 @@ ${table(
   }
 
   if (r.durable) parts.push(durableSection(r.durable))
+
+  if (r.concurrency) parts.push(Concurrency.section(r.concurrency))
 
   if (r.promptCache !== undefined) parts.push(promptCacheSection(r.promptCache))
 

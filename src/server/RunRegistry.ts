@@ -313,7 +313,8 @@ export const make = Effect.gen(function*() {
     const due: Array<Follower> = []
     for (const follower of followers) {
       if (follower.over()) followers.delete(follower)
-      else if (host.local(follower.runId) === undefined) due.push(follower)
+      // a run waiting here for its turn will execute here: its listener gets its frames
+      else if (host.local(follower.runId) === undefined && !host.queued(follower.runId)) due.push(follower)
     }
     return Effect.forEach(due, (follower) =>
       follower.poll.pipe(

@@ -77,6 +77,8 @@ export interface RunHost {
   /** How full the host is. */
   readonly admission: () => Admission
   readonly local: (runId: string) => LocalRun | undefined
+  /** True while the run waits here for its turn (it executes here once admitted: nothing to poll for). */
+  readonly queued: (runId: string) => boolean
   readonly localRuns: () => ReadonlyArray<LocalRun>
   /** Adds a live listener of a run's frames; returns its removal. */
   readonly listen: (runId: string, listener: Listener) => () => void
@@ -96,13 +98,14 @@ export interface RunHost {
 
 export const make = (
   bootId: string,
-  limits: { readonly maxActive: number; readonly queue: number } = { maxActive: 1000, queue: 1000 }
+  limits: { readonly maxActive: number; readonly queue: number } = { maxActive: 256, queue: 1000 }
 ): RunHost => {
   const runs = new Map<string, LocalRun>()
   const permits = Effect.unsafeMakeSemaphore(limits.maxActive)
   /** Run id → when it was reserved. */
   const reserved = new Map<string, number>()
-  let queued = 0
+  /** Runs waiting in `register` for a permit. */
+  const queued = new Set<string>()
   const lapse = (now: number) => {
     for (const [runId, at] of reserved) {
       if (now - at < RESERVATION_MS) break // in insertion order: the rest are younger
@@ -123,7 +126,7 @@ export const make = (
       Effect.sync(() => {
         const now = Date.now()
         lapse(now)
-        if (runs.size + queued + reserved.size >= limits.maxActive + limits.queue) return false
+        if (runs.size + queued.size + reserved.size >= limits.maxActive + limits.queue) return false
         reserved.set(runId, now)
         return true
       }),
@@ -133,8 +136,8 @@ export const make = (
         Effect.gen(function*() {
           // the run's place moves from its reservation to the queue until a permit is free
           reserved.delete(runId)
-          queued++
-          yield* Effect.ensuring(restore(permits.take(1)), Effect.sync(() => void queued--))
+          queued.add(runId)
+          yield* Effect.ensuring(restore(permits.take(1)), Effect.sync(() => void queued.delete(runId)))
           yield* Effect.addFinalizer(() => permits.release(1))
           const cancel = yield* Deferred.make<void>()
           const run: LocalRun = { runId, conversationId, cancel }
@@ -143,8 +146,9 @@ export const make = (
           return run
         })
       ),
-    admission: () => ({ active: runs.size, waiting: queued + reserved.size, maxActive: limits.maxActive, queue: limits.queue }),
+    admission: () => ({ active: runs.size, waiting: queued.size + reserved.size, maxActive: limits.maxActive, queue: limits.queue }),
     local: (runId) => runs.get(runId),
+    queued: (runId) => queued.has(runId),
     localRuns: () => [...runs.values()],
     listen: (runId, listener) => {
       let set = listeners.get(runId)
