@@ -121,6 +121,9 @@ export interface SequentialFigures {
   readonly rssAfterAll: number
   readonly heapAfter100: number
   readonly heapAfterAll: number
+  /** The same after 60 s idle (V8 gives committed heap back when allocation stops). */
+  readonly rssIdle: number
+  readonly heapIdle: number
   readonly load: number
 }
 
@@ -196,6 +199,9 @@ export const sequential = async (n = 2000): Promise<SequentialFigures> => {
     }
     const cpu = cpuMs(server.child.pid) - cpu0
     const afterAll = await server.measure()
+    const busyLoad = load()
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS))
+    const idle = await server.measure()
     return {
       runs: n,
       p50Ms: quantile(times, 0.5),
@@ -205,7 +211,9 @@ export const sequential = async (n = 2000): Promise<SequentialFigures> => {
       rssAfterAll: afterAll.rss,
       heapAfter100: after100.heapUsed,
       heapAfterAll: afterAll.heapUsed,
-      load: load()
+      rssIdle: idle.rss,
+      heapIdle: idle.heapUsed,
+      load: busyLoad
     }
   } finally {
     await server.stop()
@@ -213,6 +221,7 @@ export const sequential = async (n = 2000): Promise<SequentialFigures> => {
 }
 
 const STEPS = 200
+const IDLE_MS = 60_000
 
 /** One 200-step run: the gap before each step. @since 0.1.0 */
 export const curve = async (): Promise<CurveFigures> => {
@@ -273,7 +282,7 @@ export const lines = (r: ConcurrencyResults): Array<string> => {
     const s = r.sequential
     out.push(typeof s === "string"
       ? `sequential: not measured: ${s}`
-      : `${s.runs} sequential one-tool runs: p50 ${f(s.p50Ms)} ms, p99 ${f(s.p99Ms)} ms, server CPU ${f(s.cpuPerRunMs)} ms per run; RSS ${mb(s.rssAfter100)} after 100 → ${mb(s.rssAfterAll)} after ${s.runs} + GC (heap ${mb(s.heapAfter100)} → ${mb(s.heapAfterAll)}) (load ${s.load.toFixed(1)})`)
+      : `${s.runs} sequential one-tool runs: p50 ${f(s.p50Ms)} ms, p99 ${f(s.p99Ms)} ms, server CPU ${f(s.cpuPerRunMs)} ms per run; RSS ${mb(s.rssAfter100)} after 100 → ${mb(s.rssAfterAll)} after ${s.runs} + GC → ${mb(s.rssIdle)} 60 s later (heap ${mb(s.heapAfter100)} → ${mb(s.heapAfterAll)} → ${mb(s.heapIdle)}) (load ${s.load.toFixed(1)})`)
   }
   if (r.curve !== undefined) {
     const c = r.curve
@@ -294,7 +303,7 @@ The real server (bench/serverProcess.ts) on the embedded SQLite file and a zero-
 model, every run a durable workflow (bench/concurrency.ts). **200 starts**: 200 two-step runs
 POSTed at once; time from each request to its first SSE event and to its \`done\`, and until the last
 is done; the server's CPU time over the burst (/proc) ÷ runs. **Sequential**: 2,000 one-tool runs one
-after another; RSS and heap (after a full GC) after the first 100 and after all of them. **Per step**:
+after another; RSS and heap (after a full GC) after the first 100, after all of them, and 60 s later. **Per step**:
 one run of 199 tool steps and its answer; the gap between consecutive iteration starts as the client
 receives them. Targets (SPEC §13, issue 31): first event p50 ≤ 300 ms and p99 ≤ 1 s, all 200 done within
 10 s; ≤ 20 ms per sequential run (p50); RSS after 2,000 within 50 MB of the level after 100; step 200
@@ -336,6 +345,11 @@ export const targets = (
       "RSS after 2,000 runs + GC within 50 MB of the level after 100",
       q ? `${mb(q.rssAfter100)} → ${mb(q.rssAfterAll)} (${growth >= 0 ? "+" : ""}${mb(growth)})` : "n/a",
       verdict(q ? growth <= 50 * 1024 * 1024 : undefined)
+    ],
+    [
+      "the same, 60 s after the last run (V8 gives its committed heap back once allocation stops)",
+      q && q.rssIdle !== undefined ? `${mb(q.rssAfter100)} → ${mb(q.rssIdle)} (${q.rssIdle >= q.rssAfter100 ? "+" : ""}${mb(q.rssIdle - q.rssAfter100)})` : "n/a",
+      verdict(q && q.rssIdle !== undefined ? q.rssIdle - q.rssAfter100 <= 50 * 1024 * 1024 : undefined)
     ],
     [
       "step 200 of a 200-step durable run ≤ 1.2 × step 10",

@@ -200,7 +200,7 @@ const main = async () => {
     results.load = []
     for (const n of levels) {
       log(`\n## Server under load: ${n} concurrent SSE runs [${elapsed()}]`)
-      const r = await ServerLoad.runLevel(n, { timeoutMs: quick ? 30_000 : n >= 1000 ? 120_000 : 90_000 })
+      const r = await ServerLoad.runLevel(n, { timeoutMs: quick ? 30_000 : n >= 1000 ? 300_000 : 90_000 })
       results.load.push(r)
       log(r.error
         ? `error: ${r.error}`

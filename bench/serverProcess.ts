@@ -152,7 +152,7 @@ const program = Effect.gen(function*() {
       ;(globalThis as { gc?: () => void }).gc?.()
       const active = Effect.runSync(registry.activeCount)
       const m = process.memoryUsage()
-      send({ type: "memory", heapUsed: m.heapUsed, rss: m.rss, active })
+      send({ type: "memory", heapUsed: m.heapUsed, heapTotal: m.heapTotal, rss: m.rss, external: m.external, arrayBuffers: m.arrayBuffers, active })
     } else if (message?.type === "stop") {
       rmSync(dir, { recursive: true, force: true })
       process.exit(0)
