@@ -236,6 +236,8 @@ const main = async () => {
     const merged: Report.Results = {
       ...saved,
       ...measured,
+      // the durable-run parts (starts, sequential, curve) are measured one by one
+      ...(results.concurrency !== undefined ? { concurrency: { ...saved.concurrency, ...results.concurrency } } : {}),
       env: { ...saved.env, merged: { ...saved.env.merged, ...Object.fromEntries(Object.keys(measured).map((key) => [key, now])) } }
     }
     writeFileSync(resultsPath, JSON.stringify(merged, null, 1))
