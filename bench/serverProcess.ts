@@ -37,6 +37,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Scheduler from "effect/Scheduler"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -142,6 +143,10 @@ const layer = HttpLayerRouter.serve(Server.Routes, { disableLogger: true, disabl
 
 const send = (message: unknown) => process.send?.(message)
 
+// BENCH_SCHEDULER_TICKS=<n>: Effect's own `MixedScheduler` yielding to the event loop (a timer) after
+// n microtask rounds instead of 2,048 — an experiment on how soon Node reads new requests (bench/analysis.md)
+const schedulerTicks = Number(process.env.BENCH_SCHEDULER_TICKS ?? 0)
+
 const program = Effect.gen(function*() {
   const context = yield* Layer.build(layer)
   const address = Context.get(context, HttpServer.HttpServer).address
@@ -161,7 +166,11 @@ const program = Effect.gen(function*() {
   send({ type: "ready", port: address.port })
   if (!process.send) process.stdout.write(`READY ${address.port}\n`)
   return yield* Effect.never
-}).pipe(Effect.scoped, Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))))
+}).pipe(
+  Effect.scoped,
+  Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))),
+  schedulerTicks > 0 ? Effect.withScheduler(new Scheduler.MixedScheduler(schedulerTicks)) : (self) => self
+)
 
 const main = Effect.runFork(program)
 process.on("disconnect", () => process.exit(0))
