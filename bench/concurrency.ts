@@ -177,7 +177,7 @@ export const starts = async (n = 200, env: Record<string, string> = {}): Promise
       allDoneMs,
       cpuPerRunMs: cpu / n,
       load: load(),
-      maxActiveRuns: Number(env.REACT_MAX_ACTIVE_RUNS ?? 256)
+      maxActiveRuns: Number(env.REACT_MAX_ACTIVE_RUNS ?? 128)
     }
   } finally {
     await server.stop()

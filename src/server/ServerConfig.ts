@@ -84,7 +84,7 @@ export const defaults: ServerSettings = {
   maxConnections: 2000,
   sseMaxBacklogBytes: 8 * 1024 * 1024,
   conversationBudgetUsd: Option.none(),
-  maxActiveRuns: 256,
+  maxActiveRuns: 128,
   runQueue: 1000
 }
 

@@ -98,7 +98,7 @@ export interface RunHost {
 
 export const make = (
   bootId: string,
-  limits: { readonly maxActive: number; readonly queue: number } = { maxActive: 256, queue: 1000 }
+  limits: { readonly maxActive: number; readonly queue: number } = { maxActive: 128, queue: 1000 }
 ): RunHost => {
   const runs = new Map<string, LocalRun>()
   const permits = Effect.unsafeMakeSemaphore(limits.maxActive)
