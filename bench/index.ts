@@ -4,7 +4,7 @@
  * project's 2-core machine).
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
- * `BENCH_ONLY=loop,process,alone,round,guard,selection,first,primitives,latency,durable,cache,load` (a subset; the doc is only
+ * `BENCH_ONLY=loop,process,alone,round,guard,selection,first,primitives,latency,durable,starts,sequential,curve,cache,load` (a subset; the doc is only
  * written for a full run, or with `--merge`), `BENCH_LOAD_LEVELS=100,500,1000`, and the latency
  * section's `BENCH_LATENCY_TTFT_MS`, `BENCH_LATENCY_TPS`, `BENCH_LATENCY_REPS`,
  * `BENCH_LATENCY_POLICIES` (bench/latency.ts).
@@ -22,6 +22,7 @@ import * as os from "node:os"
 import { fileURLToPath } from "node:url"
 import * as Alone from "./alone.js"
 import * as ChildProcess from "./childProcess.js"
+import * as Concurrency from "./concurrency.js"
 import * as ContextGuardBench from "./contextGuard.js"
 import * as DurableStep from "./durableStep.js"
 import * as FirstToken from "./firstToken.js"
@@ -74,6 +75,7 @@ const main = async () => {
     alone?: Array<Alone.AloneFigures>
     latency?: Report.Results["latency"]
     durable?: Report.Results["durable"]
+    concurrency?: Concurrency.ConcurrencyResults
     promptCache?: Report.Results["promptCache"]
   } = { loop: [] }
 
@@ -183,6 +185,20 @@ const main = async () => {
     log(typeof d.engine === "string" ? `engine alone: ${d.engine}` : `engine alone: ${d.engine.activityWallMs.toFixed(2)} ms wall / ${d.engine.activityCpuMs.toFixed(2)} ms CPU per activity, ${(d.engine.parkedBytes / 1024).toFixed(0)} KB per workflow parked in an activity${d.engine.parkedInBodyBytes === undefined ? "" : `, ${(d.engine.parkedInBodyBytes / 1024).toFixed(0)} KB in its body`}`)
   }
 
+  // durable runs on SQLite as a user feels them: 200 starts at once, 2,000 in a row, one of 200 steps
+  const parts: Array<[string, string, () => Promise<unknown>]> = [
+    ["starts", "200 durable runs started at once", () => Concurrency.starts(quick ? 50 : 200)],
+    ["sequential", "2,000 sequential durable runs and the memory curve", () => Concurrency.sequential(quick ? 300 : 2000)],
+    ["curve", "cost per step over one 200-step durable run", () => Concurrency.curve()]
+  ]
+  for (const [key, title, measure] of parts) {
+    if (!wants(key)) continue
+    log(`\n## ${title} [${elapsed()}]`)
+    const figure = await measure().catch(errorText)
+    results.concurrency = { ...results.concurrency, [key]: figure }
+    for (const line of Concurrency.lines({ [key]: figure })) log(line)
+  }
+
   if (wants("cache")) {
     log(`\n## Prompt caching: ${PromptCache.TURNS} turns × ${PromptCache.ROUNDS} tool rounds, ${PromptCache.TOOLS} tools, Anthropic fake [${elapsed()}]`)
     try {
@@ -199,7 +215,7 @@ const main = async () => {
     results.load = []
     for (const n of levels) {
       log(`\n## Server under load: ${n} concurrent SSE runs [${elapsed()}]`)
-      const r = await ServerLoad.runLevel(n, { timeoutMs: quick ? 30_000 : n >= 1000 ? 120_000 : 90_000 })
+      const r = await ServerLoad.runLevel(n, { timeoutMs: quick ? 30_000 : n >= 1000 ? 300_000 : 90_000 })
       results.load.push(r)
       log(r.error
         ? `error: ${r.error}`
@@ -235,6 +251,8 @@ const main = async () => {
     const merged: Report.Results = {
       ...saved,
       ...measured,
+      // the durable-run parts (starts, sequential, curve) are measured one by one
+      ...(results.concurrency !== undefined ? { concurrency: { ...saved.concurrency, ...results.concurrency } } : {}),
       env: { ...saved.env, merged: { ...saved.env.merged, ...Object.fromEntries(Object.keys(measured).map((key) => [key, now])) } }
     }
     writeFileSync(resultsPath, JSON.stringify(merged, null, 1))

@@ -17,6 +17,7 @@ import type { AloneFigures } from "./alone.js"
 import type { Results as ChildProcessResults } from "./childProcess.js"
 import { againstFastest as childAgainstFastest, render as renderChildProcess } from "./childProcess.js"
 import type { PrimitiveFigure } from "./primitives.js"
+import * as Concurrency from "./concurrency.js"
 import type { DurableResults } from "./durableStep.js"
 import type { PromptCacheResults } from "./promptCache.js"
 import { render as renderPromptCache } from "./promptCache.js"
@@ -53,6 +54,7 @@ export interface Results {
   readonly childProcess?: ChildProcessResults
   readonly latency?: LatencyFigures | string
   readonly durable?: DurableResults
+  readonly concurrency?: Concurrency.ConcurrencyResults
   readonly promptCache?: PromptCacheResults | string
 }
 
@@ -225,6 +227,7 @@ export const targets = (r: Results): string => {
         : "n/a",
       verdict(top && !top.error ? top.completed === 1000 && top.p99Ms < 50 && top.heapPerRunBytes <= 300 * 1024 : undefined)
     ],
+    ...Concurrency.targets(r.concurrency, r.durable),
     ...latencyTargets(typeof r.latency === "object" ? r.latency : undefined),
     ...cacheTargets(typeof r.promptCache === "object" ? r.promptCache : undefined)
   ]
@@ -509,6 +512,8 @@ ${table(
   }
 
   if (r.durable) parts.push(durableSection(r.durable))
+
+  if (r.concurrency) parts.push(Concurrency.section(r.concurrency))
 
   if (r.promptCache !== undefined) parts.push(promptCacheSection(r.promptCache))
 

@@ -45,7 +45,8 @@ export const startServerProcess = (env: Record<string, string>): Promise<ServerC
   new Promise((resolve, reject) => {
     const script = fileURLToPath(new URL("./serverProcess.ts", import.meta.url))
     const child = fork(script, [], {
-      execArgv: ["--expose-gc", "--import", "tsx"],
+      // BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it exits (`node --cpu-prof`)
+      execArgv: ["--expose-gc", "--import", "tsx", ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, "--cpu-prof-interval=500"] : [])],
       env: { ...process.env, ...env },
       stdio: ["ignore", "inherit", "inherit", "ipc"]
     })
@@ -183,8 +184,8 @@ const withTimeout = <A>(p: Promise<A>, ms: number, fallback: A): Promise<A> =>
   Promise.race([p, new Promise<A>((r) => setTimeout(() => r(fallback), ms).unref())])
 
 /** Delivery pass. */
-const deliveryPass = async (n: number, timeoutMs: number) => {
-  const server = await startServerProcess({ BENCH_LATENCY_MS: "20", BENCH_STEPS: "2", BENCH_CHUNKS: "3" })
+const deliveryPass = async (n: number, timeoutMs: number, env: Record<string, string>) => {
+  const server = await startServerProcess({ BENCH_LATENCY_MS: "20", BENCH_STEPS: "2", BENCH_CHUNKS: "3", ...env })
   try {
     const latencies: Array<number> = []
     const t0 = now()
@@ -212,7 +213,8 @@ const deliveryPass = async (n: number, timeoutMs: number) => {
 
 /** Memory pass (and disconnect cleanup check). */
 const memoryPass = async (n: number, timeoutMs: number) => {
-  const server = await startServerProcess({ BENCH_LATENCY_MS: "600000", BENCH_STEPS: "1", BENCH_CHUNKS: "1" })
+  // every run executes at once, whatever the default admission (what one active run holds)
+  const server = await startServerProcess({ BENCH_LATENCY_MS: "600000", BENCH_STEPS: "1", BENCH_CHUNKS: "1", REACT_MAX_ACTIVE_RUNS: String(Math.max(n, 1)) })
   try {
     const baseline = await server.measure()
     let first = 0
@@ -244,15 +246,21 @@ const memoryPass = async (n: number, timeoutMs: number) => {
 }
 
 /** Runs both passes for one concurrency level (the delivery pass once more if no run completed). @since 0.1.0 */
-export const runLevel = async (n: number, options: { readonly timeoutMs: number }): Promise<LoadResult> => {
+export const runLevel = async (
+  n: number,
+  options: { readonly timeoutMs: number; readonly env?: Record<string, string>; readonly deliveryOnly?: boolean }
+): Promise<LoadResult> => {
+  const env = options.env ?? {}
   try {
-    let delivery = await deliveryPass(n, options.timeoutMs)
+    let delivery = await deliveryPass(n, options.timeoutMs, env)
     if (delivery.completed === 0) {
       const first = delivery.note ?? "no run completed"
-      delivery = await deliveryPass(n, options.timeoutMs)
+      delivery = await deliveryPass(n, options.timeoutMs, env)
       delivery = { ...delivery, note: `first attempt: ${first}; retried${delivery.note ? `: ${delivery.note}` : ""}` }
     }
-    const memory = await memoryPass(n, options.timeoutMs)
+    const memory = options.deliveryOnly
+      ? { heapPerRunBytes: Number.NaN, rssPerRunBytes: Number.NaN, activeAtMeasure: 0, activeAfterDisconnect: Number.NaN }
+      : await memoryPass(n, options.timeoutMs)
     return { concurrency: n, ...delivery, ...memory }
   } catch (e) {
     return {

@@ -17,7 +17,7 @@
  *
  * Env: BENCH_LATENCY_MS (20), BENCH_STEPS (4; a query containing `steps=<n>` asks for
  * n instead), BENCH_CHUNKS (5), BENCH_DATABASE_URL (PostgreSQL, a socket runner on
- * BENCH_CLUSTER_PORT; default: a fresh SQLite file).
+ * BENCH_CLUSTER_PORT; default: a fresh SQLite file), REACT_MAX_ACTIVE_RUNS and REACT_RUN_QUEUE (admission).
  *
  * Without an IPC channel (spawned, as the shutdown fault test does) it prints
  * `READY <port>` on stdout, and on SIGTERM closes the server's scope (server
@@ -37,6 +37,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Scheduler from "effect/Scheduler"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -129,10 +130,22 @@ const layer = HttpLayerRouter.serve(Server.Routes, { disableLogger: true, disabl
       })
       : Server.storage({ _tag: "Sqlite", filename: databasePath })
   ),
-  Layer.provide(ServerConfig.layer({ port: 0, databasePath, heartbeatMs: 15_000, detachGraceMs: 0 }))
+  Layer.provide(ServerConfig.layer({
+    port: 0,
+    databasePath,
+    heartbeatMs: 15_000,
+    detachGraceMs: 0,
+    // admission control, as the server reads it (docs/configuration.md)
+    ...(process.env.REACT_MAX_ACTIVE_RUNS ? { maxActiveRuns: Number(process.env.REACT_MAX_ACTIVE_RUNS) } : {}),
+    ...(process.env.REACT_RUN_QUEUE ? { runQueue: Number(process.env.REACT_RUN_QUEUE) } : {})
+  }))
 )
 
 const send = (message: unknown) => process.send?.(message)
+
+// BENCH_SCHEDULER_TICKS=<n>: Effect's own `MixedScheduler` yielding to the event loop (a timer) after
+// n microtask rounds instead of 2,048 — an experiment on how soon Node reads new requests (bench/analysis.md)
+const schedulerTicks = Number(process.env.BENCH_SCHEDULER_TICKS ?? 0)
 
 const program = Effect.gen(function*() {
   const context = yield* Layer.build(layer)
@@ -144,7 +157,7 @@ const program = Effect.gen(function*() {
       ;(globalThis as { gc?: () => void }).gc?.()
       const active = Effect.runSync(registry.activeCount)
       const m = process.memoryUsage()
-      send({ type: "memory", heapUsed: m.heapUsed, rss: m.rss, active })
+      send({ type: "memory", heapUsed: m.heapUsed, heapTotal: m.heapTotal, rss: m.rss, external: m.external, arrayBuffers: m.arrayBuffers, active })
     } else if (message?.type === "stop") {
       rmSync(dir, { recursive: true, force: true })
       process.exit(0)
@@ -153,7 +166,11 @@ const program = Effect.gen(function*() {
   send({ type: "ready", port: address.port })
   if (!process.send) process.stdout.write(`READY ${address.port}\n`)
   return yield* Effect.never
-}).pipe(Effect.scoped, Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))))
+}).pipe(
+  Effect.scoped,
+  Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))),
+  schedulerTicks > 0 ? Effect.withScheduler(new Scheduler.MixedScheduler(schedulerTicks)) : (self) => self
+)
 
 const main = Effect.runFork(program)
 process.on("disconnect", () => process.exit(0))

@@ -127,6 +127,17 @@ export class HostNotAllowed extends Schema.TaggedError<HostNotAllowed>()("HostNo
 }) {}
 
 /**
+ * 503 with `Retry-After`: this instance already executes `REACT_MAX_ACTIVE_RUNS`
+ * runs and `REACT_RUN_QUEUE` more wait their turn.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class Overloaded extends Schema.TaggedError<Overloaded>()("Overloaded", {
+  retryAfterSeconds: Schema.Number
+}) {}
+
+/**
  * 500: storage failure and other server-side errors.
  *
  * @since 0.1.0
@@ -150,6 +161,7 @@ export type ApiError =
   | UnsupportedMediaType
   | OriginNotAllowed
   | HostNotAllowed
+  | Overloaded
   | InternalError
 
 const notFoundMessage = {
@@ -219,6 +231,11 @@ export const toResponse = (error: ApiError): HttpServerResponse.HttpServerRespon
       return HttpServerResponse.unsafeJson(
         { error: "host_not_allowed", message: "This server does not answer for that Host (ALLOWED_HOSTS lists extra names)" },
         { status: 421 }
+      )
+    case "Overloaded":
+      return HttpServerResponse.unsafeJson(
+        { error: "overloaded", message: "Too many runs: try again later", retry_after: error.retryAfterSeconds },
+        { status: 503, headers: { "retry-after": String(error.retryAfterSeconds) } }
       )
     case "InternalError":
       return HttpServerResponse.unsafeJson({ error: "internal_error", message: error.message }, { status: 500 })

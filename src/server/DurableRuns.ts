@@ -100,12 +100,17 @@ export const AgentRun = Workflow.make({
 export class RunHost extends Context.Tag("effect-react-engine/RunHost")<RunHost, RunHostModule.RunHost>() {}
 
 /**
- * A fresh host with a new boot id (one per process).
+ * A fresh host with a new boot id (one per process), admitting at most
+ * `ServerConfig.maxActiveRuns` runs at once with `runQueue` more waiting.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerHost: Layer.Layer<RunHost> = Layer.sync(RunHost, () => RunHostModule.make(crypto.randomUUID()))
+export const layerHost: Layer.Layer<RunHost, never, ServerConfig.ServerConfig> = Layer.effect(
+  RunHost,
+  Effect.map(ServerConfig.ServerConfig, (settings) =>
+    RunHostModule.make(crypto.randomUUID(), { maxActive: settings.maxActiveRuns, queue: settings.runQueue }))
+)
 
 /**
  * The shutdown grace: when its scope closes (SIGTERM), no activity of a run

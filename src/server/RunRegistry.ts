@@ -23,7 +23,7 @@ import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import type { Mode } from "../DagAgent.js"
 import * as Telemetry from "../Telemetry.js"
-import { NotFound, type RunInProgress } from "./ApiError.js"
+import { NotFound, Overloaded, type RunInProgress } from "./ApiError.js"
 import type { ForkPoint } from "./CassetteRoutes.js"
 import * as DurableRuns from "./DurableRuns.js"
 import type { RunRow } from "./RunLog.js"
@@ -73,8 +73,12 @@ export interface WireEvent {
  * @category models
  */
 export interface RunRegistryService {
-  /** Starts a run (a durable workflow); 409 (`RunInProgress`) while the conversation has one, on any instance. */
-  readonly start: (options: StartOptions) => Effect.Effect<RunHandle, RunInProgress>
+  /**
+   * Starts a run (a durable workflow); 409 (`RunInProgress`) while the conversation has one, on any
+   * instance; 503 (`Overloaded`) when this instance's run queue is full (`REACT_MAX_ACTIVE_RUNS` +
+   * `REACT_RUN_QUEUE`). A started run waits its turn while `REACT_MAX_ACTIVE_RUNS` execute.
+   */
+  readonly start: (options: StartOptions) => Effect.Effect<RunHandle, RunInProgress | Overloaded>
   /**
    * The SSE frames of the conversation's latest run after cursor `after`, then
    * its live frames until `done`. Attaching holds a lease on the run for the
@@ -104,6 +108,9 @@ export interface RunRegistryService {
 export class RunRegistry extends Context.Tag("effect-react-engine/RunRegistry")<RunRegistry, RunRegistryService>() {}
 
 const POLL = "100 millis"
+
+/** What a refused start is told to wait before trying again (`Retry-After`, seconds). */
+const RETRY_AFTER_SECONDS = 2
 
 /** A client following a run (see `follow`). */
 interface Follower {
@@ -229,19 +236,27 @@ export const make = Effect.gen(function*() {
       Effect.gen(function*() {
         const conversationId = options.conversationId ?? `conv_${randomUUID()}`
         const runId = `run_${randomUUID()}`
-        yield* log.start({ runId, conversationId, query: options.query }).pipe(
-          Effect.catchTag("RunLogError", Effect.die)
-        )
-        const parent = yield* Telemetry.currentParent
-        yield* DurableRuns.AgentRun.execute({
-          runId,
-          ...(Option.isSome(parent) ? { parent: parent.value } : {}),
-          conversationId,
-          query: options.query,
-          mode: options.mode ?? settings.defaultMode,
-          ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
-          ...(options.fork !== undefined ? { fork: options.fork } : {})
-        }, { discard: true }).pipe(withEngine)
+        // admission: a place among the runs executing or waiting here, before anything is stored
+        if (!(yield* host.reserve(runId))) {
+          const { active, waiting } = host.admission()
+          yield* Effect.logWarning(`run refused (conversation ${conversationId}): ${active} runs active, ${waiting} waiting`)
+          return yield* Effect.fail(new Overloaded({ retryAfterSeconds: RETRY_AFTER_SECONDS }))
+        }
+        yield* Effect.gen(function*() {
+          yield* log.start({ runId, conversationId, query: options.query }).pipe(
+            Effect.catchTag("RunLogError", Effect.die)
+          )
+          const parent = yield* Telemetry.currentParent
+          yield* DurableRuns.AgentRun.execute({
+            runId,
+            ...(Option.isSome(parent) ? { parent: parent.value } : {}),
+            conversationId,
+            query: options.query,
+            mode: options.mode ?? settings.defaultMode,
+            ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
+            ...(options.fork !== undefined ? { fork: options.fork } : {})
+          }, { discard: true }).pipe(withEngine)
+        }).pipe(Effect.onError(() => host.unreserve(runId)))
         yield* Effect.logInfo(`run ${runId} started (conversation ${conversationId})`)
         return { conversationId, runId }
       }),
@@ -302,7 +317,8 @@ export const make = Effect.gen(function*() {
     const due: Array<Follower> = []
     for (const follower of followers) {
       if (follower.over()) followers.delete(follower)
-      else if (host.local(follower.runId) === undefined) due.push(follower)
+      // a run waiting here for its turn will execute here: its listener gets its frames
+      else if (host.local(follower.runId) === undefined && !host.queued(follower.runId)) due.push(follower)
     }
     return Effect.forEach(due, (follower) =>
       follower.poll.pipe(

@@ -1,7 +1,7 @@
 /**
  * Server settings, read from the environment once when the layer is built
  * (`PORT`, `HOST`, `API_TOKEN`, `MAX_BODY_BYTES`, `RUN_DETACH_GRACE_MS`, `SHUTDOWN_GRACE_MS`,
- * `DATABASE_PATH`, `REACT_DEFAULT_MODE`, `CORS_ORIGINS`, `ALLOWED_HOSTS`, …;
+ * `DATABASE_PATH`, `REACT_DEFAULT_MODE`, `CORS_ORIGINS`, `ALLOWED_HOSTS`, `REACT_MAX_ACTIVE_RUNS`, …;
  * docs/configuration.md lists them all).
  *
  * @since 0.1.0
@@ -56,6 +56,10 @@ export interface ServerSettings {
   readonly sseMaxBacklogBytes: number
   /** Most USD all the runs of one conversation may spend together (`REACT_CONVERSATION_BUDGET_USD`; needs prices). */
   readonly conversationBudgetUsd: Option.Option<number>
+  /** Most runs executing at once in this process (`REACT_MAX_ACTIVE_RUNS`); further ones wait their turn. */
+  readonly maxActiveRuns: number
+  /** Most runs waiting for their turn (`REACT_RUN_QUEUE`); a start beyond gets 503 with `Retry-After`. */
+  readonly runQueue: number
 }
 
 /**
@@ -79,7 +83,9 @@ export const defaults: ServerSettings = {
   headersTimeoutMs: 10_000,
   maxConnections: 2000,
   sseMaxBacklogBytes: 8 * 1024 * 1024,
-  conversationBudgetUsd: Option.none()
+  conversationBudgetUsd: Option.none(),
+  maxActiveRuns: 128,
+  runQueue: 1000
 }
 
 const atLeast = (name: string, min: number, fallback: number) =>
@@ -160,7 +166,9 @@ export const config: Config.Config<ServerSettings> = Config.all({
   // read with the run budget's REACT_* variables (Budget.loadConfig); checked against the prices by ConversationBudget
   conversationBudgetUsd: Config.option(Config.number("REACT_CONVERSATION_BUDGET_USD").pipe(
     Config.validate({ message: "REACT_CONVERSATION_BUDGET_USD must be a positive number", validation: (n) => Number.isFinite(n) && n > 0 })
-  ))
+  )),
+  maxActiveRuns: atLeast("REACT_MAX_ACTIVE_RUNS", 1, defaults.maxActiveRuns),
+  runQueue: nonNegative("REACT_RUN_QUEUE", defaults.runQueue)
 })
 
 /**

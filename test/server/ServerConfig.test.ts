@@ -67,9 +67,15 @@ describe("ServerConfig", () => {
 
   it.effect("a bad value fails with an error naming the variable", () =>
     Effect.gen(function*() {
-      for (const [name, value] of [["PORT", "abc"], ["PORT", "70000"], ["MAX_BODY_BYTES", "0"], ["RUN_DETACH_GRACE_MS", "-1"], ["SSE_HEARTBEAT_MS", "5"], ["REQUEST_TIMEOUT_MS", "10"], ["HEADERS_TIMEOUT_MS", "x"], ["MAX_CONNECTIONS", "0"], ["SSE_MAX_BACKLOG_BYTES", "10"]]) {
+      for (const [name, value] of [["PORT", "abc"], ["PORT", "70000"], ["MAX_BODY_BYTES", "0"], ["RUN_DETACH_GRACE_MS", "-1"], ["SSE_HEARTBEAT_MS", "5"], ["REQUEST_TIMEOUT_MS", "10"], ["HEADERS_TIMEOUT_MS", "x"], ["MAX_CONNECTIONS", "0"], ["SSE_MAX_BACKLOG_BYTES", "10"], ["REACT_MAX_ACTIVE_RUNS", "0"], ["REACT_RUN_QUEUE", "-1"]]) {
         const error = yield* Effect.flip(load({ [name]: value }))
         assert.include(String(error), name, `${name}=${value}`)
       }
+    }))
+
+  it.effect("admission: REACT_MAX_ACTIVE_RUNS and REACT_RUN_QUEUE (a queue of 0 refuses every start beyond the active runs)", () =>
+    Effect.gen(function*() {
+      const settings = yield* load({ REACT_MAX_ACTIVE_RUNS: "16", REACT_RUN_QUEUE: "0" })
+      assert.deepStrictEqual([settings.maxActiveRuns, settings.runQueue], [16, 0])
     }))
 })

@@ -9,6 +9,15 @@
  * store their outcomes. A call still running when the grace is over is cut
  * when the workflow engine stops, as by a crash.
  *
+ * Admission (`reserve`, `register`): at most `maxActive` runs execute here at
+ * once (`REACT_MAX_ACTIVE_RUNS`); a further run (a new one, or one resumed after
+ * a restart) waits its turn in `register` — a semaphore's queue, in arrival
+ * order — and a start is refused (`reserve` → false, the route's 503) once
+ * `maxActive + queue` runs are executing, waiting, or reserved here. A
+ * reservation is made before the run is stored and taken back by the run's
+ * `register`; one whose run never registers here (a cluster runs it on another
+ * instance, or its start failed) lapses after `RESERVATION_MS`.
+ *
  * @internal
  */
 import * as Deferred from "effect/Deferred"
@@ -37,12 +46,39 @@ export interface Drained {
   readonly waitedMs: number
 }
 
+/** How full the host is. */
+export interface Admission {
+  /** Runs executing here (each holds one of `maxActive` permits). */
+  readonly active: number
+  /** Runs waiting for a permit, and starts reserved here whose run has not registered yet. */
+  readonly waiting: number
+  readonly maxActive: number
+  readonly queue: number
+}
+
+/** A reservation whose run has not registered after this long is dropped. */
+export const RESERVATION_MS = 30_000
+
 export interface RunHost {
   /** The process's boot id: tells a run resumed after a crash from one that never stopped. */
   readonly bootId: string
-  /** Registers a run executing here for the lifetime of the scope. */
+  /**
+   * Reserves a place for a run about to be started here; false when `maxActive + queue`
+   * runs are already executing, waiting or reserved (the start is refused).
+   */
+  readonly reserve: (runId: string) => Effect.Effect<boolean>
+  /** Takes back a reservation whose run was not started (its start failed). */
+  readonly unreserve: (runId: string) => Effect.Effect<void>
+  /**
+   * Registers a run executing here for the lifetime of the scope, once it has its turn:
+   * waits (interruptibly, in arrival order) while `maxActive` runs execute here.
+   */
   readonly register: (runId: string, conversationId: string) => Effect.Effect<LocalRun, never, Scope.Scope>
+  /** How full the host is. */
+  readonly admission: () => Admission
   readonly local: (runId: string) => LocalRun | undefined
+  /** True while the run waits here for its turn (it executes here once admitted: nothing to poll for). */
+  readonly queued: (runId: string) => boolean
   readonly localRuns: () => ReadonlyArray<LocalRun>
   /** Adds a live listener of a run's frames; returns its removal. */
   readonly listen: (runId: string, listener: Listener) => () => void
@@ -60,8 +96,22 @@ export interface RunHost {
   readonly drain: (graceMs: number) => Effect.Effect<Drained>
 }
 
-export const make = (bootId: string): RunHost => {
+export const make = (
+  bootId: string,
+  limits: { readonly maxActive: number; readonly queue: number } = { maxActive: 128, queue: 1000 }
+): RunHost => {
   const runs = new Map<string, LocalRun>()
+  const permits = Effect.unsafeMakeSemaphore(limits.maxActive)
+  /** Run id → when it was reserved. */
+  const reserved = new Map<string, number>()
+  /** Runs waiting in `register` for a permit. */
+  const queued = new Set<string>()
+  const lapse = (now: number) => {
+    for (const [runId, at] of reserved) {
+      if (now - at < RESERVATION_MS) break // in insertion order: the rest are younger
+      reserved.delete(runId)
+    }
+  }
   const listeners = new Map<string, Set<Listener>>()
   let stopping = false
   let calls = 0
@@ -72,16 +122,33 @@ export const make = (bootId: string): RunHost => {
   }
   return {
     bootId,
+    reserve: (runId) =>
+      Effect.sync(() => {
+        const now = Date.now()
+        lapse(now)
+        if (runs.size + queued.size + reserved.size >= limits.maxActive + limits.queue) return false
+        reserved.set(runId, now)
+        return true
+      }),
+    unreserve: (runId) => Effect.sync(() => void reserved.delete(runId)),
     register: (runId, conversationId) =>
-      Effect.acquireRelease(
-        Effect.map(Deferred.make<void>(), (cancel) => {
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          // the run's place moves from its reservation to the queue until a permit is free
+          reserved.delete(runId)
+          queued.add(runId)
+          yield* Effect.ensuring(restore(permits.take(1)), Effect.sync(() => void queued.delete(runId)))
+          yield* Effect.addFinalizer(() => permits.release(1))
+          const cancel = yield* Deferred.make<void>()
           const run: LocalRun = { runId, conversationId, cancel }
           runs.set(runId, run)
+          yield* Effect.addFinalizer(() => Effect.sync(() => void runs.delete(runId)))
           return run
-        }),
-        () => Effect.sync(() => void runs.delete(runId))
+        })
       ),
+    admission: () => ({ active: runs.size, waiting: queued.size + reserved.size, maxActive: limits.maxActive, queue: limits.queue }),
     local: (runId) => runs.get(runId),
+    queued: (runId) => queued.has(runId),
     localRuns: () => [...runs.values()],
     listen: (runId, listener) => {
       let set = listeners.get(runId)
