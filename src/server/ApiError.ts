@@ -14,6 +14,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { timingSafeEqual } from "node:crypto"
+import * as internal from "./internal/apiError.js"
 
 /**
  * One invalid field.
@@ -327,20 +328,7 @@ export const readBody = (
  * @since 0.1.0
  * @category conversions
  */
-export const formatIssues = (error: ParseResult.ParseError): Array<Issue> => {
-  const byPath = new Map<string, Array<string>>()
-  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
-    const path = issue.path.map(String).join(".")
-    const messages = byPath.get(path) ?? []
-    if (!messages.includes(issue.message)) messages.push(issue.message)
-    byPath.set(path, messages)
-  }
-  return [...byPath].map(([path, messages]) => {
-    // `Schema.optional` adds "Expected undefined" next to the real complaint
-    const useful = messages.filter((m) => !m.startsWith("Expected undefined"))
-    return { path, message: (useful.length > 0 ? useful : messages).join("; ") }
-  })
-}
+export const formatIssues: (error: ParseResult.ParseError) => Array<Issue> = internal.formatIssues
 
 /**
  * Request bodies nest no deeper than this (deeper input is a 400, before any decoding).
@@ -350,17 +338,6 @@ export const formatIssues = (error: ParseResult.ParseError): Array<Issue> => {
  */
 export const MAX_JSON_DEPTH = 32
 
-/** The path of the first value nested deeper than `max` levels, if any (iterative: no stack overflow). */
-const tooDeep = (root: unknown, max: number): string | undefined => {
-  const stack: Array<readonly [unknown, number, string]> = [[root, 1, ""]]
-  while (stack.length > 0) {
-    const [value, depth, path] = stack.pop()!
-    if (value === null || typeof value !== "object") continue
-    if (depth > max) return path
-    for (const [key, child] of Object.entries(value)) stack.push([child, depth + 1, path === "" ? key : `${path}.${key}`])
-  }
-  return undefined
-}
 
 /**
  * `Content-Type: application/json` (parameters such as `charset` allowed), else 415.
@@ -405,7 +382,7 @@ export const decodeBody = <A, I>(
     if (json === null || typeof json !== "object" || Array.isArray(json)) {
       return yield* Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "The body must be a JSON object" }] }))
     }
-    const deep = tooDeep(json, MAX_JSON_DEPTH)
+    const deep = internal.tooDeep(json, MAX_JSON_DEPTH)
     if (deep !== undefined) {
       return yield* Effect.fail(
         new InvalidRequest({ issues: [{ path: deep, message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels` }] })

@@ -1,0 +1,41 @@
+/**
+ * What `ApiError` decodes request bodies with: the failing fields of a
+ * decoding error, and the depth check run before any decoding.
+ *
+ * @internal
+ */
+import * as ParseResult from "effect/ParseResult"
+
+/** One invalid field (`ApiError.Issue`). */
+interface Issue {
+  readonly path: string
+  readonly message: string
+}
+
+/** The failing fields of a decoding error, with dotted paths (`ApiError.formatIssues`). */
+export const formatIssues = (error: ParseResult.ParseError): Array<Issue> => {
+  const byPath = new Map<string, Array<string>>()
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+    const path = issue.path.map(String).join(".")
+    const messages = byPath.get(path) ?? []
+    if (!messages.includes(issue.message)) messages.push(issue.message)
+    byPath.set(path, messages)
+  }
+  return [...byPath].map(([path, messages]) => {
+    // `Schema.optional` adds "Expected undefined" next to the real complaint
+    const useful = messages.filter((m) => !m.startsWith("Expected undefined"))
+    return { path, message: (useful.length > 0 ? useful : messages).join("; ") }
+  })
+}
+
+/** The path of the first value nested deeper than `max` levels, if any (iterative: no stack overflow). */
+export const tooDeep = (root: unknown, max: number): string | undefined => {
+  const stack: Array<readonly [unknown, number, string]> = [[root, 1, ""]]
+  while (stack.length > 0) {
+    const [value, depth, path] = stack.pop()!
+    if (value === null || typeof value !== "object") continue
+    if (depth > max) return path
+    for (const [key, child] of Object.entries(value)) stack.push([child, depth + 1, path === "" ? key : `${path}.${key}`])
+  }
+  return undefined
+}
