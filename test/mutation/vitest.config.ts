@@ -19,6 +19,7 @@ export default defineConfig({
       "test/Hooks.results.test.ts",
       "test/HookBuiltins.test.ts",
       "test/Approvals.test.ts",
+      "test/Approvals.contract.test.ts",
       "test/ExtractJson.test.ts",
       "test/ExtractJson.stages.test.ts",
       "test/StructuredCall.test.ts",
