@@ -59,7 +59,8 @@ const inRun = <A>(
   runId: string,
   host: RunHost.RunHost,
   body: (journal: DurableJournal.DurableJournal) => Effect.Effect<A>,
-  claims?: Parameters<typeof DurableJournal.make>[0]["claims"]
+  claims?: Parameters<typeof DurableJournal.make>[0]["claims"],
+  beforeDone?: Parameters<typeof DurableJournal.make>[0]["beforeDone"]
 ): Effect.Effect<A> =>
   Effect.gen(function*() {
     const stored = yield* Effect.orDie(log.storedKeys(runId))
@@ -72,12 +73,22 @@ const inRun = <A>(
         log,
         local: { runId, conversationId: `c-${runId}`, cancel },
         stored,
-        ...(claims !== undefined ? { claims } : {})
+        ...(claims !== undefined ? { claims } : {}),
+        ...(beforeDone !== undefined ? { beforeDone } : {})
       })))
     return (yield* Probe.execute({ id: runId }).pipe(Effect.provide(engine), Effect.orDie)) as A
   })
 
 const note = (text: string): RunEvent => ({ _tag: "AnswerDelta", content: text })
+
+const done: RunEvent = {
+  _tag: "Done",
+  answer: "x",
+  iterations: 1,
+  usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, llm_calls: 1, by_phase: {} },
+  elapsed: 1,
+  pending_injections: []
+}
 
 describe("durable journal: activities", () => {
   it.scopedLive("a plain activity sees restarted: false and records no start row", () =>
@@ -187,5 +198,23 @@ describe("durable journal: activities", () => {
       assert.deepStrictEqual(events.map((e) => JSON.parse(e.data).content), ["one", "a", "b", "two", "keyed"])
       assert.strictEqual(journal.idempotencyKey!("tool/x"), makeIdempotencyKey("r-keys", "tool/x"))
       assert.notStrictEqual(journal.idempotencyKey!("tool/x"), journal.idempotencyKey!("tool/y"))
+    }))
+
+  it.scopedLive("beforeDone runs once, for Done only, before it is stored; a journal without it stores Done as any event", () =>
+    Effect.gen(function*() {
+      const log = yield* openLog()
+      yield* Effect.forEach(["r-done1", "r-done2"], (id) => begin(log, id))
+      const seen: Array<string> = []
+      yield* inRun(log, "r-done1", RunHost.make("boot-2"), (journal) =>
+        Effect.gen(function*() {
+          yield* journal.emit(note("answer"))
+          yield* journal.emit(done)
+        }), undefined, (event) =>
+        Effect.flatMap(Effect.orDie(log.eventsAfter("r-done1", 0)), (stored) =>
+          Effect.sync(() => void seen.push(`${event._tag} after ${stored.length} stored`))))
+      assert.deepStrictEqual(seen, ["Done after 1 stored"])
+      assert.strictEqual((yield* Effect.orDie(log.eventsAfter("r-done1", 0))).length, 2)
+      yield* inRun(log, "r-done2", RunHost.make("boot-2"), (journal) => journal.emit(done))
+      assert.deepStrictEqual([...(yield* Effect.orDie(log.storedKeys("r-done2"))).keys], ["b:1"])
     }))
 })
