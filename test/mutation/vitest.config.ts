@@ -15,6 +15,7 @@ export default defineConfig({
       "test/ReactAgent.*.test.ts",
       "test/ContextGuard.test.ts",
       "test/ContextGuardIncremental.test.ts",
+      "test/ContextGuard.transcript.test.ts",
       "test/Hooks.test.ts",
       "test/Hooks.results.test.ts",
       "test/HookBuiltins.test.ts",
