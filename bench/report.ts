@@ -426,7 +426,7 @@ ${table(["engine", "round (ms)", "÷ 50 ms"], r.round.map((x) => [x.engine, x.er
   if (r.guard) {
     parts.push(`## Context guard cost
 
-\`ContextGuard.make({ budget })\` → \`checkAndCompact(messages)\` on a list that fits the budget (the
+\`ContextGuard.makeUnsafe({ budget })\` → \`checkAndCompact(messages)\` on a list that fits the budget (the
 check every loop iteration makes), median of 200 checks. **warm**: the list was checked before and
 one message was appended since — the loop's pattern; per-message estimates are cached, so the
 cost should follow the new messages, not the history. **cold**: every message is new (first check
@@ -473,7 +473,7 @@ ${table(["p50", "p99", "max"], [[`${r.firstToken.p50Ms.toFixed(2)} ms`, `${r.fir
     parts.push(`## Server under load
 
 The real server (routes, run registry, durable runs on the embedded SQLite file, \`ReactAgent\`,
-wired by \`App.make\`) in a child process (bench/serverProcess.ts) on loopback; N clients POST
+wired by \`App.layerMemory\`) in a child process (bench/serverProcess.ts) on loopback; N clients POST
 \`/api/react\` at once and read the SSE stream (eventsource-parser). The scripted model takes
 20 ms per call and per streamed chunk; each run makes 2 tool calls, a final answer, and streams
 3 answer chunks (≈ 12 frames). Every model reply and chunk carries the time it left the model, so

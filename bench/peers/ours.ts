@@ -36,7 +36,7 @@ const USAGE = { prompt: 10, completion: 5 }
 /** A scripted LLM whose script restarts with `reset()`. @since 0.1.0 */
 export const resettableScript = (script: ReadonlyArray<ScriptedLlm.ScriptStep>, options?: ScriptedLlm.ScriptedLlmOptions) => {
   let turn = 0
-  const llm = ScriptedLlm.make(() => script[Math.min(turn++, script.length - 1)], { record: false, ...options })
+  const llm = ScriptedLlm.makeUnsafe(() => script[Math.min(turn++, script.length - 1)], { record: false, ...options })
   return { llm, reset: () => void (turn = 0), get turns() { return turn } }
 }
 
@@ -64,9 +64,9 @@ export const agentLayer = (
     Layer.provide(Layer.mergeAll(
       Layer.succeed(Llm, llm),
       Toolkit.layer(tools),
-      Hooks.layerEmpty,
+      Hooks.layerNoop,
       ContextGuard.layer({ budget: HUGE_BUDGET }),
-      Interrupts.layer
+      Interrupts.layerMemory
     ))
   )
 
