@@ -52,6 +52,7 @@ const main = async (key: string, quick: boolean) => {
   const cases: Array<AloneFigures["cases"][number]> = []
   for (const c of Loop.cases) {
     const r = await Loop.runCase([engine], c, {
+      flavour: "generate",
       // as many rounds as the shared run (bench/index.ts), under a shorter cap per case
       warmup: quick ? 2 : 20,
       samples: quick ? 12 : 250,

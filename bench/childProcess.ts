@@ -8,6 +8,10 @@
  * iteration and the bytes allocated per run. Per engine and workload the figure is the median
  * over the rounds (min and max shown).
  *
+ * Every engine runs in both flavours (bench/scenario.ts `Flavour`), each a child of its own in
+ * every round: `generate` (non-streamed loop calls) and `stream` (streamed loop calls); ours is
+ * compared with the peers of the same flavour only.
+ *
  * The child runs compiled JavaScript: the entry and the harness files it imports
  * (bench/peers/*.ts, bench/scenario.ts) are transpiled by TypeScript into bench/.child/ first
  * (type-only syntax removed, nothing else changed), so the child has no tsx loader and no
@@ -24,7 +28,8 @@ import { dirname, join, normalize, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { ChildFigures } from "./childProcessEntry.js"
 import { fmtBytes, fmtUs, median, table } from "./harness.js"
-import { loopCases } from "./scenario.js"
+import type { Flavour } from "./scenario.js"
+import { flavours, loopCases } from "./scenario.js"
 
 const benchDir = fileURLToPath(new URL(".", import.meta.url))
 const childDir = join(benchDir, ".child")
@@ -65,6 +70,8 @@ export interface WorkloadFigures {
 /** @since 0.1.0 */
 export interface EngineFigures {
   readonly engine: string
+  /** How this engine made its loop calls (absent in results saved before the flavours: generate). */
+  readonly flavour?: Flavour
   readonly workloads: ReadonlyArray<WorkloadFigures>
   /** Children that failed (their message), if any. */
   readonly errors?: ReadonlyArray<string>
@@ -110,18 +117,18 @@ export const prepare = (): string => {
   return join(childDir, ENTRY.replace(/\.ts$/, ".js"))
 }
 
-const runChild = (entry: string, key: string, options: Options): Promise<ChildFigures | string> =>
+const runChild = (entry: string, key: string, flavour: Flavour, options: Options): Promise<ChildFigures | string> =>
   new Promise((resolve) => {
     execFile(
       process.execPath,
-      [entry, key, String(options.iterations), String(options.warmup), String(options.maxMsPerWorkload)],
+      [entry, key, flavour, String(options.iterations), String(options.warmup), String(options.maxMsPerWorkload)],
       { cwd: join(benchDir, ".."), maxBuffer: 16 * 1024 * 1024, timeout: 10 * 60_000 },
       (error, stdout, stderr) => {
-        if (error) return resolve(`${key}: ${stderr.trim().split("\n").slice(-3).join(" ") || error.message}`)
+        if (error) return resolve(`${key} (${flavour}): ${stderr.trim().split("\n").slice(-3).join(" ") || error.message}`)
         try {
           resolve(JSON.parse(stdout.trim().split("\n").pop() ?? "") as ChildFigures)
         } catch {
-          resolve(`${key}: no figures on stdout`)
+          resolve(`${key} (${flavour}): no figures on stdout`)
         }
       }
     )
@@ -131,23 +138,25 @@ const runChild = (entry: string, key: string, options: Options): Promise<ChildFi
 export const run = async (options: Options): Promise<Results> => {
   const entry = prepare()
   const loadBefore = os.loadavg()[0]
-  const collected = new Map<string, { name: string; children: Array<ChildFigures>; errors: Array<string> }>(
-    engineKeys.map((key) => [key, { name: key, children: [], errors: [] }])
+  // one child per engine and flavour in every round, the order rotated from round to round
+  const children = flavours.flatMap((flavour) => engineKeys.map((key) => ({ key, flavour, id: `${key}/${flavour}` })))
+  const collected = new Map<string, { name: string; flavour: Flavour; children: Array<ChildFigures>; errors: Array<string> }>(
+    children.map(({ flavour, id, key }) => [id, { name: key, flavour, children: [], errors: [] }])
   )
   for (let round = 0; round < options.rounds; round++) {
-    const order = engineKeys.map((_, i) => engineKeys[(i + round) % engineKeys.length])
-    for (const key of order) {
+    const order = children.map((_, i) => children[(i + round) % children.length])
+    for (const { flavour, id, key } of order) {
       const started = Date.now()
-      const figures = await runChild(entry, key, options)
-      const slot = collected.get(key)!
+      const figures = await runChild(entry, key, flavour, options)
+      const slot = collected.get(id)!
       if (typeof figures === "string") {
         slot.errors.push(figures)
-        options.log(`  round ${round + 1}, ${key}: ${figures}`)
+        options.log(`  round ${round + 1}, ${id}: ${figures}`)
         continue
       }
       slot.name = figures.engine
       slot.children.push(figures)
-      options.log(`  round ${round + 1}, ${figures.engine} (${((Date.now() - started) / 1000).toFixed(1)} s): ${
+      options.log(`  round ${round + 1}, ${figures.engine}, ${flavour} (${((Date.now() - started) / 1000).toFixed(1)} s): ${
         workloads.map((c) => {
           const w = figures.workloads.find((x) => x.title === c.title)
           return w === undefined ? `${c.label} n/a` : `${c.label} ${fmtUs(w.marginalUs)} µs wall, ${fmtUs(w.marginalCpuUs)} CPU, ${fmtBytes(w.allocatedBytes)}`
@@ -155,8 +164,9 @@ export const run = async (options: Options): Promise<Results> => {
       }`)
     }
   }
-  const engines = [...collected.values()].map(({ name, children, errors }): EngineFigures => ({
+  const engines = [...collected.values()].map(({ children, errors, flavour, name }): EngineFigures => ({
     engine: name,
+    flavour,
     workloads: children.length === 0 ? [] : workloads.map((c) => {
       const ws = children.map((child) => child.workloads.find((w) => w.title === c.title)!)
       const marginals = ws.map((w) => w.marginalUs)
@@ -175,12 +185,17 @@ export const run = async (options: Options): Promise<Results> => {
   return { loadBefore, loadAfter: os.loadavg()[0], rounds: options.rounds, iterations: options.iterations, warmup: options.warmup, engines }
 }
 
-/** Ours ÷ the fastest peer on one workload (below 1: we are faster), with that peer. @since 0.1.0 */
-export const againstFastest = (r: Results, ours: string, title: string) => {
+/** The engines of one flavour (results saved before the flavours count as generate). @since 0.1.0 */
+export const ofFlavour = (r: Results, flavour: Flavour): ReadonlyArray<EngineFigures> =>
+  r.engines.filter((e) => (e.flavour ?? "generate") === flavour)
+
+/** Ours ÷ the fastest peer of the same flavour on one workload (below 1: we are faster), with that peer. @since 0.1.0 */
+export const againstFastest = (r: Results, ours: string, title: string, flavour: Flavour) => {
   const figure = (e: EngineFigures) => e.workloads.find((w) => w.title === title)
-  const mine = r.engines.find((e) => e.engine === ours)
+  const engines = ofFlavour(r, flavour)
+  const mine = engines.find((e) => e.engine === ours)
   const oursFigure = mine && figure(mine)
-  const peers = r.engines.filter((e) => e.engine !== ours).flatMap((e) => {
+  const peers = engines.filter((e) => e.engine !== ours).flatMap((e) => {
     const f = figure(e)
     return f === undefined || Number.isNaN(f.marginalUs) ? [] : [{ engine: e.engine, ...f }]
   })
@@ -200,8 +215,21 @@ export const againstFastest = (r: Results, ours: string, title: string) => {
   }
 }
 
-/** The section's tables (markdown, also the terminal's). @since 0.1.0 */
+/** How each flavour is named in the tables. @since 0.1.0 */
+export const flavourTitle: Record<Flavour, string> = {
+  generate: "generate: non-streamed loop calls (ours: synthesis `always`; AI SDK: `generateText`; Agents SDK: `run`)",
+  stream: "stream: streamed loop calls (ours: synthesis `auto`, our default; AI SDK: `streamText`; Agents SDK: `run(…, { stream: true })`)"
+}
+
+/** The section's tables (markdown, also the terminal's), one set per flavour. @since 0.1.0 */
 export const render = (r: Results, ours: string): string => {
+  const load = `Load average (1 min) when the rounds started / ended: ${r.loadBefore?.toFixed(1) ?? "n/a"} / ${r.loadAfter?.toFixed(1) ?? "n/a"}.`
+  const present = flavours.filter((f) => ofFlavour(r, f).length > 0)
+  return [load, ...present.map((f) => `#### ${flavourTitle[f]}\n\n${renderFlavour(r, ours, f)}`)].join("\n\n")
+}
+
+const renderFlavour = (r: Results, ours: string, flavour: Flavour): string => {
+  const engines = ofFlavour(r, flavour)
   const titles = workloads.map((c) => c.title)
   const head = workloads.map((c) => `${c.label}: ${c.title}`)
   const cell = (e: EngineFigures, t: string, f: (w: WorkloadFigures) => string) => {
@@ -210,34 +238,33 @@ export const render = (r: Results, ours: string): string => {
   }
   const marginal = table(
     ["engine", ...head],
-    r.engines.map((e) => [e.engine, ...titles.map((t) => cell(e, t, (w) => `${fmtUs(w.marginalUs)} (${fmtUs(w.marginalMinUs)}–${fmtUs(w.marginalMaxUs)})`))])
+    engines.map((e) => [e.engine, ...titles.map((t) => cell(e, t, (w) => `${fmtUs(w.marginalUs)} (${fmtUs(w.marginalMinUs)}–${fmtUs(w.marginalMaxUs)})`))])
   )
   const cpu = table(
     ["engine", ...head],
-    r.engines.map((e) => [e.engine, ...titles.map((t) => cell(e, t, (w) => fmtUs(w.marginalCpuUs)))])
+    engines.map((e) => [e.engine, ...titles.map((t) => cell(e, t, (w) => fmtUs(w.marginalCpuUs)))])
   )
   const allocation = table(
     ["engine", ...head],
-    r.engines.map((e) => [e.engine, ...titles.map((t) => cell(e, t, (w) => fmtBytes(w.allocatedBytes)))])
+    engines.map((e) => [e.engine, ...titles.map((t) => cell(e, t, (w) => fmtBytes(w.allocatedBytes)))])
   )
   const ratios = table(
-    ["ours ÷ fastest peer", ...head],
+    [`ours ÷ fastest peer (${flavour})`, ...head],
     [
       ["marginal wall µs / iteration", ...titles.map((t) => {
-        const a = againstFastest(r, ours, t)
+        const a = againstFastest(r, ours, t, flavour)
         return a ? `${a.ratio.toFixed(2)} × (${a.peer})` : "n/a"
       })],
       ["marginal CPU µs / iteration", ...titles.map((t) => {
-        const a = againstFastest(r, ours, t)
+        const a = againstFastest(r, ours, t, flavour)
         return a ? `${a.cpuRatio.toFixed(2)} × (${a.cpuPeer})` : "n/a"
       })],
       ["allocated / run (÷ lightest peer)", ...titles.map((t) => {
-        const a = againstFastest(r, ours, t)
+        const a = againstFastest(r, ours, t, flavour)
         return a ? `${a.allocationRatio.toFixed(2)} × (${a.lightestPeer})` : "n/a"
       })]
     ]
   )
-  const runs = r.engines.map((e) => `${e.engine} ${e.workloads.map((w) => w.runs).join("/")}`).join(", ")
-  const load = `Load average (1 min) when the rounds started / ended: ${r.loadBefore?.toFixed(1) ?? "n/a"} / ${r.loadAfter?.toFixed(1) ?? "n/a"}.`
-  return `${load}\n\nMarginal wall µs per iteration, median of ${r.rounds} rounds (min–max over the rounds):\n\n${marginal}\n\nMarginal CPU µs per iteration of the same runs (process CPU time, user + system; median of the rounds):\n\n${cpu}\n\nAllocated per long run (median of the rounds):\n\n${allocation}\n\n${ratios}\n\nTimed runs of each scenario per child (w1/w2/w3): ${runs}.`
+  const runs = engines.map((e) => `${e.engine} ${e.workloads.map((w) => w.runs).join("/")}`).join(", ")
+  return `Marginal wall µs per iteration, median of ${r.rounds} rounds (min–max over the rounds):\n\n${marginal}\n\nMarginal CPU µs per iteration of the same runs (process CPU time, user + system; median of the rounds):\n\n${cpu}\n\nAllocated per long run (median of the rounds):\n\n${allocation}\n\n${ratios}\n\nTimed runs of each scenario per child (w1/w2/w3): ${runs}.`
 }

@@ -14,18 +14,25 @@
  * - allocated bytes per long run: after the timing, 5 long runs in a row; bytes freed by every GC
  *   meanwhile plus the heap's growth over them (`v8.GCProfiler`), ÷ 5 — no inspector, no forced GC.
  *
- * `node bench/.child/childProcessEntry.js <ours|aiSdk|agentsSdk> <iterations> <warmup> <maxMsPerWorkload>`
+ * The flavour (bench/scenario.ts `Flavour`) says how the engine makes its loop calls: `generate`
+ * (non-streamed) or `stream` (streamed, the stream consumed in full).
+ *
+ * `node bench/.child/childProcessEntry.js <ours|aiSdk|agentsSdk> <generate|stream> <iterations> <warmup> <maxMsPerWorkload>`
  *
  * @since 0.1.0
  */
 import * as v8 from "node:v8"
-import { engine as agentsSdk } from "./peers/agentsSdk.js"
-import { engine as aiSdk } from "./peers/aiSdk.js"
-import { engine as ours } from "./peers/ours.js"
-import type { Engine } from "./scenario.js"
-import { loopCases, verify } from "./scenario.js"
+import * as agentsSdk from "./peers/agentsSdk.js"
+import * as aiSdk from "./peers/aiSdk.js"
+import * as ours from "./peers/ours.js"
+import type { Engine, Flavour } from "./scenario.js"
+import { flavours, loopCases, verify } from "./scenario.js"
 
-const engines: Record<string, Engine> = { ours, aiSdk, agentsSdk }
+const byFlavour = (m: { readonly engine: Engine; readonly streamEngine: Engine }): Record<Flavour, Engine> => ({
+  generate: m.engine,
+  stream: m.streamEngine
+})
+const engines: Record<string, Record<Flavour, Engine>> = { ours: byFlavour(ours), aiSdk: byFlavour(aiSdk), agentsSdk: byFlavour(agentsSdk) }
 
 /** One workload's figures in one child. @since 0.1.0 */
 export interface ChildWorkload {
@@ -46,6 +53,7 @@ export interface ChildWorkload {
 /** What a child prints. @since 0.1.0 */
 export interface ChildFigures {
   readonly engine: string
+  readonly flavour: Flavour
   readonly workloads: ReadonlyArray<ChildWorkload>
 }
 
@@ -62,7 +70,7 @@ const allocatedDuring = async (f: () => Promise<void>): Promise<number> => {
   return freed + after - before
 }
 
-const main = async (engine: Engine, iterations: number, warmup: number, maxMs: number) => {
+const main = async (engine: Engine, flavour: Flavour, iterations: number, warmup: number, maxMs: number) => {
   const workloads: Array<ChildWorkload> = []
   for (const c of loopCases) {
     const long = await engine.prepare(c.long)
@@ -111,17 +119,18 @@ const main = async (engine: Engine, iterations: number, warmup: number, maxMs: n
       runs
     })
   }
-  const figures: ChildFigures = { engine: engine.name, workloads }
+  const figures: ChildFigures = { engine: engine.name, flavour, workloads }
   process.stdout.write(`${JSON.stringify(figures)}\n`)
 }
 
-const [key = "", iterations = "50", warmup = "20", maxMs = "5000"] = process.argv.slice(2)
-const engine = engines[key]
-if (engine === undefined) {
-  process.stderr.write(`usage: childProcessEntry.js ${Object.keys(engines).join("|")} [iterations] [warmup] [maxMsPerWorkload]\n`)
+const [key = "", flavourArg = "", iterations = "50", warmup = "20", maxMs = "5000"] = process.argv.slice(2)
+const flavour = flavours.find((f) => f === flavourArg)
+const engine = flavour === undefined ? undefined : engines[key]?.[flavour]
+if (engine === undefined || flavour === undefined) {
+  process.stderr.write(`usage: childProcessEntry.js ${Object.keys(engines).join("|")} ${flavours.join("|")} [iterations] [warmup] [maxMsPerWorkload]\n`)
   process.exit(2)
 }
-main(engine, Number(iterations), Number(warmup), Number(maxMs)).then(() => process.exit(0), (e) => {
+main(engine, flavour, Number(iterations), Number(warmup), Number(maxMs)).then(() => process.exit(0), (e) => {
   process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`)
   process.exit(1)
 })

@@ -35,7 +35,7 @@ export interface GuardFigures {
 
 /** @since 0.1.0 */
 export const run = (options: { readonly checks?: number } = {}): Array<GuardFigures> => {
-  const guard = ContextGuard.make({ budget: 100_000_000 })
+  const guard = ContextGuard.makeUnsafe({ budget: 100_000_000 })
   const checks = options.checks ?? 200
   const out: Array<GuardFigures> = []
   for (const n of SIZES) {

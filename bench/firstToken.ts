@@ -26,7 +26,7 @@ export interface FirstTokenFigures {
 export const run = async (runs = 40): Promise<FirstTokenFigures> => {
   let providerFirst = 0
   let turn = 0
-  const scripted = ScriptedLlm.make((_r, _i, method) =>
+  const scripted = ScriptedLlm.makeUnsafe((_r, _i, method) =>
     method === "chat"
       ? (turn++ === 0 ? ScriptedLlm.toolCall("lookup", { index: 1 }) : ScriptedLlm.text("The record is fine."))
       : ScriptedLlm.text("The record is fine.", { chunks: ["The ", "record ", "is ", "fine."], chunkDelay: "10 millis" }), { record: false })

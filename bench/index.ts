@@ -32,10 +32,12 @@ import * as Loop from "./loopOverhead.js"
 import * as ParallelRound from "./parallelRound.js"
 import * as Primitives from "./primitives.js"
 import * as PromptCache from "./promptCache.js"
-import { engine as agentsSdk } from "./peers/agentsSdk.js"
-import { engine as aiSdk } from "./peers/aiSdk.js"
-import { engine as ours } from "./peers/ours.js"
+import * as agentsSdk from "./peers/agentsSdk.js"
+import * as aiSdk from "./peers/aiSdk.js"
+import * as ours from "./peers/ours.js"
 import * as Report from "./report.js"
+import type { Engine, Flavour } from "./scenario.js"
+import { flavours } from "./scenario.js"
 import * as ServerLoad from "./serverLoad.js"
 
 const quick = process.env.BENCH_QUICK === "1"
@@ -80,9 +82,15 @@ const main = async () => {
   } = { loop: [] }
 
   if (wants("loop")) {
-    for (const c of Loop.cases) {
-      log(`\n## Loop overhead: ${c.title} [${elapsed()}]`)
-      const result = await Loop.runCase([ours, aiSdk, agentsSdk], c, {
+    // like with like: every engine of a case makes its loop calls the same way (bench/scenario.ts `Flavour`)
+    const loopEngines: Record<Flavour, ReadonlyArray<Engine>> = {
+      generate: [ours.engine, aiSdk.engine, agentsSdk.engine],
+      stream: [ours.streamEngine, aiSdk.streamEngine, agentsSdk.streamEngine]
+    }
+    for (const flavour of flavours) for (const c of Loop.cases) {
+      log(`\n## Loop overhead (${flavour}): ${c.title} [${elapsed()}]`)
+      const result = await Loop.runCase(loopEngines[flavour], c, {
+        flavour,
         // 250 rounds where runs are short: the 10 × 4 case's slope comes from 8 extra steps, and with
         // 80 rounds its median moved by a quarter from one run of the bench to the next
         warmup: quick ? 2 : 20,
@@ -93,7 +101,7 @@ const main = async () => {
         log
       })
       results.loop.push(result)
-      log(Loop.render(result, ours.name))
+      log(Loop.render(result, ours.engine.name))
     }
   }
 
@@ -107,7 +115,7 @@ const main = async () => {
       maxMsPerWorkload: quick ? 2_000 : 6_000,
       log
     })
-    log(ChildProcess.render(results.childProcess, ours.name))
+    log(ChildProcess.render(results.childProcess, ours.engine.name))
   }
 
   if (wants("alone")) {
@@ -234,7 +242,7 @@ const main = async () => {
       loadAfter,
       totalSeconds: (Date.now() - started) / 1000
     },
-    ours: ours.name,
+    ours: ours.engine.name,
     ...results
   }
   log("\n## Ratios (peer ÷ ours; > 1× means we are faster / lighter)")

@@ -332,7 +332,7 @@ many tool results as the question needs (0 in (a), 2 in (b) and (c)), then the a
 no tools gets the answer. The answer is the same 60-token text everywhere. (c) gives every engine 20
 tools (\`lookup\` and 19 of test/utils/catalogue.ts), above our tool-selection threshold of 12.
 
-Engines: ours through the public API as \`App.make\` wires it (\`OpenAiLlm\`, \`Tools\`, \`ContextGuard.layer\`,
+Engines: ours through the public API as \`App.layerMemory\` wires it (\`OpenAiLlm\`, \`Tools\`, \`ContextGuard.layer\`,
 \`Interrupts\`, no hooks, agent defaults; bench/latency/ours.ts); the Vercel AI SDK \`streamText\` with tools
 and the OpenAI Agents SDK \`Runner.run(…, { stream: true })\`. Neither peer's OpenAI provider package is
 installed here (\`@ai-sdk/openai\`, \`@ai-sdk/openai-compatible\`, \`@openai/agents-openai\`), so each gets a

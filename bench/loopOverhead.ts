@@ -7,6 +7,9 @@
  *   which cancels fixed per-run costs (setup, our synthesis call);
  * - bytes allocated per long run (V8 sampling heap profiler, garbage included).
  *
+ * A case is run once per flavour (bench/scenario.ts `Flavour`): every engine of a run makes its
+ * loop calls the same way, non-streamed (`generate`) or streamed (`stream`).
+ *
  * Runs are timed one at a time, round-robin across the engines, without forced
  * GCs: each run pays for the collections V8 runs while it goes, as in a process
  * that keeps running (`harness.interleaved`). The first run after a forced full
@@ -18,7 +21,7 @@
  *
  * @since 0.1.0
  */
-import type { Case, Engine } from "./scenario.js"
+import type { Case, Engine, Flavour } from "./scenario.js"
 import { loopCases, verify } from "./scenario.js"
 import type { GcCounts } from "./harness.js"
 import { afterFullGc, allocated, countingGcs, fmtBytes, fmtRatio, fmtUs, interleaved, median, table } from "./harness.js"
@@ -49,6 +52,8 @@ export interface EngineFigures {
 /** @since 0.1.0 */
 export interface CaseResult {
   readonly case: Case
+  /** How every engine of this case made its loop calls (absent in results saved before the flavours: generate). */
+  readonly flavour?: Flavour
   readonly figures: ReadonlyArray<EngineFigures>
   /** The collections V8 ran by itself during the timed runs (warm-up included), and how many runs. */
   readonly gcs?: GcCounts & { readonly runs: number }
@@ -56,6 +61,7 @@ export interface CaseResult {
 
 /** @since 0.1.0 */
 export interface Options {
+  readonly flavour: Flavour
   readonly warmup: number
   readonly samples: number
   /** Time cap for the timed rounds of one case. */
@@ -124,7 +130,7 @@ export const runCase = async (engines: ReadonlyArray<Engine>, c: Case, options: 
   }
   figures.sort((a, b) => engines.findIndex((e) => e.name === a.engine) - engines.findIndex((e) => e.name === b.engine))
   const runs = options.warmup * fns.length + samples.reduce((n, xs) => n + xs.length, 0)
-  return { case: c, figures, gcs: { ...gcs, runs } }
+  return { case: c, flavour: options.flavour, figures, gcs: { ...gcs, runs } }
 }
 
 /** The markdown table of one case; ratios are peer ÷ ours (> 1 means we are faster / lighter). @since 0.1.0 */

@@ -139,9 +139,9 @@ const runOurs = (cache: boolean) =>
             Layer.provideMerge(Layer.mergeAll(
               Layer.succeed(Llm.Llm, llm),
               Toolkit.layer(tools),
-              Hooks.layerEmpty,
+              Hooks.layerNoop,
               ContextGuard.layer(),
-              Interrupts.layer
+              Interrupts.layerMemory
             )),
             Layer.orDie
           )

@@ -22,6 +22,8 @@ export interface Scenario {
 export const QUERY = "Look up every record and tell me how many there are."
 /** @since 0.1.0 */
 export const FINAL = "There are 50 records."
+/** The final answer as a streamed reply sends it: word-sized chunks, as `ScriptedLlm` splits it. @since 0.1.0 */
+export const FINAL_CHUNKS: ReadonlyArray<string> = FINAL.match(/\s*\S+/g) ?? [FINAL]
 /** @since 0.1.0 */
 export const TOOL_NAME = "lookup"
 /** @since 0.1.0 */
@@ -48,6 +50,19 @@ export const toolArgs = (step: number, c: number): { readonly index: number } =>
 /** The tool handler's output for some arguments. @since 0.1.0 */
 export const runTool = (scenario: Scenario, args: { readonly index: number }): string =>
   scenario.resultChars > 0 ? toolResult(scenario.resultChars) : `record ${args.index}: ok`
+
+/**
+ * How the loop's model calls are made, the same for every engine of a comparison (like with
+ * like): `generate`, each call non-streamed (the AI SDK's `generateText`, the Agents SDK's
+ * `run`, ours with synthesis policy `always`); `stream`, each call streamed and the stream
+ * consumed in full (`streamText`, `run(…, { stream: true })`, ours with its default `auto`).
+ *
+ * @since 0.1.0
+ */
+export type Flavour = "generate" | "stream"
+
+/** Both flavours, in the order the report shows them. @since 0.1.0 */
+export const flavours: ReadonlyArray<Flavour> = ["generate", "stream"]
 
 /** An engine under test: builds a fresh run of a scenario and executes it. @since 0.1.0 */
 export interface Engine {

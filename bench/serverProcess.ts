@@ -1,6 +1,6 @@
 /**
  * The real server (routes, run registry, SQLite store, ReactAgent), wired by
- * `App.make` over a scripted LLM with a fixed latency per call, run as a child
+ * `App.layerMemory` over a scripted LLM with a fixed latency per call, run as a child
  * process of the load benchmark (`child_process.fork`, IPC channel).
  *
  * The scripted model: each run makes `BENCH_STEPS` tool calls (a trivial tool),
@@ -78,7 +78,7 @@ const answer = () => {
 
 // Keyed on the request, not on the method: under synthesis auto (the default) the loop's calls
 // stream and the last one is the answer; under always the synthesis request offers no tools.
-const scripted = ScriptedLlm.make((request) => {
+const scripted = ScriptedLlm.makeUnsafe((request) => {
   if ((request.tools ?? []).length === 0) return answer()
   let done = 0
   let wanted = steps
@@ -109,7 +109,7 @@ const stamped: LlmService = {
 const dir = mkdtempSync(join(tmpdir(), "react-engine-bench-"))
 const databasePath = join(dir, "bench.sqlite")
 
-const app = App.make(App.modelsOf(Layer.succeed(Llm, stamped)), {
+const app = App.layerMemory(App.modelsOf(Layer.succeed(Llm, stamped)), {
   demo: false,
   tools: Toolkit.layer([lookup]),
   interrupts: SqlInterrupts.layer

@@ -48,7 +48,7 @@ export const run = async (options: { readonly samples?: number } = {}): Promise<
   const full = makeActiveToolSet(toolkit, null)
   const fullDefinitionTokens = tokensOf(full.definitions())
 
-  const llm = ScriptedLlm.make([ScriptedLlm.toolCall("select_tools", { tools: chosen })], { onExhausted: "repeatLast" })
+  const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("select_tools", { tools: chosen })], { onExhausted: "repeatLast" })
   const selection = await Effect.runPromise(selectTools({ query, toolkit, llm: llm.service, max: 6 }))
   if (selection.selected === null) throw new Error(`selection fell back: ${selection.fallbackReason}`)
   const request = llm.requests[0].request
@@ -61,7 +61,7 @@ export const run = async (options: { readonly samples?: number } = {}): Promise<
   const savedPerCall = fullDefinitionTokens - selectedDefinitionTokens
 
   // engine CPU per selection on a zero-latency model (recording off)
-  const quiet = ScriptedLlm.make([ScriptedLlm.toolCall("select_tools", { tools: chosen })], {
+  const quiet = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("select_tools", { tools: chosen })], {
     onExhausted: "repeatLast",
     record: false
   })

@@ -337,16 +337,6 @@ export const layer = (options?: ContextGuardOptions): Layer.Layer<ContextGuard> 
   Layer.sync(ContextGuard, () => makeUnsafe(options))
 
 /**
- * The former name of `makeUnsafe`, kept until bench/ follows the rename (issue
- * 27); it becomes the effectful constructor then.
- *
- * @since 0.1.0
- * @category constructors
- * @deprecated use `makeUnsafe`
- */
-export const make: (options?: ContextGuardOptions) => ContextGuardService = makeUnsafe
-
-/**
  * The guard from the environment: LLM compaction with the registry's `fast`
  * model (its `main` when there is none), heuristic truncation as the fallback.
  * Reads `CONTEXT_GUARD_DEFAULT_BUDGET` (else the models' context size minus

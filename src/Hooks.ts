@@ -306,12 +306,3 @@ export const layer = <R = never>(hooks: ReadonlyArray<Hook<R>>): Layer.Layer<Hoo
  * @category layers
  */
 export const layerNoop: Layer.Layer<Hooks> = Layer.succeed(Hooks, makeService([]))
-
-/**
- * The former name of `layerNoop`, kept until bench/ follows the rename (issue 27).
- *
- * @since 0.1.0
- * @category layers
- * @deprecated use `layerNoop`
- */
-export const layerEmpty: Layer.Layer<Hooks> = layerNoop

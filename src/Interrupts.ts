@@ -124,12 +124,3 @@ export class Interrupts extends Context.Tag("effect-react-engine/Interrupts")<In
  * @category layers
  */
 export const layerMemory: Layer.Layer<Interrupts> = Layer.effect(Interrupts, make)
-
-/**
- * The former name of `layerMemory`, kept until bench/ follows the rename (issue 27).
- *
- * @since 0.1.0
- * @category layers
- * @deprecated use `layerMemory`
- */
-export const layer: Layer.Layer<Interrupts> = layerMemory

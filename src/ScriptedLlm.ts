@@ -357,12 +357,3 @@ export const layer = (
     const handle = makeUnsafe(script, options)
     return Context.make(Llm, handle.service).pipe(Context.add(ScriptedLlmHandle, handle))
   }))
-
-/**
- * The former name of `makeUnsafe`, kept until bench/ follows the rename (issue 27).
- *
- * @since 0.1.0
- * @category constructors
- * @deprecated use `makeUnsafe`
- */
-export const make: typeof makeUnsafe = makeUnsafe

@@ -78,7 +78,7 @@ describe("Eval scorers", () => {
 
   it.effect("a judge's blank reason is refused: the judge is asked again, and the reason it then gives is reported", () =>
     Effect.gen(function*() {
-      const judge = ScriptedLlm.make([
+      const judge = ScriptedLlm.makeUnsafe([
         ScriptedLlm.toolCall("grade", { score: 1, reason: " " }),
         ScriptedLlm.text("{\"score\": 0.9, \"reason\": \"it says 4\"}")
       ])

@@ -34,11 +34,11 @@ const responder: ScriptedLlm.Responder = (request, index, method) => {
 
 /** An agent on `Replay.layerPrefix` over a fresh scripted model and a fresh counting tool. */
 const prefixAgent = () => {
-  const scripted = ScriptedLlm.make(responder)
+  const scripted = ScriptedLlm.makeUnsafe(responder)
   const counting = countingTool()
   const layer = ReactAgent.layer({ synthesis: "always" }).pipe(
     Layer.provideMerge(Layer.provideMerge(ContextGuard.layer(), Replay.layerPrefix)),
-    Layer.provide(Layer.mergeAll(scripted.layer, Toolkit.layer([counting.tool]), Interrupts.layer, Hooks.layerEmpty)),
+    Layer.provide(Layer.mergeAll(scripted.layer, Toolkit.layer([counting.tool]), Interrupts.layerMemory, Hooks.layerNoop)),
     Layer.orDie
   )
   return { scripted, ran: counting.ran, layer }
@@ -114,11 +114,11 @@ describe("Replay.withPrefix", () => {
             ), { discard: true })).pipe(Effect.zipLeft(Effect.sleep("10 millis"))))
       const agentOn = <S>(approvals: Layer.Layer<Approvals.Approvals>, services: Layer.Layer<S | Llm.Llm | Toolkit.Toolkit | Interrupts.Interrupts>) =>
         Layer.effect(ReactAgent.ReactAgent, Effect.flatMap(Approvals.Approvals, (a) => ReactAgent.make({ synthesis: "always", approvals: a }))).pipe(
-          Layer.provideMerge(Layer.mergeAll(Replay.layerPrefix, ContextGuard.layer(), approvals, Hooks.layerEmpty)),
+          Layer.provideMerge(Layer.mergeAll(Replay.layerPrefix, ContextGuard.layer(), approvals, Hooks.layerNoop)),
           Layer.provideMerge(services),
           Layer.orDie
         )
-      const base = () => Layer.mergeAll(ScriptedLlm.make(responder).layer, Toolkit.layer([tool]), Interrupts.layer)
+      const base = () => Layer.mergeAll(ScriptedLlm.makeUnsafe(responder).layer, Toolkit.layer([tool]), Interrupts.layerMemory)
       const input = { query: "Look a and b up.", conversationId: "c" }
       /** Runs `self` on `agent` while a person approves every call that waits (counted). */
       const approving = <A, R>(self: (agent: ReactAgent.ReactAgentService) => Effect.Effect<A, never, R>) =>
@@ -189,7 +189,7 @@ describe("Replay.withPrefix", () => {
         Replay.withPrefix(cassette)(agent.runCollect({ query: "Look a and b up." }))).pipe(
           Effect.provide(ReactAgent.layer({ synthesis: "always" }).pipe(
             Layer.provideMerge(Layer.provideMerge(ContextGuard.layer(), Replay.layerPrefix)),
-            Layer.provide(Layer.mergeAll(fork.scripted.layer, Toolkit.layer([tool]), Interrupts.layer, Hooks.layerEmpty)),
+            Layer.provide(Layer.mergeAll(fork.scripted.layer, Toolkit.layer([tool]), Interrupts.layerMemory, Hooks.layerNoop)),
             Layer.orDie
           )),
           Effect.timeout("10 seconds")

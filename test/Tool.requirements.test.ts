@@ -67,7 +67,7 @@ describe("Tool requirements", () => {
   it.effect("the agent runs the handler with the service the toolkit layer was built with", () =>
     Effect.gen(function*() {
       lookups.length = 0
-      const llm = ScriptedLlm.make([
+      const llm = ScriptedLlm.makeUnsafe([
         ScriptedLlm.toolCalls([{ id: "c1", name: "price", arguments: { sku: "abc" } }]),
         ScriptedLlm.text("done")
       ])

@@ -4,7 +4,7 @@ import * as Engine from "../src/index.js"
 
 describe("package root", () => {
   it("exports the public API embedders build on", () => {
-    assert.isFunction(Engine.ScriptedLlm.make)
+    assert.isFunction(Engine.ScriptedLlm.makeUnsafe)
     assert.isFunction(Engine.OpenAiLlm.make)
     // the provider choice is exported; the @effect/ai bridge is a subpath (effect-react-engine/EffectAiLlm)
     assert.isDefined(Engine.LlmProviders.loadModels)

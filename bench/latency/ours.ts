@@ -1,6 +1,6 @@
 /**
  * Our engine in the latency benchmark: the public API as the application wires it
- * (`App.make`): `OpenAiLlm` (the real `openai` SDK) pointed at the fake provider,
+ * (`App.layerMemory`): `OpenAiLlm` (the real `openai` SDK) pointed at the fake provider,
  * `Tools`, no hooks, the default `ContextGuard.layer`, `Interrupts`, and
  * `ReactAgent.layer` at its defaults. Time to first answer token = the first
  * `AnswerDelta` event the consumer of `agent.run` receives.
@@ -47,7 +47,7 @@ export const ourAgentLayer = (
 ): Layer.Layer<ReactAgent.ReactAgent, ConfigError.ConfigError> => {
   const llm = OpenAiLlm.layer({ baseURL, apiKey: "bench", model: "fake-model" })
   const options = (synthesisOptionSupported ? { synthesis } : {}) as Partial<AgentConfig.AgentOptions>
-  const services = Layer.mergeAll(Toolkit.layer(tools), Hooks.layerEmpty, ContextGuard.layer(), Interrupts.layer).pipe(
+  const services = Layer.mergeAll(Toolkit.layer(tools), Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory).pipe(
     Layer.provideMerge(llm)
   )
   return ReactAgent.layer(options).pipe(Layer.provide(services))

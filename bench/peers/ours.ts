@@ -9,8 +9,18 @@
  * call the peers' script does not have); the context guard and the tool-result
  * budget are on, with budgets large enough never to truncate (the peers send
  * the whole history every step; so do we). Self-reflection and cycle detection
- * stay at their defaults. Our run also makes the answer-synthesis streaming call
- * (phase 2), which the peers do not have: it counts in our per-run time.
+ * stay at their defaults.
+ *
+ * Two flavours (bench/scenario.ts `Flavour`), compared each with the peers'
+ * calls of the same kind:
+ *
+ * - `engine` (generate): synthesis policy `always`: every loop call is a
+ *   non-streamed `chat`; the answer-synthesis streaming call follows the loop
+ *   (a fixed cost per run, which the peers do not have: it counts in our
+ *   per-run time, and cancels out of the marginal figures);
+ * - `streamEngine` (stream, our default): synthesis policy `auto`: every loop
+ *   call is a `streamChat` consumed as a `Stream`, the final answer shown as it
+ *   streams; no synthesis call.
  *
  * @since 0.1.0
  */
@@ -36,11 +46,11 @@ const USAGE = { prompt: 10, completion: 5 }
 /** A scripted LLM whose script restarts with `reset()`. @since 0.1.0 */
 export const resettableScript = (script: ReadonlyArray<ScriptedLlm.ScriptStep>, options?: ScriptedLlm.ScriptedLlmOptions) => {
   let turn = 0
-  const llm = ScriptedLlm.make(() => script[Math.min(turn++, script.length - 1)], { record: false, ...options })
+  const llm = ScriptedLlm.makeUnsafe(() => script[Math.min(turn++, script.length - 1)], { record: false, ...options })
   return { llm, reset: () => void (turn = 0), get turns() { return turn } }
 }
 
-/** The scenario's script: tool-call turns, the loop's final answer, the synthesis stream. @since 0.1.0 */
+/** The scenario's script: tool-call turns, the loop's final answer, the synthesis stream (policy `always` only). @since 0.1.0 */
 export const scriptFor = (scenario: Scenario): Array<ScriptedLlm.ScriptStep> => {
   const script: Array<ScriptedLlm.ScriptStep> = []
   for (let step = 0; step < scenario.steps; step++) {
@@ -64,9 +74,9 @@ export const agentLayer = (
     Layer.provide(Layer.mergeAll(
       Layer.succeed(Llm, llm),
       Toolkit.layer(tools),
-      Hooks.layerEmpty,
+      Hooks.layerNoop,
       ContextGuard.layer({ budget: HUGE_BUDGET }),
-      Interrupts.layer
+      Interrupts.layerMemory
     ))
   )
 
@@ -79,12 +89,11 @@ export const lookupTool = (scenario: Scenario): Tool.Tool =>
     handler: (args) => Effect.sync(() => runTool(scenario, args))
   })
 
-/** @since 0.1.0 */
-export const engine: Engine = {
+const oursWith = (synthesis: AgentConfig.SynthesisPolicy): Engine => ({
   name: "ours (ReactAgent)",
   prepare: async (scenario: Scenario) => {
     const scripted = resettableScript(scriptFor(scenario))
-    const runtime = ManagedRuntime.make(agentLayer(scripted.llm.service, [lookupTool(scenario)]))
+    const runtime = ManagedRuntime.make(agentLayer(scripted.llm.service, [lookupTool(scenario)], { synthesis }))
     const agent = await runtime.runPromise(ReactAgent.ReactAgent)
     return async () => {
       scripted.reset()
@@ -93,4 +102,10 @@ export const engine: Engine = {
       return { answer: result.answer, toolCalls: result.steps.length }
     }
   }
-}
+})
+
+/** Non-streamed loop calls (synthesis policy `always`). @since 0.1.0 */
+export const engine: Engine = oursWith("always")
+
+/** Streamed loop calls (synthesis policy `auto`, the default). @since 0.1.0 */
+export const streamEngine: Engine = oursWith("auto")

@@ -23,13 +23,6 @@ export {
   layer,
   /** @since 0.1.0 */
   layerMemory,
-  /**
-   * The former name of `layerMemory`, kept until bench/ follows the rename (issue 27).
-   *
-   * @since 0.1.0
-   * @deprecated use `layerMemory`
-   */
-  layerMemory as make,
   /** @since 0.1.0 */
   modelsOf,
   /** @since 0.1.0 */

@@ -28,7 +28,7 @@ import * as Toolkit from "../../src/Toolkit.js"
 export const noHooks: Layer.Layer<Hooks.Hooks> = Hooks.layerNoop
 
 /**
- * The real context guard (`ContextGuard.make`) wrapped to record the options of
+ * The real context guard (`ContextGuard.makeUnsafe`) wrapped to record the options of
  * every check (the loop's hints and forced budgets).
  */
 export const recordingGuard = (
