@@ -27,8 +27,8 @@ const transcriptOf = (llm: ScriptedLlm.ScriptedLlm): string => {
 describe("ContextGuard: the compaction transcript", () => {
   it.effect("one entry per message: user text with images marked, assistant text and calls, tool results, an empty assistant turn; a long entry clipped in the middle", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("summary")], { contextSize: 200_000 })
-      const guard = ContextGuardModule.make({ llm: llm.service, budget: 3000, keepRecent: 1 })
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary")], { contextSize: 200_000 })
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 3000, keepRecent: 1 })
       const long = "H".repeat(6000) + "M".repeat(3000) + "T".repeat(2000)
       const input: Array<ChatMessage> = [
         Message.system("You are an agent."),
@@ -58,8 +58,8 @@ describe("ContextGuard: the compaction transcript", () => {
 
   it.effect("an entry just over the clip limit is kept whole up to 8,100 characters", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("summary")], { contextSize: 200_000 })
-      const guard = ContextGuardModule.make({ llm: llm.service, budget: 3000, keepRecent: 1 })
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary")], { contextSize: 200_000 })
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 3000, keepRecent: 1 })
       const whole = "w".repeat(8100)
       yield* guard.checkAndCompact([Message.user(whole), Message.user("x".repeat(8101)), Message.user("And now?")])
       const entries = transcriptOf(llm).split("\n\n")
@@ -70,8 +70,8 @@ describe("ContextGuard: the compaction transcript", () => {
   it.effect("over its allowance, the oldest entries are left out with a note saying how many; the newest are kept", () =>
     Effect.gen(function*() {
       // a small model: the transcript gets its floor of 1000 tokens
-      const llm = ScriptedLlm.make([ScriptedLlm.text("summary")], { contextSize: 4000 })
-      const guard = ContextGuardModule.make({ llm: llm.service, budget: 3000, keepRecent: 1 })
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary")], { contextSize: 4000 })
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 3000, keepRecent: 1 })
       const old = Array.from({ length: 40 }, (_, i) => Message.user(`message ${i} ` + "word ".repeat(60)))
       yield* guard.checkAndCompact([...old, Message.user("And now?")])
       const entries = transcriptOf(llm).split("\n\n")
@@ -88,8 +88,8 @@ describe("ContextGuard: the compaction transcript", () => {
 
   it.effect("the newest entry is kept even when it alone is over the allowance", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.make([ScriptedLlm.text("summary")], { contextSize: 4000 })
-      const guard = ContextGuardModule.make({ llm: llm.service, budget: 1500, keepRecent: 1 })
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary")], { contextSize: 4000 })
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 1500, keepRecent: 1 })
       const huge = "数据".repeat(4000) // about a token a character: over the allowance alone
       yield* guard.checkAndCompact([Message.user("first"), Message.user(huge), Message.user("And now?")])
       assert.deepStrictEqual(transcriptOf(llm).split("\n\n"), ["[1 earlier message(s) omitted]", `User: ${huge}`])
