@@ -11,25 +11,8 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
 import * as Approvals from "../src/Approvals.js"
+import { request, waiting } from "./utils/approvals.js"
 
-const request = (approvalId: string, overrides: Partial<Approvals.ApprovalRequest> = {}): Approvals.ApprovalRequest => ({
-  approvalId,
-  conversationId: "c1",
-  toolCallId: `call_${approvalId}`,
-  toolName: "write",
-  args: { path: approvalId },
-  argsHash: Approvals.hashArgs({ path: approvalId }),
-  iteration: 1,
-  ...overrides
-})
-
-/** Forks a request and waits until it is registered. */
-const waiting = (service: Approvals.ApprovalsService, req: Approvals.ApprovalRequest) =>
-  Effect.gen(function*() {
-    const fiber = yield* Effect.fork(service.request(req))
-    while ((yield* service.pending()).every((p) => p.approvalId !== req.approvalId)) yield* Effect.yieldNow()
-    return fiber
-  })
 
 /** The defect's message a request dies with. */
 const dies = (effect: Effect.Effect<unknown>) =>

@@ -35,6 +35,31 @@ const model: FakeOpenAi.FakeResponder = (body, index) => {
   })
 }
 
+/** The server's environment: the recording MCP tools in `dir`, the fake model at `url`. */
+const serverEnv = (dir: string, records: ReturnType<typeof recordFile>, url: string, extra: Record<string, string> = {}) => ({
+  DATABASE_PATH: join(dir, "react.db"),
+  MCP_CONFIG: recorderConfig(dir, records),
+  LLM_BASE_URL: url,
+  LLM_MODEL: "fake-model",
+  LLM_API_KEY: "test",
+  LLM_MAX_RETRIES: "0",
+  REACT_SYNTHESIS: "always",
+  ...extra
+})
+
+/** A fake model, a fresh directory with a record file and a server over both, closed with the scope. */
+const serverWith = (responder: FakeOpenAi.FakeResponder, prefix: string, extra: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const fake = yield* Effect.acquireRelease(Effect.promise(() => FakeOpenAi.start(responder)), (f) => Effect.promise(() => f.close()))
+    const dir = mkdtempSync(join(tmpdir(), prefix))
+    const records = recordFile(dir)
+    const server = yield* Effect.acquireRelease(
+      Effect.promise(() => startServerProcess(serverEnv(dir, records, fake.url, extra))),
+      (s) => Effect.promise(() => s.kill("SIGTERM"))
+    )
+    return { fake, dir, records, server }
+  })
+
 const run = async (url: string, conversationId: string) => {
   const result = await openSse(`${url}/api/react/events?conversation_id=${conversationId}`, { timeoutMs: 60_000 })
   assert.strictEqual(result.status, 200, JSON.stringify(result.body))
@@ -47,24 +72,7 @@ const toolDone = (events: ReadonlyArray<SseEvent>, label: string) =>
 describe("POST /api/conversations/:id/fork", () => {
   it.live("a fork at a mid-run event takes the steps before it from storage (no tool run, no model request again) and runs the rest live; the original is unchanged", () =>
     Effect.gen(function*() {
-      const fake = yield* Effect.acquireRelease(Effect.promise(() => FakeOpenAi.start(model)), (f) => Effect.promise(() => f.close()))
-      const dir = mkdtempSync(join(tmpdir(), "fork-"))
-      const records = recordFile(dir)
-      const server = yield* Effect.acquireRelease(
-        Effect.promise(() =>
-          startServerProcess({
-            DATABASE_PATH: join(dir, "react.db"),
-            MCP_CONFIG: recorderConfig(dir, records),
-            LLM_BASE_URL: fake.url,
-            LLM_MODEL: "fake-model",
-            LLM_API_KEY: "test",
-            LLM_MAX_RETRIES: "0",
-            REACT_COMPLETION_CHECK_MIN_TOOLS: "10",
-            REACT_SYNTHESIS: "always"
-          })
-        ),
-        (s) => Effect.promise(() => s.kill("SIGTERM"))
-      )
+      const { fake, records, server } = yield* serverWith(model, "fork-", { REACT_COMPLETION_CHECK_MIN_TOOLS: "10" })
       yield* Effect.promise(async () => {
         const url = server.url
         // the original run: a, then b
@@ -148,23 +156,7 @@ describe("POST /api/conversations/:id/fork", () => {
 
   it.live("clear 4xx errors: unknown conversation, run or event, a bad body", () =>
     Effect.gen(function*() {
-      const fake = yield* Effect.acquireRelease(Effect.promise(() => FakeOpenAi.start(model)), (f) => Effect.promise(() => f.close()))
-      const dir = mkdtempSync(join(tmpdir(), "fork-errors-"))
-      const records = recordFile(dir)
-      const server = yield* Effect.acquireRelease(
-        Effect.promise(() =>
-          startServerProcess({
-            DATABASE_PATH: join(dir, "react.db"),
-            MCP_CONFIG: recorderConfig(dir, records),
-            LLM_BASE_URL: fake.url,
-            LLM_MODEL: "fake-model",
-            LLM_API_KEY: "test",
-            LLM_MAX_RETRIES: "0",
-            REACT_SYNTHESIS: "always"
-          })
-        ),
-        (s) => Effect.promise(() => s.kill("SIGTERM"))
-      )
+      const { records, server } = yield* serverWith(model, "fork-errors-")
       yield* Effect.promise(async () => {
         const url = server.url
         const first = await openSse(`${url}/api/react`, { body: { query: "Record a and b." }, timeoutMs: 60_000 })
@@ -210,19 +202,8 @@ describe("POST /api/conversations/:id/fork", () => {
       const fake = yield* Effect.acquireRelease(Effect.promise(() => FakeOpenAi.start(slow)), (f) => Effect.promise(() => f.close()))
       const dir = mkdtempSync(join(tmpdir(), "fork-kill-"))
       const records = recordFile(dir)
-      let server = yield* Effect.promise(() =>
-        startServerProcess({
-          DATABASE_PATH: join(dir, "react.db"),
-          MCP_CONFIG: recorderConfig(dir, records),
-          RUN_DETACH_GRACE_MS: "60000",
-          LLM_BASE_URL: fake.url,
-          LLM_MODEL: "fake-model",
-          LLM_API_KEY: "test",
-          LLM_MAX_RETRIES: "0",
-          REACT_COMPLETION_CHECK_MIN_TOOLS: "10",
-          REACT_SYNTHESIS: "always"
-        })
-      )
+      const env = serverEnv(dir, records, fake.url, { RUN_DETACH_GRACE_MS: "60000", REACT_COMPLETION_CHECK_MIN_TOOLS: "10" })
+      let server = yield* Effect.promise(() => startServerProcess(env))
       yield* Effect.addFinalizer(() => Effect.promise(() => server.kill("SIGTERM")))
       yield* Effect.promise(async () => {
         const first = await openSse(`${server.url}/api/react`, { body: { query: "Record a and b." }, timeoutMs: 60_000 })
