@@ -15,6 +15,7 @@ export default defineConfig({
       "test/ReactAgent.*.test.ts",
       "test/ContextGuard.test.ts",
       "test/ContextGuardIncremental.test.ts",
+      "test/ContextGuard.cut.test.ts",
       "test/ContextGuard.transcript.test.ts",
       "test/ContextGuardScan.test.ts",
       "test/Hooks.test.ts",
