@@ -17,6 +17,7 @@ export default defineConfig({
       "test/ContextGuardIncremental.test.ts",
       "test/ContextGuard.cut.test.ts",
       "test/ContextGuard.units.test.ts",
+      "test/ContextGuard.plan.test.ts",
       "test/ContextGuard.transcript.test.ts",
       "test/ContextGuardScan.test.ts",
       "test/Hooks.test.ts",
