@@ -30,6 +30,8 @@ export default defineConfig({
       "test/StructuredCall.test.ts",
       "test/StructuredCall.edges.test.ts",
       "test/Interrupts.test.ts",
+      "test/Telemetry.test.ts",
+      "test/Telemetry.layers.test.ts",
       "test/AgentTool.test.ts",
       "test/DagAgent.test.ts",
       "test/server/durableJournalKeys.test.ts",
