@@ -52,8 +52,8 @@ export interface DurableResults {
 const SHORT = 2
 const LONG = 22
 
-/** One run to its `done`; its wall-clock ms. */
-const runOnce = (port: number, steps: number, index: number): Promise<number> =>
+/** One run to its `done`; its wall-clock ms. @since 0.1.0 */
+export const runOnce = (port: number, steps: number, index: number): Promise<number> =>
   new Promise((resolve, reject) => {
     const body = JSON.stringify({ query: `durable bench ${index} steps=${steps}` })
     const started = performance.now()

@@ -11,9 +11,9 @@
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { runOnce } from "./durableStep.js"
 import { quantile } from "./harness.js"
 import { startServerProcess } from "./serverLoad.js"
-import * as http from "node:http"
 
 interface Counts {
   readonly runs: Record<string, number>
@@ -35,31 +35,6 @@ const snapshot = (child: ChildProcess): Promise<Counts> =>
     }
     child.on("message", on)
     child.send({ type: "sqlcount" })
-  })
-
-const runOnce = (port: number, steps: number, index: number): Promise<void> =>
-  new Promise((resolve, reject) => {
-    const body = JSON.stringify({ query: `sql count ${index} steps=${steps}` })
-    const req = http.request({
-      host: "127.0.0.1",
-      port,
-      method: "POST",
-      path: "/api/react",
-      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
-    }, (res) => {
-      let text = ""
-      res.setEncoding("utf8")
-      res.on("data", (chunk: string) => {
-        text += chunk
-        if (text.includes("event: done")) {
-          res.destroy()
-          resolve()
-        }
-      })
-      res.on("end", () => reject(new Error(`no done: ${text.slice(0, 200)}`)))
-    })
-    req.on("error", reject)
-    req.end(body)
   })
 
 const diff = (a: Record<string, number>, b: Record<string, number>) => {
