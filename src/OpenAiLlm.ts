@@ -44,14 +44,14 @@ import * as Stream from "effect/Stream"
 import OpenAI from "openai"
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions"
 import * as CallBudget from "./internal/llm/callBudget.js"
-import { responseToDeltas } from "./internal/llm/deltas.js"
+import * as Service from "./internal/llm/service.js"
 import * as internal from "./internal/openAiLlm/config.js"
 import { toChatResponse, toLlmError, toParams } from "./internal/openAiLlm/request.js"
 import type { StreamState } from "./internal/openAiLlm/stream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiLlm/stream.js"
 import { ThinkSplitter } from "./internal/llm/think.js"
 import type { Abilities, ChatDelta, ChatRequest, LlmService } from "./Llm.js"
-import { defaultAbilities, Llm, LlmError, unwrapDeltas, unwrapDeltasScoped } from "./Llm.js"
+import { defaultAbilities, Llm, LlmError, unwrapDeltasScoped } from "./Llm.js"
 
 /**
  * @since 0.1.0
@@ -110,7 +110,9 @@ interface OpenStream {
  * @category constructors
  */
 export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
-  const timeoutMs = options.timeout !== undefined ? Duration.toMillis(options.timeout) : defaults.timeoutMs
+  const endpoint = options.client ? undefined : options.baseURL ?? "https://api.openai.com/v1"
+  const policy = Service.policy(options, defaults, endpoint)
+  const { attemptTimeout, idleTimeout, retry, timeoutMs } = policy
   const client = makeClient(options, timeoutMs)
   const abilities: Abilities = { ...defaultAbilities, ...options.abilities }
   const settings = {
@@ -121,19 +123,6 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
     extraBody: options.extraBody,
     promptCacheKey: options.promptCacheKey
   }
-  const endpoint = options.client ? undefined : options.baseURL ?? "https://api.openai.com/v1"
-  const totalTimeoutMs = options.totalTimeout !== undefined
-    ? Duration.toMillis(options.totalTimeout)
-    : defaults.totalTimeoutMs
-  const attemptTimeout = () =>
-    new LlmError({ reason: "Timeout", message: `LLM request timed out: no complete reply within ${timeoutMs} ms` })
-  const { oneCall, retry } = CallBudget.make({
-    maxRetries: options.maxRetries ?? defaults.maxRetries,
-    retryBaseDelay: options.retryBaseDelay ?? Duration.millis(defaults.retryBaseDelayMs),
-    totalTimeoutMs,
-    endpoint
-  })
-  const idleTimeout = () => new LlmError({ reason: "Timeout", message: `No data from the LLM stream for ${timeoutMs} ms` })
 
   // One attempt, headers and body: the timeout interrupts the promise, which aborts
   // its request through the signal (a reply stalled mid-body included).
@@ -211,18 +200,7 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
       )
     }))
 
-  return {
-    model: options.model,
-    abilities,
-    contextSize: options.contextSize ?? defaults.contextSize,
-    maxOutputTokens: options.maxOutputTokens ?? defaults.maxOutputTokens,
-    chat: (request) => retry(chatOnce(request)),
-    oneCall,
-    // without streaming the reply arrives whole
-    streamChat: abilities.streaming
-      ? streamChat
-      : (request) => unwrapDeltas(Effect.map(retry(chatOnce(request)), responseToDeltas))
-  }
+  return Service.make({ options, defaults, abilities, policy, chatOnce, streamChat })
 }
 
 /**

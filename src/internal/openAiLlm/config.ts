@@ -9,48 +9,20 @@ import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type OpenAI from "openai"
-import type { Abilities } from "../../Llm.js"
+import type { Defaults, LlmOptions } from "../llm/service.js"
 
-export interface OpenAiLlmOptions {
-  /** The provider's model name. */
-  readonly model: string
+/** `LlmOptions` (default context window 128000) and the connection to the endpoint. */
+export interface OpenAiLlmOptions extends LlmOptions {
   /** e.g. `https://api.deepseek.com/v1`, `http://localhost:11434/v1`; the SDK default (OpenAI) when unset. */
   readonly baseURL?: string | undefined
   /** Omitted for local servers that need no key. */
   readonly apiKey?: Redacted.Redacted<string> | string | undefined
-  /** Default sampling temperature (a request's own temperature wins). */
-  readonly temperature?: number | undefined
-  readonly abilities?: Partial<Abilities> | undefined
-  /** Context window in tokens (default 128000). */
-  readonly contextSize?: number | undefined
-  /** Max output tokens (default 64000); used for the context budget, not sent with requests. */
-  readonly maxOutputTokens?: number | undefined
-  /** Retries of retryable failures (default 3). */
-  readonly maxRetries?: number | undefined
-  /** First backoff delay (default 500 ms; doubled per retry, jittered, capped at 30 s). */
-  readonly retryBaseDelay?: Duration.DurationInput | undefined
-  /**
-   * Per-attempt timeout (default 120 s): a whole non-streaming reply (headers and
-   * body), a stream until its first chunk, then between two stream chunks.
-   */
-  readonly timeout?: Duration.DurationInput | undefined
-  /**
-   * Cap on one call across all its attempts and backoff waits (default 300 s): a
-   * `chat`, or a stream until its first chunk.
-   */
-  readonly totalTimeout?: Duration.DurationInput | undefined
   /** Ask for usage on streams (`stream_options.include_usage`, default true). */
   readonly streamUsage?: boolean | undefined
   /** Send assistant `reasoning_content` back in later requests (default false: most providers reject it). */
   readonly sendReasoningContent?: boolean | undefined
   /** Extra fields merged into every request body (provider-specific knobs). */
   readonly extraBody?: Record<string, unknown> | undefined
-  /**
-   * Send `prompt_cache_key` with every request: a key per conversation (its system
-   * prompt, tools and first user message) that keeps its requests on one prompt
-   * cache. For endpoints that accept the field (OpenAI); default false.
-   */
-  readonly promptCacheKey?: boolean | undefined
   /** Extra HTTP headers. */
   readonly headers?: Record<string, string> | undefined
   /** A ready client (tests, custom fetch); the connection options above are then ignored. */
@@ -64,7 +36,7 @@ export const defaults = {
   retryBaseDelayMs: 500,
   timeoutMs: 120_000,
   totalTimeoutMs: 300_000
-} as const
+} as const satisfies Defaults
 
 const trimmedOption = (name: string) =>
   Config.option(Config.string(name)).pipe(Config.map(Option.filter((s) => s.trim() !== "")), Config.map(Option.map((s) => s.trim())))
