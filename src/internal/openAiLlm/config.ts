@@ -169,3 +169,30 @@ export const configModelOptional: Config.Config<{
   model,
   options: { ...settings, baseURL: Option.getOrUndefined(baseURL), apiKey: Option.getOrUndefined(apiKey) }
 })))
+
+/** What `OpenAiLlm.layerConfig` takes: any option but a ready client, each winning over its `LLM_*` variable. */
+export type ConfigOptions = Partial<Omit<OpenAiLlmOptions, "client">>
+
+/** The options that are set (an explicit `undefined` does not hide the environment's value). */
+export const definedOf = <A extends object>(options: A): Partial<A> =>
+  Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<A>
+
+/** A `Config.Wrap` as one `Config` (`Config.unwrap` of an empty record fails: no option given is the empty record). */
+export const unwrap = <A extends object>(wrapped: Config.Config.Wrap<A>): Config.Config<Partial<A>> =>
+  Config.isConfig(wrapped) || Object.keys(wrapped).length > 0 ? Config.unwrap(wrapped) : Config.succeed({})
+
+/**
+ * `given` over the `LLM_*` variables (an ability at a time): the model is
+ * `given.model`, else `LLM_MODEL`, else none (to discover).
+ */
+export const mergeOptions = (
+  given: ConfigOptions,
+  env: Config.Config.Success<typeof configModelOptional>
+): { readonly model: Option.Option<string>; readonly options: Omit<OpenAiLlmOptions, "model"> } => {
+  const { model, ...rest } = definedOf(given)
+  return {
+    model: model !== undefined ? Option.some(model) : env.model,
+    options: { ...env.options, ...rest, abilities: { ...env.options.abilities, ...definedOf(given.abilities ?? {}) } }
+  }
+}
+
