@@ -3,12 +3,9 @@
 const fs = require("node:fs")
 const path = require("node:path")
 
-// Documented exceptions, each with the issue that removes it.
-const exceptions = {
-  // round.ts records tool-call spans through the telemetry internals; issue 27 item 1
-  // (tracing through Effect.withSpan, no hand-built span records) removes this import.
-  telemetry: ["^src/internal/reactAgent/round\\.ts$"]
-}
+// Documented exceptions, each with the issue that removes it (none left: round.ts traces
+// through Effect.withSpan and no longer imports internal/telemetry).
+const exceptions = {}
 
 // src/internal/<x>/ serves the public module src/<X>.ts (or src/tools/<X>.ts); only that
 // module and the folder's own files import it.

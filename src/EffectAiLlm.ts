@@ -32,21 +32,20 @@
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Response from "@effect/ai/Response"
 import * as Chunk from "effect/Chunk"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as CallBudget from "./internal/llm/callBudget.js"
-import { responseToDeltas } from "./internal/llm/deltas.js"
+import * as Service from "./internal/llm/service.js"
+import type { LlmOptions } from "./internal/llm/service.js"
 import { promptCacheKey as internalKey } from "./internal/llm/promptCacheKey.js"
 import { hasTools, toPrompt, toToolChoice, toToolkit } from "./internal/effectAiLlm/prompt.js"
 import type { CacheBreakpoints } from "./internal/effectAiLlm/prompt.js"
 import { partToDeltas, streamState, toChatResponse, toLlmError } from "./internal/effectAiLlm/response.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
-import { defaultAbilities, Llm, LlmError, unwrapDeltas, unwrapDeltasScoped } from "./Llm.js"
+import { defaultAbilities, Llm, LlmError, unwrapDeltasScoped } from "./Llm.js"
 
 /**
  * What a request asks of the provider beyond the prompt and the tools.
@@ -62,35 +61,17 @@ export interface RequestSettings {
 }
 
 /**
+ * The options `OpenAiLlm` takes too (model, abilities — by default all on but
+ * `jsonMode`, since `@effect/ai` has no generic JSON mode, and `vision` —, sizes
+ * with a 200000-token context window by default, retries, timeouts,
+ * temperature, `promptCacheKey` for `configure`), and the bridge's own.
+ *
  * @since 0.1.0
  * @category models
  */
-export interface EffectAiLlmOptions {
-  /** The model's name (for logs, spans and the UI). */
-  readonly model: string
-  /** Default: all on but `jsonMode` (no generic JSON mode in `@effect/ai`) and `vision`. */
-  readonly abilities?: Partial<Abilities> | undefined
-  /** Context window in tokens (default 200000). */
-  readonly contextSize?: number | undefined
-  /** Max output tokens (default 64000); used for the context budget. */
-  readonly maxOutputTokens?: number | undefined
-  /** Retries of retryable failures (default 3). */
-  readonly maxRetries?: number | undefined
-  /** First backoff delay (default 500 ms). */
-  readonly retryBaseDelay?: Duration.DurationInput | undefined
-  /** Per-attempt timeout (default 120 s): a whole reply, a stream until its first part, then between parts. */
-  readonly timeout?: Duration.DurationInput | undefined
-  /** Cap on one call across its attempts (default 300 s). */
-  readonly totalTimeout?: Duration.DurationInput | undefined
-  /** Default sampling temperature (a request's own wins). */
-  readonly temperature?: number | undefined
+export interface EffectAiLlmOptions extends LlmOptions {
   /** Where prompt-cache breakpoints go (default `"none"`). */
   readonly cacheBreakpoints?: CacheBreakpoints | undefined
-  /**
-   * Whether to compute a `promptCacheKey` for `configure` (a hash of the tools,
-   * the system prompt and the first user message: one per conversation).
-   */
-  readonly promptCacheKey?: boolean | undefined
   /** Applies per-request settings to one provider call (see the module comment). */
   readonly configure?: (settings: RequestSettings) => <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Named in connection errors. */
@@ -110,7 +91,7 @@ export const defaults = {
   retryBaseDelayMs: 500,
   timeoutMs: 120_000,
   totalTimeoutMs: 300_000
-} as const
+} as const satisfies Service.Defaults
 
 /**
  * The abilities a model gets by default through this bridge.
@@ -144,17 +125,9 @@ interface OpenStream {
  */
 export const makeUnsafe = (languageModel: LanguageModel.Service, options: EffectAiLlmOptions): LlmService => {
   const abilities: Abilities = { ...bridgeAbilities, ...options.abilities }
-  const timeoutMs = options.timeout !== undefined ? Duration.toMillis(options.timeout) : defaults.timeoutMs
   const breakpoints = options.cacheBreakpoints ?? "none"
-  const { oneCall, retry } = CallBudget.make({
-    maxRetries: options.maxRetries ?? defaults.maxRetries,
-    retryBaseDelay: options.retryBaseDelay ?? Duration.millis(defaults.retryBaseDelayMs),
-    totalTimeoutMs: options.totalTimeout !== undefined ? Duration.toMillis(options.totalTimeout) : defaults.totalTimeoutMs,
-    endpoint: options.endpoint
-  })
-  const attemptTimeout = () =>
-    new LlmError({ reason: "Timeout", message: `LLM request timed out: no complete reply within ${timeoutMs} ms` })
-  const idleTimeout = () => new LlmError({ reason: "Timeout", message: `No data from the LLM stream for ${timeoutMs} ms` })
+  const policy = Service.policy(options, defaults, options.endpoint)
+  const { attemptTimeout, idleTimeout, retry, timeoutMs } = policy
 
   const configured = (request: ChatRequest) => {
     if (options.configure === undefined) return <A, E, R>(self: Effect.Effect<A, E, R>) => self
@@ -227,19 +200,8 @@ export const makeUnsafe = (languageModel: LanguageModel.Service, options: Effect
       )
     }))
 
-  return {
-    model: options.model,
-    abilities,
-    contextSize: options.contextSize ?? defaults.contextSize,
-    maxOutputTokens: options.maxOutputTokens ?? defaults.maxOutputTokens,
-    chat: (request) => retry(chatOnce(request)),
-    oneCall,
-    streamChat: abilities.streaming
-      ? streamChat
-      : (request) => unwrapDeltas(Effect.map(retry(chatOnce(request)), responseToDeltas))
-  }
+  return Service.make({ options, defaults, abilities, policy, chatOnce, streamChat })
 }
-
 
 /**
  * The service over the `LanguageModel` in context.

@@ -25,7 +25,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import type * as Redacted from "effect/Redacted"
+import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type { ProviderConnection } from "./internal/llmProviders/connection.js"
 import type { LlmService } from "./Llm.js"
@@ -99,16 +99,27 @@ const PACKAGE: Record<Exclude<Provider, "openai-compatible">, string> = {
 
 const orElse = <A>(a: Option.Option<A>, b: () => Option.Option<A>) => (Option.isSome(a) ? a : b())
 
+/** A model's URL and key as far as they are known (given, or read). */
+interface Connection {
+  readonly baseURL: Option.Option<string>
+  readonly apiKey: Option.Option<Redacted.Redacted<string>>
+}
+
+/** A given key as a secret. */
+const secret = (key: Redacted.Redacted<string> | string | undefined): Option.Option<Redacted.Redacted<string>> =>
+  key === undefined ? Option.none() : Option.some(typeof key === "string" ? Redacted.make(key) : key)
+
 /**
  * The connection of one model of an `@effect/ai` provider: model, URL and key
- * from the role's variables (`LLM_*` or `FAST_LLM_*`), else the provider's own
- * (`ANTHROPIC_*`, `OPENAI_*`), else — for the fast model of the main model's
- * provider — the main model's.
+ * as given, else from the role's variables (`LLM_*` or `FAST_LLM_*`), else the
+ * provider's own (`ANTHROPIC_*`, `OPENAI_*`), else — for the fast model of the
+ * main model's provider — the main model's.
  */
 const connectionConfig = (
   provider: Exclude<Provider, "openai-compatible">,
   role: "main" | "fast",
-  main: Option.Option<{ readonly baseURL: Option.Option<string>; readonly apiKey: Option.Option<Redacted.Redacted<string>> }>
+  given: ModelOptions,
+  main: Option.Option<Connection>
 ) => {
   const prefix = role === "main" ? "LLM_" : "FAST_LLM_"
   return Config.all({
@@ -117,18 +128,27 @@ const connectionConfig = (
     apiKey: OpenAiLlm.secretOption(`${prefix}API_KEY`),
     providerURL: OpenAiLlm.urlOption(URL_VARIABLE[provider]),
     providerKey: OpenAiLlm.secretOption(KEY_VARIABLE[provider])
-  }).pipe(Config.mapOrFail(({ apiKey, baseURL, model, providerKey, providerURL }) => {
+  }).pipe(Config.mapOrFail((env) => {
+    const model = orElse(Option.fromNullable(given.model), () => env.model)
     if (Option.isNone(model)) {
       return Either.left(ConfigError.MissingData([`${prefix}MODEL`], `Expected ${prefix}MODEL to be set (the ${provider} model name)`))
     }
-    const key = orElse(providerKey, () => orElse(apiKey, () => Option.flatMap(main, (m) => m.apiKey)))
+    const key = [secret(given.apiKey), env.providerKey, env.apiKey].reduceRight(
+      (rest, first) => orElse(first, () => rest),
+      Option.flatMap(main, (m) => m.apiKey)
+    )
     if (Option.isNone(key)) {
       return Either.left(ConfigError.MissingData(
         [KEY_VARIABLE[provider]],
         `Expected ${KEY_VARIABLE[provider]} (or ${prefix}API_KEY) to be set for the ${provider} provider`
       ))
     }
-    let url = Option.getOrUndefined(orElse(baseURL, () => orElse(providerURL, () => Option.flatMap(main, (m) => m.baseURL))))
+    let url = Option.getOrUndefined(
+      [Option.fromNullable(given.baseURL), env.baseURL, env.providerURL].reduceRight(
+        (rest, first) => orElse(first, () => rest),
+        Option.flatMap(main, (m) => m.baseURL)
+      )
+    )
     // Anthropic's clients take the origin: a pasted ".../v1" would make ".../v1/v1/messages"
     if (provider === "anthropic" && url !== undefined) url = url.replace(/\/v1\/?$/, "").replace(/\/$/, "")
     return Either.right({ model: model.value, baseURL: url, apiKey: key.value })
@@ -163,67 +183,125 @@ const makeEffectAi = (
   }).pipe(Effect.flatMap((make) => make(connection)))
 
 /**
- * The main and fast models from the environment, for any provider; `fast` is
- * none without `FAST_LLM_MODEL`. Built in the caller's scope (the providers' HTTP
- * clients live as long as it).
+ * One model's options for `loadModels` (and `ModelRegistry.layerConfig`): its
+ * provider and `OpenAiLlm`'s options, each winning over its variable. The
+ * `@effect/ai` providers take the options they share with `OpenAiLlm`
+ * (connection, sizes, retries, timeouts, temperature, abilities but JSON mode,
+ * `promptCacheKey`: true is `LLM_PROMPT_CACHE=auto`, false `off`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ModelOptions extends OpenAiLlm.ConfigOptions {
+  readonly provider?: Provider | undefined
+}
+
+/**
+ * The options of both models. The fast model shares the main model's settings
+ * (not its model, URL or key, which it falls back to as its variables do), as
+ * `FAST_LLM_*` shares the other `LLM_*` variables; its own win.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  readonly main?: ModelOptions | undefined
+  readonly fast?: ModelOptions | undefined
+}
+
+/** The options that are set (an explicit `undefined` does not hide the environment's value). */
+const definedOf = <A extends object>(options: A): Partial<A> =>
+  Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<A>
+
+/** The settings of a model's options: all but its provider and connection. */
+const settingsOf = ({ apiKey: _k, baseURL: _u, model: _m, provider: _p, ...settings }: ModelOptions) => definedOf(settings)
+
+/**
+ * The main and fast models: `options` over the environment, for any provider;
+ * `fast` is none without a fast model (given or `FAST_LLM_MODEL`). Built in the
+ * caller's scope (the providers' HTTP clients live as long as it).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const loadModels: Effect.Effect<
+export const loadModels = (options: Options = {}): Effect.Effect<
   { readonly main: LlmService; readonly fast: Option.Option<LlmService> },
   ConfigError.ConfigError,
   Scope.Scope
-> = Effect.gen(function*() {
-  const mainProvider = yield* providerConfig("LLM_PROVIDER", "openai-compatible")
-  const fastProvider = yield* providerConfig("FAST_LLM_PROVIDER", mainProvider)
-  const promptCache = yield* promptCacheConfig
-  const settings = yield* OpenAiLlm.settingsConfig
-  const explicit = yield* Config.all({ contextSize: explicitInt("LLM_CONTEXT_SIZE"), maxOutput: explicitInt("LLM_MAX_OUTPUT_TOKENS") })
-  const hasFast = Option.isSome(yield* OpenAiLlm.stringOption("FAST_LLM_MODEL"))
-  const openAiCompatible = (role: "main" | "fast") =>
-    Effect.map(role === "main" ? OpenAiLlm.loadConfig : fastOpenAiOptions(mainProvider), (options) => {
-      // auto: `prompt_cache_key` only where it is known to be accepted (OpenAI itself)
-      const isOpenAi = options.baseURL === undefined || /^https:\/\/api\.openai\.com(\/|$)/.test(options.baseURL)
-      return OpenAiLlm.makeUnsafe({ ...options, promptCacheKey: promptCache === "auto" && isOpenAi })
-    })
-  const bridged = (provider: Exclude<Provider, "openai-compatible">, role: "main" | "fast", main: Parameters<typeof connectionConfig>[2]) =>
-    Effect.flatMap(connectionConfig(provider, role, main), (c) =>
-      makeEffectAi(provider, role === "main" ? "LLM_PROVIDER" : "FAST_LLM_PROVIDER", {
-        ...c,
-        temperature: settings.temperature,
-        // no generic JSON mode through @effect/ai: the structured call uses its prompt-only levels
-        abilities: { ...settings.abilities, jsonMode: false },
-        contextSize: Option.getOrUndefined(explicit.contextSize),
-        maxOutputTokens: Option.getOrUndefined(explicit.maxOutput),
-        maxRetries: settings.maxRetries,
-        retryBaseDelay: settings.retryBaseDelay,
-        timeout: settings.timeout,
-        totalTimeout: settings.totalTimeout,
-        promptCache
-      }))
-  const mainConnection = mainProvider === "openai-compatible" ? Option.none() : Option.some(yield* mainUrlAndKey(mainProvider))
-  const main = mainProvider === "openai-compatible" ? yield* openAiCompatible("main") : yield* bridged(mainProvider, "main", Option.none())
-  if (!hasFast) return { main, fast: Option.none() }
-  const fast = fastProvider === "openai-compatible"
-    ? yield* openAiCompatible("fast")
-    : yield* bridged(fastProvider, "fast", fastProvider === mainProvider ? mainConnection : Option.none())
-  return { main, fast: Option.some(fast) }
-})
+> =>
+  Effect.gen(function*() {
+    const given = { main: options.main ?? {}, fast: options.fast ?? {} }
+    const mainProvider = given.main.provider ?? (yield* providerConfig("LLM_PROVIDER", "openai-compatible"))
+    const fastProvider = given.fast.provider ?? (yield* providerConfig("FAST_LLM_PROVIDER", mainProvider))
+    const promptCache = yield* promptCacheConfig
+    const env = yield* OpenAiLlm.settingsConfig
+    const explicit = yield* Config.all({ contextSize: explicitInt("LLM_CONTEXT_SIZE"), maxOutput: explicitInt("LLM_MAX_OUTPUT_TOKENS") })
+    const hasFast = given.fast.model !== undefined || Option.isSome(yield* OpenAiLlm.stringOption("FAST_LLM_MODEL"))
+    // a role's given settings: the main model's, then its own (abilities one at a time)
+    const givenSettings = (role: "main" | "fast") => {
+      const main = settingsOf(given.main)
+      const own = role === "main" ? {} : settingsOf(given.fast)
+      return { ...main, ...own, abilities: { ...main.abilities, ...own.abilities } }
+    }
+    const openAiCompatible = (role: "main" | "fast") =>
+      Effect.map(
+        role === "main"
+          ? OpenAiLlm.loadConfig(Config.succeed(definedOf({ ...given.main, provider: undefined })))
+          : fastOpenAiOptions(mainProvider, given, givenSettings("fast")),
+        (options) => {
+          // auto: `prompt_cache_key` only where it is known to be accepted (OpenAI itself)
+          const isOpenAi = options.baseURL === undefined || /^https:\/\/api\.openai\.com(\/|$)/.test(options.baseURL)
+          return OpenAiLlm.makeUnsafe({ ...options, promptCacheKey: options.promptCacheKey ?? (promptCache === "auto" && isOpenAi) })
+        }
+      )
+    const bridged = (provider: Exclude<Provider, "openai-compatible">, role: "main" | "fast", main: Option.Option<Connection>) =>
+      Effect.flatMap(connectionConfig(provider, role, given[role], main), (c) => {
+        const s = givenSettings(role)
+        return makeEffectAi(provider, role === "main" ? "LLM_PROVIDER" : "FAST_LLM_PROVIDER", {
+          ...c,
+          temperature: s.temperature ?? env.temperature,
+          // no generic JSON mode through @effect/ai: the structured call uses its prompt-only levels
+          abilities: { ...env.abilities, ...definedOf(s.abilities), jsonMode: false },
+          contextSize: s.contextSize ?? Option.getOrUndefined(explicit.contextSize),
+          maxOutputTokens: s.maxOutputTokens ?? Option.getOrUndefined(explicit.maxOutput),
+          maxRetries: s.maxRetries ?? env.maxRetries,
+          retryBaseDelay: s.retryBaseDelay ?? env.retryBaseDelay,
+          timeout: s.timeout ?? env.timeout,
+          totalTimeout: s.totalTimeout ?? env.totalTimeout,
+          promptCache: s.promptCacheKey === undefined ? promptCache : s.promptCacheKey ? "auto" : "off"
+        })
+      })
+    const mainConnection = mainProvider === "openai-compatible"
+      ? Option.none()
+      : Option.some(yield* mainUrlAndKey(mainProvider, given.main))
+    const main = mainProvider === "openai-compatible"
+      ? yield* openAiCompatible("main")
+      : yield* bridged(mainProvider, "main", Option.none())
+    if (!hasFast) return { main, fast: Option.none() }
+    const fast = fastProvider === "openai-compatible"
+      ? yield* openAiCompatible("fast")
+      : yield* bridged(fastProvider, "fast", fastProvider === mainProvider ? mainConnection : Option.none())
+    return { main, fast: Option.some(fast) }
+  })
 
-// the main model's URL and key, which a fast model of the same provider falls back to
-const mainUrlAndKey = (provider: Exclude<Provider, "openai-compatible">) =>
+// the main model's URL and key (given, else read), which a fast model of the same provider falls back to
+const mainUrlAndKey = (provider: Exclude<Provider, "openai-compatible">, given: ModelOptions) =>
   Config.all({
     baseURL: Config.all([OpenAiLlm.urlOption("LLM_BASE_URL"), OpenAiLlm.urlOption(URL_VARIABLE[provider])]).pipe(
-      Config.map(([a, b]) => orElse(a, () => b))
+      Config.map(([a, b]) => orElse(Option.fromNullable(given.baseURL), () => orElse(a, () => b)))
     ),
     apiKey: Config.all([OpenAiLlm.secretOption(KEY_VARIABLE[provider]), OpenAiLlm.secretOption("LLM_API_KEY")]).pipe(
-      Config.map(([a, b]) => orElse(a, () => b))
+      Config.map(([a, b]) => orElse(secret(given.apiKey), () => orElse(a, () => b)))
     )
   })
 
-// an OpenAI-compatible fast model: its own URL and key, else the main model's when that is OpenAI-compatible too
-const fastOpenAiOptions = (mainProvider: Provider) =>
+// an OpenAI-compatible fast model: its own URL and key (given, else read), else the main model's
+// when that is OpenAI-compatible too; the settings read, the given ones winning
+const fastOpenAiOptions = (
+  mainProvider: Provider,
+  given: { readonly main: ModelOptions; readonly fast: ModelOptions },
+  settings: OpenAiLlm.ConfigOptions
+) =>
   Effect.map(
     Config.all({
       settings: OpenAiLlm.settingsConfig,
@@ -233,12 +311,26 @@ const fastOpenAiOptions = (mainProvider: Provider) =>
       mainURL: OpenAiLlm.urlOption("LLM_BASE_URL"),
       mainKey: OpenAiLlm.secretOption("LLM_API_KEY")
     }),
-    (c): OpenAiLlm.OpenAiLlmOptions => ({
-      ...c.settings,
-      model: Option.getOrElse(c.model, () => ""),
-      baseURL: Option.getOrUndefined(orElse(c.baseURL, () => (mainProvider === "openai-compatible" ? c.mainURL : Option.none()))),
-      apiKey: Option.getOrUndefined(orElse(c.apiKey, () => (mainProvider === "openai-compatible" ? c.mainKey : Option.none())))
-    })
+    (c): OpenAiLlm.OpenAiLlmOptions => {
+      const sameProvider = mainProvider === "openai-compatible"
+      const baseURL = orElse(Option.fromNullable(given.fast.baseURL), () => c.baseURL)
+      const apiKey = orElse(Option.fromNullable(given.fast.apiKey), () => c.apiKey)
+      return {
+        ...c.settings,
+        ...settings,
+        abilities: { ...c.settings.abilities, ...definedOf(settings.abilities ?? {}) },
+        model: given.fast.model ?? Option.getOrElse(c.model, () => ""),
+        baseURL: Option.getOrUndefined(
+          orElse(baseURL, () => (sameProvider ? orElse(Option.fromNullable(given.main.baseURL), () => c.mainURL) : Option.none()))
+        ),
+        apiKey: Option.getOrUndefined(
+          orElse<Redacted.Redacted<string> | string>(
+            apiKey,
+            () => (sameProvider ? orElse<Redacted.Redacted<string> | string>(Option.fromNullable(given.main.apiKey), () => c.mainKey) : Option.none())
+          )
+        )
+      }
+    }
   )
 
 /**

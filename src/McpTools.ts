@@ -202,18 +202,48 @@ export const layer = <const O extends { readonly config: McpConfig } | { readonl
 export const layerNoop: Layer.Layer<McpTools> = Layer.succeed(McpTools, empty)
 
 /**
- * Reads the file path from `MCP_CONFIG`; unset or empty → no MCP tools.
+ * What `layerConfig` takes (as a `Config.Wrap`): a configuration value, or the
+ * path of a configuration file, winning over `MCP_CONFIG` (a value wins over a
+ * file).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ConfigOptions {
+  readonly config?: McpConfig | undefined
+  readonly file?: string | undefined
+}
+
+/**
+ * The servers of `config` (see `ConfigOptions`; as Effect's packages take it:
+ * each option a `Config`, or one `Config` of them all), else of the file
+ * `MCP_CONFIG` names (read through the `FileSystem`); unset or empty → no MCP
+ * tools, e.g. `layerConfig({ file: Config.string("MY_MCP_FILE") })`. A `Config`
+ * that cannot be read is logged as a warning and gives no tools: MCP never stops
+ * the app.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig: Layer.Layer<McpTools, never, FileSystem.FileSystem> = Layer.scoped(
-  McpTools,
-  Effect.gen(function*() {
-    const path = yield* Config.option(Config.string("MCP_CONFIG")).pipe(
-      Effect.orElseSucceed(() => Option.none<string>())
-    )
-    return Option.isSome(path) && path.value.trim() !== "" ? yield* fromConfigFile(path.value.trim()) : empty
-  })
-)
-
+export const layerConfig = (
+  config: Config.Config.Wrap<ConfigOptions> = {}
+): Layer.Layer<McpTools, never, FileSystem.FileSystem> =>
+  Layer.scoped(
+    McpTools,
+    Effect.gen(function*() {
+      const read = Config.all({
+        // (`Config.unwrap` of an empty record fails: no option given is the empty record)
+        given: Config.isConfig(config) || Object.keys(config).length > 0 ? Config.unwrap(config) : Config.succeed<ConfigOptions>({}),
+        env: Config.option(Config.string("MCP_CONFIG"))
+      })
+      const found = yield* Effect.either(read)
+      if (Either.isLeft(found)) {
+        yield* Effect.logWarning(`MCP configuration ignored: ${found.left}`)
+        return empty
+      }
+      const { env, given } = found.right
+      if (given.config !== undefined) return yield* fromConfig(given.config)
+      const path = (given.file ?? Option.getOrElse(env, () => "")).trim()
+      return path !== "" ? yield* fromConfigFile(path) : empty
+    })
+  )

@@ -4,7 +4,8 @@
  * CONTRACT. `ModelRegistry.layerConfig` builds `main` from the `LLM_*` variables
  * and `fast` from `FAST_LLM_MODEL` (+ `FAST_LLM_BASE_URL`, `FAST_LLM_API_KEY`,
  * falling back to the main URL and key; every other setting is shared), and
- * provides `Llm` (= main) too. `isLlmConfigured` tells whether any LLM is
+ * provides `Llm` (= main) too; options given to it (a `Config.Wrap`) win over
+ * the variables. `isLlmConfigured` tells whether any LLM is
  * configured at all (the server falls back to its offline demo model when not).
  *
  * @since 0.1.0
@@ -107,7 +108,7 @@ export const loadConfig: Effect.Effect<{
   readonly main: OpenAiLlm.OpenAiLlmOptions
   readonly fast: Option.Option<OpenAiLlm.OpenAiLlmOptions>
 }, ConfigError.ConfigError> = Effect.map(
-  Effect.all([OpenAiLlm.loadConfig, fastConfig]),
+  Effect.all([OpenAiLlm.loadConfig(), fastConfig]),
   ([main, fast]) => ({ main, fast: withFast(main, fast) })
 )
 
@@ -141,18 +142,37 @@ export const layerFromLlm: Layer.Layer<ModelRegistry, never, Llm> = Layer.effect
 )
 
 /**
+ * What `layerConfig` takes (as a `Config.Wrap`): for `main` and `fast`, a
+ * provider and `OpenAiLlm`'s options, each winning over its variable; the fast
+ * model shares the main model's settings (see `LlmProviders.Options`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ConfigOptions = LlmProviders.Options
+
+/**
  * The models from the environment (see docs/configuration.md and
  * docs/providers.md): `LLM_PROVIDER` / `FAST_LLM_PROVIDER` choose the provider
  * (default `openai-compatible`); provides `ModelRegistry` and `Llm` (= main).
  * With the OpenAI-compatible provider `LLM_MODEL` may be left unset when
  * `LLM_BASE_URL` is set (the endpoint's first model is used); a missing model, a
  * missing provider package or a bad value fails with a `ConfigError` naming the
- * variable.
+ * variable. `config` (as Effect's packages take it: each option a `Config`, or
+ * one `Config` of them all) sets options that win over the variables, e.g.
+ * `layerConfig({ main: { model: Config.string("MY_MODEL") }, fast: { model: Config.succeed("small") } })`.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig: Layer.Layer<ModelRegistry | Llm, ConfigError.ConfigError> = Layer.scopedContext(
-  Effect.map(LlmProviders.loadModels, ({ fast, main }) =>
-    registryContext(makeUnsafe({ main, ...(Option.isSome(fast) ? { fast: fast.value } : {}) })))
-)
+export const layerConfig = (
+  config: Config.Config.Wrap<ConfigOptions> = {}
+): Layer.Layer<ModelRegistry | Llm, ConfigError.ConfigError> =>
+  Layer.scopedContext(
+    Effect.gen(function*() {
+      // (`Config.unwrap` of an empty record fails: no option given is the empty record)
+      const given: ConfigOptions = Config.isConfig(config) || Object.keys(config).length > 0 ? yield* Config.unwrap(config) : {}
+      const { fast, main } = yield* LlmProviders.loadModels(given)
+      return registryContext(makeUnsafe({ main, ...(Option.isSome(fast) ? { fast: fast.value } : {}) }))
+    })
+  )

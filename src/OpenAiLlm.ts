@@ -26,8 +26,9 @@
  *
  * ```ts
  * const llm = OpenAiLlm.layer({ model: "gpt-4o-mini", apiKey: Redacted.make(key) })
- * // or from the environment (LLM_BASE_URL, LLM_API_KEY, LLM_MODEL, …):
- * const fromEnv = OpenAiLlm.layerConfig
+ * // or from the environment (LLM_BASE_URL, LLM_API_KEY, LLM_MODEL, …), options given as Configs winning:
+ * const fromEnv = OpenAiLlm.layerConfig()
+ * const mine = OpenAiLlm.layerConfig({ model: Config.string("MY_MODEL"), temperature: Config.succeed(0) })
  * ```
  *
  * @since 0.1.0
@@ -44,14 +45,14 @@ import * as Stream from "effect/Stream"
 import OpenAI from "openai"
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions"
 import * as CallBudget from "./internal/llm/callBudget.js"
-import { responseToDeltas } from "./internal/llm/deltas.js"
+import * as Service from "./internal/llm/service.js"
 import * as internal from "./internal/openAiLlm/config.js"
 import { toChatResponse, toLlmError, toParams } from "./internal/openAiLlm/request.js"
 import type { StreamState } from "./internal/openAiLlm/stream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiLlm/stream.js"
 import { ThinkSplitter } from "./internal/llm/think.js"
 import type { Abilities, ChatDelta, ChatRequest, LlmService } from "./Llm.js"
-import { defaultAbilities, Llm, LlmError, unwrapDeltas, unwrapDeltasScoped } from "./Llm.js"
+import { defaultAbilities, Llm, LlmError, unwrapDeltasScoped } from "./Llm.js"
 
 /**
  * @since 0.1.0
@@ -110,7 +111,9 @@ interface OpenStream {
  * @category constructors
  */
 export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
-  const timeoutMs = options.timeout !== undefined ? Duration.toMillis(options.timeout) : defaults.timeoutMs
+  const endpoint = options.client ? undefined : options.baseURL ?? "https://api.openai.com/v1"
+  const policy = Service.policy(options, defaults, endpoint)
+  const { attemptTimeout, idleTimeout, retry, timeoutMs } = policy
   const client = makeClient(options, timeoutMs)
   const abilities: Abilities = { ...defaultAbilities, ...options.abilities }
   const settings = {
@@ -121,19 +124,6 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
     extraBody: options.extraBody,
     promptCacheKey: options.promptCacheKey
   }
-  const endpoint = options.client ? undefined : options.baseURL ?? "https://api.openai.com/v1"
-  const totalTimeoutMs = options.totalTimeout !== undefined
-    ? Duration.toMillis(options.totalTimeout)
-    : defaults.totalTimeoutMs
-  const attemptTimeout = () =>
-    new LlmError({ reason: "Timeout", message: `LLM request timed out: no complete reply within ${timeoutMs} ms` })
-  const { oneCall, retry } = CallBudget.make({
-    maxRetries: options.maxRetries ?? defaults.maxRetries,
-    retryBaseDelay: options.retryBaseDelay ?? Duration.millis(defaults.retryBaseDelayMs),
-    totalTimeoutMs,
-    endpoint
-  })
-  const idleTimeout = () => new LlmError({ reason: "Timeout", message: `No data from the LLM stream for ${timeoutMs} ms` })
 
   // One attempt, headers and body: the timeout interrupts the promise, which aborts
   // its request through the signal (a reply stalled mid-body included).
@@ -211,18 +201,7 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
       )
     }))
 
-  return {
-    model: options.model,
-    abilities,
-    contextSize: options.contextSize ?? defaults.contextSize,
-    maxOutputTokens: options.maxOutputTokens ?? defaults.maxOutputTokens,
-    chat: (request) => retry(chatOnce(request)),
-    oneCall,
-    // without streaming the reply arrives whole
-    streamChat: abilities.streaming
-      ? streamChat
-      : (request) => unwrapDeltas(Effect.map(retry(chatOnce(request)), responseToDeltas))
-  }
+  return Service.make({ options, defaults, abilities, policy, chatOnce, streamChat })
 }
 
 /**
@@ -313,40 +292,59 @@ export const discoverModel = (
 }
 
 /**
- * The main model's options from the environment. When `LLM_MODEL` is unset but
- * `LLM_BASE_URL` is set, the endpoint's first model is used (`discoverModel`);
- * when that fails, or neither is set, the error is a `ConfigError` naming
+ * What `layerConfig` takes (as a `Config.Wrap`): any option but a ready
+ * `client`; each one given wins over its `LLM_*` variable.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ConfigOptions = internal.ConfigOptions
+
+/**
+ * The model's options: `config` (see `layerConfig`) over the `LLM_*` variables.
+ * When no model is given and `LLM_MODEL` is unset but a base URL is (given or
+ * `LLM_BASE_URL`), the endpoint's first model is used (`discoverModel`); when
+ * that fails, or there is no URL either, the error is a `ConfigError` naming
  * `LLM_MODEL`.
  *
  * @since 0.1.0
  * @category config
  */
-export const loadConfig: Effect.Effect<OpenAiLlmOptions, ConfigError.ConfigError> = Effect.flatMap(
-  internal.configModelOptional,
-  ({ model, options }): Effect.Effect<OpenAiLlmOptions, ConfigError.ConfigError> => {
-    if (Option.isSome(model)) return Effect.succeed({ ...options, model: model.value })
-    if (options.baseURL === undefined) {
-      return Effect.fail(ConfigError.MissingData(
-        ["LLM_MODEL"],
-        "Expected LLM_MODEL to be set (or LLM_BASE_URL, to use the endpoint's first model)"
-      ))
-    }
-    const url = options.baseURL
-    return discoverModel(options).pipe(
-      Effect.tap((found) => Effect.logInfo(`LLM_MODEL is not set: using ${found}, the first model listed by ${url}`)),
-      Effect.map((found) => ({ ...options, model: found })),
-      Effect.mapError((e) =>
-        ConfigError.InvalidData(["LLM_MODEL"], `LLM_MODEL is not set and no model could be listed from ${url}/models: ${e.message}`)
+export const loadConfig = (
+  config: Config.Config.Wrap<ConfigOptions> = {}
+): Effect.Effect<OpenAiLlmOptions, ConfigError.ConfigError> =>
+  Effect.flatMap(
+    Config.all([internal.unwrap(config), internal.configModelOptional]),
+    ([given, env]): Effect.Effect<OpenAiLlmOptions, ConfigError.ConfigError> => {
+      const { model, options } = internal.mergeOptions(given, env)
+      if (Option.isSome(model)) return Effect.succeed({ ...options, model: model.value })
+      if (options.baseURL === undefined) {
+        return Effect.fail(ConfigError.MissingData(
+          ["LLM_MODEL"],
+          "Expected LLM_MODEL to be set (or LLM_BASE_URL, to use the endpoint's first model)"
+        ))
+      }
+      const url = options.baseURL
+      return discoverModel(options).pipe(
+        Effect.tap((found) => Effect.logInfo(`LLM_MODEL is not set: using ${found}, the first model listed by ${url}`)),
+        Effect.map((found) => ({ ...options, model: found })),
+        Effect.mapError((e) =>
+          ConfigError.InvalidData(["LLM_MODEL"], `LLM_MODEL is not set and no model could be listed from ${url}/models: ${e.message}`)
+        )
       )
-    )
-  }
-)
+    }
+  )
 
 /**
- * The `Llm` from the environment (see docs/configuration.md, "LLM"). A missing or
- * malformed variable fails with a `ConfigError` naming it.
+ * The `Llm` from the environment (see docs/configuration.md, "LLM"); `config`
+ * (as Effect's packages take it: each option a `Config`, or one `Config` of them
+ * all) sets options that win over the `LLM_*` variables, e.g.
+ * `layerConfig({ model: Config.string("MY_MODEL"), apiKey: Config.redacted("MY_KEY") })`
+ * or `layerConfig(Config.succeed({ temperature: 0 }))`. A missing or malformed
+ * variable fails with a `ConfigError` naming it.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.effect(Llm, Effect.flatMap(loadConfig, make))
+export const layerConfig = (config: Config.Config.Wrap<ConfigOptions> = {}): Layer.Layer<Llm, ConfigError.ConfigError> =>
+  Layer.effect(Llm, Effect.flatMap(loadConfig(config), make))

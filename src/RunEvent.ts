@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { settledAnswers as internalSettled } from "./internal/runEvent/settledAnswers.js"
 import { LlmErrorReason } from "./Llm.js"
 import { ChatMessage } from "./Message.js"
 import { Artifact, ContentType } from "./Tool.js"
@@ -387,27 +388,4 @@ export interface RunResult {
  * @since 0.1.0
  * @category combinators
  */
-export const settledAnswers = (): (event: RunEvent) => ReadonlyArray<RunEvent> => {
-  let signalled = false
-  let held: Array<RunEvent> = []
-  return (event) => {
-    if (signalled) return [event]
-    switch (event._tag) {
-      case "AnswerStart":
-      case "AnswerDelta":
-        held.push(event)
-        return []
-      case "AnswerReset":
-        held = []
-        return []
-      case "AnswerSignal": {
-        signalled = true
-        const out = [event, ...held]
-        held = []
-        return out
-      }
-      default:
-        return [event]
-    }
-  }
-}
+export const settledAnswers: () => (event: RunEvent) => ReadonlyArray<RunEvent> = internalSettled

@@ -6,6 +6,7 @@
  * and `prompt_cache_key` is one per conversation.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -17,7 +18,7 @@ import * as FakeOpenAi from "./utils/fakeOpenAiServer.js"
 
 const registry = (env: Record<string, string>) =>
   Effect.flatMap(
-    Layer.build(ModelRegistry.layerConfig.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))),
+    Layer.build(ModelRegistry.layerConfig().pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))),
     (context) => Effect.succeed(context.unsafeMap.get(ModelRegistry.ModelRegistry.key) as ModelRegistry.ModelRegistryService)
   )
 
@@ -58,6 +59,38 @@ describe("LlmProviders (LLM_PROVIDER, FAST_LLM_PROVIDER)", () => {
       yield* models.fast.chat(ask("hi"))
       yield* models.main.chat(ask("hi"))
       assert.deepStrictEqual(claude.requests.map((r) => [r.body.model, r.headers["x-api-key"]]), [["small", "sk-shared"], ["big", "sk-shared"]])
+    }))
+
+  it.scopedLive("ModelRegistry.layerConfig options: a given provider, model, key and settings win over the variables", () =>
+    Effect.gen(function*() {
+      const claude = yield* FakeAnthropic.scoped(() => FakeAnthropic.text("from claude"))
+      const context = yield* Layer.build(ModelRegistry.layerConfig({
+        main: {
+          provider: Config.succeed("anthropic" as const),
+          model: Config.string("MY_MODEL"),
+          baseURL: Config.succeed(claude.url),
+          apiKey: Config.redacted("MY_KEY"),
+          maxOutputTokens: Config.succeed(777)
+        },
+        fast: { model: Config.succeed("claude-small") }
+      }).pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({
+        MY_MODEL: "claude-given",
+        MY_KEY: "sk-given",
+        LLM_PROVIDER: "openai-compatible",
+        LLM_MODEL: "env-model",
+        LLM_API_KEY: "sk-env",
+        LLM_MAX_OUTPUT_TOKENS: "2048"
+      })))))))
+      const models = context.unsafeMap.get(ModelRegistry.ModelRegistry.key) as ModelRegistry.ModelRegistryService
+      assert.deepStrictEqual([models.main.model, models.fast.model], ["claude-given", "claude-small"])
+      yield* models.main.chat(ask("hi"))
+      yield* models.fast.chat(ask("hi"))
+      // the fast model of the same provider falls back to the main model's key and URL (the given ones),
+      // and shares the given main settings
+      assert.deepStrictEqual(
+        claude.requests.map((r) => [r.body.model, r.headers["x-api-key"], r.body.max_tokens]),
+        [["claude-given", "sk-given", 777], ["claude-small", "sk-given", 777]]
+      )
     }))
 
   it.scopedLive("refused providers, unknown values, a missing model or key: ConfigErrors that say what to do", () =>

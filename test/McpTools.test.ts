@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -154,7 +155,7 @@ describe("McpTools", () => {
       const file = join(dir, "mcp.json")
       writeFileSync(file, JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [FS_SERVER, dir] } } }))
       const withConfig = (map: Map<string, string>) =>
-        Effect.scoped(Layer.build(McpTools.layerConfig)).pipe(
+        Effect.scoped(Layer.build(McpTools.layerConfig())).pipe(
           Effect.map((ctx) => ctx.unsafeMap.get(McpTools.McpTools.key) as McpTools.McpToolsService),
           Effect.provide(Layer.setConfigProvider(ConfigProvider.fromMap(map)))
         )
@@ -162,6 +163,31 @@ describe("McpTools", () => {
       assert.strictEqual(none.tools.length, 0)
       const some = yield* withConfig(new Map([["MCP_CONFIG", file]]))
       assert.isTrue(some.tools.some((t) => t.name === "fs__list_directory"))
+      rmSync(dir, { recursive: true, force: true })
+    }).pipe(Effect.provide(NodeFileSystem.layer)), 60_000)
+
+  it.live("layerConfig options win over MCP_CONFIG: a file, a value; a Config that cannot be read gives no tools", () =>
+    Effect.gen(function*() {
+      const dir = tempDir()
+      const ghost = (name: string) => ({ mcpServers: { [name]: { command: join(dir, "no-such-command") } } })
+      writeFileSync(join(dir, "mine.json"), JSON.stringify(ghost("mine")))
+      writeFileSync(join(dir, "env.json"), JSON.stringify(ghost("from_env")))
+      const logs = captureLogs()
+      const build = (config: Parameters<typeof McpTools.layerConfig>[0], env: Record<string, string>) =>
+        Effect.scoped(Layer.build(McpTools.layerConfig(config))).pipe(
+          Effect.map((ctx) => ctx.unsafeMap.get(McpTools.McpTools.key) as McpTools.McpToolsService),
+          Effect.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
+          Effect.provide(logs.layer)
+        )
+      // the servers that were tried are the ones that failed: each is named
+      const tried = (mcp: McpTools.McpToolsService) => mcp.failed.map((f) => f.name)
+      const env = { MCP_CONFIG: join(dir, "env.json"), MY_MCP_FILE: join(dir, "mine.json") }
+      assert.deepStrictEqual(tried(yield* build({}, env)), ["from_env"])
+      assert.deepStrictEqual(tried(yield* build({ file: Config.string("MY_MCP_FILE") }, env)), ["mine"])
+      assert.deepStrictEqual(tried(yield* build(Config.succeed({ config: ghost("inline") }), env)), ["inline"])
+      const unread = yield* build({ file: Config.string("NOT_SET") }, env)
+      assert.deepStrictEqual(unread, McpTools.empty)
+      assert.isTrue(logs.lines.some((l) => l.startsWith("WARN") && l.includes("NOT_SET")), logs.lines.join("\n"))
       rmSync(dir, { recursive: true, force: true })
     }).pipe(Effect.provide(NodeFileSystem.layer)), 60_000)
 

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -49,7 +50,7 @@ describe("ModelRegistry.make", () => {
 
 describe("ModelRegistry.layerConfig", () => {
   const load = (env: Record<string, string>) =>
-    Effect.provide(Effect.all([ModelRegistry.ModelRegistry, Llm]), ModelRegistry.layerConfig.pipe(Layer.provide(withEnv(env))))
+    Effect.provide(Effect.all([ModelRegistry.ModelRegistry, Llm]), ModelRegistry.layerConfig().pipe(Layer.provide(withEnv(env))))
 
   it.effect("main only: fast = main, Llm = main", () =>
     Effect.gen(function*() {
@@ -93,6 +94,36 @@ describe("ModelRegistry.layerConfig", () => {
       const last = mainServer.requests[mainServer.requests.length - 1]
       assert.strictEqual(last.body.model, "small")
       assert.strictEqual(last.headers.authorization, "Bearer main-key")
+    })))
+
+  it.live("options given as Configs win over LLM_* / FAST_LLM_*; the fast model shares the given main settings and URL", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const mine = yield* FakeOpenAi.scoped(() => FakeOpenAi.completion({ content: "mine" }))
+      const envs = yield* FakeOpenAi.scoped(() => FakeOpenAi.completion({ content: "the environment's" }))
+      const [registry, llm] = yield* Effect.provide(
+        Effect.all([ModelRegistry.ModelRegistry, Llm]),
+        ModelRegistry.layerConfig({
+          main: { model: Config.string("MY_MAIN"), baseURL: Config.succeed(mine.url), contextSize: Config.succeed(9000) },
+          fast: { model: Config.succeed("small"), maxOutputTokens: Config.succeed(1000) }
+        }).pipe(Layer.provide(withEnv({
+          MY_MAIN: "big",
+          LLM_MODEL: "env-model",
+          LLM_BASE_URL: envs.url,
+          LLM_CONTEXT_SIZE: "5000",
+          FAST_LLM_MODEL: "env-small",
+          LLM_JSON_MODE_ENABLED: "false"
+        })))
+      )
+      assert.strictEqual(llm, registry.main)
+      assert.deepStrictEqual([registry.main.model, registry.fast.model], ["big", "small"])
+      assert.deepStrictEqual([registry.main.contextSize, registry.fast.contextSize], [9000, 9000])
+      assert.deepStrictEqual([registry.main.maxOutputTokens, registry.fast.maxOutputTokens], [64000, 1000])
+      assert.isFalse(registry.fast.abilities.jsonMode, "the variables still read")
+      const request = { messages: [Message.user("hi")] }
+      yield* registry.fast.chat(request)
+      yield* registry.main.chat(request)
+      assert.deepStrictEqual(mine.requests.map((r) => r.body.model), ["small", "big"])
+      assert.strictEqual(envs.requests.length, 0)
     })))
 
   it.live("main model discovered from LLM_BASE_URL when LLM_MODEL is unset; fast still named", () =>

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
+import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -469,7 +470,7 @@ describe("OpenAiLlm.layerConfig", () => {
       const server = yield* FakeOpenAi.scoped([FakeOpenAi.error(500, "once"), FakeOpenAi.completion({ content: "configured" })])
       const llm = yield* Effect.provide(
         Llm,
-        OpenAiLlm.layerConfig.pipe(Layer.provide(withEnv({
+        OpenAiLlm.layerConfig().pipe(Layer.provide(withEnv({
           LLM_BASE_URL: server.url,
           LLM_API_KEY: "sk-secret",
           LLM_MODEL: "my-model",
@@ -496,9 +497,57 @@ describe("OpenAiLlm.layerConfig", () => {
       assert.strictEqual(server.requests[1].body.temperature, 0.2)
     })))
 
+  it.live("options given as Configs win over LLM_* (the others are still read); a given model needs no LLM_MODEL", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const mine = yield* FakeOpenAi.scoped([FakeOpenAi.completion({ content: "mine" })])
+      const envs = yield* FakeOpenAi.scoped(() => FakeOpenAi.completion({ content: "the environment's" }))
+      const llm = yield* Effect.provide(
+        Llm,
+        OpenAiLlm.layerConfig({
+          model: Config.string("MY_MODEL"),
+          baseURL: Config.string("MY_URL"),
+          apiKey: Config.redacted("MY_KEY"),
+          temperature: Config.succeed(0.7),
+          abilities: { streaming: Config.boolean("MY_STREAMING") }
+        }).pipe(Layer.provide(withEnv({
+          MY_MODEL: "my-model",
+          MY_URL: mine.url,
+          MY_KEY: "sk-mine",
+          MY_STREAMING: "false",
+          LLM_BASE_URL: envs.url,
+          LLM_API_KEY: "sk-env",
+          LLM_TEMPERATURE: "0.1",
+          LLM_CONTEXT_SIZE: "9000",
+          LLM_TOOL_CHOICE_ENABLED: "false"
+        })))
+      )
+      assert.strictEqual(llm.model, "my-model")
+      assert.isFalse(llm.abilities.streaming, "given")
+      assert.isFalse(llm.abilities.toolChoice, "read beside the given ability")
+      assert.strictEqual(llm.contextSize, 9000, "read")
+      assert.strictEqual((yield* llm.chat(request)).content, "mine")
+      assert.strictEqual(envs.requests.length, 0)
+      assert.strictEqual(mine.requests[0].body.model, "my-model")
+      assert.strictEqual(mine.requests[0].body.temperature, 0.7)
+      assert.strictEqual(mine.requests[0].headers.authorization, "Bearer sk-mine")
+      // one Config of them all
+      const whole = yield* Effect.provide(
+        Llm,
+        OpenAiLlm.layerConfig(Config.succeed({ model: "whole", maxOutputTokens: 512 })).pipe(Layer.provide(withEnv({ LLM_MODEL: "env" })))
+      )
+      assert.deepStrictEqual([whole.model, whole.maxOutputTokens], ["whole", 512])
+      // a given Config that cannot be read is a ConfigError naming its variable
+      const exit = yield* Effect.exit(Effect.provide(
+        Llm,
+        OpenAiLlm.layerConfig({ model: Config.string("MY_MODEL") }).pipe(Layer.provide(withEnv({ LLM_MODEL: "env" })))
+      ))
+      assert.isTrue(Exit.isFailure(exit))
+      if (Exit.isFailure(exit)) assert.include(String(exit.cause), "MY_MODEL")
+    })))
+
   it.live("defaults: context 128000, max output 64000, all abilities on", () =>
     Effect.gen(function*() {
-      const llm = yield* Effect.provide(Llm, OpenAiLlm.layerConfig.pipe(Layer.provide(withEnv({ LLM_MODEL: "m" }))))
+      const llm = yield* Effect.provide(Llm, OpenAiLlm.layerConfig().pipe(Layer.provide(withEnv({ LLM_MODEL: "m" }))))
       assert.strictEqual(llm.contextSize, 128000)
       assert.strictEqual(llm.maxOutputTokens, 64000)
       assert.isTrue(llm.abilities.toolCall && llm.abilities.toolChoice && llm.abilities.jsonMode)
@@ -517,7 +566,7 @@ describe("OpenAiLlm.layerConfig", () => {
         [{ LLM_BASE_URL: "http://localhost:1/v1" }, "LLM_MODEL"]
       ]
       for (const [env, name] of cases) {
-        const exit = yield* Effect.exit(Effect.provide(Llm, OpenAiLlm.layerConfig.pipe(Layer.provide(withEnv(env)))))
+        const exit = yield* Effect.exit(Effect.provide(Llm, OpenAiLlm.layerConfig().pipe(Layer.provide(withEnv(env)))))
         assert.isTrue(Exit.isFailure(exit), name)
         if (Exit.isFailure(exit)) assert.include(String(exit.cause), name)
       }
@@ -526,13 +575,13 @@ describe("OpenAiLlm.layerConfig", () => {
   it.live("LLM_MODEL unset with LLM_BASE_URL set: the endpoint's first model is used", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* FakeOpenAi.scoped([FakeOpenAi.completion({ content: "hi" })], { models: ["local-model", "other"] })
-      const llm = yield* Effect.provide(Llm, OpenAiLlm.layerConfig.pipe(Layer.provide(withEnv({ LLM_BASE_URL: server.url }))))
+      const llm = yield* Effect.provide(Llm, OpenAiLlm.layerConfig().pipe(Layer.provide(withEnv({ LLM_BASE_URL: server.url }))))
       assert.strictEqual(llm.model, "local-model")
       yield* llm.chat(request)
       assert.strictEqual(server.requests[0].body.model, "local-model")
       // an endpoint without a model list: a ConfigError naming LLM_MODEL and the URL
       const bare = yield* FakeOpenAi.scoped([])
-      const exit = yield* Effect.exit(Effect.provide(Llm, OpenAiLlm.layerConfig.pipe(Layer.provide(withEnv({ LLM_BASE_URL: bare.url })))))
+      const exit = yield* Effect.exit(Effect.provide(Llm, OpenAiLlm.layerConfig().pipe(Layer.provide(withEnv({ LLM_BASE_URL: bare.url })))))
       assert.isTrue(Exit.isFailure(exit))
       if (Exit.isFailure(exit)) {
         assert.include(String(exit.cause), "LLM_MODEL")

@@ -42,7 +42,7 @@ export const isDemo: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.ma
 )
 
 /**
- * The LLM from the environment, and the registry of models: `ModelRegistry.layerConfig`
+ * The LLM from the environment, and the registry of models: `ModelRegistry.layerConfig()`
  * when `LLM_MODEL` or `LLM_BASE_URL` is set (a missing model name is discovered
  * from the endpoint), else the offline demo model (with a warning in the log
  * saying so) as the registry's only model.
@@ -52,7 +52,7 @@ export const isDemo: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.ma
  */
 export const LlmLayer: Layer.Layer<ModelRegistry.ModelRegistry | Llm, ConfigError.ConfigError> = Layer.unwrapEffect(
   Effect.gen(function*() {
-    if (!(yield* isDemo)) return ModelRegistry.layerConfig
+    if (!(yield* isDemo)) return ModelRegistry.layerConfig()
     yield* Effect.logWarning(
       `No LLM configured (LLM_MODEL / LLM_BASE_URL not set): running on the built-in OFFLINE DEMO model "${DemoLlm.MODEL_NAME}". ` +
         "Set LLM_BASE_URL (and LLM_MODEL, LLM_API_KEY) to use a real model."

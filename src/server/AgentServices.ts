@@ -104,7 +104,7 @@ export const layerMemory = <E, R, RI = never, RA = never>(
         demo: options.demo,
         mcp: { servers: mcp.servers, failed: mcp.failed }
       }))))
-    ).pipe(Layer.provideMerge(options.mcp ?? McpTools.layerConfig))
+    ).pipe(Layer.provideMerge(options.mcp ?? McpTools.layerConfig()))
   const services = Layer.mergeAll(
     options.guard ?? ContextGuard.layerConfig(),
     options.interrupts ?? (Interrupts.layerMemory as Layer.Layer<Interrupts.Interrupts, never, RI>),

@@ -4,21 +4,16 @@
  *
  * @internal
  */
-import type * as Duration from "effect/Duration"
 import type * as Redacted from "effect/Redacted"
+import type { EffectAiLlmOptions } from "../../EffectAiLlm.js"
 import type { Abilities } from "../../Llm.js"
 
-export interface ProviderConnection {
-  readonly model: string
+/** The options every `Llm` takes (see `EffectAiLlmOptions`), with the connection and the prompt-cache mode. */
+export interface ProviderConnection
+  extends Omit<EffectAiLlmOptions, "abilities" | "promptCacheKey" | "cacheBreakpoints" | "configure" | "endpoint">
+{
   readonly baseURL?: string | undefined
   readonly apiKey?: Redacted.Redacted<string> | undefined
-  readonly temperature?: number | undefined
   readonly abilities: Partial<Abilities>
-  readonly contextSize?: number | undefined
-  readonly maxOutputTokens?: number | undefined
-  readonly maxRetries?: number | undefined
-  readonly retryBaseDelay?: Duration.DurationInput | undefined
-  readonly timeout?: Duration.DurationInput | undefined
-  readonly totalTimeout?: Duration.DurationInput | undefined
   readonly promptCache: "auto" | "off"
 }

@@ -9,48 +9,20 @@ import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type OpenAI from "openai"
-import type { Abilities } from "../../Llm.js"
+import type { Defaults, LlmOptions } from "../llm/service.js"
 
-export interface OpenAiLlmOptions {
-  /** The provider's model name. */
-  readonly model: string
+/** `LlmOptions` (default context window 128000) and the connection to the endpoint. */
+export interface OpenAiLlmOptions extends LlmOptions {
   /** e.g. `https://api.deepseek.com/v1`, `http://localhost:11434/v1`; the SDK default (OpenAI) when unset. */
   readonly baseURL?: string | undefined
   /** Omitted for local servers that need no key. */
   readonly apiKey?: Redacted.Redacted<string> | string | undefined
-  /** Default sampling temperature (a request's own temperature wins). */
-  readonly temperature?: number | undefined
-  readonly abilities?: Partial<Abilities> | undefined
-  /** Context window in tokens (default 128000). */
-  readonly contextSize?: number | undefined
-  /** Max output tokens (default 64000); used for the context budget, not sent with requests. */
-  readonly maxOutputTokens?: number | undefined
-  /** Retries of retryable failures (default 3). */
-  readonly maxRetries?: number | undefined
-  /** First backoff delay (default 500 ms; doubled per retry, jittered, capped at 30 s). */
-  readonly retryBaseDelay?: Duration.DurationInput | undefined
-  /**
-   * Per-attempt timeout (default 120 s): a whole non-streaming reply (headers and
-   * body), a stream until its first chunk, then between two stream chunks.
-   */
-  readonly timeout?: Duration.DurationInput | undefined
-  /**
-   * Cap on one call across all its attempts and backoff waits (default 300 s): a
-   * `chat`, or a stream until its first chunk.
-   */
-  readonly totalTimeout?: Duration.DurationInput | undefined
   /** Ask for usage on streams (`stream_options.include_usage`, default true). */
   readonly streamUsage?: boolean | undefined
   /** Send assistant `reasoning_content` back in later requests (default false: most providers reject it). */
   readonly sendReasoningContent?: boolean | undefined
   /** Extra fields merged into every request body (provider-specific knobs). */
   readonly extraBody?: Record<string, unknown> | undefined
-  /**
-   * Send `prompt_cache_key` with every request: a key per conversation (its system
-   * prompt, tools and first user message) that keeps its requests on one prompt
-   * cache. For endpoints that accept the field (OpenAI); default false.
-   */
-  readonly promptCacheKey?: boolean | undefined
   /** Extra HTTP headers. */
   readonly headers?: Record<string, string> | undefined
   /** A ready client (tests, custom fetch); the connection options above are then ignored. */
@@ -64,7 +36,7 @@ export const defaults = {
   retryBaseDelayMs: 500,
   timeoutMs: 120_000,
   totalTimeoutMs: 300_000
-} as const
+} as const satisfies Defaults
 
 const trimmedOption = (name: string) =>
   Config.option(Config.string(name)).pipe(Config.map(Option.filter((s) => s.trim() !== "")), Config.map(Option.map((s) => s.trim())))
@@ -197,3 +169,30 @@ export const configModelOptional: Config.Config<{
   model,
   options: { ...settings, baseURL: Option.getOrUndefined(baseURL), apiKey: Option.getOrUndefined(apiKey) }
 })))
+
+/** What `OpenAiLlm.layerConfig` takes: any option but a ready client, each winning over its `LLM_*` variable. */
+export type ConfigOptions = Partial<Omit<OpenAiLlmOptions, "client">>
+
+/** The options that are set (an explicit `undefined` does not hide the environment's value). */
+export const definedOf = <A extends object>(options: A): Partial<A> =>
+  Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<A>
+
+/** A `Config.Wrap` as one `Config` (`Config.unwrap` of an empty record fails: no option given is the empty record). */
+export const unwrap = <A extends object>(wrapped: Config.Config.Wrap<A>): Config.Config<Partial<A>> =>
+  Config.isConfig(wrapped) || Object.keys(wrapped).length > 0 ? Config.unwrap(wrapped) : Config.succeed({})
+
+/**
+ * `given` over the `LLM_*` variables (an ability at a time): the model is
+ * `given.model`, else `LLM_MODEL`, else none (to discover).
+ */
+export const mergeOptions = (
+  given: ConfigOptions,
+  env: Config.Config.Success<typeof configModelOptional>
+): { readonly model: Option.Option<string>; readonly options: Omit<OpenAiLlmOptions, "model"> } => {
+  const { model, ...rest } = definedOf(given)
+  return {
+    model: model !== undefined ? Option.some(model) : env.model,
+    options: { ...env.options, ...rest, abilities: { ...env.options.abilities, ...definedOf(given.abilities ?? {}) } }
+  }
+}
+

@@ -1,0 +1,33 @@
+/**
+ * `RunEvent.settledAnswers`: the answer events of a run held until the loop
+ * knows they are the answer.
+ *
+ * @internal
+ */
+import type { RunEvent } from "../../RunEvent.js"
+
+/** See `RunEvent.settledAnswers`. One instance per run: it holds that run's events. */
+export const settledAnswers = (): (event: RunEvent) => ReadonlyArray<RunEvent> => {
+  let signalled = false
+  let held: Array<RunEvent> = []
+  return (event) => {
+    if (signalled) return [event]
+    switch (event._tag) {
+      case "AnswerStart":
+      case "AnswerDelta":
+        held.push(event)
+        return []
+      case "AnswerReset":
+        held = []
+        return []
+      case "AnswerSignal": {
+        signalled = true
+        const out = [event, ...held]
+        held = []
+        return out
+      }
+      default:
+        return [event]
+    }
+  }
+}
