@@ -366,7 +366,7 @@ export const splitThinking = (content: string): { readonly content: string; read
  * whose deltas may all be known at once: `effect` gives either the deltas (a
  * reply that arrived whole: an endpoint without streaming, a scripted reply
  * without latency) or the stream of them. A plain `Stream`: the engine runs it
- * like any other (`Stream.runForEach`).
+ * like any other (`Stream.runForEachChunk`); a reply known whole is one chunk.
  *
  * @since 0.1.0
  * @category constructors
