@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -365,7 +366,7 @@ export const splitThinking = (content: string): { readonly content: string; read
  * whose deltas may all be known at once: `effect` gives either the deltas (a
  * reply that arrived whole: an endpoint without streaming, a scripted reply
  * without latency) or the stream of them. A plain `Stream`: the engine runs it
- * like any other (`Stream.runForEach`).
+ * like any other (`Stream.runForEachChunk`); a reply known whole is one chunk.
  *
  * @since 0.1.0
  * @category constructors
@@ -385,5 +386,6 @@ export const unwrapDeltasScoped = <E>(
   effect: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E, Scope.Scope>
 ): Stream.Stream<ChatDelta, E> => Stream.unwrapScoped(Effect.map(effect, toStream))
 
+// a reply known whole is one chunk, written at once (`fromIterable` would pull it through an iterator loop)
 const toStream = <E>(r: ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>): Stream.Stream<ChatDelta, E> =>
-  Array.isArray(r) ? Stream.fromIterable(r as ReadonlyArray<ChatDelta>) : (r as Stream.Stream<ChatDelta, E>)
+  Array.isArray(r) ? Stream.fromChunk(Chunk.fromIterable(r as ReadonlyArray<ChatDelta>)) : (r as Stream.Stream<ChatDelta, E>)

@@ -25,7 +25,7 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 import type { RunEvent } from "./RunEvent.js"
 
 /**
@@ -132,7 +132,7 @@ const firstRun: ActivityContext = { restarted: false }
  * @category utils
  */
 export const makeIdempotencyKey = (runId: string, name: string): string =>
-  `ik_${createHash("sha256").update(`${runId}\u0000${name}`).digest("hex").slice(0, 32)}`
+  `ik_${hash("sha256", `${runId}\u0000${name}`, "hex").slice(0, 32)}`
 
 /**
  * The in-process journal: activities run as they are, events go to `emit`.

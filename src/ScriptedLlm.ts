@@ -15,6 +15,7 @@
  *
  * @since 0.1.0
  */
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -290,12 +291,13 @@ export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, option
           : undefined
         const perChunk = step.chunkDelay ?? step.delay
         if (perChunk === undefined) {
-          // No latency: every delta is known now, so the reply arrives whole.
+          // No latency: every delta is known now, so the reply arrives whole, as one chunk
+          // (`fromChunk` writes it at once; `fromIterable` would pull it through an iterator loop).
           for (const t of emitted) for (const d of splitter.push(t)) deltas.push(d)
           for (const d of splitter.flush()) deltas.push(d)
-          if (failTail !== undefined) return Stream.concat(Stream.fromIterable(deltas), failTail)
+          if (failTail !== undefined) return Stream.concat(Stream.fromChunk(Chunk.unsafeFromArray(deltas)), failTail)
           for (const d of tail) deltas.push(d)
-          return Stream.fromIterable(deltas)
+          return Stream.fromChunk(Chunk.unsafeFromArray(deltas))
         }
         const before = step.chunkDelay !== undefined || emitted.length === 0 ? step.delay : undefined
         const paced = (xs: ReadonlyArray<string>) => Stream.tap(Stream.fromIterable(xs), () => Effect.sleep(perChunk))

@@ -12,6 +12,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { createHash } from "node:crypto"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import { toWire } from "../src/server/EventWire.js"
@@ -102,6 +103,17 @@ describe("idempotency keys", () => {
       assert.match(b ?? "", /^run_[0-9a-f-]{36}$/)
       assert.notStrictEqual(a, b, "two runs, two ids")
     }).pipe(Effect.provide(h.layer))
+  })
+
+  it("the documented form: ik_ and the first 32 hex digits of the SHA-256 of <run id> NUL <step name>", () => {
+    // an independent computation of the documented derivation (RunJournal.makeIdempotencyKey): keys stored by a
+    // durable run or sent to an MCP server must not change with how the engine computes them
+    const expected = (runId: string, name: string) =>
+      `ik_${createHash("sha256").update(`${runId}\u0000${name}`).digest("hex").slice(0, 32)}`
+    for (const [runId, name] of [["run_1", "tool/1/call_x"], ["r\u00e9sum\u00e9 \u{1F600}", "dag/2/step/3/tool/4/json"], ["", ""]]) {
+      assert.strictEqual(RunJournal.makeIdempotencyKey(runId, name), expected(runId, name))
+      assert.match(RunJournal.makeIdempotencyKey(runId, name), KEY)
+    }
   })
 
   it.effect("derived from the run id and the call's step name (prefixed in a nested journal); JSON mode too", () => {

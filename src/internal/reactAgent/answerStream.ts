@@ -15,6 +15,7 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
+import type * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
@@ -109,17 +110,26 @@ export const streamLoopCall = (
     Effect.suspend(() => {
       const reply = new Assembler()
       let shown = false
-      const onDelta = (delta: ChatDelta): Effect.Effect<void> => {
-        reply.add(delta)
-        if (delta._tag !== "Content" || delta.text === "") return Effect.void
-        if (shown) return emit({ _tag: "AnswerDelta", content: delta.text })
-        shown = true
-        return Effect.zipRight(emit({ _tag: "AnswerStart" }), emit({ _tag: "AnswerDelta", content: delta.text }))
+      // a chunk at a time: its deltas folded into the reply, then its text's events in order (none: no effect)
+      const onChunk = (chunk: Chunk.Chunk<ChatDelta>): Effect.Effect<void> => {
+        let events: Array<RunEvent> | undefined
+        for (const delta of chunk) {
+          reply.add(delta)
+          if (delta._tag !== "Content" || delta.text === "") continue
+          events ??= []
+          if (!shown) {
+            shown = true
+            events.push({ _tag: "AnswerStart" })
+          }
+          events.push({ _tag: "AnswerDelta", content: delta.text })
+        }
+        if (events === undefined) return Effect.void
+        return events.length === 1 ? emit(events[0]) : Effect.forEach(events, emit, { discard: true })
       }
       // the account read first: a run without one runs the model's stream as it is
       const streamed = Effect.map(
         Effect.flatMap(FiberRef.get(Budget.currentAccount), (account) =>
-          Stream.runForEach(Budget.streamChatWith(account, llm, request), onDelta)),
+          Stream.runForEachChunk(Budget.streamChatWith(account, llm, request), onChunk)),
         (): LoopReply => ({ response: reply.response(), shown })
       )
       const plain = Telemetry.chat(llm, request, { phase: "loop", iteration })
