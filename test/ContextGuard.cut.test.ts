@@ -61,6 +61,14 @@ describe("ContextGuard: the per-message cut", () => {
       assert.isFalse(/[\uD800-\uDBFF]$/.test(kept))
     }))
 
+  it.effect("the half left out is the one before the boundary: what follows the cut does not matter", () =>
+    Effect.gen(function*() {
+      const room = 1000 - SUFFIX.length
+      // the emoji's high half is the last character that fits; ASCII text after it
+      const cut = yield* cutOf(Message.user("x".repeat(room - 1) + "😀" + "y".repeat(100)))
+      assert.strictEqual(Message.textOf(cut.content), "x".repeat(room - 1) + SUFFIX)
+    }))
+
   it.effect("a cut at an even boundary keeps every character (nothing left out needlessly)", () =>
     Effect.gen(function*() {
       const room = 1000 - SUFFIX.length

@@ -3,8 +3,9 @@
  * keeps verbatim (SPEC §7): the recent window is the newest units that fit
  * in the budget beside the system messages, the pinned units and the room
  * reserved for the summary (a pinned unit inside it costs the window
- * nothing); when that room is negative the model is not asked and the guard
- * truncates instead.
+ * nothing; a unit that takes exactly the room left fits); when that room is
+ * negative the model is not asked and the guard truncates instead, when it
+ * is zero everything unpinned is summarised.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -73,5 +74,37 @@ describe("ContextGuard: what LLM compaction keeps", () => {
       assert.isTrue(result.compacted)
       assert.deepStrictEqual(result.messages.slice(0, 2), [system, bigQuery])
       assert.isFalse(result.messages.some((m) => Message.textOf(m.content).startsWith("[Conversation summary]")))
+    }))
+
+  it.effect("a unit that takes exactly the room left is kept verbatim", () =>
+    Effect.gen(function*() {
+      const budget = 1000
+      const room = budget - estimateMessages([system, query]) - summaryRoom(budget)
+      // an ASCII message of n characters is 4 + n/4 tokens
+      const newest = Message.user("n".repeat((room - 4) * 4))
+      assert.strictEqual(estimateMessages([newest]), room)
+      const list = [system, query, ...round(0), ...round(1), newest]
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("Two searches found rain.")])
+      const result = yield* ContextGuard.makeUnsafe({ llm: llm.service, budget }).checkAndCompact(list)
+      assert.strictEqual(llm.requests.length, 1)
+      const out = result.messages
+      assert.isTrue(Message.textOf(out[1].content).startsWith("[Conversation summary]"))
+      assert.deepStrictEqual([out[0], ...out.slice(2)], [system, query, newest])
+    }))
+
+  it.effect("no room left beside the summary's (zero, not negative): everything unpinned is summarised", () =>
+    Effect.gen(function*() {
+      const budget = 1000
+      const fixed = budget - summaryRoom(budget) - estimateMessages([system])
+      const bigQuery = Message.user("q".repeat((fixed - 4) * 4), { pinned: true })
+      assert.strictEqual(budget - estimateMessages([system, bigQuery]) - summaryRoom(budget), 0)
+      const list = [system, bigQuery, ...round(0), ...round(1)]
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("Two searches found rain.")])
+      const result = yield* ContextGuard.makeUnsafe({ llm: llm.service, budget }).checkAndCompact(list)
+      assert.strictEqual(llm.requests.length, 1)
+      const out = result.messages
+      assert.strictEqual(out.length, 3)
+      assert.isTrue(Message.textOf(out[1].content).startsWith("[Conversation summary]"))
+      assert.deepStrictEqual([out[0], out[2]], [system, bigQuery])
     }))
 })
