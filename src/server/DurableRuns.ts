@@ -180,12 +180,14 @@ const body = (payload: RunPayload) =>
     }
     let cancelled = false
 
+    // one stored step ends the run: its turn stored, the conversation free again before its client
+    // reads `done` (each part idempotent: a re-run after a crash stores the turn once)
     const persist = (done: Extract<RunEvent, { _tag: "Done" }>) =>
       Effect.zipRight(
         Effect.map(Deferred.isDone(local.cancel), (isDone) => {
           cancelled = isDone
         }),
-        journalActivity("persist", () =>
+        journalActivity("end", () =>
           store.appendTurn({
             conversationId,
             query,
@@ -194,10 +196,11 @@ const body = (payload: RunPayload) =>
             usage: done.usage,
             runId,
             status: cancelled ? "cancelled" : failure !== undefined ? "failed" : "completed"
-          }).pipe(Effect.catchAll((error) => Effect.logError(`run ${runId}: ${error.message}`))))
+          }).pipe(
+            Effect.catchAll((error) => Effect.logError(`run ${runId}: ${error.message}`)),
+            Effect.zipRight(Effect.orDie(log.finish(runId)))
+          ))
       ).pipe(
-        // the conversation is free again before its client reads `done`
-        Effect.zipRight(journalActivity("finish", () => Effect.orDie(log.finish(runId)))),
         Effect.zipRight(Effect.suspend(() => {
           const status = cancelled ? "cancelled" : failure !== undefined ? "failed" : "done"
           const line = endLine(runId, conversationId, status, done, retries, (Date.now() - row.startedAt) / 1000)
