@@ -14,9 +14,11 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { StoredCall } from "../src/internal/reactAgent/loopCall.js"
 import type { InterruptsService } from "../src/Interrupts.js"
 import type { ChatMessage } from "../src/Message.js"
 import { textOf } from "../src/Message.js"
@@ -138,4 +140,19 @@ describe("ReactAgent: a drain carried by a loop call's activity, across a crash"
         assert.deepStrictEqual(done?.pending_injections, [])
       }))
   }
+})
+
+describe("a loop call's stored step", () => {
+  const reply = { content: "", toolCalls: [], finishReason: "stop", usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, llm_calls: 1 } }
+  const decode = Schema.decodeUnknownSync(StoredCall)
+  const encode = Schema.encodeSync(StoredCall)
+  it("reads what an earlier version stored (a bare reply; a streamed call's reply and shown) and what this one stores", () => {
+    assert.deepStrictEqual(decode({ ...reply, content: "bare" }), { ...reply, content: "bare" })
+    assert.deepStrictEqual(decode({ response: reply, shown: true }), { response: reply, shown: true })
+    const drained = [{ id: "inj_1", content: "also" }]
+    assert.deepStrictEqual(decode(encode({ response: reply, shown: false, drained })), { response: reply, shown: false, drained })
+    assert.deepStrictEqual(decode(encode({ drained })), { drained })
+    // neither a reply nor a drain: an error, not an empty step
+    assert.throws(() => decode({ shown: false }))
+  })
 })

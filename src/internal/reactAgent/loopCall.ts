@@ -37,15 +37,17 @@ export const Injections = Schema.Array(Schema.Struct({ id: Schema.String, conten
  * What a loop call's activity stores: the reply (absent when the drain before
  * the call took messages in) and what its drains took (always present in what
  * this version stores). A reply stored by an earlier version — a bare
- * `ChatResponse`, or `{ response, shown }` — still decodes, without `drained`.
+ * `ChatResponse`, or a streamed call's `{ response, shown }` — still decodes,
+ * without `drained`; anything else fails to decode.
  */
-const StoredCall = Schema.Union(
+export const StoredCall = Schema.Union(
   ChatResponseSchema,
   Schema.Struct({
     response: Schema.optional(ChatResponseSchema),
     shown: Schema.optional(Schema.Boolean),
-    drained: Schema.optional(Injections)
-  })
+    drained: Injections
+  }),
+  Schema.Struct({ response: ChatResponseSchema, shown: Schema.Boolean })
 )
 
 /** A loop call's outcome: the reply, or only the messages the drain before it took. */
@@ -93,11 +95,9 @@ export const loopCall = (
   }).pipe(Effect.map((stored): LoopCall => {
     // an earlier version's bare reply, and its `{ response, shown }`: no drain was carried
     if ("content" in stored) return { _tag: "Reply", reply: { response: stored, shown: false } }
-    if (stored.response === undefined) return { _tag: "Drained", drained: stored.drained ?? [] }
-    return {
-      _tag: "Reply",
-      reply: { response: stored.response, shown: stored.shown ?? false, ...(stored.drained !== undefined ? { drained: stored.drained } : {}) }
-    }
+    if (!("drained" in stored)) return { _tag: "Reply", reply: { response: stored.response, shown: stored.shown } }
+    if (stored.response === undefined) return { _tag: "Drained", drained: stored.drained }
+    return { _tag: "Reply", reply: { response: stored.response, shown: stored.shown ?? false, drained: stored.drained } }
   }))
 }
 
