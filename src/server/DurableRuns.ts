@@ -71,7 +71,14 @@ export const RunPayload = Schema.Struct({
   /** The span of the request that started the run (a replayed run joins its trace). */
   parent: Schema.optional(Telemetry.SpanParent),
   /** A fork's run: the original run's steps stored before event `at` are taken from storage (`Replay.withPrefix`). */
-  fork: Schema.optional(CassetteRoutes.ForkPoint)
+  fork: Schema.optional(CassetteRoutes.ForkPoint),
+  /**
+   * The conversation's earlier turns, read when the run was started (its
+   * conversation already held by it): stored with the run, so a replay reads
+   * the same list without a stored step of its own. Absent in runs started by
+   * earlier versions (the `history` activity reads them).
+   */
+  history: Schema.optional(Schema.Array(Message.ChatMessage))
 })
 /**
  * @since 0.1.0
@@ -243,11 +250,15 @@ const body = (payload: RunPayload) =>
       yield* Effect.orDie(log.touch(runId, Date.now()))
     }
 
-    const history = yield* journal.activity({
+    // the history that came with the run and fits as it is needs no stored step; one the guard may
+    // compact (with a model call) is compacted in the `history` activity
+    const started = payload.history
+    const fits = started !== undefined && (started.length === 0 || guard.fits?.(started, { hint: "general" }) === true)
+    const history = fits ? started : yield* journal.activity({
       name: "history",
       success: StoredHistory,
       execute: () =>
-        store.history(conversationId).pipe(
+        (started !== undefined ? Effect.succeed(started) : store.history(conversationId)).pipe(
           Effect.flatMap((turns) =>
             turns.length === 0 ? Effect.succeed(turns) : guard.checkAndCompact(turns, { hint: "general" }).pipe(
               Effect.tap((checked) =>
