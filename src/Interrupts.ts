@@ -48,11 +48,27 @@ export interface InterruptsService {
   readonly inject: (conversationId: string, content: string) => Effect.Effect<Injection, NoActiveRun>
   /** Removes a not-yet-drained message; true when it was still queued. */
   readonly recall: (conversationId: string, id: string) => Effect.Effect<boolean>
-  /** Takes everything queued, in order (empty when nothing or not registered). */
-  readonly drain: (conversationId: string) => Effect.Effect<ReadonlyArray<Injection>>
+  /**
+   * Takes everything queued, in order (empty when nothing or not registered).
+   * With a `key` (a durable run's step: the same for every attempt of the
+   * step), a drain also returns again what an earlier drain with the same key
+   * took, so a step re-run after a crash gets the messages its first attempt
+   * already marked drained. The in-memory queues (one process, nothing re-run)
+   * ignore it.
+   */
+  readonly drain: (conversationId: string, options?: DrainOptions) => Effect.Effect<ReadonlyArray<Injection>>
   /** Closes the queue; returns what was still queued. */
   readonly unregister: (conversationId: string) => Effect.Effect<ReadonlyArray<Injection>>
   readonly isActive: (conversationId: string) => Effect.Effect<boolean>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface DrainOptions {
+  /** The drain's idempotency key (see `InterruptsService.drain`). */
+  readonly key?: string | undefined
 }
 
 type Queues = ReadonlyMap<string, ReadonlyArray<Injection>>

@@ -219,8 +219,8 @@ export const wrapTool = (tool: Tool): Tool => ({
  */
 export const wrapInterrupts = (interrupts: Interrupts.InterruptsService): Interrupts.InterruptsService => ({
   ...interrupts,
-  drain: (conversationId) =>
-    Effect.flatMap(interrupts.drain(conversationId), (items) =>
+  drain: (conversationId, options) =>
+    Effect.flatMap(interrupts.drain(conversationId, options), (items) =>
       Effect.flatMap(FiberRef.get(currentRecording), (recording) => {
         if (Option.isNone(recording)) return Effect.succeed(items)
         const copy = items.map((i) => ({ id: i.id, content: i.content }))

@@ -111,6 +111,11 @@ export interface ConversationStoreService {
   readonly exists: (id: string) => Effect.Effect<boolean, StoreError>
   /** Earlier turns as `history` for the next run: the query and the answer of each turn. */
   readonly history: (id: string) => Effect.Effect<ReadonlyArray<ChatMessage>, StoreError>
+  /**
+   * Stores a turn as the conversation's next one. A turn with a run id is
+   * stored once: appending it again (the run's last step re-run after a crash)
+   * changes nothing.
+   */
   readonly appendTurn: (turn: TurnRecord) => Effect.Effect<void, StoreError>
   /** Most recently updated first. */
   readonly list: (options?: { readonly limit?: number }) => Effect.Effect<ReadonlyArray<ConversationSummary>, StoreError>
@@ -231,8 +236,11 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
         yield* sql`INSERT INTO conversations (id, title, created_at, updated_at, turns)
           VALUES (${turn.conversationId}, ${title(turn.query)}, ${now}, ${now}, 0)
           ON CONFLICT (id) DO NOTHING`
-        const rows = yield* sql<{ n: number }>`SELECT COALESCE(MAX(turn), 0) AS n FROM turns
-          WHERE conversation_id = ${turn.conversationId}`
+        // the same statement tells whether this run's turn is stored already
+        const rows = yield* sql<{ n: number; stored: number | string }>`SELECT COALESCE(MAX(turn), 0) AS n,
+          COUNT(CASE WHEN run_id = ${turn.runId ?? null} THEN 1 END) AS stored
+          FROM turns WHERE conversation_id = ${turn.conversationId}`
+        if (Number(rows[0]?.stored ?? 0) > 0) return
         const next = (rows[0]?.n ?? 0) + 1
         yield* sql`INSERT INTO turns (conversation_id, turn, query, answer, messages, usage, status, created_at, run_id)
           VALUES (${turn.conversationId}, ${next}, ${turn.query}, ${turn.answer}, ${JSON.stringify(turn.messages)},

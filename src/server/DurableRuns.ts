@@ -71,7 +71,14 @@ export const RunPayload = Schema.Struct({
   /** The span of the request that started the run (a replayed run joins its trace). */
   parent: Schema.optional(Telemetry.SpanParent),
   /** A fork's run: the original run's steps stored before event `at` are taken from storage (`Replay.withPrefix`). */
-  fork: Schema.optional(CassetteRoutes.ForkPoint)
+  fork: Schema.optional(CassetteRoutes.ForkPoint),
+  /**
+   * The conversation's earlier turns, read when the run was started (its
+   * conversation already held by it): stored with the run, so a replay reads
+   * the same list without a stored step of its own. Absent in runs started by
+   * earlier versions (the `history` activity reads them).
+   */
+  history: Schema.optional(Schema.Array(Message.ChatMessage))
 })
 /**
  * @since 0.1.0
@@ -180,12 +187,14 @@ const body = (payload: RunPayload) =>
     }
     let cancelled = false
 
+    // one stored step ends the run: its turn stored, the conversation free again before its client
+    // reads `done` (each part idempotent: a re-run after a crash stores the turn once)
     const persist = (done: Extract<RunEvent, { _tag: "Done" }>) =>
       Effect.zipRight(
         Effect.map(Deferred.isDone(local.cancel), (isDone) => {
           cancelled = isDone
         }),
-        journalActivity("persist", () =>
+        journalActivity("end", () =>
           store.appendTurn({
             conversationId,
             query,
@@ -194,10 +203,11 @@ const body = (payload: RunPayload) =>
             usage: done.usage,
             runId,
             status: cancelled ? "cancelled" : failure !== undefined ? "failed" : "completed"
-          }).pipe(Effect.catchAll((error) => Effect.logError(`run ${runId}: ${error.message}`))))
+          }).pipe(
+            Effect.catchAll((error) => Effect.logError(`run ${runId}: ${error.message}`)),
+            Effect.zipRight(Effect.orDie(log.finish(runId)))
+          ))
       ).pipe(
-        // the conversation is free again before its client reads `done`
-        Effect.zipRight(journalActivity("finish", () => Effect.orDie(log.finish(runId)))),
         Effect.zipRight(Effect.suspend(() => {
           const status = cancelled ? "cancelled" : failure !== undefined ? "failed" : "done"
           const line = endLine(runId, conversationId, status, done, retries, (Date.now() - row.startedAt) / 1000)
@@ -240,11 +250,15 @@ const body = (payload: RunPayload) =>
       yield* Effect.orDie(log.touch(runId, Date.now()))
     }
 
-    const history = yield* journal.activity({
+    // the history that came with the run and fits as it is needs no stored step; one the guard may
+    // compact (with a model call) is compacted in the `history` activity
+    const started = payload.history
+    const fits = started !== undefined && (started.length === 0 || guard.fits?.(started, { hint: "general" }) === true)
+    const history = fits ? started : yield* journal.activity({
       name: "history",
       success: StoredHistory,
       execute: () =>
-        store.history(conversationId).pipe(
+        (started !== undefined ? Effect.succeed(started) : store.history(conversationId)).pipe(
           Effect.flatMap((turns) =>
             turns.length === 0 ? Effect.succeed(turns) : guard.checkAndCompact(turns, { hint: "general" }).pipe(
               Effect.tap((checked) =>

@@ -109,8 +109,13 @@ export interface RunLogService {
   readonly inject: (conversationId: string, content: string) => Effect.Effect<Option.Option<Injection>, RunLogError>
   /** Removes a message not drained yet; true when it was still queued. */
   readonly recall: (conversationId: string, id: string) => Effect.Effect<boolean, RunLogError>
-  /** Takes every queued message of the conversation, in order. */
-  readonly drain: (conversationId: string) => Effect.Effect<ReadonlyArray<Injection>, RunLogError>
+  /**
+   * Takes every queued message of the conversation, in order. With a `key`
+   * (the step's idempotency key) the messages are marked drained under it, and
+   * a later drain with the same key returns them again beside anything queued
+   * since: a step re-run after a crash gets what its first attempt took.
+   */
+  readonly drain: (conversationId: string, key?: string) => Effect.Effect<ReadonlyArray<Injection>, RunLogError>
   /**
    * Records that process `boot` starts the run's activity `name`, unless one
    * did before; the process that started it first.
@@ -308,17 +313,26 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
         Effect.map((rows) => rows.length > 0),
         Effect.mapError(failure("recalling the message failed"))
       ),
-    drain: (conversationId) => {
-      const queued = sql<{ id: string; content: string; created_at: number | string }>`SELECT id, content, created_at
-          FROM react_injections WHERE conversation_id = ${conversationId} AND state = 'queued' ORDER BY created_at, id`
-      // nothing queued (every iteration but a few): one read, no transaction; else read again and mark in one
-      return Effect.flatMap(queued, (first) =>
-        first.length === 0 ? Effect.succeed([]) : sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* queued
-          if (rows.length === 0) return []
-          yield* sql`UPDATE react_injections SET state = 'drained' WHERE ${sql.in("id", rows.map((r) => r.id))}`
-          return rows.map((r): Injection => ({ id: r.id, content: r.content }))
-        }))).pipe(Effect.mapError(failure("draining messages failed")))
+    drain: (conversationId, key) => {
+      type Row = { id: string; content: string; created_at: number | string; state?: string }
+      const read = key === undefined
+        ? sql<Row>`SELECT id, content, created_at, state FROM react_injections
+            WHERE conversation_id = ${conversationId} AND state = 'queued' ORDER BY created_at, id`
+        : sql<Row>`SELECT id, content, created_at, state FROM react_injections
+            WHERE conversation_id = ${conversationId} AND (state = 'queued' OR drained_by = ${key}) ORDER BY created_at, id`
+      const ordered = (rows: ReadonlyArray<Row>) =>
+        rows.slice().sort((a, b) => Number(a.created_at) - Number(b.created_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+          .map((r): Injection => ({ id: r.id, content: r.content }))
+      // nothing queued (every step but a few): one read; else one statement marks them, atomically
+      // (what was queued meanwhile is taken too; a message recalled meanwhile is not)
+      return Effect.flatMap(read, (rows) => {
+        if (!rows.some((r) => r.state === "queued")) return Effect.succeed(ordered(rows))
+        return Effect.map(
+          sql<Row>`UPDATE react_injections SET state = 'drained', drained_by = ${key ?? null}
+            WHERE conversation_id = ${conversationId} AND state = 'queued' RETURNING id, content, created_at`,
+          (marked) => ordered([...rows.filter((r) => r.state !== "queued"), ...marked])
+        )
+      }).pipe(Effect.mapError(failure("draining messages failed")))
     },
     markStarted: (runId, name, boot) =>
       // one statement: the row is written if absent, and whichever row stands is returned

@@ -25,6 +25,7 @@ import type { Mode } from "../DagAgent.js"
 import * as Telemetry from "../Telemetry.js"
 import { NotFound, Overloaded, type RunInProgress } from "./ApiError.js"
 import type { ForkPoint } from "./CassetteRoutes.js"
+import * as ConversationStore from "./ConversationStore.js"
 import * as DurableRuns from "./DurableRuns.js"
 import type { RunRow } from "./RunLog.js"
 import * as RunLog from "./RunLog.js"
@@ -136,6 +137,8 @@ export const make = Effect.gen(function*() {
   const settings = yield* ServerConfig.ServerConfig
   const log = yield* RunLog.RunLog
   const host = yield* DurableRuns.RunHost
+  // where the conversations are (the server's layers have it): a run's history goes with its start
+  const store = yield* Effect.serviceOption(ConversationStore.ConversationStore)
   const engine = yield* WorkflowEngineModule.WorkflowEngine
   const shutdown = yield* Deferred.make<void>()
   const sinks = new Set<Sse.Sink>()
@@ -247,6 +250,11 @@ export const make = Effect.gen(function*() {
             Effect.catchTag("RunLogError", Effect.die)
           )
           const parent = yield* Telemetry.currentParent
+          // the conversation's turns so far go with the run (it holds the conversation now: none is added
+          // until it ends); a failed read leaves them to the run's `history` step
+          const history = Option.isNone(store) ? undefined : yield* store.value.history(conversationId).pipe(
+            Effect.catchAll((error) => Effect.as(Effect.logWarning(`run ${runId}: ${error.message}; the run reads its history itself`), undefined))
+          )
           yield* DurableRuns.AgentRun.execute({
             runId,
             ...(Option.isSome(parent) ? { parent: parent.value } : {}),
@@ -254,7 +262,8 @@ export const make = Effect.gen(function*() {
             query: options.query,
             mode: options.mode ?? settings.defaultMode,
             ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
-            ...(options.fork !== undefined ? { fork: options.fork } : {})
+            ...(options.fork !== undefined ? { fork: options.fork } : {}),
+            ...(history !== undefined ? { history } : {})
           }, { discard: true }).pipe(withEngine)
         }).pipe(Effect.onError(() => host.unreserve(runId)))
         yield* Effect.logInfo(`run ${runId} started (conversation ${conversationId})`)

@@ -30,7 +30,7 @@ export const makeUnsafe = (log: RunLog.RunLogService): InterruptsService => ({
       onSome: Effect.succeed
     })),
   recall: (conversationId, id) => Effect.orDie(log.recall(conversationId, id)),
-  drain: (conversationId) => Effect.orDie(log.drain(conversationId)),
+  drain: (conversationId, options) => Effect.orDie(log.drain(conversationId, options?.key)),
   // what is still queued when the run ends is reported in its `done`
   unregister: (conversationId) => Effect.orDie(log.drain(conversationId)),
   isActive: (conversationId) => Effect.map(Effect.orDie(log.active(conversationId)), Option.isSome)

@@ -105,7 +105,9 @@ describe("stored before it counts (SQLite, no kill)", () => {
           const reply = storedReply(steps, "llm/1")
           assert.isDefined(reply, `the reply of llm/1 is stored ${when}: ${summary(steps)}`)
           assert.strictEqual(reply._tag, "Success")
-          assert.deepStrictEqual(reply.value.toolCalls.map((c: any) => [c.id, c.name]), [["call_1_0", "rec__record"]], "the reply with its tool call")
+          // the loop call's stored step: the reply, and what the drains it carries took (none: it called a tool)
+          assert.deepStrictEqual(reply.value.response.toolCalls.map((c: any) => [c.id, c.name]), [["call_1_0", "rec__record"]], "the reply with its tool call")
+          assert.deepStrictEqual(reply.value.drained, [])
         }
         const outcome = storedReply(at("tool done"), "tool/1/call_1_0")
         assert.isDefined(outcome, `the tool's outcome is stored when its done reached the client: ${summary(at("tool done"))}`)

@@ -72,4 +72,21 @@ describe("ConversationStore (SQLite)", () => {
       assert.strictEqual(error._tag, "StoreError")
       assert.include(error.message, path)
     }))
+
+  it.live("a run's turn is stored once: appending it again (its last step re-run after a crash) changes nothing; turns without a run id each count", () =>
+    Effect.gen(function*() {
+      const store = yield* ConversationStore.ConversationStore
+      yield* store.appendTurn({ ...turn("r", "first", "one"), runId: "run_1" })
+      yield* store.appendTurn({ ...turn("r", "first", "one"), runId: "run_1" })
+      yield* store.appendTurn({ ...turn("r", "second", "two"), runId: "run_2" })
+      yield* store.appendTurn(turn("r", "third", "three"))
+      yield* store.appendTurn(turn("r", "third", "three"))
+      assert.deepStrictEqual(
+        (yield* store.history("r")).filter((m) => m.role === "user").map((m) => m.content),
+        ["first", "second", "third", "third"]
+      )
+      const detail = Option.getOrThrow(yield* store.get("r"))
+      assert.deepStrictEqual(detail.turn_details.map((t) => t.turn), [1, 2, 3, 4])
+      assert.strictEqual((yield* store.list()).find((c) => c.id === "r")?.turns, 4)
+    }).pipe(Effect.provide(ConversationStore.layerSqlite(tempDatabase()))))
 })

@@ -63,4 +63,29 @@ describe("run log: one statement per write", () => {
       assert.deepStrictEqual(yield* Effect.orDie(log.drain("c1")), [{ id: queued.id, content: "also this" }])
       assert.deepStrictEqual(yield* Effect.orDie(log.drain("c1")), [])
     }))
+
+  it.scoped("a keyed drain returns again what it took under its key, beside what was queued since; other keys and recalled messages not", () =>
+    Effect.gen(function*() {
+      const log = yield* openLog()
+      yield* Effect.orDie(log.start({ runId: "r1", conversationId: "c1", query: "q" }))
+      const inject = (text: string) => Effect.map(Effect.orDie(log.inject("c1", text)), (i) => ({ id: Option.getOrThrow(i).id, content: text }))
+      const drain = (key?: string) => Effect.orDie(log.drain("c1", key))
+      const a = yield* inject("a")
+      const b = yield* inject("b")
+      assert.deepStrictEqual(yield* drain("k1"), [a, b])
+      // the step re-run: the same messages, nothing new queued meanwhile
+      assert.deepStrictEqual(yield* drain("k1"), [a, b])
+      const c = yield* inject("c")
+      const d = yield* inject("d")
+      assert.isTrue(yield* Effect.orDie(log.recall("c1", d.id)))
+      // what it took first, then what was queued since (in order); the recalled one not
+      assert.deepStrictEqual(yield* drain("k1"), [a, b, c])
+      assert.deepStrictEqual(yield* drain("k2"), [])
+      assert.deepStrictEqual(yield* drain(), [])
+      // a message drained under a key cannot be recalled any more
+      assert.isFalse(yield* Effect.orDie(log.recall("c1", c.id)))
+      const e = yield* inject("e")
+      assert.deepStrictEqual(yield* drain("k2"), [e])
+      assert.deepStrictEqual(yield* drain("k1"), [a, b, c])
+    }))
 })

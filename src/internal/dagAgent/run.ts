@@ -136,12 +136,19 @@ const executeIn = (
         pending = left
       })
     )
-    /** The drain after a round's analysis (stored: a replay takes the same messages in). */
+    /**
+     * The drain after a round's analysis (stored: a replay takes the same messages in; keyed by
+     * the step, so an attempt re-run after a crash gets what the first one marked drained).
+     */
     const drain = (round: number) =>
       journal.activity({
         name: `dag/${round}/drain`,
         success: Injections,
-        execute: () => Effect.map(interrupts.drain(conversationId), (drained) => drained.map((i) => ({ id: i.id, content: i.content })))
+        execute: () =>
+          Effect.map(
+            interrupts.drain(conversationId, { key: journal.idempotencyKey?.(`dag/${round}/drain`) }),
+            (drained) => drained.map((i) => ({ id: i.id, content: i.content }))
+          )
       }).pipe(Effect.tap((drained) => Effect.forEach(drained, (i) => emit({ _tag: "Inject", content: i.content, id: i.id }), { discard: true })))
 
     /** ReAct mode on the original query (and the follow-ups taken in so far); its `Done` is kept for ours. */

@@ -19,11 +19,11 @@ import type * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as Budget from "../../Budget.js"
+import type { Injection } from "../../Interrupts.js"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService, ResponseToolCall } from "../../Llm.js"
-import { ChatResponseSchema, LlmError, oneCall, parseToolArguments } from "../../Llm.js"
+import { LlmError, oneCall, parseToolArguments } from "../../Llm.js"
 import type { RunEvent } from "../../RunEvent.js"
 import * as Telemetry from "../../Telemetry.js"
 import * as Usage from "../../Usage.js"
@@ -32,10 +32,13 @@ import * as Usage from "../../Usage.js"
 export interface LoopReply {
   readonly response: ChatResponse
   readonly shown: boolean
+  /**
+   * What the interrupt drain right after the reply took, where the loop drains
+   * there (`loopCall.ts`); absent in a reply stored by an earlier version, whose
+   * drain is a step of its own.
+   */
+  readonly drained?: ReadonlyArray<Injection>
 }
-
-/** How a durable run stores a streamed loop call. */
-export const LoopReplySchema = Schema.Struct({ response: ChatResponseSchema, shown: Schema.Boolean })
 
 interface PartialCall {
   id: string

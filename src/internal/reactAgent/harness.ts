@@ -10,14 +10,12 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { CHECKLIST_MAX_ANSWER_CHARS } from "../../AgentConfig.js"
 import type { CheckOptions } from "../../ContextGuard.js"
-import type { ChatRequest, ChatResponse } from "../../Llm.js"
-import { ChatResponseSchema, LlmError } from "../../Llm.js"
+import type { ChatRequest, LlmError } from "../../Llm.js"
 import * as Message from "../../Message.js"
-import * as Telemetry from "../../Telemetry.js"
 import { Usage } from "../../Usage.js"
 import type { LoopReply } from "./answerStream.js"
-import { LoopReplySchema, streamLoopCall } from "./answerStream.js"
 import type { LoopEnv } from "./env.js"
+import { Injections, loopCall, takeIn } from "./loopCall.js"
 import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
 import type { RunState } from "./state.js"
@@ -72,27 +70,6 @@ const compact = (env: LoopEnv, state: RunState, name: string, options: CheckOpti
     })
   )
 
-const chat = (env: LoopEnv, name: string, request: ChatRequest, iteration: number): Effect.Effect<LoopReply, LlmError> =>
-  env.journal.activity({
-    name,
-    success: ChatResponseSchema,
-    error: LlmError,
-    execute: () => Telemetry.chat(env.llm, request, { phase: "loop", iteration })
-  }).pipe(Effect.map((response) => ({ response, shown: false })))
-
-const streamed = (env: LoopEnv, name: string, request: ChatRequest, iteration: number): Effect.Effect<LoopReply, LlmError> =>
-  env.journal.activity({
-    name,
-    success: LoopReplySchema,
-    error: LlmError,
-    restartAware: true,
-    // a stream cut by a crash starts again: the client discards what it showed
-    execute: ({ restarted }) => {
-      const call = streamLoopCall(env.llm, request, iteration, env.journal.emit)
-      return restarted ? Effect.zipRight(env.journal.emit({ _tag: "AnswerReset" }), call) : call
-    }
-  })
-
 /**
  * Whether a final answer from this iteration would be held back for the
  * completion checklist (once per run, after ≥ N tool calls, not on the last
@@ -114,7 +91,10 @@ const streamsAnswer = (env: LoopEnv, state: RunState, iteration: number): boolea
 
 /**
  * One loop LLM call. When the provider rejects the request as too long,
- * force-compact to 50 % of the guard's budget and retry, once per run.
+ * force-compact to 50 % of the guard's budget and retry, once per run. A drain
+ * left due by the last tool round is carried by the call's activity
+ * (`loopCall.ts`); when it took messages in, they join the list first and the
+ * model is asked in an activity of its own.
  */
 export const callLlm = (
   env: LoopEnv,
@@ -122,50 +102,55 @@ export const callLlm = (
   iteration: number,
   request: (messages: ReadonlyArray<Message.ChatMessage>) => ChatRequest
 ): Effect.Effect<LoopReply, LlmError> => {
-  const call = streamsAnswer(env, state, iteration) ? streamed : chat
   const counted = (reply: LoopReply) => {
     State.recordLoopUsage(state, reply.response.usage)
     return Effect.succeed(reply)
   }
-  return Effect.matchEffect(call(env, `llm/${iteration}`, request(state.ctx.slice()), iteration), {
+  const ask = (name: string, drainBefore: boolean): Effect.Effect<LoopReply, LlmError> =>
+    Effect.suspend(() =>
+      loopCall(env, name, request(state.ctx.slice()), iteration, { stream: streamsAnswer(env, state, iteration), drainBefore })
+    ).pipe(Effect.flatMap((call) =>
+      call._tag === "Reply" ? Effect.succeed(call.reply) : Effect.zipRight(takeIn(env, state, call.drained), ask(`${name}/drained`, false))
+    ))
+  return Effect.matchEffect(ask(`llm/${iteration}`, State.takeDrainDue(state) !== undefined), {
     onFailure: (e) => {
       if (e.reason !== "ContextOverflow" || state.overflowRetried) return Effect.fail(e)
       State.markOverflowRetried(state)
       const budget = Math.max(1, Math.floor(env.guard.budget / 2))
-      const retry = Effect.suspend(() => call(env, `llm/${iteration}/retry`, request(state.ctx.slice()), iteration))
+      const retry = Effect.suspend(() => ask(`llm/${iteration}/retry`, false))
       return Effect.flatMap(guardThen(env, state, `guard/${iteration}/overflow`, { budget, hint: "react_iteration" }, retry), counted)
     },
     onSuccess: counted
   })
 }
 
-const Injections = Schema.Array(Schema.Struct({ id: Schema.String, content: Schema.String }))
-
 /**
- * Drains the conversation's interrupts: everything becomes ONE pinned user
- * message starting `[USER INTERRUPT]`, plus one `Inject` event per message.
- * True when anything was drained. `point` names the drain point within the
+ * Drains the conversation's interrupts as a step of its own (`takeIn`). True
+ * when anything was drained. `point` names the drain point within the
  * iteration (a durable run stores what each drain took).
  */
-export const drainInterrupts = (env: LoopEnv, state: RunState, iteration: number, point: string): Effect.Effect<boolean> =>
-  env.journal.activity({
-    name: `drain/${iteration}/${point}`,
+export const drainInterrupts = (env: LoopEnv, state: RunState, iteration: number, point: string): Effect.Effect<boolean> => {
+  const name = `drain/${iteration}/${point}`
+  return env.journal.activity({
+    name,
     success: Injections,
-    execute: () => env.interrupts.drain(env.conversationId)
-  }).pipe(
-    // every injected message passes the input guardrails before the model reads it
-    Effect.tap((items) => Effect.forEach(items, (item) => env.screen(item.content), { discard: true })),
-    Effect.flatMap((items) => {
-      if (items.length === 0) return Effect.succeed(false)
-      State.takeInterrupts(state, items.map((i) => i.content))
-      return Effect.as(
-        Effect.forEach(items, (item) => env.journal.emit({ _tag: "Inject", content: item.content, id: item.id }), {
-          discard: true
-        }),
-        true
-      )
-    })
-  )
+    execute: () => env.interrupts.drain(env.conversationId, { key: env.journal.idempotencyKey?.(name) })
+  }).pipe(Effect.flatMap((items) => takeIn(env, state, items)))
+}
+
+/**
+ * The drain after a reply: carried by the reply's activity (`LoopReply.drained`),
+ * or a step of its own for a reply stored by an earlier version.
+ */
+export const drainAfterReply = (env: LoopEnv, state: RunState, reply: LoopReply, iteration: number, point: string): Effect.Effect<boolean> =>
+  reply.drained !== undefined ? takeIn(env, state, reply.drained) : drainInterrupts(env, state, iteration, point)
+
+/** A stop of the loop with the drain of the last tool round still due: it is made on its own. */
+export const drainIfDue = (env: LoopEnv, state: RunState): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const due = State.takeDrainDue(state)
+    return due === undefined ? Effect.void : Effect.asVoid(drainInterrupts(env, state, due, "tools"))
+  })
 
 /** Counts identical calls; appends the warning when a key reaches the threshold (and at every further one). */
 export const cycleCheck = (env: LoopEnv, state: RunState, calls: ReadonlyArray<CallRequest>): void => {

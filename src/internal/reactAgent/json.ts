@@ -13,7 +13,7 @@ import type { ChatRequest } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { LoopReply } from "./answerStream.js"
 import type { LoopEnv } from "./env.js"
-import { cycleCheck, drainInterrupts, finalAnswer, reflectionCheck } from "./harness.js"
+import { cycleCheck, drainAfterReply, finalAnswer, reflectionCheck } from "./harness.js"
 import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
 import type { RunState } from "./state.js"
@@ -70,17 +70,18 @@ export const jsonRequest = (env: LoopEnv) => (messages: ReadonlyArray<Message.Ch
 export const jsonStep = (
   env: LoopEnv,
   state: RunState,
-  { response }: LoopReply,
+  reply: LoopReply,
   iteration: number
 ): Effect.Effect<boolean> =>
   Effect.gen(function*() {
+    const { response } = reply
     const raw = response.content
     State.append(state, Message.assistant(raw))
     const action = parseAction(raw)
     const reasoning = (action._tag !== "Invalid" && action.reasoning) || response.reasoning || ""
     yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning })
-    // JSON mode drains right after the assistant message, for tool calls and answers alike
-    const interrupted = yield* drainInterrupts(env, state, iteration, "reply")
+    // JSON mode drains right after the assistant message, for tool calls and answers alike (the reply's activity drains)
+    const interrupted = yield* drainAfterReply(env, state, reply, iteration, "reply")
     if (action._tag === "Invalid") {
       if (state.parseFailed && !interrupted) return finalAnswer(env, state, iteration, raw, { unparsed: true })
       State.setParseFailed(state, true)

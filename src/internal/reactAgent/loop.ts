@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import type { LlmError } from "../../Llm.js"
 import * as Budget from "./budget.js"
 import type { LoopEnv } from "./env.js"
-import { callLlm, guardThen } from "./harness.js"
+import { callLlm, drainIfDue, guardThen } from "./harness.js"
 import { jsonRequest, jsonStep, refreshSystemPrompt } from "./json.js"
 import { nativeRequest, nativeStep } from "./native.js"
 import * as Prompts from "./prompts.js"
@@ -19,26 +19,32 @@ import type { RunState } from "./state.js"
 
 /**
  * Runs the loop; on return `state.answer` holds the loop's answer (a summary of
- * the steps when it stopped without one). Fails only with the LLM's error.
+ * the steps when it stopped without one). Fails only with the LLM's error. The
+ * interrupt drain after a tool round is carried by the next call's activity
+ * (`callLlm`), or made on its own when the loop stops before another call.
  */
 export const runLoop = (env: LoopEnv, state: RunState): Effect.Effect<void, LlmError> =>
   Effect.suspend(() => {
     const request = env.native ? nativeRequest(env) : jsonRequest(env)
     const step = env.native ? nativeStep : jsonStep
     const turnBudget = env.options.maxTurnTokens
+    // the loop stops: the drain the last tool round left due is made first, on its own
+    const stopping = (stop: Effect.Effect<void>) => Effect.zipRight(drainIfDue(env, state), stop)
     const iterate: Effect.Effect<void, LlmError> = Effect.suspend(() => {
       if (state.iterations >= env.maxIterations) {
-        State.finish(state, Prompts.stoppedSummary("max_iterations", env.maxIterations, state.steps), "max_iterations")
-        return Effect.void
+        return stopping(Effect.sync(() =>
+          State.finish(state, Prompts.stoppedSummary("max_iterations", env.maxIterations, state.steps), "max_iterations")
+        ))
       }
       if (turnBudget > 0 && state.loopTokens >= turnBudget) {
-        State.finish(state, Prompts.stoppedSummary("token_budget", turnBudget, state.steps), "token_budget")
-        return Effect.void
+        return stopping(Effect.sync(() =>
+          State.finish(state, Prompts.stoppedSummary("token_budget", turnBudget, state.steps), "token_budget")
+        ))
       }
       if (!env.native) refreshSystemPrompt(env, state)
       if (!Budget.affordable(env, state, request)) {
         // policy `ask`: a person may extend the budget (the check runs again), else the loop stops
-        return Effect.flatMap(Budget.askMore(env, state), (extended) => (extended ? iterate : Budget.stop(env, state)))
+        return Effect.flatMap(Budget.askMore(env, state), (extended) => (extended ? iterate : stopping(Budget.stop(env, state))))
       }
       const iteration = State.beginIteration(state)
       const think = Effect.flatMap(env.journal.emit({ _tag: "ThinkingStart", iteration }), () =>
@@ -47,7 +53,7 @@ export const runLoop = (env: LoopEnv, state: RunState): Effect.Effect<void, LlmE
           Effect.catchIf(callLlm(env, state, iteration, request), (e) => e.reason === "Budget", () => Effect.succeed(undefined)),
           (response) =>
             response === undefined
-              ? Budget.stop(env, state)
+              ? stopping(Budget.stop(env, state))
               : Effect.flatMap(step(env, state, response, iteration), (done) => (done ? Effect.void : iterate))
         ))
       return guardThen(env, state, `guard/${iteration}`, { hint: "react_iteration" }, think)

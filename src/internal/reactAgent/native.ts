@@ -6,12 +6,11 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import { constFalse } from "effect/Function"
 import type { ChatRequest, ResponseToolCall } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { LoopReply } from "./answerStream.js"
 import type { LoopEnv } from "./env.js"
-import { cycleCheck, drainInterrupts, finalAnswer, reflectionCheck } from "./harness.js"
+import { cycleCheck, drainAfterReply, finalAnswer, reflectionCheck } from "./harness.js"
 import * as State from "./state.js"
 import type { RunState } from "./state.js"
 import type { CallOutcome, CallRequest } from "./toolCall.js"
@@ -88,7 +87,9 @@ export const nativeStep = (
         applyRound(env, state, calls, outcomes, iteration)
         cycleCheck(env, state, calls)
         reflectionCheck(env, state, iteration)
-        return Effect.map(drainInterrupts(env, state, iteration, "tools"), constFalse)
+        // drained by the next loop call's activity (or on its own if the loop stops first)
+        State.setDrainDue(state, iteration)
+        return Effect.succeed(false)
       }
     )
     // the events before the round, in order: the shown text retracted, ThinkingDone, each call's ToolStart
@@ -102,11 +103,12 @@ export const nativeStep = (
   })
 
 /** A reply without tool calls: the answer, unless an interrupt or the completion checklist holds it back. */
-const answerStep = (env: LoopEnv, state: RunState, { response, shown }: LoopReply, iteration: number): Effect.Effect<boolean> =>
+const answerStep = (env: LoopEnv, state: RunState, reply: LoopReply, iteration: number): Effect.Effect<boolean> =>
   Effect.gen(function*() {
+    const { response, shown } = reply
     State.append(state, Message.assistant(response.content))
     yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning ?? "" })
-    const interrupted = yield* drainInterrupts(env, state, iteration, "final")
+    const interrupted = yield* drainAfterReply(env, state, reply, iteration, "final")
     const finished = !interrupted && finalAnswer(env, state, iteration, response.content, { streamed: shown })
     if (!finished && shown) yield* env.journal.emit({ _tag: "AnswerReset" })
     return finished

@@ -43,6 +43,12 @@ export interface RunState {
   readonly reflectionCount: number
   readonly checklistDone: boolean
   readonly overflowRetried: boolean
+  /**
+   * The iteration whose tool round left the interrupt drain due: the next loop
+   * call's activity drains first (one stored step for both), or the loop drains
+   * on its own when it stops before another call.
+   */
+  readonly drainDue: number | undefined
   /** Budget waits so far (policy `ask`). */
   readonly budgetWaits: number
   /** Estimated tokens of the observations the model saw (the tool-result budget). */
@@ -70,6 +76,7 @@ interface Mutable {
   reflectionCount: number
   checklistDone: boolean
   overflowRetried: boolean
+  drainDue: number | undefined
   budgetWaits: number
   obsTokens: number
   loopTokens: number
@@ -95,6 +102,7 @@ export const make = (initial: ReadonlyArray<ChatMessage>, promptVersion: number)
     reflectionCount: 0,
     checklistDone: false,
     overflowRetried: false,
+    drainDue: undefined,
     budgetWaits: 0,
     obsTokens: 0,
     loopTokens: 0,
@@ -168,6 +176,18 @@ export const usageByPhase = (state: RunState): Usage.UsageByPhase => {
 /** The provider rejected the request as too long once; not again in this run. */
 export const markOverflowRetried = (state: RunState): void => {
   mutable(state).overflowRetried = true
+}
+
+/** A tool round ended: the interrupts are drained before the next loop call. */
+export const setDrainDue = (state: RunState, iteration: number): void => {
+  mutable(state).drainDue = iteration
+}
+
+/** The due drain's iteration, if any; it is no longer due. */
+export const takeDrainDue = (state: RunState): number | undefined => {
+  const due = state.drainDue
+  mutable(state).drainDue = undefined
+  return due
 }
 
 /** JSON mode: whether the last reply failed to parse. */

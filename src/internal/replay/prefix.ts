@@ -150,12 +150,12 @@ export const wrapTool = (tool: Tool): Tool => ({
 
 export const wrapInterrupts = (interrupts: Interrupts.InterruptsService): Interrupts.InterruptsService => ({
   ...interrupts,
-  drain: (conversationId) =>
+  drain: (conversationId, options) =>
     Effect.flatMap(FiberRef.get(currentPrefix), (prefix) => {
-      if (Option.isNone(prefix)) return interrupts.drain(conversationId)
+      if (Option.isNone(prefix)) return interrupts.drain(conversationId, options)
       const state = prefix.value
       const stored = state.cassette.drains[state.drains]
-      if (stored === undefined) return interrupts.drain(conversationId)
+      if (stored === undefined) return interrupts.drain(conversationId, options)
       state.drains++
       return Effect.succeed(stored.items)
     })

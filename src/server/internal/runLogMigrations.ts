@@ -80,6 +80,12 @@ const migrations = {
     // lease holds (ms since the epoch, the database's clock); NULL on rows written before
     yield* sql`ALTER TABLE react_activity_starts ADD COLUMN holder TEXT`
     yield* sql`ALTER TABLE react_activity_starts ADD COLUMN lease_until BIGINT`
+  }),
+  "5_injection_drain_key": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // the step that drained a message (`RunLog.drain`'s key): a step re-run after a crash takes
+    // again what its first attempt marked drained; NULL on rows drained before, and by a run's end
+    yield* sql`ALTER TABLE react_injections ADD COLUMN drained_by TEXT`
   })
 }
 
