@@ -107,8 +107,10 @@ describe("server with the app's services", () => {
   it.scopedLive("a history that fits comes with the run's start: the model reads it, and no history step is stored", () =>
     Effect.gen(function*() {
       const fake = yield* FakeOpenAi.scoped((body) => {
-        const users = (body?.messages ?? []).filter((m: any) => m.role === "user")
-        return FakeOpenAi.sseText(`answer to ${users[users.length - 1]?.content}`)
+        // the question being answered is the last one asked (answer synthesis quotes it in its own prompt)
+        const asked = JSON.stringify(body?.messages ?? []).includes("second question") ? "second" : "first"
+        const answer = `answer to ${asked} question`
+        return body?.stream ? FakeOpenAi.sseText(answer) : FakeOpenAi.completion({ content: answer })
       })
       const databasePath = tempDatabase()
       const server = yield* startServer({ llmUrl: fake.url, databasePath })
@@ -116,10 +118,13 @@ describe("server with the app's services", () => {
         const run = yield* Effect.promise(() => openSse(`${server.url}/api/react`, { body: { query, conversation_id: "small" } }))
         assert.strictEqual(run.events[run.events.length - 1].event, "done")
       }
-      // (the stored answer of a turn whose answer was streamed from the loop is empty here, before
-      // this change too: not what this test is about)
-      const last = fake.requests[fake.requests.length - 1].body.messages.map((m: any) => m.role === "assistant" ? [m.role] : [m.role, m.content])
-      assert.deepStrictEqual(last.slice(-3), [["user", "first question"], ["assistant"], ["user", "second question"]])
+      // the second run's loop call (its answer synthesis quotes the question in a prompt of its own)
+      const loopCall = fake.requests.find((r: any) => r.body.messages[r.body.messages.length - 1].content === "second question")
+      const last = loopCall!.body.messages.map((m: any) => [m.role, m.content])
+      assert.deepStrictEqual(last.slice(-3), [["user", "first question"], ["assistant", "answer to first question"], [
+        "user",
+        "second question"
+      ]])
       const stored = yield* storedActivities(databasePath, "small")
       assert.includeMembers(stored, ["llm/1", "end"])
       assert.notInclude(stored, "history")
