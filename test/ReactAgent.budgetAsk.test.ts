@@ -125,10 +125,10 @@ describe("Budget policy ask", () => {
       assert.deepStrictEqual(r.requests.map(withoutOnStored), [waitRequest(r.runKey(), 1)])
       assert.deepStrictEqual(r.statuses, [status("exhausted", LIMIT), status("extended", LIMIT + 0.5)])
       assert.deepStrictEqual(budgetKeys(r.emitted), ["budget/1/exhausted", "budget/1/decided"])
-      // the wait is an activity of its own, between the first round and the next loop call
+      // the wait is an activity of its own, between the first round and the next loop call (which
+      // carries the round's interrupt drain)
       assert.deepStrictEqual(r.names.slice(r.names.indexOf("tool/1/c1"), r.names.indexOf("llm/2") + 1), [
         "tool/1/c1",
-        "drain/1/tools",
         "approval/run",
         "budget/1",
         "guard/2",
