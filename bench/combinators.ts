@@ -14,23 +14,7 @@ import * as FiberSet from "effect/FiberSet"
 import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-
-const measure = async (n: number, mk: () => Effect.Effect<unknown, unknown>): Promise<number> => {
-  const program = Effect.gen(function*() {
-    for (let i = 0; i < n; i++) yield* Effect.either(mk())
-  })
-  await Effect.runPromise(program)
-  await Effect.runPromise(program)
-  const xs: Array<number> = []
-  for (let r = 0; r < 9; r++) {
-    const c0 = process.cpuUsage()
-    await Effect.runPromise(program)
-    const c = process.cpuUsage(c0)
-    xs.push((c.user + c.system) / n)
-  }
-  xs.sort((a, b) => a - b)
-  return xs[4]
-}
+import { measure } from "./primitives.js"
 
 const four = [1, 2, 3, 4]
 const handler = (i: number) => Effect.sync(() => `record ${i}`)
@@ -82,5 +66,5 @@ const cases: Array<[string, () => Effect.Effect<unknown, unknown>]> = [
 const filter = process.argv[2]
 for (const [name, mk] of cases) {
   if (filter !== undefined && !name.includes(filter)) continue
-  console.log(`${(await measure(2000, mk)).toFixed(1).padStart(7)} µs  ${name}`)
+  console.log(`${(await measure(2000, mk, 9)).toFixed(1).padStart(7)} µs  ${name}`)
 }
