@@ -1,7 +1,7 @@
 /**
  * The test files of mutation runs (`npm run mutate`, stryker.config.json): the
  * unit and in-process tests that cover the engine's core — the loop, the
- * context guard, hooks, approvals, JSON extraction, structured calls and the
+ * context guard, guardrails, hooks, approvals, JSON extraction, structured calls and the
  * durable journal. No browser, no spawned process, no PostgreSQL: every mutant
  * runs the tests that cover it, so these must be fast.
  */
@@ -20,6 +20,7 @@ export default defineConfig({
       "test/ContextGuard.plan.test.ts",
       "test/ContextGuard.transcript.test.ts",
       "test/ContextGuardScan.test.ts",
+      "test/Guardrail.test.ts",
       "test/Hooks.test.ts",
       "test/Hooks.results.test.ts",
       "test/HookBuiltins.test.ts",
