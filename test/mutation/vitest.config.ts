@@ -20,7 +20,6 @@ export default defineConfig({
       "test/ContextGuard.plan.test.ts",
       "test/ContextGuard.transcript.test.ts",
       "test/ContextGuardScan.test.ts",
-      "test/Guardrail.test.ts",
       "test/Hooks.test.ts",
       "test/Hooks.results.test.ts",
       "test/HookBuiltins.test.ts",
