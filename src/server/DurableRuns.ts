@@ -338,32 +338,7 @@ export interface ClusterSettings {
  * @since 0.1.0
  * @category config
  */
-export const clusterConfig: Config.Config<ClusterSettings> = Config.all({
-  host: Config.string("CLUSTER_HOST").pipe(Config.withDefault("127.0.0.1")),
-  port: Config.integer("CLUSTER_PORT").pipe(
-    Config.validate({ message: "CLUSTER_PORT must be an integer between 1 and 65535", validation: (n) => n >= 1 && n <= 65535 }),
-    Config.withDefault(34431)
-  ),
-  expiration: Config.integer("CLUSTER_SHARD_LOCK_EXPIRATION_MS").pipe(
-    Config.validate({ message: "CLUSTER_SHARD_LOCK_EXPIRATION_MS must be >= 1000", validation: (n) => n >= 1000 }),
-    Config.withDefault(10_000)
-  ),
-  refresh: Config.integer("CLUSTER_SHARD_LOCK_REFRESH_MS").pipe(
-    Config.validate({ message: "CLUSTER_SHARD_LOCK_REFRESH_MS must be >= 100", validation: (n) => n >= 100 }),
-    Config.withDefault(3000)
-  )
-}).pipe(
-  Config.validate({
-    message: "CLUSTER_SHARD_LOCK_REFRESH_MS must be below CLUSTER_SHARD_LOCK_EXPIRATION_MS",
-    validation: ({ expiration, refresh }) => refresh < expiration
-  }),
-  Config.map(({ expiration, host, port, refresh }) => ({
-    host,
-    port,
-    shardLockExpiration: Duration.millis(expiration),
-    shardLockRefresh: Duration.millis(refresh)
-  }))
-)
+export const clusterConfig: Config.Config<ClusterSettings> = Embedded.clusterConfig
 
 /**
  * The workflow engine embedded in this process: one runner over the

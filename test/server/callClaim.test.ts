@@ -168,7 +168,9 @@ describe("tool-call claims (RunLog.claim, callClaim.exclusive)", () => {
       // the run log's migrations as the previous version had them (the activity starts table last)
       yield* Migrator.make({})({
         loader: Migrator.fromRecord({
-          "1_create_run_log": Effect.void,
+          // (of the run log's first tables, only the one a later migration alters)
+          "1_create_run_log": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+            sql`CREATE TABLE IF NOT EXISTS react_injections (id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, run_id TEXT NOT NULL, content TEXT NOT NULL, state TEXT NOT NULL, created_at BIGINT NOT NULL)`),
           "2_create_approvals": Effect.void,
           "3_create_activity_starts": Effect.flatMap(SqlClient.SqlClient, (sql) =>
             Effect.zipRight(

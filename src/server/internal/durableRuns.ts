@@ -1,11 +1,13 @@
 /**
- * The embedded workflow engine's shard layout (`DurableRuns.layerEngineEmbedded`),
- * and the log lines of a run's end and of the shutdown grace.
+ * The embedded workflow engine's shard layout (`DurableRuns.layerEngineEmbedded`), the
+ * cluster's settings (`DurableRuns.clusterConfig`), and the log lines of a run's end and of the shutdown grace.
  *
  * @internal
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { RunEvent } from "../../RunEvent.js"
 
@@ -59,3 +61,31 @@ export const shutdownLine = (inFlight: number, left: number, waitedMs: number, g
   (left === 0
     ? ""
     : `; ${plural(left, "call")} still running at the end of the grace (SHUTDOWN_GRACE_MS=${graceMs}), cut by the shutdown like a crash`)
+
+/** `DurableRuns.clusterConfig`: the cluster's settings for several instances, validated. */
+export const clusterConfig = Config.all({
+  host: Config.string("CLUSTER_HOST").pipe(Config.withDefault("127.0.0.1")),
+  port: Config.integer("CLUSTER_PORT").pipe(
+    Config.validate({ message: "CLUSTER_PORT must be an integer between 1 and 65535", validation: (n) => n >= 1 && n <= 65535 }),
+    Config.withDefault(34431)
+  ),
+  expiration: Config.integer("CLUSTER_SHARD_LOCK_EXPIRATION_MS").pipe(
+    Config.validate({ message: "CLUSTER_SHARD_LOCK_EXPIRATION_MS must be >= 1000", validation: (n) => n >= 1000 }),
+    Config.withDefault(10_000)
+  ),
+  refresh: Config.integer("CLUSTER_SHARD_LOCK_REFRESH_MS").pipe(
+    Config.validate({ message: "CLUSTER_SHARD_LOCK_REFRESH_MS must be >= 100", validation: (n) => n >= 100 }),
+    Config.withDefault(3000)
+  )
+}).pipe(
+  Config.validate({
+    message: "CLUSTER_SHARD_LOCK_REFRESH_MS must be below CLUSTER_SHARD_LOCK_EXPIRATION_MS",
+    validation: ({ expiration, refresh }) => refresh < expiration
+  }),
+  Config.map(({ expiration, host, port, refresh }) => ({
+    host,
+    port,
+    shardLockExpiration: Duration.millis(expiration),
+    shardLockRefresh: Duration.millis(refresh)
+  }))
+)
