@@ -8,6 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Hooks from "../src/Hooks.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import type * as RunJournal from "../src/RunJournal.js"
@@ -89,6 +90,25 @@ describe("ReactAgent tool results", () => {
       if (final._tag !== "Done") return
       assert.strictEqual(final.steps.length, 1)
       for (const key of ["tool_call_id", "artifacts", "usage"]) assert.isFalse(key in final.steps[0], key)
+    }).pipe(Effect.provide(h.layer))
+  })
+
+  it.live("a JSON-mode call's hook context has no toolCallId; the step's elapsed time is the call's, in seconds", () => {
+    const seen: Array<ReadonlyArray<string>> = []
+    const h = makeAgent([ScriptedLlm.jsonToolCall("echo", { text: "a" }), ScriptedLlm.jsonFinal("done"), ScriptedLlm.text("done")], {
+      tools: [echoTool],
+      llm: jsonLlm,
+      agent: { completionCheck: false },
+      hooks: Hooks.layer([Hooks.pre({ name: "keys", run: (context) => Effect.sync(() => void seen.push(Object.keys(context))) })])
+    })
+    return Effect.gen(function*() {
+      const rec = recording()
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "echo a" }, rec.journal))
+      assert.strictEqual(seen.length, 1)
+      assert.isFalse(seen[0].includes("toolCallId"), seen[0].join(","))
+      const done = rec.events.find((e) => e._tag === "ToolDone")
+      // wall-clock milliseconds: a sum instead of a difference would be decades
+      assert.isTrue(done?._tag === "ToolDone" && done.iter_elapsed >= 0 && done.iter_elapsed < 60, JSON.stringify(done))
     }).pipe(Effect.provide(h.layer))
   })
 })
