@@ -14,7 +14,7 @@ import type { RunEvent } from "../src/RunEvent.js"
 import type * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
-import { echoTool, jsonLlm, makeAgent } from "./utils/agentLayers.js"
+import { echoTool, failTool, jsonLlm, makeAgent } from "./utils/agentLayers.js"
 
 const artifact = { name: "report.html", mimeType: "text/html" }
 
@@ -109,6 +109,19 @@ describe("ReactAgent tool results", () => {
       const done = rec.events.find((e) => e._tag === "ToolDone")
       // wall-clock milliseconds: a sum instead of a difference would be decades
       assert.isTrue(done?._tag === "ToolDone" && done.iter_elapsed >= 0 && done.iter_elapsed < 60, JSON.stringify(done))
+    }).pipe(Effect.provide(h.layer))
+  })
+
+  it.effect("an error observation is outside the tool-result budget: the model reads it whole, the budget is left to results", () => {
+    const h = makeAgent([
+      ScriptedLlm.toolCall("fail", {}, { id: "f1" }),
+      ScriptedLlm.toolCall("echo", { text: "ok" }, { id: "e1" }),
+      ScriptedLlm.text("done")
+    ], { tools: [failTool, echoTool], agent: { synthesis: "auto", completionCheck: false, toolResultBudget: 4 } })
+    return Effect.gen(function*() {
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "try" }, recording().journal))
+      const toolMessages = h.requests()[2].request.messages.filter((m) => m.role === "tool").map((m) => m.content)
+      assert.deepStrictEqual(toolMessages, ["Error: it broke", "echo: ok"])
     }).pipe(Effect.provide(h.layer))
   })
 })
