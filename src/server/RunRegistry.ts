@@ -109,6 +109,7 @@ export interface RunRegistryService {
 export class RunRegistry extends Context.Tag("effect-react-engine/RunRegistry")<RunRegistry, RunRegistryService>() {}
 
 const POLL = "100 millis"
+const DONE_GRACE_MS = 60_000 // how long a client waits for the `done` event of a run whose row says done
 
 /** What a refused start is told to wait before trying again (`Retry-After`, seconds). */
 const RETRY_AFTER_SECONDS = 2
@@ -210,19 +211,20 @@ export const make = Effect.gen(function*() {
       )
       const catchUp = Effect.flatMap(Effect.orDie(log.eventsAfter(run.runId, last)), (rows) =>
         Effect.forEach(rows, (row) => take(storedFrame(row.seq, row.channel, row.data)), { discard: true }))
-      // nothing more will come once the run is over and its frames are read
-      const over = Effect.map(Effect.orDie(log.run(run.runId)), (row) => Option.isNone(row) || row.value.status === "done")
-      const catchUpOrEnd = Effect.zipRight(
-        catchUp,
-        Effect.suspend(() =>
-          finished ? Effect.void : Effect.flatMap(over, (isOver) =>
-            isOver ? Effect.zipRight(catchUp, Effect.suspend(() => {
-              if (finished) return Effect.void
-              finished = true
-              return end
-            })) : Effect.void)
-        )
-      )
+      // a row says done just before its `done` is stored (or a takeover stores it): wait for it unless behind the cursor (read again after)
+      let overSince: number | undefined
+      const endIf = (gone: boolean, rows: ReadonlyArray<RunLog.StoredEvent>) => {
+        if (finished || !(gone || rows.some((r) => r.channel === "done") || Date.now() - (overSince ??= Date.now()) >= DONE_GRACE_MS)) return Effect.void
+        finished = true
+        return end
+      }
+      const lastRows = (row: RunRow) => Effect.orDie(log.eventsAfter(run.runId, Math.max(0, row.lastSeq - 1)))
+      const catchUpOrEnd = Effect.zipRight(catchUp, Effect.suspend(() =>
+        finished ? Effect.void : Effect.flatMap(Effect.orDie(log.run(run.runId)), (row) =>
+          Option.isSome(row) && row.value.status !== "done" ? Effect.void : Effect.flatMap(
+            Option.isNone(row) ? Effect.succeed([]) : lastRows(row.value),
+            (rows) => Effect.zipRight(catchUp, Effect.suspend(() => endIf(Option.isNone(row), rows)))
+          ))))
       yield* catchUpOrEnd
       replaying = false
       yield* Effect.forEach(waiting.sort((a, b) => a.id - b.id), take, { discard: true })
