@@ -268,6 +268,10 @@ describe.skipIf("missing" in found)("several instances on one PostgreSQL databas
       const c = cluster(pg, "load", fake.url)
       const [a, b] = await startTwo(c)
       try {
+        // B's share of the shards moves over from A within about a second (assignment refresh 500 ms,
+        // lock refresh 1 s): a call in flight on a moving shard is asked again there, as after a kill,
+        // which this test would count as a second ask (seen once: the first calls of r0, r2, r4)
+        await new Promise((resolve) => setTimeout(resolve, 3000))
         await reported(row, async () => {
           const runs = Array.from({ length: 50 }, (_, i) => `r${i}`)
           // half through each instance; each client hangs up after the first event (the runs go on detached)
