@@ -34,6 +34,8 @@ export interface DurableFigures {
 
 /** The workflow engine alone (bench/engineAlone.ts). @since 0.1.0 */
 export interface EngineFigures {
+  /** "SQLite" or "PostgreSQL" (absent in results from before PostgreSQL was measured: SQLite). */
+  readonly database?: string
   readonly activityWallMs: number
   readonly activityCpuMs: number
   readonly parkedBytes: number
@@ -47,6 +49,8 @@ export interface EngineFigures {
 export interface DurableResults {
   readonly databases: ReadonlyArray<DurableFigures>
   readonly engine: EngineFigures | string
+  /** The engine alone on PostgreSQL (absent in results from before it was measured). */
+  readonly enginePostgres?: EngineFigures | string
 }
 
 const SHORT = 2
@@ -104,10 +108,14 @@ const measure = async (database: string, env: Record<string, string>, samples: n
   }
 }
 
-const engineAlone = (): EngineFigures | string => {
+const engineAlone = (env: Record<string, string> = {}): EngineFigures | string => {
   try {
     const script = fileURLToPath(new URL("./engineAlone.ts", import.meta.url))
-    const out = execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", script], { encoding: "utf8", timeout: 180_000 })
+    const out = execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", script], {
+      encoding: "utf8",
+      timeout: 180_000,
+      env: { ...process.env, ...env }
+    })
     return JSON.parse(out.trim().split("\n").pop() ?? "") as EngineFigures
   } catch (e) {
     return e instanceof Error ? e.message : String(e)
@@ -117,9 +125,11 @@ const engineAlone = (): EngineFigures | string => {
 /** SQLite, then PostgreSQL when installed, then the engine alone. @since 0.1.0 */
 export const run = async (options: { readonly samples: number }): Promise<DurableResults> => {
   const databases: Array<DurableFigures> = [await measure("SQLite (embedded file)", {}, options.samples)]
+  let enginePostgres: EngineFigures | string
   const pg = findPostgres()
   if ("missing" in pg) {
     databases.push({ database: "PostgreSQL", error: pg.missing })
+    enginePostgres = pg.missing
   } else {
     const cluster = await startPostgres(pg.bin)
     try {
@@ -127,9 +137,10 @@ export const run = async (options: { readonly samples: number }): Promise<Durabl
       databases.push(
         await measure("PostgreSQL (local, socket runner)", { BENCH_DATABASE_URL: url, BENCH_CLUSTER_PORT: String(await freePort()) }, options.samples)
       )
+      enginePostgres = engineAlone({ ENGINE_DATABASE_URL: cluster.createDatabase("engine") })
     } finally {
       cluster.stop()
     }
   }
-  return { databases, engine: engineAlone() }
+  return { databases, engine: engineAlone(), enginePostgres }
 }

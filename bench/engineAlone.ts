@@ -1,6 +1,10 @@
 /**
  * The workflow engine alone (`@effect/workflow` on `@effect/cluster`'s
- * `SingleRunner`, SQLite file), without the agent or the server: what one
+ * `SingleRunner`), without the agent or the server: on a SQLite file with the
+ * server's own embedded engine (`DurableRuns.layerEngineEmbedded`: one shard,
+ * the same pragma), or on PostgreSQL when `ENGINE_DATABASE_URL` is set
+ * (`SingleRunner`, the cluster's default 300 shards, as the server's shared
+ * cluster has; no socket between runners). What one
  * trivial activity costs (wall and CPU, a workflow of 300 sequential activities)
  * and the heap one workflow holds while it waits (500 of them), parked in an
  * activity in flight and parked in its own body, outside any activity. Run as a
@@ -10,17 +14,19 @@
  */
 import * as ClusterWorkflowEngine from "@effect/cluster/ClusterWorkflowEngine"
 import * as SingleRunner from "@effect/cluster/SingleRunner"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Activity from "@effect/workflow/Activity"
 import * as Workflow from "@effect/workflow/Workflow"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as Database from "../src/server/Database.js"
+import * as DurableRuns from "../src/server/DurableRuns.js"
 
 const ACTIVITIES = 300
 const PARKED = 500
@@ -50,10 +56,17 @@ const workflows = Layer.mergeAll(
 )
 
 const dir = mkdtempSync(join(tmpdir(), "react-engine-alone-"))
-const layer = workflows.pipe(
-  Layer.provideMerge(ClusterWorkflowEngine.layer.pipe(Layer.provide(SingleRunner.layer({ runnerStorage: "memory" })))),
-  Layer.provide(SqliteClient.layer({ filename: join(dir, "engine.sqlite") }))
-)
+const pgUrl = process.env.ENGINE_DATABASE_URL
+const layer = pgUrl === undefined || pgUrl === ""
+  ? workflows.pipe(
+    Layer.provideMerge(DurableRuns.layerEngineEmbedded),
+    Layer.provide(Database.layer({ _tag: "Sqlite", filename: join(dir, "engine.sqlite") }))
+  )
+  : workflows.pipe(
+    Layer.provideMerge(ClusterWorkflowEngine.layer.pipe(Layer.provide(SingleRunner.layer({ runnerStorage: "memory" })))),
+    Layer.provide(Database.layer({ _tag: "Postgres", url: Redacted.make(pgUrl) }))
+  )
+const database = pgUrl === undefined || pgUrl === "" ? "SQLite" : "PostgreSQL"
 
 const heapAfterGc = () => {
   const gc = (globalThis as { gc?: () => void }).gc
@@ -82,7 +95,7 @@ const program = Effect.gen(function*() {
   const parkedBytes = yield* park((i) => Parked.execute({ id: `p${i}` }, { discard: true }))
   const parkedInBodyBytes = yield* park((i) => ParkedInBody.execute({ id: `b${i}` }, { discard: true }))
   process.stdout.write(
-    `${JSON.stringify({ activityWallMs, activityCpuMs, parkedBytes, parkedInBodyBytes, activities: ACTIVITIES, parked: PARKED })}\n`
+    `${JSON.stringify({ database, activityWallMs, activityCpuMs, parkedBytes, parkedInBodyBytes, activities: ACTIVITIES, parked: PARKED })}\n`
   )
 })
 

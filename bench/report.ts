@@ -20,7 +20,7 @@ import type { Flavour } from "./scenario.js"
 import { flavours } from "./scenario.js"
 import type { PrimitiveFigure } from "./primitives.js"
 import * as Concurrency from "./concurrency.js"
-import type { DurableResults } from "./durableStep.js"
+import type { DurableResults, EngineFigures } from "./durableStep.js"
 import type { PromptCacheResults } from "./promptCache.js"
 import { render as renderPromptCache } from "./promptCache.js"
 import type { LoadResult } from "./serverLoad.js"
@@ -288,11 +288,19 @@ ${renderPromptCache(c)}`
 
 /** The cost of durability (bench/durableStep.ts, bench/engineAlone.ts). @since 0.1.0 */
 export const durableSection = (d: DurableResults): string => {
-  const engine = typeof d.engine === "string"
-    ? `The engine alone: not measured (${d.engine}).`
-    : `The workflow engine alone (bench/engineAlone.ts: \`@effect/workflow\` on \`SingleRunner\`, SQLite, no agent, no server): one trivial activity costs ${d.engine.activityWallMs.toFixed(2)} ms wall and ${d.engine.activityCpuMs.toFixed(2)} ms CPU (${d.engine.activities} in a row); one workflow parked in an activity holds ${fmtBytes(d.engine.parkedBytes)} of heap${
-      d.engine.parkedInBodyBytes === undefined ? "" : `, one parked in its own body (outside any activity) ${fmtBytes(d.engine.parkedInBodyBytes)}`
-    } (${d.engine.parked} parked each way).`
+  const alone = (e: EngineFigures | string | undefined, where: string, label: string) =>
+    e === undefined
+      ? ""
+      : typeof e === "string"
+      ? ` ${label}: not measured (${e.split("\n")[0]}).`
+      : ` ${label} (${where}): one trivial activity costs ${e.activityWallMs.toFixed(2)} ms wall and ${e.activityCpuMs.toFixed(2)} ms CPU (${e.activities} in a row), so the two activities a tool iteration stores cost ${
+        (2 * e.activityWallMs).toFixed(1)
+      } ms wall of the engine alone; one workflow parked in an activity holds ${fmtBytes(e.parkedBytes)} of heap${
+        e.parkedInBodyBytes === undefined ? "" : `, one parked in its own body (outside any activity) ${fmtBytes(e.parkedInBodyBytes)}`
+      } (${e.parked} parked each way).`
+  const engine = `The workflow engine alone (bench/engineAlone.ts: \`@effect/workflow\` on \`@effect/cluster\`'s \`SingleRunner\`, no agent, no server).${
+    alone(d.engine, "the server's embedded engine: one shard, `synchronous=NORMAL`", "On SQLite")
+  }${alone(d.enginePostgres, "local, 300 shards, no socket between runners", "On PostgreSQL")}`
   const perIteration = d.databases.flatMap((x) => (x.error === undefined && x.marginalMs !== undefined && !Number.isNaN(x.marginalMs) ? [x] : []))
   const share = perIteration.length === 0
     ? ""
@@ -314,9 +322,10 @@ ${table(
     )
   )}
 
-${engine} A tool iteration stores three activities (the LLM reply, the tool outcome, the drain of
-interrupts), so most of its cost is the engine's; a guard check is stored only when it may compact
-the list, and which process started a non-idempotent call is a row of the run log, not an activity.${share}`
+${engine} A tool iteration stores two activities (the LLM reply, which carries the interrupt drain,
+and the tool outcome), so most of its cost is the engine's; a guard check is stored only when it may
+compact the list, and which process started a non-idempotent call is a row of the run log, not an
+activity.${share}`
 }
 
 /** The whole document. @since 0.1.0 */

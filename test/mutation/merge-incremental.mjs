@@ -5,25 +5,38 @@
 // `--mutate src/ExtractJson.ts` against the committed file would leave it with
 // ExtractJson's mutants alone. So a partial run writes elsewhere, and this
 // script folds it in: a file's mutants are replaced by the partial run's, test
-// files are united (a test of the later report wins). Usage:
+// files are united (a test of the later report wins). Only the files the partial
+// run mutated are taken (`--files`, the run's `--mutate` list): a partial run
+// started from a copy of the committed file carries every other file's entry
+// as it was then, and taking those too put back stale results over newer ones
+// (compact.ts's 94.92 % fell back to 87.30 % that way). Usage:
 //
 //   npx stryker run --mutate src/ExtractJson.ts --incrementalFile reports/part.json
-//   node test/mutation/merge-incremental.mjs reports/part.json [more.json …]
+//   node test/mutation/merge-incremental.mjs --files src/ExtractJson.ts reports/part.json [more.json …]
 import { readFileSync, writeFileSync, existsSync } from "node:fs"
 
 const target = new URL("./stryker-incremental.json", import.meta.url)
-const parts = process.argv.slice(2)
-if (parts.length === 0) {
-  console.error("usage: node test/mutation/merge-incremental.mjs <partial report.json> …")
+const args = process.argv.slice(2)
+const at = args.indexOf("--files")
+const files = at === -1 ? [] : (args[at + 1] ?? "").split(",").map((f) => f.trim()).filter(Boolean)
+const parts = args.filter((_, i) => at === -1 || (i !== at && i !== at + 1))
+if (parts.length === 0 || files.length === 0) {
+  console.error("usage: node test/mutation/merge-incremental.mjs --files <the run's --mutate list, comma-separated> <partial report.json> …")
   process.exit(2)
 }
 const base = existsSync(target) ? JSON.parse(readFileSync(target, "utf-8")) : undefined
 const merged = parts.reduce((acc, file) => {
   const part = JSON.parse(readFileSync(file, "utf-8"))
-  if (acc === undefined) return part
+  const missing = files.filter((f) => part.files[f] === undefined)
+  if (missing.length > 0) {
+    console.error(`${file} has no results for ${missing.join(", ")}`)
+    process.exit(1)
+  }
+  const taken = Object.fromEntries(files.map((f) => [f, part.files[f]]))
+  if (acc === undefined) return { ...part, files: taken }
   return {
     ...acc,
-    files: { ...acc.files, ...part.files },
+    files: { ...acc.files, ...taken },
     testFiles: { ...acc.testFiles, ...part.testFiles }
   }
 }, base)
