@@ -9,15 +9,18 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as Interrupts from "../src/Interrupts.js"
 import type { LlmService } from "../src/Llm.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import type { RunJournal } from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
+import * as Toolkit from "../src/Toolkit.js"
 import * as Usage from "../src/Usage.js"
-import { addTool, echoTool, makeAgent } from "./utils/agentLayers.js"
+import { addTool, echoTool, makeAgent, noHooks, recordingGuard } from "./utils/agentLayers.js"
 
 const filler = Array.from({ length: 12 }, (_, i) =>
   Tool.make({
@@ -80,25 +83,27 @@ describe("ReactAgent tool selection as a step", () => {
     }))
 
   it.effect("a defect in the selection falls back to every tool, no selection usage, and the run answers", () => {
-    const h = makeAgent([ScriptedLlm.text("3")], { tools: many, agent: { synthesis: "auto" } })
+    const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("3")])
     const broken: LlmService = {
-      ...h.llm.service,
+      ...llm.service,
       get model(): string {
         throw new Error("the selection model is broken")
       }
     }
+    const layer = ReactAgent.layer({ synthesis: "auto", selectionLlm: broken }).pipe(
+      Layer.provide(Layer.mergeAll(llm.layer, Toolkit.layer(many), noHooks, recordingGuard().layer, Interrupts.layerMemory)),
+      Layer.orDie
+    )
     return Effect.gen(function*() {
       const run = storingJournal({})
-      // the same services as the harness's agent, with the broken model as the selector
-      const agent = yield* ReactAgent.make({ synthesis: "auto", selectionLlm: broken })
-      yield* agent.execute({ query: "add 1 and 2" }, run.journal)
+      yield* execute(run.journal)
       assert.deepStrictEqual(run.events[0], { _tag: "PhaseChange", phase: "selecting_tools", total_tools: 14 })
       assert.isFalse(run.events.some((e) => e._tag === "RunFailed"))
-      assert.strictEqual(h.requests().length, 1, "only the loop call: the selector never answered")
-      assert.sameMembers(loopTools(h.requests()[0]), many.map((t) => t.name))
+      assert.strictEqual(llm.requests.length, 1, "only the loop call: the selector never answered")
+      assert.sameMembers(loopTools(llm.requests[0]), many.map((t) => t.name))
       const done = doneOf(run.events)
       assert.strictEqual(done.answer, "3")
       assert.isUndefined(done.usage.by_phase.selection)
-    }).pipe(Effect.provide(h.layer))
+    }).pipe(Effect.provide(layer))
   })
 })
