@@ -190,7 +190,10 @@ const main = async () => {
     for (const x of d.databases) {
       log(x.error !== undefined ? `${x.database}: ${x.error}` : `${x.database}: ${x.marginalMs!.toFixed(1)} ms per iteration (2 steps ${x.shortMs!.toFixed(0)} ms, 22 steps ${x.longMs!.toFixed(0)} ms)`)
     }
-    log(typeof d.engine === "string" ? `engine alone: ${d.engine}` : `engine alone: ${d.engine.activityWallMs.toFixed(2)} ms wall / ${d.engine.activityCpuMs.toFixed(2)} ms CPU per activity, ${(d.engine.parkedBytes / 1024).toFixed(0)} KB per workflow parked in an activity${d.engine.parkedInBodyBytes === undefined ? "" : `, ${(d.engine.parkedInBodyBytes / 1024).toFixed(0)} KB in its body`}`)
+    for (const [where, e] of [["SQLite", d.engine], ["PostgreSQL", d.enginePostgres]] as const) {
+      if (e === undefined) continue
+      log(typeof e === "string" ? `engine alone (${where}): ${e}` : `engine alone (${where}): ${e.activityWallMs.toFixed(2)} ms wall / ${e.activityCpuMs.toFixed(2)} ms CPU per activity, ${(e.parkedBytes / 1024).toFixed(0)} KB per workflow parked in an activity${e.parkedInBodyBytes === undefined ? "" : `, ${(e.parkedInBodyBytes / 1024).toFixed(0)} KB in its body`}`)
+    }
   }
 
   // durable runs on SQLite as a user feels them: 200 starts at once, 2,000 in a row, one of 200 steps
