@@ -32,12 +32,37 @@ const merged = parts.reduce((acc, file) => {
     console.error(`${file} has no results for ${missing.join(", ")}`)
     process.exit(1)
   }
-  const taken = Object.fromEntries(files.map((f) => [f, part.files[f]]))
-  if (acc === undefined) return { ...part, files: taken }
+  // test ids are a run's own numbering ("23"): name them `<test file>#<test name>` so that
+  // the mutants of different runs refer to the same tests (repair-test-ids.mjs)
+  const names = new Map()
+  for (const [testFile, entry] of Object.entries(part.testFiles)) {
+    for (const t of entry.tests) names.set(t.id, t.id.includes("#") ? t.id : `${testFile}#${t.name}`)
+  }
+  const rename = (id) => {
+    const name = names.get(id)
+    if (name === undefined) throw new Error(`${file}: test id ${id} is not in its test files`)
+    return name
+  }
+  const taken = Object.fromEntries(files.map((f) => [f, {
+    ...part.files[f],
+    mutants: part.files[f].mutants.map((m) => ({
+      ...m,
+      ...(m.killedBy ? { killedBy: m.killedBy.map(rename) } : {}),
+      ...(m.coveredBy ? { coveredBy: m.coveredBy.map(rename) } : {})
+    }))
+  }]))
+  const testFiles = Object.fromEntries(Object.entries(part.testFiles).map(([testFile, entry]) => {
+    // keep the names earlier runs' mutants refer to (a test renamed or removed since: the
+    // next run sees it gone and tests those mutants again)
+    const kept = new Map((acc?.testFiles[testFile]?.tests ?? []).map((t) => [t.id, t]))
+    for (const t of entry.tests) kept.set(rename(t.id), { ...t, id: rename(t.id) })
+    return [testFile, { ...entry, tests: [...kept.values()] }]
+  }))
+  if (acc === undefined) return { ...part, files: taken, testFiles }
   return {
     ...acc,
     files: { ...acc.files, ...taken },
-    testFiles: { ...acc.testFiles, ...part.testFiles }
+    testFiles: { ...acc.testFiles, ...testFiles }
   }
 }, base)
 writeFileSync(target, JSON.stringify(merged, null, 2) + "\n")
