@@ -8,22 +8,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as ReactAgent from "../src/ReactAgent.js"
-import type { RunEvent } from "../src/RunEvent.js"
-import type * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { echoTool, injectNow, makeAgent, makeInterrupts } from "./utils/agentLayers.js"
+import { recordingJournal } from "./utils/journals.js"
 
 const secrets = { input: [{ type: "pattern" as const, name: "secrets", patterns: ["password"] }], refusal: "No." }
 
-const recording = () => {
-  const names: Array<string> = []
-  const events: Array<RunEvent> = []
-  const journal: RunJournal.RunJournal = {
-    activity: (o) => Effect.suspend(() => (names.push(o.name), o.execute({ restarted: false }))),
-    emit: (event) => Effect.sync(() => void events.push(event))
-  }
-  return { journal, names, events }
-}
+const recording = () => recordingJournal()
 
 /** A run whose first loop reply calls a tool (with `content` as text, if given) while a message is injected. */
 const injectedRun = (injected: ReadonlyArray<string>, content?: string) => {

@@ -18,9 +18,9 @@ import type { ChatMessage } from "../src/Message.js"
 import { textOf } from "../src/Message.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
-import type { RunJournal } from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { injectNow, jsonLlm, makeAgent, makeInterrupts } from "./utils/agentLayers.js"
+import { recordingJournal } from "./utils/journals.js"
 
 const CID = "conv-legacy-reply"
 const NOTE = "answer in French"
@@ -36,19 +36,8 @@ const legacyJournal = (content: string, served: () => void) => {
     finishReason: "stop",
     usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, llm_calls: 1 }
   })
-  const ran: Array<string> = []
-  const events: Array<RunEvent> = []
-  const journal: RunJournal = {
-    activity: (o) =>
-      Effect.suspend(() => {
-        ran.push(o.name)
-        if (o.name !== "llm/1") return o.execute({ restarted: false })
-        served()
-        return Effect.orDie(Schema.decodeUnknown(o.success)(stored))
-      }),
-    emit: (event) => Effect.sync(() => void events.push(event))
-  }
-  return { journal, ran, events }
+  const { events, journal, names } = recordingJournal({ "llm/1": stored }, { onStored: served })
+  return { journal, ran: names, events }
 }
 
 const cases = [

@@ -8,19 +8,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
 import * as ReactAgent from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import * as Tool from "../src/Tool.js"
-import { addTool, echoTool, makeAgent } from "./utils/agentLayers.js"
+import { addTool, echoTool, fillerTools, makeAgent } from "./utils/agentLayers.js"
 
-const filler = Array.from({ length: 12 }, (_, i) =>
-  Tool.make({
-    name: `filler_${i}`,
-    description: `Filler tool number ${i}`,
-    parameters: Schema.Struct({}),
-    handler: () => Effect.succeed("filler")
-  }))
+const filler = fillerTools(12)
 
 const systemOf = (request: ScriptedLlm.RecordedRequest) => {
   const first = request.request.messages[0]

@@ -3,24 +3,16 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as Interrupts from "../src/Interrupts.js"
 import { textOf } from "../src/Message.js"
 import * as ModelRegistry from "../src/ModelRegistry.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import * as Tool from "../src/Tool.js"
 import * as Toolkit from "../src/Toolkit.js"
-import { addTool, echoTool, jsonLlm, makeAgent, noHooks, recordingGuard } from "./utils/agentLayers.js"
+import { addTool, echoTool, fillerTools, jsonLlm, makeAgent, noHooks, recordingGuard } from "./utils/agentLayers.js"
 
-const filler = Array.from({ length: 12 }, (_, i) =>
-  Tool.make({
-    name: `filler_${i}`,
-    description: `Filler tool number ${i}`,
-    parameters: Schema.Struct({}),
-    handler: () => Effect.succeed("filler")
-  }))
+const filler = fillerTools(12)
 const many = [addTool, echoTool, ...filler] // 14 tools > threshold 12
 
 const runEvents = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "add 1 and 2" }))).pipe(

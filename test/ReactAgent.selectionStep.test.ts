@@ -20,30 +20,16 @@ import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
 import * as Toolkit from "../src/Toolkit.js"
 import * as Usage from "../src/Usage.js"
-import { addTool, echoTool, makeAgent, noHooks, recordingGuard } from "./utils/agentLayers.js"
+import { addTool, echoTool, fillerTools, makeAgent, noHooks, recordingGuard } from "./utils/agentLayers.js"
+import { recordingJournal } from "./utils/journals.js"
 
-const filler = Array.from({ length: 12 }, (_, i) =>
-  Tool.make({
-    name: `filler_${i}`,
-    description: `Filler tool number ${i}`,
-    parameters: Schema.Struct({}),
-    handler: () => Effect.succeed("filler")
-  }))
+const filler = fillerTools(12)
 const many = [addTool, echoTool, ...filler] // 14 tools > threshold 12
 
 /** A journal holding results already stored (encoded) by step name; it runs the others and records every name. */
 const storingJournal = (stored: Record<string, unknown>) => {
-  const ran: Array<string> = []
-  const events: Array<RunEvent> = []
-  const journal: RunJournal = {
-    activity: (o) =>
-      Effect.suspend(() => {
-        ran.push(o.name)
-        return o.name in stored ? Effect.orDie(Schema.decodeUnknown(o.success)(stored[o.name])) : o.execute({ restarted: false })
-      }),
-    emit: (event) => Effect.sync(() => void events.push(event))
-  }
-  return { journal, ran, events }
+  const { events, journal, names } = recordingJournal(stored)
+  return { journal, ran: names, events }
 }
 
 const execute = (journal: RunJournal) =>

@@ -136,6 +136,16 @@ export const writer = (name = "write", needsApproval: Tool.NeedsApproval<{ reado
   return { tool, ran }
 }
 
+/** `n` tools that do nothing (`filler_<i>`): enough of them turn tool selection on (threshold 12). */
+export const fillerTools = (n: number): ReadonlyArray<ToolT> =>
+  Array.from({ length: n }, (_, i) =>
+    Tool.make({
+      name: `filler_${i}`,
+      description: `Filler tool number ${i}`,
+      parameters: Schema.Struct({}),
+      handler: () => Effect.succeed("filler")
+    }))
+
 export const allTools: ReadonlyArray<ToolT> = [addTool, echoTool, sleepTool, failTool, crashTool, hangTool, pageTool, bigTool]
 
 /** A fresh in-memory interrupts service, usable synchronously from responders and tools. */
