@@ -36,8 +36,8 @@ interface RunTimes {
   readonly error?: string
 }
 
-/** One run to its `done` over SSE. */
-const runOnce = (port: number, query: string, maxIterations?: number): Promise<RunTimes> =>
+/** One run to its `done` over SSE. @since 0.1.0 */
+export const runOnce = (port: number, query: string, maxIterations?: number): Promise<RunTimes> =>
   new Promise((resolve) => {
     const body = JSON.stringify({ query, ...(maxIterations !== undefined ? { max_iterations: maxIterations } : {}) })
     const started = performance.now()

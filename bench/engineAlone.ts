@@ -28,7 +28,7 @@ import { join } from "node:path"
 import * as Database from "../src/server/Database.js"
 import * as DurableRuns from "../src/server/DurableRuns.js"
 
-const ACTIVITIES = 300
+const ACTIVITIES = Number(process.env.ENGINE_ACTIVITIES ?? 300)
 const PARKED = 500
 
 const Sequential = Workflow.make({ name: "sequential", payload: { id: Schema.String }, success: Schema.Number, idempotencyKey: (p) => p.id })

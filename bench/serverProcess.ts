@@ -146,6 +146,21 @@ const send = (message: unknown) => process.send?.(message)
 // BENCH_SCHEDULER_TICKS=<n>: Effect's own `MixedScheduler` yielding to the event loop (a timer) after
 // n microtask rounds instead of 2,048 — an experiment on how soon Node reads new requests (bench/analysis.md)
 const schedulerTicks = Number(process.env.BENCH_SCHEDULER_TICKS ?? 0)
+// BENCH_SCHEDULER_IMMEDIATE=<n>: the same, but yielding with `setImmediate` (the check phase, right
+// after the poll phase that accepts and reads connections; no 1 ms timer floor)
+const immediateTicks = Number(process.env.BENCH_SCHEDULER_IMMEDIATE ?? 0)
+class ImmediateScheduler implements Scheduler.Scheduler {
+  private readonly getRunner = Scheduler.SchedulerRunner.cached((depth, drain) => {
+    if (depth >= immediateTicks) setImmediate(() => drain(0))
+    else queueMicrotask(() => drain(depth + 1))
+  })
+  shouldYield(fiber: Parameters<Scheduler.Scheduler["shouldYield"]>[0]): number | false {
+    return Scheduler.defaultScheduler.shouldYield(fiber)
+  }
+  scheduleTask(task: Scheduler.Task, priority: number, fiber?: Parameters<Scheduler.Scheduler["scheduleTask"]>[2]) {
+    this.getRunner(fiber).scheduleTask(task, priority)
+  }
+}
 
 const program = Effect.gen(function*() {
   const context = yield* Layer.build(layer)
@@ -169,7 +184,8 @@ const program = Effect.gen(function*() {
 }).pipe(
   Effect.scoped,
   Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))),
-  schedulerTicks > 0 ? Effect.withScheduler(new Scheduler.MixedScheduler(schedulerTicks)) : (self) => self
+  schedulerTicks > 0 ? Effect.withScheduler(new Scheduler.MixedScheduler(schedulerTicks)) : (self) => self,
+  immediateTicks > 0 ? Effect.withScheduler(new ImmediateScheduler()) : (self) => self
 )
 
 const main = Effect.runFork(program)
