@@ -27,6 +27,7 @@ export default defineConfig({
       "test/Approvals.contract.test.ts",
       "test/ExtractJson.test.ts",
       "test/ExtractJson.stages.test.ts",
+      "test/ExtractJson.wholeText.test.ts",
       "test/StructuredCall.test.ts",
       "test/StructuredCall.edges.test.ts",
       "test/Interrupts.test.ts",
