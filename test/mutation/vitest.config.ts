@@ -40,7 +40,6 @@ export default defineConfig({
       "test/DagAgent.test.ts",
       "test/server/durableJournalKeys.test.ts",
       "test/server/durableJournalActivities.test.ts",
-      "test/server/durableJournalSeq.test.ts",
       "test/server/duplicateIds.test.ts",
       "test/server/resumeRace.test.ts",
       "test/server/runs.test.ts",

@@ -3,6 +3,10 @@
  * SQLite file: a process that stored some events dies, the next one replays
  * the run and emits them again — possibly in another order, where calls of a
  * round emit concurrently — and every event must end up stored exactly once.
+ * And `lastSeq`, the id of the run's last stored event so far, which the server
+ * stores with each step of a run's trace so that a fork at an event takes the
+ * steps recorded before it (written from a mutation run: `lastSeq` could
+ * answer `undefined` and every test of the mutation set passed).
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
@@ -31,6 +35,8 @@ const requested = (id: string, call: string): RunEvent => ({
   args_hash: `h_${call}`,
   iteration: 1
 })
+
+const note = (text: string): RunEvent => ({ _tag: "AnswerDelta", content: text })
 
 /** A journal of run `r1` as a (new) process would make it, continuing from what the log holds. */
 const journalOf = (log: RunLog.RunLogService, boot: string) =>
@@ -69,5 +75,33 @@ describe("durable journal: event keys", () => {
       assert.deepStrictEqual(ids, ["ap_A", "ap_C"], "each approval request stored once, none lost")
       assert.deepStrictEqual(events.map((e) => e.seq), [1, 2])
       assert.strictEqual(second.skipped(), 1)
+    }))
+})
+
+describe("durable journal: lastSeq", () => {
+  it.scoped("is the id of the last stored event: 0 before any, advanced by each stored event, continued by the next process, not by a skipped one", () =>
+    Effect.gen(function*() {
+      const filename = join(mkdtempSync(join(tmpdir(), "journal-seq-")), "runs.sqlite")
+      const log = yield* Effect.map(
+        Layer.build(RunLog.layer.pipe(Layer.provide(Database.layer({ _tag: "Sqlite", filename })), Layer.orDie)),
+        Context.get(RunLog.RunLog)
+      )
+      yield* Effect.orDie(log.start({ runId: "r1", conversationId: "c1", query: "count" }))
+      const first = yield* journalOf(log, "boot-1")
+      assert.strictEqual(first.lastSeq(), 0)
+      yield* first.emit(note("one"))
+      assert.strictEqual(first.lastSeq(), 1)
+      yield* first.emit(note("two"))
+      assert.strictEqual(first.lastSeq(), 2)
+      // the next process replays the first event (stored: skipped), then stores a new one
+      const second = yield* journalOf(log, "boot-2")
+      assert.strictEqual(second.lastSeq(), 2)
+      yield* second.emit(note("one"))
+      assert.strictEqual(second.lastSeq(), 2)
+      yield* second.emit(note("keyed"), { key: "x" })
+      assert.strictEqual(second.lastSeq(), 3)
+      const events = yield* Effect.orDie(log.eventsAfter("r1", 0))
+      assert.deepStrictEqual(events.map((e) => e.seq), [1, 2, 3])
+      assert.strictEqual(events.at(-1)!.seq, second.lastSeq())
     }))
 })
