@@ -189,6 +189,7 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
     cancel_requested, leases, detached_at, waiting`
 
   const one = (rows: ReadonlyArray<RunSqlRow>) => Option.map(Option.fromNullable(rows[0]), toRun)
+  const lockRow = sql.onDialectOrElse({ pg: () => sql.literal(" FOR UPDATE"), orElse: () => sql.literal("") })
   // claims expire on the database's clock (ms since the epoch): instances' clocks may differ
   const now = sql.onDialectOrElse({
     pg: () => sql.literal("(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"),
@@ -299,12 +300,23 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
       ),
     inject: (conversationId, content) =>
       sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql<{ run_id: string }>`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}`
+        // one message at a time per conversation: PostgreSQL locks the active run's row (SQLite
+        // has one writer), so that the next statement sees the message queued before
+        const rows = yield* sql<{ run_id: string }>`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}${lockRow}`
         const runId = rows[0]?.run_id
         if (runId === undefined) return Option.none<Injection>()
         const id = newInjectionId()
+        // a queue: a message is ordered after the conversation's previous one even when both came
+        // within one millisecond (ties were broken by the random id, so two quick messages could
+        // be drained in the wrong order)
+        const after = sql`COALESCE(MAX(created_at) + 1, 0)`
+        const createdAt = sql.onDialectOrElse({
+          pg: () => sql`GREATEST(CAST(${Date.now()} AS BIGINT), ${after})`,
+          orElse: () => sql`MAX(${Date.now()}, ${after})`
+        })
         yield* sql`INSERT INTO react_injections (id, conversation_id, run_id, content, state, created_at)
-          VALUES (${id}, ${conversationId}, ${runId}, ${content}, 'queued', ${Date.now()})`
+          SELECT ${id}, ${conversationId}, ${runId}, ${content}, 'queued', ${createdAt}
+          FROM react_injections WHERE conversation_id = ${conversationId}`
         return Option.some({ id, content })
       })).pipe(Effect.mapError(failure("queueing the message failed"))),
     recall: (conversationId, id) =>
