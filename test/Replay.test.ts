@@ -241,6 +241,22 @@ describe("Replay properties", () => {
         assert.deepStrictEqual(Cassette.normalizeEvents(replayed.events), Cassette.normalizeEvents(recorded.events))
         assert.strictEqual(counting.ran.length, ran)
       }),
-    { fastCheck: { numRuns: 40 } }
+    {
+      fastCheck: {
+        numRuns: 40,
+        // fixed cases first, so that every kind the afterAll checks is met whatever the seed (40
+        // random runs once produced no compaction): a parallel round with a big result under a
+        // small budget and an interrupt (synthesis `always`: the loop's calls are plain chats,
+        // whose stored replies show the round), then a model failure
+        examples: [
+          [[
+            ScriptedLlm.toolCalls([{ name: "big", arguments: { size: 6000 } }, { name: "add", arguments: { a: 1, b: 2 } }]),
+            ScriptedLlm.toolCalls([{ name: "big", arguments: { size: 6000 } }]),
+            ScriptedLlm.text("done")
+          ], [1], 1500, "always"],
+          [[ScriptedLlm.toolCalls([{ name: "echo", arguments: { text: "x" } }]), ScriptedLlm.fail("BadRequest")], [], undefined, "always"]
+        ]
+      }
+    }
   )
 })
