@@ -24,46 +24,58 @@ if (parts.length === 0 || files.length === 0) {
   console.error("usage: node test/mutation/merge-incremental.mjs --files <the run's --mutate list, comma-separated> <partial report.json> …")
   process.exit(2)
 }
-const base = existsSync(target) ? JSON.parse(readFileSync(target, "utf-8")) : undefined
+/**
+ * A report whose test ids are `<test file>#<test name>`. StrykerJS numbers the tests of each
+ * run ("23", "24", …) and a mutant's killedBy/coveredBy use those numbers, which mean nothing
+ * against another run's test list; names do. A report must be coherent (its mutants' ids in
+ * its own test files).
+ */
+const canonical = (report, where) => {
+  const names = new Map()
+  for (const [testFile, entry] of Object.entries(report.testFiles)) {
+    for (const t of entry.tests) names.set(t.id, t.id.includes("#") ? t.id : `${testFile}#${t.name}`)
+  }
+  const rename = (id) => {
+    const name = names.get(id)
+    if (name === undefined) throw new Error(`${where}: test id ${id} is not in its test files`)
+    return name
+  }
+  return {
+    ...report,
+    files: Object.fromEntries(Object.entries(report.files).map(([file, entry]) => [file, {
+      ...entry,
+      mutants: entry.mutants.map((m) => ({
+        ...m,
+        ...(m.killedBy ? { killedBy: m.killedBy.map(rename) } : {}),
+        ...(m.coveredBy ? { coveredBy: m.coveredBy.map(rename) } : {})
+      }))
+    }])),
+    testFiles: Object.fromEntries(Object.entries(report.testFiles).map(([testFile, entry]) => [testFile, {
+      ...entry,
+      tests: entry.tests.map((t) => ({ ...t, id: rename(t.id) }))
+    }]))
+  }
+}
+
+const base = existsSync(target) ? canonical(JSON.parse(readFileSync(target, "utf-8")), target.pathname) : undefined
 const merged = parts.reduce((acc, file) => {
-  const part = JSON.parse(readFileSync(file, "utf-8"))
+  const part = canonical(JSON.parse(readFileSync(file, "utf-8")), file)
   const missing = files.filter((f) => part.files[f] === undefined)
   if (missing.length > 0) {
     console.error(`${file} has no results for ${missing.join(", ")}`)
     process.exit(1)
   }
-  // test ids are a run's own numbering ("23"): name them `<test file>#<test name>` so that
-  // the mutants of different runs refer to the same tests (repair-test-ids.mjs)
-  const names = new Map()
+  const taken = Object.fromEntries(files.map((f) => [f, part.files[f]]))
+  if (acc === undefined) return { ...part, files: taken }
+  // a test file's list: the part's, plus the tests that earlier runs' mutants name and the part
+  // no longer has (renamed or removed since: the next run sees them gone and retests those mutants)
+  const testFiles = { ...acc.testFiles }
   for (const [testFile, entry] of Object.entries(part.testFiles)) {
-    for (const t of entry.tests) names.set(t.id, t.id.includes("#") ? t.id : `${testFile}#${t.name}`)
+    const ids = new Set(entry.tests.map((t) => t.id))
+    const gone = (acc.testFiles[testFile]?.tests ?? []).filter((t) => !ids.has(t.id))
+    testFiles[testFile] = { ...entry, tests: [...entry.tests, ...gone] }
   }
-  const rename = (id) => {
-    const name = names.get(id)
-    if (name === undefined) throw new Error(`${file}: test id ${id} is not in its test files`)
-    return name
-  }
-  const taken = Object.fromEntries(files.map((f) => [f, {
-    ...part.files[f],
-    mutants: part.files[f].mutants.map((m) => ({
-      ...m,
-      ...(m.killedBy ? { killedBy: m.killedBy.map(rename) } : {}),
-      ...(m.coveredBy ? { coveredBy: m.coveredBy.map(rename) } : {})
-    }))
-  }]))
-  const testFiles = Object.fromEntries(Object.entries(part.testFiles).map(([testFile, entry]) => {
-    // keep the names earlier runs' mutants refer to (a test renamed or removed since: the
-    // next run sees it gone and tests those mutants again)
-    const kept = new Map((acc?.testFiles[testFile]?.tests ?? []).map((t) => [t.id, t]))
-    for (const t of entry.tests) kept.set(rename(t.id), { ...t, id: rename(t.id) })
-    return [testFile, { ...entry, tests: [...kept.values()] }]
-  }))
-  if (acc === undefined) return { ...part, files: taken, testFiles }
-  return {
-    ...acc,
-    files: { ...acc.files, ...taken },
-    testFiles: { ...acc.testFiles, ...testFiles }
-  }
+  return { ...acc, files: { ...acc.files, ...taken }, testFiles }
 }, base)
 writeFileSync(target, JSON.stringify(merged, null, 2) + "\n")
 const mutants = Object.values(merged.files).reduce((n, f) => n + f.mutants.length, 0)
