@@ -19,15 +19,41 @@ import { RunUsage, Usage } from "./Usage.js"
 const step_id = Schema.optional(Schema.String)
 
 /**
+ * Which run an event comes from when it is not the run's own (SPEC §27): an
+ * event of a sub-agent's child run, forwarded into its parent's stream. The
+ * run's own events never carry it. `depth` is 1 for a child of the top run, 2
+ * for a grandchild (a forwarded grandchild event keeps its own, innermost
+ * `agent`); `tool_call_id` is the parent's call that started the child.
+ *
  * @since 0.1.0
  * @category models
  */
-export const ThinkingStart = Schema.TaggedStruct("ThinkingStart", { iteration: Schema.Number, step_id })
+export const AgentRef = Schema.Struct({
+  name: Schema.String,
+  run_id: Schema.String,
+  parent_run_id: Schema.String,
+  depth: Schema.Number,
+  tool_call_id: Schema.optional(Schema.String)
+})
 /**
  * @since 0.1.0
  * @category models
  */
-export const ThinkingDone = Schema.TaggedStruct("ThinkingDone", { iteration: Schema.Number, reasoning: Schema.String, step_id })
+export type AgentRef = typeof AgentRef.Type
+
+/** The child run an event comes from (absent on the run's own events). */
+const agent = Schema.optional(AgentRef)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export const ThinkingStart = Schema.TaggedStruct("ThinkingStart", { iteration: Schema.Number, step_id, agent })
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export const ThinkingDone = Schema.TaggedStruct("ThinkingDone", { iteration: Schema.Number, reasoning: Schema.String, step_id, agent })
 /**
  * @since 0.1.0
  * @category models
@@ -42,7 +68,8 @@ export const ToolStart = Schema.TaggedStruct("ToolStart", {
    * handler gets, the same for every attempt of the call.
    */
   idempotency_key: Schema.optional(Schema.String),
-  step_id
+  step_id,
+  agent
 })
 /**
  * @since 0.1.0
@@ -68,7 +95,8 @@ export const ToolDone = Schema.TaggedStruct("ToolDone", {
   artifacts: Schema.optional(Schema.Array(Artifact)),
   /** LLM usage the tool reported spending (an agent tool's sub-run); counted in `by_phase.subagents`. */
   usage: Schema.optional(Usage),
-  step_id
+  step_id,
+  agent
 })
 /**
  * @since 0.1.0
@@ -80,22 +108,22 @@ export type Step = Omit<typeof ToolDone.Type, "_tag">
  * @since 0.1.0
  * @category models
  */
-export const AnswerSignal = Schema.TaggedStruct("AnswerSignal", {})
+export const AnswerSignal = Schema.TaggedStruct("AnswerSignal", { agent })
 /**
  * @since 0.1.0
  * @category models
  */
-export const AnswerStart = Schema.TaggedStruct("AnswerStart", {})
+export const AnswerStart = Schema.TaggedStruct("AnswerStart", { agent })
 /**
  * @since 0.1.0
  * @category models
  */
-export const AnswerDelta = Schema.TaggedStruct("AnswerDelta", { content: Schema.String })
+export const AnswerDelta = Schema.TaggedStruct("AnswerDelta", { content: Schema.String, agent })
 /**
  * @since 0.1.0
  * @category models
  */
-export const AnswerDone = Schema.TaggedStruct("AnswerDone", {})
+export const AnswerDone = Schema.TaggedStruct("AnswerDone", { agent })
 /**
  * The answer shown so far is void: a loop reply streamed as the answer
  * (synthesis policy `auto`) turned out to call tools or was suppressed by an
@@ -105,7 +133,7 @@ export const AnswerDone = Schema.TaggedStruct("AnswerDone", {})
  * @since 0.1.0
  * @category models
  */
-export const AnswerReset = Schema.TaggedStruct("AnswerReset", {})
+export const AnswerReset = Schema.TaggedStruct("AnswerReset", { agent })
 /**
  * @since 0.1.0
  * @category models
@@ -113,7 +141,8 @@ export const AnswerReset = Schema.TaggedStruct("AnswerReset", {})
 export const Compact = Schema.TaggedStruct("Compact", {
   original_messages: Schema.Number,
   kept_messages: Schema.Number,
-  step_id
+  step_id,
+  agent
 })
 /**
  * @since 0.1.0
@@ -122,13 +151,14 @@ export const Compact = Schema.TaggedStruct("Compact", {
 export const PhaseChange = Schema.TaggedStruct("PhaseChange", {
   phase: Schema.Literal("selecting_tools"),
   total_tools: Schema.Number,
-  step_id
+  step_id,
+  agent
 })
 /**
  * @since 0.1.0
  * @category models
  */
-export const Inject = Schema.TaggedStruct("Inject", { content: Schema.String, id: Schema.String })
+export const Inject = Schema.TaggedStruct("Inject", { content: Schema.String, id: Schema.String, agent })
 
 /**
  * A tool call waits for a person: `tool_args` are the arguments that
@@ -146,7 +176,8 @@ export const ApprovalRequested = Schema.TaggedStruct("ApprovalRequested", {
   tool_args: Schema.Unknown,
   args_hash: Schema.String,
   iteration: Schema.Number,
-  step_id
+  step_id,
+  agent
 })
 
 /**
@@ -161,7 +192,8 @@ export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
   status: Schema.Literal("approved", "denied"),
   reason: Schema.optional(Schema.String),
   tool_call_id: Schema.optional(Schema.String),
-  step_id
+  step_id,
+  agent
 })
 
 /**
@@ -189,7 +221,7 @@ export type DagPlanStep = typeof DagPlanStep.Type
  * @since 0.1.0
  * @category models
  */
-export const DagPlan = Schema.TaggedStruct("DagPlan", { round: Schema.Number, steps: Schema.Array(DagPlanStep) })
+export const DagPlan = Schema.TaggedStruct("DagPlan", { round: Schema.Number, steps: Schema.Array(DagPlanStep), agent })
 
 /**
  * DAG mode: a step started, finished (`result`), failed (`error`) or was skipped
@@ -203,7 +235,8 @@ export const DagStep = Schema.TaggedStruct("DagStep", {
   status: Schema.Literal("start", "done", "failed", "skipped"),
   step_id: Schema.String,
   result: Schema.optional(Schema.String),
-  error: Schema.optional(Schema.String)
+  error: Schema.optional(Schema.String),
+  agent
 })
 
 /**
@@ -217,7 +250,8 @@ export const DagStep = Schema.TaggedStruct("DagStep", {
 export const DagPhase = Schema.TaggedStruct("DagPhase", {
   phase: Schema.Literal("planning", "analyzing", "replanning", "react_fallback"),
   round: Schema.Number,
-  reasoning: Schema.optional(Schema.String)
+  reasoning: Schema.optional(Schema.String),
+  agent
 })
 
 /**
@@ -227,7 +261,7 @@ export const DagPhase = Schema.TaggedStruct("DagPhase", {
  * @since 0.1.0
  * @category models
  */
-export const Resumed = Schema.TaggedStruct("Resumed", {})
+export const Resumed = Schema.TaggedStruct("Resumed", { agent })
 
 /**
  * The run's budget cannot pay for one more loop call and the answer (§21):
@@ -241,7 +275,8 @@ export const BudgetExhausted = Schema.TaggedStruct("BudgetExhausted", {
   limit_tokens: Schema.optional(Schema.Number),
   spent_usd: Schema.optional(Schema.Number),
   limit_usd: Schema.optional(Schema.Number),
-  step_id
+  step_id,
+  agent
 })
 
 /**
@@ -255,7 +290,8 @@ export const BudgetStatus = Schema.TaggedStruct("BudgetStatus", {
   status: Schema.Literal("exhausted", "extended", "stopped"),
   spent_usd: Schema.Number,
   limit_usd: Schema.Number,
-  step_id
+  step_id,
+  agent
 })
 
 /**
@@ -276,14 +312,16 @@ export const GuardrailTripped = Schema.TaggedStruct("GuardrailTripped", {
   stage: Schema.Literal("input", "output"),
   name: Schema.String,
   reason: Schema.String,
-  step_id
+  step_id,
+  agent
 })
 
 export const LlmRetry = Schema.TaggedStruct("LlmRetry", {
   attempt: Schema.Number,
   reason: LlmErrorReason,
   /** How long until the retry (ms). */
-  delay_ms: Schema.Number
+  delay_ms: Schema.Number,
+  agent
 })
 
 /**
@@ -318,6 +356,34 @@ export const Done = Schema.TaggedStruct("Done", {
 export const RunFailed = Schema.TaggedStruct("RunFailed", { message: Schema.String, retryable: Schema.Boolean })
 
 /**
+ * A sub-agent's child run started (SPEC §27), in its parent's stream: `agent`
+ * names the child, `query` is what the parent's call asked it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const AgentStart = Schema.TaggedStruct("AgentStart", { agent: AgentRef, query: Schema.String })
+
+/**
+ * A sub-agent's child run ended, in its parent's stream. It stands for the
+ * child's own `Done` (and its `RunFailed`: `error`), which are never forwarded —
+ * a stream has one `Done`, its own run's.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const AgentDone = Schema.TaggedStruct("AgentDone", {
+  agent: AgentRef,
+  answer: Schema.String,
+  iterations: Schema.Number,
+  usage: RunUsage,
+  /** Seconds. */
+  elapsed: Schema.Number,
+  /** The child's failure message (its `RunFailed`), absent when it answered. */
+  error: Schema.optional(Schema.String)
+})
+
+/**
  * @since 0.1.0
  * @category models
  */
@@ -344,6 +410,8 @@ export const RunEvent = Schema.Union(
   BudgetStatus,
   GuardrailTripped,
   LlmRetry,
+  AgentStart,
+  AgentDone,
   Done,
   RunFailed
 )
@@ -357,6 +425,24 @@ export type RunEvent = typeof RunEvent.Type
  * @category models
  */
 export type Done = typeof Done.Type
+
+/**
+ * The child run an event comes from (`agent`), or `undefined` for the run's own
+ * events. Consumers that assemble the run's answer (an OpenAI-compatible
+ * stream, the AI SDK's text parts, a collector) take only the run's own events.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const agentOf = (event: RunEvent): AgentRef | undefined => "agent" in event ? event.agent : undefined
+
+/**
+ * True for the run's own events, false for those forwarded from a child run.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const isOwn = (event: RunEvent): boolean => agentOf(event) === undefined
 
 /**
  * The result a run collects to.

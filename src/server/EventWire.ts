@@ -8,7 +8,7 @@
  */
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { RunEvent } from "../RunEvent.js"
+import { agentOf, RunEvent } from "../RunEvent.js"
 
 /**
  * SSE channels.
@@ -16,18 +16,37 @@ import { RunEvent } from "../RunEvent.js"
  * @since 0.1.0
  * @category models
  */
-export type Channel = "step" | "answer" | "compact" | "phase" | "inject" | "approval" | "dag" | "done" | "error" | "budget" | "guardrail"
+export type Channel =
+  | "step"
+  | "answer"
+  | "compact"
+  | "phase"
+  | "inject"
+  | "approval"
+  | "dag"
+  | "done"
+  | "error"
+  | "budget"
+  | "guardrail"
+  | "agent"
 
 const withStep = (data: Record<string, unknown>, stepId: string | undefined): Record<string, unknown> =>
   stepId === undefined ? data : { ...data, step_id: stepId }
 
 /**
- * The SSE channel and JSON payload of an event.
+ * The SSE channel and JSON payload of an event. An event forwarded from a child
+ * run carries its `agent` in the payload, whatever the channel (SPEC §27).
  *
  * @since 0.1.0
  * @category utils
  */
 export const toWire = (event: RunEvent): { readonly channel: Channel; readonly data: Record<string, unknown> } => {
+  const wire = payload(event)
+  const agent = agentOf(event)
+  return agent === undefined || wire.data.agent !== undefined ? wire : { channel: wire.channel, data: { ...wire.data, agent } }
+}
+
+const payload = (event: RunEvent): { readonly channel: Channel; readonly data: Record<string, unknown> } => {
   switch (event._tag) {
     case "ThinkingStart":
       return { channel: "step", data: withStep({ type: "thinking", status: "start", iteration: event.iteration }, event.step_id) }
@@ -97,6 +116,12 @@ export const toWire = (event: RunEvent): { readonly channel: Channel; readonly d
     }
     case "LlmRetry":
       return { channel: "phase", data: { phase: "retrying", attempt: event.attempt, reason: event.reason, delay_ms: event.delay_ms } }
+    case "AgentStart":
+      return { channel: "agent", data: { type: "agent", status: "start", agent: event.agent, query: event.query } }
+    case "AgentDone": {
+      const { _tag, ...rest } = event
+      return { channel: "agent", data: { type: "agent", status: "done", ...rest } }
+    }
     case "Done": {
       const { _tag, steps, messages, ...rest } = event
       return { channel: "done", data: rest }
@@ -124,6 +149,7 @@ const tagOf = (channel: string, data: Record<string, unknown>): string | undefin
       if (phase === "selecting_tools") return "PhaseChange"
       if (phase === "resumed") return "Resumed"
       if (phase === "retrying") return "LlmRetry"
+      if (phase === "budget_exhausted") return "BudgetExhausted"
       return "DagPhase"
     case "inject":
       return "Inject"
@@ -135,6 +161,12 @@ const tagOf = (channel: string, data: Record<string, unknown>): string | undefin
       return "Done"
     case "error":
       return "RunFailed"
+    case "agent":
+      return status === "start" ? "AgentStart" : "AgentDone"
+    case "budget":
+      return "BudgetStatus"
+    case "guardrail":
+      return "GuardrailTripped"
     default:
       return undefined
   }
@@ -152,10 +184,9 @@ export const fromWire = (channel: string, data: Record<string, unknown>): RunEve
   if (tag === undefined) return undefined
   const { type: _type, ...rest } = data
   const fields: Record<string, unknown> = { ...rest, _tag: tag }
-  if (tag !== "ApprovalDecided" && tag !== "DagStep") delete fields.status
+  if (tag !== "ApprovalDecided" && tag !== "DagStep" && tag !== "BudgetStatus") delete fields.status
   if (tag === "DagPhase" || tag === "PhaseChange") fields.phase = data.phase
-  if (tag === "LlmRetry" || tag === "Resumed") delete fields.phase
-  if (tag === "DagStep") fields.status = data.status
+  if (tag === "LlmRetry" || tag === "Resumed" || tag === "BudgetExhausted") delete fields.phase
   const decoded = decode(fields)
   return Either.isRight(decoded) ? decoded.right : undefined
 }
