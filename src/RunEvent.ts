@@ -11,38 +11,15 @@ import { LlmErrorReason } from "./Llm.js"
 import { ChatMessage } from "./Message.js"
 import { Artifact, ContentType } from "./Tool.js"
 import { RunUsage, Usage } from "./Usage.js"
+import { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
+import { DagPhase, DagPlan, DagStep } from "./internal/runEvent/dag.js"
+import type { AgentRef } from "./internal/runEvent/fields.js"
+import { agent, step_id } from "./internal/runEvent/fields.js"
 
-/**
- * DAG mode: the id of the plan step whose ReAct agent emitted the event (absent
- * outside DAG steps).
- */
-const step_id = Schema.optional(Schema.String)
-
-/**
- * Which run an event comes from when it is not the run's own (SPEC §27): an
- * event of a sub-agent's child run, forwarded into its parent's stream. The
- * run's own events never carry it. `depth` is 1 for a child of the top run, 2
- * for a grandchild (a forwarded grandchild event keeps its own, innermost
- * `agent`); `tool_call_id` is the parent's call that started the child.
- *
- * @since 0.1.0
- * @category models
- */
-export const AgentRef = Schema.Struct({
-  name: Schema.String,
-  run_id: Schema.String,
-  parent_run_id: Schema.String,
-  depth: Schema.Number,
-  tool_call_id: Schema.optional(Schema.String)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type AgentRef = typeof AgentRef.Type
-
-/** The child run an event comes from (absent on the run's own events). */
-const agent = Schema.optional(AgentRef)
+// Members defined beside this module, one file per family (their docs are there)
+export { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
+export { DagPhase, DagPlan, DagPlanStep, DagStep } from "./internal/runEvent/dag.js"
+export { AgentRef } from "./internal/runEvent/fields.js"
 
 /**
  * @since 0.1.0
@@ -197,64 +174,6 @@ export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
 })
 
 /**
- * A step of a DAG plan, as the `plan` event carries it.
- *
- * @since 0.1.0
- * @category models
- */
-export const DagPlanStep = Schema.Struct({
-  id: Schema.String,
-  task: Schema.String,
-  dependencies: Schema.Array(Schema.String),
-  tool_hint: Schema.optional(Schema.String),
-  model_hint: Schema.optional(Schema.String)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type DagPlanStep = typeof DagPlanStep.Type
-
-/**
- * DAG mode: the plan of a round (1 for the first plan, then one more per re-plan).
- *
- * @since 0.1.0
- * @category models
- */
-export const DagPlan = Schema.TaggedStruct("DagPlan", { round: Schema.Number, steps: Schema.Array(DagPlanStep), agent })
-
-/**
- * DAG mode: a step started, finished (`result`), failed (`error`) or was skipped
- * (`error` says why).
- *
- * @since 0.1.0
- * @category models
- */
-export const DagStep = Schema.TaggedStruct("DagStep", {
-  round: Schema.Number,
-  status: Schema.Literal("start", "done", "failed", "skipped"),
-  step_id: Schema.String,
-  result: Schema.optional(Schema.String),
-  error: Schema.optional(Schema.String),
-  agent
-})
-
-/**
- * DAG mode: the run is planning, analyzing a round's results, re-planning
- * (`reasoning`: why), or — when no usable plan came back — continuing in ReAct
- * mode (`react_fallback`, `reasoning`: the planning problem).
- *
- * @since 0.1.0
- * @category models
- */
-export const DagPhase = Schema.TaggedStruct("DagPhase", {
-  phase: Schema.Literal("planning", "analyzing", "replanning", "react_fallback"),
-  round: Schema.Number,
-  reasoning: Schema.optional(Schema.String),
-  agent
-})
-
-/**
  * The run continued after a restart or on another server instance (emitted once
  * per resume, before the run's next events).
  *
@@ -295,13 +214,6 @@ export const BudgetStatus = Schema.TaggedStruct("BudgetStatus", {
 })
 
 /**
- * The model call failed and is retried (rate limit, server error, timeout,
- * connection): the run is waiting, not stuck.
- *
- * @since 0.1.0
- * @category models
- */
-/**
  * A guardrail tripped (§21): on the input (the run ends with the refusal) or
  * on the answer (it is retracted and replaced with the refusal).
  *
@@ -316,6 +228,13 @@ export const GuardrailTripped = Schema.TaggedStruct("GuardrailTripped", {
   agent
 })
 
+/**
+ * The model call failed and is retried (rate limit, server error, timeout,
+ * connection): the run is waiting, not stuck.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const LlmRetry = Schema.TaggedStruct("LlmRetry", {
   attempt: Schema.Number,
   reason: LlmErrorReason,
@@ -354,34 +273,6 @@ export const Done = Schema.TaggedStruct("Done", {
  * @category models
  */
 export const RunFailed = Schema.TaggedStruct("RunFailed", { message: Schema.String, retryable: Schema.Boolean })
-
-/**
- * A sub-agent's child run started (SPEC §27), in its parent's stream: `agent`
- * names the child, `query` is what the parent's call asked it.
- *
- * @since 0.1.0
- * @category models
- */
-export const AgentStart = Schema.TaggedStruct("AgentStart", { agent: AgentRef, query: Schema.String })
-
-/**
- * A sub-agent's child run ended, in its parent's stream. It stands for the
- * child's own `Done` (and its `RunFailed`: `error`), which are never forwarded —
- * a stream has one `Done`, its own run's.
- *
- * @since 0.1.0
- * @category models
- */
-export const AgentDone = Schema.TaggedStruct("AgentDone", {
-  agent: AgentRef,
-  answer: Schema.String,
-  iterations: Schema.Number,
-  usage: RunUsage,
-  /** Seconds. */
-  elapsed: Schema.Number,
-  /** The child's failure message (its `RunFailed`), absent when it answered. */
-  error: Schema.optional(Schema.String)
-})
 
 /**
  * @since 0.1.0
