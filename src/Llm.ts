@@ -20,6 +20,7 @@ import * as Stream from "effect/Stream"
 import type { ChatMessage } from "./Message.js"
 import type { Usage } from "./Usage.js"
 import { Usage as UsageSchema } from "./Usage.js"
+import * as Think from "./internal/llm/think.js"
 
 /**
  * What a model can do. `toolCall`: native function calling; `toolChoice`: forcing a
@@ -342,24 +343,16 @@ export const parseToolArguments = (raw: string): Either.Either<Record<string, un
   return Either.right(value as Record<string, unknown>)
 }
 
-const THINK = /<think>([\s\S]*?)(?:<\/think>|$)/g
-
 /**
  * Moves `<think>…</think>` blocks out of a reply's text (models such as Qwen/QwQ and
- * DeepSeek-R1 distills inline their reasoning that way).
+ * DeepSeek-R1 distills inline their reasoning that way): the rest trimmed, the
+ * blocks' text trimmed and joined by a blank line. The same scanner splits a
+ * streamed reply's deltas.
  *
  * @since 0.1.0
  * @category utils
  */
-export const splitThinking = (content: string): { readonly content: string; readonly reasoning: string } => {
-  if (!content.includes("<think>")) return { content, reasoning: "" }
-  const parts: Array<string> = []
-  const rest = content.replace(THINK, (_, inner: string) => {
-    parts.push(inner.trim())
-    return ""
-  })
-  return { content: rest.trim(), reasoning: parts.join("\n\n") }
-}
+export const splitThinking: (content: string) => { readonly content: string; readonly reasoning: string } = Think.splitThinking
 
 /**
  * A streamed reply decided when the stream runs (`Stream.unwrap`), for a reply

@@ -38,7 +38,7 @@ import type { ReactAgentService, RunInput } from "./ReactAgent.js"
 import { collect } from "./ReactAgent.js"
 import type { RunEvent, RunResult } from "./RunEvent.js"
 import type { Tool } from "./Tool.js"
-import { handlerEffect, outcomeOf } from "./internal/recorder/tools.js"
+import { outcomeOf } from "./internal/recorder/tools.js"
 import * as ToolModule from "./Tool.js"
 import * as Toolkit from "./Toolkit.js"
 
@@ -194,7 +194,7 @@ export const wrapTool = (tool: Tool): Tool => ({
   ...tool,
   handler: (args: unknown) =>
     Effect.flatMap(FiberRef.get(currentRecording), (recording) => {
-      const run = Effect.suspend(() => handlerEffect(tool, args))
+      const run = Effect.suspend(() => ToolModule.runHandler(tool, args))
       if (Option.isNone(recording)) return run as Effect.Effect<ToolModule.ToolOutput, ToolModule.ToolError>
       return Effect.flatMap(FiberRef.get(ToolModule.currentCall), (call) =>
         Effect.onExit(run, (exit) => {

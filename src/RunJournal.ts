@@ -128,6 +128,16 @@ const firstRun: ActivityContext = { restarted: false }
  * `<name>` — 35 characters of `[a-z0-9_]`, safe in a URL, a header or a
  * database key whatever the run id and the provider's call ids contain.
  *
+ * Why not `@effect/workflow`'s `Activity.idempotencyKey`: that one hashes
+ * `<executionId>-<name>` (no prefix, a separator that may occur in the run id
+ * and in a step name, so two different pairs can give one key), and it is an
+ * effect that needs a running workflow instance — the in-process journal
+ * (`passThrough`) has none, and an event's key is needed where it is built.
+ * Above all, the keys already went out: stored runs, their events
+ * (`idempotency_key`) and the backends that deduplicated on them hold keys of
+ * this form, so it must stay byte for byte what it is (tested with fixed
+ * vectors).
+ *
  * @since 0.1.0
  * @category utils
  */

@@ -278,11 +278,7 @@ export const provide = <R>(tool: Tool<R>, context: Context.Context<R>): Tool => 
   const services = Context.pick(...tool.dependencies)(context as Context.Context<any>) as Context.Context<R>
   return {
     ...tool,
-    handler: (args) => {
-      // a handler written as `async` returns a Promise, which `execute` takes as it is
-      const result: unknown = tool.handler(args)
-      return Effect.isEffect(result) ? Effect.provide(result as Effect.Effect<ToolOutput, ToolError, R>, services) : result as never
-    }
+    handler: (args) => Effect.provide(runHandler(tool, args), services) as Effect.Effect<ToolOutput, ToolError>
   }
 }
 
@@ -327,14 +323,20 @@ const isThenable = (u: unknown): u is PromiseLike<unknown> =>
   typeof u === "object" && u !== null && typeof (u as { then?: unknown }).then === "function"
 
 /**
- * Calls a handler NOW (only inside a running effect: a handler that throws is
- * then a defect of that effect) and takes whatever it really returns: an Effect
- * as is; a Promise (a handler written as `async`) awaited, its rejection a
- * `ToolError`; anything else a `ToolError` saying so.
+ * Calls `tool`'s handler NOW (only inside a running effect: a handler that
+ * throws is then a defect of that effect) and takes whatever it really
+ * returns: an Effect as is; a Promise (a handler written as `async`) awaited,
+ * its rejection a `ToolError`; anything else a `ToolError` saying so. The one
+ * place a handler's result is looked at: the loop, a provided tool, the
+ * recorder and a replayed prefix all call it.
+ *
+ * @since 0.1.0
+ * @category utils
  */
-const handlerResult = (tool: Tool, args: unknown): Effect.Effect<unknown, ToolError> => {
+export const runHandler = <R>(tool: Tool<R>, args: unknown): Effect.Effect<unknown, ToolError, R> => {
   const result: unknown = tool.handler(args)
-  if (Effect.isEffect(result)) return result as Effect.Effect<unknown, ToolError>
+  // a handler written in JavaScript may return a Promise or a plain value despite its type
+  if (Effect.isEffect(result)) return result as Effect.Effect<unknown, ToolError, R>
   if (isThenable(result)) {
     return Effect.tryPromise({
       try: () => Promise.resolve(result),
@@ -364,7 +366,7 @@ export const execute = (tool: Tool, args: unknown): Effect.Effect<ToolOutput, To
  * @category utils
  */
 export const executeUnchecked = (tool: Tool, args: unknown): Effect.Effect<unknown, ToolError> =>
-  Effect.flatMap(tool.decode(args), (decoded) => handlerResult(tool, decoded))
+  Effect.flatMap(tool.decode(args), (decoded) => runHandler(tool, decoded))
 
 /**
  * A handler's result as a tool output: text, or a well-formed rich result

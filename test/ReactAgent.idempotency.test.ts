@@ -116,6 +116,16 @@ describe("idempotency keys", () => {
     }
   })
 
+  it("keys already handed out stay byte for byte the same (fixed vectors)", () => {
+    // stored runs, their ToolStart events and the backends that deduplicated on them hold these keys
+    assert.strictEqual(RunJournal.makeIdempotencyKey("run_1", "tool/1/call_x"), "ik_980afe4e585804c6c14c708266fc55fa")
+    assert.strictEqual(
+      RunJournal.makeIdempotencyKey("run_0b6f0c1e-3f5e-4d0f-9a55-2f1c7d0b9e11", "tool/3/call_ab12"),
+      "ik_9bc6eb7ededffe12d05e6010dd79ef28"
+    )
+    assert.strictEqual(RunJournal.makeIdempotencyKey("run_1", "dag/2/step/3/tool/4/json"), "ik_6a11aa9c2c28d25537fd6d5ca901f0bc")
+  })
+
   it.effect("derived from the run id and the call's step name (prefixed in a nested journal); JSON mode too", () => {
     const { seen, tools } = keyedTools()
     const script = [ScriptedLlm.toolCall("keyed", { n: 1 }, { id: "call_x" }), ScriptedLlm.text("done"), ScriptedLlm.text("answer")]

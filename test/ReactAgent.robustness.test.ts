@@ -21,11 +21,13 @@ import * as Interrupts from "../src/Interrupts.js"
 import type { LlmService } from "../src/Llm.js"
 import { Llm } from "../src/Llm.js"
 import * as ReactAgent from "../src/ReactAgent.js"
+import * as Recorder from "../src/Recorder.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
 import * as Toolkit from "../src/Toolkit.js"
 import { addTool, makeAgent, messagesOf, noHooks, recordingGuard } from "./utils/agentLayers.js"
+import { recordingAgent } from "./utils/replayLayers.js"
 
 const events = (input: ReactAgent.RunInput = { query: "q" }) =>
   Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run(input))).pipe(
@@ -300,5 +302,24 @@ describe("ReactAgent: a tool that fails oddly fails alone", () => {
       assert.include(byName.number.error, "not an Effect")
       for (const s of result.steps) assert.isString(s.observation)
     }).pipe(Effect.provide(h.layer), Effect.ensuring(Effect.sync(() => process.off("unhandledRejection", onUnhandled))))
+  })
+
+  it.live("recorded, each ends the same way, and the cassette stores how (one rule for a handler's result)", () => {
+    const h = recordingAgent([
+      ScriptedLlm.toolCalls(tools.map((t) => ({ id: t.name, name: t.name, arguments: {} }))),
+      ScriptedLlm.text("done"),
+      ScriptedLlm.text("summary")
+    ], { tools, agent: { completionCheck: false } })
+    return Effect.gen(function*() {
+      const { cassette, result } = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Recorder.record(agent, { query: "q" }))
+      const byName = Object.fromEntries(result.steps.map((s) => [s.tool_name, s]))
+      assert.include(byName.rejects.error, "Tool rejects failed: nope")
+      assert.strictEqual(byName.resolves.observation, "fine")
+      assert.strictEqual(byName.number.error, "Tool number's handler returned number, not an Effect")
+      const stored = Object.fromEntries(cassette.tool_calls.map((t) => [t.tool_name, t.outcome]))
+      assert.deepStrictEqual(stored.number, { _tag: "Failure", message: "Tool number's handler returned number, not an Effect" })
+      assert.deepStrictEqual(stored.resolves, { _tag: "Success", output: "fine" })
+      assert.deepStrictEqual(stored.rejects, { _tag: "Failure", message: "Tool rejects failed: nope" })
+    }).pipe(Effect.provide(h.layer))
   })
 })

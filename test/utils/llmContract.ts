@@ -29,7 +29,7 @@ import * as Schema from "effect/Schema"
 export type ContractReply =
   | { readonly _tag: "Text"; readonly text: string }
   | { readonly _tag: "Tools"; readonly calls: ReadonlyArray<{ readonly name: string; readonly input: Record<string, unknown> }> }
-  | { readonly _tag: "Error"; readonly status: number; readonly kind: "rate_limit" | "overloaded" | "overflow" | "auth" | "bad"; readonly retryAfterS?: number }
+  | { readonly _tag: "Error"; readonly status: number; readonly kind: "rate_limit" | "overloaded" | "overflow" | "auth" | "bad"; readonly retryAfterS?: number | string }
   | { readonly _tag: "Hang" }
 
 export interface ContractServer {
@@ -51,7 +51,7 @@ export const tools = (...calls: ReadonlyArray<{ readonly name: string; readonly 
   _tag: "Tools",
   calls
 })
-export const failWith = (status: number, kind: Extract<ContractReply, { _tag: "Error" }>["kind"], retryAfterS?: number): ContractReply => ({
+export const failWith = (status: number, kind: Extract<ContractReply, { _tag: "Error" }>["kind"], retryAfterS?: number | string): ContractReply => ({
   _tag: "Error",
   status,
   kind,
@@ -164,6 +164,20 @@ export const contract = (backend: ContractBackend): void => {
         assert.isAtLeast(Date.now() - started, 990)
         assert.deepStrictEqual(notices.map((n) => n.reason), ["RateLimited"])
         assert.isAtLeast(notices[0].delayMs, 1000)
+      }))
+
+    it.scopedLive("retry-after in seconds is capped at 60 s; as an HTTP date it is the time until then", () =>
+      Effect.gen(function*() {
+        const inHalfAMinute = new Date(Date.now() + 30_000).toUTCString()
+        const server = yield* backend.start([failWith(429, "rate_limit", 120), failWith(429, "rate_limit", inHalfAMinute)])
+        const llm = yield* server.llm({ maxRetries: 0 })
+        const capped = yield* Effect.flip(llm.chat(request))
+        assert.strictEqual(capped.reason, "RateLimited")
+        assert.strictEqual(capped.retryAfterMs, 60_000)
+        const dated = yield* Effect.flip(llm.chat(request))
+        // the date has whole seconds: up to one second early, a little late for the time the request took
+        assert.isAtLeast(dated.retryAfterMs ?? 0, 28_000)
+        assert.isAtMost(dated.retryAfterMs ?? 0, 30_000)
       }))
 
     it.scopedLive("server errors: retried maxRetries times, then Server", () =>

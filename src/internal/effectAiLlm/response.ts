@@ -11,6 +11,7 @@ import { LlmError, parseToolArguments } from "../../Llm.js"
 import type { Usage } from "../../Usage.js"
 import * as UsageM from "../../Usage.js"
 import { isContextOverflowMessage } from "../llm/contextOverflow.js"
+import { parseRetryAfter } from "../llm/retryAfter.js"
 
 /** OpenAI-style finish reasons, as the agent reads them. */
 export const finishReason = (reason: Response.FinishReason): string | null => {
@@ -146,18 +147,6 @@ const errorPart = (error: unknown): LlmError => {
   return new LlmError({ reason, message: `LLM stream error (${type}): ${message}` })
 }
 
-/** The delay a 429 asks for (`retry-after-ms`, `retry-after` seconds or date), capped at 60 s. */
-const retryAfterMs = (headers: Record<string, string>): number | undefined => {
-  const ms = headers["retry-after-ms"]
-  if (ms !== undefined && Number.isFinite(Number(ms)) && Number(ms) >= 0) return Math.min(Number(ms), 60_000)
-  const raw = headers["retry-after"]
-  if (raw === undefined) return undefined
-  const seconds = Number(raw)
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, 60_000)
-  const date = Date.parse(raw)
-  return Number.isNaN(date) ? undefined : Math.min(Math.max(0, date - Date.now()), 60_000)
-}
-
 /** The provider's own error text from a body (`{error:{type,message}}`), never the request (it holds the key). */
 const bodyDetail = (body: string | undefined): { readonly type?: string; readonly message: string } => {
   if (body === undefined || body === "") return { message: "no details" }
@@ -202,7 +191,10 @@ export const toLlmError = (error: AiError.AiError): LlmError => {
       if ((status === 400 || status === 413 || status === 422) && isContextOverflowMessage(detail.message)) {
         return make("ContextOverflow", "The request exceeds the model's context window")
       }
-      if (status === 429) return make("RateLimited", "LLM rate limit", retryAfterMs(error.response.headers))
+      if (status === 429) {
+        // a plain function (the error mapping), not an effect: the date form reads the wall clock here
+        return make("RateLimited", "LLM rate limit", parseRetryAfter((name) => error.response.headers[name], Date.now()))
+      }
       if (status === 408) return make("Timeout", "LLM request timed out")
       if (status >= 500) return make("Server", "LLM server error")
       if (status === 401 || status === 403) return make("Auth", "LLM authentication failed")

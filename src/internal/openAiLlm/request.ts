@@ -18,6 +18,7 @@ import type { ChatMessage } from "../../Message.js"
 import type { Usage } from "../../Usage.js"
 import * as UsageM from "../../Usage.js"
 import { isContextOverflowMessage } from "../llm/contextOverflow.js"
+import { parseRetryAfter } from "../llm/retryAfter.js"
 
 /** What the request mapping needs to know about the model. */
 export interface RequestSettings {
@@ -167,18 +168,12 @@ const describe = (e: APIError): string => {
   return detail
 }
 
-/** The delay the provider asked for (`retry-after-ms` / `retry-after` headers), capped at 60 s. */
-const parseRetryAfter = (headers: unknown): number | undefined => {
+/** The delay the provider asked for (`retryAfter.ts`), from the SDK's `Headers`. */
+const retryAfterOf = (headers: unknown): number | undefined => {
   if (!headers || typeof (headers as Headers).get !== "function") return undefined
   const h = headers as Headers
-  const ms = Number(h.get("retry-after-ms"))
-  if (h.get("retry-after-ms") !== null && Number.isFinite(ms) && ms >= 0) return Math.min(ms, 60_000)
-  const raw = h.get("retry-after")
-  if (raw === null) return undefined
-  const seconds = Number(raw)
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, 60_000)
-  const date = Date.parse(raw)
-  return Number.isNaN(date) ? undefined : Math.min(Math.max(0, date - Date.now()), 60_000)
+  // a plain function (the SDK's error mapping), not an effect: the date form reads the wall clock here
+  return parseRetryAfter((name) => h.get(name), Date.now())
 }
 
 /** Classifies anything the SDK throws into an `LlmError` with a reason. */
@@ -219,7 +214,7 @@ export const toLlmError = (cause: unknown): LlmError => {
       if (code === "rate_limit_exceeded") return withStatus("RateLimited", "LLM rate limit")
       return withStatus("Server", "LLM stream error")
     }
-    if (status === 429) return withStatus("RateLimited", "LLM rate limit", parseRetryAfter(cause.headers))
+    if (status === 429) return withStatus("RateLimited", "LLM rate limit", retryAfterOf(cause.headers))
     if (status === 408) return withStatus("Timeout", "LLM request timed out")
     if (status >= 500) return withStatus("Server", "LLM server error")
     if (status === 401 || status === 403) return withStatus("Auth", "LLM authentication failed")

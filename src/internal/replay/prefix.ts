@@ -23,7 +23,6 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type * as Approvals from "../../Approvals.js"
 import * as Cassette from "../../Cassette.js"
-import * as ErrorMessage from "../../ErrorMessage.js"
 import type * as Interrupts from "../../Interrupts.js"
 import type { ChatRequest, LlmService } from "../../Llm.js"
 import { unwrapDeltas } from "../../Llm.js"
@@ -112,24 +111,11 @@ const replayed = (outcome: Cassette.ToolOutcome): Effect.Effect<unknown, ToolMod
   }
 }
 
-/** A handler's result (an Effect, a promise or a plain value: handlers written in JavaScript) as an Effect. */
-const handled = (tool: Tool, args: unknown): Effect.Effect<unknown, unknown> => {
-  const result: unknown = tool.handler(args)
-  if (Effect.isEffect(result)) return result as Effect.Effect<unknown, unknown>
-  if (typeof result === "object" && result !== null && typeof (result as PromiseLike<unknown>).then === "function") {
-    return Effect.tryPromise({
-      try: () => Promise.resolve(result),
-      catch: (e) => new ToolModule.ToolError({ message: `Tool ${tool.name} failed: ${ErrorMessage.messageOf(e)}` })
-    })
-  }
-  return Effect.succeed(result)
-}
-
 export const wrapTool = (tool: Tool): Tool => ({
   ...tool,
   handler: (args: unknown) =>
     Effect.flatMap(Effect.zip(FiberRef.get(currentPrefix), FiberRef.get(ToolModule.currentCall)), ([prefix, call]) => {
-      const live = Effect.suspend(() => handled(tool, args))
+      const live = Effect.suspend(() => ToolModule.runHandler(tool, args))
       if (Option.isNone(prefix)) return live
       const state = prefix.value
       const c = Option.getOrUndefined(call)
