@@ -6,10 +6,14 @@
  * (`Last-Event-ID`) does not get it, and the stored events keep their ids 1, 2, 3…
  */
 import { assert, describe, it } from "@effect/vitest"
+import { parseJsonEventStream, readUIMessageStream, type UIMessage, type UIMessageChunk, uiMessageChunkSchema } from "ai"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import type { ChatRequest } from "../../src/Llm.js"
+import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import * as Tool from "../../src/Tool.js"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
+import { startInteropServer } from "../utils/interopServer.js"
 import { startServer } from "../utils/serverHarness.js"
 import { openSse } from "../utils/sse.js"
 
@@ -55,4 +59,49 @@ describe("tool progress on the server", () => {
       assert.deepStrictEqual(replay.events.map((e) => [e.id, e.event]), stored.map((e) => [e.id, e.event]))
       assert.isFalse(replay.events.some((e) => e.data.status === "progress"))
     }), 60_000)
+
+  it.scopedLive("POST /api/chat: the AI SDK gets the progress as a data part per call, updated in place", () =>
+    Effect.gen(function*() {
+      const hasToolResult = (request: ChatRequest) => request.messages.some((m) => m.role === "tool")
+      const llm = ScriptedLlm.makeUnsafe((request, _i, method) =>
+        method === "stream"
+          ? ScriptedLlm.text("It worked.")
+          : hasToolResult(request)
+          ? ScriptedLlm.text("done")
+          : ScriptedLlm.toolCall("work", {}, { id: "call_w" }))
+      const url = yield* startInteropServer({ llm: llm.layer, tools: [work] })
+      const response = yield* Effect.promise(() =>
+        fetch(`${url}/api/chat`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ id: "chat-p", messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "work" }] }] })
+        })
+      )
+      const seen: Array<UIMessageChunk> = []
+      const chunks = parseJsonEventStream({ stream: response.body!, schema: uiMessageChunkSchema }).pipeThrough(
+        new TransformStream<{ success: boolean; value?: UIMessageChunk; error?: unknown }, UIMessageChunk>({
+          transform(result, controller) {
+            if (!result.success) throw result.error
+            seen.push(structuredClone(result.value!))
+            controller.enqueue(result.value!)
+          }
+        })
+      )
+      let message: UIMessage | undefined
+      yield* Effect.promise(async () => {
+        for await (const m of readUIMessageStream({ stream: chunks, terminateOnError: true })) message = structuredClone(m)
+      })
+      const progress = seen.filter((c) => c.type === "data-progress") as Array<{ id: string; data: { message: string } }>
+      assert.deepStrictEqual(progress.map((c) => [c.id, c.data.message]), [
+        ["progress-call_w", "step 1"],
+        ["progress-call_w", "step 2"],
+        ["progress-call_w", "step 3"]
+      ])
+      // the tool part is not taken for done by a progress report; one data part holds the last report
+      const parts = message!.parts
+      const tool = parts.find((p) => p.type === "dynamic-tool") as { state: string; output: unknown }
+      assert.deepStrictEqual([tool.state, tool.output], ["output-available", "worked"])
+      const data = parts.filter((p) => p.type === "data-progress") as Array<{ data: { message: string; progress: number } }>
+      assert.deepStrictEqual(data.map((p) => [p.data.message, p.data.progress]), [["step 3", 1]])
+    }), 30_000)
 })
