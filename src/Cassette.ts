@@ -18,7 +18,7 @@ import * as Schema from "effect/Schema"
 import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
 import { inRequestOrder } from "./internal/cassette/order.js"
 import { ChatMessage, Content } from "./Message.js"
-import { RunEvent } from "./RunEvent.js"
+import { isEphemeral, RunEvent } from "./RunEvent.js"
 import { Usage } from "./Usage.js"
 
 /**
@@ -365,7 +365,7 @@ export const normalizeEvents = (events: ReadonlyArray<RunEvent>): ReadonlyArray<
     }
     return out
   }
-  return inRequestOrder(events.map((event) => {
+  return inRequestOrder(events.filter((event) => !isEphemeral(event)).map((event) => {
     const encoded = encodeEvent(event) as Record<string, unknown>
     const { messages: _messages, steps: _steps, ...kept } = encoded
     // through JSON: a field set to `undefined` in process is absent in what was stored or sent

@@ -36,7 +36,7 @@ import { Llm, LlmError } from "./Llm.js"
 import type { ChatMessage } from "./Message.js"
 import type { ReactAgentService, RunInput } from "./ReactAgent.js"
 import { collect } from "./ReactAgent.js"
-import type { RunEvent, RunResult } from "./RunEvent.js"
+import { isEphemeral, type RunEvent, type RunResult } from "./RunEvent.js"
 import type { Tool } from "./Tool.js"
 import { outcomeOf } from "./internal/recorder/tools.js"
 import * as ToolModule from "./Tool.js"
@@ -345,7 +345,8 @@ export const toCassette = (options: {
   tool_calls: options.recording.toolCalls,
   drains: options.recording.drains,
   approvals: approvalsOf(options.events),
-  events: options.events
+  // live-only events (tool progress, partial output) are not part of what a run is
+  events: options.events.filter((event) => !isEphemeral(event))
 })
 
 /**

@@ -244,6 +244,34 @@ export const LlmRetry = Schema.TaggedStruct("LlmRetry", {
 })
 
 /**
+ * A tool reports how far it is (`Tool.progress`, an MCP server's
+ * `notifications/progress`): `progress` is a fraction from 0 to 1 when the tool
+ * knows one. Ephemeral (`isEphemeral`): live followers only, never stored.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ToolProgress = Schema.TaggedStruct("ToolProgress", {
+  iteration: Schema.Number,
+  tool_name: Schema.String,
+  tool_call_id: Schema.optional(Schema.String),
+  message: Schema.String,
+  progress: Schema.optional(Schema.Number),
+  step_id,
+  agent
+})
+
+/**
+ * A schema-bound answer as parsed so far (`RunInput.output`): the deep-partial
+ * value of the JSON streamed until now. Ephemeral (`isEphemeral`); the decoded
+ * value is `Done.output`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const OutputPartial = Schema.TaggedStruct("OutputPartial", { value: Schema.Unknown, agent })
+
+/**
  * @since 0.1.0
  * @category models
  */
@@ -266,13 +294,20 @@ export const Done = Schema.TaggedStruct("Done", {
   /** In-process only: every tool step of the run. */
   steps: Schema.optional(Schema.Array(Schema.typeSchema(ToolDone).pipe(Schema.omit("_tag")))),
   /** In-process only: the full message list of the run (system prompt, query, loop messages). */
-  messages: Schema.optional(Schema.Array(ChatMessage))
+  messages: Schema.optional(Schema.Array(ChatMessage)),
+  /** The decoded answer of a run with an output schema (`RunInput.output`), in its encoded (JSON) form. */
+  output: Schema.optional(Schema.Unknown)
 })
 /**
  * @since 0.1.0
  * @category models
  */
-export const RunFailed = Schema.TaggedStruct("RunFailed", { message: Schema.String, retryable: Schema.Boolean })
+export const RunFailed = Schema.TaggedStruct("RunFailed", {
+  message: Schema.String,
+  retryable: Schema.Boolean,
+  /** What failed, when it has a name: `output_invalid` (the answer did not match the output schema). */
+  code: Schema.optional(Schema.String)
+})
 
 /**
  * @since 0.1.0
@@ -303,6 +338,8 @@ export const RunEvent = Schema.Union(
   LlmRetry,
   AgentStart,
   AgentDone,
+  ToolProgress,
+  OutputPartial,
   Done,
   RunFailed
 )
@@ -334,6 +371,16 @@ export const agentOf = (event: RunEvent): AgentRef | undefined => "agent" in eve
  * @category utils
  */
 export const isOwn = (event: RunEvent): boolean => agentOf(event) === undefined
+
+/**
+ * True for the events a run sends to whoever follows it live and never stores
+ * (`ToolProgress`, `OutputPartial`): no sequence number, skipped by cassettes
+ * and replays; a follower that reconnects does not get them again.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const isEphemeral = (event: RunEvent): boolean => event._tag === "ToolProgress" || event._tag === "OutputPartial"
 
 /**
  * The result a run collects to.

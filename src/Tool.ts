@@ -138,6 +138,25 @@ export const withCall = (call: CallContext) => <A, E, R>(effect: Effect.Effect<A
   Effect.locally(effect, currentCall, Option.some(call))
 
 /**
+ * Reports how far the current call is: a `ToolProgress` event (`step` channel,
+ * status `progress`) with `message` and, when known, `fraction` (clamped to
+ * 0–1). Use it in a handler; a no-op outside a run. Ephemeral (live only, at
+ * most 10 per second per call: more frequent reports are dropped, a report of
+ * 1 always passes).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const progress = (message: string, fraction?: number): Effect.Effect<void> =>
+  Effect.flatMap(FiberRef.get(currentCall), (call) => {
+    if (Option.isNone(call) || call.value.emit === undefined) return Effect.void
+    const { emit, iteration, toolCallId, toolName } = call.value
+    const id = toolCallId !== undefined ? { tool_call_id: toolCallId } : {}
+    const known = fraction !== undefined && Number.isFinite(fraction) ? { progress: Math.min(1, Math.max(0, fraction)) } : {}
+    return emit({ _tag: "ToolProgress", iteration, tool_name: toolName, message, ...id, ...known })
+  })
+
+/**
  * @since 0.1.0
  * @category errors
  */

@@ -122,12 +122,20 @@ const payload = (event: RunEvent): { readonly channel: Channel; readonly data: R
       const { _tag, ...rest } = event
       return { channel: "agent", data: { type: "agent", status: "done", ...rest } }
     }
+    case "ToolProgress": {
+      const { _tag, ...rest } = event
+      return { channel: "step", data: { type: "iteration", status: "progress", ...rest } }
+    }
+    case "OutputPartial":
+      return { channel: "answer", data: { type: "output_partial", value: event.value } }
     case "Done": {
       const { _tag, steps, messages, ...rest } = event
       return { channel: "done", data: rest }
     }
-    case "RunFailed":
-      return { channel: "error", data: { message: event.message, retryable: event.retryable } }
+    case "RunFailed": {
+      const code = event.code !== undefined ? { code: event.code } : {}
+      return { channel: "error", data: { message: event.message, retryable: event.retryable, ...code } }
+    }
   }
 }
 
@@ -138,10 +146,11 @@ const tagOf = (channel: string, data: Record<string, unknown>): string | undefin
   switch (channel) {
     case "step":
       if (type === "thinking") return status === "start" ? "ThinkingStart" : "ThinkingDone"
-      if (type === "iteration") return status === "start" ? "ToolStart" : "ToolDone"
+      if (type === "iteration") return status === "start" ? "ToolStart" : status === "progress" ? "ToolProgress" : "ToolDone"
       if (type === "answer") return "AnswerSignal"
       return undefined
     case "answer":
+      if (type === "output_partial") return "OutputPartial"
       return status === "start" ? "AnswerStart" : status === "delta" ? "AnswerDelta" : status === "done" ? "AnswerDone" : "AnswerReset"
     case "compact":
       return "Compact"

@@ -195,8 +195,8 @@ export const make = Effect.gen(function*() {
       let finished = false
       const waiting: Array<Frame> = []
       const take = (frame: Frame): Effect.Effect<void> => {
-        if (finished || frame.id <= last) return Effect.void
-        last = frame.id
+        if (finished || (frame.id <= last && frame.id !== 0)) return Effect.void // id 0: an ephemeral frame (live only)
+        if (frame.id !== 0) last = frame.id
         if (frame.channel === "done") finished = true
         return deliver(frame, replaying)
       }

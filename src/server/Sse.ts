@@ -45,6 +45,20 @@ export const frame = (id: number, channel: Channel, data: Record<string, unknown
   bytes: encoder.encode(encodeText(id, channel, data))
 })
 
+/**
+ * The frame of an ephemeral event (`RunEvent.isEphemeral`: tool progress,
+ * partial output): live only, never stored, no `id:` line (a client's
+ * `Last-Event-ID` stays on the last stored event); its `id` is 0.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const ephemeralFrame = (channel: Channel, data: Record<string, unknown>): Frame => ({
+  id: 0,
+  channel,
+  bytes: encoder.encode(`event: ${channel}\ndata: ${JSON.stringify(data)}\n\n`)
+})
+
 const decoder = new TextDecoder()
 
 /**

@@ -11,6 +11,8 @@
  * | `answer` signal | `start-step` only when no step is open (the answer ends the last iteration's step) |
  * | `answer` start / delta / done | `text-start` / `text-delta` / `text-end` |
  * | `answer` reset | `text-end`, `data-answer` `{status:"reset"}` (a new text part follows) |
+ * | `iteration` progress (ephemeral) | `data-progress` (id `progress-<call id>`: one part per call, updated in place) |
+ * | `answer` output_partial (ephemeral), `done.output` | `data-output` (id `output`: the partial value, then the decoded one) |
  * | `phase`, `compact`, `inject`, `approval`, `dag`, … | `data-<channel>` with the payload |
  * | `error` | `error` (`errorText`) |
  * | `done` | `finish-step`, `finish` (`messageMetadata`: `usage`, `iterations`, `elapsed`); a cancelled run: `message-metadata` + `abort` |
@@ -105,6 +107,8 @@ const onStep = (s: State, data: Record<string, unknown>, out: Array<UiChunk>) =>
   }
   if (data.type === "iteration") {
     const id = callId(data)
+    // a tool's progress: one data part per call, updated in place (same id) as reports come
+    if (data.status === "progress") return void out.push({ type: "data-progress", id: `progress-${id}`, data })
     if (data.status === "start") {
       s.open.add(id)
       out.push(toolInput(data))
@@ -125,6 +129,8 @@ const onStep = (s: State, data: Record<string, unknown>, out: Array<UiChunk>) =>
 }
 
 const onAnswer = (s: State, data: Record<string, unknown>, out: Array<UiChunk>) => {
+  // a typed answer as parsed so far: one data part, updated in place (the decoded value replaces it at `done`)
+  if (data.type === "output_partial") return void out.push({ type: "data-output", id: "output", data: data.value })
   switch (data.status) {
     case "start":
       if (!s.stepOpen) startStep(s, out)
@@ -157,6 +163,7 @@ const onDone = (s: State, data: Record<string, unknown>, out: Array<UiChunk>) =>
   finishStep(s, out)
   const { answer: _, pending_injections: pending, ...rest } = data
   const metadata = { ...rest, pending_injections: pending ?? [] }
+  if (data.output !== undefined) out.push({ type: "data-output", id: "output", data: data.output })
   if (data.cancelled === true) {
     out.push({ type: "message-metadata", messageMetadata: metadata }, { type: "abort", reason: "cancelled" })
   } else {

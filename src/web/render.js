@@ -11,6 +11,7 @@ import { closeApproval, decideApproval, requestApproval } from "./approval.js"
 import { budgetOutcome, budgetPanel, costText, exhaustedLine, guardrailAlert } from "./budget.js"
 import { endMarker, finishCard, forkButton, runningCard } from "./cards.js"
 import { DagView, isDagEvent } from "./dag.js"
+import { endProgress, isEphemeral, showProgress } from "./progress.js"
 import { formatNumber, formatSeconds, h, markdown } from "./dom.js"
 
 /**
@@ -85,12 +86,13 @@ export class RunView {
    * @param {RunEvent} ev
    */
   apply(ev) {
-    const id = ev.id === undefined || ev.id === "" ? undefined : Number(ev.id)
+    const d = ev.data ?? {}
+    // an ephemeral event has no id of its own (an SSE parser hands it the last one): never a replay
+    const id = ev.id === undefined || ev.id === "" || isEphemeral(ev.event, d) ? undefined : Number(ev.id)
     if (id !== undefined && Number.isFinite(id)) {
       if (id <= this.lastId) return false
       this.lastId = id
     }
-    const d = ev.data ?? {}
     if (ev.event === "step" || ev.event === "answer") this.endRetry()
     // DAG mode: the plan graph renders its own events (see dag.js)
     if (this.dag || isDagEvent(ev.event, d)) {
@@ -106,6 +108,7 @@ export class RunView {
     switch (ev.event) {
       case "step":
         if (d.type === "thinking") this.thinking(d)
+        else if (d.type === "iteration" && d.status === "progress") this.toolProgress(d)
         else if (d.type === "iteration") d.status === "start" ? this.toolStart(d) : this.toolDone(d)
         // an answer streamed by the loop (synthesis "auto") is already on screen
         else if (d.type === "answer" && this.answerText === "") this.setStatus("Writing the answer…", true)
@@ -294,6 +297,7 @@ export class RunView {
     const card = /** @type {HTMLElement} */ (this.cards.get(key))
     if (!card.classList.contains("running")) return
     this.startedAt.delete(key)
+    endProgress(card)
     finishCard(card, d)
     // the event being applied is this call's `iteration done`: forking there keeps the call's outcome
     const onFork = this.onFork
@@ -302,6 +306,12 @@ export class RunView {
         if (this.forkable) onFork({ ...this.forkable, at, query: this.query })
       })
     }
+  }
+
+  /** A running call reports progress (ephemeral: no id). @param {any} d */
+  toolProgress(d) {
+    const card = this.cards.get(this.cardKey(d))
+    if (card) showProgress(card, d)
   }
 
   /** A call waits for the user, or was decided. @param {any} d */

@@ -19,8 +19,9 @@ export interface McpHttpServer {
   readonly cancelled: () => number
 }
 
-const build = (headers: IncomingHttpHeaders, state: { cancelled: number }): McpServer => {
+const build = (headers: IncomingHttpHeaders, state: { cancelled: number }, extra: (server: McpServer) => void): McpServer => {
   const server = new McpServer({ name: "test-http", version: "1.0.0" })
+  extra(server)
   server.registerTool("echo", {
     description: "Echo the text back",
     inputSchema: { text: z.string() },
@@ -50,7 +51,11 @@ const build = (headers: IncomingHttpHeaders, state: { cancelled: number }): McpS
 }
 
 /** Starts the server on a random local port; stopped when the scope closes. */
-export const mcpHttpServer: Effect.Effect<McpHttpServer, never, Scope.Scope> = Effect.acquireRelease(
+export const mcpHttpServer: Effect.Effect<McpHttpServer, never, Scope.Scope> = Effect.suspend(() => mcpHttpServerWith(() => {}))
+
+/** The server with more tools (`register` adds them to each session's server). */
+export const mcpHttpServerWith = (register: (server: McpServer) => void): Effect.Effect<McpHttpServer, never, Scope.Scope> =>
+  Effect.acquireRelease(
   Effect.promise(() => {
     const state = { cancelled: 0 }
     // Stateful sessions: the client's `notifications/cancelled` reaches the server that runs the call.
@@ -63,7 +68,7 @@ export const mcpHttpServer: Effect.Effect<McpHttpServer, never, Scope.Scope> = E
         const id = req.headers["mcp-session-id"]
         let transport = typeof id === "string" ? sessions.get(id) : undefined
         if (transport === undefined) {
-          const server = build(req.headers, state)
+          const server = build(req.headers, state, register)
           transport = new StreamableHTTPServerTransport({
             sessionIdGenerator: () => randomUUID(),
             onsessioninitialized: (sid) => void sessions.set(sid, transport!)

@@ -2,7 +2,8 @@
  * Starting one MCP server (stdio child process or remote HTTP), listing its tools
  * and wrapping each one as a `Tool`. A call sends its idempotency key
  * (`Tool.CallContext.idempotencyKey`) in the request's `_meta`
- * (`idempotencyKey`).
+ * (`idempotencyKey`) and a progress token: the server's progress
+ * notifications become the call's `Tool.progress`.
  *
  * @internal
  */
@@ -11,12 +12,15 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { Progress } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { JsonSchemaObject } from "../../Llm.js"
-import type { Tool } from "../../Tool.js"
+import type { Tool as ToolT } from "../../Tool.js"
+import * as Tool from "../../Tool.js"
 import { currentCall, fromJsonSchema, ToolError } from "../../Tool.js"
 import type { ServerConfig } from "./config.js"
 import { isStdio, toolName } from "./config.js"
@@ -27,7 +31,7 @@ export const STARTUP_TIMEOUT_MS = 60_000
 /** A connected server. @internal */
 export interface Connected {
   readonly name: string
-  readonly tools: ReadonlyArray<Tool>
+  readonly tools: ReadonlyArray<ToolT>
   /** The child process id (stdio servers). */
   readonly pid?: number
 }
@@ -99,6 +103,51 @@ export const contentToText = (result: { readonly content?: unknown; readonly str
   return out.join("\n")
 }
 
+type CallResult = Awaited<ReturnType<Client["callTool"]>>
+
+/** What a call streams: the server's progress notifications, then its result. */
+type CallItem = { readonly _tag: "Progress"; readonly progress: Progress } | { readonly _tag: "Result"; readonly result: CallResult }
+
+/** A progress notification as the call's `Tool.progress`: its message (else `progress/total`) and fraction. */
+const reportProgress = (p: Progress): Effect.Effect<void> => {
+  const fraction = p.total !== undefined && p.total > 0 ? p.progress / p.total : undefined
+  const message = p.message ?? (p.total !== undefined ? `${p.progress}/${p.total}` : String(p.progress))
+  return Tool.progress(message, fraction)
+}
+
+/**
+ * `tools/call` with a progress token (the SDK sends one when `onprogress` is
+ * given): each `notifications/progress` of the call becomes its
+ * `Tool.progress`, and resets the request timeout. Interruption aborts the request.
+ */
+const callWithProgress = (
+  client: Client,
+  params: Parameters<Client["callTool"]>[0],
+  onError: (e: unknown) => ToolError
+): Effect.Effect<CallResult, ToolError> =>
+  Stream.asyncPush<CallItem, ToolError>((emit) =>
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const controller = new AbortController()
+        const options = {
+          signal: controller.signal,
+          resetTimeoutOnProgress: true,
+          onprogress: (progress: Progress) => void emit.single({ _tag: "Progress", progress })
+        }
+        client.callTool(params, undefined, options).then((result) => {
+          emit.single({ _tag: "Result", result })
+          emit.end()
+        }, (e) => emit.fail(onError(e)))
+        return controller
+      }),
+      (controller) => Effect.sync(() => controller.abort())
+    )
+  ).pipe(
+    Stream.runFoldEffect(undefined as CallResult | undefined, (result, item) =>
+      item._tag === "Result" ? Effect.succeed(item.result) : Effect.as(reportProgress(item.progress), result)),
+    Effect.flatMap((result) => (result === undefined ? Effect.fail(onError("no result")) : Effect.succeed(result)))
+  )
+
 const wrapTool = (server: string, client: Client, mcpTool: {
   readonly name: string
   readonly description?: string | undefined
@@ -109,7 +158,7 @@ const wrapTool = (server: string, client: Client, mcpTool: {
     readonly idempotentHint?: boolean | undefined
     readonly title?: string | undefined
   } | undefined
-}, name: string, needsApproval: boolean): Tool =>
+}, name: string, needsApproval: boolean): ToolT =>
   fromJsonSchema({
     name,
     needsApproval,
@@ -127,10 +176,7 @@ const wrapTool = (server: string, client: Client, mcpTool: {
         const params = key === undefined
           ? { name: mcpTool.name, arguments: args }
           : { name: mcpTool.name, arguments: args, _meta: { idempotencyKey: key } }
-        return Effect.tryPromise({
-          try: (signal) => client.callTool(params, undefined, { signal }),
-          catch: (e) => new ToolError({ message: `MCP server "${server}" failed on ${mcpTool.name}: ${errorText(e)}` })
-        })
+        return callWithProgress(client, params, (e) => new ToolError({ message: `MCP server "${server}" failed on ${mcpTool.name}: ${errorText(e)}` }))
       }).pipe(
         Effect.flatMap((result) => {
           const text = contentToText(result)
@@ -184,7 +230,7 @@ export const connect = (
       listed.push(...page.tools)
       cursor = page.nextCursor
     } while (cursor !== undefined && listed.length < 10_000)
-    const tools: Array<Tool> = []
+    const tools: Array<ToolT> = []
     for (const mcpTool of listed) {
       let toolNameOut = toolName(name, mcpTool.name)
       for (let n = 2; taken.has(toolNameOut); n++) toolNameOut = toolName(name, `${mcpTool.name}_${n}`)

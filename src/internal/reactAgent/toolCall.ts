@@ -29,6 +29,7 @@ import type { RunEvent, Step } from "../../RunEvent.js"
 import * as Tool from "../../Tool.js"
 import { deniedMessage, MISMATCH, type Verdict } from "./approval.js"
 import type { LoopEnv } from "./env.js"
+import { throttledEmit } from "./progress.js"
 import * as Prompts from "./prompts.js"
 
 /** One tool call as the model asked for it. */
@@ -91,7 +92,7 @@ const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect
     iteration: context.iteration,
     conversationId: context.conversationId,
     approverConversationId: env.approverConversationId,
-    emit: env.journal.emit,
+    emit: throttledEmit(env.journal.emit),
     ...(context.toolCallId !== undefined ? { toolCallId: context.toolCallId } : {}),
     ...(key !== undefined ? { idempotencyKey: key } : {})
   }

@@ -54,7 +54,7 @@ import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import type { RunEvent } from "../../RunEvent.js"
+import { isEphemeral, type RunEvent } from "../../RunEvent.js"
 import { toWire } from "../EventWire.js"
 import type { ActivityOptions, EmitOptions, RunJournal } from "../../RunJournal.js"
 import { makeIdempotencyKey } from "../../RunJournal.js"
@@ -119,7 +119,7 @@ export const make = (options: {
   }))
 
   const emit = (event: RunEvent, emitOptions?: EmitOptions): Effect.Effect<void> =>
-    Effect.flatMap(FiberRef.get(CurrentActivity), (activity) => {
+    isEphemeral(event) ? publishEphemeral(event) : Effect.flatMap(FiberRef.get(CurrentActivity), (activity) => {
       let key: string
       if (emitOptions?.key !== undefined) {
         key = `k:${emitOptions.key}`
@@ -134,6 +134,13 @@ export const make = (options: {
         return Effect.zipRight(options.beforeDone(event), store(key, event))
       }
       return store(key, event)
+    })
+
+  // tool progress, partial output: to the live followers here, never stored (no key, no id)
+  const publishEphemeral = (event: RunEvent): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const wire = toWire(event)
+      return host.publish(runId, Sse.ephemeralFrame(wire.channel, wire.data))
     })
 
   // the workflow engine stops it (interrupts the run, and any activity, at its shutdown)
