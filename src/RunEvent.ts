@@ -15,10 +15,12 @@ import { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
 import { DagPhase, DagPlan, DagStep } from "./internal/runEvent/dag.js"
 import type { AgentRef } from "./internal/runEvent/fields.js"
 import { agent, step_id } from "./internal/runEvent/fields.js"
+import { OutputPartial, ToolProgress } from "./internal/runEvent/progress.js"
 
 // Members defined beside this module, one file per family (their docs are there)
 export { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
 export { DagPhase, DagPlan, DagPlanStep, DagStep } from "./internal/runEvent/dag.js"
+export { OutputPartial, ToolProgress } from "./internal/runEvent/progress.js"
 export { AgentRef } from "./internal/runEvent/fields.js"
 
 /**
@@ -242,34 +244,6 @@ export const LlmRetry = Schema.TaggedStruct("LlmRetry", {
   delay_ms: Schema.Number,
   agent
 })
-
-/**
- * A tool reports how far it is (`Tool.progress`, an MCP server's
- * `notifications/progress`): `progress` is a fraction from 0 to 1 when the tool
- * knows one. Ephemeral (`isEphemeral`): live followers only, never stored.
- *
- * @since 0.1.0
- * @category models
- */
-export const ToolProgress = Schema.TaggedStruct("ToolProgress", {
-  iteration: Schema.Number,
-  tool_name: Schema.String,
-  tool_call_id: Schema.optional(Schema.String),
-  message: Schema.String,
-  progress: Schema.optional(Schema.Number),
-  step_id,
-  agent
-})
-
-/**
- * A schema-bound answer as parsed so far (`RunInput.output`): the deep-partial
- * value of the JSON streamed until now. Ephemeral (`isEphemeral`); the decoded
- * value is `Done.output`.
- *
- * @since 0.1.0
- * @category models
- */
-export const OutputPartial = Schema.TaggedStruct("OutputPartial", { value: Schema.Unknown, agent })
 
 /**
  * @since 0.1.0
