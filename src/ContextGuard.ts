@@ -92,12 +92,13 @@ export interface ContextGuardService {
   /**
    * True when `checkAndCompact` would return the list unchanged without calling
    * anything: no message over the cut, the estimate within the budget. A pure
-   * function of the list and the options, so a durable run stores a check only
-   * when it changes the list (a compaction). Optional: without it every check
-   * is stored. It must agree with `checkAndCompact`: a wrapper that replaces
-   * `checkAndCompact` replaces `fits` too, or sets it to `undefined`.
+   * function of the list and the options: the loop stores a check (a journal
+   * activity, since a compaction may call a model) only where `fits` says the
+   * list may change. It must agree with `checkAndCompact`: a wrapper that
+   * replaces `checkAndCompact` replaces `fits` too (`() => false` has every
+   * check made, and stored).
    */
-  readonly fits?: (messages: ReadonlyArray<ChatMessage>, options?: CheckOptions) => boolean
+  readonly fits: (messages: ReadonlyArray<ChatMessage>, options?: CheckOptions) => boolean
   /** Estimated tokens of a message list. */
   readonly estimate: (messages: ReadonlyArray<ChatMessage>) => number
 }

@@ -34,7 +34,7 @@ import * as conv from "./internal/demoLlm/conversation.js"
 import { dagCall } from "./internal/demoLlm/dag.js"
 import { compose, type PlannedCall } from "./internal/demoLlm/rules.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService, ResponseToolCall } from "./Llm.js"
-import { defaultAbilities, Llm } from "./Llm.js"
+import { defaultAbilities, independentCalls, Llm } from "./Llm.js"
 import { textOf } from "./Message.js"
 import * as Usage from "./Usage.js"
 
@@ -191,6 +191,7 @@ export const makeUnsafe = (options: DemoLlmOptions = {}): LlmService => {
     abilities,
     contextSize: 32_000,
     maxOutputTokens: 4_000,
+    oneCall: independentCalls,
     chat: (request) => Effect.zipRight(pause(thinkDelay), Effect.sync(() => respond(request))),
     streamChat: (request) =>
       Stream.suspend(() => {

@@ -76,12 +76,6 @@ export type ToolOutcome = typeof ToolOutcome.Type
 export interface HooksService {
   readonly runPreToolUse: (context: ToolUseContext) => Effect.Effect<PreDecision>
   readonly runPostToolUse: (context: ToolUseContext, outcome: ToolOutcome) => Effect.Effect<ToolOutcome>
-  /**
-   * Whether a hook of `event` may apply to calls of `toolName`. Where it says
-   * none does, the engine does not run the hooks for that call (a call no hook
-   * matches costs no effect for them); absent, the hooks are always run.
-   */
-  readonly applies?: (event: "PreToolUse" | "PostToolUse", toolName: string) => boolean
 }
 
 /**

@@ -296,17 +296,17 @@ export interface LlmService {
    * and `totalTimeout`). `again(error)` asks for one more request after `error`
    * (e.g. the non-streamed fallback of a broken stream): it waits the backoff,
    * announced with `notifyRetry`, or fails — with `error` when the retries are
-   * spent, with a `Timeout` past the deadline. Optional (see `oneCall`).
+   * spent, with a `Timeout` past the deadline. A service without a retry
+   * budget (a scripted or local model) uses `independentCalls`.
    */
-  readonly oneCall?: <A, E, R>(
+  readonly oneCall: <A, E, R>(
     body: (again: (error: LlmError) => Effect.Effect<void, LlmError>) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | LlmError, R>
 }
 
 /**
  * Runs `body` as one logical call of `llm` (`LlmService.oneCall`): its requests
- * share one retry budget and one deadline. A service without `oneCall` bounds
- * each request on its own, and `again` always allows one more.
+ * share one retry budget and one deadline.
  *
  * @since 0.1.0
  * @category utils
@@ -314,7 +314,17 @@ export interface LlmService {
 export const oneCall = <A, E, R>(
   llm: LlmService,
   body: (again: (error: LlmError) => Effect.Effect<void, LlmError>) => Effect.Effect<A, E, R>
-): Effect.Effect<A, E | LlmError, R> => llm.oneCall ? llm.oneCall(body) : body(() => Effect.void)
+): Effect.Effect<A, E | LlmError, R> => llm.oneCall(body)
+
+/**
+ * The `oneCall` of a service without a retry budget of its own (a scripted or
+ * local model): `body` runs as it is, each of its requests stands alone, and
+ * `again` always allows one more.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const independentCalls: LlmService["oneCall"] = (body) => body(() => Effect.void)
 
 /**
  * @since 0.1.0

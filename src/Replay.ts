@@ -14,11 +14,9 @@
  */
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as ConfigError from "effect/ConfigError"
@@ -26,16 +24,13 @@ import * as Approvals from "./Approvals.js"
 import * as Cassette from "./Cassette.js"
 import * as ContextGuard from "./ContextGuard.js"
 import * as Hooks from "./Hooks.js"
-import type { Difference } from "./internal/replay/diff.js"
-import { firstDifference, lenientView, render } from "./internal/replay/diff.js"
+import { firstDifference, render } from "./internal/replay/diff.js"
 import * as Prefix from "./internal/replay/prefix.js"
+import * as Services from "./internal/replay/services.js"
 import * as Interrupts from "./Interrupts.js"
-import type { ChatRequest, LlmService } from "./Llm.js"
-import { Llm, LlmError, unwrapDeltas } from "./Llm.js"
+import { Llm } from "./Llm.js"
 import * as ReactAgent from "./ReactAgent.js"
-import { requestJson } from "./Recorder.js"
 import type { RunEvent, RunResult } from "./RunEvent.js"
-import * as Tool from "./Tool.js"
 import * as Toolkit from "./Toolkit.js"
 
 /**
@@ -100,157 +95,20 @@ export interface ReplayService {
  */
 export class Replay extends Context.Tag("effect-react-engine/Replay")<Replay, ReplayService>() {}
 
-const failedWith = (d: ReplayDivergence) => new LlmError({ reason: "BadRequest", message: d.message })
-
-const make = (cassette: Cassette.Cassette, options: ReplayOptions) =>
-  Effect.gen(function*() {
-    const lenient = options.lenient === true
-    const first = yield* Ref.make(Option.none<ReplayDivergence>())
-    const modelCursor = yield* Ref.make(0)
-    const drainCursor = yield* Ref.make(0)
-    const usedTools = yield* Ref.make(new Set<number>())
-    const diverge = (step: string, d: Difference) => {
-      const divergence = new ReplayDivergence({ step, path: d.path, diff: render(d) })
-      return Effect.as(Ref.update(first, (o) => (Option.isSome(o) ? o : Option.some(divergence))), divergence)
-    }
-    const calls = cassette.model_calls
-
-    /** The recorded call for this request, or the divergence. */
-    const take = (method: "chat" | "stream", request: ChatRequest) =>
-      Effect.flatMap(Ref.getAndUpdate(modelCursor, (n) => n + 1), (index) => {
-        const step = `model call ${index + 1} of ${calls.length} (${method})`
-        const recorded = calls[index]
-        if (recorded === undefined) {
-          return Effect.flatMap(
-            diverge(step, { path: "(call)", recorded: "(no more calls recorded)", actual: `a ${method} request` }),
-            (d) => Effect.fail(failedWith(d))
-          )
-        }
-        const actual = requestJson(request)
-        const d = recorded.method !== method
-          ? { path: "method", recorded: recorded.method, actual: method }
-          : lenient
-          ? firstDifference(lenientView(recorded.request), lenientView(actual))
-          : firstDifference(recorded.request, actual)
-        return d === undefined ? Effect.succeed(recorded) : Effect.flatMap(diverge(step, d), (e) => Effect.fail(failedWith(e)))
-      })
-
-    const llm: LlmService = {
-      model: cassette.model.name,
-      abilities: cassette.model.abilities,
-      ...(cassette.model.context_size !== undefined ? { contextSize: cassette.model.context_size } : {}),
-      chat: (request) =>
-        Effect.flatMap(take("chat", request), (recorded) =>
-          recorded.error !== undefined
-            ? Effect.fail(Cassette.toLlmError(recorded.error))
-            : recorded.reply !== undefined
-            ? Effect.succeed(recorded.reply)
-            : Effect.fail(new LlmError({ reason: "Unknown", message: "The recorded call has no reply (the recording was cut)" }))),
-      streamChat: (request) =>
-        Stream.unwrap(Effect.map(take("stream", request), (recorded) => {
-          const deltas = recorded.deltas ?? []
-          return recorded.error === undefined
-            ? unwrapDeltas(Effect.succeed(deltas))
-            : Stream.concat(Stream.fromIterable(deltas), Stream.fail(Cassette.toLlmError(recorded.error)))
-        }))
-    }
-
-    /** The recorded outcome of this call of `spec`. */
-    const outcome = (spec: Cassette.ToolSpec, args: unknown) =>
-      Effect.flatMap(Effect.flatMap(Tool.currentCall, (call) =>
-        Ref.modify(usedTools, (used): readonly [readonly [number, Option.Option<Tool.CallContext>], Set<number>] => {
-          const c = Option.getOrUndefined(call)
-          const index = cassette.tool_calls.findIndex((t, i) =>
-            !used.has(i) && t.tool_name === spec.name &&
-            (c === undefined || (t.iteration === c.iteration && t.tool_call_id === c.toolCallId))
-          )
-          if (index >= 0) used.add(index)
-          return [[index, call], used]
-        })), ([index, call]) => {
-        const c = Option.getOrUndefined(call)
-        const step = `tool call ${spec.name}${c?.toolCallId !== undefined ? ` (${c.toolCallId})` : ""}${
-          c !== undefined ? ` at iteration ${c.iteration}` : ""
-        }`
-        if (index < 0) {
-          return Effect.flatMap(
-            diverge(step, { path: "(call)", recorded: "(not recorded)", actual: args }),
-            (d) => Effect.fail(new Tool.ToolError({ message: d.message }))
-          )
-        }
-        const recorded = cassette.tool_calls[index]
-        const d = firstDifference(recorded.args, JSON.parse(JSON.stringify(args ?? {})), "args")
-        if (d !== undefined) return Effect.flatMap(diverge(step, d), (e) => Effect.fail(new Tool.ToolError({ message: e.message })))
-        const o = recorded.outcome
-        switch (o._tag) {
-          case "Success":
-            return Effect.succeed(o.output as Tool.ToolOutput)
-          case "Failure":
-            return Effect.fail(new Tool.ToolError({ message: o.message }))
-          case "Die":
-            return Effect.die(new Error(o.message))
-          case "Interrupted":
-            // the run's timeout or cancellation ends it again
-            return Effect.never
-        }
-      })
-
-    const asked = (toolCallId: string | undefined, iteration: number) =>
-      cassette.events.some((e) =>
-        e._tag === "ApprovalRequested" && (toolCallId !== undefined ? e.tool_call_id === toolCallId : e.iteration === iteration)
+const make = (cassette: Cassette.Cassette, options: ReplayOptions) => {
+  const lenient = options.lenient === true
+  return Effect.map(
+    Services.make(cassette, lenient, (step, d) => new ReplayDivergence({ step, path: d.path, diff: render(d) })),
+    (replayed) => {
+      const service: ReplayService = { cassette, lenient, divergence: replayed.divergence, modelCalls: replayed.modelCalls }
+      return Context.make(Llm, replayed.llm).pipe(
+        Context.add(Toolkit.Toolkit, replayed.toolkit),
+        Context.add(Interrupts.Interrupts, replayed.interrupts),
+        Context.add(Replay, service)
       )
-
-    const toolkit = Toolkit.makeUnsafe(cassette.input.tools.map((spec) =>
-      Tool.fromJsonSchema({
-        name: spec.name,
-        description: spec.description,
-        jsonSchema: spec.parameters,
-        readOnly: spec.read_only,
-        pinned: spec.pinned,
-        idempotent: spec.idempotent,
-        ...(spec.timeout_ms !== undefined ? { timeout: Duration.millis(spec.timeout_ms) } : {}),
-        ...(spec.needs_approval === "always"
-          ? { needsApproval: true }
-          : spec.needs_approval === "conditional"
-          ? { needsApproval: (_args, context) => Effect.succeed(asked(context.toolCallId, context.iteration)) }
-          : {}),
-        handler: (args) => outcome(spec, args)
-      })
-    ))
-
-    const base = yield* Interrupts.make
-    const done = cassette.events.find((e): e is Extract<RunEvent, { _tag: "Done" }> => e._tag === "Done")
-    const interrupts: Interrupts.InterruptsService = {
-      ...base,
-      drain: (conversationId) =>
-        Effect.flatMap(Ref.getAndUpdate(drainCursor, (n) => n + 1), (index) => {
-          const recorded = cassette.drains[index]
-          if (recorded === undefined) {
-            return Effect.as(
-              diverge(`interrupt drain ${index + 1} of ${cassette.drains.length}`, {
-                path: "(drain)",
-                recorded: "(no more drains recorded)",
-                actual: `a drain of ${conversationId}`
-              }),
-              []
-            )
-          }
-          return Effect.succeed(recorded.items)
-        }),
-      unregister: (conversationId) => Effect.as(base.unregister(conversationId), done?.pending_injections ?? [])
     }
-
-    const service: ReplayService = {
-      cassette,
-      lenient,
-      divergence: Ref.get(first),
-      modelCalls: Ref.get(modelCursor)
-    }
-    return Context.make(Llm, llm).pipe(
-      Context.add(Toolkit.Toolkit, toolkit),
-      Context.add(Interrupts.Interrupts, interrupts),
-      Context.add(Replay, service)
-    )
-  })
+  )
+}
 
 /**
  * The model, the tools and the interrupts of `cassette` (plus the `Replay`

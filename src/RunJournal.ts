@@ -101,14 +101,6 @@ export interface RunJournal {
   readonly activity: <A, IA, E = never, IE = never>(options: ActivityOptions<A, IA, E, IE>) => Effect.Effect<A, E>
   readonly emit: (event: RunEvent, options?: EmitOptions) => Effect.Effect<void>
   /**
-   * True when activities just run where they are and nothing is stored
-   * (`passThrough`): the run may then leave them out where they would only
-   * cost (a round of parallel tool calls runs one fiber per call instead of
-   * an activity fiber and a tool fiber per call). Absent: every activity is
-   * run as such.
-   */
-  readonly inline?: boolean
-  /**
    * The idempotency key of the step (activity) `name` of this run: the same
    * for every attempt of it, across replays, restarts and takeovers, and
    * different for every other step of every run (`makeIdempotencyKey` of the
@@ -160,7 +152,6 @@ export const passThrough = (
   return {
     activity: (activity) => activity.execute(firstRun),
     emit,
-    inline: true,
     idempotencyKey: (name) => makeIdempotencyKey(runId, name),
     runId
   }
@@ -191,7 +182,6 @@ export const nested = (
     emitOptions?.key === undefined ? emitTo(event) : emitTo(event, { key: `${options.prefix}${emitOptions.key}` })
   const key = parent.idempotencyKey
   return {
-    ...(parent.inline === true ? { inline: true } : {}),
     ...(key !== undefined ? { idempotencyKey: (name: string) => key(`${options.prefix}${name}`) } : {}),
     ...(parent.runId !== undefined ? { runId: parent.runId } : {}),
     activity: (activity) => parent.activity({ ...activity, name: `${options.prefix}${activity.name}` }),

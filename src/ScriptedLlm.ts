@@ -22,7 +22,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmErrorReason, LlmService, ResponseToolCall } from "./Llm.js"
-import { defaultAbilities, Llm, LlmError, parseToolArguments, splitThinking } from "./Llm.js"
+import { defaultAbilities, independentCalls, Llm, LlmError, parseToolArguments, splitThinking } from "./Llm.js"
 import { ThinkSplitter } from "./internal/llm/think.js"
 import { textOf } from "./Message.js"
 import * as Usage from "./Usage.js"
@@ -257,6 +257,7 @@ export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, option
     abilities: { ...defaultAbilities, ...options.abilities },
     ...(options.contextSize !== undefined ? { contextSize: options.contextSize } : {}),
     ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
+    oneCall: independentCalls,
     chat: (request) =>
       Effect.suspend(() => {
         const step = next(request, "chat")

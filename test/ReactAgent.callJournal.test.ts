@@ -180,7 +180,7 @@ describe("ReactAgent execute_tool spans of either path", () => {
     }).pipe(Effect.provide(h.layer), Effect.provide(recorder.layer))
   })
 
-  it.effect("in process: a call that waits for approval is one span, from the checks to its outcome", () => {
+  it.effect("in process the same: a call that waits for approval has a span for its checks and one once decided", () => {
     const recorder = makeSpanRecorder()
     const w = writer()
     const h = makeAgent([ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }), ScriptedLlm.text("x"), ScriptedLlm.text("y")], {
@@ -192,7 +192,10 @@ describe("ReactAgent execute_tool spans of either path", () => {
       const agent = yield* ReactAgent.ReactAgent
       yield* Stream.runDrain(agent.run({ query: "q", conversationId: CID }))
       assert.deepStrictEqual(w.ran, ["a"])
-      assert.deepStrictEqual(spansOf(recorder), [{ name: "execute_tool write", id: "c", iteration: 1, status: 1 }])
+      assert.deepStrictEqual(spansOf(recorder), [
+        { name: "execute_tool write", id: "c", iteration: 1, status: 1 },
+        { name: "execute_tool write", id: "c", iteration: 1, status: 1 }
+      ])
     }).pipe(Effect.provide(h.layer), Effect.provide(recorder.layer))
   })
 })

@@ -74,7 +74,7 @@ describe("ReactAgent: a defect from any custom layer still ends with Done", () =
         }
       }
     }],
-    ["the ContextGuard", { guard: { ...realGuard, fits: undefined, checkAndCompact: () => Effect.die(boom()) } }],
+    ["the ContextGuard", { guard: { ...realGuard, fits: () => false, checkAndCompact: () => Effect.die(boom()) } }],
     ["the Interrupts (drain)", { interrupts: { ...realInterrupts, drain: () => Effect.die(boom()) } }],
     ["the Interrupts (register)", { interrupts: { ...realInterrupts, register: () => Effect.die(boom()) } }],
     ["the Interrupts (unregister)", { interrupts: { ...realInterrupts, unregister: () => Effect.die(boom()) } }]

@@ -126,6 +126,8 @@ describe("ReactAgent run state", () => {
     const guard: ContextGuard.ContextGuardService = {
       budget: 1_000_000,
       estimate: () => 0,
+      // every check is made (the second one compacts)
+      fits: () => false,
       checkAndCompact: (messages) =>
         Effect.sync(() => {
           checks++

@@ -38,8 +38,8 @@ export const recordingGuard = (
   const real = makeGuard(options)
   const service: ContextGuardService = {
     ...real,
-    // every check goes through checkAndCompact (recorded), as with a guard that has no `fits`
-    fits: undefined,
+    // every check goes through checkAndCompact (recorded)
+    fits: () => false,
     checkAndCompact: (messages, opts) => Effect.suspend(() => {
       checks.push(opts)
       return real.checkAndCompact(messages, opts)

@@ -194,8 +194,5 @@ export const makeService = (hooks: ReadonlyArray<Hook>): HooksService => {
     })
   }
 
-  const applies = (event: "PreToolUse" | "PostToolUse", toolName: string): boolean =>
-    (event === "PreToolUse" ? pre : post).some((hook) => hook.applies(toolName))
-
-  return { runPreToolUse, runPostToolUse, applies }
+  return { runPreToolUse, runPostToolUse }
 }

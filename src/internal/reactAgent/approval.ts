@@ -35,11 +35,11 @@ export type Verdict =
 /** The approval side of a run. */
 export interface ApprovalGate {
   /**
-   * True when the call must be approved before it runs: known at once (by the
-   * tool's name or its static rule), or an effect (the tool's check of the
-   * arguments).
+   * True when the call must be approved before it runs: by the tool's name or
+   * its static rule (an `Effect.succeed`), or by the tool's check of the
+   * arguments.
    */
-  readonly required: (tool: Tool, context: ToolUseContext) => boolean | Effect.Effect<boolean>
+  readonly required: (tool: Tool, context: ToolUseContext) => Effect.Effect<boolean>
   /** Asks a person about the call (events, the journaled wait) and checks the answer. */
   readonly ask: (call: {
     readonly name: string
@@ -57,7 +57,8 @@ export interface ApprovalGate {
   >
 }
 
-
+const yes = Effect.succeed(true)
+const no = Effect.succeed(false)
 
 /** The reason of a decision that names another approval or other arguments. */
 export const MISMATCH = "the approval does not match this call"
@@ -86,11 +87,11 @@ export const makeGate = (options: {
       execute: () => Effect.sync(() => crypto.randomUUID())
     }))
 
-    const required = (tool: Tool, context: ToolUseContext): boolean | Effect.Effect<boolean> => {
-      if (byName(tool.name)) return true
+    const required = (tool: Tool, context: ToolUseContext): Effect.Effect<boolean> => {
+      if (byName(tool.name)) return yes
       const rule = tool.needsApproval
-      if (rule === undefined) return false
-      if (rule === true) return true
+      if (rule === undefined) return no
+      if (rule === true) return yes
       // fail closed: a check that fails or dies asks the person (interruption propagates)
       return Effect.suspend(() => rule(context.args, context)).pipe(
         Effect.map((needed) => needed !== false),

@@ -43,7 +43,7 @@ export const guardThen = <A, E>(
   options: CheckOptions,
   next: Effect.Effect<A, E>
 ): Effect.Effect<A, E> =>
-  env.guard.fits?.(state.ctx, options) === true ? next : Effect.zipRight(compact(env, state, name, options), next)
+  env.guard.fits(state.ctx, options) ? next : Effect.zipRight(compact(env, state, name, options), next)
 
 /** The guard's check of a list that may not fit, as a journal activity. */
 const compact = (env: LoopEnv, state: RunState, name: string, options: CheckOptions): Effect.Effect<void> =>

@@ -11,25 +11,22 @@
  * in completion order while the outcomes are applied in request order
  * (`state.ts`).
  *
- * How the calls meet the run's journal:
- * - An inline journal (`RunJournal.passThrough`: nothing is stored) needs no
- *   activity boundary: a call is its body, then its completion, in its
- *   `execute_tool` span. A call that needs approval asks from its own fiber.
- * - Any other journal (a durable host) gets one activity per call, named after
- *   the iteration and the call id (`tool/3/call_ab12`), which stores the
- *   outcome; a call that needs approval stops that activity before the tool,
- *   is asked in an activity of its own (`approval.ts`: a restart while waiting
- *   waits again), and its tool runs — approved — or is answered `Error: the
- *   user denied this call` in a third one (`tool/3/call_ab12/decided`). A
- *   non-idempotent call in flight at a crash is answered `RESTART_ERROR`
- *   instead of running twice; an idempotent one runs again with the same
- *   idempotency key (derived from the step name, `toolCall.stepName`), its
- *   activities `exclusive` (one process at a time, a claim in storage). Stored
- *   before it counts: the activity stores the outcome without its `ToolDone`;
- *   the event goes out once the activity returned, keyed by the call
- *   (`<step name>/done`), so a crash between the two sends it after the
- *   restart from the stored outcome instead of answering a finished call as
- *   interrupted.
+ * How the calls meet the run's journal (one path, whatever the journal; in
+ * process, `RunJournal.passThrough`, an activity is just its body): one
+ * activity per call, named after the iteration and the call id
+ * (`tool/3/call_ab12`), which stores the outcome; a call that needs approval
+ * stops that activity before the tool, is asked in an activity of its own
+ * (`approval.ts`: a restart while waiting waits again), and its tool runs —
+ * approved — or is answered `Error: the user denied this call` in a third one
+ * (`tool/3/call_ab12/decided`). A non-idempotent call in flight at a crash is
+ * answered `RESTART_ERROR` instead of running twice; an idempotent one runs
+ * again with the same idempotency key (derived from the step name,
+ * `toolCall.stepName`), its activities `exclusive` (one process at a time, a
+ * claim in storage). Stored before it counts: the activity stores the outcome
+ * without its `ToolDone`; the event goes out once the activity returned, keyed
+ * by the call (`<step name>/done`), so a crash between the two sends it after
+ * the restart from the stored outcome instead of answering a finished call as
+ * interrupted.
  *
  * @internal
  */
@@ -67,22 +64,11 @@ export const runCalls = (
   Effect.onInterrupt(
     // as many fibers as calls: a round of one call runs in place (a fiber costs ≈ 55 KB here with forEach's
     // bookkeeping, and most rounds have one call)
-    Effect.forEach(calls, (call) => (env.journal.inline === true ? inlineCall : runCall)(env, call, iteration), {
+    Effect.forEach(calls, (call) => runCall(env, call, iteration), {
       concurrency: calls.length
     }),
     () => Effect.sync(interrupted)
   )
-
-/** One call, nothing stored: its body, its PostToolUse hooks and `ToolDone`, in its span. */
-const inlineCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<CallOutcome> =>
-  Effect.flatMap(Clock.currentTimeMillis, (started) =>
-    Effect.flatMap(callBody(env, call, iteration, "ask"), (ran) =>
-      Effect.tap(settle(env, call, started, ran), (o) => emitDone(env, call, iteration, o)))).pipe(
-      Telemetry.toolSpan({ name: call.name, id: call.id, iteration }, report)
-    )
-
-// ---------------------------------------------------------------------------
-// any other journal: an activity per call
 
 /** The first part of a call that needs approval: it stops before the tool, with the arguments that would run. */
 const AwaitingApproval = Schema.TaggedStruct("AwaitingApproval", {

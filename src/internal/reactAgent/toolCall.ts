@@ -148,42 +148,33 @@ const contextOf = (env: LoopEnv, call: CallRequest, tool: Tool.Tool, args: Recor
   ...(call.id !== undefined ? { toolCallId: call.id } : {})
 })
 
-/** False when the hooks say none of `event` applies to the tool (no effect is run for them then). */
-const hooksApply = (env: LoopEnv, event: "PreToolUse" | "PostToolUse", toolName: string): boolean =>
-  env.hooks.applies?.(event, toolName) !== false
-
 /**
  * Arguments, the tool, the PreToolUse hooks, then whether a person must
- * approve (on the arguments that would run). Known at once when no hook
- * applies and the approval rule needs no check of the arguments; else an
- * effect.
+ * approve (on the arguments that would run). What is known at once (bad
+ * arguments, an unknown tool, no hook for the tool) is an `Effect.succeed`.
  */
-const check = (env: LoopEnv, call: CallRequest, iteration: number): Checked | Effect.Effect<Checked> => {
-  if (Either.isLeft(call.args)) return answered(call.shownArgs, failure(call.args.left))
+const check = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<Checked> => {
+  if (Either.isLeft(call.args)) return Effect.succeed(answered(call.shownArgs, failure(call.args.left)))
   const tool = env.tools.resolve(call.name)
   if (tool === undefined) {
-    return answered(call.shownArgs, failure(`Unknown tool "${call.name}". Available tools: ${availableNames(env)}`))
+    return Effect.succeed(answered(call.shownArgs, failure(`Unknown tool "${call.name}". Available tools: ${availableNames(env)}`)))
   }
   const context = contextOf(env, call, tool, call.args.right, iteration)
-  const decided = (decision: PreDecision): Checked | Effect.Effect<Checked> => {
-    if (!decision.allow) return answered(call.shownArgs, failure(`Blocked by ${decision.hook}: ${decision.reason}`))
+  const decided = (decision: PreDecision): Effect.Effect<Checked> => {
+    if (!decision.allow) return Effect.succeed(answered(call.shownArgs, failure(`Blocked by ${decision.hook}: ${decision.reason}`)))
     const allowed = decision.args === context.args ? context : { ...context, args: decision.args }
-    const allow = (needsApproval: boolean): Checked => ({ _tag: "Allowed", tool, context: allowed, args: decision.args, needsApproval })
-    const required = env.approval.required(tool, allowed)
-    return typeof required === "boolean" ? allow(required) : Effect.map(required, allow)
-  }
-  if (!hooksApply(env, "PreToolUse", call.name)) return decided({ allow: true, args: context.args })
-  const decidedEffect = (decision: PreDecision): Effect.Effect<Checked> => {
-    const checked = decided(decision)
-    return Effect.isEffect(checked) ? checked : Effect.succeed(checked)
+    return Effect.map(
+      env.approval.required(tool, allowed),
+      (needsApproval): Checked => ({ _tag: "Allowed", tool, context: allowed, args: decision.args, needsApproval })
+    )
   }
   // a hook that dies blocks the call; the run's interruption goes on
   return Effect.matchCauseEffect(env.hooks.runPreToolUse(context), {
     onFailure: (cause) => {
       const defect = Cause.dieOption(cause)
-      return Option.isSome(defect) ? decidedEffect(blocked(defect.value)) : Effect.failCause(cause)
+      return Option.isSome(defect) ? decided(blocked(defect.value)) : Effect.failCause(cause)
     },
-    onSuccess: decidedEffect
+    onSuccess: decided
   })
 }
 
@@ -214,9 +205,7 @@ export function callBody(env: LoopEnv, call: CallRequest, iteration: number, app
     return Effect.flatMap(env.approval.ask(askOf(call, checked.args, iteration)), (verdict) =>
       decidedBody(env, call, iteration, checked.args, verdict))
   }
-  // checks known at once (pure) cost no effect step
-  const checked = check(env, call, iteration)
-  return Effect.isEffect(checked) ? Effect.flatMap(checked, then) : then(checked)
+  return Effect.flatMap(check(env, call, iteration), then)
 }
 
 /** What the approval gate is asked about a call. */
@@ -254,7 +243,6 @@ export const settle = (env: LoopEnv, call: CallRequest, started: number, ran: Fi
     Effect.map(Clock.currentTimeMillis, (now): CallOutcome => ({ args, outcome, elapsed: (now - started) / 1000 }))
   if (ran._tag === "Answered") return finished(ran.args, ran.outcome)
   const { context, result } = ran
-  if (!hooksApply(env, "PostToolUse", call.name)) return finished(context.args, result)
   // a hook that dies keeps the observation; the run's interruption goes on
   return Effect.matchCauseEffect(env.hooks.runPostToolUse(context, result), {
     onFailure: (cause) => (Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : finished(context.args, result)),

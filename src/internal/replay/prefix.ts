@@ -30,6 +30,7 @@ import { requestJson } from "../../Recorder.js"
 import * as ToolModule from "../../Tool.js"
 import type { Tool } from "../../Tool.js"
 import { firstDifference, lenientView } from "./diff.js"
+import { replayOutcome } from "./services.js"
 
 /** A prefix being answered: its steps and which of them have answered. */
 export interface PrefixState {
@@ -97,20 +98,6 @@ export const wrapLlm = (llm: LlmService): LlmService => ({
     }))
 })
 
-const replayed = (outcome: Cassette.ToolOutcome): Effect.Effect<unknown, ToolModule.ToolError> => {
-  switch (outcome._tag) {
-    case "Success":
-      return Effect.succeed(outcome.output)
-    case "Failure":
-      return Effect.fail(new ToolModule.ToolError({ message: outcome.message }))
-    case "Die":
-      return Effect.die(new Error(outcome.message))
-    case "Interrupted":
-      // never matched (see wrapTool): a call the original never finished runs live
-      return Effect.never
-  }
-}
-
 export const wrapTool = (tool: Tool): Tool => ({
   ...tool,
   handler: (args: unknown) =>
@@ -130,7 +117,8 @@ export const wrapTool = (tool: Tool): Tool => ({
       if (index < 0) return live
       state.usedToolCalls.add(index)
       state.answered.toolCalls++
-      return replayed(state.cassette.tool_calls[index].outcome)
+      // a call the original never finished is never matched (above): it runs live
+      return replayOutcome(state.cassette.tool_calls[index].outcome)
     }) as Effect.Effect<ToolModule.ToolOutput, ToolModule.ToolError>
 })
 
