@@ -19,7 +19,7 @@ import { RunUsage, Usage } from "./Usage.js"
 const step_id = Schema.optional(Schema.String)
 
 /**
- * Which run an event comes from when it is not the run's own (SPEC §27): an
+ * Which run an event comes from when it is not the run's own (docs/events.md): an
  * event of a sub-agent's child run, forwarded into its parent's stream. The
  * run's own events never carry it. `depth` is 1 for a child of the top run, 2
  * for a grandchild (a forwarded grandchild event keeps its own, innermost
@@ -264,7 +264,7 @@ export const DagPhase = Schema.TaggedStruct("DagPhase", {
 export const Resumed = Schema.TaggedStruct("Resumed", { agent })
 
 /**
- * The run's budget cannot pay for one more loop call and the answer (§21):
+ * The run's budget cannot pay for one more loop call and the answer (docs/budgets.md):
  * the loop stops (policy `answer`) and the run answers from what it has.
  *
  * @since 0.1.0
@@ -302,7 +302,7 @@ export const BudgetStatus = Schema.TaggedStruct("BudgetStatus", {
  * @category models
  */
 /**
- * A guardrail tripped (§21): on the input (the run ends with the refusal) or
+ * A guardrail tripped (docs/guardrails.md): on the input (the run ends with the refusal) or
  * on the answer (it is retracted and replaced with the refusal).
  *
  * @since 0.1.0
@@ -356,7 +356,7 @@ export const Done = Schema.TaggedStruct("Done", {
 export const RunFailed = Schema.TaggedStruct("RunFailed", { message: Schema.String, retryable: Schema.Boolean })
 
 /**
- * A sub-agent's child run started (SPEC §27), in its parent's stream: `agent`
+ * A sub-agent's child run started, in its parent's stream: `agent`
  * names the child, `query` is what the parent's call asked it.
  *
  * @since 0.1.0
