@@ -39,6 +39,7 @@ import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
+import * as Entries from "./internal/approvals/entries.js"
 import * as Json from "./Json.js"
 
 /**
@@ -247,13 +248,15 @@ export const makeId = (parts: {
       .slice(0, 32)
   }`
 
-/**
- * Finished approvals the in-memory service remembers (oldest forgotten first).
- *
- * @since 0.1.0
- * @category constants
- */
-export const FINISHED_KEPT = 1000
+export {
+  /**
+   * Finished approvals the in-memory service remembers (oldest forgotten first).
+   *
+   * @since 0.1.0
+   * @category constants
+   */
+  FINISHED_KEPT
+} from "./internal/approvals/entries.js"
 
 /**
  * The reason of a decision taken because `timeout` passed.
@@ -263,39 +266,6 @@ export const FINISHED_KEPT = 1000
  */
 export const TIMED_OUT = "timed out"
 
-/** A finished entry drops the request (its arguments may be large). */
-type Entry =
-  | {
-    readonly status: "pending"
-    readonly conversationId: string
-    readonly request: PendingApproval
-    readonly deferred: Deferred.Deferred<Decision>
-  }
-  | { readonly status: FinishedStatus; readonly conversationId: string; readonly deferred: Deferred.Deferred<Decision> }
-
-type Entries = ReadonlyMap<string, Entry>
-
-const finishedStatus = (decision: DecisionKind): FinishedStatus => (decision === "approve" ? "approved" : "denied")
-
-/** The map with `id` finished (moved last: the map's order is the finishing order), oldest finished ones forgotten. */
-const finish = (entries: Entries, id: string, entry: Entry, status: FinishedStatus): Entries => {
-  const next = new Map(entries)
-  next.delete(id)
-  next.set(id, { conversationId: entry.conversationId, deferred: entry.deferred, status })
-  let finished = 0
-  for (const e of next.values()) if (e.status !== "pending") finished++
-  for (const [key, e] of next) {
-    if (finished <= FINISHED_KEPT) break
-    if (e.status === "pending") continue
-    next.delete(key)
-    finished--
-  }
-  return next
-}
-
-const sameCall = (a: PendingApproval, b: PendingApproval): boolean =>
-  a.conversationId === b.conversationId && a.toolCallId === b.toolCallId && a.argsHash === b.argsHash
-
 /**
  * Builds an in-memory approvals service (one process).
  *
@@ -303,42 +273,27 @@ const sameCall = (a: PendingApproval, b: PendingApproval): boolean =>
  * @category constructors
  */
 export const make: Effect.Effect<ApprovalsService> = Effect.gen(function*() {
-  const state = yield* Ref.make<Entries>(new Map())
+  const state = yield* Ref.make<Entries.Entries>(new Map())
 
   /** Finishes a pending approval with `decision`; false when it was no longer pending. */
   const settle = (id: string, decision: Decision): Effect.Effect<boolean> =>
-    Effect.flatten(Ref.modify(state, (entries): readonly [Effect.Effect<boolean>, Entries] => {
+    Effect.flatten(Ref.modify(state, (entries): readonly [Effect.Effect<boolean>, Entries.Entries] => {
       const entry = entries.get(id)
       if (entry === undefined || entry.status !== "pending") return [Effect.succeed(false), entries]
-      return [Deferred.succeed(entry.deferred, decision), finish(entries, id, entry, finishedStatus(decision.decision))]
+      return [Deferred.succeed(entry.deferred, decision), Entries.finish(entries, id, entry, Entries.statusOf(decision.decision))]
     }))
 
   const close = (id: string): Effect.Effect<void> =>
     Ref.update(state, (entries) => {
       const entry = entries.get(id)
-      return entry === undefined || entry.status !== "pending" ? entries : finish(entries, id, entry, "cancelled")
+      return entry === undefined || entry.status !== "pending" ? entries : Entries.finish(entries, id, entry, "cancelled")
     })
 
   const request = (req: ApprovalRequest): Effect.Effect<Decision> =>
     Effect.gen(function*() {
       const { onStored, timeout, ...pending } = req
       const fresh = yield* Deferred.make<Decision>()
-      const entry = yield* Ref.modify(state, (entries): readonly [Entry | string, Entries] => {
-        const current = entries.get(req.approvalId)
-        if (current !== undefined && current.status !== "cancelled") {
-          if (current.status === "pending" && !sameCall(current.request, pending)) {
-            return [`approval id ${req.approvalId} is already used by another call`, entries]
-          }
-          if (current.conversationId !== req.conversationId) {
-            return [`approval id ${req.approvalId} belongs to another conversation`, entries]
-          }
-          return [current, entries]
-        }
-        const created: Entry = { conversationId: req.conversationId, request: pending, deferred: fresh, status: "pending" }
-        const next = new Map(entries)
-        next.set(req.approvalId, created)
-        return [created, next]
-      })
+      const entry = yield* Ref.modify(state, (entries) => Entries.open(entries, req.approvalId, pending, fresh))
       if (typeof entry === "string") return yield* Effect.die(new Error(entry))
       if (onStored !== undefined) yield* onStored
       const wait = Deferred.await(entry.deferred)
@@ -352,7 +307,7 @@ export const make: Effect.Effect<ApprovalsService> = Effect.gen(function*() {
     })
 
   const decide = (input: DecideInput): Effect.Effect<Decided, DecideError> =>
-    Effect.flatten(Ref.modify(state, (entries): readonly [Effect.Effect<Decided, DecideError>, Entries] => {
+    Effect.flatten(Ref.modify(state, (entries): readonly [Effect.Effect<Decided, DecideError>, Entries.Entries] => {
       const { approvalId } = input
       const entry = entries.get(approvalId)
       if (entry === undefined || entry.conversationId !== input.conversationId) {
@@ -374,19 +329,12 @@ export const make: Effect.Effect<ApprovalsService> = Effect.gen(function*() {
       }
       return [
         Effect.as(Deferred.succeed(entry.deferred, decision), { approval_id: approvalId, decision: input.decision }),
-        finish(entries, approvalId, entry, finishedStatus(input.decision))
+        Entries.finish(entries, approvalId, entry, Entries.statusOf(input.decision))
       ]
     }))
 
   const pending = (conversationId?: string): Effect.Effect<ReadonlyArray<PendingApproval>> =>
-    Effect.map(Ref.get(state), (entries) => {
-      const out: Array<PendingApproval> = []
-      for (const entry of entries.values()) {
-        if (entry.status !== "pending") continue
-        if (conversationId === undefined || entry.conversationId === conversationId) out.push(entry.request)
-      }
-      return out
-    })
+    Effect.map(Ref.get(state), (entries) => Entries.pendingOf(entries, conversationId))
 
   return { request, decide, pending }
 })

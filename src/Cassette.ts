@@ -106,9 +106,11 @@ export const ModelCall = Schema.Struct({
 export type ModelCall = typeof ModelCall.Type
 
 /**
- * How a tool call ended: the handler's output (text or a rich result, as it
- * returned it), a `ToolError` message, a defect, or interrupted (a timeout,
- * a cancelled run).
+ * How a tool handler ended, as a cassette stores it — the handler's `Exit`,
+ * not the call's outcome (`Tool.ToolOutcome`, which the loop derives from it):
+ * the handler's output as it returned it (unchecked: a replay checks it again
+ * as the live run did), a `ToolError` message, a defect, or interrupted (a
+ * timeout, a cancelled run).
  *
  * @since 0.1.0
  * @category models

@@ -272,7 +272,7 @@ export const make = (
     // fails it with a defect) when it exits.
     const run = (input: ReactAgent.RunInput): Stream.Stream<RunEvent> =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        // a producer as a Stream, the way @effect/ai does it (SPEC §19): a Mailbox of events, not of Exit values
+        // a producer as a Stream, the way @effect/ai does it: a Mailbox of events, not of Exit values
         const mailbox = yield* Mailbox.make<RunEvent>()
         const journal = Journal.passThrough((event) => Effect.asVoid(mailbox.offer(event)), { runId: input.runId })
         yield* executeWith(input, journal).pipe(Mailbox.into(mailbox), Effect.forkScoped)

@@ -1,7 +1,7 @@
 /**
  * Guardrails: checks on what goes into a run (the query, every injected
  * message) and on what comes out of it (the answer). Each is an Effect giving
- * `pass` or a tripwire with a reason (SPEC §21).
+ * `pass` or a tripwire with a reason (docs/guardrails.md).
  *
  * - Input guardrails run concurrently with the run's first model call; the
  *   run shows nothing and runs no tool until they pass. When one trips, the

@@ -25,7 +25,7 @@ import * as Schema from "effect/Schema"
 import { compileMatcher } from "./internal/hooks/matcher.js"
 import { invalidHook, makeService } from "./internal/hooks/runner.js"
 import type { Tool } from "./Tool.js"
-import { ToolOutput as ToolOutputSchema } from "./Tool.js"
+import type { ToolOutcome } from "./Tool.js"
 
 /**
  * What a hook sees about the call.
@@ -53,21 +53,15 @@ export type PreDecision =
   | { readonly allow: true; readonly args: Record<string, unknown> }
   | { readonly allow: false; readonly reason: string; readonly hook: string }
 
-/**
- * A tool call's outcome as Post hooks see and may rewrite it.
- *
- * @since 0.1.0
- * @category models
- */
-export const ToolOutcome = Schema.Union(
-  Schema.TaggedStruct("Success", { output: ToolOutputSchema }),
-  Schema.TaggedStruct("Failure", { message: Schema.String })
-)
-/**
- * @since 0.1.0
- * @category models
- */
-export type ToolOutcome = typeof ToolOutcome.Type
+export {
+  /**
+   * A tool call's outcome as Post hooks see and may rewrite it: `Tool.ToolOutcome`.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ToolOutcome
+} from "./Tool.js"
 
 /**
  * @since 0.1.0

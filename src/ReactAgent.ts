@@ -176,7 +176,7 @@ export const fromServices = (services: AgentServices): ReactAgentService => {
     approvals: services.approvals,
     run: (input) =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        // a producer as a Stream, the way @effect/ai does it (SPEC §19): a Mailbox of events, not of Exit values
+        // a producer as a Stream, the way @effect/ai does it: a Mailbox of events, not of Exit values
         const mailbox = yield* Mailbox.make<RunEvent>()
         const journal = Journal.passThrough((event) => Effect.asVoid(mailbox.offer(event)), { runId: input.runId })
         // the run's fiber lives in the stream's scope: the stream's end (or its interruption) ends it

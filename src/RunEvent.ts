@@ -185,7 +185,7 @@ export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
 export const Resumed = Schema.TaggedStruct("Resumed", { agent })
 
 /**
- * The run's budget cannot pay for one more loop call and the answer (§21):
+ * The run's budget cannot pay for one more loop call and the answer (docs/budgets.md):
  * the loop stops (policy `answer`) and the run answers from what it has.
  *
  * @since 0.1.0
@@ -216,7 +216,7 @@ export const BudgetStatus = Schema.TaggedStruct("BudgetStatus", {
 })
 
 /**
- * A guardrail tripped (§21): on the input (the run ends with the refusal) or
+ * A guardrail tripped (docs/guardrails.md): on the input (the run ends with the refusal) or
  * on the answer (it is retracted and replaced with the refusal).
  *
  * @since 0.1.0

@@ -20,68 +20,50 @@ import type { ToolUseContext } from "./Hooks.js"
 import * as JsonSchema from "./JsonSchema.js"
 import type { JsonSchemaObject, ToolDefinition } from "./Llm.js"
 import type { RunEvent } from "./RunEvent.js"
-import { Usage } from "./Usage.js"
+import type { RichResult, ToolOutput } from "./internal/tool/output.js"
+import { ToolOutput as ToolOutputSchema } from "./internal/tool/output.js"
 
-/**
- * @since 0.1.0
- * @category models
- */
-export const Artifact = Schema.Struct({
-  name: Schema.String,
-  path: Schema.optional(Schema.String),
-  url: Schema.optional(Schema.String),
-  mimeType: Schema.String,
-  size: Schema.optional(Schema.Number)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type Artifact = typeof Artifact.Type
-
-/**
- * @since 0.1.0
- * @category models
- */
-export const ContentType = Schema.Literal("text", "html", "markdown", "json")
-/**
- * @since 0.1.0
- * @category models
- */
-export type ContentType = typeof ContentType.Type
-
-/**
- * A tool result with a content type and artifacts (files the UI can preview or
- * download). `usage`: LLM usage the tool spent producing it (an agent used as a
- * tool reports its sub-run's); the run counts it in `by_phase.subagents`.
- *
- * @since 0.1.0
- * @category models
- */
-export const RichResult = Schema.Struct({
-  content: Schema.String,
-  contentType: ContentType,
-  artifacts: Schema.optional(Schema.Array(Artifact)),
-  usage: Schema.optional(Usage)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type RichResult = typeof RichResult.Type
-
-/**
- * What a handler returns: text, or a rich result.
- *
- * @since 0.1.0
- * @category models
- */
-export const ToolOutput = Schema.Union(Schema.String, RichResult)
-/**
- * @since 0.1.0
- * @category models
- */
-export type ToolOutput = typeof ToolOutput.Type
+export {
+  /**
+   * A file a tool produced, for the UI to preview or download.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  Artifact,
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  ContentType,
+  /**
+   * A tool result with a content type and artifacts (files the UI can preview or
+   * download). `usage`: LLM usage the tool spent producing it (an agent used as a
+   * tool reports its sub-run's); the run counts it in `by_phase.subagents`.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  RichResult,
+  /**
+   * How a tool call came out, as the loop, Post hooks and a durable run's
+   * stored steps see it: the tool's checked output, or a failure message (the
+   * tool failed, crashed, timed out; bad arguments, an unknown tool, a call
+   * blocked or denied). The one outcome type of a call (`Hooks.ToolOutcome` is
+   * this one).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ToolOutcome,
+  /**
+   * What a handler returns: text, or a rich result.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ToolOutput
+} from "./internal/tool/output.js"
 
 /**
  * The call a tool handler is running for, as the agent's loop sets it around the
@@ -329,7 +311,7 @@ export const fromJsonSchema = (options: {
   return { ...tool, jsonSchema: schema }
 }
 
-const decodeOutput = Schema.decodeUnknownEither(ToolOutput, { onExcessProperty: "ignore" })
+const decodeOutput = Schema.decodeUnknownEither(ToolOutputSchema, { onExcessProperty: "ignore" })
 
 const invalidOutput = (tool: Tool, output: unknown): ToolError =>
   new ToolError({
@@ -411,11 +393,12 @@ export const toDefinition = (tool: Tool): ToolDefinition => ({
   function: { name: tool.name, description: tool.description, parameters: tool.jsonSchema }
 })
 
-/**
- * Normalises a handler's output to a rich result.
- *
- * @since 0.1.0
- * @category utils
- */
-export const toRich = (output: ToolOutput): RichResult =>
-  typeof output === "string" ? { content: output, contentType: "text" } : output
+export {
+  /**
+   * Normalises a handler's output to a rich result.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  toRich
+} from "./internal/tool/output.js"

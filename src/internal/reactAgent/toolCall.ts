@@ -23,10 +23,10 @@ import * as Schema from "effect/Schema"
 import { isDeepStrictEqual } from "node:util"
 import * as ErrorMessage from "../../ErrorMessage.js"
 import type { PreDecision, ToolUseContext } from "../../Hooks.js"
-import { ToolOutcome } from "../../Hooks.js"
 import * as Json from "../../Json.js"
 import type { RunEvent, Step } from "../../RunEvent.js"
 import * as Tool from "../../Tool.js"
+import { ToolOutcome } from "../../Tool.js"
 import { deniedMessage, MISMATCH, type Verdict } from "./approval.js"
 import type { LoopEnv } from "./env.js"
 import { throttledEmit } from "./progress.js"
@@ -125,8 +125,14 @@ const blocked = (defect: unknown): PreDecision => ({
   hook: "PreToolUse"
 })
 
-/** A call after its checks: answered already (it does not run), or allowed with the arguments that would run. */
-type Checked =
+/**
+ * Where a call stands on its way to its outcome (only the call's own fiber
+ * moves it on): answered without running its tool (bad arguments, an unknown
+ * tool, blocked, denied), allowed to run with the arguments that would run
+ * (once approved, where it must be), stopped before its tool for a person's
+ * approval, or its tool ran.
+ */
+export type CallStage =
   | { readonly _tag: "Answered"; readonly args: unknown; readonly outcome: ToolOutcome }
   | {
     readonly _tag: "Allowed"
@@ -135,6 +141,11 @@ type Checked =
     readonly args: Record<string, unknown>
     readonly needsApproval: boolean
   }
+  | { readonly _tag: "AwaitingApproval"; readonly args: Record<string, unknown> }
+  | { readonly _tag: "Ran"; readonly context: ToolUseContext; readonly result: ToolOutcome }
+
+/** A call after its checks. */
+type Checked = Extract<CallStage, { readonly _tag: "Answered" | "Allowed" }>
 
 const answered = (args: unknown, outcome: ToolOutcome): Checked => ({ _tag: "Answered", args, outcome })
 
@@ -178,13 +189,11 @@ const check = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effec
   })
 }
 
-/** What a call's own fiber came to: answered without running its tool, waiting for a person, or the tool's result. */
-export type Ran = Finished | { readonly _tag: "AwaitingApproval"; readonly args: Record<string, unknown> }
+/** A call whose fiber is done: answered without running its tool, or its tool ran. */
+export type Finished = Extract<CallStage, { readonly _tag: "Answered" | "Ran" }>
 
-/** A call whose fiber is done: answered without running its tool (bad arguments, unknown tool, blocked, denied), or its tool ran. */
-export type Finished =
-  | { readonly _tag: "Answered"; readonly args: unknown; readonly outcome: ToolOutcome }
-  | { readonly _tag: "Ran"; readonly context: ToolUseContext; readonly result: ToolOutcome }
+/** What a call's own fiber came to: done, or waiting for a person. */
+export type Ran = Finished | Extract<CallStage, { readonly _tag: "AwaitingApproval" }>
 
 const ran = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<Finished> =>
   Effect.map(runTool(env, tool, context), (result): Finished => ({ _tag: "Ran", context, result }))

@@ -8,7 +8,7 @@ import { RunUsage } from "../../Usage.js"
 import { AgentRef } from "./fields.js"
 
 /**
- * A sub-agent's child run started (SPEC §27), in its parent's stream: `agent`
+ * A sub-agent's child run started, in its parent's stream: `agent`
  * names the child, `query` is what the parent's call asked it.
  *
  * @since 0.1.0

@@ -12,7 +12,7 @@ import * as Schema from "effect/Schema"
 export const step_id = Schema.optional(Schema.String)
 
 /**
- * Which run an event comes from when it is not the run's own (SPEC §27): an
+ * Which run an event comes from when it is not the run's own (docs/events.md): an
  * event of a sub-agent's child run, forwarded into its parent's stream. The
  * run's own events never carry it. `depth` is 1 for a child of the top run, 2
  * for a grandchild (a forwarded grandchild event keeps its own, innermost
