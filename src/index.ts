@@ -49,6 +49,8 @@ export * as ReactAgent from "./ReactAgent.js"
 /** @since 0.1.0 */
 export * as DagAgent from "./DagAgent.js"
 /** @since 0.1.0 */
+export * as AgentRun from "./AgentRun.js"
+/** @since 0.1.0 */
 export * as AgentTool from "./AgentTool.js"
 /** @since 0.1.0 */
 export * as AgentMcpServer from "./AgentMcpServer.js"

@@ -17,15 +17,15 @@
  *
  * @internal
  */
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Ref from "effect/Ref"
+import * as AgentRun from "../../AgentRun.js"
 import { SynthesisResultSchema } from "../../AnswerSynthesis.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
 import type { Injection, InterruptsService } from "../../Interrupts.js"
 import type { LlmService } from "../../Llm.js"
-import * as ErrorMessage from "../../ErrorMessage.js"
 import * as Message from "../../Message.js"
 import type { ModelRegistryService } from "../../ModelRegistry.js"
 import type { DagJournal } from "../../DagAgent.js"
@@ -86,13 +86,6 @@ export const roundSummary = (round: number, results: ReadonlyArray<StepOutcome>,
   return lines.join("\n")
 }
 
-interface Failure {
-  readonly message: string
-  readonly retryable: boolean
-  /** `error.type` of the run's span. */
-  readonly type: string
-}
-
 const withFollowUps = (query: Message.Content, followUps: ReadonlyArray<string>): Message.Content => {
   if (followUps.length === 0) return query
   const extra = followUps.map((f) => `\n\n[User follow-up]: ${f}`).join("")
@@ -122,20 +115,11 @@ const executeIn = (
   Effect.gen(function*() {
     const { interrupts, llm, settings } = services
     const { emit } = journal
-    const started = yield* Clock.currentTimeMillis
     const goal = Message.textOf(input.query)
     const history = (input.history ?? []).filter((m) => m.role === "user" || m.role === "assistant")
     const tally = makeTally()
-    let answer = ""
-    let failure: Failure | undefined
-    let delegated: Done | undefined
-
-    let pending: ReadonlyArray<Injection> | undefined
-    const release = Effect.suspend(() =>
-      pending !== undefined ? Effect.void : Effect.map(interrupts.unregister(conversationId), (left) => {
-        pending = left
-      })
-    )
+    // what the run got to, for `Done`: the answer, or the ReAct fallback's own `Done`
+    const reached = yield* Ref.make<{ readonly answer: string; readonly delegated?: Done }>({ answer: "" })
     /**
      * The drain after a round's analysis (stored: a replay takes the same messages in; keyed by
      * the step, so an attempt re-run after a crash gets what the first one marked drained).
@@ -164,11 +148,7 @@ const executeIn = (
           ...(input.maxIterations !== undefined ? { maxIterations: input.maxIterations } : {})
         }, Journal.nested(journal, {
           prefix: `dag/${round}/react/`,
-          map: (event) => {
-            if (event._tag !== "Done") return event
-            delegated = event
-            return undefined
-          }
+          emit: (event, options) => event._tag === "Done" ? Ref.set(reached, { answer: "", delegated: event }) : journal.emit(event, options)
         }))
       })
 
@@ -259,43 +239,21 @@ const executeIn = (
           Effect.zipRight(restarted ? emit({ _tag: "AnswerReset" }) : Effect.void, synthesize(llm, synthesisInput, emit))
       })
       addUsage(tally, "synthesis", synthesis.usage)
-      answer = synthesis.answer
-    }).pipe(
-      Effect.catchAllCause((cause) =>
-        Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.sync(() => {
-          failure = ErrorMessage.runFailure(cause)
-        })
-      )
-    )
+      yield* Ref.set(reached, { answer: synthesis.answer })
+    })
 
-    let cancelled = false
-    const guarded = input.cancel === undefined ? body : Effect.raceFirst(
-      body,
-      Effect.zipRight(input.cancel, Effect.sync(() => {
-        cancelled = true
-      }))
-    )
-    // An interruption reaching this point came from inside the run (interruption
-    // from outside is not caught): a failure, unless the run was cancelled.
-    const finish = guarded.pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.sync(() => {
-          if (failure === undefined && !cancelled) failure = ErrorMessage.runFailure(cause)
-        })
-      ),
-      Effect.zipRight(release)
-    )
-    yield* Effect.acquireUseRelease(interrupts.register(conversationId), () => finish, () => release)
-    if (failure !== undefined) yield* emit({ _tag: "RunFailed", message: failure.message, retryable: failure.retryable })
-    const finished = yield* Clock.currentTimeMillis
-    const left = (pending ?? []).map((p) => ({ id: p.id, content: p.content }))
+    const { elapsed, ending, pending } = yield* AgentRun.lifecycle({ interrupts, conversationId, cancel: input.cancel, emit }, body)
+    const failure = ending._tag === "Failed" ? ending.failure : undefined
+    const cancelled = ending._tag === "Cancelled"
+    const { answer, delegated } = yield* Ref.get(reached)
+    const left = pending.map((p) => ({ id: p.id, content: p.content }))
     if (delegated !== undefined) {
       addPhases(tally, delegated.usage.by_phase)
       const usage = Usage.fromPhases(tally.byPhase)
       yield* emit({
         ...delegated,
         usage,
-        elapsed: (finished - started) / 1000,
+        elapsed,
         conversation_id: conversationId,
         pending_injections: [...delegated.pending_injections, ...left],
         ...(journal.runId !== undefined ? { run_id: journal.runId } : {})
@@ -309,7 +267,7 @@ const executeIn = (
       answer: final,
       iterations: tally.iterations,
       usage,
-      elapsed: (finished - started) / 1000,
+      elapsed,
       conversation_id: conversationId,
       pending_injections: left,
       ...(journal.runId !== undefined ? { run_id: journal.runId } : {}),

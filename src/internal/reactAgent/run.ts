@@ -1,23 +1,21 @@
 /**
- * One run of the agent, from registration in the interrupt channel to `Done`:
- * tool selection, the tool loop, answer synthesis. Never fails: a failure
- * becomes `RunFailed` then `Done`; cancellation ends with `Done` too.
+ * One run of the agent, in the run lifecycle (`AgentRun.lifecycle`) and up to
+ * `Done`: tool selection, the tool loop, answer synthesis. Never fails: a
+ * failure becomes `RunFailed` then `Done`; cancellation ends with `Done` too.
  *
  * @internal
  */
-import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Ref from "effect/Ref"
 import type { AgentOptions } from "../../AgentConfig.js"
+import * as AgentRun from "../../AgentRun.js"
 import type { ApprovalsService } from "../../Approvals.js"
 import { buildMessages, emitAnswer, streamAnswer, SynthesisResultSchema } from "../../AnswerSynthesis.js"
 import * as Budget from "../../Budget.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
-import * as ErrorMessage from "../../ErrorMessage.js"
 import type { HooksService } from "../../Hooks.js"
-import type { Injection, InterruptsService } from "../../Interrupts.js"
+import type { InterruptsService } from "../../Interrupts.js"
 import type { LlmService } from "../../Llm.js"
 import { LlmError, withRetryObserver } from "../../Llm.js"
 import * as Message from "../../Message.js"
@@ -66,15 +64,7 @@ interface Progress {
   readonly guards?: Guardrails.RunGuardrails | undefined
   /** The answer when no state holds it (an input guardrail tripped). */
   readonly answer?: string
-  /** The interrupts still queued when the run ended. */
-  readonly pending: ReadonlyArray<Injection>
 }
-
-/** How the run ended: its work finished, the caller cancelled it, or it failed. */
-type Ending =
-  | { readonly _tag: "Finished" }
-  | { readonly _tag: "Cancelled" }
-  | { readonly _tag: "Failed"; readonly failure: ReturnType<typeof ErrorMessage.runFailure> }
 
 const note = (progress: Ref.Ref<Progress>, change: Partial<Progress>): Effect.Effect<void> =>
   Ref.update(progress, (p) => ({ ...p, ...change }))
@@ -241,46 +231,27 @@ export const execute = (services: AgentServices, input: RunInput, journal: RunJo
 
 const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal, conversationId: string): Effect.Effect<Telemetry.AgentOutcome> =>
   Effect.gen(function*() {
-    const { interrupts } = services
-    const started = yield* Clock.currentTimeMillis
-    const progress = yield* Ref.make<Progress>({ selectionUsage: Usage.empty, pending: [] })
-    const released = yield* Ref.make(false)
-    // what is still queued when the run ends is reported in `Done` (once, whichever way it ends)
-    const release = Effect.flatMap(Ref.getAndSet(released, true), (done) =>
-      done ? Effect.void : Effect.flatMap(interrupts.unregister(conversationId), (pending) => note(progress, { pending })))
-
+    const progress = yield* Ref.make<Progress>({ selectionUsage: Usage.empty })
     // the run's budget account: its own ledger (`budget` option), else its caller's (a sub-agent)
     const account = Budget.makeAccount(services.options.budget, yield* FiberRef.get(Budget.currentAccount))
     // the LLM's retries are run events: the user sees the run waiting, not stuck
     const work = body(services, input, journal, conversationId, progress, account).pipe(
       Effect.locally(Budget.currentAccount, account),
       withRetryObserver((notice) =>
-        journal.emit({ _tag: "LlmRetry", attempt: notice.attempt, reason: notice.reason, delay_ms: Math.round(notice.delayMs) })),
-      Effect.as<Ending>({ _tag: "Finished" })
+        journal.emit({ _tag: "LlmRetry", attempt: notice.attempt, reason: notice.reason, delay_ms: Math.round(notice.delayMs) }))
     )
-    const guarded = input.cancel === undefined
-      ? work
-      : Effect.raceFirst(work, Effect.as(input.cancel, { _tag: "Cancelled" } as const))
-    const ending = yield* Effect.acquireUseRelease(
-      interrupts.register(conversationId),
-      () => Effect.zipLeft(guarded, release),
-      () => release
-    ).pipe(
-      // still running here, so an interruption in the cause came from inside the run (a failure)
-      Effect.catchAllCause((cause) => Effect.succeed<Ending>({ _tag: "Failed", failure: ErrorMessage.runFailure(cause) }))
+    const { elapsed, ending, pending } = yield* AgentRun.lifecycle(
+      { interrupts: services.interrupts, conversationId, cancel: input.cancel, emit: journal.emit },
+      work
     )
     const outcome = yield* Ref.get(progress)
     const failure = ending._tag === "Failed" ? ending.failure : undefined
     const cancelled = ending._tag === "Cancelled"
     const state = outcome.state
-    if (failure !== undefined) {
-      yield* journal.emit({ _tag: "RunFailed", message: failure.message, retryable: failure.retryable })
-    }
     let byPhase: Usage.UsageByPhase = state ? State.usageByPhase(state) : {}
     if (outcome.selectionUsage.llm_calls > 0 || outcome.selectionUsage.total_tokens > 0) {
       byPhase = Usage.addToPhase(byPhase, "selection", outcome.selectionUsage)
     }
-    const finished = yield* Clock.currentTimeMillis
     if (outcome.guards !== undefined && outcome.guards.usage.llm_calls > 0) {
       byPhase = Usage.addToPhase(byPhase, "guardrails", outcome.guards.usage)
     }
@@ -292,9 +263,9 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
       answer,
       iterations: state?.iterations ?? 0,
       usage,
-      elapsed: (finished - started) / 1000,
+      elapsed,
       conversation_id: conversationId,
-      pending_injections: outcome.pending.map((p) => ({ id: p.id, content: p.content })),
+      pending_injections: pending.map((p) => ({ id: p.id, content: p.content })),
       ...(journal.runId !== undefined ? { run_id: journal.runId } : {}),
       steps: state?.steps ?? [],
       messages: state?.trace ?? []
