@@ -8,14 +8,15 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Ref from "effect/Ref"
 import * as Budget from "../../Budget.js"
 import type { ChatRequest } from "../../Llm.js"
-import * as Message from "../../Message.js"
+import type * as Message from "../../Message.js"
 import * as TokenEstimator from "../../TokenEstimator.js"
 import type { LoopEnv } from "./env.js"
 import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
-import type { RunState } from "./state.js"
+import type { RunState, StateRef } from "./state.js"
 
 /** Output tokens a call is reserved when its request sets none. */
 const outputOf = (env: LoopEnv, reserve: number): number => Math.min(env.llm.maxOutputTokens ?? Infinity, reserve)
@@ -35,7 +36,7 @@ export const affordable = (
   const model = env.llm.model
   const output = outputOf(env, ledger.reserveOutput)
   const loop = { model, input: Budget.estimateInput(request(state.ctx)), output }
-  const answer = { model, input: TokenEstimator.estimateMessages(env.answerMessages()), output }
+  const answer = { model, input: TokenEstimator.estimateMessages(env.answerMessages(state)), output }
   if (!Budget.ledger.fits(ledger, [loop, answer], env.holdKey)) return false
   Budget.ledger.hold(ledger, env.holdKey, model, answer.input, answer.output)
   return true
@@ -46,19 +47,20 @@ export const affordable = (
  * it; policy `ask` (with a money limit) waits for a person — true when the
  * budget was extended (the loop goes on), false when the loop must stop.
  */
-export const askMore = (env: LoopEnv, state: RunState): Effect.Effect<boolean> => {
+export const askMore = (env: LoopEnv, state: StateRef): Effect.Effect<boolean> => {
   const ledger = env.account?.ledger
   if (ledger === undefined || env.options.budget?.policy !== "ask" || ledger.limits.usd === undefined) return Effect.succeed(false)
-  const n = State.nextBudgetWait(state)
-  const spent = Budget.snapshot(ledger)
-  return Effect.map(
-    env.approval.askBudget({ n, spentUsd: spent.spent_usd ?? 0, limitUsd: ledger.limits.usd }),
-    (decision) => {
-      if (!("extend" in decision)) return false
-      Budget.ledger.extend(ledger, decision.extend)
-      return true
-    }
-  )
+  return Effect.flatMap(Ref.modify(state, State.nextBudgetWait), (n) => {
+    const spent = Budget.snapshot(ledger)
+    return Effect.map(
+      env.approval.askBudget({ n, spentUsd: spent.spent_usd ?? 0, limitUsd: ledger.limits.usd! }),
+      (decision) => {
+        if (!("extend" in decision)) return false
+        Budget.ledger.extend(ledger, decision.extend)
+        return true
+      }
+    )
+  })
 }
 
 /**
@@ -69,10 +71,9 @@ export const askMore = (env: LoopEnv, state: RunState): Effect.Effect<boolean> =
 export const reconcile = (env: LoopEnv, state: RunState): void => {
   const ledger = env.account?.ledger
   if (ledger === undefined) return
-  const byPhase = State.usageByPhase(state)
   let tokens = 0
   let usd = 0
-  for (const usage of Object.values(byPhase)) {
+  for (const usage of Object.values(state.usage)) {
     if (usage === undefined) continue
     tokens += usage.prompt_tokens + usage.completion_tokens
     usd += Budget.priceOf(ledger.prices, env.llm.model, usage) ?? 0
@@ -82,13 +83,13 @@ export const reconcile = (env: LoopEnv, state: RunState): void => {
 }
 
 /** Stops the loop for the budget: the summary as the loop answer, `BudgetExhausted`. */
-export const stop = (env: LoopEnv, state: RunState): Effect.Effect<void> => {
-  State.finish(state, Prompts.stoppedSummary("budget", 0, state.steps), "budget")
-  const ledger = env.account?.ledger
-  if (ledger === undefined) return Effect.void
-  Budget.ledger.release(ledger, env.holdKey)
-  return env.journal.emit({ _tag: "BudgetExhausted", ...Budget.snapshot(ledger) })
-}
+export const stop = (env: LoopEnv, state: StateRef): Effect.Effect<void> =>
+  Effect.flatMap(Ref.update(state, (s) => State.finish(s, Prompts.stoppedSummary("budget", 0, s.steps), "budget")), () => {
+    const ledger = env.account?.ledger
+    if (ledger === undefined) return Effect.void
+    Budget.ledger.release(ledger, env.holdKey)
+    return env.journal.emit({ _tag: "BudgetExhausted", ...Budget.snapshot(ledger) })
+  })
 
 /** Gives back the room held for the answer (the answer call is about to use it). */
 export const releaseHold = (env: LoopEnv): void => {

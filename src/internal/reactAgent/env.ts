@@ -11,9 +11,11 @@ import type { ContextGuardService } from "../../ContextGuard.js"
 import type { HooksService } from "../../Hooks.js"
 import type { InterruptsService } from "../../Interrupts.js"
 import type { LlmService } from "../../Llm.js"
+import type { ChatMessage } from "../../Message.js"
 import type { RunJournal } from "../../RunJournal.js"
 import type { ActiveToolSet } from "../../ToolSelection.js"
 import type { ApprovalGate } from "./approval.js"
+import type { RunState } from "./state.js"
 
 /** Services and settings of one run. */
 export interface LoopEnv {
@@ -38,7 +40,7 @@ export interface LoopEnv {
   /** The key under which this run holds room for its answer in the ledger. */
   readonly holdKey: string
   /** Builds the synthesis prompt of the run as it stands (what the answer call would read). */
-  readonly answerMessages: () => ReadonlyArray<import("../../Message.js").ChatMessage>
+  readonly answerMessages: (state: RunState) => ReadonlyArray<ChatMessage>
   /** Checks an injected message against the input guardrails (a trip ends the run: it never returns). */
   readonly screen: (text: string) => Effect.Effect<void>
 }

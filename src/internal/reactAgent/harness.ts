@@ -7,6 +7,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import { CHECKLIST_MAX_ANSWER_CHARS } from "../../AgentConfig.js"
 import type { CheckOptions } from "../../ContextGuard.js"
@@ -18,7 +19,7 @@ import type { LoopEnv } from "./env.js"
 import { Injections, loopCall, takeIn } from "./loopCall.js"
 import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
-import type { RunState } from "./state.js"
+import type { RunState, StateRef } from "./state.js"
 import type { CallRequest } from "./toolCall.js"
 import { cycleKey } from "./toolCall.js"
 
@@ -33,41 +34,51 @@ const GuardResult = Schema.Struct({
 /**
  * Runs the context guard on the model's list (emits `Compact` and counts its
  * usage), then `next`. A list the guard says fits is left as it is without a
- * journal entry or any effect (the check is a pure function of the list): only
- * checks that may change it are stored.
+ * journal entry (the check is a pure function of the list): only checks that
+ * may change it are stored.
  */
 export const guardThen = <A, E>(
   env: LoopEnv,
-  state: RunState,
+  state: StateRef,
   name: string,
   options: CheckOptions,
   next: Effect.Effect<A, E>
 ): Effect.Effect<A, E> =>
-  env.guard.fits(state.ctx, options) ? next : Effect.zipRight(compact(env, state, name, options), next)
+  Effect.flatMap(Ref.get(state), (s) =>
+    env.guard.fits(s.ctx, options) ? next : Effect.zipRight(compact(env, state, s.ctx, name, options), next))
 
 /** The guard's check of a list that may not fit, as a journal activity. */
-const compact = (env: LoopEnv, state: RunState, name: string, options: CheckOptions): Effect.Effect<void> =>
+const compact = (
+  env: LoopEnv,
+  state: StateRef,
+  ctx: ReadonlyArray<Message.ChatMessage>,
+  name: string,
+  options: CheckOptions
+): Effect.Effect<void> =>
   env.journal.activity({
     name,
     success: GuardResult,
     execute: () =>
-      Effect.map(env.guard.checkAndCompact(state.ctx, options), (result) => ({
+      Effect.map(env.guard.checkAndCompact(ctx, options), (result) => ({
         ...(result.compacted ? { messages: result.messages } : {}),
         originalMessages: result.originalMessages,
         keptMessages: result.keptMessages,
         usage: result.usage
       }))
   }).pipe(
-    Effect.flatMap((result) => {
-      State.addUsage(state, "compaction", result.usage)
-      if (result.messages === undefined) return Effect.void
-      State.replaceContext(state, result.messages)
-      return env.journal.emit({
-        _tag: "Compact",
-        original_messages: result.originalMessages,
-        kept_messages: result.keptMessages
-      })
-    })
+    Effect.flatMap((result) =>
+      Effect.zipRight(
+        Ref.update(state, (s) => {
+          const counted = State.addUsage(s, "compaction", result.usage)
+          return result.messages === undefined ? counted : State.replaceContext(counted, result.messages)
+        }),
+        result.messages === undefined ? Effect.void : env.journal.emit({
+          _tag: "Compact",
+          original_messages: result.originalMessages,
+          kept_messages: result.keptMessages
+        })
+      )
+    )
   )
 
 /**
@@ -98,30 +109,32 @@ const streamsAnswer = (env: LoopEnv, state: RunState, iteration: number): boolea
  */
 export const callLlm = (
   env: LoopEnv,
-  state: RunState,
+  state: StateRef,
   iteration: number,
   request: (messages: ReadonlyArray<Message.ChatMessage>) => ChatRequest
 ): Effect.Effect<LoopReply, LlmError> => {
-  const counted = (reply: LoopReply) => {
-    State.recordLoopUsage(state, reply.response.usage)
-    return Effect.succeed(reply)
-  }
+  const counted = (reply: LoopReply) => Effect.as(Ref.update(state, (s) => State.recordLoopUsage(s, reply.response.usage)), reply)
   const ask = (name: string, drainBefore: boolean): Effect.Effect<LoopReply, LlmError> =>
-    Effect.suspend(() =>
-      loopCall(env, name, request(state.ctx.slice()), iteration, { stream: streamsAnswer(env, state, iteration), drainBefore })
-    ).pipe(Effect.flatMap((call) =>
-      call._tag === "Reply" ? Effect.succeed(call.reply) : Effect.zipRight(takeIn(env, state, call.drained), ask(`${name}/drained`, false))
-    ))
-  return Effect.matchEffect(ask(`llm/${iteration}`, State.takeDrainDue(state) !== undefined), {
-    onFailure: (e) => {
-      if (e.reason !== "ContextOverflow" || state.overflowRetried) return Effect.fail(e)
-      State.markOverflowRetried(state)
-      const budget = Math.max(1, Math.floor(env.guard.budget / 2))
-      const retry = Effect.suspend(() => ask(`llm/${iteration}/retry`, false))
-      return Effect.flatMap(guardThen(env, state, `guard/${iteration}/overflow`, { budget, hint: "react_iteration" }, retry), counted)
-    },
-    onSuccess: counted
-  })
+    Effect.flatMap(
+      Effect.flatMap(Ref.get(state), (s) =>
+        loopCall(env, name, request(s.ctx), iteration, { stream: streamsAnswer(env, s, iteration), drainBefore })),
+      (call) =>
+        call._tag === "Reply" ? Effect.succeed(call.reply) : Effect.zipRight(takeIn(env, state, call.drained), ask(`${name}/drained`, false))
+    )
+  return Effect.flatMap(Ref.modify(state, State.takeDrainDue), (due) =>
+    Effect.matchEffect(ask(`llm/${iteration}`, due !== undefined), {
+      onFailure: (e) =>
+        Effect.flatMap(Ref.get(state), (s) => {
+          if (e.reason !== "ContextOverflow" || s.overflowRetried) return Effect.fail(e)
+          const budget = Math.max(1, Math.floor(env.guard.budget / 2))
+          const retry = Effect.suspend(() => ask(`llm/${iteration}/retry`, false))
+          return Effect.zipRight(
+            Ref.set(state, State.markOverflowRetried(s)),
+            Effect.flatMap(guardThen(env, state, `guard/${iteration}/overflow`, { budget, hint: "react_iteration" }, retry), counted)
+          )
+        }),
+      onSuccess: counted
+    }))
 }
 
 /**
@@ -129,7 +142,7 @@ export const callLlm = (
  * when anything was drained. `point` names the drain point within the
  * iteration (a durable run stores what each drain took).
  */
-export const drainInterrupts = (env: LoopEnv, state: RunState, iteration: number, point: string): Effect.Effect<boolean> => {
+export const drainInterrupts = (env: LoopEnv, state: StateRef, iteration: number, point: string): Effect.Effect<boolean> => {
   const name = `drain/${iteration}/${point}`
   return env.journal.activity({
     name,
@@ -142,32 +155,32 @@ export const drainInterrupts = (env: LoopEnv, state: RunState, iteration: number
  * The drain after a reply: carried by the reply's activity (`LoopReply.drained`),
  * or a step of its own for a reply stored by an earlier version.
  */
-export const drainAfterReply = (env: LoopEnv, state: RunState, reply: LoopReply, iteration: number, point: string): Effect.Effect<boolean> =>
+export const drainAfterReply = (env: LoopEnv, state: StateRef, reply: LoopReply, iteration: number, point: string): Effect.Effect<boolean> =>
   reply.drained !== undefined ? takeIn(env, state, reply.drained) : drainInterrupts(env, state, iteration, point)
 
 /** A stop of the loop with the drain of the last tool round still due: it is made on its own. */
-export const drainIfDue = (env: LoopEnv, state: RunState): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    const due = State.takeDrainDue(state)
-    return due === undefined ? Effect.void : Effect.asVoid(drainInterrupts(env, state, due, "tools"))
-  })
+export const drainIfDue = (env: LoopEnv, state: StateRef): Effect.Effect<void> =>
+  Effect.flatMap(Ref.modify(state, State.takeDrainDue), (due) =>
+    due === undefined ? Effect.void : Effect.asVoid(drainInterrupts(env, state, due, "tools")))
 
 /** Counts identical calls; appends the warning when a key reaches the threshold (and at every further one). */
-export const cycleCheck = (env: LoopEnv, state: RunState, calls: ReadonlyArray<CallRequest>): void => {
+export const cycleCheck = (env: LoopEnv, state: RunState, calls: ReadonlyArray<CallRequest>): RunState => {
   const threshold = env.options.cycleDetectionThreshold
+  let s = state
   for (const call of calls) {
-    const count = State.countCall(state, cycleKey(call))
-    if (count >= threshold) State.append(state, Message.user(Prompts.cycleWarning(call.name, count)))
+    const [count, counted] = State.countCall(s, cycleKey(call))
+    s = count >= threshold ? State.append(counted, Message.user(Prompts.cycleWarning(call.name, count))) : counted
   }
+  return s
 }
 
 /** Self-reflection every N tool actions (JSON) / rounds (native), not on the last iteration. */
-export const reflectionCheck = (env: LoopEnv, state: RunState, iteration: number): void => {
-  const count = State.countReflection(state)
+export const reflectionCheck = (env: LoopEnv, state: RunState, iteration: number): RunState => {
+  const [count, counted] = State.countReflection(state)
   const every = env.options.selfReflectionInterval
-  if (every > 0 && count % every === 0 && iteration < env.maxIterations) {
-    State.append(state, Message.user(Prompts.reflectionPrompt(env.goal)))
-  }
+  return every > 0 && count % every === 0 && iteration < env.maxIterations
+    ? State.append(counted, Message.user(Prompts.reflectionPrompt(env.goal)))
+    : counted
 }
 
 /**
@@ -177,16 +190,14 @@ export const reflectionCheck = (env: LoopEnv, state: RunState, iteration: number
  */
 export const finalAnswer = (
   env: LoopEnv,
-  state: RunState,
+  state: StateRef,
   iteration: number,
   answer: string,
   options?: { readonly unparsed?: boolean; readonly streamed?: boolean }
-): boolean => {
-  if (!options?.unparsed && checklistDue(env, state, iteration) && answer.length <= CHECKLIST_MAX_ANSWER_CHARS) {
-    State.markChecklist(state)
-    State.append(state, Message.user(Prompts.CHECKLIST_PROMPT))
-    return false
-  }
-  State.finish(state, answer, options?.unparsed ? "unparsed" : "answer", options?.streamed ?? false)
-  return true
-}
+): Effect.Effect<boolean> =>
+  Ref.modify(state, (s): readonly [boolean, RunState] => {
+    if (!options?.unparsed && checklistDue(env, s, iteration) && answer.length <= CHECKLIST_MAX_ANSWER_CHARS) {
+      return [false, State.append(State.markChecklist(s), Message.user(Prompts.CHECKLIST_PROMPT))]
+    }
+    return [true, State.finish(s, answer, options?.unparsed ? "unparsed" : "answer", options?.streamed ?? false)]
+  })

@@ -6,6 +6,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Ref from "effect/Ref"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { extractJson } from "../../ExtractJson.js"
@@ -16,7 +17,7 @@ import type { LoopEnv } from "./env.js"
 import { cycleCheck, drainAfterReply, finalAnswer, reflectionCheck } from "./harness.js"
 import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
-import type { RunState } from "./state.js"
+import type { RunState, StateRef } from "./state.js"
 import type { CallRequest } from "./toolCall.js"
 import { runCalls } from "./round.js"
 import { emitStart, observationOf, stepOf } from "./toolCall.js"
@@ -56,10 +57,10 @@ export const parseAction = (raw: string): Action => {
 }
 
 /** Rebuilds the system prompt when the advertised tool set changed. */
-export const refreshSystemPrompt = (env: LoopEnv, state: RunState): void => {
+export const refreshSystemPrompt = (env: LoopEnv, state: RunState): RunState => {
   const version = env.tools.version()
-  if (version === state.promptVersion) return
-  State.replaceSystemPrompt(state, Prompts.jsonSystemPrompt(env.tools.advertised(), env.options.systemPrompt), version)
+  if (version === state.promptVersion) return state
+  return State.replaceSystemPrompt(state, Prompts.jsonSystemPrompt(env.tools.advertised(), env.options.systemPrompt), version)
 }
 
 /** The JSON-mode request for a message list. */
@@ -69,35 +70,44 @@ export const jsonRequest = (env: LoopEnv) => (messages: ReadonlyArray<Message.Ch
 /** Handles one JSON-mode reply; true when the loop is finished. */
 export const jsonStep = (
   env: LoopEnv,
-  state: RunState,
+  state: StateRef,
   reply: LoopReply,
   iteration: number
 ): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     const { response } = reply
     const raw = response.content
-    State.append(state, Message.assistant(raw))
+    yield* Ref.update(state, (s) => State.append(s, Message.assistant(raw)))
     const action = parseAction(raw)
     const reasoning = (action._tag !== "Invalid" && action.reasoning) || response.reasoning || ""
     yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning })
     // JSON mode drains right after the assistant message, for tool calls and answers alike (the reply's activity drains)
     const interrupted = yield* drainAfterReply(env, state, reply, iteration, "reply")
     if (action._tag === "Invalid") {
-      if (state.parseFailed && !interrupted) return finalAnswer(env, state, iteration, raw, { unparsed: true })
-      State.setParseFailed(state, true)
-      if (!interrupted) State.append(state, Message.user(Prompts.REFORMAT_REQUEST))
+      if ((yield* Ref.get(state)).parseFailed && !interrupted) return yield* finalAnswer(env, state, iteration, raw, { unparsed: true })
+      yield* Ref.update(state, (s) => {
+        const failed = State.setParseFailed(s, true)
+        return interrupted ? failed : State.append(failed, Message.user(Prompts.REFORMAT_REQUEST))
+      })
       return false
     }
-    State.setParseFailed(state, false)
-    if (action._tag === "Final") return interrupted ? false : finalAnswer(env, state, iteration, action.answer)
+    yield* Ref.update(state, (s) => State.setParseFailed(s, false))
+    if (action._tag === "Final") return interrupted ? false : yield* finalAnswer(env, state, iteration, action.answer)
     const call = action.call
     yield* emitStart(env, call, iteration)
-    const [outcome] = yield* runCalls(env, [call], iteration, () => State.append(state, Message.user("Observation: Error: interrupted")))
-    State.recordStep(state, stepOf(call, iteration, outcome))
-    const seen = observationOf(outcome)
-    const text = seen.budgeted ? State.admitObservation(state, seen.text, env.options.toolResultBudget) : seen.text
-    State.append(state, Message.user(`Observation: ${text}`))
-    cycleCheck(env, state, [call])
-    reflectionCheck(env, state, iteration)
+    const [outcome] = yield* runCalls(
+      env,
+      [call],
+      iteration,
+      () => Ref.update(state, (s) => State.append(s, Message.user("Observation: Error: interrupted")))
+    )
+    yield* Ref.update(state, (s) => {
+      const recorded = State.recordStep(s, stepOf(call, iteration, outcome))
+      const seen = observationOf(outcome)
+      const [text, admitted] = seen.budgeted
+        ? State.admitObservation(recorded, seen.text, env.options.toolResultBudget)
+        : [seen.text, recorded]
+      return reflectionCheck(env, cycleCheck(env, State.append(admitted, Message.user(`Observation: ${text}`)), [call]), iteration)
+    })
     return false
   })

@@ -7,6 +7,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Ref from "effect/Ref"
 import type { LlmError } from "../../Llm.js"
 import * as Budget from "./budget.js"
 import type { LoopEnv } from "./env.js"
@@ -15,38 +16,36 @@ import { jsonRequest, jsonStep, refreshSystemPrompt } from "./json.js"
 import { nativeRequest, nativeStep } from "./native.js"
 import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
-import type { RunState } from "./state.js"
+import type { StateRef } from "./state.js"
 
 /**
- * Runs the loop; on return `state.answer` holds the loop's answer (a summary of
- * the steps when it stopped without one). Fails only with the LLM's error. The
- * interrupt drain after a tool round is carried by the next call's activity
- * (`callLlm`), or made on its own when the loop stops before another call.
+ * Runs the loop; on return the state's `answer` holds the loop's answer (a
+ * summary of the steps when it stopped without one). Fails only with the
+ * LLM's error. The interrupt drain after a tool round is carried by the next
+ * call's activity (`callLlm`), or made on its own when the loop stops before
+ * another call.
  */
-export const runLoop = (env: LoopEnv, state: RunState): Effect.Effect<void, LlmError> =>
+export const runLoop = (env: LoopEnv, state: StateRef): Effect.Effect<void, LlmError> =>
   Effect.suspend(() => {
     const request = env.native ? nativeRequest(env) : jsonRequest(env)
     const step = env.native ? nativeStep : jsonStep
     const turnBudget = env.options.maxTurnTokens
     // the loop stops: the drain the last tool round left due is made first, on its own
     const stopping = (stop: Effect.Effect<void>) => Effect.zipRight(drainIfDue(env, state), stop)
-    const iterate: Effect.Effect<void, LlmError> = Effect.suspend(() => {
-      if (state.iterations >= env.maxIterations) {
-        return stopping(Effect.sync(() =>
-          State.finish(state, Prompts.stoppedSummary("max_iterations", env.maxIterations, state.steps), "max_iterations")
-        ))
-      }
-      if (turnBudget > 0 && state.loopTokens >= turnBudget) {
-        return stopping(Effect.sync(() =>
-          State.finish(state, Prompts.stoppedSummary("token_budget", turnBudget, state.steps), "token_budget")
-        ))
-      }
-      if (!env.native) refreshSystemPrompt(env, state)
-      if (!Budget.affordable(env, state, request)) {
+    const stopWith = (reason: "max_iterations" | "token_budget", limit: number) =>
+      stopping(Ref.update(state, (s) => State.finish(s, Prompts.stoppedSummary(reason, limit, s.steps), reason)))
+    const iterate: Effect.Effect<void, LlmError> = Effect.flatMap(Ref.get(state), (current) => {
+      if (current.iterations >= env.maxIterations) return stopWith("max_iterations", env.maxIterations)
+      if (turnBudget > 0 && current.loopTokens >= turnBudget) return stopWith("token_budget", turnBudget)
+      const s = env.native ? current : refreshSystemPrompt(env, current)
+      if (!Budget.affordable(env, s, request)) {
         // policy `ask`: a person may extend the budget (the check runs again), else the loop stops
-        return Effect.flatMap(Budget.askMore(env, state), (extended) => (extended ? iterate : stopping(Budget.stop(env, state))))
+        return Effect.zipRight(
+          Ref.set(state, s),
+          Effect.flatMap(Budget.askMore(env, state), (extended) => (extended ? iterate : stopping(Budget.stop(env, state))))
+        )
       }
-      const iteration = State.beginIteration(state)
+      const [iteration, started] = State.beginIteration(s)
       const think = Effect.flatMap(env.journal.emit({ _tag: "ThinkingStart", iteration }), () =>
         Effect.flatMap(
           // a call the ledger refused (a parallel call took the room first) stops the loop like the check
@@ -56,7 +55,7 @@ export const runLoop = (env: LoopEnv, state: RunState): Effect.Effect<void, LlmE
               ? stopping(Budget.stop(env, state))
               : Effect.flatMap(step(env, state, response, iteration), (done) => (done ? Effect.void : iterate))
         ))
-      return guardThen(env, state, `guard/${iteration}`, { hint: "react_iteration" }, think)
+      return Effect.zipRight(Ref.set(state, started), guardThen(env, state, `guard/${iteration}`, { hint: "react_iteration" }, think))
     })
     return iterate
   })

@@ -19,6 +19,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import type { Injection } from "../../Interrupts.js"
 import type { ChatRequest, ChatResponse } from "../../Llm.js"
@@ -28,7 +29,7 @@ import type { LoopReply } from "./answerStream.js"
 import { streamLoopCall } from "./answerStream.js"
 import type { LoopEnv } from "./env.js"
 import * as State from "./state.js"
-import type { RunState } from "./state.js"
+import type { StateRef } from "./state.js"
 
 /** What a drain took, as a durable run stores it. */
 export const Injections = Schema.Array(Schema.Struct({ id: Schema.String, content: Schema.String }))
@@ -106,15 +107,15 @@ export const loopCall = (
  * ONE pinned user message starting `[USER INTERRUPT]`, plus one `Inject` event
  * per message. True when there was anything.
  */
-export const takeIn = (env: LoopEnv, state: RunState, items: ReadonlyArray<Injection>): Effect.Effect<boolean> =>
+export const takeIn = (env: LoopEnv, state: StateRef, items: ReadonlyArray<Injection>): Effect.Effect<boolean> =>
   items.length === 0 ? Effect.succeed(false) : Effect.zipRight(
     // every injected message passes the input guardrails before the model reads it
     Effect.forEach(items, (item) => env.screen(item.content), { discard: true }),
-    Effect.suspend(() => {
-      State.takeInterrupts(state, items.map((i) => i.content))
-      return Effect.as(
+    Effect.zipRight(
+      Ref.update(state, (s) => State.takeInterrupts(s, items.map((i) => i.content))),
+      Effect.as(
         Effect.forEach(items, (item) => env.journal.emit({ _tag: "Inject", content: item.content, id: item.id }), { discard: true }),
         true
       )
-    })
+    )
   )

@@ -6,13 +6,14 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Ref from "effect/Ref"
 import type { ChatRequest, ResponseToolCall } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { LoopReply } from "./answerStream.js"
 import type { LoopEnv } from "./env.js"
 import { cycleCheck, drainAfterReply, finalAnswer, reflectionCheck } from "./harness.js"
 import * as State from "./state.js"
-import type { RunState } from "./state.js"
+import type { RunState, StateRef } from "./state.js"
 import type { CallOutcome, CallRequest } from "./toolCall.js"
 import { runCalls } from "./round.js"
 import { emitStart, observationOf, stepOf } from "./toolCall.js"
@@ -46,15 +47,17 @@ const applyRound = (
   calls: ReadonlyArray<CallRequest & { readonly id: string }>,
   outcomes: ReadonlyArray<CallOutcome>,
   iteration: number
-): void => {
+): RunState => {
+  let s = state
   for (let i = 0; i < calls.length; i++) {
     const call = calls[i]
     const outcome = outcomes[i]
-    State.recordStep(state, stepOf(call, iteration, outcome))
+    s = State.recordStep(s, stepOf(call, iteration, outcome))
     const seen = observationOf(outcome)
-    const text = seen.budgeted ? State.admitObservation(state, seen.text, env.options.toolResultBudget) : seen.text
-    State.append(state, Message.tool(call.id, text, call.name))
+    const [text, admitted] = seen.budgeted ? State.admitObservation(s, seen.text, env.options.toolResultBudget) : [seen.text, s]
+    s = State.append(admitted, Message.tool(call.id, text, call.name))
   }
+  return s
 }
 
 /**
@@ -65,32 +68,29 @@ const applyRound = (
  */
 export const nativeStep = (
   env: LoopEnv,
-  state: RunState,
+  state: StateRef,
   reply: LoopReply,
   iteration: number
 ): Effect.Effect<boolean> =>
   reply.response.toolCalls.length === 0 ? answerStep(env, state, reply, iteration) : Effect.suspend(() => {
     const { response, shown } = reply
     const calls = normaliseIds(response.toolCalls, iteration)
-    State.append(
-      state,
-      Message.assistant(response.content === "" ? null : response.content, {
-        toolCalls: calls.map((c, i) => Message.toolCall(c.id, c.name, response.toolCalls[i].arguments))
-      })
-    )
+    const asked = Message.assistant(response.content === "" ? null : response.content, {
+      toolCalls: calls.map((c, i) => Message.toolCall(c.id, c.name, response.toolCalls[i].arguments))
+    })
     const round = Effect.flatMap(
       // cancelled mid-round: every call already sent to the model still gets its tool message
-      runCalls(env, calls, iteration, () => {
-        for (const call of calls) State.append(state, Message.tool(call.id, "Error: interrupted", call.name))
-      }),
-      (outcomes) => {
-        applyRound(env, state, calls, outcomes, iteration)
-        cycleCheck(env, state, calls)
-        reflectionCheck(env, state, iteration)
-        // drained by the next loop call's activity (or on its own if the loop stops first)
-        State.setDrainDue(state, iteration)
-        return Effect.succeed(false)
-      }
+      runCalls(env, calls, iteration, () =>
+        Ref.update(state, (s) => State.append(s, ...calls.map((call) => Message.tool(call.id, "Error: interrupted", call.name))))),
+      (outcomes) =>
+        Effect.as(
+          Ref.update(state, (s) => {
+            const applied = reflectionCheck(env, cycleCheck(env, applyRound(env, s, calls, outcomes, iteration), calls), iteration)
+            // drained by the next loop call's activity (or on its own if the loop stops first)
+            return State.setDrainDue(applied, iteration)
+          }),
+          false
+        )
     )
     // the events before the round, in order: the shown text retracted, ThinkingDone, each call's ToolStart
     const starts = (i: number): Effect.Effect<boolean> =>
@@ -99,17 +99,20 @@ export const nativeStep = (
       env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning || response.content }),
       () => starts(0)
     )
-    return shown ? Effect.flatMap(env.journal.emit({ _tag: "AnswerReset" }), () => thinkingDone) : thinkingDone
+    return Effect.zipRight(
+      Ref.update(state, (s) => State.append(s, asked)),
+      shown ? Effect.flatMap(env.journal.emit({ _tag: "AnswerReset" }), () => thinkingDone) : thinkingDone
+    )
   })
 
 /** A reply without tool calls: the answer, unless an interrupt or the completion checklist holds it back. */
-const answerStep = (env: LoopEnv, state: RunState, reply: LoopReply, iteration: number): Effect.Effect<boolean> =>
+const answerStep = (env: LoopEnv, state: StateRef, reply: LoopReply, iteration: number): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     const { response, shown } = reply
-    State.append(state, Message.assistant(response.content))
+    yield* Ref.update(state, (s) => State.append(s, Message.assistant(response.content)))
     yield* env.journal.emit({ _tag: "ThinkingDone", iteration, reasoning: response.reasoning ?? "" })
     const interrupted = yield* drainAfterReply(env, state, reply, iteration, "final")
-    const finished = !interrupted && finalAnswer(env, state, iteration, response.content, { streamed: shown })
+    const finished = !interrupted && (yield* finalAnswer(env, state, iteration, response.content, { streamed: shown }))
     if (!finished && shown) yield* env.journal.emit({ _tag: "AnswerReset" })
     return finished
   })

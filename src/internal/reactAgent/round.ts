@@ -59,7 +59,7 @@ export const runCalls = (
   env: LoopEnv,
   calls: ReadonlyArray<CallRequest>,
   iteration: number,
-  interrupted: () => void
+  interrupted: () => Effect.Effect<void>
 ): Effect.Effect<Array<CallOutcome>> =>
   Effect.onInterrupt(
     // as many fibers as calls: a round of one call runs in place (a fiber costs ≈ 55 KB here with forEach's
@@ -67,7 +67,7 @@ export const runCalls = (
     Effect.forEach(calls, (call) => runCall(env, call, iteration), {
       concurrency: calls.length
     }),
-    () => Effect.sync(interrupted)
+    interrupted
   )
 
 /** The first part of a call that needs approval: it stops before the tool, with the arguments that would run. */

@@ -31,7 +31,7 @@ import type { LoopEnv } from "./env.js"
 import { runLoop } from "./loop.js"
 import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
-import type { RunState } from "./state.js"
+import type { StateRef } from "./state.js"
 import { setupToolSet } from "./toolSet.js"
 
 /** What the agent was built with. */
@@ -58,7 +58,7 @@ const effectiveMax = (requested: number | undefined, fallback: number): number =
  * build `Done`.
  */
 interface Progress {
-  readonly state?: RunState
+  readonly state?: StateRef
   readonly selectionUsage: Usage.Usage
   /** The run's guardrails (their usage goes to `by_phase.guardrails`). */
   readonly guards?: Guardrails.RunGuardrails | undefined
@@ -126,10 +126,10 @@ const work = (
       ? Prompts.nativeSystemPrompt(options.systemPrompt)
       : Prompts.jsonSystemPrompt(tools.advertised(), options.systemPrompt)
     const history = (input.history ?? []).filter((m) => m.role !== "system")
-    const state = State.make(
+    const state = yield* Ref.make(State.make(
       [Message.system(system), ...history, Message.user(input.query, { pinned: true })],
       tools.version()
-    )
+    ))
     yield* note(progress, { state })
     const env: LoopEnv = {
       llm,
@@ -153,13 +153,13 @@ const work = (
       }),
       account,
       holdKey: crypto.randomUUID(),
-      answerMessages: () =>
+      answerMessages: (s) =>
         buildMessages({
           question: input.query,
-          steps: state.steps,
-          loopAnswer: Prompts.stoppedSummary("budget", 0, state.steps),
+          steps: s.steps,
+          loopAnswer: Prompts.stoppedSummary("budget", 0, s.steps),
           history,
-          interrupts: state.injected,
+          interrupts: s.injected,
           toolObsTruncation: options.toolObsTruncation
         }),
       screen
@@ -169,16 +169,17 @@ const work = (
     yield* answer(env, state, input, history)
     if (guards === undefined) return
     // the answer is checked once written: a trip retracts it and answers with the refusal
-    const trip = yield* Guardrails.checkOutput(journal, guards, state.answer)
+    const trip = yield* Guardrails.checkOutput(journal, guards, (yield* Ref.get(state)).answer)
     if (trip === undefined) return
     yield* Guardrails.refuse(journal, guards, trip, true)
-    State.setAnswer(state, guards.refusal)
+    yield* Ref.update(state, (s) => State.setAnswer(s, guards.refusal))
   })
 
 /** The answer the user reads: the streamed loop reply, the model's final reply, or synthesis. */
-const answer = (env: LoopEnv, state: RunState, input: RunInput, history: ReadonlyArray<Message.ChatMessage>) =>
+const answer = (env: LoopEnv, ref: StateRef, input: RunInput, history: ReadonlyArray<Message.ChatMessage>) =>
   Effect.gen(function*() {
     const { journal, llm, options } = env
+    const state = yield* Ref.get(ref)
     if (state.answerStreamed) {
       // synthesis policy `auto`: the user has read the answer as the loop call wrote it
       if (state.answer.trim() !== "") return yield* journal.emit({ _tag: "AnswerDone" })
@@ -208,8 +209,7 @@ const answer = (env: LoopEnv, state: RunState, input: RunInput, history: Readonl
           streamAnswer(llm, synthesisInput, journal.emit)
         )
     })
-    State.addUsage(state, "synthesis", synthesis.usage)
-    State.setAnswer(state, synthesis.answer)
+    yield* Ref.update(ref, (s) => State.setAnswer(State.addUsage(s, "synthesis", synthesis.usage), synthesis.answer))
   })
 
 /**
@@ -247,8 +247,8 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
     const outcome = yield* Ref.get(progress)
     const failure = ending._tag === "Failed" ? ending.failure : undefined
     const cancelled = ending._tag === "Cancelled"
-    const state = outcome.state
-    let byPhase: Usage.UsageByPhase = state ? State.usageByPhase(state) : {}
+    const state = outcome.state === undefined ? undefined : yield* Ref.get(outcome.state)
+    let byPhase: Usage.UsageByPhase = state?.usage ?? {}
     if (outcome.selectionUsage.llm_calls > 0 || outcome.selectionUsage.total_tokens > 0) {
       byPhase = Usage.addToPhase(byPhase, "selection", outcome.selectionUsage)
     }

@@ -1,16 +1,19 @@
 /**
- * The state of one run of the ReAct loop, and every change made to it. Only the
- * transitions below write to it, and only the run's own fiber calls them —
- * never a tool fiber: what a round of parallel calls changes (steps, the
- * tool-result budget, messages) is applied after the round, in request order,
- * so the same replies always give the same state, whichever call finished first.
+ * The state of one run of the ReAct loop as an immutable value, and every
+ * change made to it as a pure function from one value to the next. The run
+ * holds the current value in a `Ref` (`StateRef`) that only its own fiber
+ * updates — never a tool fiber: what a round of parallel calls changes (steps,
+ * the tool-result budget, messages) is applied after the round, in request
+ * order, so the same replies always give the same state, whichever call
+ * finished first. Whatever the run got to when it ends (answered, failed,
+ * cancelled) is the `Ref`'s value.
  *
- * The message lists are loop-local arrays appended in place (no per-step copy
- * of the history); `ctx` is what the model is sent (replaced by compaction),
- * `trace` the full run (never compacted).
+ * `ctx` is what the model is sent (replaced by compaction), `trace` the full
+ * run (never compacted).
  *
  * @internal
  */
+import type * as Ref from "effect/Ref"
 import type { ChatMessage } from "../../Message.js"
 import * as Message from "../../Message.js"
 import type { Step } from "../../RunEvent.js"
@@ -28,15 +31,17 @@ export type StopReason =
   /** The run's budget (`budget` option) cannot pay for one more loop call and the answer. */
   | "budget"
 
-type MutableUsage = { -readonly [F in keyof Usage.Usage]: Usage.Usage[F] }
-
-/** A run's state, read-only outside this module. */
+/** A run's state. */
 export interface RunState {
   readonly ctx: ReadonlyArray<ChatMessage>
   readonly trace: ReadonlyArray<ChatMessage>
   readonly steps: ReadonlyArray<Step>
   /** Contents of the user interrupts taken in, in order. */
   readonly injected: ReadonlyArray<string>
+  /** Usage per phase, in the order the phases first spent. */
+  readonly usage: Usage.UsageByPhase
+  /** How many calls of each identity (name and canonical arguments) the run made. */
+  readonly cycles: ReadonlyMap<string, number>
   /** Loop LLM calls made. */
   readonly iterations: number
   /** Tool actions (JSON) / rounds (native), for self-reflection. */
@@ -65,198 +70,155 @@ export interface RunState {
   readonly answerStreamed: boolean
 }
 
-interface Mutable {
-  ctx: Array<ChatMessage>
-  trace: Array<ChatMessage>
-  steps: Array<Step>
-  injected: Array<string>
-  usage: { [K in Usage.Phase]?: MutableUsage }
-  cycles: Map<string, number>
-  iterations: number
-  reflectionCount: number
-  checklistDone: boolean
-  overflowRetried: boolean
-  drainDue: number | undefined
-  budgetWaits: number
-  obsTokens: number
-  loopTokens: number
-  parseFailed: boolean
-  promptVersion: number
-  answer: string
-  stop: StopReason
-  answerStreamed: boolean
-}
-
-const mutable = (state: RunState): Mutable => state as unknown as Mutable
+/** Where the run keeps its current state. */
+export type StateRef = Ref.Ref<RunState>
 
 /** A fresh state from the initial messages. */
-export const make = (initial: ReadonlyArray<ChatMessage>, promptVersion: number): RunState => {
-  const state: Mutable = {
-    ctx: initial.slice(),
-    trace: initial.slice(),
-    steps: [],
-    injected: [],
-    usage: {},
-    cycles: new Map(),
-    iterations: 0,
-    reflectionCount: 0,
-    checklistDone: false,
-    overflowRetried: false,
-    drainDue: undefined,
-    budgetWaits: 0,
-    obsTokens: 0,
-    loopTokens: 0,
-    parseFailed: false,
-    promptVersion,
-    answer: "",
-    stop: "answer",
-    answerStreamed: false
-  }
-  return state as unknown as RunState
-}
+export const make = (initial: ReadonlyArray<ChatMessage>, promptVersion: number): RunState => ({
+  ctx: initial,
+  trace: initial,
+  steps: [],
+  injected: [],
+  usage: {},
+  cycles: new Map(),
+  iterations: 0,
+  reflectionCount: 0,
+  checklistDone: false,
+  overflowRetried: false,
+  drainDue: undefined,
+  budgetWaits: 0,
+  obsTokens: 0,
+  loopTokens: 0,
+  parseFailed: false,
+  promptVersion,
+  answer: "",
+  stop: "answer",
+  answerStreamed: false
+})
 
-/** Appends a message to both the model's list and the trace. */
-export const append = (state: RunState, message: ChatMessage): void => {
-  const s = mutable(state)
-  s.ctx.push(message)
-  s.trace.push(message)
-}
+/** Appends messages to both the model's list and the trace. */
+export const append = (state: RunState, ...messages: ReadonlyArray<ChatMessage>): RunState =>
+  messages.length === 0 ? state : { ...state, ctx: [...state.ctx, ...messages], trace: [...state.trace, ...messages] }
 
-/** Starts an iteration; returns its number (1-based). */
-export const beginIteration = (state: RunState): number => ++mutable(state).iterations
+/** Starts an iteration: its number (1-based), and the state. */
+export const beginIteration = (state: RunState): readonly [number, RunState] => {
+  const iterations = state.iterations + 1
+  return [iterations, { ...state, iterations }]
+}
 
 /** The context guard replaced the model's list (the trace keeps everything). */
-export const replaceContext = (state: RunState, messages: ReadonlyArray<ChatMessage>): void => {
-  mutable(state).ctx = messages.slice()
-}
+export const replaceContext = (state: RunState, messages: ReadonlyArray<ChatMessage>): RunState => ({ ...state, ctx: messages })
 
 /** Replaces the system prompt (JSON mode, after the advertised tools changed). */
-export const replaceSystemPrompt = (state: RunState, prompt: string, version: number): void => {
-  const s = mutable(state)
-  s.promptVersion = version
+export const replaceSystemPrompt = (state: RunState, prompt: string, version: number): RunState => {
   const message = Message.system(prompt)
-  if (s.ctx[0]?.role === "system") s.ctx[0] = message
-  if (s.trace[0]?.role === "system") s.trace[0] = message
+  const first = (list: ReadonlyArray<ChatMessage>) => list[0]?.role === "system" ? [message, ...list.slice(1)] : list
+  return { ...state, promptVersion: version, ctx: first(state.ctx), trace: first(state.trace) }
+}
+
+type MutableUsage = { -readonly [F in keyof Usage.Usage]: Usage.Usage[F] }
+
+/** `usage` added to `acc` (a copy of `usage` for the first), fields in the order they first appeared. */
+const accumulate = (acc: Usage.Usage | undefined, usage: Usage.Usage): Usage.Usage => {
+  if (acc === undefined) return { ...usage }
+  const next: MutableUsage = { ...acc }
+  next.prompt_tokens += usage.prompt_tokens
+  next.completion_tokens += usage.completion_tokens
+  next.total_tokens += usage.total_tokens
+  next.llm_calls += usage.llm_calls
+  if (usage.cached_tokens !== undefined) next.cached_tokens = (next.cached_tokens ?? 0) + usage.cached_tokens
+  if (usage.cached_input_tokens !== undefined) next.cached_input_tokens = (next.cached_input_tokens ?? 0) + usage.cached_input_tokens
+  if (usage.cache_write_input_tokens !== undefined) {
+    next.cache_write_input_tokens = (next.cache_write_input_tokens ?? 0) + usage.cache_write_input_tokens
+  }
+  return next
 }
 
 /** Adds usage to a phase (nothing is counted for an empty usage). */
-export const addUsage = (state: RunState, phase: Usage.Phase, usage: Usage.Usage): void => {
-  if (usage.llm_calls === 0 && usage.total_tokens === 0) return
-  const s = mutable(state)
-  const acc = s.usage[phase]
-  if (acc === undefined) {
-    s.usage[phase] = { ...usage }
-    return
-  }
-  acc.prompt_tokens += usage.prompt_tokens
-  acc.completion_tokens += usage.completion_tokens
-  acc.total_tokens += usage.total_tokens
-  acc.llm_calls += usage.llm_calls
-  if (usage.cached_tokens !== undefined) acc.cached_tokens = (acc.cached_tokens ?? 0) + usage.cached_tokens
-  if (usage.cached_input_tokens !== undefined) acc.cached_input_tokens = (acc.cached_input_tokens ?? 0) + usage.cached_input_tokens
-  if (usage.cache_write_input_tokens !== undefined) {
-    acc.cache_write_input_tokens = (acc.cache_write_input_tokens ?? 0) + usage.cache_write_input_tokens
-  }
-}
+export const addUsage = (state: RunState, phase: Usage.Phase, usage: Usage.Usage): RunState =>
+  usage.llm_calls === 0 && usage.total_tokens === 0
+    ? state
+    : { ...state, usage: { ...state.usage, [phase]: accumulate(state.usage[phase], usage) } }
 
 /** A loop LLM reply's usage: counted in the `loop` phase and against the turn token budget. */
-export const recordLoopUsage = (state: RunState, usage: Usage.Usage): void => {
-  addUsage(state, "loop", usage)
-  mutable(state).loopTokens += usage.total_tokens
-}
-
-/** The per-phase breakdown (copies). */
-export const usageByPhase = (state: RunState): Usage.UsageByPhase => {
-  const out: { [K in Usage.Phase]?: Usage.Usage } = {}
-  const usage = mutable(state).usage
-  for (const phase of Object.keys(usage) as Array<Usage.Phase>) out[phase] = { ...usage[phase]! }
-  return out
+export const recordLoopUsage = (state: RunState, usage: Usage.Usage): RunState => {
+  const counted = addUsage(state, "loop", usage)
+  return { ...counted, loopTokens: counted.loopTokens + usage.total_tokens }
 }
 
 /** The provider rejected the request as too long once; not again in this run. */
-export const markOverflowRetried = (state: RunState): void => {
-  mutable(state).overflowRetried = true
-}
+export const markOverflowRetried = (state: RunState): RunState => ({ ...state, overflowRetried: true })
 
 /** A tool round ended: the interrupts are drained before the next loop call. */
-export const setDrainDue = (state: RunState, iteration: number): void => {
-  mutable(state).drainDue = iteration
-}
+export const setDrainDue = (state: RunState, iteration: number): RunState => ({ ...state, drainDue: iteration })
 
 /** The due drain's iteration, if any; it is no longer due. */
-export const takeDrainDue = (state: RunState): number | undefined => {
-  const due = state.drainDue
-  mutable(state).drainDue = undefined
-  return due
-}
+export const takeDrainDue = (state: RunState): readonly [number | undefined, RunState] =>
+  state.drainDue === undefined ? [undefined, state] : [state.drainDue, { ...state, drainDue: undefined }]
 
 /** JSON mode: whether the last reply failed to parse. */
-export const setParseFailed = (state: RunState, failed: boolean): void => {
-  mutable(state).parseFailed = failed
-}
+export const setParseFailed = (state: RunState, failed: boolean): RunState =>
+  state.parseFailed === failed ? state : { ...state, parseFailed: failed }
 
 /**
  * Applies the per-run tool-result budget to an observation the model is about
  * to see: within the budget it passes whole (and counts); past it, it is cut to
  * what is left, with a notice.
  */
-export const admitObservation = (state: RunState, text: string, budget: number): string => {
-  if (budget <= 0) return text
-  const s = mutable(state)
+export const admitObservation = (state: RunState, text: string, budget: number): readonly [string, RunState] => {
+  if (budget <= 0) return [text, state]
   const tokens = estimateText(text)
-  if (s.obsTokens + tokens <= budget) {
-    s.obsTokens += tokens
-    return text
-  }
-  const remaining = Math.max(0, budget - s.obsTokens)
-  s.obsTokens = budget
+  if (state.obsTokens + tokens <= budget) return [text, { ...state, obsTokens: state.obsTokens + tokens }]
+  const remaining = Math.max(0, budget - state.obsTokens)
   const keep = tokens === 0 ? 0 : Math.floor(text.length * (remaining / tokens))
-  return text.slice(0, keep) + Prompts.budgetNotice(budget)
+  return [text.slice(0, keep) + Prompts.budgetNotice(budget), { ...state, obsTokens: budget }]
 }
 
 /**
  * Records a tool step (events, synthesis trace, the completion checklist's
  * count); LLM usage the tool reported (an agent tool) goes to `subagents`.
  */
-export const recordStep = (state: RunState, step: Step): void => {
-  mutable(state).steps.push(step)
-  if (step.usage !== undefined) addUsage(state, "subagents", step.usage)
+export const recordStep = (state: RunState, step: Step): RunState => {
+  const recorded = { ...state, steps: [...state.steps, step] }
+  return step.usage === undefined ? recorded : addUsage(recorded, "subagents", step.usage)
 }
 
-/** Counts one more call with this identity; returns how many there were. */
-export const countCall = (state: RunState, key: string): number => {
-  const cycles = mutable(state).cycles
-  const count = (cycles.get(key) ?? 0) + 1
+/** Counts one more call with this identity: how many there were, and the state. */
+export const countCall = (state: RunState, key: string): readonly [number, RunState] => {
+  const count = (state.cycles.get(key) ?? 0) + 1
+  const cycles = new Map(state.cycles)
   cycles.set(key, count)
-  return count
+  return [count, { ...state, cycles }]
 }
 
-/** Counts one more tool action (JSON) or round (native); returns the count. */
-export const countReflection = (state: RunState): number => ++mutable(state).reflectionCount
+/** Counts one more tool action (JSON) or round (native): the count, and the state. */
+export const countReflection = (state: RunState): readonly [number, RunState] => {
+  const reflectionCount = state.reflectionCount + 1
+  return [reflectionCount, { ...state, reflectionCount }]
+}
 
 /** The completion checklist was asked (once per run). */
-export const markChecklist = (state: RunState): void => {
-  mutable(state).checklistDone = true
-}
+export const markChecklist = (state: RunState): RunState => ({ ...state, checklistDone: true })
 
 /** User interrupts taken in: one pinned message for all of them. */
-export const takeInterrupts = (state: RunState, contents: ReadonlyArray<string>): void => {
-  append(state, Message.user(Prompts.interruptMessage(contents), { pinned: true }))
-  mutable(state).injected.push(...contents)
+export const takeInterrupts = (state: RunState, contents: ReadonlyArray<string>): RunState => {
+  const taken = append(state, Message.user(Prompts.interruptMessage(contents), { pinned: true }))
+  return { ...taken, injected: [...taken.injected, ...contents] }
 }
 
 /** The loop is over with this answer. */
-export const finish = (state: RunState, answer: string, stop: StopReason, streamed = false): void => {
-  const s = mutable(state)
-  s.answer = answer
-  s.stop = stop
-  s.answerStreamed = streamed
-}
+export const finish = (state: RunState, answer: string, stop: StopReason, streamed = false): RunState => ({
+  ...state,
+  answer,
+  stop,
+  answerStreamed: streamed
+})
 
 /** Synthesis replaced the loop's answer with the one the user received. */
-export const setAnswer = (state: RunState, answer: string): void => {
-  mutable(state).answer = answer
-}
+export const setAnswer = (state: RunState, answer: string): RunState => ({ ...state, answer })
 
-/** Numbers the next budget wait of the run (policy `ask`). */
-export const nextBudgetWait = (state: RunState): number => ++mutable(state).budgetWaits
+/** Numbers the next budget wait of the run (policy `ask`): its number, and the state. */
+export const nextBudgetWait = (state: RunState): readonly [number, RunState] => {
+  const budgetWaits = state.budgetWaits + 1
+  return [budgetWaits, { ...state, budgetWaits }]
+}
