@@ -47,8 +47,21 @@ export interface AgentOptions {
   readonly maxTurnTokens: number
   /** Tool results are cut to this many chars in the synthesis trace. `REACT_TOOL_OBS_TRUNCATION`, default 2000. */
   readonly toolObsTruncation: number
-  /** Default tool timeout (a tool's own `timeout` wins). `REACT_TOOL_TIMEOUT_MS`, default 60 s. */
-  readonly toolTimeout: Duration.DurationInput
+  /**
+   * A timeout for every call of a tool that declares none (a tool's own
+   * `timeout` wins). `REACT_TOOL_TIMEOUT_MS`, default none: a tool without a
+   * timeout of its own runs without a timer, bounded by the run's deadline
+   * (`runTimeout`).
+   */
+  readonly toolTimeout?: Duration.DurationInput
+  /**
+   * The run's deadline: past it the run is interrupted — its model call, its
+   * tools — and ends with `RunFailed` ("The run timed out after …") and `Done`.
+   * Waiting for a person (an approval, a budget extension) counts. Per
+   * execution: a durable run resumed after a restart has the whole deadline
+   * again. `REACT_RUN_TIMEOUT_MS` (`0`: none), default 1 hour.
+   */
+  readonly runTimeout: Duration.DurationInput
   /** Extra instructions appended to the loop's system prompt. */
   readonly systemPrompt?: string
   /**
@@ -114,7 +127,7 @@ export const defaults: AgentOptions = {
   toolResultBudget: 40000,
   maxTurnTokens: 0,
   toolObsTruncation: 2000,
-  toolTimeout: Duration.seconds(60),
+  runTimeout: Duration.hours(1),
   approvalTools: [],
   synthesis: "auto"
 }
@@ -167,6 +180,12 @@ export const envVariables: { readonly [K in IntKey]: { readonly name: string; re
  * @category constants
  */
 export const TOOL_TIMEOUT_ENV = "REACT_TOOL_TIMEOUT_MS"
+
+/**
+ * @since 0.1.0
+ * @category constants
+ */
+export const RUN_TIMEOUT_ENV = "REACT_RUN_TIMEOUT_MS"
 
 /**
  * @since 0.1.0
@@ -232,7 +251,7 @@ const ints = Object.fromEntries(
 
 /**
  * The options the `REACT_*` variables set (`REACT_MAX_ITERATIONS`,
- * `REACT_TOOL_TIMEOUT_MS`, `REACT_APPROVAL_TOOLS`, `REACT_APPROVAL_TIMEOUT_MS`,
+ * `REACT_TOOL_TIMEOUT_MS`, `REACT_RUN_TIMEOUT_MS`, `REACT_APPROVAL_TOOLS`, `REACT_APPROVAL_TIMEOUT_MS`,
  * `REACT_SYNTHESIS`, … see docs/configuration.md), as a `Config`: an unset
  * variable sets nothing; an invalid one is a `ConfigError` naming it. The
  * options read from files (`MODEL_PRICES_FILE`, `REACT_GUARDRAILS_FILE`) are
@@ -244,6 +263,7 @@ const ints = Object.fromEntries(
 export const config: Config.Config<Partial<AgentOptions>> = Config.all({
   ...ints,
   toolTimeout: intFromEnv(TOOL_TIMEOUT_ENV, 1),
+  runTimeout: intFromEnv(RUN_TIMEOUT_ENV, 0),
   approvalTimeout: intFromEnv(APPROVAL_TIMEOUT_ENV, 1),
   approvalTools: Config.option(Config.string(APPROVAL_TOOLS_ENV).pipe(
     Config.map(globList),
@@ -262,10 +282,11 @@ export const config: Config.Config<Partial<AgentOptions>> = Config.all({
         : Either.left(ConfigError.InvalidData([SYNTHESIS_ENV], `${SYNTHESIS_ENV} must be "always" or "auto", got ${JSON.stringify(value)}`))
     )
   ))
-}).pipe(Config.map(({ approvalTimeout, toolTimeout, ...rest }) => {
+}).pipe(Config.map(({ approvalTimeout, runTimeout, toolTimeout, ...rest }) => {
   const out: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(rest) as Array<[string, Option.Option<unknown>]>) if (Option.isSome(value)) out[key] = value.value
   if (Option.isSome(toolTimeout)) out.toolTimeout = Duration.millis(toolTimeout.value)
+  if (Option.isSome(runTimeout)) out.runTimeout = runTimeout.value === 0 ? Duration.infinity : Duration.millis(runTimeout.value)
   if (Option.isSome(approvalTimeout)) out.approvalTimeout = Duration.millis(approvalTimeout.value)
   return out as Partial<AgentOptions>
 }))
@@ -286,6 +307,7 @@ export const resolve = (explicit: Partial<AgentOptions> = {}): Effect.Effect<Age
       if (given !== undefined) out[key] = yield* checkInt(key, given, envVariables[key].min)
     }
     if (explicit.toolTimeout !== undefined) out.toolTimeout = yield* positiveDuration("toolTimeout", explicit.toolTimeout)
+    if (explicit.runTimeout !== undefined) out.runTimeout = yield* positiveDuration("runTimeout", explicit.runTimeout)
     if (explicit.approvalTools !== undefined) out.approvalTools = yield* checkGlobs("approvalTools", explicit.approvalTools)
     if (explicit.approvalTimeout !== undefined) out.approvalTimeout = yield* positiveDuration("approvalTimeout", explicit.approvalTimeout)
     if (explicit.synthesis !== undefined) out.synthesis = yield* checkPolicy("synthesis", explicit.synthesis)

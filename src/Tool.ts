@@ -112,7 +112,7 @@ export interface Tool<out R = never> {
   readonly readOnly: boolean
   /** Always advertised, even when tool selection narrowed the set. */
   readonly pinned: boolean
-  /** Per-tool timeout (the agent's default applies when unset). */
+  /** Per-tool timeout (unset: the agent's `toolTimeout` if it has one, else the run's deadline bounds the call). */
   readonly timeout?: Duration.DurationInput
   /**
    * Safe to run twice with the same arguments. A durable run re-runs an

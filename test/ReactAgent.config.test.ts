@@ -29,7 +29,9 @@ describe("AgentConfig", () => {
       assert.strictEqual(o.toolResultBudget, 40000)
       assert.strictEqual(o.maxTurnTokens, 0)
       assert.strictEqual(o.toolObsTruncation, 2000)
-      assert.strictEqual(Duration.toMillis(o.toolTimeout), 60000)
+      // no per-call timer unless declared; a run deadline of an hour
+      assert.isUndefined(o.toolTimeout)
+      assert.strictEqual(Duration.toMillis(Duration.decode(o.runTimeout)), 3_600_000)
       assert.isTrue(o.useNativeTools && o.completionCheck)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
@@ -45,7 +47,8 @@ describe("AgentConfig", () => {
         REACT_TOOL_RESULT_BUDGET: "1000",
         REACT_MAX_TURN_TOKENS: "5000",
         REACT_TOOL_OBS_TRUNCATION: "500",
-        REACT_TOOL_TIMEOUT_MS: "1500"
+        REACT_TOOL_TIMEOUT_MS: "1500",
+        REACT_RUN_TIMEOUT_MS: "90000"
       }
       const o = yield* AgentConfig.load().pipe(withEnv(env))
       assert.deepStrictEqual(
@@ -54,15 +57,20 @@ describe("AgentConfig", () => {
       )
       assert.deepStrictEqual([o.toolSelectionThreshold, o.toolSelectionMax, o.toolResultBudget, o.maxTurnTokens], [20, 3, 1000, 5000])
       assert.strictEqual(o.toolObsTruncation, 500)
-      assert.strictEqual(Duration.toMillis(o.toolTimeout), 1500)
-      const explicit = yield* AgentConfig.load({ maxIterations: 9, toolTimeout: "2 seconds" }).pipe(withEnv(env))
+      assert.strictEqual(Duration.toMillis(Duration.decode(o.toolTimeout!)), 1500)
+      assert.strictEqual(Duration.toMillis(Duration.decode(o.runTimeout)), 90_000)
+      const explicit = yield* AgentConfig.load({ maxIterations: 9, toolTimeout: "2 seconds", runTimeout: "5 minutes" }).pipe(withEnv(env))
       assert.strictEqual(explicit.maxIterations, 9)
-      assert.strictEqual(Duration.toMillis(explicit.toolTimeout), 2000)
+      assert.strictEqual(Duration.toMillis(Duration.decode(explicit.toolTimeout!)), 2000)
+      assert.strictEqual(Duration.toMillis(Duration.decode(explicit.runTimeout)), 300_000)
+      // 0: no deadline
+      const none = yield* AgentConfig.load().pipe(withEnv({ REACT_RUN_TIMEOUT_MS: "0" }))
+      assert.isFalse(Duration.isFinite(Duration.decode(none.runTimeout)))
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("an invalid variable is a ConfigError naming it", () =>
     Effect.gen(function*() {
-      for (const [name, value] of [["REACT_MAX_ITERATIONS", "lots"], ["REACT_MAX_ITERATIONS", "0"], ["REACT_TOOL_TIMEOUT_MS", "-5"]]) {
+      for (const [name, value] of [["REACT_MAX_ITERATIONS", "lots"], ["REACT_MAX_ITERATIONS", "0"], ["REACT_TOOL_TIMEOUT_MS", "-5"], ["REACT_RUN_TIMEOUT_MS", "-1"]]) {
         const exit = yield* Effect.exit(AgentConfig.load().pipe(withEnv({ [name]: value })))
         assert.isTrue(Exit.isFailure(exit))
         if (Exit.isFailure(exit)) assert.include(String(exit.cause), name)

@@ -1,7 +1,9 @@
 /**
- * Fault tests: tool handlers that hang are cut by the per-tool timeout (the agent
- * option `toolTimeout`, default 60 s, env `REACT_TOOL_TIMEOUT_MS`; a tool's own
- * `timeout` wins) and answered as errors; the rest of the round and the run go on.
+ * Fault tests: tool handlers that hang are cut by a declared timeout (the tool's
+ * own, else the agent option `toolTimeout`, env `REACT_TOOL_TIMEOUT_MS`, default
+ * none) and answered as errors — the rest of the round and the run go on; a
+ * tool without one is bounded by the run's deadline (`runTimeout`, env
+ * `REACT_RUN_TIMEOUT_MS`, default 1 hour), which ends the run with `RunFailed`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
@@ -54,9 +56,27 @@ const run = (script: ReadonlyArray<ScriptedLlm.ScriptStep>, options: Partial<Age
   })
 
 describe("tool timeouts", () => {
-  it("the documented default is 60 s", () => {
-    assert.strictEqual(Duration.toMillis(Duration.decode(AgentConfig.defaults.toolTimeout)), 60_000)
+  it("the documented defaults: no per-call timer, a run deadline of 1 hour", () => {
+    assert.isUndefined(AgentConfig.defaults.toolTimeout)
+    assert.strictEqual(Duration.toMillis(Duration.decode(AgentConfig.defaults.runTimeout)), 3_600_000)
   })
+
+  it.live("a hanging tool without a declared timeout is bounded by the run's deadline: RunFailed, then Done", () =>
+    Effect.gen(function*() {
+      const ran: Array<string> = []
+      const { ms, result } = yield* run([
+        ScriptedLlm.toolCalls([{ id: "a", name: "hang_never" }, { id: "b", name: "quick" }]),
+        ScriptedLlm.text("never asked"),
+        ScriptedLlm.text("never asked")
+      ], { runTimeout: Duration.millis(300) }).pipe(Effect.tap(({ llm }) => Effect.sync(() => ran.push(`${llm.requests.length}`))))
+      assert.strictEqual(result.error?.message, "The run timed out after 300ms")
+      assert.isFalse(result.error?.retryable)
+      assert.strictEqual(result.answer, "")
+      // the model was asked once: the round never ended
+      assert.deepStrictEqual(ran, ["1"])
+      assert.isAtLeast(ms, 290)
+      assert.isBelow(ms, 5_000)
+    }))
 
   it.live("hanging handlers in a parallel round are cut by the agent's timeout; the other call and the run go on", () =>
     Effect.gen(function*() {

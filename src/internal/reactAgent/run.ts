@@ -241,7 +241,7 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
         journal.emit({ _tag: "LlmRetry", attempt: notice.attempt, reason: notice.reason, delay_ms: Math.round(notice.delayMs) }))
     )
     const { elapsed, ending, pending } = yield* AgentRun.lifecycle(
-      { interrupts: services.interrupts, conversationId, cancel: input.cancel, emit: journal.emit },
+      { interrupts: services.interrupts, conversationId, cancel: input.cancel, timeout: services.options.runTimeout, emit: journal.emit },
       work
     )
     const outcome = yield* Ref.get(progress)

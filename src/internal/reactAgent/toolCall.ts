@@ -77,15 +77,17 @@ const availableNames = (env: LoopEnv): string => {
 export const failure = (message: string): ToolOutcome => ({ _tag: "Failure", message })
 
 /**
- * Decode + handler, bounded by the tool's timeout (`Effect.timeoutTo`: the
- * handler runs in a fiber the timeout interrupts, the caller goes on with the
- * "timed out" outcome). Failures, defects, the timeout and the handler's own
+ * Decode + handler, bounded by the tool's declared timeout, if it has one (its
+ * own, else the agent's `toolTimeout`; `Effect.timeoutTo`: the handler runs in
+ * a fiber the timeout interrupts, the caller goes on with the "timed out"
+ * outcome). Without one the handler runs in the call's own fiber, bounded by
+ * the run's deadline (`runTimeout`). Failures, defects, the timeout and the handler's own
  * interruption become a Failure outcome; only the run's interruption escapes.
  * The handler knows which call it handles (`Tool.currentCall`, set with
  * `Effect.locally`: agent tools nest their events under it).
  */
 const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Effect<ToolOutcome> => {
-  const timeout = Duration.decode(tool.timeout ?? env.options.toolTimeout)
+  const declared = tool.timeout ?? env.options.toolTimeout
   const key = keyOf(env, context.iteration, context.toolCallId)
   const call: Tool.CallContext = {
     toolName: context.toolName,
@@ -111,6 +113,9 @@ const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect
     onSuccess: succeeded,
     onFailure: failed
   })
+  // a tool without a declared timeout runs without a timer of its own: the run's deadline bounds it
+  if (declared === undefined) return handling
+  const timeout = Duration.decode(declared)
   if (!Duration.isFinite(timeout)) return handling
   return Effect.timeoutTo(handling, {
     duration: timeout,
