@@ -13,6 +13,7 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
+import { pathToFileURL } from "node:url"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
@@ -74,4 +75,7 @@ const main = async () => {
     }
   }
 }
-main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1) })
+// run as a script only (bench/abn.ts imports `oursFrom`)
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1) })
+}

@@ -7,7 +7,6 @@
  *
  * @since 0.1.0
  */
-import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -15,7 +14,6 @@ import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
 import { globalValue } from "effect/GlobalValue"
 import * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ChatMessage } from "./Message.js"
 import type { Usage } from "./Usage.js"
@@ -332,26 +330,15 @@ export const independentCalls: LlmService["oneCall"] = (body) => body(() => Effe
  */
 export class Llm extends Context.Tag("effect-react-engine/Llm")<Llm, LlmService>() {}
 
-/**
- * Decodes a tool call's raw argument text. Empty text means no arguments (`{}`).
- *
- * @since 0.1.0
- * @category utils
- */
-export const parseToolArguments = (raw: string): Either.Either<Record<string, unknown>, string> => {
-  if (raw.trim() === "") return Either.right({})
-  let value: unknown
-  try {
-    value = JSON.parse(raw)
-  } catch (e) {
-    return Either.left(`Invalid JSON in tool arguments: ${(e as Error).message}`)
-  }
-  if (value === null) return Either.right({})
-  if (typeof value !== "object" || Array.isArray(value)) {
-    return Either.left(`Tool arguments must be a JSON object, got ${Array.isArray(value) ? "an array" : typeof value}`)
-  }
-  return Either.right(value as Record<string, unknown>)
-}
+export {
+  /**
+   * Decodes a tool call's raw argument text. Empty text means no arguments (`{}`).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  parseToolArguments
+} from "./internal/llm/toolArguments.js"
 
 /**
  * Moves `<think>…</think>` blocks out of a reply's text (models such as Qwen/QwQ and
@@ -364,31 +351,38 @@ export const parseToolArguments = (raw: string): Either.Either<Record<string, un
  */
 export const splitThinking: (content: string) => { readonly content: string; readonly reasoning: string } = Think.splitThinking
 
-/**
- * A streamed reply decided when the stream runs (`Stream.unwrap`), for a reply
- * whose deltas may all be known at once: `effect` gives either the deltas (a
- * reply that arrived whole: an endpoint without streaming, a scripted reply
- * without latency) or the stream of them. A plain `Stream`: the engine runs it
- * like any other (`Stream.runForEachChunk`); a reply known whole is one chunk.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const unwrapDeltas = <E>(
-  effect: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E>
-): Stream.Stream<ChatDelta, E> => Stream.unwrap(Effect.map(effect, toStream))
-
-/**
- * `unwrapDeltas` for an effect that needs a scope (`Stream.unwrapScoped`): what
- * it acquires (an open HTTP response) is released when the stream ends.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const unwrapDeltasScoped = <E>(
-  effect: Effect.Effect<ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>, E, Scope.Scope>
-): Stream.Stream<ChatDelta, E> => Stream.unwrapScoped(Effect.map(effect, toStream))
-
-// a reply known whole is one chunk, written at once (`fromIterable` would pull it through an iterator loop)
-const toStream = <E>(r: ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>): Stream.Stream<ChatDelta, E> =>
-  Array.isArray(r) ? Stream.fromChunk(Chunk.fromIterable(r as ReadonlyArray<ChatDelta>)) : (r as Stream.Stream<ChatDelta, E>)
+export {
+  /**
+   * Runs `f` on each chunk of `stream`, in order, by pulling the chunks one at
+   * a time (`Stream.toPull` in `Effect.scoped`) instead of running the stream
+   * as a whole: the result of `Stream.runForEachChunk` — the same chunks, the
+   * same failure, the stream's resources released at the end — at a fraction
+   * of its fixed cost on Effect 3 (≈ 45 µs instead of ≈ 150 µs for a reply of
+   * one chunk), which a loop pays on every model call. A reply known whole
+   * (`unwrapDeltas` of an array) is one chunk: one pull, one call of `f`. The
+   * loop consumes its streamed model calls with it.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  forEachChunk,
+  /**
+   * A streamed reply decided when the stream runs (`Stream.unwrap`), for a reply
+   * whose deltas may all be known at once: `effect` gives either the deltas (a
+   * reply that arrived whole: an endpoint without streaming, a scripted reply
+   * without latency) or the stream of them. A plain `Stream`: the engine reads
+   * it like any other (`forEachChunk`); a reply known whole is one chunk.
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  unwrapDeltas,
+  /**
+   * `unwrapDeltas` for an effect that needs a scope (`Stream.unwrapScoped`): what
+   * it acquires (an open HTTP response) is released when the stream ends.
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  unwrapDeltasScoped
+} from "./internal/llm/deltaStream.js"
