@@ -4,7 +4,7 @@
  * project's 2-core machine).
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
- * `BENCH_ONLY=loop,process,alone,round,guard,selection,first,primitives,latency,durable,starts,sequential,curve,cache,load` (a subset; the doc is only
+ * `BENCH_ONLY=loop,process,alone,round,guard,selection,first,primitives,latency,durable,starts,sequential,curve,followers,cache,load` (a subset; the doc is only
  * written for a full run, or with `--merge`), `BENCH_LOAD_LEVELS=100,500,1000`, and the latency
  * section's `BENCH_LATENCY_TTFT_MS`, `BENCH_LATENCY_TPS`, `BENCH_LATENCY_REPS`,
  * `BENCH_LATENCY_POLICIES` (bench/latency.ts).
@@ -26,6 +26,7 @@ import * as Concurrency from "./concurrency.js"
 import * as ContextGuardBench from "./contextGuard.js"
 import * as DurableStep from "./durableStep.js"
 import * as FirstToken from "./firstToken.js"
+import * as Followers from "./followers.js"
 import { fmtUs, table } from "./harness.js"
 import * as Latency from "./latency.js"
 import * as Loop from "./loopOverhead.js"
@@ -79,6 +80,7 @@ const main = async () => {
     durable?: Report.Results["durable"]
     concurrency?: Concurrency.ConcurrencyResults
     promptCache?: Report.Results["promptCache"]
+    followers?: Followers.FollowerFigures
   } = { loop: [] }
 
   if (wants("loop")) {
@@ -208,6 +210,12 @@ const main = async () => {
     const figure = await measure().catch(errorText)
     results.concurrency = { ...results.concurrency, [key]: figure }
     for (const line of Concurrency.lines({ [key]: figure })) log(line)
+  }
+
+  if (wants("followers")) {
+    log(`\n## Idle followers: what one more SSE client of a run costs the server [${elapsed()}]`)
+    results.followers = await Followers.run({ runs: 10, followers: quick ? 200 : 1000 })
+    log(Followers.line(results.followers))
   }
 
   if (wants("cache")) {

@@ -265,6 +265,8 @@ export const Done = Schema.TaggedStruct("Done", {
   /** The run's id (`RunInput.runId` or a fresh `run_…` id; a server run's is its stored run's, listed in `turn_details`). */
   run_id: Schema.optional(Schema.String),
   pending_injections: Schema.Array(PendingInjection),
+  /** A server run stopped by a cancel (`POST /api/react/cancel`, the detach grace): `true`; absent otherwise. */
+  cancelled: Schema.optional(Schema.Boolean),
   /** In-process only: every tool step of the run. */
   steps: Schema.optional(Schema.Array(Schema.typeSchema(ToolDone).pipe(Schema.omit("_tag")))),
   /** In-process only: the full message list of the run (system prompt, query, loop messages). */

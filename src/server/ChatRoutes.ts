@@ -27,7 +27,6 @@ import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
-import * as Sse from "./Sse.js"
 import * as UiMessageStream from "./UiMessageStream.js"
 
 /** A part of a UI message (only text parts are read). */
@@ -93,13 +92,10 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
     const settings = yield* ServerConfig.ServerConfig
     const registry = yield* RunRegistry.RunRegistry
     const guard = ApiError.authorize(settings.apiToken)
-    const heartbeat = Stream.tick(settings.heartbeatMs).pipe(Stream.map(() => Sse.comment("ping")))
-
-    const respond = (conversationId: string, events: Stream.Stream<RunRegistry.WireEvent>) =>
+    // heartbeats come with the events (`RunRegistry.events`)
+    const respond = (conversationId: string, events: Stream.Stream<RunRegistry.Followed>) =>
       HttpServerResponse.stream(
-        UiMessageStream.toBytes(UiMessageStream.fromWire(events, { conversationId })).pipe(
-          Stream.merge(heartbeat, { haltStrategy: "left" })
-        ),
+        UiMessageStream.toBytes(UiMessageStream.fromEvents(events, { conversationId })),
         { contentType: "text/event-stream", headers: { ...UiMessageStream.HEADERS, "x-conversation-id": conversationId } }
       )
 

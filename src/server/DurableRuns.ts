@@ -23,37 +23,19 @@ import * as SingleRunner from "@effect/cluster/SingleRunner"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import * as Activity from "@effect/workflow/Activity"
 import * as Workflow from "@effect/workflow/Workflow"
-import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
-import * as Config from "effect/Config"
+import type { WorkflowEngine } from "@effect/workflow/WorkflowEngine"
+import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
-import * as ContextGuard from "../ContextGuard.js"
-import * as DagAgent from "../DagAgent.js"
-import * as Message from "../Message.js"
-import * as Telemetry from "../Telemetry.js"
-import * as ReactAgent from "../ReactAgent.js"
-import * as Recorder from "../Recorder.js"
-import * as Replay from "../Replay.js"
-import type { RunEvent } from "../RunEvent.js"
-import type { EmitOptions } from "../RunJournal.js"
-import * as CassetteRoutes from "./CassetteRoutes.js"
-import * as ConversationBudget from "./ConversationBudget.js"
-import * as ConversationStore from "./ConversationStore.js"
-import * as DurableJournal from "./internal/durableJournal.js"
 import * as Embedded from "./internal/durableRuns.js"
-import { endLine, shutdownLine } from "./internal/durableRuns.js"
+import { shutdownLine } from "./internal/durableRuns.js"
 import * as RunHostModule from "./internal/runHost.js"
-import * as Transcript from "./internal/transcript.js"
-import * as RunLog from "./RunLog.js"
-import * as RunTrace from "./RunTrace.js"
+import * as RunWorkflow from "./internal/runWorkflow.js"
 import * as ServerConfig from "./ServerConfig.js"
 
 /**
@@ -62,24 +44,7 @@ import * as ServerConfig from "./ServerConfig.js"
  * @since 0.1.0
  * @category models
  */
-export const RunPayload = Schema.Struct({
-  runId: Schema.String,
-  conversationId: Schema.String,
-  query: Schema.String,
-  mode: DagAgent.Mode,
-  maxIterations: Schema.optional(Schema.Number),
-  /** The span of the request that started the run (a replayed run joins its trace). */
-  parent: Schema.optional(Telemetry.SpanParent),
-  /** A fork's run: the original run's steps stored before event `at` are taken from storage (`Replay.withPrefix`). */
-  fork: Schema.optional(CassetteRoutes.ForkPoint),
-  /**
-   * The conversation's earlier turns, read when the run was started (its
-   * conversation already held by it): stored with the run, so a replay reads
-   * the same list without a stored step of its own. Absent in runs started by
-   * earlier versions (the `history` activity reads them).
-   */
-  history: Schema.optional(Schema.Array(Message.ChatMessage))
-})
+export const RunPayload = RunWorkflow.RunPayload
 /**
  * @since 0.1.0
  * @category models
@@ -113,9 +78,9 @@ export class RunHost extends Context.Tag("effect-react-engine/RunHost")<RunHost,
  * @since 0.1.0
  * @category layers
  */
-export const layerHost: Layer.Layer<RunHost, never, ServerConfig.ServerConfig> = Layer.effect(
+export const layerHost: Layer.Layer<RunHost, never, ServerConfig.ServerConfig> = Layer.scoped(
   RunHost,
-  Effect.map(ServerConfig.ServerConfig, (settings) =>
+  Effect.flatMap(ServerConfig.ServerConfig, (settings) =>
     RunHostModule.make(crypto.randomUUID(), { maxActive: settings.maxActiveRuns, queue: settings.runQueue }))
 )
 
@@ -144,168 +109,6 @@ export const layerShutdownGrace: Layer.Layer<never, never, RunHost | ServerConfi
   })
 )
 
-const StoredHistory = Schema.Array(Message.ChatMessage)
-
-const body = (payload: RunPayload) =>
-  Effect.gen(function*() {
-    const { conversationId, query, runId } = payload
-    const host = yield* RunHost
-    const log = yield* RunLog.RunLog
-    const store = yield* ConversationStore.ConversationStore
-    const guard = yield* ContextGuard.ContextGuard
-    const agent = yield* ReactAgent.ReactAgent
-    const dag = yield* DagAgent.DagAgent
-    const workflow = yield* Effect.context<WorkflowEngine | WorkflowInstance>()
-    const local = yield* host.register(runId, conversationId)
-    const row = yield* Effect.flatMap(log.run(runId), Option.match({
-      onNone: () => Effect.dieMessage(`run ${runId} is not in the run log`),
-      onSome: Effect.succeed
-    })).pipe(Effect.orDie)
-    const stored = yield* Effect.orDie(log.storedKeys(runId))
-    // what the run's cassette is built from (GET …/runs/:run_id/cassette): its model calls, tool
-    // outcomes and drains, stored as they happen; a failure to store one is logged, never fatal
-    const trace = yield* RunTrace.RunTrace
-    const traced = (kind: string, data: unknown) =>
-      trace.append(runId, kind, data).pipe(Effect.catchAll((error) => Effect.logWarning(`run ${runId}: ${error.message}`)))
-    // each step is stored with the id of the run's last event so far: a fork at an event takes the steps before it
-    const recording = Recorder.makeRecording((entry) => {
-      const { data, kind } = RunTrace.traceEntry(entry)
-      return trace.append(runId, kind, data, durable.lastSeq()).pipe(
-        Effect.catchAll((error) => Effect.logWarning(`run ${runId}: ${error.message}`))
-      )
-    })
-
-    // what the stored turn says: the answer the user saw, whether the run failed
-    let streamed = ""
-    let failure: string | undefined
-    let retries = 0
-    const observe = (event: RunEvent) => {
-      if (event._tag === "AnswerDelta") streamed += event.content
-      else if (event._tag === "AnswerReset") streamed = ""
-      else if (event._tag === "RunFailed") failure = event.message
-      else if (event._tag === "LlmRetry") retries++
-    }
-    let cancelled = false
-
-    // one stored step ends the run: its turn stored, the conversation free again before its client
-    // reads `done` (each part idempotent: a re-run after a crash stores the turn once)
-    const persist = (done: Extract<RunEvent, { _tag: "Done" }>) =>
-      Effect.zipRight(
-        Effect.map(Deferred.isDone(local.cancel), (isDone) => {
-          cancelled = isDone
-        }),
-        journalActivity("end", () =>
-          store.appendTurn({
-            conversationId,
-            query,
-            answer: done.answer === "" ? streamed : done.answer,
-            messages: Transcript.loopMessages(done.messages ?? [], query),
-            usage: done.usage,
-            runId,
-            status: cancelled ? "cancelled" : failure !== undefined ? "failed" : "completed"
-          }).pipe(
-            Effect.catchAll((error) => Effect.logError(`run ${runId}: ${error.message}`)),
-            Effect.zipRight(Effect.orDie(log.finish(runId)))
-          ))
-      ).pipe(
-        Effect.zipRight(Effect.suspend(() => {
-          const status = cancelled ? "cancelled" : failure !== undefined ? "failed" : "done"
-          const line = endLine(runId, conversationId, status, done, retries, (Date.now() - row.startedAt) / 1000)
-          return status === "failed" ? Effect.logWarning(`${line}: ${failure}`) : Effect.logInfo(line)
-        }))
-      )
-
-    const journalActivity = (name: string, execute: () => Effect.Effect<void>) =>
-      Effect.provide(Activity.make({ name, execute: Effect.suspend(execute) }), workflow)
-
-    const durable = DurableJournal.make({
-      runId,
-      workflow,
-      host,
-      log,
-      local,
-      stored,
-      rewrite: (event, data) =>
-        event._tag === "Done"
-          ? {
-            ...data,
-            answer: event.answer === "" ? streamed : event.answer,
-            elapsed: (Date.now() - row.startedAt) / 1000,
-            conversation_id: conversationId,
-            run_id: runId,
-            ...(cancelled ? { cancelled: true } : {})
-          }
-          : data,
-      beforeDone: persist
-    })
-    const journal = {
-      ...durable,
-      emit: (event: RunEvent, options?: EmitOptions) => Effect.zipRight(Effect.sync(() => observe(event)), durable.emit(event, options))
-    }
-
-    // a run found half done was cut by a crash (or moved here from a dead instance)
-    if (stored.keys.size > 0) {
-      yield* durable.emitOnce(`resumed@${host.bootId}`, { _tag: "Resumed" })
-      // a fresh detach grace: its clients are reconnecting
-      yield* Effect.orDie(log.touch(runId, Date.now()))
-    }
-
-    // the history that came with the run and fits as it is needs no stored step; one the guard may
-    // compact (with a model call) is compacted in the `history` activity
-    const started = payload.history
-    const fits = started !== undefined && (started.length === 0 || guard.fits?.(started, { hint: "general" }) === true)
-    const history = fits ? started : yield* journal.activity({
-      name: "history",
-      success: StoredHistory,
-      execute: () =>
-        (started !== undefined ? Effect.succeed(started) : store.history(conversationId)).pipe(
-          Effect.flatMap((turns) =>
-            turns.length === 0 ? Effect.succeed(turns) : guard.checkAndCompact(turns, { hint: "general" }).pipe(
-              Effect.tap((checked) =>
-                checked.compacted
-                  ? journal.emit({ _tag: "Compact", original_messages: checked.originalMessages, kept_messages: checked.keptMessages })
-                  : Effect.void
-              ),
-              Effect.map((checked) => checked.messages)
-            )
-          ),
-          Effect.catchAll((error) =>
-            Effect.as(Effect.logError(`run ${runId}: ${error.message}; continuing without history`), [])
-          )
-        )
-    })
-    if (stored.keys.size === 0) {
-      yield* traced("input", { query, history, ...(payload.maxIterations !== undefined ? { max_iterations: payload.maxIterations } : {}) })
-    }
-    const input: ReactAgent.RunInput = {
-      query,
-      conversationId,
-      history,
-      ...(payload.maxIterations !== undefined ? { maxIterations: payload.maxIterations } : {}),
-      cancel: Deferred.await(local.cancel)
-    }
-    const mode = payload.mode === "auto"
-      ? yield* journal.activity({
-        name: "route",
-        success: Schema.Literal("react", "dag"),
-        execute: () => Effect.map(dag.route(query), (routed) => routed.mode)
-      })
-      : payload.mode
-    // REACT_CONVERSATION_BUDGET_USD: the run may spend what the conversation's earlier runs left
-    const governed = ConversationBudget.govern(yield* Effect.serviceOption(ConversationBudget.ConversationBudget), journal, store, conversationId)
-    // a fork: the original run's steps before the fork point come from storage, the rest runs live
-    const fromStorage = payload.fork === undefined ? <A, E, R>(self: Effect.Effect<A, E, R>) => self : Replay.withPrefix(
-      CassetteRoutes.forkPrefix(payload.fork, yield* Effect.orDie(trace.entries(payload.fork.runId)),
-        yield* Effect.orDie(log.eventsAfter(payload.fork.runId, 0)), query)
-    )
-    if (mode === "react") return yield* governed(Recorder.withRecording(recording)(fromStorage(agent.execute(input, journal))))
-    // DAG mode: the plan, steps, analysis and synthesis are activities; step events are keyed by step
-    return yield* governed(dag.execute(input, {
-      ...journal,
-      emitOnce: (key, event) => Effect.zipRight(Effect.sync(() => observe(event)), durable.emitOnce(key, event))
-    }))
-  }).pipe(Effect.scoped)
-
 /**
  * Registers the run workflow (every instance registers it: which runner
  * executes a run depends on its shard, not on who started it).
@@ -313,7 +116,7 @@ const body = (payload: RunPayload) =>
  * @since 0.1.0
  * @category layers
  */
-export const layerWorkflow = AgentRun.toLayer(body)
+export const layerWorkflow = AgentRun.toLayer((payload) => Effect.flatMap(RunHost, (host) => RunWorkflow.body(payload, host)))
 
 /**
  * The cluster's settings for several instances.

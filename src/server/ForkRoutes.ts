@@ -34,15 +34,25 @@ import * as RunTrace from "./RunTrace.js"
 import * as ServerConfig from "./ServerConfig.js"
 
 /** The step an event belongs to, for people (`forked_from.step`: "step 2 · calculator"). */
-const stepOf = (event: RunLog.StoredEvent): string => {
-  const d = JSON.parse(event.data) as Record<string, unknown>
-  if (event.channel === "done") return "the end of the run"
-  if (event.channel === "answer" || (event.channel === "step" && d.type === "answer")) return "the answer"
-  if (event.channel === "step" && d.type === "iteration") {
-    return `step ${d.iteration} · ${d.tool_name}${d.status === "start" ? " (started)" : ""}`
+const stepOf = ({ event, seq }: RunLog.StoredEvent): string => {
+  switch (event._tag) {
+    case "Done":
+      return "the end of the run"
+    case "AnswerSignal":
+    case "AnswerStart":
+    case "AnswerDelta":
+    case "AnswerDone":
+    case "AnswerReset":
+      return "the answer"
+    case "ToolStart":
+    case "ToolDone":
+      return `step ${event.iteration} · ${event.tool_name}${event._tag === "ToolStart" ? " (started)" : ""}`
+    case "ThinkingStart":
+    case "ThinkingDone":
+      return `step ${event.iteration}${event._tag === "ThinkingStart" ? " (thinking)" : ""}`
+    default:
+      return `event ${seq}`
   }
-  if (event.channel === "step" && d.type === "thinking") return `step ${d.iteration}${d.status === "start" ? " (thinking)" : ""}`
-  return `event ${event.seq}`
 }
 
 /**
@@ -86,16 +96,13 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
       const run = row.value
       if (run.status !== "done") return yield* Effect.fail(new ApiError.RunInProgress({ conversationId: run.conversationId }))
       const events = yield* log.eventsAfter(run.runId, 0).pipe(Effect.mapError(internal))
-      if (events.some((e) => e.channel === "dag")) {
+      if (events.some((e) => e.event._tag === "DagPlan" || e.event._tag === "DagStep")) {
         return yield* Effect.fail(
           new ApiError.NotForkable({ runId: run.runId, reason: "A DAG run cannot be forked (its steps are not stored for a fork)" })
         )
       }
       // a tool call: its `iteration done` event (a card of a stored turn knows its call, not its event)
-      const ended = (e: RunLog.StoredEvent) => {
-        const d = e.channel === "step" ? JSON.parse(e.data) as Record<string, unknown> : {}
-        return d.type === "iteration" && d.status === "done" && d.tool_call_id === body.tool_call_id
-      }
+      const ended = ({ event }: RunLog.StoredEvent) => event._tag === "ToolDone" && event.tool_call_id === body.tool_call_id
       const at = body.at ?? (body.tool_call_id !== undefined ? events.find(ended)?.seq ?? 0 : run.lastSeq)
       const event = events.find((e) => e.seq === at)
       if (event === undefined) {

@@ -130,6 +130,12 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
     const toolkit = yield* Toolkit.Toolkit
     const limit = settings.maxBodyBytes
     const guard = ApiError.authorize(settings.apiToken)
+    const sse = (following: RunRegistry.Following, conversationId: string) =>
+      Sse.response(following, {
+        shutdown: registry.shutdown,
+        maxBacklogBytes: settings.sseMaxBacklogBytes,
+        headers: { "x-conversation-id": conversationId }
+      })
 
     const api = <E extends ApiError.ApiError, R>(
       method: "GET" | "POST",
@@ -153,17 +159,17 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       Effect.gen(function*() {
         const body = yield* ApiError.decodeBody(ApiSchema.ReactRequest, limit)
         // start + attach without a gap: the run is never left without its first lease
-        const { conversationId, sink } = yield* Effect.uninterruptible(Effect.gen(function*() {
+        const { conversationId, following } = yield* Effect.uninterruptible(Effect.gen(function*() {
           const handle = yield* registry.start({
             query: body.query,
             ...(body.conversation_id !== undefined ? { conversationId: body.conversation_id } : {}),
             ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {}),
             ...(body.mode !== undefined ? { mode: body.mode } : {})
           })
-          const sink = yield* registry.attach(handle.conversationId, 0).pipe(Effect.orDie)
-          return { conversationId: handle.conversationId, sink }
+          const following = yield* registry.follow(handle.conversationId, 0).pipe(Effect.orDie)
+          return { conversationId: handle.conversationId, following }
         }))
-        return Sse.response(sink, { "x-conversation-id": conversationId })
+        return yield* sse(following, conversationId)
       })
     )
 
@@ -187,7 +193,7 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
         if (yield* registry.caughtUp(query.conversation_id, after)) {
           return HttpServerResponse.empty({ status: 204 })
         }
-        const sink = yield* registry.attach(query.conversation_id, after).pipe(
+        const following = yield* registry.follow(query.conversation_id, after).pipe(
           Effect.catchTag("NotFound", (error) =>
             store.exists(query.conversation_id).pipe(
               Effect.mapError(storeFailure),
@@ -197,7 +203,7 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
             )
           )
         )
-        return Sse.response(sink, { "x-conversation-id": query.conversation_id })
+        return yield* sse(following, query.conversation_id)
       })
     )
 

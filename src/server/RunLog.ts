@@ -13,14 +13,17 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { Injection } from "../Interrupts.js"
+import type { RunEvent } from "../RunEvent.js"
 import { RunInProgress } from "./ApiError.js"
 import * as Migrations from "./internal/runLogMigrations.js"
+import * as StoredEvents from "./internal/storedEvents.js"
 
 /**
  * @since 0.1.0
@@ -29,17 +32,12 @@ import * as Migrations from "./internal/runLogMigrations.js"
 export class RunLogError extends Schema.TaggedError<RunLogError>()("RunLogError", { message: Schema.String }) {}
 
 /**
- * A stored event.
+ * A stored event: the run's event (stored through its Schema) and its id in the run.
  *
  * @since 0.1.0
  * @category models
  */
-export interface StoredEvent {
-  readonly seq: number
-  readonly channel: string
-  /** The JSON payload, as text. */
-  readonly data: string
-}
+export type StoredEvent = StoredEvents.StoredEvent
 
 /**
  * @since 0.1.0
@@ -83,7 +81,7 @@ export interface RunLogService {
   /** Stores events (ids already assigned by the run's owner); keys already stored are skipped. */
   readonly append: (
     runId: string,
-    events: ReadonlyArray<{ readonly seq: number; readonly key: string; readonly channel: string; readonly data: string }>
+    events: ReadonlyArray<{ readonly seq: number; readonly key: string; readonly event: RunEvent }>
   ) => Effect.Effect<void, RunLogError>
   readonly eventsAfter: (runId: string, after: number) => Effect.Effect<ReadonlyArray<StoredEvent>, RunLogError>
   /** The keys and the last id of a run's stored events (a resumed run skips what is stored). */
@@ -199,12 +197,13 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
   const service: RunLogService = {
     start: ({ conversationId, query, runId }) =>
       sql.withTransaction(Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
         yield* sql`INSERT INTO react_active_runs (conversation_id, run_id) VALUES (${conversationId}, ${runId})
           ON CONFLICT (conversation_id) DO NOTHING`
         const owner = yield* sql<{ run_id: string }>`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}`
         if (owner[0]?.run_id !== runId) return false
         yield* sql`INSERT INTO react_runs (run_id, conversation_id, query, status, started_at, last_seq, cancel_requested, leases, waiting)
-          VALUES (${runId}, ${conversationId}, ${query}, 'running', ${Date.now()}, 0, 0, 0, 0)`
+          VALUES (${runId}, ${conversationId}, ${query}, 'running', ${now}, 0, 0, 0, 0)`
         return true
       })).pipe(
         Effect.mapError(failure("starting the run failed")),
@@ -235,21 +234,10 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
       Effect.map((rows) => rows.map(toRun)),
       Effect.mapError(failure("listing running runs failed"))
     ),
-    append: (runId, events) => {
-      if (events.length === 0) return Effect.void
-      const insert = (e: (typeof events)[number]) =>
-        sql`INSERT INTO react_run_events (run_id, seq, event_key, channel, data)
-          VALUES (${runId}, ${e.seq}, ${e.key}, ${e.channel}, ${e.data}) ON CONFLICT DO NOTHING`
-      // one event (the usual case): one statement, committed on its own — no BEGIN / COMMIT around it
-      return (events.length === 1 ? insert(events[0]) : sql.withTransaction(Effect.forEach(events, insert, { discard: true })))
-        .pipe(Effect.asVoid, Effect.mapError(failure("storing events failed")))
-    },
+    append: (runId, events) =>
+      StoredEvents.append(sql, runId, events).pipe(Effect.mapError(failure("storing events failed"))),
     eventsAfter: (runId, after) =>
-      sql<{ seq: number | string; channel: string; data: string }>`SELECT seq, channel, data FROM react_run_events
-        WHERE run_id = ${runId} AND seq > ${after} ORDER BY seq`.pipe(
-        Effect.map((rows) => rows.map((r) => ({ seq: Number(r.seq), channel: r.channel, data: r.data }))),
-        Effect.mapError(failure("reading events failed"))
-      ),
+      StoredEvents.after(sql, runId, after).pipe(Effect.mapError(failure("reading events failed"))),
     storedKeys: (runId) =>
       sql<{ seq: number | string; event_key: string }>`SELECT seq, event_key FROM react_run_events WHERE run_id = ${runId}`.pipe(
         Effect.map((rows) => ({
@@ -306,13 +294,14 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
         const runId = rows[0]?.run_id
         if (runId === undefined) return Option.none<Injection>()
         const id = newInjectionId()
+        const now = yield* Clock.currentTimeMillis
         // a queue: a message is ordered after the conversation's previous one even when both came
         // within one millisecond (ties were broken by the random id, so two quick messages could
         // be drained in the wrong order)
         const after = sql`COALESCE(MAX(created_at) + 1, 0)`
         const createdAt = sql.onDialectOrElse({
-          pg: () => sql`GREATEST(CAST(${Date.now()} AS BIGINT), ${after})`,
-          orElse: () => sql`MAX(${Date.now()}, ${after})`
+          pg: () => sql`GREATEST(CAST(${now} AS BIGINT), ${after})`,
+          orElse: () => sql`MAX(${now}, ${after})`
         })
         yield* sql`INSERT INTO react_injections (id, conversation_id, run_id, content, state, created_at)
           SELECT ${id}, ${conversationId}, ${runId}, ${content}, 'queued', ${createdAt}

@@ -17,6 +17,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
@@ -111,7 +112,7 @@ export const storage = (
   const embedded = where._tag === "Sqlite" || cluster === undefined
   // the only instance starting: clients counted as attached were attached to a process that is gone
   const runLog = embedded
-    ? Layer.effectDiscard(Effect.flatMap(RunLog.RunLog, (log) => Effect.orDie(log.releaseAll(Date.now())))).pipe(
+    ? Layer.effectDiscard(Effect.flatMap(Effect.zip(RunLog.RunLog, Clock.currentTimeMillis), ([log, now]) => Effect.orDie(log.releaseAll(now)))).pipe(
       Layer.provideMerge(RunLog.layer)
     )
     : RunLog.layer
@@ -287,7 +288,7 @@ export const listenOn = (options: {
         // Node edge: the http.Server finishes closing after this finalizer has returned (its
         // "close" callback), when no fiber of ours is left to sleep on; plain unref'd timers
         // drain keep-alive sockets meanwhile and cannot keep the process alive.
-        const idle = setInterval(() => server.closeIdleConnections(), 25)
+        const idle = setInterval(() => server.closeIdleConnections(), 25) // Node edge: runs after our fibers are gone (above)
         const hard = setTimeout(() => server.closeAllConnections(), 2000)
         idle.unref()
         hard.unref()

@@ -12,6 +12,7 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -83,7 +84,7 @@ export const make: Effect.Effect<ApprovalsService, never, SqlClient.SqlClient | 
 
   const request: ApprovalsService["request"] = (req) =>
     Effect.gen(function*() {
-      const now = Date.now()
+      const now = yield* Clock.currentTimeMillis
       const deadline = req.timeout === undefined ? null : now + Duration.toMillis(Duration.decode(req.timeout))
       yield* sql`INSERT INTO react_approvals (approval_id, conversation_id, tool_call_id, tool_name, args, args_hash, iteration, status, deadline, created_at)
         VALUES (${req.approvalId}, ${req.conversationId}, ${req.toolCallId}, ${req.toolName}, ${JSON.stringify(req.args)},
@@ -108,7 +109,7 @@ export const make: Effect.Effect<ApprovalsService, never, SqlClient.SqlClient | 
         const decided = decisionOf(current.value)
         if (decided !== undefined) return Option.some(decided)
         const end = current.value.deadline === null ? undefined : Number(current.value.deadline)
-        if (end !== undefined && Date.now() >= end) {
+        if (end !== undefined && (yield* Clock.currentTimeMillis) >= end) {
           yield* settle(req.approvalId, "denied", TIMED_OUT)
           return Option.flatMap(yield* row(req.approvalId), (r) => Option.fromNullable(decisionOf(r)))
         }

@@ -1,6 +1,7 @@
 /**
- * A run's wire events (SSE channel + payload) as the AI SDK's UI
- * message stream (protocol v1, what `useChat`'s `DefaultChatTransport` reads):
+ * A run's events (`RunRegistry`'s stream) as the AI SDK's UI message stream
+ * (protocol v1, what `useChat`'s `DefaultChatTransport` reads), an encoder at
+ * the edge: each event's wire payload (`EventWire.toWire`) becomes chunks:
  *
  * | run event | UI message chunks |
  * |---|---|
@@ -19,13 +20,21 @@
  *
  * DAG steps' events (they carry `step_id`) open no steps of their own; their tool
  * call ids are prefixed with the step id (steps' ids may repeat). A call still
- * open at the end gets a `tool-output-error` ("interrupted"). The body ends with
- * `data: [DONE]`.
+ * open at the end gets a `tool-output-error` ("interrupted"). The body starts with
+ * `: ping`, has one for each heartbeat, and ends with `data: [DONE]`.
  *
  * @since 0.1.0
  */
 import * as Stream from "effect/Stream"
-import type { WireEvent } from "./RunRegistry.js"
+import { type Channel, toWire } from "./EventWire.js"
+import type { Followed } from "./internal/runFeed.js"
+import { isItem } from "./internal/runFeed.js"
+
+/** An event as the UI chunks are made from it: its SSE channel and payload. */
+interface WireEvent {
+  readonly channel: Channel
+  readonly data: Record<string, unknown>
+}
 
 /**
  * One UI message chunk (`type` and its fields, as the AI SDK's
@@ -198,16 +207,17 @@ const chunksOf = (s: State, event: WireEvent, conversationId: string | undefined
 }
 
 /**
- * The UI message chunks of a run's wire events. A stream that ends without
- * `done` (server shutdown) ends with an `error` chunk and an `abort`.
+ * The UI message chunks of a run's events; a heartbeat passes through. A stream
+ * that ends without `done` (server shutdown) ends with an `error` chunk and an
+ * `abort`.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const fromWire = (
-  events: Stream.Stream<WireEvent>,
+export const fromEvents = (
+  events: Stream.Stream<Followed>,
   options?: { readonly conversationId?: string }
-): Stream.Stream<UiChunk> =>
+): Stream.Stream<UiChunk | Heartbeat> =>
   Stream.suspend(() => {
     const state: State = { started: false, stepOpen: false, text: undefined, texts: 0, open: new Set(), failed: false, done: false }
     const tail = Stream.suspend(() => {
@@ -223,10 +233,15 @@ export const fromWire = (
       return Stream.fromIterable(out)
     })
     return events.pipe(
-      Stream.mapConcat((event) => chunksOf(state, event, options?.conversationId)),
+      Stream.mapConcat((item): ReadonlyArray<UiChunk | Heartbeat> =>
+        isItem(item) ? chunksOf(state, toWire(item.event), options?.conversationId) : [item]
+      ),
       Stream.concat(tail)
     )
   })
+
+/** A keep-alive (`RunRegistry.Heartbeat`), encoded as `: ping`. */
+type Heartbeat = Exclude<Followed, { readonly event: unknown }>
 
 const encoder = new TextEncoder()
 
@@ -246,11 +261,17 @@ export const encode = (chunk: UiChunk): Uint8Array => encoder.encode(`data: ${JS
  */
 export const DONE: Uint8Array = encoder.encode("data: [DONE]\n\n")
 
+const PING: Uint8Array = encoder.encode(": ping\n\n")
+
 /**
- * The response body: every chunk encoded, then `[DONE]`.
+ * The response body: `: ping` (it flushes the headers), every chunk encoded (a
+ * heartbeat as `: ping`), then `[DONE]`.
  *
  * @since 0.1.0
  * @category encoding
  */
-export const toBytes = (chunks: Stream.Stream<UiChunk>): Stream.Stream<Uint8Array> =>
-  chunks.pipe(Stream.map(encode), Stream.concat(Stream.succeed(DONE)))
+export const toBytes = (chunks: Stream.Stream<UiChunk | Heartbeat>): Stream.Stream<Uint8Array> =>
+  Stream.succeed(PING).pipe(
+    Stream.concat(Stream.map(chunks, (chunk) => ("type" in chunk ? encode(chunk) : PING))),
+    Stream.concat(Stream.succeed(DONE))
+  )

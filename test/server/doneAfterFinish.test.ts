@@ -38,7 +38,7 @@ describe("a client attaching between a run's end step and its stored done", () =
       const wrap = (log: RunLog.RunLogService): RunLog.RunLogService => ({
         ...log,
         append: (runId, events) =>
-          events.some((e) => e.channel === "done")
+          events.some((e) => e.event._tag === "Done")
             ? Deferred.succeed(holding, undefined).pipe(Effect.zipRight(Deferred.await(release)), Effect.zipRight(log.append(runId, events)))
             : log.append(runId, events)
       })

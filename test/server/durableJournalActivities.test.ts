@@ -66,7 +66,7 @@ const inRun = <A>(
     const stored = yield* Effect.orDie(log.storedKeys(runId))
     const cancel = yield* Deferred.make<void>()
     bodies.set(runId, (workflow) =>
-      body(DurableJournal.make({
+      Effect.scoped(Effect.flatMap(DurableJournal.make({
         runId,
         workflow,
         host,
@@ -75,7 +75,7 @@ const inRun = <A>(
         stored,
         ...(claims !== undefined ? { claims } : {}),
         ...(beforeDone !== undefined ? { beforeDone } : {})
-      })))
+      }), body)))
     return (yield* Probe.execute({ id: runId }).pipe(Effect.provide(engine), Effect.orDie)) as A
   })
 
@@ -95,7 +95,7 @@ describe("durable journal: activities", () => {
     Effect.gen(function*() {
       const log = yield* openLog()
       yield* begin(log, "r-plain")
-      const seen = yield* inRun(log, "r-plain", RunHost.make("boot-2"), (journal) =>
+      const seen = yield* inRun(log, "r-plain", yield* RunHost.make("boot-2"), (journal) =>
         journal.activity({ name: "llm/1", success: Schema.Unknown, execute: (ctx) => Effect.succeed(ctx.restarted) }))
       assert.strictEqual(seen, false)
       // nothing claimed the start: the next process to mark it is the first
@@ -107,7 +107,7 @@ describe("durable journal: activities", () => {
       const log = yield* openLog()
       yield* begin(log, "r-aware")
       yield* Effect.orDie(log.markStarted("r-aware", "tool/a", "boot-1"))
-      const seen = yield* inRun(log, "r-aware", RunHost.make("boot-2"), (journal) =>
+      const seen = yield* inRun(log, "r-aware", yield* RunHost.make("boot-2"), (journal) =>
         Effect.all([
           journal.activity({ name: "tool/a", success: Schema.Unknown, restartAware: true, execute: (ctx) => Effect.succeed(ctx.restarted) }),
           journal.activity({ name: "tool/b", success: Schema.Unknown, restartAware: true, execute: (ctx) => Effect.succeed(ctx.restarted) })
@@ -122,7 +122,7 @@ describe("durable journal: activities", () => {
       const log = yield* openLog()
       yield* begin(log, "r-once")
       yield* Effect.orDie(log.markStarted("r-once", "tool/pay", "boot-1"))
-      const seen = yield* inRun(log, "r-once", RunHost.make("boot-2"), (journal) =>
+      const seen = yield* inRun(log, "r-once", yield* RunHost.make("boot-2"), (journal) =>
         Effect.all(["tool/pay", "tool/fresh"].map((name) =>
           journal.activity({
             name,
@@ -138,7 +138,7 @@ describe("durable journal: activities", () => {
     Effect.gen(function*() {
       const log = yield* openLog()
       const inFlight = (host: RunHost.RunHost) => Effect.map(host.drain(0), (d) => d.inFlight)
-      const hosts = [RunHost.make("boot-a"), RunHost.make("boot-b"), RunHost.make("boot-c")] as const
+      const hosts = [yield* RunHost.make("boot-a"), yield* RunHost.make("boot-b"), yield* RunHost.make("boot-c")] as const
       yield* Effect.forEach(["r-fl1", "r-fl2", "r-fl3"], (id) => begin(log, id))
       const onRestart = yield* inRun(log, "r-fl1", hosts[0], (journal) =>
         journal.activity({ name: "tool/x", success: Schema.Number, onRestart: () => Effect.succeed(-1), execute: () => inFlight(hosts[0]) }))
@@ -159,7 +159,7 @@ describe("durable journal: activities", () => {
       const [waited, restarted] = yield* inRun(
         log,
         "r-ex",
-        RunHost.make("boot-2"),
+        yield* RunHost.make("boot-2"),
         (journal) =>
           journal.activity({
             name: "tool/ex",
@@ -180,7 +180,7 @@ describe("durable journal: activities", () => {
     Effect.gen(function*() {
       const log = yield* openLog()
       yield* begin(log, "r-keys")
-      const journal = yield* inRun(log, "r-keys", RunHost.make("boot-2"), (journal) =>
+      const journal = yield* inRun(log, "r-keys", yield* RunHost.make("boot-2"), (journal) =>
         Effect.gen(function*() {
           yield* journal.emit(note("one"))
           yield* journal.activity({
@@ -195,7 +195,7 @@ describe("durable journal: activities", () => {
       const { keys } = yield* Effect.orDie(log.storedKeys("r-keys"))
       assert.deepStrictEqual([...keys].sort(), ["b:1", "b:2", "k:x", "llm/1@boot-2:1", "llm/1@boot-2:2"])
       const events = yield* Effect.orDie(log.eventsAfter("r-keys", 0))
-      assert.deepStrictEqual(events.map((e) => JSON.parse(e.data).content), ["one", "a", "b", "two", "keyed"])
+      assert.deepStrictEqual(events.map((e) => e.event._tag === "AnswerDelta" ? e.event.content : e.event._tag), ["one", "a", "b", "two", "keyed"])
       assert.strictEqual(journal.idempotencyKey!("tool/x"), makeIdempotencyKey("r-keys", "tool/x"))
       assert.notStrictEqual(journal.idempotencyKey!("tool/x"), journal.idempotencyKey!("tool/y"))
     }))
@@ -205,16 +205,19 @@ describe("durable journal: activities", () => {
       const log = yield* openLog()
       yield* Effect.forEach(["r-done1", "r-done2"], (id) => begin(log, id))
       const seen: Array<string> = []
-      yield* inRun(log, "r-done1", RunHost.make("boot-2"), (journal) =>
+      yield* inRun(log, "r-done1", yield* RunHost.make("boot-2"), (journal) =>
         Effect.gen(function*() {
           yield* journal.emit(note("answer"))
           yield* journal.emit(done)
         }), undefined, (event) =>
         Effect.flatMap(Effect.orDie(log.eventsAfter("r-done1", 0)), (stored) =>
-          Effect.sync(() => void seen.push(`${event._tag} after ${stored.length} stored`))))
+          Effect.sync(() => {
+            seen.push(`${event._tag} after ${stored.length} stored`)
+            return event
+          })))
       assert.deepStrictEqual(seen, ["Done after 1 stored"])
       assert.strictEqual((yield* Effect.orDie(log.eventsAfter("r-done1", 0))).length, 2)
-      yield* inRun(log, "r-done2", RunHost.make("boot-2"), (journal) => journal.emit(done))
+      yield* inRun(log, "r-done2", yield* RunHost.make("boot-2"), (journal) => journal.emit(done))
       assert.deepStrictEqual([...(yield* Effect.orDie(log.storedKeys("r-done2"))).keys], ["b:1"])
     }))
 })

@@ -16,6 +16,7 @@ import * as App from "../../src/app/App.js"
 import type { ChatRequest } from "../../src/Llm.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import * as DurableRuns from "../../src/server/DurableRuns.js"
+import * as EventWire from "../../src/server/EventWire.js"
 import * as Server from "../../src/server/Server.js"
 import * as SqlInterrupts from "../../src/server/SqlInterrupts.js"
 import * as RunRegistry from "../../src/server/RunRegistry.js"
@@ -61,7 +62,10 @@ const registryWith = (settings: Partial<ServerSettings> = {}) =>
     return { registry, started, release, interrupted }
   })
 
-const collect = (stream: Stream.Stream<RunRegistry.WireEvent>) => Effect.map(Stream.runCollect(stream), Chunk.toArray)
+/** The events of the stream (heartbeats left out) as the wire shows them: id, channel, payload. */
+const collect = (stream: Stream.Stream<RunRegistry.Followed>) =>
+  Effect.map(Stream.runCollect(stream), (items) =>
+    Chunk.toArray(items).filter(RunRegistry.isItem).map((item) => ({ id: item.seq, ...EventWire.toWire(item.event) })))
 
 describe("RunRegistry.events", () => {
   it.scopedLive("replays after the cursor, follows live, ends after done; the same events as from 0", () =>

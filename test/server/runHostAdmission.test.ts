@@ -13,29 +13,29 @@ import * as Scope from "effect/Scope"
 import * as RunHost from "../../src/server/internal/runHost.js"
 
 describe("run host: admission", () => {
-  it.effect("one at a time, one waiting: the third start is refused; places come back in arrival order", () =>
+  it.scoped("one at a time, one waiting: the third start is refused; places come back in arrival order", () =>
     Effect.gen(function*() {
-      const host = RunHost.make("boot", { maxActive: 1, queue: 1 })
+      const host = yield* RunHost.make("boot", { maxActive: 1, queue: 1 })
       assert.isTrue(yield* host.reserve("a"))
       assert.isTrue(yield* host.reserve("b"))
       assert.isFalse(yield* host.reserve("c"), "1 executing + 1 waiting: full")
 
       const scopeA = yield* Scope.make()
       yield* Scope.extend(host.register("a", "conv_a"), scopeA)
-      assert.isDefined(host.local("a"))
+      assert.isDefined((yield* host.local("a")))
       const scopeB = yield* Scope.make()
       const b = yield* Effect.fork(Scope.extend(host.register("b", "conv_b"), scopeB))
       yield* Effect.yieldNow()
-      assert.isTrue(host.queued("b"))
-      assert.isUndefined(host.local("b"))
-      assert.deepStrictEqual(host.admission(), { active: 1, waiting: 1, maxActive: 1, queue: 1 })
+      assert.isTrue((yield* host.queued("b")))
+      assert.isUndefined((yield* host.local("b")))
+      assert.deepStrictEqual((yield* host.admission), { active: 1, waiting: 1, maxActive: 1, queue: 1 })
       assert.isFalse(yield* host.reserve("c"))
 
       // a ends: b executes, and there is room for one more to wait
       yield* Scope.close(scopeA, Exit.void)
       yield* Fiber.join(b)
-      assert.isDefined(host.local("b"))
-      assert.isFalse(host.queued("b"))
+      assert.isDefined((yield* host.local("b")))
+      assert.isFalse((yield* host.queued("b")))
       assert.isTrue(yield* host.reserve("c"))
       assert.isFalse(yield* host.reserve("d"))
       // a start that failed takes its reservation back
@@ -44,18 +44,18 @@ describe("run host: admission", () => {
       yield* Scope.close(scopeB, Exit.void)
     }))
 
-  it.effect("a run interrupted while it waits gives its place back", () =>
+  it.scoped("a run interrupted while it waits gives its place back", () =>
     Effect.gen(function*() {
-      const host = RunHost.make("boot", { maxActive: 1, queue: 1 })
+      const host = yield* RunHost.make("boot", { maxActive: 1, queue: 1 })
       const scopeA = yield* Scope.make()
       yield* Scope.extend(host.register("a", "conv_a"), scopeA)
       const waiting = yield* Effect.fork(Effect.scoped(host.register("b", "conv_b")))
       yield* Effect.yieldNow()
-      assert.deepStrictEqual(host.admission().waiting, 1)
+      assert.deepStrictEqual((yield* host.admission).waiting, 1)
       yield* Fiber.interrupt(waiting)
-      assert.deepStrictEqual(host.admission(), { active: 1, waiting: 0, maxActive: 1, queue: 1 })
+      assert.deepStrictEqual((yield* host.admission), { active: 1, waiting: 0, maxActive: 1, queue: 1 })
       assert.isTrue(yield* host.reserve("c"))
       yield* Scope.close(scopeA, Exit.void)
-      assert.deepStrictEqual(host.admission().active, 0)
+      assert.deepStrictEqual((yield* host.admission).active, 0)
     }))
 })

@@ -11,15 +11,15 @@ import * as TestClock from "effect/TestClock"
 import * as RunHost from "../../src/server/internal/runHost.js"
 
 describe("run host: the shutdown grace", () => {
-  it.effect("waits for the calls in flight and returns when the last one ends; no call begins once stopping", () =>
+  it.scoped("waits for the calls in flight and returns when the last one ends; no call begins once stopping", () =>
     Effect.gen(function*() {
-      const host = RunHost.make("boot")
+      const host = yield* RunHost.make("boot")
       assert.isTrue(yield* host.beginCall)
       assert.isTrue(yield* host.beginCall)
-      assert.isFalse(host.stopping())
+      assert.isFalse((yield* host.stopping))
       const drain = yield* Effect.fork(Effect.uninterruptible(host.drain(5000)))
       yield* TestClock.adjust(10)
-      assert.isTrue(host.stopping())
+      assert.isTrue((yield* host.stopping))
       assert.isFalse(yield* host.beginCall, "no call begins once the host is stopping")
       yield* host.endCall
       yield* TestClock.adjust(1000)
@@ -30,9 +30,9 @@ describe("run host: the shutdown grace", () => {
       assert.strictEqual(drained.left, 0)
     }))
 
-  it.effect("gives up after the grace, from an uninterruptible region (a finalizer), with the calls still running counted", () =>
+  it.scoped("gives up after the grace, from an uninterruptible region (a finalizer), with the calls still running counted", () =>
     Effect.gen(function*() {
-      const host = RunHost.make("boot")
+      const host = yield* RunHost.make("boot")
       assert.isTrue(yield* host.beginCall)
       const drain = yield* Effect.fork(Effect.uninterruptible(host.drain(1500)))
       yield* TestClock.adjust(1499)
@@ -43,9 +43,9 @@ describe("run host: the shutdown grace", () => {
       assert.strictEqual(drained.left, 1)
     }))
 
-  it.effect("returns at once when nothing is in flight", () =>
+  it.scoped("returns at once when nothing is in flight", () =>
     Effect.gen(function*() {
-      const host = RunHost.make("boot")
+      const host = yield* RunHost.make("boot")
       const drained = yield* Effect.uninterruptible(host.drain(60_000))
       assert.deepStrictEqual({ inFlight: drained.inFlight, left: drained.left }, { inFlight: 0, left: 0 })
       assert.isFalse(yield* host.beginCall)

@@ -23,7 +23,7 @@ const openLog = () => Effect.map(
   Context.get(RunLog.RunLog)
 )
 
-const event = (seq: number, key: string) => ({ seq, key, channel: "iteration", data: JSON.stringify({ seq }) })
+const event = (seq: number, key: string) => ({ seq, key, event: { _tag: "AnswerDelta" as const, content: String(seq) } })
 
 describe("run log: one statement per write", () => {
   it.scoped("a run's last event id follows its stored events, one at a time or several together", () =>

@@ -52,19 +52,20 @@ import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
+import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { isEphemeral, type RunEvent } from "../../RunEvent.js"
-import { toWire } from "../EventWire.js"
 import type { ActivityOptions, EmitOptions, RunJournal } from "../../RunJournal.js"
 import { makeIdempotencyKey } from "../../RunJournal.js"
 import type { RunLogService } from "../RunLog.js"
-import * as Sse from "../Sse.js"
 import * as CallClaim from "./callClaim.js"
+import * as RunFeed from "./runFeed.js"
 import type { LocalRun, RunHost } from "./runHost.js"
 
 /** The activity whose execution emits the current events (undefined: the run's own body). */
-const CurrentActivity = FiberRef.unsafeMake<string | undefined>(undefined)
+const CurrentActivity = FiberRef.unsafeMake<string | undefined>(undefined) // a module-level FiberRef, as Effect's own are made
 
 /** A run that stops runs no activity any more: it dies instead of being retried on interruption. */
 class RunStopped extends Schema.TaggedError<RunStopped>()("RunStopped", {}) {}
@@ -73,11 +74,28 @@ export interface DurableJournal extends RunJournal {
   /** Emits an event under a key of the host's choosing (once: skipped when stored). */
   readonly emitOnce: (key: string, event: RunEvent) => Effect.Effect<void>
   /** How many stored events a replay skipped (0 for a run that never stopped). */
-  readonly skipped: () => number
+  readonly skipped: Effect.Effect<number>
   /** The id of the run's last stored event so far. */
-  readonly lastSeq: () => number
+  readonly lastSeq: Effect.Effect<number>
 }
 
+type Done = Extract<RunEvent, { _tag: "Done" }>
+
+/** Where the run's events stand: stored keys, the last id, the body's position, events a replay skipped. */
+interface Positions {
+  readonly keys: ReadonlySet<string>
+  readonly seq: number
+  readonly body: number
+  readonly skipped: number
+  /** Events emitted so far by each activity execution (`<activity>@<boot>`). */
+  readonly activities: ReadonlyMap<string, number>
+}
+
+/**
+ * The run's journal for the lifetime of the scope (it holds the run's live feed).
+ * Events go to the run log (`RunLog.append`, typed through their Schema), then to
+ * the feed (`runFeed.ts`).
+ */
 export const make = (options: {
   readonly runId: string
   /** The workflow execution the activities belong to (captured in the workflow body). */
@@ -86,62 +104,64 @@ export const make = (options: {
   readonly log: RunLogService
   readonly local: LocalRun
   readonly stored: { readonly keys: ReadonlySet<string>; readonly lastSeq: number }
-  /** Rewrites an event's wire payload before it is stored (e.g. `done`'s elapsed time and conversation id). */
-  readonly rewrite?: (event: RunEvent, data: Record<string, unknown>) => Record<string, unknown>
-  /** Runs before `Done` is stored (storing the turn, releasing the conversation). */
-  readonly beforeDone?: (done: Extract<RunEvent, { _tag: "Done" }>) => Effect.Effect<void>
+  /** Sees every event the run emits, stored or skipped by a replay (what the stored turn says is folded from them). */
+  readonly observe?: (event: RunEvent) => Effect.Effect<void>
+  /**
+   * Ends the run before its `Done` is stored (storing the turn, releasing the
+   * conversation) and gives the `Done` to store (the server's own fields added).
+   */
+  readonly beforeDone?: (done: Done) => Effect.Effect<Done>
   /** How exclusive activities' claims are held (`callClaim.ts`; defaults: `CallClaim.defaults`). */
   readonly claims?: Partial<CallClaim.ClaimSettings>
-}): DurableJournal => {
+}): Effect.Effect<DurableJournal, never, Scope.Scope> => Effect.gen(function*() {
   const { host, log, runId } = options
   const claims: CallClaim.ClaimSettings = { ...CallClaim.defaults, ...options.claims }
-  const keys = new Set(options.stored.keys)
-  let seq = options.stored.lastSeq
-  let body = 0
-  let skipped = 0
-  const positions = new Map<string, number>()
+  const feed = yield* host.feeds.feed(runId)
+  const positions = yield* Ref.make<Positions>({
+    keys: options.stored.keys,
+    seq: options.stored.lastSeq,
+    body: 0,
+    skipped: 0,
+    activities: new Map()
+  })
   // one event at a time: ids are assigned and stored in order (concurrent tool calls emit concurrently)
-  const lock = Effect.unsafeMakeSemaphore(1)
+  const lock = yield* Effect.makeSemaphore(1)
 
-  const store = (key: string, event: RunEvent): Effect.Effect<void> => lock.withPermits(1)(Effect.suspend(() => {
-    if (keys.has(key)) {
-      skipped++
-      return Effect.void
-    }
-    keys.add(key)
-    const wire = toWire(event)
-    const data = options.rewrite ? options.rewrite(event, wire.data) : wire.data
-    const frame = Sse.frame(++seq, wire.channel, data)
-    return log.append(runId, [{ seq: frame.id, key, channel: wire.channel, data: JSON.stringify(data) }]).pipe(
-      Effect.orDie,
-      Effect.zipRight(host.publish(runId, frame))
-    )
-  }))
+  /** Stores the event under `key` with the next id, then publishes it; skipped when the key is stored. */
+  const store = (key: string, event: RunEvent): Effect.Effect<void> =>
+    lock.withPermits(1)(Effect.flatMap(Ref.get(positions), (at) => {
+      if (at.keys.has(key)) return Ref.set(positions, { ...at, skipped: at.skipped + 1 })
+      const seq = at.seq + 1
+      return log.append(runId, [{ seq, key, event }]).pipe(
+        Effect.orDie,
+        Effect.zipRight(Ref.set(positions, { ...at, keys: new Set(at.keys).add(key), seq })),
+        Effect.zipRight(RunFeed.publish(feed, { seq, event }))
+      )
+    }))
 
+  /** The `Done` to store: the run ended (`beforeDone`, once: not when a replay finds it stored), without its in-process-only fields. */
+  const ending = (key: string, done: Done): Effect.Effect<RunEvent> =>
+    Effect.flatMap(Ref.get(positions), (at) =>
+      at.keys.has(key) || options.beforeDone === undefined ? Effect.succeed(done) : options.beforeDone(done)).pipe(
+        Effect.map(({ messages: _m, steps: _s, ...rest }) => rest)
+      )
+
+  /** The key of an event: given, the body's next position, or the activity execution's next one. */
+  const keyOf = (emitOptions: EmitOptions | undefined): Effect.Effect<string> =>
+    emitOptions?.key !== undefined ? Effect.succeed(`k:${emitOptions.key}`) : Effect.flatMap(FiberRef.get(CurrentActivity), (activity) =>
+      Ref.modify(positions, (at): [string, Positions] => {
+        if (activity === undefined) return [`b:${at.body + 1}`, { ...at, body: at.body + 1 }]
+        const n = (at.activities.get(activity) ?? 0) + 1
+        return [`${activity}:${n}`, { ...at, activities: new Map(at.activities).set(activity, n) }]
+      }))
+
+  // tool progress, partial output (`RunEvent.isEphemeral`): to the live followers here, never stored (no key, no id)
   const emit = (event: RunEvent, emitOptions?: EmitOptions): Effect.Effect<void> =>
-    isEphemeral(event) ? publishEphemeral(event) : Effect.flatMap(FiberRef.get(CurrentActivity), (activity) => {
-      let key: string
-      if (emitOptions?.key !== undefined) {
-        key = `k:${emitOptions.key}`
-      } else if (activity === undefined) {
-        key = `b:${++body}`
-      } else {
-        const n = (positions.get(activity) ?? 0) + 1
-        positions.set(activity, n)
-        key = `${activity}:${n}`
-      }
-      if (event._tag === "Done" && options.beforeDone !== undefined && !keys.has(key)) {
-        return Effect.zipRight(options.beforeDone(event), store(key, event))
-      }
-      return store(key, event)
-    })
-
-  // tool progress, partial output: to the live followers here, never stored (no key, no id)
-  const publishEphemeral = (event: RunEvent): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      const wire = toWire(event)
-      return host.publish(runId, Sse.ephemeralFrame(wire.channel, wire.data))
-    })
+    isEphemeral(event) ? RunFeed.publish(feed, { event }) : Effect.zipRight(
+      options.observe === undefined ? Effect.void : options.observe(event),
+      Effect.flatMap(keyOf(emitOptions), (key) =>
+        event._tag === "Done" ? Effect.flatMap(ending(key, event), (done) => store(key, done)) : store(key, event))
+    )
 
   // the workflow engine stops it (interrupts the run, and any activity, at its shutdown)
   const parked = Effect.interruptible(Effect.never)
@@ -159,7 +179,7 @@ export const make = (options: {
   const activity = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> =>
     o.exclusive === true || o.onRestart !== undefined
       ? toolCall(Effect.suspend(() => describe(o)))
-      : Effect.suspend(() => (host.stopping() ? parked : describe(o)))
+      : Effect.flatMap(host.stopping, (stopping) => (stopping ? parked : describe(o)))
 
   // a tool call counts as in flight from before it starts until its outcome is stored: a
   // shutdown waits for it; once the process is stopping none starts
@@ -206,13 +226,14 @@ export const make = (options: {
     )
   }
 
-  return {
+  const journal: DurableJournal = {
     activity,
     emit,
-    emitOnce: store,
-    skipped: () => skipped,
-    lastSeq: () => seq,
+    emitOnce: (key, event) => Effect.zipRight(options.observe === undefined ? Effect.void : options.observe(event), store(key, event)),
+    skipped: Effect.map(Ref.get(positions), (at) => at.skipped),
+    lastSeq: Effect.map(Ref.get(positions), (at) => at.seq),
     idempotencyKey: (name) => makeIdempotencyKey(runId, name),
     runId
   }
-}
+  return journal
+})

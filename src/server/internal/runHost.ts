@@ -1,8 +1,9 @@
 /**
  * What one server instance holds in memory about runs: the runs whose workflow
- * executes here (their cancel signal), and the live listeners of any run's
- * events (SSE clients attached to this instance). Everything that must be seen
- * by other instances is in the run log; this is only the fast local path.
+ * executes here (their cancel signal), and the live feed of each run executed or
+ * followed here (`runFeed.ts`: a `PubSub` per run, shared by reference count).
+ * Everything that must be seen by other instances is in the run log; this is
+ * only the fast local path.
  *
  * Shutdown (`drain`): from the moment the process stops, no activity of a run
  * starts here any more, and the tool calls in flight get a grace to finish and
@@ -20,12 +21,12 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as FiberId from "effect/FiberId"
+import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
-import type * as Sse from "../Sse.js"
+import * as RunFeed from "./runFeed.js"
 
 /** A run executing in this process. */
 export interface LocalRun {
@@ -34,8 +35,6 @@ export interface LocalRun {
   /** Completed when the run is asked to stop. */
   readonly cancel: Deferred.Deferred<void>
 }
-
-export type Listener = (frame: Sse.Frame) => Effect.Effect<void>
 
 /** What a shutdown's grace saw. */
 export interface Drained {
@@ -75,15 +74,17 @@ export interface RunHost {
    */
   readonly register: (runId: string, conversationId: string) => Effect.Effect<LocalRun, never, Scope.Scope>
   /** How full the host is. */
-  readonly admission: () => Admission
-  readonly local: (runId: string) => LocalRun | undefined
-  /** True while the run waits here for its turn (it executes here once admitted: nothing to poll for). */
-  readonly queued: (runId: string) => boolean
-  readonly localRuns: () => ReadonlyArray<LocalRun>
-  /** Adds a live listener of a run's frames; returns its removal. */
-  readonly listen: (runId: string, listener: Listener) => () => void
-  /** Hands a stored frame to the run's listeners in this process. */
-  readonly publish: (runId: string, frame: Sse.Frame) => Effect.Effect<void>
+  readonly admission: Effect.Effect<Admission>
+  /** The runs executing here. */
+  readonly localRuns: Effect.Effect<ReadonlyArray<LocalRun>>
+  /** The run, while it executes here. */
+  readonly local: (runId: string) => Effect.Effect<LocalRun | undefined>
+  /** True while the run waits here for its turn. */
+  readonly queued: (runId: string) => Effect.Effect<boolean>
+  /** True while the run executes here or waits here for its turn (it will publish its events here). */
+  readonly executesHere: (runId: string) => Effect.Effect<boolean>
+  /** The live feeds of the runs executed or followed in this process (`runFeed.ts`). */
+  readonly feeds: RunFeed.Feeds
   /** Asks a local run to stop (false when it does not execute here). */
   readonly cancelLocal: (runId: string) => Effect.Effect<boolean>
   /** A tool call begins here (false: the process is stopping, the call must not start). */
@@ -91,104 +92,96 @@ export interface RunHost {
   /** A tool call that began has its outcome stored (or was stopped). */
   readonly endCall: Effect.Effect<void>
   /** True from the moment the process begins to stop: no activity starts any more. */
-  readonly stopping: () => boolean
+  readonly stopping: Effect.Effect<boolean>
   /** Stops the host: no activity starts any more; waits for the tool calls in flight, at most `graceMs`. */
   readonly drain: (graceMs: number) => Effect.Effect<Drained>
+}
+
+/** Calls in flight, and whether the process is stopping (then no call starts). */
+interface Calls {
+  readonly stopping: boolean
+  readonly inFlight: number
 }
 
 export const make = (
   bootId: string,
   limits: { readonly maxActive: number; readonly queue: number } = { maxActive: 128, queue: 1000 }
-): RunHost => {
-  const runs = new Map<string, LocalRun>()
-  const permits = Effect.unsafeMakeSemaphore(limits.maxActive)
-  /** Run id → when it was reserved. */
-  const reserved = new Map<string, number>()
-  /** Runs waiting in `register` for a permit. */
-  const queued = new Set<string>()
-  const lapse = (now: number) => {
-    for (const [runId, at] of reserved) {
-      if (now - at < RESERVATION_MS) break // in insertion order: the rest are younger
-      reserved.delete(runId)
-    }
-  }
-  const listeners = new Map<string, Set<Listener>>()
-  let stopping = false
-  let calls = 0
-  // completed when no tool call is left once the host is stopping
-  const idle = Deferred.unsafeMake<void>(FiberId.none)
-  const settle = () => {
-    if (stopping && calls === 0) Deferred.unsafeDone(idle, Exit.void)
-  }
-  return {
-    bootId,
-    reserve: (runId) =>
-      Effect.sync(() => {
-        const now = Date.now()
-        lapse(now)
-        if (runs.size + queued.size + reserved.size >= limits.maxActive + limits.queue) return false
-        reserved.set(runId, now)
-        return true
-      }),
-    unreserve: (runId) => Effect.sync(() => void reserved.delete(runId)),
-    register: (runId, conversationId) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          // the run's place moves from its reservation to the queue until a permit is free
-          reserved.delete(runId)
-          queued.add(runId)
-          yield* Effect.ensuring(restore(permits.take(1)), Effect.sync(() => void queued.delete(runId)))
-          yield* Effect.addFinalizer(() => permits.release(1))
-          const cancel = yield* Deferred.make<void>()
-          const run: LocalRun = { runId, conversationId, cancel }
-          runs.set(runId, run)
-          yield* Effect.addFinalizer(() => Effect.sync(() => void runs.delete(runId)))
-          return run
-        })
-      ),
-    admission: () => ({ active: runs.size, waiting: queued.size + reserved.size, maxActive: limits.maxActive, queue: limits.queue }),
-    local: (runId) => runs.get(runId),
-    queued: (runId) => queued.has(runId),
-    localRuns: () => [...runs.values()],
-    listen: (runId, listener) => {
-      let set = listeners.get(runId)
-      if (set === undefined) listeners.set(runId, set = new Set())
-      set.add(listener)
-      return () => {
-        set.delete(listener)
-        if (set.size === 0 && listeners.get(runId) === set) listeners.delete(runId)
+): Effect.Effect<RunHost, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const permits = yield* Effect.makeSemaphore(limits.maxActive)
+    const feeds = yield* RunFeed.makeFeeds
+    const calls = yield* Ref.make<Calls>({ stopping: false, inFlight: 0 })
+    // completed when no tool call is left once the host is stopping
+    const idle = yield* Deferred.make<void>()
+    // what executes, waits and is reserved here: read and written only inside `Effect.sync`
+    const runs = new Map<string, LocalRun>()
+    /** Run id → when it was reserved (ms). */
+    const reserved = new Map<string, number>()
+    /** Runs waiting in `register` for a permit. */
+    const queued = new Set<string>()
+    const lapse = (now: number) => {
+      for (const [runId, at] of reserved) {
+        if (now - at < RESERVATION_MS) break // in insertion order: the rest are younger
+        reserved.delete(runId)
       }
-    },
-    publish: (runId, frame) =>
-      Effect.suspend(() => {
-        const set = listeners.get(runId)
-        return set === undefined ? Effect.void : Effect.forEach([...set], (listener) => listener(frame), { discard: true })
-      }),
-    cancelLocal: (runId) => {
-      const run = runs.get(runId)
-      return run === undefined ? Effect.succeed(false) : Effect.as(Deferred.succeed(run.cancel, undefined), true)
-    },
-    beginCall: Effect.sync(() => {
-      if (stopping) return false
-      calls++
-      return true
-    }),
-    endCall: Effect.sync(() => {
-      calls--
-      settle()
-    }),
-    stopping: () => stopping,
-    drain: (graceMs) =>
-      Effect.suspend(() => {
-        const started = Date.now()
-        const inFlight = calls
-        stopping = true
-        settle()
-        // interruptible: a shutdown runs it in a finalizer, where the timeout could not stop the wait
-        return Effect.interruptible(Deferred.await(idle)).pipe(
-          Effect.timeoutOption(graceMs),
-          Effect.map((): Drained => ({ inFlight, left: calls, waitedMs: Date.now() - started }))
-        )
-      })
-  }
-}
+    }
+    const settle = Effect.flatMap(Ref.get(calls), (c) => (c.stopping && c.inFlight === 0 ? Deferred.succeed(idle, undefined) : Effect.void))
+    const host: RunHost = {
+      bootId,
+      reserve: (runId) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          lapse(now)
+          if (runs.size + queued.size + reserved.size >= limits.maxActive + limits.queue) return false
+          reserved.set(runId, now)
+          return true
+        }),
+      unreserve: (runId) => Effect.sync(() => void reserved.delete(runId)),
+      register: (runId, conversationId) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            // the run's place moves from its reservation to the queue until a permit is free
+            yield* Effect.sync(() => {
+              reserved.delete(runId)
+              queued.add(runId)
+            })
+            yield* Effect.ensuring(restore(permits.take(1)), Effect.sync(() => void queued.delete(runId)))
+            yield* Effect.addFinalizer(() => permits.release(1))
+            const cancel = yield* Deferred.make<void>()
+            const run: LocalRun = { runId, conversationId, cancel }
+            yield* Effect.sync(() => void runs.set(runId, run))
+            yield* Effect.addFinalizer(() => Effect.sync(() => void runs.delete(runId)))
+            return run
+          })
+        ),
+      admission: Effect.sync(() => ({
+        active: runs.size,
+        waiting: queued.size + reserved.size,
+        maxActive: limits.maxActive,
+        queue: limits.queue
+      })),
+      localRuns: Effect.sync(() => [...runs.values()]),
+      local: (runId) => Effect.sync(() => runs.get(runId)),
+      queued: (runId) => Effect.sync(() => queued.has(runId)),
+      executesHere: (runId) => Effect.sync(() => runs.has(runId) || queued.has(runId)),
+      feeds,
+      cancelLocal: (runId) =>
+        Effect.suspend(() => {
+          const run = runs.get(runId)
+          return run === undefined ? Effect.succeed(false) : Effect.as(Deferred.succeed(run.cancel, undefined), true)
+        }),
+      beginCall: Ref.modify(calls, (c): [boolean, Calls] => (c.stopping ? [false, c] : [true, { ...c, inFlight: c.inFlight + 1 }])),
+      endCall: Effect.zipRight(Ref.update(calls, (c) => ({ ...c, inFlight: c.inFlight - 1 })), settle),
+      stopping: Effect.map(Ref.get(calls), (c) => c.stopping),
+      drain: (graceMs) =>
+        Effect.gen(function*() {
+          const started = yield* Clock.currentTimeMillis
+          const { inFlight } = yield* Ref.getAndUpdate(calls, (c) => ({ ...c, stopping: true }))
+          yield* settle
+          // interruptible: a shutdown runs it in a finalizer, where the timeout could not stop the wait
+          yield* Effect.interruptible(Deferred.await(idle)).pipe(Effect.timeoutOption(graceMs))
+          const left = (yield* Ref.get(calls)).inFlight
+          return { inFlight, left, waitedMs: (yield* Clock.currentTimeMillis) - started }
+        })
+    }
+    return host
+  })

@@ -1,0 +1,120 @@
+/**
+ * Memory of idle followers (issue 44 item 1): what one more SSE client following a run
+ * costs the server while nothing happens. The real server in a child process
+ * (bench/serverProcess.ts) with a model that takes 10 minutes to answer: `RUNS` runs are
+ * started (each with its own client, the `POST`), all parked in their first model call;
+ * then `FOLLOWERS` more clients attach to them (`GET /api/react/events`, spread evenly over
+ * the runs) and wait. The server's heap after a full GC and its RSS are read before and
+ * after the followers attach: per follower = (after − before) ÷ followers. Then every
+ * client hangs up and the heap is read again (nothing of a follower may stay behind).
+ *
+ * @since 0.1.0
+ */
+import * as http from "node:http"
+import * as os from "node:os"
+import { startServerProcess } from "./serverLoad.js"
+
+const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity })
+
+/** @since 0.1.0 */
+export interface FollowerFigures {
+  readonly runs: number
+  readonly followers: number
+  readonly heapPerFollowerBytes: number
+  readonly rssPerFollowerBytes: number
+  /** Heap after every client left, minus the heap before the followers attached. */
+  readonly heapLeftBytes: number
+  readonly load: number
+  readonly error?: string
+}
+
+interface Client {
+  readonly request: http.ClientRequest
+  readonly ready: Promise<boolean>
+}
+
+/** Opens a request and resolves once its first SSE bytes (the `: ping`) arrived. */
+const open = (port: number, method: "GET" | "POST", path: string, body?: string): Client => {
+  let request!: http.ClientRequest
+  const ready = new Promise<boolean>((resolve) => {
+    request = http.request({
+      host: "127.0.0.1",
+      port,
+      method,
+      path,
+      agent,
+      headers: body === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
+    }, (res) => {
+      res.once("data", () => resolve(res.statusCode === 200))
+      res.on("error", () => resolve(false))
+      res.on("end", () => resolve(false))
+    })
+    request.on("error", () => resolve(false))
+    request.end(body)
+  })
+  return { request, ready }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** @since 0.1.0 */
+export const run = async (options: { readonly runs: number; readonly followers: number }): Promise<FollowerFigures> => {
+  const server = await startServerProcess({
+    BENCH_LATENCY_MS: "600000",
+    BENCH_STEPS: "1",
+    BENCH_CHUNKS: "1",
+    REACT_MAX_ACTIVE_RUNS: String(options.runs)
+  })
+  const clients: Array<Client> = []
+  try {
+    for (let i = 0; i < options.runs; i++) {
+      clients.push(open(server.port, "POST", "/api/react", JSON.stringify({ query: `idle ${i}`, conversation_id: `idle-${i}` })))
+    }
+    if (!(await Promise.all(clients.map((c) => c.ready))).every(Boolean)) throw new Error("a run did not start")
+    // let the runs reach their model call
+    await sleep(1000)
+    const before = await server.measure()
+    const followers: Array<Client> = []
+    for (let i = 0; i < options.followers; i++) {
+      followers.push(open(server.port, "GET", `/api/react/events?conversation_id=idle-${i % options.runs}`))
+      // a few at a time: the figure is the idle cost, not the cost of a burst of connections
+      if (i % 50 === 49) await Promise.all(followers.slice(-50).map((c) => c.ready))
+    }
+    const ok = (await Promise.all(followers.map((c) => c.ready))).filter(Boolean).length
+    if (ok !== options.followers) throw new Error(`${options.followers - ok} followers did not attach`)
+    await sleep(1000)
+    const during = await server.measure()
+    for (const c of followers) c.request.destroy()
+    await sleep(2000)
+    const after = await server.measure()
+    return {
+      runs: options.runs,
+      followers: options.followers,
+      heapPerFollowerBytes: (during.heapUsed - before.heapUsed) / options.followers,
+      rssPerFollowerBytes: (during.rss - before.rss) / options.followers,
+      heapLeftBytes: after.heapUsed - before.heapUsed,
+      load: os.loadavg()[0]
+    }
+  } catch (e) {
+    return {
+      runs: options.runs,
+      followers: options.followers,
+      heapPerFollowerBytes: Number.NaN,
+      rssPerFollowerBytes: Number.NaN,
+      heapLeftBytes: Number.NaN,
+      load: os.loadavg()[0],
+      error: e instanceof Error ? e.message : String(e)
+    }
+  } finally {
+    for (const c of clients) c.request.destroy()
+    await server.stop()
+  }
+}
+
+/** @since 0.1.0 */
+export const line = (f: FollowerFigures): string =>
+  f.error !== undefined
+    ? `followers: ${f.error}`
+    : `${f.followers} idle followers of ${f.runs} runs: heap ${(f.heapPerFollowerBytes / 1024).toFixed(1)} KB per follower, ` +
+      `RSS ${(f.rssPerFollowerBytes / 1024).toFixed(1)} KB per follower; heap left after they hung up ${(f.heapLeftBytes / 1024).toFixed(0)} KB ` +
+      `(load ${f.load.toFixed(1)})`
