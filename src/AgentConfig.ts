@@ -57,7 +57,8 @@ export interface AgentOptions {
   /**
    * The run's deadline: past it the run is interrupted — its model call, its
    * tools — and ends with `RunFailed` ("The run timed out after …") and `Done`.
-   * Waiting for a person (an approval, a budget extension) counts. Per
+   * Working time: its clock stops while the run waits for a person (an
+   * approval, a budget extension; `AgentRun.waitingForPerson`). Per
    * execution: a durable run resumed after a restart has the whole deadline
    * again. `REACT_RUN_TIMEOUT_MS` (`0`: none), default 1 hour.
    */

@@ -5,9 +5,16 @@
  * failure becomes `RunFailed`, and whatever happened the caller then emits
  * the run's `Done` from what the run got to.
  *
+ * The deadline counts working time: while the run waits for a person (an
+ * approval, a budget extension: `waitingForPerson`) its clock stops — its own
+ * and those of the runs it is nested in (a sub-agent's approval stops its
+ * parent's clock too).
+ *
  * @since 0.1.0
  */
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -64,8 +71,9 @@ export interface LifecycleOptions {
   /** Completes when the caller cancels the run (`RunInput.cancel`). */
   readonly cancel?: Effect.Effect<void> | undefined
   /**
-   * The run's deadline (`runTimeout`): past it the run is interrupted and
-   * fails with `The run timed out after …`. Absent or infinite: none.
+   * The run's deadline (`runTimeout`), in working time (`waitingForPerson`
+   * stops its clock): past it the run is interrupted and fails with `The run
+   * timed out after …`. Absent or infinite: none.
    */
   readonly timeout?: Duration.DurationInput | undefined
   /** Where `RunFailed` goes. */
@@ -83,6 +91,79 @@ export const timedOut = (timeout: Duration.Duration): Failure => ({
   retryable: false,
   type: "timeout"
 })
+
+/** A run's deadline: the working time left, counted from `since` (absent while a person is waited for). */
+interface DeadlineState {
+  readonly left: number
+  readonly since: number | undefined
+  /** Waits for a person in progress. */
+  readonly waits: number
+  /** Completed at the next change (a wait begins or ends). */
+  readonly changed: Deferred.Deferred<void>
+}
+
+type Deadline = Ref.Ref<DeadlineState>
+
+/** The deadlines of the runs the current fiber works for (the innermost last). */
+class CurrentDeadlines extends Context.Reference<CurrentDeadlines>()("effect-react-engine/AgentRun/CurrentDeadlines", {
+  defaultValue: (): ReadonlyArray<Deadline> => []
+}) {}
+
+/** Applies `change` to each deadline at `now`, then tells its watcher. */
+const changeAll = (deadlines: ReadonlyArray<Deadline>, change: (s: DeadlineState, now: number) => DeadlineState) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.forEach(deadlines, (deadline) =>
+      Effect.flatMap(Deferred.make<void>(), (fresh) =>
+        Effect.flatMap(
+          Ref.modify(deadline, (s) => [s.changed, { ...change(s, now), changed: fresh }] as const),
+          (previous) => Deferred.succeed(previous, undefined)
+        )), { discard: true }))
+
+const pause = (s: DeadlineState, now: number): DeadlineState =>
+  s.waits === 0 && s.since !== undefined
+    ? { ...s, left: s.left - (now - s.since), since: undefined, waits: 1 }
+    : { ...s, waits: s.waits + 1 }
+
+const resume = (s: DeadlineState, now: number): DeadlineState =>
+  s.waits === 1 ? { ...s, since: now, waits: 0 } : { ...s, waits: s.waits - 1 }
+
+/** Completes when the deadline's working time is used up. */
+const expiry = (deadline: Deadline): Effect.Effect<void> =>
+  Effect.flatMap(Effect.zip(Ref.get(deadline), Clock.currentTimeMillis), ([s, now]) => {
+    if (s.since === undefined) return Effect.zipRight(Deferred.await(s.changed), expiry(deadline))
+    const remaining = s.left - (now - s.since)
+    if (remaining <= 0) return Effect.void
+    return Effect.zipRight(Effect.raceFirst(Effect.sleep(Duration.millis(remaining)), Deferred.await(s.changed)), expiry(deadline))
+  })
+
+/**
+ * Runs `self` as a wait for a person (an approval, a budget extension): the
+ * deadlines of the runs the fiber works for stop while it runs.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const waitingForPerson = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(CurrentDeadlines, (deadlines) =>
+    deadlines.length === 0
+      ? self
+      : Effect.acquireUseRelease(changeAll(deadlines, pause), () => self, () => changeAll(deadlines, resume)))
+
+/** `work` within a deadline of `timeout` of working time (nested in the fiber's current ones). */
+const withinDeadline = (work: Effect.Effect<Ending, unknown>, timeout: Duration.Duration, started: number) =>
+  Effect.gen(function*() {
+    const deadline = yield* Ref.make<DeadlineState>({
+      left: Duration.toMillis(timeout),
+      since: started,
+      waits: 0,
+      changed: yield* Deferred.make<void>()
+    })
+    const outer = yield* CurrentDeadlines
+    return yield* Effect.raceFirst(
+      Effect.provideService(work, CurrentDeadlines, [...outer, deadline]),
+      Effect.as(expiry(deadline), { _tag: "Failed", failure: timedOut(timeout) } as const)
+    )
+  })
 
 /**
  * Runs `body` as a run: registered for `conversationId`'s interrupts (and
@@ -110,13 +191,7 @@ export const lifecycle = (options: LifecycleOptions, body: Effect.Effect<void, u
     )
     const timeout = options.timeout === undefined ? Duration.infinity : Duration.decode(options.timeout)
     const work: Effect.Effect<Ending, unknown> = Effect.as(body, { _tag: "Finished" })
-    const bounded = Duration.isFinite(timeout)
-      ? Effect.timeoutTo(work, {
-        duration: timeout,
-        onSuccess: (ending): Ending => ending,
-        onTimeout: (): Ending => ({ _tag: "Failed", failure: timedOut(timeout) })
-      })
-      : work
+    const bounded = Duration.isFinite(timeout) ? withinDeadline(work, timeout, started) : work
     const guarded = options.cancel === undefined
       ? bounded
       : Effect.raceFirst(bounded, Effect.as(options.cancel, { _tag: "Cancelled" } as const))

@@ -20,6 +20,7 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { AgentOptions } from "../../AgentConfig.js"
+import * as AgentRun from "../../AgentRun.js"
 import * as Approvals from "../../Approvals.js"
 import * as Budget from "../../Budget.js"
 import * as Hooks from "../../Hooks.js"
@@ -125,7 +126,8 @@ export const makeGate = (options: {
           args_hash: argsHash,
           iteration: call.iteration
         }, { key: `approval/${approvalId}/requested` })
-        const decision = yield* journal.activity({
+        // the run's deadline counts working time: its clock stops while a person is asked
+        const decision = yield* AgentRun.waitingForPerson(journal.activity({
           name: `approval/${call.iteration}/${call.id ?? "json"}`,
           success: Approvals.Decision,
           execute: () =>
@@ -140,7 +142,7 @@ export const makeGate = (options: {
               onStored: requested,
               ...(settings.approvalTimeout !== undefined ? { timeout: settings.approvalTimeout } : {})
             })
-        })
+        }))
         const bound = decision.approvalId === approvalId && decision.argsHash === argsHash
         const verdict: Verdict = bound && decision.decision === "approve"
           ? { approved: true }
@@ -167,7 +169,7 @@ export const makeGate = (options: {
         const status = { spent_usd: wait.spentUsd, limit_usd: wait.limitUsd }
         // announced once the wait is stored, so that an answer sent right away finds it (see `ask`)
         const exhausted = journal.emit({ _tag: "BudgetStatus", status: "exhausted", ...status }, { key: `budget/${wait.n}/exhausted` })
-        const decision = yield* journal.activity({
+        const decision = yield* AgentRun.waitingForPerson(journal.activity({
           name: `budget/${wait.n}`,
           success: Approvals.Decision,
           execute: () =>
@@ -181,7 +183,7 @@ export const makeGate = (options: {
               iteration: wait.n,
               onStored: exhausted
             })
-        })
+        }))
         // approve = extend by the USD in `reason`; anything else stops
         const add = decision.decision === "approve" ? Number(decision.reason) : NaN
         const extend = Number.isFinite(add) && add > 0 ? add : undefined
