@@ -23,7 +23,7 @@ import * as Stream from "effect/Stream"
 import * as Budget from "../../Budget.js"
 import type { Injection } from "../../Interrupts.js"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService, ResponseToolCall } from "../../Llm.js"
-import { forEachChunk, LlmError, oneCall, parseToolArguments } from "../../Llm.js"
+import { LlmError, oneCall, parseToolArguments } from "../../Llm.js"
 import type { RunEvent } from "../../RunEvent.js"
 import * as Telemetry from "../../Telemetry.js"
 import * as Usage from "../../Usage.js"
@@ -132,7 +132,8 @@ export const streamLoopCall = (
       // the account read first: a run without one runs the model's stream as it is
       const streamed = Effect.map(
         Effect.flatMap(FiberRef.get(Budget.currentAccount), (account) =>
-          forEachChunk(Budget.streamChatWith(account, llm, request), onChunk)),
+          // run as a whole: its executor's fiber is where a run whose consumer left learns it, within the iteration
+          Stream.runForEachChunk(Budget.streamChatWith(account, llm, request), onChunk)),
         (): LoopReply => ({ response: reply.response(), shown })
       )
       const plain = Telemetry.chat(llm, request, { phase: "loop", iteration })
