@@ -110,6 +110,12 @@ export interface ConversationDetail extends ConversationSummary {
  */
 export interface ConversationStoreService {
   readonly exists: (id: string) => Effect.Effect<boolean, StoreError>
+  /**
+   * Stores the conversation (no turns yet, titled by `query`) when it is not stored: a
+   * conversation exists from its first run's first event (GET answers, a fork answers
+   * 409 `run_in_progress` while that run goes on).
+   */
+  readonly open: (id: string, query: string) => Effect.Effect<void, StoreError>
   /** Earlier turns as `history` for the next run: the query and the answer of each turn. */
   readonly history: (id: string) => Effect.Effect<ReadonlyArray<ChatMessage>, StoreError>
   /**
@@ -228,6 +234,12 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
         Effect.map((rows) => (rows[0]?.n ?? 0) > 0),
         Effect.mapError(storeError("reading the conversation failed"))
       ),
+    open: (id, query) =>
+      Effect.suspend(() => {
+        const now = new Date().toISOString()
+        return sql`INSERT INTO conversations (id, title, created_at, updated_at, turns)
+          VALUES (${id}, ${title(query)}, ${now}, ${now}, 0) ON CONFLICT (id) DO NOTHING`
+      }).pipe(Effect.asVoid, Effect.mapError(storeError("storing the conversation failed"))),
     history: (id) =>
       sql<{ query: string; answer: string; answer_json: string | null }>`SELECT query, answer, answer_json FROM turns
         WHERE conversation_id = ${id} ORDER BY turn`.pipe(
