@@ -16,7 +16,6 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { timingSafeEqual } from "node:crypto"
 import * as internal from "./internal/apiError.js"
-import { unstorableText } from "./internal/storableText.js"
 
 /**
  * One invalid field.
@@ -392,15 +391,9 @@ export const decodeBody = <A, I>(
     if (json === null || typeof json !== "object" || Array.isArray(json)) {
       return yield* Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "The body must be a JSON object" }] }))
     }
-    const deep = internal.tooDeep(json, MAX_JSON_DEPTH)
-    if (deep !== undefined) {
-      return yield* Effect.fail(
-        new InvalidRequest({ issues: [{ path: deep, message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels` }] })
-      )
-    }
-    // U+0000 and unpaired surrogates: refused alike on SQLite and PostgreSQL (which cannot store them)
-    const unstorable = unstorableText(json)
-    if (unstorable !== undefined) return yield* Effect.fail(new InvalidRequest({ issues: [unstorable] }))
+    // too deep, or text no database can store (U+0000, unpaired surrogates: refused alike on SQLite and PostgreSQL)
+    const issue = internal.bodyIssue(json, MAX_JSON_DEPTH)
+    if (issue !== undefined) return yield* Effect.fail(new InvalidRequest({ issues: [issue] }))
     return yield* Schema.decodeUnknown(schema, { errors: "all", onExcessProperty: "ignore" })(json).pipe(
       Effect.mapError((error) => new InvalidRequest({ issues: formatIssues(error) }))
     )
