@@ -306,5 +306,5 @@ export const release = (ledger: Ledger, key: string): void => {
 
 /** Raises the money limit by `usd` (policy `ask`: the person extended the budget). */
 export const extend = (ledger: Ledger, usd: number): void => {
-  ledger.limits = { ...ledger.limits, usd: (ledger.limits.usd ?? 0) + usd }
+  ledger.limits = { ...ledger.limits, usd: Math.round(((ledger.limits.usd ?? 0) + usd) * 1e8) / 1e8 }
 }
