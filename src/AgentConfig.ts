@@ -313,7 +313,7 @@ export const resolve = (explicit: Partial<AgentOptions> = {}): Effect.Effect<Age
     if (explicit.approvalTimeout !== undefined) out.approvalTimeout = yield* positiveDuration("approvalTimeout", explicit.approvalTimeout)
     if (explicit.synthesis !== undefined) out.synthesis = yield* checkPolicy("synthesis", explicit.synthesis)
     if (explicit.budget !== undefined) out.budget = yield* Budget.check(explicit.budget, [])
-    if (explicit.guardrails !== undefined) out.guardrails = explicit.guardrails
+    if (explicit.guardrails !== undefined) out.guardrails = yield* Guardrail.check(explicit.guardrails)
     if (explicit.useNativeTools !== undefined) out.useNativeTools = explicit.useNativeTools
     if (explicit.completionCheck !== undefined) out.completionCheck = explicit.completionCheck
     if (explicit.systemPrompt !== undefined) out.systemPrompt = explicit.systemPrompt

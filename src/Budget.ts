@@ -177,6 +177,33 @@ const reserveFor = (account: Account, llm: LlmService, request: ChatRequest): L.
   return typeof r === "string" ? new LlmError({ reason: "Budget", message: r }) : r
 }
 
+/**
+ * When calls in flight hold reservations on the run's ledger (parallel calls, sub-agents),
+ * waits for the next of them to settle — each spends at most what it reserved, usually
+ * less — and succeeds with true; false at once when none is in flight (waiting cannot help).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const roomFreed = (ledger: L.Ledger): Effect.Effect<boolean> =>
+  ledger.open <= 0 ? Effect.succeed(false) : Effect.as(
+    Effect.async<void>((resume) => {
+      const wake = () => resume(Effect.void)
+      ledger.waiters.add(wake)
+      return Effect.sync(() => void ledger.waiters.delete(wake))
+    }),
+    true
+  )
+
+/** Reserves the call; a refusal while other calls hold reservations waits for them to settle and tries again. */
+const reserveWaiting = (account: Account, llm: LlmService, request: ChatRequest): Effect.Effect<L.Reservation, LlmError> =>
+  Effect.suspend(() => {
+    const r = reserveFor(account, llm, request)
+    if (!(r instanceof LlmError)) return Effect.succeed(r)
+    if (account.ledger === undefined) return Effect.fail(r)
+    return Effect.flatMap(roomFreed(account.ledger), (freed) => (freed ? reserveWaiting(account, llm, request) : Effect.fail(r)))
+  })
+
 const capped = (request: ChatRequest, account: Account, r: L.Reservation): ChatRequest =>
   account.ledger === undefined ? request : { ...request, maxTokens: r.output }
 
@@ -204,17 +231,16 @@ const chargingRetries = (account: Account, r: L.Reservation) => <A, E, R>(self: 
 export const chat = (llm: LlmService, request: ChatRequest): Effect.Effect<ChatResponse, LlmError> =>
   Effect.flatMap(FiberRef.get(currentAccount), (account) => {
     if (account === undefined) return llm.chat(request)
-    const r = reserveFor(account, llm, request)
-    if (r instanceof LlmError) return Effect.fail(r)
-    return llm.chat(capped(request, account, r)).pipe(
-      chargingRetries(account, r),
-      Effect.onExit((exit) =>
-        Effect.sync(() => {
-          if (exit._tag === "Success") charge(account, r, exit.value.usage, "ok")
-          else charge(account, r, Usage.make(r.input, 0), Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed")
-        })
-      )
-    )
+    return Effect.flatMap(reserveWaiting(account, llm, request), (r) =>
+      llm.chat(capped(request, account, r)).pipe(
+        chargingRetries(account, r),
+        Effect.onExit((exit) =>
+          Effect.sync(() => {
+            if (exit._tag === "Success") charge(account, r, exit.value.usage, "ok")
+            else charge(account, r, Usage.make(r.input, 0), Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed")
+          })
+        )
+      ))
   })
 
 /**
@@ -236,9 +262,7 @@ export const streamChat = (llm: LlmService, request: ChatRequest): Stream.Stream
  * @category metering
  */
 export const streamChatWith = (account: Account | undefined, llm: LlmService, request: ChatRequest): Stream.Stream<ChatDelta, LlmError> =>
-  account === undefined ? llm.streamChat(request) : Stream.unwrapScoped(Effect.suspend(() => {
-    const r = reserveFor(account, llm, request)
-    if (r instanceof LlmError) return Effect.fail(r)
+  account === undefined ? llm.streamChat(request) : Stream.unwrapScoped(Effect.flatMap(reserveWaiting(account, llm, request), (r) => {
     let usage: Usage.Usage | undefined
     let seen = 0
     return Effect.as(
@@ -278,7 +302,7 @@ export const snapshot = (ledger: L.Ledger): Snapshot => ({
   spent_tokens: ledger.spentTokens,
   ...(ledger.limits.tokens !== undefined ? { limit_tokens: ledger.limits.tokens } : {}),
   ...(ledger.limits.usd !== undefined || Object.keys(ledger.prices).length > 0 ? { spent_usd: round(ledger.spentUsd) } : {}),
-  ...(ledger.limits.usd !== undefined ? { limit_usd: ledger.limits.usd } : {})
+  ...(ledger.limits.usd !== undefined ? { limit_usd: round(ledger.limits.usd) } : {})
 })
 
 const round = (usd: number): number => Math.round(usd * 1e8) / 1e8
@@ -354,9 +378,16 @@ export const entries = (ledger: L.Ledger): ReadonlyArray<L.Entry> => ledger.entr
 export const priceOf = (prices: PriceTable, model: string, usage: Usage.Usage): number | undefined => L.costOf(prices, model, usage)
 
 /**
- * Ledger operations the engine uses (fits, hold, release, extend).
+ * Ledger operations the engine uses (fits, hold, planLoop, release, extend).
  *
  * @since 0.1.0
  * @category utils
  */
-export const ledger = { fits: L.fits, hold: L.hold, release: L.release, extend: L.extend, room: L.room } as const
+export const ledger = {
+  fits: L.fits,
+  hold: L.hold,
+  planLoop: L.planLoop,
+  release: L.release,
+  extend: L.extend,
+  room: L.room
+} as const

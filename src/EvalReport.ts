@@ -19,8 +19,9 @@ export const table = (report: Report): string => {
   const idWidth = Math.max(4, ...report.cases.map((c) => Math.min(40, c.id.length)))
   const header = `${pad("case", idWidth)}  result  score  tokens  latency  notes`
   const rows = report.cases.map((c) => {
-    const failedScores = c.scores.filter((s) => !s.passed).map((s) => `${s.scorer}: ${s.reason}`)
-    const notes = c.error !== null ? `error: ${c.error.split("\n")[0]}` : failedScores.join("; ")
+    // why a case scored what it did: every score that failed or was not full (a judge's 0.6 that passed)
+    const explained = c.scores.filter((s) => !s.passed || s.score < 1).map((s) => `${s.scorer}: ${s.reason}`)
+    const notes = c.error !== null ? `error: ${c.error.split("\n")[0]}` : explained.join("; ")
     return `${pad(c.id, idWidth)}  ${c.passed ? "PASS  " : "FAIL  "}  ${padLeft(c.score.toFixed(2), 5)}  ${padLeft(String(c.tokens), 6)}  ${
       padLeft(`${c.latency_ms} ms`, 7)
     }  ${notes.slice(0, 100)}`

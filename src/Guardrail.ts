@@ -110,6 +110,42 @@ export const DEFAULT_REFUSAL = "I can't help with that request."
 
 const pass: Verdict = { _tag: "Pass" }
 
+/** A `/…/flags` pattern's regular expression (throws a SyntaxError when it is not one); undefined for a substring. */
+const regexOf = (p: string): RegExp | undefined => {
+  const regex = /^\/(.+)\/([a-z]*)$/s.exec(p)
+  return regex === null ? undefined : new RegExp(regex[1], regex[2])
+}
+
+/**
+ * Why a pattern of a `pattern` guardrail cannot be used (a `/…/flags` string that is not a
+ * valid regular expression), or undefined.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const invalidPattern = (p: string): string | undefined => {
+  try {
+    regexOf(p)
+    return undefined
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e)
+  }
+}
+
+/** The first entry of guardrails (a file's, or the agent option's) that cannot be built: where it is and why. */
+const invalidEntry = (options: GuardrailOptions): string | undefined => {
+  for (const stage of ["input", "output"] as const) {
+    for (const [i, spec] of (options[stage] ?? []).entries()) {
+      if (!("type" in spec) || spec.type !== "pattern") continue
+      for (const [j, p] of spec.patterns.entries()) {
+        const why = invalidPattern(p)
+        if (why !== undefined) return `${stage}[${i}] (${JSON.stringify(spec.name)}): patterns[${j}] ${JSON.stringify(p)}: ${why}`
+      }
+    }
+  }
+  return undefined
+}
+
 /**
  * A pattern list: trips when the text contains one of `patterns`
  * (case-insensitive substrings; `/…/flags` strings are regular expressions).
@@ -119,11 +155,8 @@ const pass: Verdict = { _tag: "Pass" }
  */
 export const pattern = (name: string, patterns: ReadonlyArray<string>): Guardrail => {
   const tests = patterns.map((p): (text: string) => boolean => {
-    const regex = /^\/(.+)\/([a-z]*)$/s.exec(p)
-    if (regex !== null) {
-      const re = new RegExp(regex[1], regex[2])
-      return (text) => re.test(text)
-    }
+    const re = regexOf(p)
+    if (re !== undefined) return (text) => re.test(text)
     const needle = p.toLowerCase()
     return (text) => text.toLowerCase().includes(needle)
   })
@@ -180,6 +213,8 @@ export const classifier = (name: string, rubric: string, llm: LlmService): Guard
     )
 })
 
+const compiled = new WeakMap<GuardrailSpec, Guardrail>()
+
 /**
  * A guardrail from its spec (`llm`: the classifier's model).
  *
@@ -189,8 +224,12 @@ export const classifier = (name: string, rubric: string, llm: LlmService): Guard
 export const fromSpec = (spec: GuardrailSpec | Guardrail, llm: LlmService): Guardrail => {
   if (!("type" in spec)) return spec
   switch (spec.type) {
-    case "pattern":
-      return pattern(spec.name, spec.patterns)
+    case "pattern": {
+      // compiled once per spec (a run builds its guardrails from the agent's specs)
+      const built = compiled.get(spec) ?? pattern(spec.name, spec.patterns)
+      compiled.set(spec, built)
+      return built
+    }
     case "length":
       return length(spec.name, spec.max)
     case "classifier":
@@ -229,6 +268,20 @@ export const firstTripped = (
 const decodeFile = Schema.decodeUnknownEither(Schema.parseJson(GuardrailsFile))
 
 /**
+ * Checks the agent option `guardrails`: every spec can be built (a `pattern` entry's
+ * `/…/flags` strings are valid regular expressions), else a `ConfigError` naming the entry.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const check = (options: GuardrailOptions): Effect.Effect<GuardrailOptions, ConfigError.ConfigError> => {
+  const invalid = invalidEntry(options)
+  return invalid === undefined
+    ? Effect.succeed(options)
+    : Effect.fail(ConfigError.InvalidData(["guardrails"], `guardrails: ${invalid}`))
+}
+
+/**
  * Reads `REACT_GUARDRAILS_FILE`'s JSON.
  *
  * @since 0.1.0
@@ -242,8 +295,10 @@ export const loadFile = (path: string): Effect.Effect<GuardrailsFile, ConfigErro
     ),
     Effect.flatMap((text) => {
       const decoded = decodeFile(text)
-      return decoded._tag === "Right"
+      // every entry is built now, at start-up: a pattern that is not a regular expression stops it, not every run
+      const invalid = decoded._tag === "Right" ? invalidEntry(decoded.right) : decoded.left.message
+      return invalid === undefined && decoded._tag === "Right"
         ? Effect.succeed(decoded.right)
-        : Effect.fail(ConfigError.InvalidData(["REACT_GUARDRAILS_FILE"], `REACT_GUARDRAILS_FILE ${path} is invalid: ${decoded.left.message}`))
+        : Effect.fail(ConfigError.InvalidData(["REACT_GUARDRAILS_FILE"], `REACT_GUARDRAILS_FILE ${path} is invalid: ${invalid}`))
     })
   )

@@ -196,6 +196,9 @@ export const BudgetExhausted = Schema.TaggedStruct("BudgetExhausted", {
   limit_tokens: Schema.optional(Schema.Number),
   spent_usd: Schema.optional(Schema.Number),
   limit_usd: Schema.optional(Schema.Number),
+  /** What the next loop call and the answer needed at the least (tokens, and USD under a money limit). */
+  needed_tokens: Schema.optional(Schema.Number),
+  needed_usd: Schema.optional(Schema.Number),
   step_id,
   agent
 })

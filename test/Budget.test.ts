@@ -204,11 +204,92 @@ describe("Budget properties", () => {
     ), 60_000)
 })
 
+describe("Budget: what a run can spend", () => {
+  // The same generated run twice: without a budget it bills X tokens; under a budget of 1.5 × X it
+  // must do the same work (no BudgetExhausted, the same steps and answer) and bill no more than 1.5 × X.
+  // Each call's max_tokens is capped to what is left, so the budget never needs the whole
+  // output allowance (default 1024 per call) of every call at once.
+  it.effect("a run whose unbudgeted cost is X completes under a budget of 1.5 × X, never above it", () =>
+    Effect.promise(() =>
+      fc.assert(
+        fc.asyncProperty(
+          fc.array(roundArb, { maxLength: 5 }),
+          fc.array(subStepArb, { minLength: 1, maxLength: 3 }),
+          longText("The answer."),
+          // no reply is longer than the output a call may ask for (default 1024): a smaller
+          // reserveOutputTokens cuts replies by choice, under any budget
+          fc.option(fc.integer({ min: 1024, max: 4096 }), { nil: undefined }),
+          fc.constantFrom<"auto" | "always">("auto", "always"),
+          (rounds, subSteps, final, reserve, synthesis) =>
+            Effect.runPromise(Effect.gen(function*() {
+              const once = (budget: number | undefined) =>
+                Effect.gen(function*() {
+                  const bill: Bill = { tokens: 0, calls: 0 }
+                  const sub = makeAgent(responder(bill, [...subSteps, ScriptedLlm.text("sub done")]), {
+                    tools: [echoTool],
+                    agent: { completionCheck: false }
+                  })
+                  const subAgent = yield* Effect.provide(ReactAgent.ReactAgent, sub.layer)
+                  const research = ReactAgent.asTool(subAgent, { name: "research", description: "Researches" })
+                  const parent = makeAgent(responder(bill, [...rounds, final]), {
+                    tools: [echoTool, research],
+                    agent: {
+                      completionCheck: false,
+                      synthesis,
+                      ...(budget !== undefined ? { budget: { tokens: budget, ...(reserve !== undefined ? { reserveOutputTokens: reserve } : {}) } } : {})
+                    }
+                  })
+                  return { bill, ...(yield* runOf(parent)) }
+                })
+              const free = yield* once(undefined)
+              const limit = Math.floor(1.5 * free.bill.tokens)
+              const budgeted = yield* once(limit)
+              const exhausted = budgeted.events.find((e) => e._tag === "BudgetExhausted")
+              assert.isUndefined(exhausted, `X = ${free.bill.tokens}, budget ${limit}: ${JSON.stringify(exhausted)}`)
+              assert.isTrue(budgeted.bill.tokens <= limit, `billed ${budgeted.bill.tokens} > budget ${limit}`)
+              assert.strictEqual(budgeted.result.answer, free.result.answer)
+              assert.deepStrictEqual(budgeted.result.steps.map((s) => s.tool_name), free.result.steps.map((s) => s.tool_name))
+              assert.strictEqual(budgeted.bill.tokens, free.bill.tokens)
+            }))
+        ),
+        { numRuns: Number(process.env.BUDGET_PROPERTY_RUNS ?? 60) }
+      )
+    ), 120_000)
+})
+
+describe("Budget refusals say what the call needed and what was spent", () => {
+  it("a call is capped to what is left; only one that cannot have 16 output tokens is refused", () => {
+    const account = Budget.makeAccount({ tokens: 2500 }, undefined)!
+    const ledger = account.ledger!
+    const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("x")])
+    const request = { messages: [Message.user("x".repeat(3581))] }
+    assert.strictEqual(Budget.estimateInput(request), 900)
+    const call = Budget.chat(llm.service, request).pipe(Effect.locally(Budget.currentAccount, account))
+    // 900 input + up to 1024 output does not fit in the 1100 left: the call is made with max_tokens 200
+    ledger.spentTokens = 1400
+    Effect.runSync(call)
+    assert.strictEqual(llm.requests[0]?.request.maxTokens, 200)
+    ledger.spentTokens = 2310
+    const refused = Effect.runSync(Effect.flip(call))
+    assert.strictEqual(llm.requests.length, 1, "the refused call was not made")
+    assert.strictEqual(refused.reason, "Budget")
+    assert.strictEqual(
+      refused.message,
+      "budget exhausted: a call on scripted needs ≈ 916 tokens (900 input + 16 output at least); 2310 of 2500 tokens spent, 190 left"
+    )
+  })
+})
+
 describe("Budget policy ask", () => {
   it.live("the run waits for a person: extend continues the loop with the added USD, stop answers from what it has", () =>
     Effect.gen(function*() {
       const bill: Bill = { tokens: 0, calls: 0 }
-      const steps = [echo(1), echo(2), echo(3), echo(4), echo(5), echo(6), echo(7), echo(8), echo(9), ScriptedLlm.text("Done.")]
+      // more tool rounds than $0.0025 pays for; each call's output (a few tokens) fits in the least
+      // output a call is made with, so the loop stops at its check, never on a reply cut at max_tokens
+      const steps = [
+        ...Array.from({ length: 40 }, (_, i) => ScriptedLlm.toolCall("echo", { text: `step ${i + 1}` })),
+        ScriptedLlm.text("Done.")
+      ]
       // the limit is on an account made outside (its ledger can be printed); the run's own option sets the policy
       const account = Budget.makeAccount({ usd: 0.0015, reserveOutputTokens: 64, prices: { scripted: { input: 1, output: 2 } } }, undefined)!
       const agent = makeAgent(responder(bill, steps), {

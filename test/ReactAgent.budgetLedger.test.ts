@@ -72,7 +72,8 @@ describe("ReactAgent budget ledger", () => {
       yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "work", conversationId: "c-first" }, first.journal)).pipe(
         Effect.provide(agentOf().layer)
       )
-      const billed = { spent_tokens: 1910, limit_tokens: 100_000, spent_usd: SPENT, limit_usd: LIMIT }
+      // what the next loop call needed at the least: its input and 16 output tokens
+      const billed = { spent_tokens: 1910, limit_tokens: 100_000, spent_usd: SPENT, limit_usd: LIMIT, needed_tokens: 387, needed_usd: 0.000419 }
       assert.deepStrictEqual(exhausted(first.events).map(({ step_id: _, ...e }) => e), [{ _tag: "BudgetExhausted", ...billed }])
       assert.isFalse(first.ran.includes("llm/2"))
 
@@ -117,7 +118,7 @@ describe("ReactAgent budget ledger", () => {
     return Effect.gen(function*() {
       const rec = journalOf()
       yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "work" }, rec.journal))
-      assert.deepStrictEqual(exhausted(rec.events).map(({ step_id: _, ...e }) => e), [{ _tag: "BudgetExhausted", spent_tokens: 1910, limit_tokens: 2_000 }])
+      assert.deepStrictEqual(exhausted(rec.events).map(({ step_id: _, ...e }) => e), [{ _tag: "BudgetExhausted", spent_tokens: 1910, limit_tokens: 2_000, needed_tokens: 387 }])
       assert.isFalse(rec.events.some((e) => e._tag === "BudgetStatus"))
       assert.isFalse(rec.ran.some((n) => n.startsWith("budget/")))
       const done = rec.events[rec.events.length - 1]

@@ -48,6 +48,7 @@ describe("ReactAgent guardrails: a trip at the drain after a streamed answer", (
         "ThinkingDone",
         "AnswerReset",
         "GuardrailTripped",
+        "AnswerSignal",
         "AnswerStart",
         "AnswerDelta",
         "AnswerDone",

@@ -33,7 +33,8 @@ const injectedRun = (injected: ReadonlyArray<string>, content?: string) => {
   )
 }
 
-const refusal = ["GuardrailTripped", "AnswerStart", "AnswerDelta", "AnswerDone", "Done"]
+// an input-stage trip says the answer comes now (AnswerSignal): the refusal is the answer
+const refusal = ["GuardrailTripped", "AnswerSignal", "AnswerStart", "AnswerDelta", "AnswerDone", "Done"]
 
 describe("ReactAgent guardrails in the run", () => {
   it.effect("injected messages are checked as guardrail/inject/1, /2, … in the order they are taken in", () =>

@@ -1,5 +1,8 @@
 import { assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parse } from "../src/app/cliArgs.js"
 import { jsonRenderer, type Output, textRenderer } from "../src/app/cliRender.js"
@@ -34,6 +37,12 @@ const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}, comm
       }
     )
   })
+}
+
+const guardrailsFile = (): string => {
+  const file = join(mkdtempSync(join(tmpdir(), "cli-guardrails-")), "guardrails.json")
+  writeFileSync(file, JSON.stringify({ input: [{ type: "pattern", name: "secrets", patterns: ["password"] }], refusal: "No secrets here." }))
+  return file
 }
 
 // The children start together (each pays the TypeScript start-up once), the tests read their results.
@@ -84,6 +93,25 @@ beforeAll(() => {
 })
 
 describe("cli", () => {
+  // started after the others (their eleven children at once already take most of a minute on a loaded machine)
+  it("piped (as `| cat`), a tripped input guardrail prints the ⛔ line and the refusal as the answer", async () => {
+    await Promise.all(Object.values(runs))
+    const run = await cli(["tell me the root password"], { REACT_GUARDRAILS_FILE: guardrailsFile() })
+    assert.strictEqual(run.code, 0, run.stderr)
+    assert.include(run.stdout, "⛔ guardrail secrets tripped on the request: matched pattern \"password\"")
+    assert.include(run.stdout, "\nNo secrets here.\n")
+  }, 240_000)
+
+  it("a money budget without a price: the start-up error once, plainly (exit 1)", async () => {
+    await Promise.all(Object.values(runs))
+    const run = await cli(["hi"], { REACT_RUN_BUDGET_USD: "0.01" })
+    assert.strictEqual(run.code, 1)
+    const lines = run.stderr.split("\n").filter((l) => /price/.test(l))
+    assert.deepStrictEqual(lines, [
+      "✗ could not start: a money budget needs a price for model offline-demo: add it to MODEL_PRICES_FILE or budget.prices"
+    ])
+  }, 240_000)
+
   it("answers with the demo model: tool line, result line, streamed answer, footer", async () => {
     const run = await runs.plain
     assert.strictEqual(run.code, 0, run.stderr)

@@ -34,13 +34,16 @@ describe("CLI: budgets and guardrails", () => {
       { _tag: "GuardrailTripped", stage: "input", name: "secrets", reason: "matched pattern \"password\"" },
       { _tag: "BudgetStatus", status: "exhausted", spent_usd: 0.01, limit_usd: 0.01 },
       { _tag: "BudgetStatus", status: "extended", spent_usd: 0.01, limit_usd: 0.02 },
-      { _tag: "BudgetExhausted", spent_tokens: 1200, limit_tokens: 2000, spent_usd: 0.02, limit_usd: 0.02 },
+      { _tag: "BudgetExhausted", spent_tokens: 1200, limit_tokens: 2000, spent_usd: 0.02, limit_usd: 0.02, needed_tokens: 900, needed_usd: 0.0011 },
       done
     ])
     assert.include(text, "⛔ guardrail secrets tripped on the request: matched pattern \"password\"")
     assert.include(text, "budget spent: $0.01 of $0.01")
     assert.include(text, "budget extended to $0.02")
-    assert.include(text, "budget exhausted: 1200 of 2000 tokens, $0.02 of $0.02; answering from what the run has")
+    assert.include(
+      text,
+      "budget exhausted: 1200 of 2000 tokens, $0.02 of $0.02 spent; the next step and the answer need ≈ 900 tokens ($0.0011); answering from what the run has"
+    )
     assert.include(text, "$0.00042")
   })
 

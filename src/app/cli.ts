@@ -20,6 +20,7 @@ import type { AppInfo as AppInfoTag } from "./App.js"
 import { answerFor, approvalMode, budgetAnswerFor } from "./cliApproval.js"
 import { type CliOptions, parse, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
+import { configMessage } from "./startupError.js"
 import type * as DagAgentModule from "../DagAgent.js"
 import * as Budget from "../Budget.js"
 import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
@@ -157,7 +158,7 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       Effect.provide(Telemetry.layerConfig),
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause) ? Effect.interrupt : Effect.sync(() => {
-          out.error(`✗ could not start: ${Cause.pretty(cause)}\n`)
+          out.error(`✗ could not start: ${configMessage(cause) ?? Cause.pretty(cause)}\n`)
           return 1
         })
       )

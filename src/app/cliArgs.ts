@@ -92,7 +92,14 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
     values = parsed.values
     positionals = parsed.positionals
   } catch (e) {
-    return { _tag: "Invalid", message: (e as Error).message }
+    // node's parseArgs leaves a quote open ("…as in '-- \"--bogus\""): said plainly instead
+    const unknown = /^Unknown option '([^']*)'/.exec((e as Error).message)
+    return unknown === null
+      ? { _tag: "Invalid", message: (e as Error).message }
+      : {
+        _tag: "Invalid",
+        message: `Unknown option '${unknown[1]}'. A question that starts with '-' goes after '--': npm run ask -- -- "${unknown[1]} …"`
+      }
   }
   if (values.help) return { _tag: "Help" }
   if (values.tools) {

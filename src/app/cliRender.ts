@@ -65,6 +65,12 @@ export const budgetText = (b: { readonly spent_tokens: number; readonly limit_to
     ...(b.spent_usd !== undefined ? [`$${b.spent_usd}${b.limit_usd !== undefined ? ` of $${b.limit_usd}` : ""}`] : [])
   ].join(", ")
 
+/** "; the next step and the answer need ≈ 900 tokens" (BudgetExhausted's needed_*). @internal */
+export const neededText = (b: { readonly needed_tokens?: number | undefined; readonly needed_usd?: number | undefined }): string =>
+  b.needed_tokens === undefined
+    ? ""
+    : `; the next step and the answer need ≈ ${b.needed_tokens} tokens${b.needed_usd !== undefined ? ` ($${b.needed_usd})` : ""}`
+
 /** The retry's SSE payload (the same as the server's `phase` frame). @internal */
 export const retryPayload = (notice: RetryNotice) => ({
   phase: "retrying" as const,
@@ -263,7 +269,7 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         break
       case "BudgetExhausted":
         stopSpinner()
-        line(`${red("$")} budget exhausted: ${budgetText(event)}; answering from what the run has`)
+        line(`${red("$")} budget exhausted: ${budgetText(event)} spent${neededText(event)}; answering from what the run has`)
         break
       case "BudgetStatus":
         stopSpinner()

@@ -23,6 +23,7 @@ import * as Database from "../server/Database.js"
 import * as Server from "../server/Server.js"
 import * as ServerConfig from "../server/ServerConfig.js"
 import * as App from "./App.js"
+import { configMessage } from "./startupError.js"
 import * as Telemetry from "../Telemetry.js"
 
 const Banner = Layer.effectDiscard(Effect.gen(function*() {
@@ -66,6 +67,8 @@ const reportFailure = <A, E, R>(self: Effect.Effect<A, E, R>) =>
       ? Effect.logError(listen.value.message)
       : Cause.isInterruptedOnly(cause)
       ? Effect.void
+      : configMessage(cause) !== undefined
+      ? Effect.logError(`react-engine could not start: ${configMessage(cause)}`)
       : Effect.logError("react-engine could not start", cause)
   })
 

@@ -7,6 +7,7 @@
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
@@ -252,7 +253,15 @@ export const toResponse = (error: ApiError): HttpServerResponse.HttpServerRespon
 export const handle = <R>(
   effect: Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
-  Effect.catchAll(effect, (error) => Effect.succeed(toResponse(error)))
+  effect.pipe(
+    Effect.catchAll((error) => Effect.succeed(toResponse(error))),
+    // a defect (a database that refused a statement, a bug) is a logged 500 with a JSON body, never an empty one
+    Effect.catchAllDefect((defect) =>
+      Effect.logError("request failed", Cause.die(defect)).pipe(
+        Effect.as(toResponse(new InternalError({ message: "Internal error: the server's log has the details" })))
+      )
+    )
+  )
 
 const sameSecret = (given: string, expected: string): boolean => {
   const a = Buffer.from(given)
@@ -382,12 +391,9 @@ export const decodeBody = <A, I>(
     if (json === null || typeof json !== "object" || Array.isArray(json)) {
       return yield* Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "The body must be a JSON object" }] }))
     }
-    const deep = internal.tooDeep(json, MAX_JSON_DEPTH)
-    if (deep !== undefined) {
-      return yield* Effect.fail(
-        new InvalidRequest({ issues: [{ path: deep, message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels` }] })
-      )
-    }
+    // too deep, or text no database can store (U+0000, unpaired surrogates: refused alike on SQLite and PostgreSQL)
+    const issue = internal.bodyIssue(json, MAX_JSON_DEPTH)
+    if (issue !== undefined) return yield* Effect.fail(new InvalidRequest({ issues: [issue] }))
     return yield* Schema.decodeUnknown(schema, { errors: "all", onExcessProperty: "ignore" })(json).pipe(
       Effect.mapError((error) => new InvalidRequest({ issues: formatIssues(error) }))
     )

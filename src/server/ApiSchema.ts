@@ -116,7 +116,10 @@ export const BudgetRequest = Schema.Union(
   Schema.Struct({
     conversation_id: ConversationId,
     decision: Schema.Literal("extend"),
-    add_usd: Schema.Number.pipe(Schema.positive(), Schema.finite())
+    add_usd: Schema.Number.pipe(
+      Schema.positive(),
+      Schema.lessThanOrEqualTo(1_000_000, { message: () => "add_usd must be a positive amount of USD, at most 1000000" })
+    )
   }),
   Schema.Struct({ conversation_id: ConversationId, decision: Schema.Literal("stop") })
 )

@@ -18,6 +18,7 @@ import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import type { ChatMessage } from "../Message.js"
 import * as Message from "../Message.js"
+import { decodeColumn, encodeColumn } from "./internal/storableText.js"
 import * as ServerConfig from "./ServerConfig.js"
 
 /**
@@ -109,6 +110,12 @@ export interface ConversationDetail extends ConversationSummary {
  */
 export interface ConversationStoreService {
   readonly exists: (id: string) => Effect.Effect<boolean, StoreError>
+  /**
+   * Stores the conversation (no turns yet, titled by `query`) when it is not stored: a
+   * conversation exists from its first run's first event (GET answers, a fork answers
+   * 409 `run_in_progress` while that run goes on).
+   */
+  readonly open: (id: string, query: string) => Effect.Effect<void, StoreError>
   /** Earlier turns as `history` for the next run: the query and the answer of each turn. */
   readonly history: (id: string) => Effect.Effect<ReadonlyArray<ChatMessage>, StoreError>
   /**
@@ -174,7 +181,9 @@ export const migrations = {
     const sql = yield* SqlClient.SqlClient
     yield* sql`ALTER TABLE turns ADD COLUMN run_id TEXT`
     yield* sql`ALTER TABLE conversations ADD COLUMN forked_from TEXT`
-  })
+  }),
+  // an answer with text PostgreSQL cannot store (U+0000): `answer` keeps a readable copy, this the exact text as JSON
+  "4_turn_answer_json": Effect.flatMap(SqlClient.SqlClient, (sql) => sql`ALTER TABLE turns ADD COLUMN answer_json TEXT`)
 }
 
 const decodeMessages = Schema.decodeUnknownEither(Schema.parseJson(Schema.Array(Message.ChatMessage)))
@@ -183,6 +192,7 @@ interface TurnRow {
   readonly turn: number
   readonly query: string
   readonly answer: string
+  readonly answer_json: string | null
   readonly messages: string
   readonly usage: string | null
   readonly status: string
@@ -215,7 +225,7 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
   )
 
   const turnsOf = (id: string) =>
-    sql<TurnRow>`SELECT turn, query, answer, messages, usage, status, created_at, run_id FROM turns
+    sql<TurnRow>`SELECT turn, query, answer, answer_json, messages, usage, status, created_at, run_id FROM turns
       WHERE conversation_id = ${id} ORDER BY turn`
 
   const service: ConversationStoreService = {
@@ -224,10 +234,18 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
         Effect.map((rows) => (rows[0]?.n ?? 0) > 0),
         Effect.mapError(storeError("reading the conversation failed"))
       ),
+    open: (id, query) =>
+      Effect.suspend(() => {
+        const now = new Date().toISOString()
+        return sql`INSERT INTO conversations (id, title, created_at, updated_at, turns)
+          VALUES (${id}, ${title(query)}, ${now}, ${now}, 0) ON CONFLICT (id) DO NOTHING`
+      }).pipe(Effect.asVoid, Effect.mapError(storeError("storing the conversation failed"))),
     history: (id) =>
-      sql<{ query: string; answer: string }>`SELECT query, answer FROM turns WHERE conversation_id = ${id} ORDER BY turn`
-        .pipe(
-          Effect.map((rows) => rows.flatMap((row) => [Message.user(row.query), Message.assistant(row.answer)])),
+      sql<{ query: string; answer: string; answer_json: string | null }>`SELECT query, answer, answer_json FROM turns
+        WHERE conversation_id = ${id} ORDER BY turn`.pipe(
+          Effect.map((rows) =>
+            rows.flatMap((row) => [Message.user(row.query), Message.assistant(decodeColumn(row.answer, row.answer_json))])
+          ),
           Effect.mapError(storeError("reading the conversation history failed"))
         ),
     appendTurn: (turn) =>
@@ -242,8 +260,10 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
           FROM turns WHERE conversation_id = ${turn.conversationId}`
         if (Number(rows[0]?.stored ?? 0) > 0) return
         const next = (rows[0]?.n ?? 0) + 1
-        yield* sql`INSERT INTO turns (conversation_id, turn, query, answer, messages, usage, status, created_at, run_id)
-          VALUES (${turn.conversationId}, ${next}, ${turn.query}, ${turn.answer}, ${JSON.stringify(turn.messages)},
+        const answer = encodeColumn(turn.answer)
+        yield* sql`INSERT INTO turns (conversation_id, turn, query, answer, answer_json, messages, usage, status, created_at,
+            run_id)
+          VALUES (${turn.conversationId}, ${next}, ${turn.query}, ${answer.text}, ${answer.json}, ${JSON.stringify(turn.messages)},
             ${turn.usage === undefined ? null : JSON.stringify(turn.usage)}, ${turn.status}, ${now}, ${turn.runId ?? null})`
         yield* sql`UPDATE conversations SET updated_at = ${now}, turns = ${next} WHERE id = ${turn.conversationId}`
       })).pipe(Effect.mapError(storeError("saving the turn failed"))),
@@ -264,14 +284,15 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
         const messages: Array<ChatMessage> = []
         const details: Array<StoredTurn> = []
         for (const t of turns) {
+          const answer = decodeColumn(t.answer, t.answer_json)
           messages.push(Message.user(t.query))
           const loop = decodeMessages(t.messages)
           if (loop._tag === "Right") messages.push(...loop.right)
-          messages.push(Message.assistant(t.answer))
+          messages.push(Message.assistant(answer))
           details.push({
             turn: t.turn,
             query: t.query,
-            answer: t.answer,
+            answer,
             status: t.status,
             usage: t.usage === null ? null : JSON.parse(t.usage),
             created_at: t.created_at,
@@ -286,8 +307,8 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
         const now = new Date().toISOString()
         yield* sql`INSERT INTO conversations (id, title, created_at, updated_at, turns, forked_from)
           VALUES (${id}, ${title(`${origin.title} (fork)`)}, ${now}, ${now}, ${turns}, ${JSON.stringify(origin)})`
-        yield* sql`INSERT INTO turns (conversation_id, turn, query, answer, messages, usage, status, created_at, run_id)
-          SELECT ${id}, turn, query, answer, messages, usage, status, created_at, run_id FROM turns
+        yield* sql`INSERT INTO turns (conversation_id, turn, query, answer, answer_json, messages, usage, status, created_at, run_id)
+          SELECT ${id}, turn, query, answer, answer_json, messages, usage, status, created_at, run_id FROM turns
           WHERE conversation_id = ${origin.conversation_id} AND turn <= ${turns}`
       })).pipe(Effect.mapError(storeError("creating the fork failed")))
   }

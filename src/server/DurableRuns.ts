@@ -103,11 +103,19 @@ export const layerShutdownGrace: Layer.Layer<never, never, RunHost | ServerConfi
     const host = yield* RunHost
     const { shutdownGraceMs } = yield* ServerConfig.ServerConfig
     yield* Effect.addFinalizer(() =>
-      Effect.flatMap(host.drain(shutdownGraceMs), ({ inFlight, left, waitedMs }) =>
-        inFlight === 0 ? Effect.void : Effect.logInfo(shutdownLine(inFlight, left, waitedMs, shutdownGraceMs)))
+      Effect.zipRight(
+        // what is being drained, said when the stop begins (SIGTERM logged nothing until the grace was over)
+        Effect.suspend(() => Effect.logInfo(stoppingLine(host.admission(), shutdownGraceMs))),
+        Effect.flatMap(host.drain(shutdownGraceMs), ({ inFlight, left, waitedMs }) =>
+          inFlight === 0 ? Effect.void : Effect.logInfo(shutdownLine(inFlight, left, waitedMs, shutdownGraceMs)))
+      )
     )
   })
 )
+
+const stoppingLine = ({ active, waiting }: { readonly active: number; readonly waiting: number }, graceMs: number) =>
+  `stopping: draining ${active} run${active === 1 ? "" : "s"} executing here (${waiting} waiting for a place): ` +
+  `tool calls in flight get ${graceMs} ms to finish; the runs stay stored and resume on the next start`
 
 /**
  * Registers the run workflow (every instance registers it: which runner

@@ -29,6 +29,7 @@ import { randomUUID } from "node:crypto"
 import * as AgentMcpServer from "../AgentMcpServer.js"
 import * as ApiError from "./ApiError.js"
 import * as ServerConfig from "./ServerConfig.js"
+import { unstorableText } from "./internal/storableText.js"
 
 /**
  * The most MCP sessions kept at once.
@@ -129,6 +130,8 @@ export const McpRoutes = HttpLayerRouter.use((router) =>
         } catch {
           return rpcError(400, -32700, "Parse error: the body is not JSON")
         }
+        const unstorable = unstorableText(body)
+        if (unstorable !== undefined) return rpcError(400, -32602, `Invalid params: ${unstorable.path}: ${unstorable.message}`)
         const existing = yield* sessionOf
         if (existing !== undefined) return yield* handle(existing, body)
         const id = (yield* HttpServerRequest.HttpServerRequest).headers["mcp-session-id"]

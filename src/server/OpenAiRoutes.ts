@@ -20,6 +20,9 @@
  * - Errors use OpenAI's body, `{error: {message, type, param, code}}`, with the
  *   API's statuses: 400 (the invalid field in `param`), 401 (`API_TOKEN`), 404
  *   `model_not_found`, 413, 415; a failed run is 500 (503 when retryable).
+ * - A tool call that needs a person's approval (`REACT_APPROVAL_TOOLS`) stops the run
+ *   at once: `422 approval_required` naming the tool, the call and the approval id (a
+ *   stream ends with that error frame); the caller has no conversation to approve in.
  *
  * @since 0.1.0
  */
@@ -59,6 +62,11 @@ const OWNER = "effect-react-engine"
 
 type Done = Extract<RunEvent, { _tag: "Done" }>
 type Failed = Extract<RunEvent, { _tag: "RunFailed" }>
+type Waiting = Extract<RunEvent, { _tag: "ApprovalRequested" }>
+
+/** Ends the run at its first approval request: a `/v1` caller cannot approve (see `Compat.approvalRequired`). */
+const untilApproval = (events: Stream.Stream<RunEvent>): Stream.Stream<RunEvent> =>
+  Stream.takeUntil(events, (event) => event._tag === "ApprovalRequested")
 
 /**
  * The `/v1` routes as one router layer (mounted by `Server.Routes`). Needs the
@@ -103,13 +111,15 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
       Stream.suspend(() => {
         let done: Done | undefined
         let failed: Failed | undefined
-        const body = events.pipe(
+        let waiting: Waiting | undefined
+        const body = untilApproval(events).pipe(
           // content is append-only: a streamed loop reply shows once it is known to be the answer
           Stream.mapConcat(settledAnswers()),
           Stream.mapConcat((event): ReadonlyArray<Uint8Array> => {
             if (event._tag === "AnswerDelta") return [Compat.frame(Compat.chunk(id, { content: event.content }))]
             if (event._tag === "Done") done = event
             else if (event._tag === "RunFailed") failed = event
+            else if (event._tag === "ApprovalRequested") waiting = event
             const line = Compat.activityOf(event)
             return line === undefined ? [] : [Compat.frame(Compat.chunk(id, { reasoning_content: line }))]
           }),
@@ -117,6 +127,7 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
           Stream.interruptWhenDeferred(registry.shutdown)
         )
         const tail = Stream.suspend(() => {
+          if (waiting !== undefined) return Stream.make(Compat.frame(Compat.approvalRequired(waiting)), Compat.DONE)
           if (failed !== undefined || done === undefined) {
             const message = failed?.message ?? "Server is shutting down"
             const type = failed === undefined || failed.retryable ? "server_error" : "api_error"
@@ -140,12 +151,14 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
         let reasoning = ""
         let done: Done | undefined
         let failed: Failed | undefined
-        return Stream.runForEach(events, (event) =>
+        let waiting: Waiting | undefined
+        return Stream.runForEach(untilApproval(events), (event) =>
           Effect.sync(() => {
             if (event._tag === "Done") done = event
             else if (event._tag === "RunFailed") failed = event
+            else if (event._tag === "ApprovalRequested") waiting = event
             reasoning += Compat.activityOf(event) ?? ""
-          })).pipe(Effect.map(() => ({ reasoning, done, failed })))
+          })).pipe(Effect.map(() => ({ reasoning, done, failed, waiting })))
       })
 
     yield* route(
@@ -174,7 +187,9 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
             headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
           })
         }
-        const { done, failed, reasoning } = yield* collect(events)
+        const { done, failed, reasoning, waiting } = yield* collect(events)
+        // a tool call waits for a person: answered now, saying what waits (the run ended with the request)
+        if (waiting !== undefined) return HttpServerResponse.unsafeJson(Compat.approvalRequired(waiting), { status: 422 })
         if (failed !== undefined || done === undefined) {
           const retryable = failed?.retryable ?? true
           return Compat.errorResponse(retryable ? 503 : 500, failed?.message ?? "The run ended without a result", "server_error")

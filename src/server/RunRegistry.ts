@@ -224,9 +224,9 @@ export const make = Effect.gen(function*() {
             Effect.catchTag("RunLogError", Effect.die)
           )
           const parent = yield* Telemetry.currentParent
-          // the conversation's turns so far go with the run (it holds the conversation now: none is added
-          // until it ends); a failed read leaves them to the run's `history` step
-          const history = Option.isNone(store) ? undefined : yield* store.value.history(conversationId).pipe(
+          // the conversation is stored from here on; its turns so far go with the run (else its `history` step reads them)
+          const history = Option.isNone(store) ? undefined : yield* store.value.open(conversationId, options.query).pipe(
+            Effect.zipRight(store.value.history(conversationId)),
             Effect.catchAll((error) => Effect.as(Effect.logWarning(`run ${runId}: ${error.message}; the run reads its history itself`), undefined))
           )
           yield* DurableRuns.AgentRun.execute({

@@ -511,6 +511,8 @@ export class RunView {
     this.answer.classList.remove("streaming")
     this.answer.classList.toggle("cut", streaming)
     this.setStatus("")
+    // the screen-reader status does not keep saying "Thinking (step 2)…" after the run
+    if (kind === "done") this.live.textContent = ""
     if (kind !== "done") {
       const detail = thinking ? "while thinking" : running.length > 0 ? `while running ${running.join(", ")}` : streaming ? "during the answer" : ""
       this.footer.append(endMarker(kind, detail))

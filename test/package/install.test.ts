@@ -1,11 +1,13 @@
 /**
  * The published package, as an embedder gets it: `npm pack` (which builds dist/
- * through `prepack`), the tarball installed into a fresh ESM project next to the
- * peer dependencies (at this repo's lockfile versions), TypeScript and vitest;
- * the embedder's code compiled by `tsc` under `tsc --init`'s strict config and
- * run by plain `node` (no tsx), and a vitest suite of theirs that uses
- * `ScriptedLlm`. Slow (about a minute and a half: a build, an install from the
- * npm cache, a type check of the consumer's whole dependency tree).
+ * through `prepack`), the tarball installed into a fresh ESM project with EXACTLY the
+ * commands README.md's "Installing the library" shows (its ```sh blocks, taken verbatim,
+ * the package name standing for the tarball): the library line first, after which the
+ * main entry must import; then the server entry's line, after which the server entry must
+ * import. Only then the embedder's own tools (TypeScript, vitest): the embedder's code
+ * compiled by `tsc` under `tsc --init`'s strict config and run by plain `node` (no tsx),
+ * and a vitest suite of theirs that uses `ScriptedLlm`. Slow (about a minute and a half:
+ * a build, an install from the npm cache, a type check of the consumer's whole dependency tree).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
@@ -96,15 +98,31 @@ const locked = (name: string): string => {
   return `${name}@${version}`
 }
 
-// Optional peers the embedder of this test does not install: PostgreSQL and OpenTelemetry are
-// loaded only when configured (the server entry checks the message without @effect/sql-pg).
-const PEERS_NOT_INSTALLED = new Set(["@effect/sql-pg", "@effect/opentelemetry"])
-const CONSUMER_DEPS = [
-  ...Object.keys(pkg.peerDependencies).filter((name) => !PEERS_NOT_INSTALLED.has(name)),
-  "typescript",
-  "vitest",
-  "@effect/vitest"
-].map(locked)
+/** The embedder's own tools, not the engine's dependencies: installed after README's commands. */
+const CONSUMER_TOOLS = ["typescript", "@types/node", "vitest", "@effect/vitest"].map(locked)
+
+/**
+ * README.md's install commands: the `npm install …` lines of the ```sh blocks under
+ * "## Installing the library", in order, split into words (the library line, then the server's).
+ */
+const readmeInstalls = (): ReadonlyArray<ReadonlyArray<string>> => {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+  const section = readme.split(/^## Installing the library\s*$/m)[1]?.split(/^## /m)[0] ?? ""
+  const commands = [...section.matchAll(/^```sh\n([\s\S]*?)^```/gm)]
+    .flatMap((block) => (block[1] ?? "").split("\n"))
+    .filter((line) => line.startsWith("npm install "))
+    .map((line) => line.split(/\s+/).filter((word) => word !== ""))
+  if (commands.length !== 2) throw new Error(`README.md: expected 2 npm install lines under "## Installing the library", found ${commands.length}`)
+  return commands
+}
+
+/** Imports `specifier` in `cwd` with plain node: the names it exports, or node's error. */
+const importEntry = (cwd: string, specifier: string): Promise<Run> =>
+  run(cwd, process.execPath, [
+    "--input-type=module",
+    "-e",
+    `const m = await import(${JSON.stringify(specifier)}); console.log(Object.keys(m).sort().join(","))`
+  ], 60_000)
 
 interface Run {
   readonly code: number | null
@@ -172,6 +190,8 @@ describe("the published package", () => {
   let work = ""
   let tarball = ""
   let app = ""
+  let libraryImport: Run = { code: null, stdout: "", stderr: "not run" }
+  let serverImport: Run = { code: null, stdout: "", stderr: "not run" }
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "effect-react-engine-package-"))
@@ -188,18 +208,18 @@ describe("the published package", () => {
     )
     // --ignore-scripts: the tarball has no install scripts; this skips the native build of
     // better-sqlite3 (the SQLite driver, never opened here).
-    ok(
-      await run(app, "npm", [
-        "install",
-        "--prefer-offline",
-        "--no-audit",
-        "--no-fund",
-        "--ignore-scripts",
-        tarball,
-        ...CONSUMER_DEPS
-      ]),
-      "npm install"
-    )
+    // README's commands as written, the package name standing for the tarball. The flags only
+    // change how, not what, npm installs: from the cache when it can, no audit, and no install
+    // scripts (the native build of better-sqlite3, the SQLite driver, never opened here).
+    const flags = ["--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"]
+    const [library = [], server = []] = readmeInstalls()
+    const asWritten = (command: ReadonlyArray<string>) =>
+      command.slice(1).map((word) => (word === pkg.name ? tarball : word))
+    ok(await run(app, "npm", [...asWritten(library), ...flags]), library.join(" "))
+    libraryImport = await importEntry(app, pkg.name)
+    ok(await run(app, "npm", [...asWritten(server), ...flags]), server.join(" "))
+    serverImport = await importEntry(app, `${pkg.name}/server`)
+    ok(await run(app, "npm", ["install", ...flags, ...CONSUMER_TOOLS]), "npm install (the embedder's tools)")
     ok(await run(app, process.execPath, [join(app, "node_modules/typescript/bin/tsc"), "--init"]), "tsc --init")
     strictTsconfig(app)
     writeFileSync(join(app, "src/quickstart.ts"), quickStart())
@@ -212,6 +232,15 @@ describe("the published package", () => {
   afterAll(async () => {
     if (work !== "") await rm(work, { recursive: true, force: true })
   }, 300_000)
+
+  it("README's library install gives a main entry that imports; its server line, a server entry that imports", () => {
+    const library = readmeInstalls()[0]?.join(" ")
+    assert.strictEqual(libraryImport.code, 0, `after \`${library}\`, import("${pkg.name}") failed:\n${libraryImport.stderr}`)
+    assert.include(libraryImport.stdout.split(","), "ReactAgent")
+    const server = readmeInstalls()[1]?.join(" ")
+    assert.strictEqual(serverImport.code, 0, `after \`${server}\`, import("${pkg.name}/server") failed:\n${serverImport.stderr}`)
+    assert.include(serverImport.stdout.trim().split(","), "Server")
+  })
 
   it("holds the build, the types and the web assets; no tests, bench, CI or app", async () => {
     const files = ok(await run(work, "tar", ["-tzf", tarball]), "tar").stdout.split("\n").filter((f) => f !== "")

@@ -81,8 +81,9 @@ describe("tool approval over HTTP", () => {
       assert.deepStrictEqual([answers[1].body.error, answers[1].body.field], ["approval_mismatch", "tool_call_id"])
       assert.deepStrictEqual([answers[2].body.error, answers[2].body.field], ["approval_mismatch", "args_hash"])
       assert.strictEqual(answers[3].body.error, "approval_not_found")
-      // the waiting run is listed (its first turn is not stored yet) and says so
-      assert.deepStrictEqual(answers[5].body, { id: "ap1", title: "", updated_at: null, turns: 0, waiting_approval: true })
+      // the waiting run's conversation is listed (stored from its first event, no turn yet) and says so
+      const { created_at: _, updated_at: __, ...shown } = answers[5].body
+      assert.deepStrictEqual(shown, { id: "ap1", title: "write my notes", turns: 0, waiting_approval: true })
       const requested = approvalEvents(result.events)[0]
       assert.deepStrictEqual(answers[6].body, { approval_id: requested.approval_id, decision: "approve" })
       assert.deepStrictEqual([answers[7].body.error, answers[7].body.status], ["already_decided", "approved"])

@@ -42,7 +42,18 @@ describe("server guardrails", () => {
         await s.kill("SIGTERM")
         return ""
       }, (e: Error) => e.message)
-    await fake.close()
     assert.match(error, /REACT_GUARDRAILS_FILE .* is invalid/)
+    // a pattern that is not a regular expression stops start-up (it started, then every run failed)
+    writeFileSync(file, JSON.stringify({ input: [{ type: "pattern", name: "secrets", patterns: ["password", "/[/"] }] }))
+    const regex = await startServerProcess({ DATABASE_PATH: join(dir, "react3.sqlite"), ...modelEnv(fake.url), REACT_GUARDRAILS_FILE: file })
+      .then(async (s) => {
+        await s.kill("SIGTERM")
+        return ""
+      }, (e: Error) => e.message)
+    await fake.close()
+    assert.include(
+      regex,
+      `REACT_GUARDRAILS_FILE ${file} is invalid: input[0] ("secrets"): patterns[1] "/[/": Invalid regular expression: /[/: Unterminated character class`
+    )
   }, 120_000)
 })

@@ -31,6 +31,8 @@ const assertSettled = (page: Page) =>
     assert.strictEqual(yield* count(page, ".turn:last-child .card.running"), 0, "a card still runs")
     assert.strictEqual(yield* count(page, ".turn:last-child .phase.active"), 0, "a phase line is still active")
     assert.isFalse(yield* pw(() => page.isVisible(".turn:last-child .status-line")), "the status line still shows")
+    // what a screen reader hears last is not a step that is over ("Thinking (step 2)…")
+    assert.notMatch(yield* text(page, ".turn:last-child .sr-only[role=status]"), /Thinking|Running/, "the live status")
   })
 
 const setup = (options: Parameters<typeof webAppServer>[0] & { readonly width?: number; readonly height?: number } = {}) =>

@@ -9,16 +9,19 @@ import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { BudgetOptions } from "../../Budget.js"
 import { MIN_OUTPUT } from "./ledger.js"
 
 /** A model's price in USD per million tokens (re-exported by Budget.ts). */
+// finite: JSON's 1e999 parses to Infinity, which would price every call out of any budget
+const Price = Schema.NonNegative.pipe(Schema.finite({ message: () => "Expected a finite price in USD per million tokens" }))
 export const ModelPrice = Schema.Struct({
-  input: Schema.NonNegative,
-  cached_input: Schema.optional(Schema.NonNegative),
-  cache_write: Schema.optional(Schema.NonNegative),
-  output: Schema.NonNegative
+  input: Price,
+  cached_input: Schema.optional(Price),
+  cache_write: Schema.optional(Price),
+  output: Price
 })
 export type ModelPrice = typeof ModelPrice.Type
 
@@ -55,6 +58,12 @@ export const check = (options: BudgetOptions, models: ReadonlyArray<string>): Ef
 }
 
 
+/** "m.output: Expected a finite price…; …": each failing entry by its path (the JSON's own error when it is not JSON). */
+const issuesOf = (error: ParseResult.ParseError): string =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
+    .join("; ")
+
 /**
  * Reads a price file: JSON `{ "<model>": { "input": …, "cached_input": …,
  * "cache_write": …, "output": … } }` in USD per million tokens.
@@ -71,7 +80,7 @@ export const loadPrices = (path: string): Effect.Effect<PriceTable, ConfigError.
       const decoded = Schema.decodeUnknownEither(Schema.parseJson(PriceTable))(text)
       return decoded._tag === "Right"
         ? Effect.succeed(decoded.right)
-        : Effect.fail(ConfigError.InvalidData(["MODEL_PRICES_FILE"], `MODEL_PRICES_FILE ${path} is not a price table: ${decoded.left.message}`))
+        : Effect.fail(ConfigError.InvalidData(["MODEL_PRICES_FILE"], `MODEL_PRICES_FILE ${path} is not a price table: ${issuesOf(decoded.left)}`))
     })
   )
 

@@ -191,7 +191,8 @@ export const makeGate = (options: {
           _tag: "BudgetStatus",
           status: extend !== undefined ? "extended" : "stopped",
           spent_usd: wait.spentUsd,
-          limit_usd: extend !== undefined ? wait.limitUsd + extend : wait.limitUsd
+          // in USD to the 1e-8 (0.008 + 0.001 showed as 0.009000000000000001)
+          limit_usd: extend !== undefined ? Math.round((wait.limitUsd + extend) * 1e8) / 1e8 : wait.limitUsd
         }, { key: `budget/${wait.n}/decided` })
         return extend !== undefined ? { extend } : { stop: true as const }
       })

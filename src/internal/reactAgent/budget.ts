@@ -1,8 +1,9 @@
 /**
  * The run's budget in the ReAct loop: before each iteration the loop checks
- * that what remains pays for one more loop call AND the answer call, and holds
- * the answer's room in the ledger (sub-agents and parallel calls cannot take
- * it); when it does not fit, the loop stops (`State.finish(…, "budget")`) with
+ * that what remains pays for one more loop call AND the answer call, each with
+ * a minimal output, and holds the answer's share in the ledger (sub-agents and
+ * parallel calls cannot take it; the loop call's max_tokens is capped to the
+ * rest); when not even that fits, the loop stops (`State.finish(…, "budget")`) with
  * `BudgetExhausted`, and the run answers from what it has.
  *
  * @internal
@@ -33,13 +34,28 @@ export const affordable = (
   const ledger = env.account?.ledger
   if (ledger === undefined) return true
   reconcile(env, state)
-  const model = env.llm.model
-  const output = outputOf(env, ledger.reserveOutput)
-  const loop = { model, input: Budget.estimateInput(request(state.ctx)), output }
-  const answer = { model, input: TokenEstimator.estimateMessages(env.answerMessages(state)), output }
-  if (!Budget.ledger.fits(ledger, [loop, answer], env.holdKey)) return false
-  Budget.ledger.hold(ledger, env.holdKey, model, answer.input, answer.output)
-  return true
+  // what a call can really cost: the loop call and the answer each need only a minimal answer's
+  // room to be made; the answer's share is held, the loop call's max_tokens is capped to the rest
+  const wanted = outputOf(env, ledger.reserveOutput)
+  return Budget.ledger.planLoop(ledger, env.holdKey, {
+    model: env.llm.model,
+    loopInput: Budget.estimateInput(request(state.ctx)),
+    loopWanted: wanted,
+    answerInput: TokenEstimator.estimateMessages(env.answerMessages(state)),
+    answerWanted: wanted,
+    // policy auto: the loop call may be the answer; always: the answer is a call of its own
+    answerCall: env.options.synthesis === "always"
+  })
+}
+
+/**
+ * The loop cannot go on now: when calls of parallel runs (sub-agents, DAG steps) hold
+ * reservations on the ledger, waits for one to settle and succeeds with true (the loop
+ * looks again: they usually spend less than they reserved); false when none is in flight.
+ */
+export const roomFreed = (env: LoopEnv): Effect.Effect<boolean> => {
+  const ledger = env.account?.ledger
+  return ledger === undefined ? Effect.succeed(false) : Budget.roomFreed(ledger)
 }
 
 /**
@@ -88,7 +104,14 @@ export const stop = (env: LoopEnv, state: StateRef): Effect.Effect<void> =>
     const ledger = env.account?.ledger
     if (ledger === undefined) return Effect.void
     Budget.ledger.release(ledger, env.holdKey)
-    return env.journal.emit({ _tag: "BudgetExhausted", ...Budget.snapshot(ledger) })
+    const need = ledger.shortfalls.get(env.holdKey)
+    ledger.shortfalls.delete(env.holdKey)
+    return env.journal.emit({
+      _tag: "BudgetExhausted",
+      ...Budget.snapshot(ledger),
+      ...(need !== undefined ? { needed_tokens: need.tokens } : {}),
+      ...(need?.usd !== undefined && ledger.limits.usd !== undefined ? { needed_usd: Math.round(need.usd * 1e8) / 1e8 } : {})
+    })
   })
 
 /** Gives back the room held for the answer (the answer call is about to use it). */

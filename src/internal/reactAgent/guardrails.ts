@@ -110,7 +110,9 @@ export const refuse = (journal: RunJournal, guards: RunGuardrails, trip: Trip, s
       shown ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
       journal.emit({ _tag: "GuardrailTripped", ...trip })
     ),
-    emitAnswer(guards.refusal, journal.emit)
+    // before the loop ended (the query, an injected message) nothing said the answer comes now: the
+    // refusal is the answer (a consumer that holds back unsettled answer text shows it)
+    Effect.zipRight(trip.stage === "input" ? journal.emit({ _tag: "AnswerSignal" }) : Effect.void, emitAnswer(guards.refusal, journal.emit))
   )
 
 /** Checks the answer against the output guardrails; the trip, if one tripped. */

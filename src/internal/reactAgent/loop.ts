@@ -39,10 +39,14 @@ export const runLoop = (env: LoopEnv, state: StateRef): Effect.Effect<void, LlmE
       if (turnBudget > 0 && current.loopTokens >= turnBudget) return stopWith("token_budget", turnBudget)
       const s = env.native ? current : refreshSystemPrompt(env, current)
       if (!Budget.affordable(env, s, request)) {
-        // policy `ask`: a person may extend the budget (the check runs again), else the loop stops
+        // calls of parallel runs in flight may free room; else policy `ask`: a person may extend
+        // the budget (the check runs again), else the loop stops
         return Effect.zipRight(
           Ref.set(state, s),
-          Effect.flatMap(Budget.askMore(env, state), (extended) => (extended ? iterate : stopping(Budget.stop(env, state))))
+          Effect.flatMap(Budget.roomFreed(env), (freed) =>
+            freed
+              ? iterate
+              : Effect.flatMap(Budget.askMore(env, state), (extended) => (extended ? iterate : stopping(Budget.stop(env, state)))))
         )
       }
       const [iteration, started] = State.beginIteration(s)

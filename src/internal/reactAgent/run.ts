@@ -11,7 +11,7 @@ import * as Ref from "effect/Ref"
 import type { AgentOptions } from "../../AgentConfig.js"
 import * as AgentRun from "../../AgentRun.js"
 import type { ApprovalsService } from "../../Approvals.js"
-import { buildMessages, emitAnswer, streamAnswer, SynthesisResultSchema } from "../../AnswerSynthesis.js"
+import { buildMessages, emitAnswer, streamAnswer, streamWithFallback, SynthesisResultSchema } from "../../AnswerSynthesis.js"
 import * as Budget from "../../Budget.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
 import type { HooksService } from "../../Hooks.js"
@@ -206,7 +206,10 @@ const answer = (env: LoopEnv, ref: StateRef, input: RunInput, history: ReadonlyA
       execute: ({ restarted }) =>
         Effect.zipRight(
           restarted ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
-          streamAnswer(llm, synthesisInput, journal.emit)
+          // a loop reply cut to nothing at the max_tokens a budget left it, and no room for synthesis: the summary
+          state.answer.trim() === "" && env.account?.ledger !== undefined
+            ? streamWithFallback(llm, buildMessages(synthesisInput), Prompts.stoppedSummary("budget", 0, state.steps), journal.emit)
+            : streamAnswer(llm, synthesisInput, journal.emit)
         )
     })
     yield* Ref.update(ref, (s) => State.setAnswer(State.addUsage(s, "synthesis", synthesis.usage), synthesis.answer))

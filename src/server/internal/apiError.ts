@@ -5,6 +5,7 @@
  * @internal
  */
 import * as ParseResult from "effect/ParseResult"
+import { unstorableText } from "./storableText.js"
 
 /** One invalid field (`ApiError.Issue`). */
 interface Issue {
@@ -38,4 +39,10 @@ export const tooDeep = (root: unknown, max: number): string | undefined => {
     for (const [key, child] of Object.entries(value)) stack.push([child, depth + 1, path === "" ? key : `${path}.${key}`])
   }
   return undefined
+}
+
+/** The first problem of a parsed JSON body that no schema should see: nested too deep, or text no database can store. */
+export const bodyIssue = (root: unknown, max: number): { readonly path: string; readonly message: string } | undefined => {
+  const deep = tooDeep(root, max)
+  return deep !== undefined ? { path: deep, message: `JSON nested deeper than ${max} levels` } : unstorableText(root)
 }

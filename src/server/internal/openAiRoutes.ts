@@ -181,6 +181,31 @@ export const fromApiError = (error: ApiError.ApiError): HttpServerResponse.HttpS
   }
 }
 
+type Waiting = Extract<RunEvent, { _tag: "ApprovalRequested" }>
+
+/**
+ * A `/v1` run cannot wait for a person (it lives in the request, and the caller has no
+ * conversation to approve in): at its first approval request it is stopped, and the reply
+ * says what waited — `422 approval_required` naming the tool, the call and the approval id
+ * (the same body is the error frame of a stream).
+ */
+export const approvalRequired = (waiting: Waiting) => ({
+  error: {
+    message: `The run stopped at a tool call that needs a person's approval: ${waiting.tool_name}` +
+      `${waiting.tool_call_id !== undefined ? ` (tool call ${waiting.tool_call_id})` : ""}, approval ${waiting.approval_id}. ` +
+      "/v1/chat/completions cannot wait for an approval: run it through POST /api/react or /api/chat, " +
+      "or leave the tool out of REACT_APPROVAL_TOOLS",
+    type: "invalid_request_error",
+    param: null,
+    code: "approval_required",
+    approval: {
+      approval_id: waiting.approval_id,
+      tool_name: waiting.tool_name,
+      ...(waiting.tool_call_id !== undefined ? { tool_call_id: waiting.tool_call_id } : {})
+    }
+  }
+})
+
 const encoder = new TextEncoder()
 
 /** One `data:` frame of an OpenAI stream. */
