@@ -105,7 +105,7 @@ export const layerShutdownGrace: Layer.Layer<never, never, RunHost | ServerConfi
     yield* Effect.addFinalizer(() =>
       Effect.zipRight(
         // what is being drained, said when the stop begins (SIGTERM logged nothing until the grace was over)
-        Effect.suspend(() => Effect.logInfo(stoppingLine(host.admission(), shutdownGraceMs))),
+        Effect.flatMap(host.admission, (admission) => Effect.logInfo(stoppingLine(admission, shutdownGraceMs))),
         Effect.flatMap(host.drain(shutdownGraceMs), ({ inFlight, left, waitedMs }) =>
           inFlight === 0 ? Effect.void : Effect.logInfo(shutdownLine(inFlight, left, waitedMs, shutdownGraceMs)))
       )
