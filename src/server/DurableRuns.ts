@@ -47,6 +47,7 @@ import type { EmitOptions } from "../RunJournal.js"
 import * as CassetteRoutes from "./CassetteRoutes.js"
 import * as ConversationBudget from "./ConversationBudget.js"
 import * as ConversationStore from "./ConversationStore.js"
+import * as CallClaim from "./internal/callClaim.js"
 import * as DurableJournal from "./internal/durableJournal.js"
 import * as Embedded from "./internal/durableRuns.js"
 import { endLine, shutdownLine } from "./internal/durableRuns.js"
@@ -108,15 +109,18 @@ export class RunHost extends Context.Tag("effect-react-engine/RunHost")<RunHost,
 
 /**
  * A fresh host with a new boot id (one per process), admitting at most
- * `ServerConfig.maxActiveRuns` runs at once with `runQueue` more waiting.
+ * `ServerConfig.maxActiveRuns` runs at once with `runQueue` more waiting, and
+ * the tool calls executing in this process (`internal/callClaim`; stopped when
+ * the layer is released).
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerHost: Layer.Layer<RunHost, never, ServerConfig.ServerConfig> = Layer.effect(
-  RunHost,
-  Effect.map(ServerConfig.ServerConfig, (settings) =>
-    RunHostModule.make(crypto.randomUUID(), { maxActive: settings.maxActiveRuns, queue: settings.runQueue }))
+export const layerHost: Layer.Layer<RunHost | CallClaim.ToolCalls, never, ServerConfig.ServerConfig> = Layer.unwrapEffect(
+  Effect.map(ServerConfig.ServerConfig, (settings) => {
+    const host = RunHostModule.make(crypto.randomUUID(), { maxActive: settings.maxActiveRuns, queue: settings.runQueue })
+    return Layer.merge(Layer.succeed(RunHost, host), CallClaim.layer(host.bootId))
+  })
 )
 
 /**
@@ -150,6 +154,7 @@ const body = (payload: RunPayload) =>
   Effect.gen(function*() {
     const { conversationId, query, runId } = payload
     const host = yield* RunHost
+    const calls = yield* CallClaim.ToolCalls
     const log = yield* RunLog.RunLog
     const store = yield* ConversationStore.ConversationStore
     const guard = yield* ContextGuard.ContextGuard
@@ -222,6 +227,7 @@ const body = (payload: RunPayload) =>
       runId,
       workflow,
       host,
+      calls,
       log,
       local,
       stored,

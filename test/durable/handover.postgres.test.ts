@@ -166,7 +166,11 @@ describe.skipIf("missing" in found)("a tool call in flight while its run's shard
         await stolen.release()
         await run.stream
         const events = await resume(a.url, "lock-lost", undefined, 120_000)
+        if (process.env.HANDOVER_DEBUG) console.log(events.map((e) => `${e.id}:${e.event}:${JSON.stringify(e.data).slice(0, 150)}`).join("\n"))
         await assertAdopted({ url: a.url, conversation: "lock-lost", events, records: c.records(), requests: fake.requests.length })
+      } catch (error) {
+        if (process.env.HANDOVER_DEBUG) for (const s of servers) console.log(s.output())
+        throw error
       } finally {
         await stolen?.release().catch(() => undefined)
         await Promise.all(servers.map((s) => s.kill()))
