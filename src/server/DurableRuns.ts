@@ -137,13 +137,15 @@ export const layerHost: Layer.Layer<RunHost | CallClaim.ToolCalls, never, Server
  * @since 0.1.0
  * @category layers
  */
-export const layerShutdownGrace: Layer.Layer<never, never, RunHost | ServerConfig.ServerConfig> = Layer.scopedDiscard(
+export const layerShutdownGrace: Layer.Layer<never, never, RunHost | CallClaim.ToolCalls | ServerConfig.ServerConfig> = Layer.scopedDiscard(
   Effect.gen(function*() {
     const host = yield* RunHost
+    const calls = yield* CallClaim.ToolCalls
     const { shutdownGraceMs } = yield* ServerConfig.ServerConfig
+    // the calls still running at the end of the grace are cut here, before the services they use stop
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(host.drain(shutdownGraceMs), ({ inFlight, left, waitedMs }) =>
-        inFlight === 0 ? Effect.void : Effect.logInfo(shutdownLine(inFlight, left, waitedMs, shutdownGraceMs)))
+        Effect.zipRight(calls.stopAll, inFlight === 0 ? Effect.void : Effect.logInfo(shutdownLine(inFlight, left, waitedMs, shutdownGraceMs))))
     )
   })
 )

@@ -39,6 +39,7 @@
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -111,6 +112,8 @@ export interface Calls {
   ) => Effect.Effect<A, E>
   /** Stops the call's execution here (its run was cancelled). */
   readonly stop: (runId: string, name: string) => Effect.Effect<void>
+  /** Stops every call executing here (the end of a shutdown's grace): they stay in flight, as a crash leaves them. */
+  readonly stopAll: Effect.Effect<void>
 }
 
 /** The calls executing in this process (provided with the run host: `DurableRuns.layerHost`). */
@@ -160,8 +163,13 @@ export const makeCalls = (bootId: string): Effect.Effect<Calls, never, Scope.Sco
             Effect.sync(() => {
               entry.sink.store = store
             }),
-            // the execution's own outcome: its value, its failure, its defect or its interruption
-            () => Deferred.await(entry.done) as Effect.Effect<A, E>,
+            // the execution's outcome; an execution stopped here (a shutdown's grace over) has none: the
+            // attempt stays in flight until the workflow engine stops, as a crash would leave it
+            () =>
+              Effect.catchAllCause(
+                Deferred.await(entry.done) as Effect.Effect<A, E>,
+                (cause) => (Cause.isInterruptedOnly(cause) ? Effect.interruptible(Effect.never) : Effect.failCause(cause))
+              ),
             () =>
               Effect.sync(() => {
                 if (entry.sink.store === store) entry.sink.store = undefined
@@ -171,7 +179,8 @@ export const makeCalls = (bootId: string): Effect.Effect<Calls, never, Scope.Sco
         Effect.suspend(() => {
           const fiber = running.get(keyOf(runId, name))?.fiber
           return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
-        })
+        }),
+      stopAll: Effect.suspend(() => Fiber.interruptAll([...running.values()].flatMap((entry) => entry.fiber ?? [])))
     }
   })
 
