@@ -115,6 +115,15 @@ export interface RunJournal {
 const firstRun: ActivityContext = { restarted: false }
 
 /**
+ * What a durable host answers for a tool call that is not idempotent and was
+ * in flight when its process died (it is not run again): the call's error.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const restartError = "interrupted by a server restart; not retried"
+
+/**
  * The idempotency key of step `name` of run `runId`: `ik_` and the first 32
  * hex digits (128 bits) of the SHA-256 of `<runId>`, a NUL character and
  * `<name>` — 35 characters of `[a-z0-9_]`, safe in a URL, a header or a

@@ -18,6 +18,7 @@ import { fromWire } from "./EventWire.js"
 import type { ChatMessage } from "../Message.js"
 import * as Recorder from "../Recorder.js"
 import type { RunEvent } from "../RunEvent.js"
+import { restartError } from "../RunJournal.js"
 import * as Toolkit from "../Toolkit.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
@@ -81,6 +82,49 @@ export const build = (options: {
 }
 
 /**
+ * The run's trace with the tool calls a restart cut: such a call was answered
+ * `RunJournal.restartError` without its handler running (it is not idempotent
+ * and was in flight when its process died), so no trace entry holds it; its
+ * `iteration done` event does. Each becomes a `Failure` entry with that error,
+ * stored just before its `iteration done` (`afterEvent`), so that a replay or
+ * a fork answers the call as the run did instead of running its tool.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const withCutCalls = (
+  entries: ReadonlyArray<RunTrace.TraceRow>,
+  events: ReadonlyArray<RunLog.StoredEvent>
+): Array<RunTrace.TraceRow> => {
+  const idOf = (data: unknown) => (data as { readonly tool_call_id?: unknown }).tool_call_id
+  const recorded = new Set(entries.flatMap((e) => (e.kind === "tool" ? [idOf(e.data)] : [])))
+  const started = new Map<unknown, Record<string, unknown>>()
+  const result = [...entries]
+  for (const event of events) {
+    if (event.channel !== "step") continue
+    const step = JSON.parse(event.data) as Record<string, unknown>
+    if (step.type !== "iteration" || typeof step.tool_call_id !== "string") continue
+    if (step.status === "start") started.set(step.tool_call_id, step)
+    if (step.status !== "done" || step.error !== restartError || recorded.has(step.tool_call_id)) continue
+    recorded.add(step.tool_call_id)
+    const entry: RunTrace.TraceRow = {
+      kind: "tool",
+      data: {
+        iteration: step.iteration,
+        tool_call_id: step.tool_call_id,
+        tool_name: step.tool_name,
+        args: step.tool_args ?? started.get(step.tool_call_id)?.tool_args ?? {},
+        outcome: { _tag: "Failure", message: restartError }
+      },
+      afterEvent: event.seq - 1
+    }
+    const after = result.findIndex((e) => e.afterEvent !== undefined && e.afterEvent >= event.seq)
+    result.splice(after < 0 ? result.length : after, 0, entry)
+  }
+  return result
+}
+
+/**
  * Where a fork's run continues from: the original run, the event it was
  * forked at, the run's last event and its query.
  *
@@ -119,7 +163,7 @@ export const forkPrefix = (
   events: ReadonlyArray<RunLog.StoredEvent>,
   query: string
 ): Cassette.Cassette => {
-  const steps = entries.filter((e) =>
+  const steps = withCutCalls(entries, events).filter((e) =>
     e.kind === "input" || e.kind === "model_info" ||
     (e.afterEvent !== undefined ? e.afterEvent < point.at : point.at >= point.last)
   )
@@ -180,7 +224,7 @@ export const CassetteRoutes = HttpLayerRouter.use((router) =>
         conversationId: id,
         query: run.query,
         startedAt: run.startedAt,
-        entries,
+        entries: withCutCalls(entries, events),
         events,
         tools: toolkit.tools.map(Recorder.toolSpec),
         fallbackModel: { name: "unknown" }
