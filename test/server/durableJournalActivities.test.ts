@@ -124,8 +124,37 @@ describe("durable journal: activities", () => {
           journal.activity({ name: "tool/b", success: Schema.Unknown, restartAware: true, execute: (ctx) => Effect.succeed(ctx.restarted) })
         ]))
       assert.deepStrictEqual(seen, [true, false])
-      // tool/b's start was recorded, by this process
-      assert.strictEqual(yield* Effect.orDie(log.markStarted("r-aware", "tool/b", "probe")), "boot-2")
+      // tool/b's start was recorded, by an execution of this process
+      assert.match(yield* Effect.orDie(log.markStarted("r-aware", "tool/b", "probe")), /^boot-2\/\d+$/)
+    }))
+
+  it.scopedLive("a restart-aware activity delivered again in the same process (its entity started again) sees restarted: true, and its events are stored again", () =>
+    Effect.gen(function*() {
+      const log = yield* openLog()
+      yield* begin(log, "r-aware-again")
+      const process = yield* processOf("boot-a")
+      const started = yield* Deferred.make<void>()
+      let attempts = 0
+      const stream = (journal: DurableJournal.DurableJournal) =>
+        journal.activity({
+          name: "synthesis",
+          success: Schema.Boolean,
+          restartAware: true,
+          execute: (ctx) =>
+            Effect.gen(function*() {
+              attempts++
+              yield* journal.emit(note(ctx.restarted ? "reset, again" : "streaming"))
+              yield* Deferred.succeed(started, undefined)
+              if (attempts === 1) yield* Effect.never
+              return ctx.restarted
+            })
+        })
+      const first = yield* Effect.fork(inRun(log, "r-aware-again", process, stream))
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(first)
+      assert.isTrue(yield* inRun(log, "r-aware-again", process, stream))
+      const events = yield* Effect.orDie(log.eventsAfter("r-aware-again", 0))
+      assert.deepStrictEqual(events.map((e) => JSON.parse(e.data).content), ["streaming", "reset, again"])
     }))
 
   it.scopedLive("an activity with onRestart runs onRestart when another process started it first, execute otherwise", () =>

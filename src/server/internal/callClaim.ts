@@ -114,6 +114,8 @@ export interface Calls {
   readonly stop: (runId: string, name: string) => Effect.Effect<void>
   /** Stops every call executing here (the end of a shutdown's grace): they stay in flight, as a crash leaves them. */
   readonly stopAll: Effect.Effect<void>
+  /** A new name for one execution of an activity in this process (`<boot id>/<n>`). */
+  readonly execution: () => string
 }
 
 /** The calls executing in this process (provided with the run host: `DurableRuns.layerHost`). */
@@ -135,13 +137,14 @@ export const makeCalls = (bootId: string): Effect.Effect<Calls, never, Scope.Sco
     const lock = yield* Effect.makeSemaphore(1)
     const running = new Map<string, Running>()
     let executions = 0
+    const next = () => `${bootId}/${++executions}`
     const keyOf = (runId: string, name: string) => `${runId}\u0000${name}`
 
     const started = <A, E>(key: string, name: string, store: Sink["store"], execution: (sink: Sink) => Effect.Effect<A, E>) =>
       lock.withPermits(1)(Effect.gen(function*() {
         const current = running.get(key)
         if (current !== undefined) return current
-        const holder = `${bootId}/${++executions}`
+        const holder = next()
         const entry: Running = { sink: { holder, label: `${name}@${holder}`, emitted: 0, store }, done: yield* Deferred.make<unknown, unknown>() }
         running.set(key, entry)
         entry.fiber = yield* Effect.forkIn(
@@ -180,6 +183,7 @@ export const makeCalls = (bootId: string): Effect.Effect<Calls, never, Scope.Sco
           const fiber = running.get(keyOf(runId, name))?.fiber
           return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
         }),
+      execution: next,
       stopAll: Effect.suspend(() => Fiber.interruptAll([...running.values()].flatMap((entry) => entry.fiber ?? [])))
     }
   })

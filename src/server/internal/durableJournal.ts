@@ -226,11 +226,14 @@ export const make = (options: {
 
   const describe = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
     if (o.restartAware !== true) return make(o, Effect.suspend(() => o.execute({ restarted: false })))
-    // who started it is kept beside the run log (a row, cheaper than one more activity)
-    return Effect.flatMap(
-      Effect.orDie(log.markStarted(runId, o.name, host.bootId)),
-      (startedBy) => make(o, Effect.suspend(() => o.execute({ restarted: startedBy !== host.bootId })))
-    )
+    // who started it is kept beside the run log (a row, cheaper than one more activity), by execution: one
+    // the workflow engine delivers again in this process (its entity started again) is restarted as well,
+    // and keys its events afresh
+    return make(o, Effect.suspend(() => {
+      const execution = calls.execution()
+      return Effect.flatMap(Effect.orDie(log.markStarted(runId, o.name, execution)), (startedBy) =>
+        Effect.locally(o.execute({ restarted: startedBy !== execution }), CurrentActivity, `${o.name}@${execution}`))
+    }))
   }
 
   return {
