@@ -16,10 +16,25 @@ import * as Option from "effect/Option"
 /** What the statements answer, before `RunLog` maps their errors. */
 export interface ActivityStarts {
   readonly markStarted: (runId: string, name: string, boot: string) => Effect.Effect<string, SqlError>
-  readonly claim: (runId: string, name: string, holder: string, leaseMs: number) => Effect.Effect<Option.Option<string>, SqlError>
-  readonly renewClaim: (runId: string, name: string, holder: string, leaseMs: number) => Effect.Effect<boolean, SqlError>
+  readonly claim: (
+    runId: string,
+    name: string,
+    holder: string,
+    leaseMs: number
+  ) => Effect.Effect<Option.Option<string>, SqlError>
+  readonly renewClaim: (
+    runId: string,
+    name: string,
+    holder: string,
+    leaseMs: number
+  ) => Effect.Effect<boolean, SqlError>
   readonly releaseClaim: (runId: string, name: string, holder: string) => Effect.Effect<void, SqlError>
-  readonly settleCall: (runId: string, name: string, holder: string, outcome: string) => Effect.Effect<boolean, SqlError>
+  readonly settleCall: (
+    runId: string,
+    name: string,
+    holder: string,
+    outcome: string
+  ) => Effect.Effect<boolean, SqlError>
   readonly callOutcome: (runId: string, name: string) => Effect.Effect<Option.Option<string>, SqlError>
 }
 
@@ -50,9 +65,8 @@ export const make = (sql: SqlClient.SqlClient): ActivityStarts => {
         Effect.map((rows) => rows.length > 0)
       ),
     releaseClaim: (runId, name, holder) =>
-      sql`UPDATE react_activity_starts SET lease_until = 0 WHERE run_id = ${runId} AND name = ${name} AND holder = ${holder}`.pipe(
-        Effect.asVoid
-      ),
+      sql`UPDATE react_activity_starts SET lease_until = 0
+        WHERE run_id = ${runId} AND name = ${name} AND holder = ${holder}`.pipe(Effect.asVoid),
     settleCall: (runId, name, holder, outcome) =>
       // the first outcome stored is the call's: only its holder stores it, once
       sql<{ boot: string }>`UPDATE react_activity_starts SET outcome = ${outcome}, lease_until = 0
@@ -60,7 +74,8 @@ export const make = (sql: SqlClient.SqlClient): ActivityStarts => {
         Effect.map((rows) => rows.length > 0)
       ),
     callOutcome: (runId, name) =>
-      sql<{ outcome: string | null }>`SELECT outcome FROM react_activity_starts WHERE run_id = ${runId} AND name = ${name}`.pipe(
+      sql<{ outcome: string | null }>`SELECT outcome FROM react_activity_starts
+        WHERE run_id = ${runId} AND name = ${name}`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0]?.outcome))
       )
   }

@@ -56,7 +56,10 @@ import type { RunLogError, RunLogService } from "../RunLog.js"
 
 /** How claims are held (milliseconds). */
 export interface ClaimSettings {
-  /** How long a claim holds without being renewed: a dead holder's call is taken over this long after its last renewal. */
+  /**
+   * How long a claim holds without being renewed: a dead holder's call is taken
+   * over this long after its last renewal.
+   */
   readonly leaseMs: number
   /** How often the holder renews it (below `leaseMs / 2`); a waiting attempt looks again four times as often. */
   readonly renewMs: number
@@ -93,9 +96,12 @@ export interface Sink {
   readonly label: string
   /** How many events it emitted so far (their position in their key). */
   emitted: number
-  /** The journal of the run's body that waits for the call here (undefined: none waits here now). */
-  store: ((key: string, event: RunEvent) => Effect.Effect<void>) | undefined
+  /** The stores of the journals of the run's bodies that wait for the call here, the latest last (none: not stored). */
+  readonly stores: Array<Store>
 }
+
+/** Where a journal stores an event under its key. */
+export type Store = (key: string, event: RunEvent) => Effect.Effect<void>
 
 /** The calls executing in this process (see the module comment). */
 export interface Calls {
@@ -107,7 +113,7 @@ export interface Calls {
   readonly join: <A, E>(
     runId: string,
     name: string,
-    store: Sink["store"],
+    store: Store,
     execution: (sink: Sink) => Effect.Effect<A, E>
   ) => Effect.Effect<A, E>
   /** Stops the call's execution here (its run was cancelled). */
@@ -140,15 +146,20 @@ export const makeCalls = (bootId: string): Effect.Effect<Calls, never, Scope.Sco
     const next = () => `${bootId}/${++executions}`
     const keyOf = (runId: string, name: string) => `${runId}\u0000${name}`
 
-    const started = <A, E>(key: string, name: string, store: Sink["store"], execution: (sink: Sink) => Effect.Effect<A, E>) =>
+    // the store is attached before the execution starts (its first events have one), under the lock
+    const started = <A, E>(key: string, name: string, store: Store, execution: (sink: Sink) => Effect.Effect<A, E>) =>
       lock.withPermits(1)(Effect.gen(function*() {
         const current = running.get(key)
-        if (current !== undefined) return current
+        if (current !== undefined) {
+          current.sink.stores.push(store)
+          return current
+        }
         const holder = next()
-        const entry: Running = { sink: { holder, label: `${name}@${holder}`, emitted: 0, store }, done: yield* Deferred.make<unknown, unknown>() }
+        const sink: Sink = { holder, label: `${name}@${holder}`, emitted: 0, stores: [store] }
+        const entry: Running = { sink, done: yield* Deferred.make<unknown, unknown>() }
         running.set(key, entry)
         entry.fiber = yield* Effect.forkIn(
-          Effect.interruptible(Effect.suspend(() => execution(entry.sink))).pipe(
+          Effect.interruptible(Effect.suspend(() => execution(sink))).pipe(
             Effect.onExit((exit) => Deferred.done(entry.done, exit)),
             Effect.ensuring(Effect.sync(() => {
               if (running.get(key) === entry) running.delete(key)
@@ -160,24 +171,22 @@ export const makeCalls = (bootId: string): Effect.Effect<Calls, never, Scope.Sco
       }))
 
     return {
-      join: <A, E>(runId: string, name: string, store: Sink["store"], execution: (sink: Sink) => Effect.Effect<A, E>) =>
-        Effect.flatMap(started(keyOf(runId, name), name, store, execution), (entry) =>
-          Effect.acquireUseRelease(
+      join: <A, E>(runId: string, name: string, store: Store, execution: (sink: Sink) => Effect.Effect<A, E>) =>
+        Effect.acquireUseRelease(
+          started(keyOf(runId, name), name, store, execution),
+          // the execution's outcome; an execution stopped here (a shutdown's grace over) has none: the
+          // attempt stays in flight until the workflow engine stops, as a crash would leave it
+          (entry) =>
+            Effect.catchAllCause(
+              Deferred.await(entry.done) as Effect.Effect<A, E>,
+              (cause) => (Cause.isInterruptedOnly(cause) ? Effect.interruptible(Effect.never) : Effect.failCause(cause))
+            ),
+          (entry) =>
             Effect.sync(() => {
-              entry.sink.store = store
-            }),
-            // the execution's outcome; an execution stopped here (a shutdown's grace over) has none: the
-            // attempt stays in flight until the workflow engine stops, as a crash would leave it
-            () =>
-              Effect.catchAllCause(
-                Deferred.await(entry.done) as Effect.Effect<A, E>,
-                (cause) => (Cause.isInterruptedOnly(cause) ? Effect.interruptible(Effect.never) : Effect.failCause(cause))
-              ),
-            () =>
-              Effect.sync(() => {
-                if (entry.sink.store === store) entry.sink.store = undefined
-              })
-          )),
+              const at = entry.sink.stores.lastIndexOf(store)
+              if (at >= 0) entry.sink.stores.splice(at, 1)
+            })
+        ),
       stop: (runId, name) =>
         Effect.suspend(() => {
           const fiber = running.get(keyOf(runId, name))?.fiber
@@ -214,7 +223,8 @@ type Decision =
 export const attempt = <A, E>(o: CallOptions<A, E>): Effect.Effect<A, E> => {
   const { holder, log, name, runId, settings } = o
   const { leaseMs, renewMs } = settings
-  const cut = o.cut ?? (() => Effect.dieMessage(`tool call ${name} of run ${runId} was cut, and it has no answer for that`))
+  const cut = o.cut ??
+    (() => Effect.dieMessage(`tool call ${name} of run ${runId} was cut, and it has no answer for that`))
 
   /** Until when (this process's clock) the claim surely holds, once claimed or renewed at `sent`. */
   const holdsUntil = (sent: number) => sent + leaseMs - renewMs
@@ -244,13 +254,15 @@ export const attempt = <A, E>(o: CallOptions<A, E>): Effect.Effect<A, E> => {
     decideOnce.pipe(
       Effect.retry(Schedule.spaced(Math.max(1, Math.floor(renewMs / 4))).pipe(Schedule.upTo(settings.maxWaitMs))),
       Effect.catchAll(() =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.die(new CallClaimed({ runId, name, waitedMs: now - started })))
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.die(new CallClaimed({ runId, name, waitedMs: now - started })))
       )
     ))
 
   // stores the outcome; false when another execution holds the call now or stored one first.
   // Storage not answering is tried again: the outcome is only the call's once stored
-  const settle = (stored: string) => Effect.orDie(Effect.retry(log.settleCall(runId, name, holder, stored), Schedule.spaced(renewMs)))
+  const settle = (stored: string) =>
+    Effect.orDie(Effect.retry(log.settleCall(runId, name, holder, stored), Schedule.spaced(renewMs)))
 
   /** Renews the claim while the call runs; ends when the claim may be lost (never while it holds). */
   const watch = (until: number): Effect.Effect<void> =>
@@ -274,13 +286,17 @@ export const attempt = <A, E>(o: CallOptions<A, E>): Effect.Effect<A, E> => {
       )
     })
   // a call that is not idempotent runs to its end: its lease is renewed, never watched
-  const renewing: Effect.Effect<never> = Effect.forever(Effect.ignore(Effect.delay(log.renewClaim(runId, name, holder, leaseMs), renewMs)))
+  const renewing: Effect.Effect<never> = Effect.forever(
+    Effect.ignore(Effect.delay(log.renewClaim(runId, name, holder, leaseMs), renewMs))
+  )
 
   const run = (restarted: boolean, until: number): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
     Effect.raceFirst(
       Effect.map(Effect.exit(o.execute(restarted)), (exit) =>
         // an execution that ended interrupted by itself (not stopped from outside) stores a defect
-        Option.some(Exit.isInterrupted(exit) ? Exit.die(new Error(`tool call ${name} was interrupted`)) as Exit.Exit<A, E> : exit)),
+        Option.some(
+          Exit.isInterrupted(exit) ? Exit.die(new Error(`tool call ${name} was interrupted`)) as Exit.Exit<A, E> : exit
+        )),
       o.idempotent ? Effect.as(watch(until), Option.none()) : renewing
     )
 
@@ -292,7 +308,8 @@ export const attempt = <A, E>(o: CallOptions<A, E>): Effect.Effect<A, E> => {
     }
     return Effect.flatMap(run(decision.restarted, decision.until), Option.match({
       // the claim may be another execution's now: this one stopped, and decides again
-      onNone: () => Effect.zipRight(Effect.logWarning(`run ${runId}: lost the claim of ${name}; claiming it again`), loop),
+      onNone: () =>
+        Effect.zipRight(Effect.logWarning(`run ${runId}: lost the claim of ${name}; claiming it again`), loop),
       onSome: (exit) =>
         Effect.flatMap(
           Effect.orDie(Schema.encode(Schema.parseJson(Schema.Struct({ exit: o.outcome })))({ exit })),
@@ -302,5 +319,6 @@ export const attempt = <A, E>(o: CallOptions<A, E>): Effect.Effect<A, E> => {
   })
 
   // stopped from outside (the run cancelled, the process stopping): the claim is let go at once
-  return Effect.onInterrupt(loop, () => Effect.ignore(Effect.timeout(log.releaseClaim(runId, name, holder), "1 second")))
+  return Effect.onInterrupt(loop, () =>
+    Effect.ignore(Effect.timeout(log.releaseClaim(runId, name, holder), "1 second")))
 }

@@ -130,9 +130,10 @@ export const make = (options: {
   const fromCall = (sink: CallClaim.Sink, event: RunEvent, emitOptions?: EmitOptions): Effect.Effect<void> =>
     Effect.suspend(() => {
       const key = emitOptions?.key !== undefined ? `k:${emitOptions.key}` : `${sink.label}:${++sink.emitted}`
-      return sink.store === undefined
+      const target = sink.stores[sink.stores.length - 1]
+      return target === undefined
         ? Effect.logDebug(`run ${runId}: ${event._tag} of ${sink.label} not stored (no run body waits for the call here)`)
-        : sink.store(key, event)
+        : target(key, event)
     })
 
   const emit = (event: RunEvent, emitOptions?: EmitOptions): Effect.Effect<void> =>
