@@ -159,7 +159,8 @@ export const makeCalls = (bootId: string): Effect.Effect<Calls, never, Scope.Sco
         const entry: Running = { sink, done: yield* Deferred.make<unknown, unknown>() }
         running.set(key, entry)
         entry.fiber = yield* Effect.forkIn(
-          Effect.interruptible(Effect.suspend(() => execution(sink))).pipe(
+          // a scope of its own: the one it would inherit is the activity's, closed with the attempt
+          Effect.interruptible(Effect.scoped(Effect.suspend(() => execution(sink)))).pipe(
             Effect.onExit((exit) => Deferred.done(entry.done, exit)),
             Effect.ensuring(Effect.sync(() => {
               if (running.get(key) === entry) running.delete(key)
