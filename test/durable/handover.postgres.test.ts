@@ -147,12 +147,13 @@ describe.skipIf("missing" in found)("a tool call in flight while its run's shard
   it.live("the executing instance loses its shard lock mid-tool and gets it back: the call is not run again, its outcome is adopted", () =>
     Effect.promise(async () => {
       pg ??= startPostgres(bin())
-      const fake = await FakeOpenAi.start(matrixModel({ slow: undefined, killed: () => false, words: MATRIX_WORDS, slowToolMs: 8000 }))
+      // long enough for A to notice, reconnect and re-acquire on a loaded machine (the test checks it still runs)
+      const fake = await FakeOpenAi.start(matrixModel({ slow: undefined, killed: () => false, words: MATRIX_WORDS, slowToolMs: 20_000 }))
       const c = pgCluster(await pg, "handover_lock", fake.url)
       const servers: Array<ServerProcess> = []
       let stolen: Awaited<ReturnType<typeof stealShardLock>> | undefined
       try {
-        const a = await startServerProcess(await c.env("A"))
+        const a = await startServerProcess(await c.env("A"), 120_000)
         servers.push(a)
         const run = startRun(a.url, "lock-lost")
         await waitUntil(() => c.records().some((l) => l.startsWith("start slow")), 60_000, "the slow tool to start")
@@ -176,23 +177,24 @@ describe.skipIf("missing" in found)("a tool call in flight while its run's shard
         await Promise.all(servers.map((s) => s.kill()))
         await fake.close()
       }
-    }), { timeout: 180_000 })
+    }), { timeout: 300_000 })
 
   it.live("a second instance joins mid-tool and takes the run's shard: it waits for the call and adopts its outcome", () =>
     Effect.promise(async () => {
       pg ??= startPostgres(bin())
-      const fake = await FakeOpenAi.start(matrixModel({ slow: undefined, killed: () => false, words: MATRIX_WORDS, slowToolMs: 15_000 }))
+      // long enough for B to start on a loaded machine (20-60 s at load 25; the test checks it joined in time)
+      const fake = await FakeOpenAi.start(matrixModel({ slow: undefined, killed: () => false, words: MATRIX_WORDS, slowToolMs: 60_000 }))
       const c = pgCluster(await pg, "handover_join", fake.url)
       const servers: Array<ServerProcess> = []
       try {
         const envA = await c.env("A")
-        const a = await startServerProcess(envA)
+        const a = await startServerProcess(envA, 120_000)
         servers.push(a)
         const run = startRun(a.url, "joined")
         await waitUntil(() => c.records().some((l) => l.startsWith("start slow")), 60_000, "the slow tool to start")
         const shard = runShard(c.url)
         const port = await portTaking(shard, Number(envA.CLUSTER_PORT))
-        const b = await startServerProcess({ ...(await c.env("B")), CLUSTER_PORT: String(port) })
+        const b = await startServerProcess({ ...(await c.env("B")), CLUSTER_PORT: String(port) }, 120_000)
         servers.push(b)
         assert.isFalse(c.records().some((l) => l.startsWith("end slow")), `B joined while the slow tool ran: ${c.records().join(" | ")}`)
         await run.stream
@@ -204,5 +206,5 @@ describe.skipIf("missing" in found)("a tool call in flight while its run's shard
         await Promise.all(servers.map((s) => s.kill()))
         await fake.close()
       }
-    }), { timeout: 180_000 })
+    }), { timeout: 300_000 })
 })
