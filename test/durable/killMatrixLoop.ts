@@ -27,9 +27,10 @@
  * a test failed.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { pathToFileURL } from "node:url"
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) => {
@@ -40,14 +41,12 @@ const runs = Number(option("runs", "20"))
 const hogs = Number(option("hogs", "2"))
 const hogNice = Number(option("hog-nice", "0"))
 const matrices = option("matrix", "sqlite,postgres").split(",")
-const out = option("out", mkdtempSync(join(tmpdir(), "kill-matrix-loop-")))
-mkdirSync(out, { recursive: true })
+const out = option("out", join(tmpdir(), `kill-matrix-loop-${process.pid}`))
 
 const FILES: Record<string, string> = {
   sqlite: "test/durable/killMatrix.test.ts",
   postgres: "test/durable/killMatrix.postgres.test.ts"
 }
-for (const m of matrices) if (FILES[m] === undefined) throw new Error(`unknown matrix ${m} (sqlite, postgres)`)
 
 // ---------------------------------------------------------------------------
 // The hog
@@ -63,13 +62,6 @@ const startHogs = () => {
 }
 const stopHogs = () => {
   for (const hog of hogProcesses) hog.kill("SIGKILL")
-}
-process.on("exit", stopHogs)
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => {
-    stopHogs()
-    process.exit(130)
-  })
 }
 
 // ---------------------------------------------------------------------------
@@ -183,6 +175,15 @@ const runRound = (matrix: string, round: number): Promise<Round> =>
 // ---------------------------------------------------------------------------
 
 const main = async () => {
+  for (const m of matrices) if (FILES[m] === undefined) throw new Error(`unknown matrix ${m} (sqlite, postgres)`)
+  mkdirSync(out, { recursive: true })
+  process.on("exit", stopHogs)
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      stopHogs()
+      process.exit(130)
+    })
+  }
   const niceness = (() => {
     try {
       return readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ")[16]
@@ -226,4 +227,5 @@ const main = async () => {
   process.exit(bad ? 1 : 0)
 }
 
-void main()
+// run as a script (not when a test imports countRecords)
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) void main()
