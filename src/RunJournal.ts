@@ -69,8 +69,10 @@ export interface ActivityOptions<A, IA, E, IE> {
   /**
    * At most one process executes it at a time (a tool call that a later
    * attempt runs again): a durable host claims it in storage before it runs,
-   * waits while a live process holds it, and releases it once its result is
-   * stored. Nothing to do in process.
+   * waits while a live process holds it and then takes its result, and stores
+   * the result with the claim. Nothing to do in process. (A durable host
+   * executes an activity with `onRestart` once in the same way: an attempt
+   * delivered again while it runs, or after it ended, gets its result.)
    */
   readonly exclusive?: boolean
   readonly execute: (context: ActivityContext) => Effect.Effect<A, E>
@@ -113,6 +115,15 @@ export interface RunJournal {
 }
 
 const firstRun: ActivityContext = { restarted: false }
+
+/**
+ * What a durable host answers for a tool call that is not idempotent and was
+ * in flight when its process died (it is not run again): the call's error.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const restartError = "interrupted by a server restart; not retried"
 
 /**
  * The idempotency key of step `name` of run `runId`: `ik_` and the first 32

@@ -83,7 +83,7 @@ export const CassetteRoutes = HttpLayerRouter.use((router) =>
         conversationId: id,
         query: run.query,
         startedAt: run.startedAt,
-        entries,
+        entries: RunCassette.withCutCalls(entries, events),
         events,
         tools: toolkit.tools.map(Recorder.toolSpec),
         fallbackModel: { name: "unknown" }

@@ -32,6 +32,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as CallClaim from "./internal/callClaim.js"
 import * as Embedded from "./internal/durableRuns.js"
 import { shutdownLine } from "./internal/durableRuns.js"
 import * as RunHostModule from "./internal/runHost.js"
@@ -78,10 +79,12 @@ export class RunHost extends Context.Tag("effect-react-engine/RunHost")<RunHost,
  * @since 0.1.0
  * @category layers
  */
-export const layerHost: Layer.Layer<RunHost, never, ServerConfig.ServerConfig> = Layer.scoped(
-  RunHost,
+export const layerHost: Layer.Layer<RunHost | CallClaim.ToolCalls, never, ServerConfig.ServerConfig> = Layer.unwrapScoped(
   Effect.flatMap(ServerConfig.ServerConfig, (settings) =>
-    RunHostModule.make(crypto.randomUUID(), { maxActive: settings.maxActiveRuns, queue: settings.runQueue }))
+    Effect.map(
+      RunHostModule.make(crypto.randomUUID(), { maxActive: settings.maxActiveRuns, queue: settings.runQueue }),
+      (host) => Layer.merge(Layer.succeed(RunHost, host), CallClaim.layer(host.bootId))
+    ))
 )
 
 /**
@@ -98,16 +101,21 @@ export const layerHost: Layer.Layer<RunHost, never, ServerConfig.ServerConfig> =
  * @since 0.1.0
  * @category layers
  */
-export const layerShutdownGrace: Layer.Layer<never, never, RunHost | ServerConfig.ServerConfig> = Layer.scopedDiscard(
+export const layerShutdownGrace: Layer.Layer<never, never, RunHost | CallClaim.ToolCalls | ServerConfig.ServerConfig> = Layer.scopedDiscard(
   Effect.gen(function*() {
     const host = yield* RunHost
+    const calls = yield* CallClaim.ToolCalls
     const { shutdownGraceMs } = yield* ServerConfig.ServerConfig
+    // the calls still running at the end of the grace are cut here, before the services they use stop
     yield* Effect.addFinalizer(() =>
       Effect.zipRight(
         // what is being drained, said when the stop begins (SIGTERM logged nothing until the grace was over)
         Effect.flatMap(host.admission, (admission) => Effect.logInfo(stoppingLine(admission, shutdownGraceMs))),
         Effect.flatMap(host.drain(shutdownGraceMs), ({ inFlight, left, waitedMs }) =>
-          inFlight === 0 ? Effect.void : Effect.logInfo(shutdownLine(inFlight, left, waitedMs, shutdownGraceMs)))
+          Effect.zipRight(
+            calls.stopAll,
+            inFlight === 0 ? Effect.void : Effect.logInfo(shutdownLine(inFlight, left, waitedMs, shutdownGraceMs))
+          ))
       )
     )
   })

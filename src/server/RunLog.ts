@@ -22,6 +22,7 @@ import * as Schema from "effect/Schema"
 import type { Injection } from "../Interrupts.js"
 import type { RunEvent } from "../RunEvent.js"
 import { RunInProgress } from "./ApiError.js"
+import * as ActivityStarts from "./internal/activityStarts.js"
 import * as Migrations from "./internal/runLogMigrations.js"
 import * as StoredEvents from "./internal/storedEvents.js"
 
@@ -120,18 +121,27 @@ export interface RunLogService {
    */
   readonly markStarted: (runId: string, name: string, boot: string) => Effect.Effect<string, RunLogError>
   /**
-   * Claims the run's activity `name` (a tool call) for process `boot`, for
-   * `leaseMs` from now on the database's clock, in one statement: taken when
-   * nobody holds it, when `boot` holds it already, or when its holder's lease
-   * has expired (the holder is dead, or stopped renewing it). The process that
-   * started the activity first (as `markStarted` records it), or none while
-   * another process holds a live lease.
+   * Claims the run's activity `name` (a tool call) for `holder` (one execution
+   * of it), for `leaseMs` from now on the database's clock, in one statement:
+   * taken when nobody holds it, when `holder` holds it already, or when its
+   * holder's lease has expired (the holder is dead, or stopped renewing it) —
+   * never once its outcome is stored. Who started the activity first (as
+   * `markStarted` records it), or none while another holder has a live lease
+   * or the outcome is stored (`callOutcome`).
    */
-  readonly claim: (runId: string, name: string, boot: string, leaseMs: number) => Effect.Effect<Option.Option<string>, RunLogError>
-  /** Extends `boot`'s claim by `leaseMs` from now; false when `boot` no longer holds it. */
-  readonly renewClaim: (runId: string, name: string, boot: string, leaseMs: number) => Effect.Effect<boolean, RunLogError>
-  /** Ends `boot`'s claim (the activity's result is stored): the next claim takes it at once. */
-  readonly releaseClaim: (runId: string, name: string, boot: string) => Effect.Effect<void, RunLogError>
+  readonly claim: (runId: string, name: string, holder: string, leaseMs: number) => Effect.Effect<Option.Option<string>, RunLogError>
+  /** Extends `holder`'s claim by `leaseMs` from now; false when `holder` no longer holds it (or the outcome is stored). */
+  readonly renewClaim: (runId: string, name: string, holder: string, leaseMs: number) => Effect.Effect<boolean, RunLogError>
+  /** Ends `holder`'s claim without an outcome (its execution was stopped): the next claim takes it at once. */
+  readonly releaseClaim: (runId: string, name: string, holder: string) => Effect.Effect<void, RunLogError>
+  /**
+   * Stores the call's outcome (and ends the claim) when `holder` still holds it
+   * and no outcome is stored yet; false otherwise (another holder took it over,
+   * or stored one first).
+   */
+  readonly settleCall: (runId: string, name: string, holder: string, outcome: string) => Effect.Effect<boolean, RunLogError>
+  /** The call's stored outcome, if any. */
+  readonly callOutcome: (runId: string, name: string) => Effect.Effect<Option.Option<string>, RunLogError>
   /** Deletes finished runs older than `before` (ms) and their events and messages. */
   readonly prune: (before: number) => Effect.Effect<number, RunLogError>
 }
@@ -188,11 +198,7 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
 
   const one = (rows: ReadonlyArray<RunSqlRow>) => Option.map(Option.fromNullable(rows[0]), toRun)
   const lockRow = sql.onDialectOrElse({ pg: () => sql.literal(" FOR UPDATE"), orElse: () => sql.literal("") })
-  // claims expire on the database's clock (ms since the epoch): instances' clocks may differ
-  const now = sql.onDialectOrElse({
-    pg: () => sql.literal("(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"),
-    orElse: () => sql.literal("CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)")
-  })
+  const starts = ActivityStarts.make(sql)
 
   const service: RunLogService = {
     start: ({ conversationId, query, runId }) =>
@@ -336,33 +342,17 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
       }).pipe(Effect.mapError(failure("draining messages failed")))
     },
     markStarted: (runId, name, boot) =>
-      // one statement: the row is written if absent, and whichever row stands is returned
-      sql<{ boot: string }>`INSERT INTO react_activity_starts (run_id, name, boot) VALUES (${runId}, ${name}, ${boot})
-        ON CONFLICT (run_id, name) DO UPDATE SET boot = react_activity_starts.boot RETURNING boot`.pipe(
-        Effect.map((rows) => rows[0]?.boot ?? boot),
-        Effect.mapError(failure("recording an activity's start failed"))
-      ),
-    claim: (runId, name, boot, leaseMs) =>
-      sql<{ boot: string }>`INSERT INTO react_activity_starts (run_id, name, boot, holder, lease_until)
-        VALUES (${runId}, ${name}, ${boot}, ${boot}, ${now} + ${leaseMs})
-        ON CONFLICT (run_id, name) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until
-        WHERE react_activity_starts.holder IS NULL OR react_activity_starts.holder = excluded.holder
-          OR react_activity_starts.lease_until IS NULL OR react_activity_starts.lease_until < ${now}
-        RETURNING boot`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]?.boot)),
-        Effect.mapError(failure("claiming a tool call failed"))
-      ),
-    renewClaim: (runId, name, boot, leaseMs) =>
-      sql<{ boot: string }>`UPDATE react_activity_starts SET lease_until = ${now} + ${leaseMs}
-        WHERE run_id = ${runId} AND name = ${name} AND holder = ${boot} RETURNING boot`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        Effect.mapError(failure("renewing a tool call's claim failed"))
-      ),
-    releaseClaim: (runId, name, boot) =>
-      sql`UPDATE react_activity_starts SET lease_until = 0 WHERE run_id = ${runId} AND name = ${name} AND holder = ${boot}`.pipe(
-        Effect.asVoid,
-        Effect.mapError(failure("releasing a tool call's claim failed"))
-      ),
+      Effect.mapError(starts.markStarted(runId, name, boot), failure("recording an activity's start failed")),
+    claim: (runId, name, holder, leaseMs) =>
+      Effect.mapError(starts.claim(runId, name, holder, leaseMs), failure("claiming a tool call failed")),
+    renewClaim: (runId, name, holder, leaseMs) =>
+      Effect.mapError(starts.renewClaim(runId, name, holder, leaseMs), failure("renewing a tool call's claim failed")),
+    releaseClaim: (runId, name, holder) =>
+      Effect.mapError(starts.releaseClaim(runId, name, holder), failure("releasing a tool call's claim failed")),
+    settleCall: (runId, name, holder, outcome) =>
+      Effect.mapError(starts.settleCall(runId, name, holder, outcome), failure("storing a tool call's outcome failed")),
+    callOutcome: (runId, name) =>
+      Effect.mapError(starts.callOutcome(runId, name), failure("reading a tool call's outcome failed")),
     prune: (before) =>
       sql.withTransaction(Effect.gen(function*() {
         const old = yield* sql<{ run_id: string }>`SELECT run_id FROM react_runs WHERE status = 'done' AND started_at < ${before}`

@@ -15,6 +15,7 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -44,6 +45,13 @@ const pgDatabase = (name: string) =>
   })
 
 const settings: CallClaim.ClaimSettings = { leaseMs: 600, renewMs: 100, maxWaitMs: 20_000 }
+
+/** How the tests' calls store their outcome (a string, or a string failure). */
+const outcome = Schema.Exit({ success: Schema.String, failure: Schema.String, defect: Schema.Defect })
+
+/** A call of run `run_x` by execution `holder` (execute and cut given by the test). */
+const callOf = (log: RunLog.RunLogService, holder: string, name: string, idempotent: boolean) =>
+  ({ log, runId: "run_x", name, holder, settings, idempotent, outcome }) as const
 
 /** Counts the attempts executing at once (the most seen), and what ran in which order. */
 const tracker = () => {
@@ -89,6 +97,16 @@ const claimsOn = (label: string, location: (name: string) => Effect.Effect<Datab
       // the only instance booting: every claim was the dead process's
       yield* b.releaseAll(Date.now())
       assert.strictEqual(yield* firstOf(b.claim("run_1", "tool/1/c", "B", 60_000)), "A")
+      // the outcome: stored once, by its holder only; then the call is never claimed again
+      assert.isFalse(yield* a.settleCall("run_1", "tool/1/c", "A", "by A"), "A does not hold it")
+      assert.isTrue(Option.isNone(yield* a.callOutcome("run_1", "tool/1/c")))
+      assert.isTrue(yield* b.settleCall("run_1", "tool/1/c", "B", "by B"))
+      assert.isFalse(yield* b.settleCall("run_1", "tool/1/c", "B", "by B again"), "stored once")
+      assert.strictEqual(Option.getOrNull(yield* a.callOutcome("run_1", "tool/1/c")), "by B")
+      assert.strictEqual(yield* firstOf(b.claim("run_1", "tool/1/c", "B", 60_000)), null, "settled: never claimed again")
+      assert.isFalse(yield* b.renewClaim("run_1", "tool/1/c", "B", 60_000))
+      yield* Effect.sleep("700 millis")
+      assert.strictEqual(yield* firstOf(a.claim("run_1", "tool/1/c", "A", 60_000)), null, "not even once its lease would have expired")
     }), 60_000)
 
   it.scoped(`${label}: attempts racing for one call — exactly one holds it`, () =>
@@ -105,33 +123,69 @@ const claimsOn = (label: string, location: (name: string) => Effect.Effect<Datab
       assert.deepStrictEqual(won.flatMap((first) => Option.toArray(first)), holders)
     }), 60_000)
 
-  it.live(`${label}: two attempts of a call never execute at once; a dead holder's call is taken over after its lease`, () =>
+  it.live(`${label}: two attempts of a call never execute at once — the second adopts the first's outcome; a dead holder's call is taken over after its lease`, () =>
     Effect.scoped(Effect.gen(function*() {
       const where = yield* location("exclusive")
       const a = yield* openLog(where)
       const b = yield* openLog(where)
+      // a process that died releases nothing: its interruption is a crash here
+      const crashed: RunLog.RunLogService = { ...a, releaseClaim: () => Effect.void }
       const t = tracker()
-      const call = (log: RunLog.RunLogService, boot: string, ms: number) =>
-        CallClaim.exclusive({ log, runId: "run_x", name: "tool/1/c", boot, settings }, () => t.run(boot, ms))
-      // A runs for 1.5 s (longer than the lease: it renews it); B tries meanwhile and waits
-      const first = yield* Effect.fork(call(a, "A", 1500))
+      // a lease an idempotent holder keeps on a loaded machine (a holder starved for longer than the lease less one
+      // renewal stops its call by design: the cut-off test below)
+      const held = { leaseMs: 3000, renewMs: 500, maxWaitMs: 20_000 }
+      const call = (log: RunLog.RunLogService, holder: string, ms: number, name = "tool/1/c") =>
+        CallClaim.attempt({ ...callOf(log, holder, name, true), settings: held, execute: () => Effect.as(t.run(holder, ms), `ran by ${holder}`) })
+      // A runs for 4 s (longer than the lease: it renews it); B tries meanwhile, waits, and gets A's outcome
+      const first = yield* Effect.fork(call(a, "A", 4000))
       yield* Effect.sleep("200 millis")
-      const second = yield* Effect.fork(Effect.zipRight(call(b, "B", 100), b.releaseClaim("run_x", "tool/1/c", "B")))
-      yield* Fiber.join(first)
-      yield* a.releaseClaim("run_x", "tool/1/c", "A")
-      yield* Fiber.join(second)
-      assert.deepStrictEqual(t.state.log, ["start A", "end A", "start B", "end B"])
-      assert.strictEqual(t.state.most, 1)
-      // A dies during the call (its fiber stops, nothing is released): B waits out the lease, then runs
-      const dying = yield* Effect.fork(call(a, "A", 10_000))
+      const second = yield* Effect.fork(call(b, "B", 100))
+      assert.strictEqual(yield* Fiber.join(first), "ran by A")
+      assert.strictEqual(yield* Fiber.join(second), "ran by A", "B adopted A's outcome")
+      assert.deepStrictEqual(t.state.log, ["start A", "end A"])
+      // A dies during another call (its fiber stops, nothing is released): B waits out the lease, then runs it again
+      const dying = yield* Effect.fork(call(crashed, "A", 10_000, "tool/1/d"))
       yield* Effect.sleep("300 millis")
-      yield* Fiber.interrupt(dying) // a crash: the claim stays with A's last renewal
+      yield* Fiber.interrupt(dying)
       const started = Date.now()
-      yield* call(b, "B", 50)
+      assert.strictEqual(yield* call(b, "B", 50, "tool/1/d"), "ran by B")
       const waited = Date.now() - started
-      assert.isAtLeast(waited, 250, `B waited for A's lease (${waited} ms)`)
-      assert.isBelow(waited, settings.leaseMs + 4 * settings.renewMs + 500, `not much longer (${waited} ms)`)
+      assert.isAtLeast(waited, 2500, `B waited for A's lease (${waited} ms)`)
+      assert.isBelow(waited, held.leaseMs + 4 * held.renewMs + 2000, `not much longer (${waited} ms)`)
       assert.strictEqual(t.state.most, 1)
+    })), 60_000)
+
+  it.live(`${label}: a call that is not idempotent runs once — a second attempt adopts its outcome; once its holder died, it is answered cut`, () =>
+    Effect.scoped(Effect.gen(function*() {
+      const where = yield* location("once")
+      const a = yield* openLog(where)
+      const b = yield* openLog(where)
+      const crashed: RunLog.RunLogService = { ...a, releaseClaim: () => Effect.void }
+      const t = tracker()
+      const call = (log: RunLog.RunLogService, holder: string, ms: number, name: string) =>
+        CallClaim.attempt({
+          ...callOf(log, holder, name, false),
+          execute: () => Effect.as(t.run(holder, ms), `ran by ${holder}`),
+          cut: () => Effect.succeed(`cut for ${holder}`)
+        })
+      const first = yield* Effect.fork(call(a, "A", 1000, "tool/1/p"))
+      yield* Effect.sleep("200 millis")
+      assert.strictEqual(yield* call(b, "B", 100, "tool/1/p"), "ran by A", "B waited for A's outcome")
+      assert.strictEqual(yield* Fiber.join(first), "ran by A")
+      // stored: a later attempt (a replay after a restart) adopts it without waiting
+      assert.strictEqual(yield* call(b, "C", 100, "tool/1/p"), "ran by A")
+      // A dies mid-call: B answers in its place once A's lease expired, and never runs it
+      const dying = yield* Effect.fork(call(crashed, "A", 10_000, "tool/1/q"))
+      yield* Effect.sleep("300 millis")
+      yield* Fiber.interrupt(dying)
+      assert.strictEqual(yield* call(b, "B", 100, "tool/1/q"), "cut for B")
+      assert.strictEqual(yield* call(a, "A2", 100, "tool/1/q"), "cut for A2", "the cut is the call's stored outcome")
+      assert.deepStrictEqual(t.state.log, ["start A", "end A", "start A", "stopped A"])
+      // a failure and a defect are outcomes too: adopted as they were
+      const failing = CallClaim.attempt({ ...callOf(a, "A", "tool/1/f", false), execute: () => Effect.fail("no funds") })
+      assert.deepStrictEqual(yield* Effect.flip(failing), "no funds")
+      const again = CallClaim.attempt({ ...callOf(b, "B", "tool/1/f", false), execute: () => Effect.succeed("ran again") })
+      assert.deepStrictEqual(yield* Effect.flip(again), "no funds")
     })), 60_000)
 
   it.live(`${label}: a holder cut off from storage stops its call before another takes it over`, () =>
@@ -139,27 +193,30 @@ const claimsOn = (label: string, location: (name: string) => Effect.Effect<Datab
       const where = yield* location("cutoff")
       const a = yield* openLog(where)
       const b = yield* openLog(where)
-      // A's connection to storage is lost once it claimed the call: its renewals (and claims) fail
+      // A's connection to storage is lost once it claimed the call: everything after fails
       let reachable = true
       const lost = Effect.fail(new RunLog.RunLogError({ message: "connection lost" }))
       const cut: RunLog.RunLogService = {
         ...a,
         claim: (...args) => Effect.suspend(() => (reachable ? Effect.ensuring(a.claim(...args), Effect.sync(() => (reachable = false))) : lost)),
-        renewClaim: () => lost
+        renewClaim: () => lost,
+        settleCall: () => lost,
+        callOutcome: () => lost,
+        releaseClaim: () => lost
       }
       const t = tracker()
       const stopped = yield* Effect.fork(
-        CallClaim.exclusive({ log: cut, runId: "run_y", name: "tool/1/c", boot: "A", settings }, () => t.run("A", 10_000))
+        CallClaim.attempt({ ...callOf(cut, "A", "tool/1/c", true), execute: () => Effect.as(t.run("A", 10_000), "A") })
       )
       yield* Effect.sleep("100 millis")
-      yield* CallClaim.exclusive({ log: b, runId: "run_y", name: "tool/1/c", boot: "B", settings }, () => t.run("B", 50))
+      assert.strictEqual(yield* CallClaim.attempt({ ...callOf(b, "B", "tool/1/c", true), execute: () => Effect.as(t.run("B", 50), "B") }), "B")
       yield* Fiber.interrupt(stopped)
       assert.deepStrictEqual(t.state.log.slice(0, 4), ["start A", "stopped A", "start B", "end B"])
       assert.strictEqual(t.state.most, 1)
     })), 60_000)
 }
 
-describe("tool-call claims (RunLog.claim, callClaim.exclusive)", () => {
+describe("tool-call claims (RunLog.claim, callClaim.attempt)", () => {
   claimsOn("SQLite", () => Effect.sync(sqliteFile))
 
   it.scoped("SQLite: a database made by the previous version gets the claim columns; its start records stay valid", () =>

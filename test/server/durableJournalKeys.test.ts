@@ -19,6 +19,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { RunEvent } from "../../src/RunEvent.js"
 import * as Database from "../../src/server/Database.js"
+import * as CallClaim from "../../src/server/internal/callClaim.js"
 import * as DurableJournal from "../../src/server/internal/durableJournal.js"
 import * as RunHost from "../../src/server/internal/runHost.js"
 import * as RunLog from "../../src/server/RunLog.js"
@@ -48,6 +49,7 @@ const journalOf = (log: RunLog.RunLogService, boot: string) =>
       // emitting from the body touches no workflow activity
       workflow: Context.empty() as Context.Context<WorkflowEngine | WorkflowInstance>,
       host: yield* RunHost.make(boot),
+      calls: yield* CallClaim.makeCalls(boot),
       log,
       local: { runId: "r1", conversationId: "c1", cancel },
       stored

@@ -25,6 +25,7 @@ import * as ErrorMessage from "../../ErrorMessage.js"
 import type { PreDecision, ToolUseContext } from "../../Hooks.js"
 import * as Json from "../../Json.js"
 import type { RunEvent, Step } from "../../RunEvent.js"
+import { restartError } from "../../RunJournal.js"
 import * as Tool from "../../Tool.js"
 import { ToolOutcome } from "../../Tool.js"
 import { deniedMessage, MISMATCH, type Verdict } from "./approval.js"
@@ -340,5 +341,5 @@ export const emitStart = (env: LoopEnv, call: CallRequest, iteration: number): E
 }
 
 /** The observation of a call that was in flight when its process died and is not run again. */
-export const RESTART_ERROR = "interrupted by a server restart; not retried"
+export const RESTART_ERROR = restartError
 

@@ -24,16 +24,19 @@
  * an activity re-run after a crash emits new ones. Event ids continue from the
  * last stored one.
  *
- * Restarts. An activity with `onRestart` (a tool that is not idempotent) or
- * that reads `restarted` (the synthesis stream) first records which process
- * started it (`RunLog.markStarted`); when that is not this process, it had
- * been in flight when its process died.
+ * Restarts. An activity that reads `restarted` (the synthesis stream) first
+ * records which process started it (`RunLog.markStarted`); when that is not
+ * this process, it had been in flight when its process died.
  *
- * Exclusive activities (an idempotent tool call, which a later attempt runs
- * again) are claimed in storage before they run and released once their
- * result is stored (`callClaim.ts`): one process at a time executes them,
- * also during a takeover. The claim also tells who started it first, so it
- * costs no `markStarted`. The run's idempotency keys derive from its run id
+ * Tool calls (an activity with `onRestart`: a tool that is not idempotent, or
+ * `exclusive`: one that is) execute once whatever the workflow engine
+ * delivers (`callClaim.ts`): the execution runs in the process's `Calls`,
+ * outside the workflow entity, claimed and settled in storage; an attempt
+ * delivered again joins the execution running here, waits for the one running
+ * on another instance, or adopts the stored outcome. The events an execution
+ * emits are keyed by it (`<activity>@<execution>:<n>`) and stored through the
+ * journal of the run's body that waits for it in this process (none: not
+ * stored). The run's idempotency keys derive from its run id
  * (`RunJournal.makeIdempotencyKey`).
  *
  * Shutdown. Once the host is stopping (`RunHost.drain`) no activity starts:
@@ -66,6 +69,9 @@ import type { LocalRun, RunHost } from "./runHost.js"
 
 /** The activity whose execution emits the current events (undefined: the run's own body). */
 const CurrentActivity = FiberRef.unsafeMake<string | undefined>(undefined) // a module-level FiberRef, as Effect's own are made
+
+/** Set while a tool call's execution runs: its events are keyed by it and go where its sink says. */
+const CallSink = FiberRef.unsafeMake<CallClaim.Sink | undefined>(undefined)
 
 /** A run that stops runs no activity any more: it dies instead of being retried on interruption. */
 class RunStopped extends Schema.TaggedError<RunStopped>()("RunStopped", {}) {}
@@ -111,10 +117,12 @@ export const make = (options: {
    * conversation) and gives the `Done` to store (the server's own fields added).
    */
   readonly beforeDone?: (done: Done) => Effect.Effect<Done>
-  /** How exclusive activities' claims are held (`callClaim.ts`; defaults: `CallClaim.defaults`). */
+  /** The tool calls executing in this process (one per process: `DurableRuns.ToolCalls`). */
+  readonly calls: CallClaim.Calls
+  /** How tool calls' claims are held (`callClaim.ts`; defaults: `CallClaim.defaults`). */
   readonly claims?: Partial<CallClaim.ClaimSettings>
 }): Effect.Effect<DurableJournal, never, Scope.Scope> => Effect.gen(function*() {
-  const { host, log, runId } = options
+  const { calls, host, log, runId } = options
   const claims: CallClaim.ClaimSettings = { ...CallClaim.defaults, ...options.claims }
   const feed = yield* host.feeds.feed(runId)
   const positions = yield* Ref.make<Positions>({
@@ -155,81 +163,102 @@ export const make = (options: {
         return [`${activity}:${n}`, { ...at, activities: new Map(at.activities).set(activity, n) }]
       }))
 
+  /** Stores an event of this run (seen by `observe` first). */
+  const seen = (event: RunEvent): Effect.Effect<void> => options.observe === undefined ? Effect.void : options.observe(event)
+  const observed = (key: string, event: RunEvent): Effect.Effect<void> => Effect.zipRight(seen(event), store(key, event))
+
+  // an event of a tool call's execution: keyed by the execution, stored by the body waiting for it here
+  const fromCall = (sink: CallClaim.Sink, event: RunEvent, emitOptions?: EmitOptions): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const key = emitOptions?.key !== undefined ? `k:${emitOptions.key}` : `${sink.label}:${++sink.emitted}`
+      const target = sink.stores[sink.stores.length - 1]
+      return target === undefined
+        ? Effect.logDebug(`run ${runId}: ${event._tag} of ${sink.label} not stored (no run body waits for the call here)`)
+        : target(key, event)
+    })
+
   // tool progress, partial output (`RunEvent.isEphemeral`): to the live followers here, never stored (no key, no id)
   const emit = (event: RunEvent, emitOptions?: EmitOptions): Effect.Effect<void> =>
-    isEphemeral(event) ? RunFeed.publish(feed, { event }) : Effect.zipRight(
-      options.observe === undefined ? Effect.void : options.observe(event),
-      Effect.flatMap(keyOf(emitOptions), (key) =>
-        event._tag === "Done" ? Effect.flatMap(ending(key, event), (done) => store(key, done)) : store(key, event))
-    )
+    isEphemeral(event) ? RunFeed.publish(feed, { event }) : Effect.flatMap(FiberRef.get(CallSink), (sink) =>
+      sink !== undefined ? fromCall(sink, event, emitOptions) : Effect.flatMap(keyOf(emitOptions), (key) =>
+        event._tag === "Done"
+          ? Effect.zipRight(seen(event), Effect.flatMap(ending(key, event), (done) => store(key, done)))
+          : observed(key, event)))
 
   // the workflow engine stops it (interrupts the run, and any activity, at its shutdown)
   const parked = Effect.interruptible(Effect.never)
 
   // an activity runs interruptibly (the workflow engine runs it uninterruptible) so that tool
   // timeouts and the run's cancellation can stop it; cancellation fails it instead of retrying it
-  const running = <A, E>(name: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  const running = <A, E>(name: string, effect: Effect.Effect<A, E>, onCancel: Effect.Effect<void> = Effect.void): Effect.Effect<A, E> =>
     Effect.interruptible(effect).pipe(
       Effect.locally(CurrentActivity, `${name}@${host.bootId}`),
-      Effect.raceFirst(Effect.zipRight(Deferred.await(options.local.cancel), Effect.die(new RunStopped())))
+      Effect.raceFirst(Effect.zipRight(Deferred.await(options.local.cancel), Effect.zipRight(onCancel, Effect.die(new RunStopped()))))
     )
 
   // built when it runs, not when it is described: a run holds activities it may never run
   // (e.g. the approval key, cached until the first call that needs approval)
   const activity = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> =>
     o.exclusive === true || o.onRestart !== undefined
-      ? toolCall(Effect.suspend(() => describe(o)))
+      ? Effect.suspend(() => toolCall(o))
       : Effect.flatMap(host.stopping, (stopping) => (stopping ? parked : describe(o)))
 
-  // a tool call counts as in flight from before it starts until its outcome is stored: a
-  // shutdown waits for it; once the process is stopping none starts
-  const toolCall = <A, E>(call: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(host.beginCall, (began) => began ? Effect.ensuring(restore(call), host.endCall) : parked)
+  const make = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>, execute: Effect.Effect<A, E>, onCancel?: Effect.Effect<void>) =>
+    Effect.provide(
+      Activity.make({
+        name: o.name,
+        success: o.success,
+        error: (o.error ?? Schema.Never) as Schema.Schema<E, IE>,
+        execute: running(o.name, execute, onCancel),
+        interruptRetryPolicy: Schedule.stop
+      }),
+      options.workflow
     )
 
+  // a tool call executes once in this process, outside the entity (`callClaim.ts`); it counts as in flight
+  // from before it starts until its outcome is stored: a shutdown waits for it; once the process is
+  // stopping none starts
+  const toolCall = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
+    const outcome = Schema.Exit({ success: o.success, failure: (o.error ?? Schema.Never) as Schema.Schema<E, IE>, defect: Schema.Defect })
+    const execution = (sink: CallClaim.Sink) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(host.beginCall, (began) =>
+          began
+            ? Effect.ensuring(
+              restore(CallClaim.attempt({
+                log,
+                runId,
+                name: o.name,
+                holder: sink.holder,
+                settings: claims,
+                idempotent: o.exclusive === true,
+                outcome,
+                execute: (restarted) => o.execute({ restarted }),
+                ...(o.onRestart !== undefined ? { cut: o.onRestart } : {})
+              }).pipe(Effect.locally(CallSink, sink))),
+              host.endCall
+            )
+            : parked)
+      )
+    return make(o, calls.join(runId, o.name, observed, execution), calls.stop(runId, o.name))
+  }
+
   const describe = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
-    const make = (execute: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      Effect.provide(
-        Activity.make({
-          name: o.name,
-          success: o.success,
-          error: (o.error ?? Schema.Never) as Schema.Schema<E, IE>,
-          execute: running(o.name, execute),
-          interruptRetryPolicy: Schedule.stop
-        }),
-        options.workflow
-      )
-    const run = (restarted: boolean) => (restarted && o.onRestart !== undefined ? o.onRestart() : o.execute({ restarted }))
-    if (o.exclusive === true) {
-      // released once the result is stored (the activity returned), when it ran in this process
-      let ran = false
-      const claim = { log, runId, name: o.name, boot: host.bootId, settings: claims }
-      return Effect.tap(
-        make(Effect.suspend(() => {
-          ran = true
-          return CallClaim.exclusive(claim, run)
-        })),
-        () =>
-          ran
-            ? Effect.catchAll(log.releaseClaim(runId, o.name, host.bootId), (e) => Effect.logWarning(`run ${runId}: ${e.message}`))
-            : Effect.void
-      )
-    }
-    if (o.onRestart === undefined && o.restartAware !== true) {
-      return make(Effect.suspend(() => o.execute({ restarted: false })))
-    }
-    // who started it is kept beside the run log (a row, cheaper than one more activity)
-    return Effect.flatMap(
-      Effect.orDie(log.markStarted(runId, o.name, host.bootId)),
-      (startedBy) => make(Effect.suspend(() => run(startedBy !== host.bootId)))
-    )
+    if (o.restartAware !== true) return make(o, Effect.suspend(() => o.execute({ restarted: false })))
+    // who started it is kept beside the run log (a row, cheaper than one more activity), by execution: one
+    // the workflow engine delivers again in this process (its entity started again) is restarted as well,
+    // and keys its events afresh
+    return make(o, Effect.suspend(() => {
+      const execution = calls.execution()
+      return Effect.flatMap(Effect.orDie(log.markStarted(runId, o.name, execution)), (startedBy) =>
+        Effect.locally(o.execute({ restarted: startedBy !== execution }), CurrentActivity, `${o.name}@${execution}`))
+    }))
   }
 
   const journal: DurableJournal = {
     activity,
     emit,
-    emitOnce: (key, event) => Effect.zipRight(options.observe === undefined ? Effect.void : options.observe(event), store(key, event)),
+    emitOnce: observed,
     skipped: Effect.map(Ref.get(positions), (at) => at.skipped),
     lastSeq: Effect.map(Ref.get(positions), (at) => at.seq),
     idempotencyKey: (name) => makeIdempotencyKey(runId, name),

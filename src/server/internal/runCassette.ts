@@ -12,6 +12,7 @@ import * as Cassette from "../../Cassette.js"
 import type { ChatMessage } from "../../Message.js"
 import * as Recorder from "../../Recorder.js"
 import type { RunEvent } from "../../RunEvent.js"
+import { restartError } from "../../RunJournal.js"
 import type * as RunLog from "../RunLog.js"
 import type * as RunTrace from "../RunTrace.js"
 
@@ -65,6 +66,44 @@ export const build = (options: {
 }
 
 /**
+ * The run's trace with the tool calls a restart cut: such a call was answered
+ * `RunJournal.restartError` without its handler running (it is not idempotent
+ * and was in flight when its process died), so no trace entry holds it; its
+ * `ToolDone` event does. Each becomes a `Failure` entry with that error,
+ * stored just before its `ToolDone` (`afterEvent`), so that a replay or a fork
+ * answers the call as the run did instead of running its tool.
+ */
+export const withCutCalls = (
+  entries: ReadonlyArray<RunTrace.TraceRow>,
+  events: ReadonlyArray<RunLog.StoredEvent>
+): Array<RunTrace.TraceRow> => {
+  const idOf = (data: unknown) => (data as { readonly tool_call_id?: unknown }).tool_call_id
+  const recorded = new Set(entries.flatMap((e) => (e.kind === "tool" ? [idOf(e.data)] : [])))
+  const started = new Map<string, unknown>()
+  const result = [...entries]
+  for (const { event, seq } of events) {
+    if (event._tag === "ToolStart" && event.tool_call_id !== undefined) started.set(event.tool_call_id, event.tool_args)
+    if (event._tag !== "ToolDone" || event.tool_call_id === undefined) continue
+    if (event.error !== restartError || recorded.has(event.tool_call_id)) continue
+    recorded.add(event.tool_call_id)
+    const entry: RunTrace.TraceRow = {
+      kind: "tool",
+      data: {
+        iteration: event.iteration,
+        tool_call_id: event.tool_call_id,
+        tool_name: event.tool_name,
+        args: event.tool_args ?? started.get(event.tool_call_id) ?? {},
+        outcome: { _tag: "Failure", message: restartError }
+      },
+      afterEvent: seq - 1
+    }
+    const after = result.findIndex((e) => e.afterEvent !== undefined && e.afterEvent >= seq)
+    result.splice(after < 0 ? result.length : after, 0, entry)
+  }
+  return result
+}
+
+/**
  * Where a fork's run continues from: the original run, the event it was
  * forked at, the run's last event and its query.
  *
@@ -95,7 +134,7 @@ export const forkPrefix = (
   events: ReadonlyArray<RunLog.StoredEvent>,
   query: string
 ): Cassette.Cassette => {
-  const steps = entries.filter((e) =>
+  const steps = withCutCalls(entries, events).filter((e) =>
     e.kind === "input" || e.kind === "model_info" ||
     (e.afterEvent !== undefined ? e.afterEvent < point.at : point.at >= point.last)
   )

@@ -86,6 +86,13 @@ const migrations = {
     // the step that drained a message (`RunLog.drain`'s key): a step re-run after a crash takes
     // again what its first attempt marked drained; NULL on rows drained before, and by a run's end
     yield* sql`ALTER TABLE react_injections ADD COLUMN drained_by TEXT`
+  }),
+  "6_activity_outcomes": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // a tool call's outcome as its execution stored it (`RunLog.settleCall`), so that an attempt
+    // the workflow engine delivers again — here or on another instance — adopts it instead of
+    // running the call again; NULL while the call runs, and on rows written before
+    yield* sql`ALTER TABLE react_activity_starts ADD COLUMN outcome TEXT`
   })
 }
 

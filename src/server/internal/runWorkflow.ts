@@ -35,6 +35,7 @@ import * as ConversationBudget from "../ConversationBudget.js"
 import * as ConversationStore from "../ConversationStore.js"
 import * as RunLog from "../RunLog.js"
 import * as RunTrace from "../RunTrace.js"
+import * as CallClaim from "./callClaim.js"
 import * as DurableJournal from "./durableJournal.js"
 import { endLine } from "./durableRuns.js"
 import * as RunCassette from "./runCassette.js"
@@ -117,6 +118,7 @@ const begin = (payload: RunPayload, host: RunHost) =>
     const log = yield* RunLog.RunLog
     const store = yield* ConversationStore.ConversationStore
     const trace = yield* RunTrace.RunTrace
+    const calls = yield* CallClaim.ToolCalls
     const workflow = yield* Effect.context<WorkflowEngine | WorkflowInstance>()
     const local = yield* host.register(runId, conversationId)
     const row = yield* Effect.flatMap(log.run(runId), Option.match({
@@ -130,6 +132,7 @@ const begin = (payload: RunPayload, host: RunHost) =>
       runId,
       workflow,
       host,
+      calls,
       log,
       local,
       stored,
