@@ -20,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Database from "../server/Database.js"
+import * as OperatorLog from "../server/OperatorLog.js"
 import * as Server from "../server/Server.js"
 import * as ServerConfig from "../server/ServerConfig.js"
 import * as App from "./App.js"
@@ -96,4 +97,4 @@ const ignoreRepeatedStop = () => {
 
 ignoreRepeatedStop()
 // telemetry first: the tracer reaches every request and run, and the last spans are flushed after the server closed
-Layer.launch(MainLayer.pipe(Layer.provide(Telemetry.layerConfig))).pipe(reportFailure, (program) => NodeRuntime.runMain(program, { disableErrorReporting: true }))
+Layer.launch(MainLayer.pipe(Layer.provide(Telemetry.layerConfig), Layer.provide(OperatorLog.layer))).pipe(reportFailure, (program) => NodeRuntime.runMain(program, { disableErrorReporting: true }))

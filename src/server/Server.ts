@@ -33,6 +33,7 @@ import * as DurableRuns from "./DurableRuns.js"
 import * as RequestLog from "./RequestLog.js"
 import { McpRoutes } from "./McpRoutes.js"
 import { OpenAiRoutes } from "./OpenAiRoutes.js"
+import * as OperatorLog from "./OperatorLog.js"
 import * as RunLog from "./RunLog.js"
 import * as RunTrace from "./RunTrace.js"
 import { ApiRoutes, NotFoundRoutes } from "./Routes.js"
@@ -117,7 +118,7 @@ export const storage = (
     )
     : RunLog.layer
   return Layer.mergeAll(
-    runLog,
+    Layer.provideMerge(OperatorLog.layerResuming, runLog),
     ConversationStore.layer,
     RunTrace.layer,
     embedded ? DurableRuns.layerEngineEmbedded : DurableRuns.layerEngineCluster(cluster),
