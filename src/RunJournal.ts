@@ -37,10 +37,16 @@ import type { RunEvent } from "./RunEvent.js"
 export interface ActivityContext {
   /**
    * True when this activity had already started in an earlier process that
-   * died before it finished (a durable host re-runs it). A streamed answer uses
-   * it to tell the client to discard what it showed (`AnswerReset`).
+   * died before it finished (a durable host re-runs it).
    */
   readonly restarted: boolean
+  /**
+   * True when such an earlier start emitted events that were stored: a client
+   * may have shown them. A streamed answer then tells the client to discard
+   * what it showed (`AnswerReset`); an attempt cut before its first event has
+   * nothing to retract. Absent: false.
+   */
+  readonly shown?: boolean
 }
 
 /**

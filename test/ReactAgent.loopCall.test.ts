@@ -24,7 +24,7 @@ const doneOf = (events: ReadonlyArray<RunEvent>) => {
   return last
 }
 
-/** A journal that records names and events; `restarted` names the activities it reports as restarted (restart-aware ones only). */
+/** A journal that records names and events; `restarted` names the activities it reports as restarted after showing events (restart-aware ones only). */
 const journalOf = (restarted: ReadonlyArray<string> = []) => {
   const names: Array<string> = []
   const events: Array<RunEvent> = []
@@ -32,7 +32,8 @@ const journalOf = (restarted: ReadonlyArray<string> = []) => {
     activity: (o) =>
       Effect.suspend(() => {
         names.push(o.name)
-        return o.execute({ restarted: o.restartAware === true && restarted.includes(o.name) })
+        const cut = o.restartAware === true && restarted.includes(o.name)
+        return o.execute({ restarted: cut, shown: cut })
       }),
     emit: (event) => Effect.sync(() => void events.push(event))
   }

@@ -157,6 +157,38 @@ describe("durable journal: activities", () => {
       assert.deepStrictEqual(events.map((e) => (e.event._tag === "AnswerDelta" ? e.event.content : e.event._tag)), ["streaming", "reset, again"])
     }))
 
+  it.scopedLive("a restart-aware activity cut before its first event has shown nothing: shown is false; cut after one, true", () =>
+    Effect.gen(function*() {
+      const log = yield* openLog()
+      const process = yield* processOf("boot-a")
+      const attempt = (runId: string, emitFirst: boolean) =>
+        Effect.gen(function*() {
+          yield* begin(log, runId)
+          const started = yield* Deferred.make<void>()
+          let attempts = 0
+          const stream = (journal: DurableJournal.DurableJournal) =>
+            journal.activity({
+              name: "llm/2",
+              success: Schema.Array(Schema.Boolean),
+              restartAware: true,
+              execute: (ctx) =>
+                Effect.gen(function*() {
+                  attempts++
+                  if (attempts === 1 && emitFirst) yield* journal.emit(note("partial"))
+                  yield* Deferred.succeed(started, undefined)
+                  if (attempts === 1) yield* Effect.never
+                  return [ctx.restarted, ctx.shown === true]
+                })
+            })
+          const first = yield* Effect.fork(inRun(log, runId, process, stream))
+          yield* Deferred.await(started)
+          yield* Fiber.interrupt(first)
+          return yield* inRun(log, runId, process, stream)
+        })
+      assert.deepStrictEqual(yield* attempt("r-cut-silent", false), [true, false])
+      assert.deepStrictEqual(yield* attempt("r-cut-shown", true), [true, true])
+    }))
+
   it.scopedLive("an activity with onRestart runs onRestart when another process started it first, execute otherwise", () =>
     Effect.gen(function*() {
       const log = yield* openLog()

@@ -235,8 +235,8 @@ const executeIn = (
         success: SynthesisResultSchema,
         restartAware: true,
         // a stream cut by a crash starts again: the client discards what it showed
-        execute: ({ restarted }) =>
-          Effect.zipRight(restarted ? emit({ _tag: "AnswerReset" }) : Effect.void, synthesize(llm, synthesisInput, emit))
+        execute: ({ shown }) =>
+          Effect.zipRight(shown === true ? emit({ _tag: "AnswerReset" }) : Effect.void, synthesize(llm, synthesisInput, emit))
       })
       addUsage(tally, "synthesis", synthesis.usage)
       yield* Ref.set(reached, { answer: synthesis.answer })

@@ -82,9 +82,9 @@ export const loopCall = (
     error: LlmError,
     // a stream cut by a crash starts again: the client discards what it showed
     ...(options.stream ? { restartAware: true } : {}),
-    execute: ({ restarted }) =>
+    execute: (attempt) =>
       Effect.gen(function*() {
-        if (options.stream && restarted) yield* env.journal.emit({ _tag: "AnswerReset" })
+        if (options.stream && attempt.shown === true) yield* env.journal.emit({ _tag: "AnswerReset" })
         if (options.drainBefore) {
           const taken = yield* drain
           if (taken.length > 0) return { drained: copy(taken) }

@@ -203,9 +203,9 @@ const answer = (env: LoopEnv, ref: StateRef, input: RunInput, history: ReadonlyA
       success: SynthesisResultSchema,
       restartAware: true,
       // a stream cut by a crash starts again: the client discards what it showed
-      execute: ({ restarted }) =>
+      execute: ({ shown }) =>
         Effect.zipRight(
-          restarted ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
+          shown === true ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
           // a loop reply cut to nothing at the max_tokens a budget left it, and no room for synthesis: the summary
           state.answer.trim() === "" && env.account?.ledger !== undefined
             ? streamWithFallback(llm, buildMessages(synthesisInput), Prompts.stoppedSummary("budget", 0, state.steps), journal.emit)

@@ -250,8 +250,13 @@ export const make = (options: {
     // and keys its events afresh
     return make(o, Effect.suspend(() => {
       const execution = calls.execution()
-      return Effect.flatMap(Effect.orDie(log.markStarted(runId, o.name, execution)), (startedBy) =>
-        Effect.locally(o.execute({ restarted: startedBy !== execution }), CurrentActivity, `${o.name}@${execution}`))
+      return Effect.flatMap(Effect.zip(Effect.orDie(log.markStarted(runId, o.name, execution)), Ref.get(positions)), ([startedBy, at]) => {
+        const restarted = startedBy !== execution
+        // an earlier execution's events are keyed `<name>@<execution>:<n>`: stored, a client may have shown them
+        const earlier = `${o.name}@`
+        const shown = restarted && [...at.keys].some((key) => key.startsWith(earlier) && !key.startsWith(`${earlier}${execution}:`))
+        return Effect.locally(o.execute({ restarted, shown }), CurrentActivity, `${o.name}@${execution}`)
+      })
     }))
   }
 
