@@ -115,6 +115,9 @@ const reportProgress = (p: Progress): Effect.Effect<void> => {
   return Tool.progress(message, fraction)
 }
 
+/** The longest delay a Node timer takes (about 24.8 days). */
+const LONGEST_TIMER_MS = 2_147_483_647
+
 /**
  * `tools/call` with a progress token (the SDK sends one when `onprogress` is
  * given): each `notifications/progress` of the call becomes its
@@ -131,6 +134,9 @@ const callWithProgress = (
         const controller = new AbortController()
         const options = {
           signal: controller.signal,
+          // the SDK's own 60 s default would fail a longer call: a call is bounded by its tool's timeout, when it
+          // declares one, and by the run's deadline (interruption aborts the request)
+          timeout: LONGEST_TIMER_MS,
           resetTimeoutOnProgress: true,
           onprogress: (progress: Progress) => void emit.single({ _tag: "Progress", progress })
         }
