@@ -16,11 +16,13 @@ import { DagPhase, DagPlan, DagStep } from "./internal/runEvent/dag.js"
 import type { AgentRef } from "./internal/runEvent/fields.js"
 import { agent, step_id } from "./internal/runEvent/fields.js"
 import { OutputPartial, ToolProgress } from "./internal/runEvent/progress.js"
+import { Queued } from "./internal/runEvent/queued.js"
 
 // Members defined beside this module, one file per family (their docs are there)
 export { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
 export { DagPhase, DagPlan, DagPlanStep, DagStep } from "./internal/runEvent/dag.js"
 export { OutputPartial, ToolProgress } from "./internal/runEvent/progress.js"
+export { Queued } from "./internal/runEvent/queued.js"
 export { AgentRef } from "./internal/runEvent/fields.js"
 
 /**
@@ -319,6 +321,7 @@ export const RunEvent = Schema.Union(
   AgentDone,
   ToolProgress,
   OutputPartial,
+  Queued,
   Done,
   RunFailed
 )

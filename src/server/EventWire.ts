@@ -102,6 +102,8 @@ const payload = (event: RunEvent): { readonly channel: Channel; readonly data: R
     }
     case "Resumed":
       return { channel: "phase", data: { phase: "resumed" } }
+    case "Queued":
+      return { channel: "phase", data: { phase: "queued", position: event.position } }
     case "BudgetExhausted": {
       const { _tag, ...rest } = event
       return { channel: "phase", data: { phase: "budget_exhausted", ...rest } }
@@ -157,6 +159,7 @@ const tagOf = (channel: string, data: Record<string, unknown>): string | undefin
     case "phase":
       if (phase === "selecting_tools") return "PhaseChange"
       if (phase === "resumed") return "Resumed"
+      if (phase === "queued") return "Queued"
       if (phase === "retrying") return "LlmRetry"
       if (phase === "budget_exhausted") return "BudgetExhausted"
       return "DagPhase"
@@ -195,7 +198,7 @@ export const fromWire = (channel: string, data: Record<string, unknown>): RunEve
   const fields: Record<string, unknown> = { ...rest, _tag: tag }
   if (tag !== "ApprovalDecided" && tag !== "DagStep" && tag !== "BudgetStatus") delete fields.status
   if (tag === "DagPhase" || tag === "PhaseChange") fields.phase = data.phase
-  if (tag === "LlmRetry" || tag === "Resumed" || tag === "BudgetExhausted") delete fields.phase
+  if (tag === "LlmRetry" || tag === "Resumed" || tag === "BudgetExhausted" || tag === "Queued") delete fields.phase
   const decoded = decode(fields)
   return Either.isRight(decoded) ? decoded.right : undefined
 }

@@ -34,6 +34,7 @@ import * as ConversationStore from "./ConversationStore.js"
 import * as DurableRuns from "./DurableRuns.js"
 import type { ForkPoint } from "./internal/runCassette.js"
 import * as RunFeed from "./internal/runFeed.js"
+import * as RunWorkflow from "./internal/runWorkflow.js"
 import type { RunRow } from "./RunLog.js"
 import * as RunLog from "./RunLog.js"
 import * as ServerConfig from "./ServerConfig.js"
@@ -199,6 +200,18 @@ export const make = Effect.gen(function*() {
         Effect.ignore
       ))
 
+  /**
+   * A run that must wait for a free slot is acknowledged at once: its first event, `Queued`
+   * with the number of runs ahead of it, is stored before its workflow is started, so its
+   * client gets it from the log whatever the workflow engine is doing.
+   */
+  const acknowledge = (runId: string) =>
+    Effect.flatMap(host.admission, ({ active, maxActive, waiting }) => {
+      // `waiting` counts this run (reserved): the runs ahead of it are the others past the slots
+      const ahead = active + waiting - 1 - maxActive
+      return ahead < 0 ? Effect.void : Effect.orDie(log.append(runId, [{ seq: 1, key: RunWorkflow.QUEUED_KEY, event: { _tag: "Queued", position: ahead } }]))
+    })
+
   const follow = (target: Target, after: number) =>
     Effect.gen(function*() {
       const run = yield* runOf(target)
@@ -223,6 +236,7 @@ export const make = Effect.gen(function*() {
           yield* log.start({ runId, conversationId, query: options.query }).pipe(
             Effect.catchTag("RunLogError", Effect.die)
           )
+          yield* acknowledge(runId)
           const parent = yield* Telemetry.currentParent
           // the conversation is stored from here on; its turns so far go with the run (else its `history` step reads them)
           const history = Option.isNone(store) ? undefined : yield* store.value.open(conversationId, options.query).pipe(

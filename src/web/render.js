@@ -66,6 +66,8 @@ export class RunView {
     /** @type {HTMLElement | null} the retry line of the LLM call in progress */
     this.retryLine = null
     this.retries = 0
+    /** true while the run waits for a free slot (`phase queued`) */
+    this.queued = false
 
     this.root = h("article", { class: "turn" })
     if (query) this.root.append(h("div", { class: "msg user" }, h("div", { class: "bubble", text: query })))
@@ -105,6 +107,11 @@ export class RunView {
         return true
       }
     }
+    // a run that waited for a free slot has begun: its "waiting" line goes
+    if (this.queued && !(ev.event === "phase" && d.phase === "queued")) {
+      this.queued = false
+      this.setStatus("")
+    }
     switch (ev.event) {
       case "step":
         if (d.type === "thinking") this.thinking(d)
@@ -122,6 +129,9 @@ export class RunView {
           this.retrying(d)
         } else if (d.phase === "budget_exhausted") {
           this.insert(exhaustedLine(d))
+        } else if (d.phase === "queued") {
+          this.queued = true
+          this.setStatus(`Waiting for a free slot (${formatNumber(Number(d.position ?? 0))} ahead)…`, true)
         }
         break
       case "budget":

@@ -67,6 +67,9 @@ export type RunPayload = typeof RunPayload.Type
 
 const StoredHistory = Schema.Array(Message.ChatMessage)
 
+/** The key of a run's `Queued` event, stored by the registry when it started the run (not a sign of a resume). */
+export const QUEUED_KEY = "queued"
+
 type Done = Extract<RunEvent, { _tag: "Done" }>
 
 /** What the stored turn says, folded from the run's events. */
@@ -127,7 +130,8 @@ const begin = (payload: RunPayload, host: RunHost) =>
     })).pipe(Effect.orDie)
     const stored = yield* Effect.orDie(log.storedKeys(runId))
     const summary = yield* Ref.make<Summary>({ streamed: "", failure: undefined, retries: 0 })
-    const started = { payload, host, log, store, trace, local, row, resumed: stored.keys.size > 0, workflow }
+    const resumed = [...stored.keys].some((key) => key !== QUEUED_KEY)
+    const started = { payload, host, log, store, trace, local, row, resumed, workflow }
     const journal = yield* DurableJournal.make({
       runId,
       workflow,
