@@ -285,13 +285,15 @@ export const lines = (r: ConcurrencyResults): Array<string> => {
     const s = r.starts
     out.push(typeof s === "string"
       ? `200 starts: not measured: ${s}`
-      : `${s.runs} starts at once: ${s.completed} completed${s.failures ? ` (${s.failures})` : ""}; first event p50 ${f(s.firstP50Ms)} ms, p99 ${f(s.firstP99Ms)} ms; done p50 ${f(s.doneP50Ms)} ms, p99 ${f(s.doneP99Ms)} ms; all done in ${f(s.allDoneMs)} ms; server CPU ${f(s.cpuPerRunMs)} ms per run (load ${s.load.toFixed(1)})`)
+      : `${s.runs} starts at once: ${s.completed} completed${s.failures ? ` (${s.failures})` : ""}; first event p50 ${f(s.firstP50Ms)} ms, p99 ${f(s.firstP99Ms)} ms; done p50 ${f(s.doneP50Ms)} ms, p99 ${f(s.doneP99Ms)} ms; all done in ${f(s.allDoneMs)} ms; server CPU ${f(s.cpuPerRunMs)} ms per run (load ${s.load.toFixed(1)})\n` +
+        `  targets (issue 45 item 1): first event p99 ${f(s.firstP99Ms)} ms ≤ 1000: ${s.firstP99Ms <= 1000 ? "met" : "MISSED"}; all done ${f(s.allDoneMs)} ms ≤ 10000: ${s.allDoneMs <= 10_000 ? "met" : "MISSED"}; refused or reset: ${s.runs - s.completed}`)
   }
   if (r.sequential !== undefined) {
     const s = r.sequential
     out.push(typeof s === "string"
       ? `sequential: not measured: ${s}`
-      : `${s.runs} sequential one-tool runs: p50 ${f(s.p50Ms)} ms, p99 ${f(s.p99Ms)} ms, server CPU ${f(s.cpuPerRunMs)} ms per run; RSS ${mb(s.rssAfter100)} after 100 → ${mb(s.rssAfterAll)} after ${s.runs} + GC → ${mb(s.rssIdle)} 60 s later (heap ${mb(s.heapAfter100)} → ${mb(s.heapAfterAll)} → ${mb(s.heapIdle)}) (load ${s.load.toFixed(1)})`)
+      : `${s.runs} sequential one-tool runs: p50 ${f(s.p50Ms)} ms, p99 ${f(s.p99Ms)} ms, server CPU ${f(s.cpuPerRunMs)} ms per run; RSS ${mb(s.rssAfter100)} after 100 → ${mb(s.rssAfterAll)} after ${s.runs} + GC → ${mb(s.rssIdle)} 60 s later (heap ${mb(s.heapAfter100)} → ${mb(s.heapAfterAll)} → ${mb(s.heapIdle)}) (load ${s.load.toFixed(1)})\n` +
+        `  target (issue 45 item 4): RSS 60 s after the last run − after 100 = ${mb(s.rssIdle - s.rssAfter100)} ≤ 50 MB: ${s.rssIdle - s.rssAfter100 <= 50 * 1024 * 1024 ? "met" : "MISSED"}; heap ${mb(s.heapIdle - s.heapAfter100)}`)
   }
   if (r.curve !== undefined) {
     const c = r.curve
