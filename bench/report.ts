@@ -7,6 +7,8 @@ import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import type { GuardFigures } from "./contextGuard.js"
 import type { FirstTokenFigures } from "./firstToken.js"
+import type { FollowerFigures } from "./followers.js"
+import { section as followersSection } from "./followers.js"
 import { fmtBytes, fmtRatio, fmtUs, table } from "./harness.js"
 import type { LatencyFigures } from "./latency.js"
 import { markdownSection as latencySection, targetRows as latencyTargets } from "./latency.js"
@@ -58,6 +60,8 @@ export interface Results {
   readonly durable?: DurableResults
   readonly concurrency?: Concurrency.ConcurrencyResults
   readonly promptCache?: PromptCacheResults | string
+  /** Heap and RSS per idle SSE follower (bench/followers.ts). */
+  readonly followers?: FollowerFigures
 }
 
 const ms = (x: number) => (Number.isNaN(x) ? "n/a" : x >= 100 ? x.toFixed(0) : x.toFixed(1))
@@ -568,6 +572,8 @@ ${table(
   if (r.durable) parts.push(durableSection(r.durable))
 
   if (r.concurrency) parts.push(Concurrency.section(r.concurrency))
+
+  if (r.followers) parts.push(followersSection(r.followers))
 
   if (r.promptCache !== undefined) parts.push(promptCacheSection(r.promptCache))
 
