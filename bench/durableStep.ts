@@ -144,3 +144,27 @@ export const run = async (options: { readonly samples: number }): Promise<Durabl
   }
   return { databases, engine: engineAlone(), enginePostgres }
 }
+
+/** Activities a tool iteration stores: the LLM reply (with the interrupt drain) and the tool outcome. @since 0.1.0 */
+export const ACTIVITIES_PER_ITERATION = 2
+
+/**
+ * A stored iteration ÷ the engine-alone floor measured in the same run (the engine's
+ * activity × the activities per iteration), per database (issue 45 item 2: ≤ 1.5 ×).
+ *
+ * @since 0.1.0
+ */
+export const floorRatios = (d: DurableResults): Array<{ readonly database: string; readonly iterationMs: number; readonly floorMs: number; readonly ratio: number }> =>
+  d.databases.flatMap((x) => {
+    const e = x.database.startsWith("PostgreSQL") ? d.enginePostgres : d.engine
+    if (x.marginalMs === undefined || Number.isNaN(x.marginalMs) || e === undefined || typeof e === "string") return []
+    const floorMs = ACTIVITIES_PER_ITERATION * e.activityWallMs
+    return [{ database: x.database, iterationMs: x.marginalMs, floorMs, ratio: x.marginalMs / floorMs }]
+  })
+
+/** Terminal lines of the target (issue 45 item 2). @since 0.1.0 */
+export const floorLines = (d: DurableResults): Array<string> =>
+  floorRatios(d).map((r) =>
+    `  target (issue 45 item 2, ${r.database}): a stored iteration ${r.iterationMs.toFixed(1)} ms ÷ the engine-alone floor ` +
+    `${r.floorMs.toFixed(1)} ms (${ACTIVITIES_PER_ITERATION} × activity) = ${r.ratio.toFixed(2)} × ≤ 1.5: ${r.ratio <= 1.5 ? "met" : "MISSED"}`
+  )

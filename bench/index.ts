@@ -5,7 +5,7 @@
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
  * `BENCH_ONLY=loop,process,alone,round,guard,selection,first,primitives,latency,durable,starts,sequential,curve,followers,cache,load` (a subset; the doc is only
- * written for a full run, or with `--merge`), `BENCH_LOAD_LEVELS=100,500,1000`, and the latency
+ * written for a full run, or with `--merge`), `BENCH_LOAD_LEVELS=100,500,1000`, `BENCH_STARTS=1000` (the starts section's burst), and the latency
  * section's `BENCH_LATENCY_TTFT_MS`, `BENCH_LATENCY_TPS`, `BENCH_LATENCY_REPS`,
  * `BENCH_LATENCY_POLICIES` (bench/latency.ts).
  *
@@ -44,6 +44,8 @@ import * as ServerLoad from "./serverLoad.js"
 const quick = process.env.BENCH_QUICK === "1"
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim()).filter(Boolean)
 const wants = (section: string) => only === undefined || only.includes(section)
+/** How many runs the starts section POSTs at once (`BENCH_STARTS`, default 200). */
+const starts = Number(process.env.BENCH_STARTS ?? (quick ? 50 : 200))
 const levels = (process.env.BENCH_LOAD_LEVELS ?? (quick ? "50,100" : "100,500,1000")).split(",").map(Number)
 
 const log = (line = "") => console.log(line)
@@ -196,11 +198,12 @@ const main = async () => {
       if (e === undefined) continue
       log(typeof e === "string" ? `engine alone (${where}): ${e}` : `engine alone (${where}): ${e.activityWallMs.toFixed(2)} ms wall / ${e.activityCpuMs.toFixed(2)} ms CPU per activity, ${(e.parkedBytes / 1024).toFixed(0)} KB per workflow parked in an activity${e.parkedInBodyBytes === undefined ? "" : `, ${(e.parkedInBodyBytes / 1024).toFixed(0)} KB in its body`}`)
     }
+    for (const line of DurableStep.floorLines(d)) log(line)
   }
 
   // durable runs on SQLite as a user feels them: 200 starts at once, 2,000 in a row, one of 200 steps
   const parts: Array<[string, string, () => Promise<unknown>]> = [
-    ["starts", "200 durable runs started at once", () => Concurrency.starts(quick ? 50 : 200)],
+    ["starts", `${starts} durable runs started at once`, () => Concurrency.starts(starts)],
     ["sequential", "2,000 sequential durable runs and the memory curve", () => Concurrency.sequential(quick ? 300 : 2000)],
     ["curve", "cost per step over one 200-step durable run", () => Concurrency.curve()]
   ]

@@ -23,6 +23,7 @@ import { flavours } from "./scenario.js"
 import type { PrimitiveFigure } from "./primitives.js"
 import * as Concurrency from "./concurrency.js"
 import type { DurableResults, EngineFigures } from "./durableStep.js"
+import { floorRatios } from "./durableStep.js"
 import type { PromptCacheResults } from "./promptCache.js"
 import { render as renderPromptCache } from "./promptCache.js"
 import type { LoadResult } from "./serverLoad.js"
@@ -250,6 +251,11 @@ export const targets = (r: Results): string => {
       verdict(top && !top.error ? top.completed === 1000 && top.p99Ms < 50 && top.heapPerRunBytes <= 300 * 1024 : undefined)
     ],
     ...Concurrency.targets(r.concurrency, r.durable),
+    ...(r.durable === undefined ? [] : floorRatios(r.durable)).map((x) => [
+      `a stored iteration ≤ 1.5 × the engine-alone floor of the same run (${x.database})`,
+      `${x.iterationMs.toFixed(1)} ÷ ${x.floorMs.toFixed(1)} ms = ${x.ratio.toFixed(2)} ×`,
+      verdict(x.ratio <= 1.5)
+    ]),
     ...latencyTargets(typeof r.latency === "object" ? r.latency : undefined),
     ...cacheTargets(typeof r.promptCache === "object" ? r.promptCache : undefined)
   ]
@@ -329,7 +335,9 @@ ${table(
 ${engine} A tool iteration stores two activities (the LLM reply, which carries the interrupt drain,
 and the tool outcome), so most of its cost is the engine's; a guard check is stored only when it may
 compact the list, and which process started a non-idempotent call is a row of the run log, not an
-activity.${share}`
+activity.${share}${
+    floorRatios(d).map((x) => ` Per iteration ÷ the engine-alone floor (2 × activity) on ${x.database}: **${x.ratio.toFixed(2)} ×** (target ≤ 1.5 ×).`).join("")
+  }`
 }
 
 /** The whole document. @since 0.1.0 */
