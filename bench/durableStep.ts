@@ -15,6 +15,7 @@
  */
 import { execFileSync } from "node:child_process"
 import * as http from "node:http"
+import * as os from "node:os"
 import { fileURLToPath } from "node:url"
 import { findPostgres, startPostgres } from "../test/utils/postgres.js"
 import { freePort } from "../test/utils/serverProcess.js"
@@ -51,6 +52,8 @@ export interface DurableResults {
   readonly engine: EngineFigures | string
   /** The engine alone on PostgreSQL (absent in results from before it was measured). */
   readonly enginePostgres?: EngineFigures | string
+  /** The machine's 1-minute load average at the end of the section (absent in older results). */
+  readonly load?: number
 }
 
 const SHORT = 2
@@ -142,7 +145,8 @@ export const run = async (options: { readonly samples: number }): Promise<Durabl
       cluster.stop()
     }
   }
-  return { databases, engine: engineAlone(), enginePostgres }
+  const engine = engineAlone()
+  return { databases, engine, enginePostgres, load: os.loadavg()[0] }
 }
 
 /** Activities a tool iteration stores: the LLM reply (with the interrupt drain) and the tool outcome. @since 0.1.0 */
@@ -166,5 +170,5 @@ export const floorRatios = (d: DurableResults): Array<{ readonly database: strin
 export const floorLines = (d: DurableResults): Array<string> =>
   floorRatios(d).map((r) =>
     `  target (issue 45 item 2, ${r.database}): a stored iteration ${r.iterationMs.toFixed(1)} ms ÷ the engine-alone floor ` +
-    `${r.floorMs.toFixed(1)} ms (${ACTIVITIES_PER_ITERATION} × activity) = ${r.ratio.toFixed(2)} × ≤ 1.5: ${r.ratio <= 1.5 ? "met" : "MISSED"}`
+    `${r.floorMs.toFixed(1)} ms (${ACTIVITIES_PER_ITERATION} × activity) = ${r.ratio.toFixed(2)} × ≤ 1.5: ${r.ratio <= 1.5 ? "met" : "MISSED"}${d.load === undefined ? "" : ` (load ${d.load.toFixed(1)})`}`
   )

@@ -203,7 +203,7 @@ const main = async () => {
 
   // durable runs on SQLite as a user feels them: 200 starts at once, 2,000 in a row, one of 200 steps
   const parts: Array<[string, string, () => Promise<unknown>]> = [
-    ["starts", `${starts} durable runs started at once`, () => Concurrency.starts(starts)],
+    ["starts", `${starts} durable runs started at once`, () => Concurrency.starts(starts, process.env.REACT_MAX_ACTIVE_RUNS ? { REACT_MAX_ACTIVE_RUNS: process.env.REACT_MAX_ACTIVE_RUNS } : {})],
     ["sequential", "2,000 sequential durable runs and the memory curve", () => Concurrency.sequential(quick ? 300 : 2000)],
     ["curve", "cost per step over one 200-step durable run", () => Concurrency.curve()]
   ]

@@ -337,7 +337,7 @@ and the tool outcome), so most of its cost is the engine's; a guard check is sto
 compact the list, and which process started a non-idempotent call is a row of the run log, not an
 activity.${share}${
     floorRatios(d).map((x) => ` Per iteration ÷ the engine-alone floor (2 × activity) on ${x.database}: **${x.ratio.toFixed(2)} ×** (target ≤ 1.5 ×).`).join("")
-  }`
+  }${d.load === undefined ? "" : ` (Load ${d.load.toFixed(1)} at the end of the section.)`}`
 }
 
 /** The whole document. @since 0.1.0 */
