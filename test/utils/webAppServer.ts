@@ -206,6 +206,8 @@ export const webAppServer = (options: {
   readonly mcp?: AppInfo.AppInfoShape["mcp"]
   /** More options of the ReAct agent (a budget, guardrails). */
   readonly agent?: Partial<AgentOptions>
+  /** Runs executing at once (`REACT_MAX_ACTIVE_RUNS`; a further run waits for a free slot). */
+  readonly maxActiveRuns?: number
 } = {}) => {
   const llm = ScriptedLlm.makeUnsafe(responder, { model: options.demo ? "demo" : "scripted-test" })
   const agentOptions = { completionCheck: false, selfReflectionInterval: 0 }
@@ -232,6 +234,7 @@ export const webAppServer = (options: {
   )
   const settings = ServerConfig.layer({
     detachGraceMs: options.detachGraceMs ?? 10_000,
+    ...(options.maxActiveRuns !== undefined ? { maxActiveRuns: options.maxActiveRuns } : {}),
     ...(options.defaultMode !== undefined ? { defaultMode: options.defaultMode } : {}),
     apiToken: options.apiToken === undefined ? Option.none() : Option.some(Redacted.make(options.apiToken))
   })
