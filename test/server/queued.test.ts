@@ -72,4 +72,30 @@ describe("a run waiting for a free slot", () => {
       assert.strictEqual(b.events[b.events.length - 1].event, "done")
       assert.isFalse(b.events.some((e) => e.event === "phase" && e.data.phase === "resumed"), "a queued run is not a resumed one")
     }), 60_000)
+
+  it.scopedLive("runs that arrive together while the slot is taken get each their own place", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      const holding = yield* Deferred.make<void>()
+      const hold = Tool.make({
+        name: "hold",
+        description: "Holds the run until released",
+        parameters: Schema.Struct({}),
+        handler: () => Effect.zipRight(Deferred.succeed(holding, undefined), Effect.as(Deferred.await(release), "released"))
+      })
+      const fake = yield* FakeOpenAi.scoped(responder)
+      const { url } = yield* startServer({ llmUrl: fake.url, tools: [hold], settings: { maxActiveRuns: 1, runQueue: 10 } })
+      const first = yield* Effect.fork(Effect.promise(() => openSse(`${url}/api/react`, { body: { query: "first", conversation_id: "p0" }, timeoutMs: 60_000 })))
+      yield* Deferred.await(holding)
+      // five starts at once: whatever order the server takes them in, their places are 0 … 4, each once
+      const waiting = yield* Effect.forEach(
+        [1, 2, 3, 4, 5],
+        (i) => Effect.promise(() => openSse(`${url}/api/react`, { body: { query: `waiting ${i}`, conversation_id: `p${i}` }, timeoutMs: 30_000, until: queued })),
+        { concurrency: "unbounded" }
+      )
+      const places = waiting.map((r) => (r.events[0]?.data as { position?: number } | undefined)?.position ?? -1)
+      assert.deepStrictEqual([...places].sort((a, b) => a - b), [0, 1, 2, 3, 4], `places ${JSON.stringify(places)}`)
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(first)
+    }), 90_000)
 })
