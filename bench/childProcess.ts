@@ -26,6 +26,7 @@ import { createRequire } from "node:module"
 import * as os from "node:os"
 import { dirname, join, normalize, relative } from "node:path"
 import { fileURLToPath } from "node:url"
+import type * as TypeScript from "typescript"
 import type { ChildFigures } from "./childProcessEntry.js"
 import { fmtBytes, fmtUs, median, table } from "./harness.js"
 import type { Flavour } from "./scenario.js"
@@ -90,7 +91,7 @@ export interface Results {
 
 /** Transpiles the child's entry and the bench files it imports into bench/.child/ (JavaScript, same layout). @since 0.1.0 */
 export const prepare = (): string => {
-  const ts = createRequire(import.meta.url)("typescript") as typeof import("typescript")
+  const ts = createRequire(import.meta.url)("typescript") as typeof TypeScript
   mkdirSync(childDir, { recursive: true })
   writeFileSync(join(childDir, ".gitignore"), "# bench/childProcess.ts: the child's JavaScript, transpiled from bench/\n*\n")
   const pending = [ENTRY]

@@ -10,7 +10,7 @@
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Stream from "effect/Stream"
-import { Llm, ReactAgent, ScriptedLlm } from "effect-react-engine"
+import { type Llm, ReactAgent, ScriptedLlm } from "effect-react-engine"
 import { quantile } from "./harness.js"
 import { agentLayer, lookupTool } from "./peers/ours.js"
 

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import * as Layer from "effect/Layer"
+import type * as Layer from "effect/Layer"
 import type { Tool } from "./Tool.js"
 import * as Toolkit from "./Toolkit.js"
 import * as Calculator from "./tools/Calculator.js"

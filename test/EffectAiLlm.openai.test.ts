@@ -4,6 +4,7 @@
  * `prompt_cache_key` on the wire.
  */
 import { assert, describe, it } from "@effect/vitest"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import { make as makeOpenAi } from "../src/internal/llmProviders/openai.js"
@@ -12,7 +13,7 @@ import * as FakeResponses from "./utils/fakeOpenAiResponsesServer.js"
 import type { ContractBackend, ContractReply } from "./utils/llmContract.js"
 import { contract } from "./utils/llmContract.js"
 
-const llmOver = (url: string, o: { readonly maxRetries?: number; readonly timeout?: import("effect/Duration").DurationInput }) =>
+const llmOver = (url: string, o: { readonly maxRetries?: number; readonly timeout?: Duration.DurationInput }) =>
   makeOpenAi({
     model: "gpt-test",
     baseURL: url,

@@ -9,7 +9,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Approvals from "../src/Approvals.js"
+import type * as Approvals from "../src/Approvals.js"
 import * as Budget from "../src/Budget.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"

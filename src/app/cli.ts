@@ -16,7 +16,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { AppInfo as AppInfoTag } from "./App.js"
+import type { AppInfo as AppInfoTag, AppLayer } from "./App.js"
 import { answerFor, approvalMode, budgetAnswerFor } from "./cliApproval.js"
 import { type CliOptions, parse, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
@@ -27,6 +27,7 @@ import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
 import type { RunEvent } from "../RunEvent.js"
 import * as Telemetry from "../Telemetry.js"
 import type { Toolkit as ToolkitTag } from "../Toolkit.js"
+import type { toolCatalogue } from "../server/AppInfo.js"
 
 const out: Output = {
   write: (text) => void process.stdout.write(text),
@@ -50,8 +51,8 @@ const loadApp = async (): Promise<{
   readonly ReactAgent: typeof ReactAgentTag
   readonly Dag: typeof DagAgentModule
   readonly Toolkit: typeof ToolkitTag
-  readonly toolCatalogue: typeof import("../server/AppInfo.js").toolCatalogue
-  readonly layer: typeof import("./App.js").AppLayer
+  readonly toolCatalogue: typeof toolCatalogue
+  readonly layer: typeof AppLayer
 }> => {
   const [app, agent, dag, toolkit, info] = await Promise.all([
     import("./App.js"),

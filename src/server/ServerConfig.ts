@@ -183,7 +183,7 @@ export class ServerConfig extends Context.Tag("effect-react-engine/ServerConfig"
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig: Layer.Layer<ServerConfig, import("effect/ConfigError").ConfigError> = Layer.effect(
+export const layerConfig: Layer.Layer<ServerConfig, ConfigError.ConfigError> = Layer.effect(
   ServerConfig,
   config
 )

@@ -7,6 +7,7 @@
  * opentelemetry/proto/trace/v1/trace.proto).
  */
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"
 
@@ -186,7 +187,7 @@ const read = (req: IncomingMessage): Promise<Buffer> =>
   })
 
 /** The collector for the scope's lifetime. */
-export const scoped: Effect.Effect<Collector, never, import("effect/Scope").Scope> = Effect.acquireRelease(
+export const scoped: Effect.Effect<Collector, never, Scope.Scope> = Effect.acquireRelease(
   Effect.promise(() =>
     new Promise<{ readonly server: ReturnType<typeof createServer>; readonly collector: Collector }>((resolve) => {
       const exports: Array<Export> = []

@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
 import { streamWithFallback, type SynthesisResult } from "../../AnswerSynthesis.js"
 import type { LlmService } from "../../Llm.js"
 import type { ChatMessage } from "../../Message.js"
