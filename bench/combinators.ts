@@ -25,9 +25,10 @@ const spanned = (e: Effect.Effect<string>) =>
 const call = (i: number) => timed(handler(i))
 /** A reply as a provider's stream of a whole reply carries it: three deltas. */
 const deltas = () => [{ _tag: "ToolCall" }, { _tag: "Usage" }, { _tag: "Finish" }]
-let seen = 0
+// a sink, never read: the consumer does a little work with each chunk
+let _seen = 0
 const count = (c: Chunk.Chunk<unknown>) => {
-  seen += Chunk.size(c)
+  _seen += Chunk.size(c)
   return Effect.void
 }
 const pullAll = <A, E>(s: Stream.Stream<A, E>) =>

@@ -125,7 +125,6 @@ class RoundModel implements Model {
       output: [{ type: "message" as const, role: "assistant" as const, status: "completed" as const, content: [{ type: "output_text" as const, text: "done" }] }]
     }
   }
-  // eslint-disable-next-line require-yield
   async *getStreamedResponse(): AsyncIterable<never> {
     throw new Error("not used")
   }

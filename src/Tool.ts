@@ -16,7 +16,7 @@ import * as ErrorMessage from "./ErrorMessage.js"
 import type { ToolUseContext } from "./Hooks.js"
 import * as JsonSchema from "./JsonSchema.js"
 import type { JsonSchemaObject, ToolDefinition } from "./Llm.js"
-import type { RichResult, ToolOutput } from "./internal/tool/output.js"
+import type { ToolOutput } from "./internal/tool/output.js"
 import { ToolOutput as ToolOutputSchema } from "./internal/tool/output.js"
 
 export {

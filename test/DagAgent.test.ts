@@ -12,7 +12,7 @@ import type { RunEvent } from "../src/RunEvent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Tool from "../src/Tool.js"
 import { addTool, allTools } from "./utils/agentLayers.js"
-import { analysisReply, dagEvents, doneOf, kindOf, makeDag, planReply, requestsOf, stepText, stepTrail } from "./utils/dagLayers.js"
+import { dagEvents, doneOf, kindOf, makeDag, planReply, requestsOf, stepText, stepTrail } from "./utils/dagLayers.js"
 
 const CID = "conv"
 const diamond = planReply([

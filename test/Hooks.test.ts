@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Logger, Ref } from "effect"
 import * as fc from "effect/FastCheck"
 import type { Hook, PreDecision, ToolOutcome, ToolUseContext } from "../src/Hooks.js"
-import { InvalidHook, matches } from "../src/Hooks.js"
+import { matches } from "../src/Hooks.js"
 import * as Hooks from "../src/Hooks.js"
 import { rejectsInvalidHook } from "./utils/hookAssertions.js"
 

@@ -131,7 +131,7 @@ const payload = (event: RunEvent): { readonly channel: Channel; readonly data: R
     case "OutputPartial":
       return { channel: "answer", data: { type: "output_partial", value: event.value } }
     case "Done": {
-      const { _tag, steps, messages, ...rest } = event
+      const { _tag, messages: _messages, steps: _steps, ...rest } = event
       return { channel: "done", data: rest }
     }
     case "RunFailed": {

@@ -139,7 +139,7 @@ async function startRun(query) {
     }
     run.markReady()
     await consume(run, res)
-  } catch (e) {
+  } catch {
     if (run.view.finished || run.stopped) return finish(run)
   }
   const note = !run.view.finished && !run.stopped ? await resume(run) : ""

@@ -25,7 +25,6 @@ import {
   describeIds,
   describeRecords,
   instanceOf,
-  isEvent,
   KILL_POINTS,
   type KillPoint,
   limit,

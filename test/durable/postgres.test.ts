@@ -23,7 +23,6 @@ import {
   assertOneOutcomePerCall,
   assertPaired,
   assertStartsFromStored,
-  instanceOf,
   type PgCluster,
   pgCluster,
   reported,
@@ -33,7 +32,7 @@ import {
   waitUntil
 } from "../utils/killMatrix.js"
 import { findPostgres, type Postgres, startPostgres } from "../utils/postgres.js"
-import { type ServerProcess, startServerProcess } from "../utils/serverProcess.js"
+import { startServerProcess } from "../utils/serverProcess.js"
 import { getJson, openSse, postJson, type SseEvent } from "../utils/sse.js"
 
 const { freshCallId } = FakeOpenAi

@@ -156,7 +156,7 @@ describe("POST /api/conversations/:id/fork", () => {
 
   it.live("clear 4xx errors: unknown conversation, run or event, a bad body", () =>
     Effect.gen(function*() {
-      const { records, server } = yield* serverWith(model, "fork-errors-")
+      const { server } = yield* serverWith(model, "fork-errors-")
       yield* Effect.promise(async () => {
         const url = server.url
         const first = await openSse(`${url}/api/react`, { body: { query: "Record a and b." }, timeoutMs: 60_000 })
