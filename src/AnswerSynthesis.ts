@@ -100,7 +100,8 @@ export const buildMessages = (input: SynthesisInput): Array<Message.ChatMessage>
     })
   }
   if (input.interrupts && input.interrupts.length > 0) {
-    parts.push("", "Messages the user sent during the work:", ...input.interrupts.map((c) => `- ${c}`))
+    parts.push("", "Messages the user sent during the work:")
+    for (const c of input.interrupts) parts.push(`- ${c}`)
   }
   if (input.loopAnswer !== "") parts.push("", `Draft answer:\n${input.loopAnswer}`)
   parts.push("", "Write the final answer to the question.")

@@ -88,8 +88,9 @@ describe("ContextGuard incremental check", () => {
         if (o._tag === "push" || o._tag === "copy") {
           const added = source.slice(next, next + o.count)
           next += added.length
-          if (o._tag === "push") current.push(...added)
-          else current = [...current, ...added]
+          if (o._tag === "push") {
+            for (const m of added) current.push(m)
+          } else current = [...current, ...added]
         } else if (o._tag === "replaceFirst") {
           current[0] = Message.system(`You are an agent, version ${++version}. `.repeat(1 + (version % 5) * 40))
         } else if (current.length > 0) {

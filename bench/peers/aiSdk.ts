@@ -46,7 +46,8 @@ const calls = (scenario: Scenario, step: number) =>
 const streamParts = (scenario: Scenario, step: number): Array<LanguageModelV3StreamPart> => {
   const parts: Array<LanguageModelV3StreamPart> = [{ type: "stream-start", warnings: [] }]
   if (step < scenario.steps) {
-    parts.push(...calls(scenario, step), { type: "finish", finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage })
+    for (const part of calls(scenario, step)) parts.push(part)
+    parts.push({ type: "finish", finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage })
     return parts
   }
   const id = `text_${step}`

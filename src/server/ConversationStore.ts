@@ -287,7 +287,7 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
           const answer = decodeColumn(t.answer, t.answer_json)
           messages.push(Message.user(t.query))
           const loop = decodeMessages(t.messages)
-          if (loop._tag === "Right") messages.push(...loop.right)
+          if (loop._tag === "Right") for (const m of loop.right) messages.push(m)
           messages.push(Message.assistant(answer))
           details.push({
             turn: t.turn,

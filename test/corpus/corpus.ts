@@ -433,7 +433,7 @@ const scenarios: Record<string, (ctx: Ctx) => Promise<void>> = {
       }
     })
     await second
-    ctx.transcript.push(...second_)
+    for (const frame of second_) ctx.transcript.push(frame)
     await replay(ctx, "twoclients", run.lastId)
   },
   afterparam: async (ctx) => {
@@ -462,7 +462,7 @@ const scenarios: Record<string, (ctx: Ctx) => Promise<void>> = {
       }
     })
     await resumed
-    ctx.transcript.push(...second)
+    for (const frame of second) ctx.transcript.push(frame)
   },
   openai: async (ctx) => {
     await exchange(ctx.transcript, ctx.server.url, "/v1/chat/completions", "POST /v1/chat/completions stream", {

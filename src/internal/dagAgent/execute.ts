@@ -156,7 +156,7 @@ export const executeRound = (env: RoundEnv, plan: Plan): Effect.Effect<RoundResu
         yield* settle(result.outcome)
       }
       for (const i of point.injections) yield* journal.emit({ _tag: "Inject", content: i.content, id: i.id })
-      injections.push(...point.injections)
+      for (const i of point.injections) injections.push(i)
       // settle what can no longer run (to a fixpoint: failures cascade)
       for (let changed = true; changed;) {
         changed = false

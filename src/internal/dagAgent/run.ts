@@ -212,7 +212,7 @@ const executeIn = (
         }
         if (injected.length > 0) {
           // the user changed the requirements: re-plan, without counting the round
-          followUps.push(...injected.map((i) => i.content))
+          for (const i of injected) followUps.push(i.content)
           previous = roundSummary(round, executed.results, analysis)
           yield* emit({
             _tag: "DagPhase",

@@ -196,7 +196,7 @@ export const toolNames = (request: ChatRequest, json: boolean): Array<string> =>
   const names: Array<string> = []
   for (const tool of offered) {
     const unloaded = /Not loaded yet: (.+?)\.?$/.exec(tool.description)
-    names.push(...(unloaded ? unloaded[1].split(/,\s*/) : [tool.name]))
+    for (const name of unloaded ? unloaded[1].split(/,\s*/) : [tool.name]) names.push(name)
   }
   return [...new Set(names.map((n) => n.trim()).filter((n) => n !== ""))]
 }

@@ -242,7 +242,7 @@ export const compose = (
     parts.push(lang === "zh" ? `收到你的新消息：“${interrupt}”。` : `Noted your new message: "${interrupt}".`)
   }
   if (results.length > 0) {
-    parts.push(...results.map((r) => describeResult(r, lang)))
+    for (const r of results) parts.push(describeResult(r, lang))
   } else {
     const expression = extractExpression(interrupt ?? question)
     const direct = expression === undefined ? undefined : Calculator.evaluate(expression)

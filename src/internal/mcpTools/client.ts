@@ -233,7 +233,7 @@ export const connect = (
           client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: STARTUP_TIMEOUT_MS }),
         catch: (e) => withStderr(`cannot list tools: ${errorText(e)}`)
       })
-      listed.push(...page.tools)
+      for (const tool of page.tools) listed.push(tool)
       cursor = page.nextCursor
     } while (cursor !== undefined && listed.length < 10_000)
     const tools: Array<ToolT> = []

@@ -69,7 +69,8 @@ export const render = (d: Difference): string => {
         : lines.map((l) => `${sign} ${l}`)
     const out: Array<string> = [`@@ ${d.path}, line ${i + 1} @@`]
     if (i > 0) out.push(`  ${a[i - 1]}`)
-    out.push(...cap(a.slice(i, a.length - j), "-"), ...cap(b.slice(i, b.length - j), "+"))
+    for (const line of cap(a.slice(i, a.length - j), "-")) out.push(line)
+    for (const line of cap(b.slice(i, b.length - j), "+")) out.push(line)
     if (j > 0) out.push(`  ${a[a.length - j]}`)
     return out.join("\n")
   }
