@@ -9,8 +9,11 @@
  *
  * @since 0.1.0
  */
-import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import { readFile } from "node:fs/promises"
 import { createRequire } from "node:module"
