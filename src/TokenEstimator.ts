@@ -43,7 +43,7 @@ export const ASCII_CHARS_PER_TOKEN = 4
  */
 export const OTHER_CHARS_PER_TOKEN = 1.5
 
-const NON_ASCII = /[^\x00-\x7f]/
+const NON_ASCII = /[\x80-\uffff]/
 
 /**
  * Estimated tokens of a text. A surrogate pair (emoji, rare CJK) counts as one

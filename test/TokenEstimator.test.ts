@@ -28,7 +28,10 @@ describe("estimateText", () => {
 const reference = (text: string): number => {
   let ascii = 0
   let other = 0
-  for (const ch of text) ch.codePointAt(0)! < 128 ? ascii++ : other++
+  for (const ch of text) {
+    if (ch.codePointAt(0)! < 128) ascii++
+    else other++
+  }
   return Math.ceil(ascii / 4 + other / 1.5)
 }
 

@@ -116,7 +116,8 @@ export class RunView {
       case "step":
         if (d.type === "thinking") this.thinking(d)
         else if (d.type === "iteration" && d.status === "progress") this.toolProgress(d)
-        else if (d.type === "iteration") d.status === "start" ? this.toolStart(d) : this.toolDone(d)
+        else if (d.type === "iteration" && d.status === "start") this.toolStart(d)
+        else if (d.type === "iteration") this.toolDone(d)
         // an answer streamed by the loop (synthesis "auto") is already on screen
         else if (d.type === "answer" && this.answerText === "") this.setStatus("Writing the answer…", true)
         break

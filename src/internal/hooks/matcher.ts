@@ -10,7 +10,7 @@ export type NameFilter = (toolName: string) => boolean
 
 const all: NameFilter = () => true
 
-const escape = (char: string): string => (/[\\^$.|+()[\]{}\/-]/.test(char) ? `\\${char}` : char)
+const escape = (char: string): string => (/[\\^$.|+()[\]{}/-]/.test(char) ? `\\${char}` : char)
 
 /** Translates one glob into an anchored RegExp. */
 export const globToRegExp = (glob: string): RegExp => {

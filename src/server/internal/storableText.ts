@@ -65,6 +65,7 @@ export const unstorableText = (root: unknown): { readonly path: string; readonly
   return undefined
 }
 
+// eslint-disable-next-line no-control-regex -- U+0000 (NUL) is what PostgreSQL refuses in a TEXT value
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
 
 /**
