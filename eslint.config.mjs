@@ -11,7 +11,8 @@ import tseslint from "typescript-eslint"
 
 export default tseslint.config(
   {
-    ignores: ["**/dist", "**/node_modules", "**/reports", "**/.stryker-tmp", "**/*.md", "data/**"]
+    // what the tree generates: the build, reports, Stryker's sandbox, the bench's transpiled child
+    ignores: ["**/dist", "**/build", "**/node_modules", "**/reports", "**/.stryker-tmp", "bench/.child", "**/*.md", "data/**"]
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
