@@ -127,7 +127,7 @@ describe("ReactAgent: what Done reports", () => {
       // as the server's journal: only a restart-aware activity learns that it was cut
       const rec = yield* execute(h, { query: "go" }, (j) => ({
         ...j,
-        activity: (o) => o.name === "synthesis" && o.restartAware === true ? o.execute({ restarted: true }) : j.activity(o)
+        activity: (o) => o.name === "synthesis" && o.restartAware === true ? o.execute({ restarted: true, shown: true }) : j.activity(o)
       }))
       const tags = rec.events.map((e) => e._tag)
       const reset = tags.indexOf("AnswerReset")
