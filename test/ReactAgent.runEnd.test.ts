@@ -87,7 +87,7 @@ describe("ReactAgent run end", () => {
     const h = makeAgent([ScriptedLlm.text("draft"), ScriptedLlm.text("final")], { tools: [echoTool] })
     const emitted: Array<RunEvent> = []
     const journal: RunJournal.RunJournal = {
-      activity: (o) => o.execute({ restarted: o.name === "synthesis" }),
+      activity: (o) => o.execute({ restarted: o.name === "synthesis", shown: o.name === "synthesis" }),
       emit: (event) => Effect.sync(() => void emitted.push(event))
     }
     return Effect.gen(function*() {

@@ -199,9 +199,11 @@ export interface MemoryStore {
   readonly results: Map<string, Exit.Exit<unknown, unknown>>
   readonly started: Set<string>
   readonly keys: Set<string>
+  /** The activities whose executions delivered events (a restarted one has shown something). */
+  readonly emitted: Set<string>
 }
 
-export const memoryStore = (): MemoryStore => ({ results: new Map(), started: new Set(), keys: new Set() })
+export const memoryStore = (): MemoryStore => ({ results: new Map(), started: new Set(), keys: new Set(), emitted: new Set() })
 
 /** What one execution through a `memoryJournal` saw. */
 export interface JournalSink {
@@ -245,7 +247,9 @@ export const memoryJournal = (store: MemoryStore, sink: JournalSink): DagJournal
         if (stored !== undefined) return stored as Exit.Exit<any, any>
         const restarted = store.started.has(o.name)
         store.started.add(o.name)
-        const run = restarted && o.onRestart !== undefined ? o.onRestart() : o.execute({ restarted })
+        const run = restarted && o.onRestart !== undefined
+          ? o.onRestart()
+          : o.execute({ restarted, shown: restarted && store.emitted.has(o.name) })
         return Effect.locally(run, Executing, o.name).pipe(Effect.onExit((exit) =>
           Effect.sync(() => {
             if (!Exit.isInterrupted(exit)) store.results.set(o.name, exit)
@@ -258,6 +262,7 @@ export const memoryJournal = (store: MemoryStore, sink: JournalSink): DagJournal
           ? once(`k:${options.key}`, event)
           : activity !== undefined
           ? Effect.sync(() => {
+            store.emitted.add(activity)
             sink.events.push(event)
             sink.delivered.push(event)
           })
