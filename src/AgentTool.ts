@@ -1,10 +1,24 @@
 /**
- * An agent used as a tool of another agent. The tool's call runs the
- * sub-agent on a fresh conversation with the model's `query` and answers with
- * the sub-agent's answer. Because it is a tool like any other, the parent's
- * hooks apply to the call, its timeout bounds it, and cancelling the parent
- * interrupts the call's fiber and with it the sub-run (its LLM request is
- * aborted, its tools interrupted).
+ * An agent used as a tool of another agent (SPEC §27). The tool's call runs
+ * the sub-agent as a child run of the calling run, on the model's `query`, and
+ * answers with the child's answer. Because it is a tool like any other, the
+ * parent's hooks apply to the call, its timeout bounds it, and cancelling the
+ * parent interrupts the call's fiber and with it the child run (its LLM
+ * request is aborted, its tools interrupted).
+ *
+ * A child run has its own run id (`Done.run_id` of its own stream, `agent.run_id`
+ * in the parent's) and its steps are stored under the calling run's, under the
+ * call's step (`tool/2/call_x/agent/llm/1`, `…/agent/tool/1/call_y`): in a
+ * durable run (the server's) a crash inside the child resumes inside the child
+ * — its finished model calls and tools are not run again — because the call,
+ * re-run after the restart, replays the child's stored steps. Its events reach
+ * the parent's stream with `agent: {name, run_id, parent_run_id, depth,
+ * tool_call_id}` between an `AgentStart` and an `AgentDone` (the child's own
+ * `Done` and `RunFailed` never are: `AgentDone` stands for them).
+ *
+ * History hand-off (`history`): the child starts from the query alone
+ * (`none`, the default), from a summary of the caller's thread (`summary`, no
+ * model call), or from the caller's thread as plain messages (`thread`).
  *
  * The sub-run's usage is returned with the result (`RichResult.usage`): the
  * parent counts it in `done.usage.by_phase.subagents`, so the parent's total is
@@ -29,25 +43,34 @@
  * @since 0.1.0
  */
 import type * as Duration from "effect/Duration"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { randomUUID } from "node:crypto"
+import { hash, randomUUID } from "node:crypto"
+import type { HistoryHandoff } from "./internal/agentTool/handoff.js"
+import { historyFor } from "./internal/agentTool/handoff.js"
+import * as ChildJournal from "./internal/agentTool/journal.js"
 import type { RunInput } from "./ReactAgent.js"
-import type { RunEvent } from "./RunEvent.js"
+import type { AgentRef, RunEvent } from "./RunEvent.js"
+import * as Journal from "./RunJournal.js"
+import type { RunJournal } from "./RunJournal.js"
 import * as Tool from "./Tool.js"
 
 /**
  * What `asTool` needs of an agent: `ReactAgentService` and `DagAgentService`
- * both fit.
+ * both fit. With `execute` the child run goes through a journal nested in the
+ * caller's (stored under it, resumable); an agent with `run` only runs as a
+ * stream of its own, stored nowhere.
  *
  * @since 0.1.0
  * @category models
  */
 export interface RunnableAgent {
   readonly run: (input: RunInput) => Stream.Stream<RunEvent>
+  readonly execute?: (input: RunInput, journal: RunJournal) => Effect.Effect<void>
 }
 
 /**
@@ -62,16 +85,24 @@ export interface SubRun {
   readonly call: Option.Option<Tool.CallContext>
   /** The parent call's `tool_call_id` (shortcut of `call`). */
   readonly toolCallId: string | undefined
-  /** The sub-run's own (fresh) conversation id. */
+  /** The sub-run's own conversation id. */
   readonly conversationId: string
+  /** The child run as the parent's stream names it (`agent`). */
+  readonly agent: AgentRef
 }
 
 /**
  * @since 0.1.0
  * @category models
  */
+export type { HistoryHandoff }
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
-  /** The tool name (`^[a-zA-Z0-9_-]{1,64}$`). */
+  /** The tool name (`^[a-zA-Z0-9_-]{1,64}$`); also the child's `agent.name`. */
   readonly name: string
   /** What the parent's model reads to decide when to delegate. */
   readonly description: string
@@ -84,10 +115,13 @@ export interface Options {
    * timeout would be too short for a run of several LLM calls).
    */
   readonly timeout?: Duration.DurationInput
+  /** What the child gets of the caller's thread (default `none`; see the module comment). */
+  readonly history?: HistoryHandoff
   /**
-   * Every event of the sub-run, as it happens, with the parent call it belongs
-   * to (the sub-run waits for it). A failure or defect of the callback is logged
-   * and ignored.
+   * Every event of the sub-run, as it happens (as the child emits it, `Done`
+   * included, without `agent`), with the parent call it belongs to (the
+   * sub-run waits for it). A failure or defect of the callback is logged and
+   * ignored.
    */
   readonly onEvent?: (event: RunEvent, subRun: SubRun) => Effect.Effect<void>
 }
@@ -100,23 +134,33 @@ export interface Options {
  */
 export const DEFAULT_TIMEOUT: Duration.DurationInput = "10 minutes"
 
-/** What a sub-run came to: its answer and usage, or why it failed. */
-const outcomeOf = (events: Stream.Stream<RunEvent>) =>
-  Effect.suspend(() => {
-    let done: Extract<RunEvent, { _tag: "Done" }> | undefined
-    let failure: string | undefined
-    return Stream.runForEach(events, (event) =>
-      Effect.sync(() => {
-        if (event._tag === "Done") done = event
-        else if (event._tag === "RunFailed") failure = event.message
-      })).pipe(Effect.map(() => ({ done, failure: failure ?? (done === undefined ? "the sub-run ended without a result" : undefined) })))
-  })
+/**
+ * The child run whose tools are running (`None` in a top-level run): a
+ * grandchild's `depth` and `parent_run_id` come from it.
+ *
+ * @since 0.1.0
+ * @category context
+ */
+export class CurrentAgent extends Context.Reference<CurrentAgent>()("effect-react-engine/AgentTool/CurrentAgent", {
+  defaultValue: (): Option.Option<AgentRef> => Option.none()
+}) {}
+
+/** A child's run id: derived from the calling run and the call's step, so that a replay finds the same one. */
+const childRunId = (parentRunId: string, step: string): string =>
+  `run_${hash("sha256", `${parentRunId}\u0000${step}`, "hex").slice(0, 32)}`
+
+/** The step of a call made outside an agent's loop: a journal of its own. */
+const detached = (): Journal.StepOfCall => ({
+  journal: Journal.passThrough(() => Effect.void),
+  name: `tool/${randomUUID().slice(0, 8)}`,
+  thread: () => []
+})
 
 /**
- * A tool whose call runs `agent` on the model's `query` (see the module
- * comment). A sub-run that fails is a `ToolError` the parent's model reads as
- * the call's error; its usage is then not counted (only a completed sub-run
- * reports usage).
+ * A tool whose call runs `agent` as a child run on the model's `query` (see
+ * the module comment). A child run that fails is a `ToolError` the parent's
+ * model reads as the call's error; its usage is then not counted (only a
+ * completed child reports usage).
  *
  * @since 0.1.0
  * @category constructors
@@ -132,32 +176,59 @@ export const make = (agent: RunnableAgent, options: Options): Tool.Tool =>
       )
     }),
     timeout: options.timeout ?? DEFAULT_TIMEOUT,
+    // a call re-run after a crash replays the child's stored steps: it resumes where the child was
+    idempotent: agent.execute !== undefined,
     handler: ({ query }) =>
       Effect.gen(function*() {
         const call = yield* FiberRef.get(Tool.currentCall)
-        const parent = Option.match(call, { onNone: () => "run", onSome: (c) => c.conversationId })
-        const conversationId = `${parent}/${options.name}/${randomUUID().slice(0, 8)}`
-        const subRun: SubRun = { call, toolCallId: Option.getOrUndefined(call)?.toolCallId, conversationId }
-        const onEvent = options.onEvent
         const parentCall = Option.getOrUndefined(call)
-        const events = agent.run({
+        const step = Option.getOrElse(yield* Journal.CurrentStep, detached)
+        const caller = Option.getOrUndefined(yield* CurrentAgent)
+        const parentRunId = step.journal.runId ?? caller?.run_id ?? "run"
+        const runId = childRunId(parentRunId, step.name)
+        const ref: AgentRef = {
+          name: options.name,
+          run_id: runId,
+          parent_run_id: parentRunId,
+          depth: (caller?.depth ?? 0) + 1,
+          ...(parentCall?.toolCallId !== undefined ? { tool_call_id: parentCall.toolCallId } : {})
+        }
+        const conversationId = `${parentCall?.conversationId ?? "run"}/${options.name}/${runId.slice(4, 12)}`
+        const subRun: SubRun = { call, toolCallId: parentCall?.toolCallId, conversationId, agent: ref }
+        const onEvent = options.onEvent
+        const observe = onEvent === undefined ? () => Effect.void : (event: RunEvent) =>
+          onEvent(event, subRun).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`${options.name}: onEvent failed`, cause)))
+        const history = historyFor(options.history ?? "none", step.thread())
+        const input: RunInput = {
           query,
           conversationId,
-          // the parent run's user answers the sub-run's approvals
+          runId,
+          ...(history.length > 0 ? { history } : {}),
+          // the parent run's user answers the child's approvals
           ...(parentCall?.approverConversationId !== undefined ? { approvalConversationId: parentCall.approverConversationId } : {}),
           ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})
-        })
-        // approval requests and decisions surface on the parent run (its clients show them and answer them)
-        const forward = parentCall?.emit
-        const surfaced = forward === undefined ? events : Stream.tap(events, (event) =>
-          event._tag === "ApprovalRequested" || event._tag === "ApprovalDecided" ? forward(event) : Effect.void)
-        const observed = onEvent === undefined ? surfaced : Stream.tap(surfaced, (event) =>
-          onEvent(event, subRun).pipe(
-            Effect.catchAllCause((cause) => Effect.logWarning(`${options.name}: onEvent failed`, cause))
-          ))
-        const { done, failure } = yield* outcomeOf(observed)
-        if (failure !== undefined || done === undefined) {
-          return yield* Effect.fail(new Tool.ToolError({ message: `Sub-agent ${options.name} failed: ${failure}` }))
+        }
+        const outcome: ChildJournal.Outcome = {}
+        const prefix = `${step.name}/agent/`
+        yield* step.journal.emit({ _tag: "AgentStart", agent: ref, query }, { key: `${prefix}start` })
+        const journal = ChildJournal.make({ parent: step.journal, prefix, runId, agent: ref, outcome, observe })
+        const running = agent.execute !== undefined
+          ? agent.execute(input, journal)
+          : Stream.runForEach(agent.run(input), (event) => journal.emit(event))
+        yield* Effect.provideService(running, CurrentAgent, Option.some(ref))
+        const { done, failure } = outcome
+        const error = failure ?? (done === undefined ? "the sub-run ended without a result" : undefined)
+        yield* step.journal.emit({
+          _tag: "AgentDone",
+          agent: ref,
+          answer: error === undefined ? done?.answer ?? "" : "",
+          iterations: done?.iterations ?? 0,
+          usage: done?.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, llm_calls: 0, by_phase: {} },
+          elapsed: done?.elapsed ?? 0,
+          ...(error !== undefined ? { error } : {})
+        }, { key: `${prefix}done` })
+        if (error !== undefined || done === undefined) {
+          return yield* Effect.fail(new Tool.ToolError({ message: `Sub-agent ${options.name} failed: ${error}` }))
         }
         const { by_phase: _, ...usage } = done.usage
         return { content: done.answer, contentType: "markdown" as const, usage }

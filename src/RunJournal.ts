@@ -23,9 +23,12 @@
  *
  * @since 0.1.0
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import { hash } from "node:crypto"
+import type { ChatMessage } from "./Message.js"
 import type { RunEvent } from "./RunEvent.js"
 
 /**
@@ -207,4 +210,31 @@ export const nested = (
       return mapped === undefined ? Effect.void : emit(mapped, emitOptions)
     }
   }
+}
+
+/**
+ * The journal step a tool handler runs as: the agent's loop provides it
+ * around the handler (with `Tool.currentCall`); `None` outside an agent's tool
+ * call. A tool whose work is a run of its own (an agent used as a tool) nests
+ * that run's journal under it (`nested`, `name` as the prefix), so that its
+ * steps are stored under the calling run's.
+ *
+ * @since 0.1.0
+ * @category context
+ */
+export class CurrentStep extends Context.Reference<CurrentStep>()("effect-react-engine/RunJournal/CurrentStep", {
+  defaultValue: (): Option.Option<StepOfCall> => Option.none()
+}) {}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface StepOfCall {
+  /** The journal of the run that made the call. */
+  readonly journal: RunJournal
+  /** The call's step name in that journal (`tool/<iteration>/<call id>`). */
+  readonly name: string
+  /** The calling run's messages so far (its trace: system prompt, query, loop messages). */
+  readonly thread: () => ReadonlyArray<ChatMessage>
 }

@@ -10,7 +10,7 @@
  */
 import type { RetryNotice } from "../Llm.js"
 import type { RunEvent } from "../RunEvent.js"
-import { settledAnswers } from "../RunEvent.js"
+import { agentOf, settledAnswers } from "../RunEvent.js"
 import { toWire } from "../server/EventWire.js"
 import type { ToolCatalogue } from "../server/AppInfo.js"
 import { makeLineRenderer } from "./cliMarkdown.js"
@@ -163,8 +163,31 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
 
   // piped output cannot take text back: a streamed loop reply is printed once it is the answer
   const settle = out.isTTY ? undefined : settledAnswers()
+  // a sub-agent's steps, indented under the call that started it (its answer is the call's result)
+  const renderChild = (event: RunEvent, indent: string, name: string): void => {
+    const who = `${indent}${dim(`[${name}]`)} `
+    if (event._tag === "ToolStart") line(`${who}${cyan("→")} ${event.tool_name}(${showArgs(event.tool_args)})`)
+    else if (event._tag === "ToolDone") {
+      line(who + (event.error === null ? `${green("✓")} ${event.tool_name}: ${oneLine(event.observation, 100)}` : `${red("✗")} ${event.tool_name}: ${oneLine(event.error, 160)}`))
+    } else if (event._tag === "ThinkingDone" && event.reasoning.trim() !== "") line(`${who}${dim(`· ${oneLine(event.reasoning, 160)}`)}`)
+  }
   const render = (event: RunEvent): void => {
+    const child = event._tag === "AgentStart" || event._tag === "AgentDone" ? undefined : agentOf(event)
+    // a child's approvals are the user's to answer: shown as the run's own
+    if (child !== undefined && event._tag !== "ApprovalRequested" && event._tag !== "ApprovalDecided") {
+      return renderChild(event, "  ".repeat(child.depth), child.name)
+    }
     switch (event._tag) {
+      case "AgentStart":
+        line(`${"  ".repeat(event.agent.depth - 1)}${cyan("▶")} sub-agent ${event.agent.name}: ${oneLine(event.query, 120)}`)
+        break
+      case "AgentDone":
+        line(
+          "  ".repeat(event.agent.depth - 1) + (event.error === undefined
+            ? `${green("✓")} sub-agent ${event.agent.name} ${dim(`${event.iterations} iterations, ${seconds(event.elapsed)}`)}`
+            : `${red("✗")} sub-agent ${event.agent.name}: ${oneLine(event.error, 160)}`)
+        )
+        break
       case "LlmRetry":
         retry({ attempt: event.attempt, reason: event.reason, delayMs: event.delay_ms })
         break

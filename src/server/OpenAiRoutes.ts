@@ -35,7 +35,7 @@ import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import * as DagAgent from "../DagAgent.js"
 import * as ReactAgent from "../ReactAgent.js"
-import { type RunEvent, settledAnswers } from "../RunEvent.js"
+import { isOwn, type RunEvent, settledAnswers } from "../RunEvent.js"
 import * as ApiError from "./ApiError.js"
 import * as Compat from "./internal/openAiRoutes.js"
 import * as RunRegistry from "./RunRegistry.js"
@@ -116,7 +116,7 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
           // content is append-only: a streamed loop reply shows once it is known to be the answer
           Stream.mapConcat(settledAnswers()),
           Stream.mapConcat((event): ReadonlyArray<Uint8Array> => {
-            if (event._tag === "AnswerDelta") return [Compat.frame(Compat.chunk(id, { content: event.content }))]
+            if (event._tag === "AnswerDelta" && isOwn(event)) return [Compat.frame(Compat.chunk(id, { content: event.content }))]
             if (event._tag === "Done") done = event
             else if (event._tag === "RunFailed") failed = event
             else if (event._tag === "ApprovalRequested") waiting = event

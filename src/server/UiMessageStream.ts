@@ -186,6 +186,11 @@ const chunksOf = (s: State, event: WireEvent, conversationId: string | undefined
     s.started = true
     out.push(conversationId === undefined ? { type: "start" } : { type: "start", messageMetadata: { conversation_id: conversationId } })
   }
+  // a sub-agent's events (`agent` set) are not this message's text or tool parts: data parts of their own
+  if (event.data.agent !== undefined && event.channel !== "agent") {
+    out.push({ type: "data-agent", data: { channel: event.channel, ...event.data } })
+    return out
+  }
   switch (event.channel) {
     case "step":
       onStep(s, event.data, out)

@@ -88,8 +88,9 @@ export const inputScreen = (guards: RunGuardrails, journal: RunJournal, query: s
           return Effect.zipRight(
             Deferred.await(gate),
             Effect.suspend(() => {
-              if (event._tag === "AnswerStart" || event._tag === "AnswerDelta") shown = true
-              else if (event._tag === "AnswerReset") shown = false
+              const own = !("agent" in event) || event.agent === undefined
+              if (own && (event._tag === "AnswerStart" || event._tag === "AnswerDelta")) shown = true
+              else if (own && event._tag === "AnswerReset") shown = false
               return journal.emit(event, options)
             })
           )

@@ -162,7 +162,8 @@ const work = (
           interrupts: s.injected,
           toolObsTruncation: options.toolObsTruncation
         }),
-      screen
+      screen,
+      thread: () => state.trace
     }
     yield* Effect.ensuring(runLoop(env, state), Effect.sync(() => releaseHold(env)))
     yield* journal.emit({ _tag: "AnswerSignal" })

@@ -25,7 +25,7 @@ import * as ErrorMessage from "../../ErrorMessage.js"
 import type { PreDecision, ToolUseContext } from "../../Hooks.js"
 import * as Json from "../../Json.js"
 import type { RunEvent, Step } from "../../RunEvent.js"
-import { restartError } from "../../RunJournal.js"
+import { CurrentStep, restartError } from "../../RunJournal.js"
 import * as Tool from "../../Tool.js"
 import { ToolOutcome } from "../../Tool.js"
 import { deniedMessage, MISMATCH, type Verdict } from "./approval.js"
@@ -110,7 +110,10 @@ const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect
     if (Option.isSome(defect)) return failure(`Tool ${tool.name} crashed: ${ErrorMessage.fromUnknown(defect.value)}`)
     return failure(`Tool ${tool.name} was interrupted`)
   }
-  const handling = Effect.matchCause(Effect.locally(Tool.executeUnchecked(tool, context.args), Tool.currentCall, Option.some(call)), {
+  // an agent used as a tool nests its run's journal under the call's step
+  const step = Option.some({ journal: env.journal, name: stepName(context.iteration, context.toolCallId), thread: env.thread })
+  const handler = Effect.provideService(Tool.executeUnchecked(tool, context.args), CurrentStep, step)
+  const handling = Effect.matchCause(Effect.locally(handler, Tool.currentCall, Option.some(call)), {
     onSuccess: succeeded,
     onFailure: failed
   })

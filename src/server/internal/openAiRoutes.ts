@@ -11,7 +11,7 @@ import type { Mode } from "../../DagAgent.js"
 import type { ChatMessage, Content } from "../../Message.js"
 import * as Message from "../../Message.js"
 import type { RunInput } from "../../ReactAgent.js"
-import type { RunEvent } from "../../RunEvent.js"
+import { agentOf, isOwn, type RunEvent } from "../../RunEvent.js"
 import type { RunUsage } from "../../Usage.js"
 import type * as ApiError from "../ApiError.js"
 
@@ -77,7 +77,19 @@ const inStep = (stepId: string | undefined, line: string) => (stepId === undefin
 
 /** The tool activity of an event as a line of `reasoning_content`; undefined for events that have none. */
 export const activityOf = (event: RunEvent): string | undefined => {
+  const line = ownActivityOf(event)
+  // a sub-agent's activity, marked with its name (its answer is an observation of the parent's call)
+  return line === undefined || event._tag === "AgentStart" || event._tag === "AgentDone" || isOwn(event)
+    ? line
+    : `[${agentOf(event)?.name}] ${line}`
+}
+
+const ownActivityOf = (event: RunEvent): string | undefined => {
   switch (event._tag) {
+    case "AgentStart":
+      return `Sub-agent ${event.agent.name}: ${clip(event.query)}\n`
+    case "AgentDone":
+      return `Sub-agent ${event.agent.name} ${event.error !== undefined ? `failed: ${clip(event.error)}` : "done"}\n`
     case "ThinkingDone":
       return event.reasoning.trim() === "" ? undefined : inStep(event.step_id, `${event.reasoning.trim()}\n`)
     case "ToolStart":

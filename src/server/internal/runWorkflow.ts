@@ -29,7 +29,7 @@ import * as Message from "../../Message.js"
 import * as ReactAgent from "../../ReactAgent.js"
 import * as Recorder from "../../Recorder.js"
 import * as Replay from "../../Replay.js"
-import type { RunEvent } from "../../RunEvent.js"
+import { isOwn, type RunEvent } from "../../RunEvent.js"
 import * as Telemetry from "../../Telemetry.js"
 import * as ConversationBudget from "../ConversationBudget.js"
 import * as ConversationStore from "../ConversationStore.js"
@@ -81,6 +81,8 @@ interface Summary {
 }
 
 const observe = (summary: Summary, event: RunEvent): Summary => {
+  // the stored turn is the run's own: a sub-agent's events (`agent` set) are not its answer
+  if (!isOwn(event)) return summary
   switch (event._tag) {
     case "AnswerDelta":
       return { ...summary, streamed: summary.streamed + event.content }

@@ -34,6 +34,8 @@ export const make = (): Transcript => ({ answer: "", iterations: 0, failure: und
 
 /** Folds one event into the transcript. @internal */
 export const observe = (t: Transcript, event: RunEvent): void => {
+  // a child run's events (a sub-agent's) are not this run's turn
+  if ("agent" in event && event.agent !== undefined) return
   switch (event._tag) {
     case "ThinkingStart":
       t.iterations = Math.max(t.iterations, event.iteration)
