@@ -75,6 +75,24 @@ describe("AgentTool: a child run", () => {
       assert.deepStrictEqual(settled.map((e) => e._tag), all.map((e) => e._tag))
     }))
 
+  it("settledAnswers: a child's answer signal does not release the parent's held answer", () => {
+    const agent = { name: "research", run_id: "run_c", parent_run_id: "run_p", depth: 1 }
+    const settle = RunEvent.settledAnswers()
+    const input: ReadonlyArray<RunEvent.RunEvent> = [
+      { _tag: "AnswerSignal", agent },
+      { _tag: "AnswerDelta", content: "child answer", agent },
+      // the parent's loop reply streamed under synthesis `auto`, then void: it called tools
+      { _tag: "AnswerStart" },
+      { _tag: "AnswerDelta", content: "not the answer" },
+      { _tag: "AnswerReset" },
+      { _tag: "AnswerSignal" },
+      { _tag: "AnswerDelta", content: "the answer" }
+    ]
+    const out = input.flatMap(settle)
+    assert.deepStrictEqual(out.filter(RunEvent.isOwn).flatMap((e) => (e._tag === "AnswerDelta" ? [e.content] : [])), ["the answer"])
+    assert.deepStrictEqual(out.filter((e) => !RunEvent.isOwn(e)), input.slice(0, 2))
+  })
+
   it.scoped("a grandchild's events keep their innermost agent (depth 2, parent_run_id the child's)", () =>
     Effect.gen(function*() {
       const leaf = yield* agentOf(makeAgent([ScriptedLlm.text("leaf"), ScriptedLlm.text("leaf answer")], { agent: quiet }).layer)
