@@ -34,6 +34,7 @@ import * as ModelRegistryModule from "../ModelRegistry.js"
 import * as ReactAgent from "../ReactAgent.js"
 import * as Recorder from "../Recorder.js"
 import * as Replay from "../Replay.js"
+import * as SubAgents from "../SubAgents.js"
 import * as Toolkit from "../Toolkit.js"
 import { AppInfo } from "./AppInfo.js"
 import * as SqlApprovals from "./SqlApprovals.js"
@@ -105,13 +106,14 @@ export const layerMemory = <E, R, RI = never, RA = never>(
         mcp: { servers: mcp.servers, failed: mcp.failed }
       }))))
     ).pipe(Layer.provideMerge(options.mcp ?? McpTools.layerConfig()))
-  const services = Layer.mergeAll(
+  const shared = Layer.mergeAll(
     options.guard ?? ContextGuard.layerConfig(),
     options.interrupts ?? (Interrupts.layerMemory as Layer.Layer<Interrupts.Interrupts, never, RI>),
     options.hooks ?? Hooks.layerNoop,
-    tools,
     options.approvals ?? (Approvals.layerMemory as Layer.Layer<Approvals.Approvals, never, RA>)
   )
+  // the tools plus the sub-agents of REACT_SUBAGENTS_FILE (agents over those tools and the shared services)
+  const services = Layer.merge(tools, SubAgents.layerConfig.pipe(Layer.provide(tools))).pipe(Layer.provideMerge(shared))
   const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
     Layer.mergeAll(
       ReactAgent.layerConfig(Config.succeed(options.agent ?? {}), { approvals }),
