@@ -22,6 +22,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { createServer, type IncomingMessage, type Server as NodeServer, type ServerResponse } from "node:http"
+import * as A2aServer from "./A2aServer.js"
+import * as A2aTasks from "./A2aTasks.js"
 import * as BrowserSafety from "./BrowserSafety.js"
 import { CassetteRoutes } from "./CassetteRoutes.js"
 import { ForkRoutes } from "./ForkRoutes.js"
@@ -55,6 +57,8 @@ export const Routes = Layer.mergeAll(
   McpRoutes,
   CassetteRoutes,
   ForkRoutes,
+  A2aServer.A2aRoutes,
+  A2aServer.layerResume,
   WebPageRoutes,
   BrowserSafety.layer,
   NotFoundRoutes
@@ -121,6 +125,7 @@ export const storage = (
     Layer.provideMerge(OperatorLog.layerResuming, runLog),
     ConversationStore.layer,
     RunTrace.layer,
+    A2aTasks.layer,
     embedded ? DurableRuns.layerEngineEmbedded : DurableRuns.layerEngineCluster(cluster),
     DurableRuns.layerHost
   ).pipe(Layer.provideMerge(Database.layer(where)))

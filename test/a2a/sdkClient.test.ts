@@ -1,0 +1,161 @@
+/**
+ * The A2A server (SPEC §27) through the official SDK's own client, unchanged:
+ * `new ClientFactory().createFromUrl(url)` reads our agent card and speaks
+ * JSON-RPC to our router — send, stream, get, cancel — over the real server
+ * (routes, durable runs, SQLite) and a fake OpenAI-compatible model. An
+ * unauthenticated call is refused before anything runs.
+ */
+import { TaskState } from "@a2a-js/sdk"
+import type { Message, Task } from "@a2a-js/sdk"
+import { ClientFactory } from "@a2a-js/sdk/client"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import * as Option from "effect/Option"
+import { randomUUID } from "node:crypto"
+import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
+import { startServer } from "../utils/serverHarness.js"
+
+const TOKEN = "a2a-test-token"
+const auth = { serviceParameters: { Authorization: `Bearer ${TOKEN}` } }
+
+const userMessage = (text: string, extra: Partial<Message> = {}): Message => ({
+  messageId: randomUUID(),
+  contextId: "",
+  taskId: "",
+  role: 1,
+  parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" }],
+  metadata: undefined,
+  extensions: [],
+  referenceTaskIds: [],
+  ...extra
+})
+
+const send = (text: string, extra: Partial<Message> = {}) => ({
+  tenant: "",
+  message: userMessage(text, extra),
+  configuration: undefined,
+  metadata: undefined
+})
+
+const answerOf = (task: Task): string =>
+  task.artifacts.flatMap((a) => a.parts.flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : []))).join("")
+
+/** A model that calls `calculator` once, then answers; streamed requests are the synthesis. */
+const model = (answer: string, slow = 0) =>
+  FakeOpenAi.scoped((body: any, index: number) => {
+    if (body?.stream) return FakeOpenAi.sseText(answer)
+    const tools = (body.messages ?? []).filter((m: any) => m.role === "tool").length
+    return tools === 0
+      ? FakeOpenAi.completion({ toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "calculator", arguments: JSON.stringify({ expression: "6*7" }) }], delayMs: slow })
+      : FakeOpenAi.completion({ content: "42", delayMs: slow })
+  })
+
+describe("A2A server through the SDK's own client", () => {
+  it.scopedLive("card, SendMessage (a completed task with the answer as an artifact), GetTask, a follow-up in the same context", () =>
+    Effect.gen(function*() {
+      const fake = yield* model("The answer is 42.")
+      const server = yield* startServer({ llmUrl: fake.url, settings: { apiToken: Option.some(Redacted.make(TOKEN)) } })
+      const client = yield* Effect.promise(() => new ClientFactory().createFromUrl(server.url))
+      const card = yield* Effect.promise(() => client.getAgentCard())
+      assert.strictEqual(card.name, "react-engine")
+      assert.isTrue(card.capabilities?.streaming)
+      assert.deepStrictEqual(card.supportedInterfaces.map((i) => [i.url, i.protocolVersion]), [
+        [`${server.url}/a2a`, "1.0"],
+        [`${server.url}/a2a`, "0.3"]
+      ])
+      assert.deepStrictEqual(Object.keys(card.securitySchemes), ["bearer"])
+
+      const result = yield* Effect.promise(() => client.sendMessage(send("What is 6*7?"), auth))
+      assert.isTrue("status" in result, "a task")
+      const task = result as Task
+      assert.strictEqual(task.status?.state, TaskState.TASK_STATE_COMPLETED)
+      assert.strictEqual(answerOf(task), "The answer is 42.")
+      assert.notStrictEqual(task.contextId, "")
+
+      const got = yield* Effect.promise(() => client.getTask({ tenant: "", id: task.id }, auth))
+      assert.strictEqual(got.status?.state, TaskState.TASK_STATE_COMPLETED)
+      assert.strictEqual(answerOf(got), "The answer is 42.")
+      assert.strictEqual(got.history[0]?.parts[0]?.content?.$case, "text")
+
+      // the context is the conversation: a follow-up continues it (its run gets the earlier turn as history)
+      const again = (yield* Effect.promise(() => client.sendMessage(send("And doubled?", { contextId: task.contextId }), auth))) as Task
+      assert.strictEqual(again.contextId, task.contextId)
+      assert.strictEqual(again.status?.state, TaskState.TASK_STATE_COMPLETED)
+      const followUp = fake.requests.filter((r) => !r.body.stream).at(-2)!.body.messages
+      assert.isTrue(followUp.some((m: any) => m.role === "assistant" && m.content === "The answer is 42."), "the earlier turn is the history")
+    }), 60_000)
+
+  it.scopedLive("SendStreamingMessage: the task, working status with the tool call, answer chunks, completed", () =>
+    Effect.gen(function*() {
+      const fake = yield* model("Forty-two.")
+      const server = yield* startServer({ llmUrl: fake.url, settings: { apiToken: Option.some(Redacted.make(TOKEN)) } })
+      const client = yield* Effect.promise(() => new ClientFactory().createFromUrl(server.url))
+      const kinds: Array<string> = []
+      let answer = ""
+      let last: any
+      yield* Effect.promise(async () => {
+        for await (const event of client.sendMessageStream(send("What is 6*7?"), auth)) {
+          const payload = event.payload!
+          kinds.push(payload.$case === "statusUpdate" ? `status:${TaskState[payload.value.status!.state]}` : payload.$case)
+          if (payload.$case === "artifactUpdate") {
+            const text = payload.value.artifact!.parts.map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("")
+            answer = payload.value.append ? answer + text : text
+          }
+          last = payload
+        }
+      })
+      assert.strictEqual(kinds[0], "task")
+      assert.include(kinds, "status:TASK_STATE_WORKING")
+      assert.include(kinds, "artifactUpdate")
+      assert.strictEqual(kinds[kinds.length - 1], "status:TASK_STATE_COMPLETED")
+      assert.strictEqual(answer, "Forty-two.")
+      const calling = kinds.indexOf("status:TASK_STATE_WORKING")
+      assert.isAtLeast(calling, 1)
+      assert.strictEqual(last.value.status.state, TaskState.TASK_STATE_COMPLETED)
+    }), 60_000)
+
+  it.scopedLive("CancelTask: a task whose run waits on the model is canceled, and its run stops", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeOpenAi.scoped(() => FakeOpenAi.completion({ content: "late", delayMs: 20_000 }))
+      const server = yield* startServer({ llmUrl: fake.url, settings: { apiToken: Option.some(Redacted.make(TOKEN)) } })
+      const client = yield* Effect.promise(() => new ClientFactory().createFromUrl(server.url))
+      const started = (yield* Effect.promise(() =>
+        client.sendMessage({ ...send("slow question"), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true } }, auth)
+      )) as Task
+
+      yield* Effect.promise(() => fake.waitForRequests(1, 10_000))
+
+      const cancelled = yield* Effect.promise(() => client.cancelTask({ tenant: "", id: started.id, metadata: undefined }, auth))
+
+      assert.strictEqual(cancelled.status?.state, TaskState.TASK_STATE_CANCELED)
+      const got = yield* Effect.promise(() => client.getTask({ tenant: "", id: started.id }, auth))
+      assert.strictEqual(got.status?.state, TaskState.TASK_STATE_CANCELED)
+      const conversation = yield* Effect.promise(() =>
+        fetch(`${server.url}/api/conversations/${started.contextId}`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.json())
+      )
+      assert.strictEqual(conversation.turn_details[0].status, "cancelled")
+    }), 60_000)
+
+  it.scopedLive("an unauthenticated call is refused (401) and calls no model; a wrong token too", () =>
+    Effect.gen(function*() {
+      const fake = yield* model("never")
+      const server = yield* startServer({ llmUrl: fake.url, settings: { apiToken: Option.some(Redacted.make(TOKEN)) } })
+      const client = yield* Effect.promise(() => new ClientFactory().createFromUrl(server.url))
+      const refused = yield* Effect.promise(() => client.sendMessage(send("What is 6*7?")).then(() => "sent", (e: Error) => e.message))
+      assert.include(refused, "401")
+      const wrong = yield* Effect.promise(() =>
+        client.sendMessage(send("What is 6*7?"), { serviceParameters: { Authorization: "Bearer nope" } }).then(() => "sent", (e: Error) => e.message)
+      )
+      assert.include(wrong, "401")
+      const raw = yield* Effect.promise(() =>
+        fetch(`${server.url}/a2a`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "a2a-version": "1.0" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "hi" }] } } })
+        }).then(async (r) => ({ status: r.status, body: await r.json() }))
+      )
+      assert.strictEqual(raw.status, 401)
+      assert.strictEqual(fake.requests.length, 0, "no model call")
+    }), 60_000)
+})
