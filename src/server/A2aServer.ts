@@ -24,7 +24,7 @@
 import type { AgentCard } from "@a2a-js/sdk"
 import { A2A_PROTOCOL_VERSION, formatSSEErrorEvent, formatSSEEvent } from "@a2a-js/sdk"
 import { duplicateInterfacesForLegacy } from "@a2a-js/sdk/compat/v0_3"
-import { LegacyJsonRpcTransportHandler, LegacyRestTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
+import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
 import { defaultServerCallContextBuilder, DefaultRequestHandler, JsonRpcTransportHandler, validateVersion } from "@a2a-js/sdk/server"
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -128,6 +128,42 @@ export const card = (options: {
   signatures: []
 })
 
+/**
+ * The v0.3 shape of our card, as the SDK's own card router translates it (its
+ * translator is not exported outside its Express router): the first v0.3
+ * interface as `url`, the v1.0 interfaces embedded, bearer as an `http` scheme.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const legacyCard = (core: AgentCard): Record<string, unknown> => {
+  const legacy = core.supportedInterfaces.filter((i) => i.protocolVersion === "0.3")
+  const primary = legacy[0]
+  const schemes = Object.entries(core.securitySchemes).flatMap(([key, s]) =>
+    s.scheme?.$case === "httpAuthSecurityScheme"
+      ? [[key, { type: "http", scheme: s.scheme.value.scheme, description: s.scheme.value.description }] as const]
+      : []
+  )
+  return {
+    name: core.name,
+    description: core.description,
+    version: core.version,
+    url: primary?.url,
+    preferredTransport: primary?.protocolBinding,
+    protocolVersion: primary?.protocolVersion,
+    capabilities: { streaming: core.capabilities?.streaming, pushNotifications: core.capabilities?.pushNotifications },
+    defaultInputModes: core.defaultInputModes,
+    defaultOutputModes: core.defaultOutputModes,
+    skills: core.skills.map(({ securityRequirements: _, ...skill }) => skill),
+    ...(legacy.length > 1 ? { additionalInterfaces: legacy.slice(1).map((i) => ({ url: i.url, transport: i.protocolBinding })) } : {}),
+    ...(schemes.length > 0 ? { securitySchemes: Object.fromEntries(schemes) } : {}),
+    ...(core.securityRequirements.length > 0
+      ? { security: core.securityRequirements.map((r) => Object.fromEntries(Object.entries(r.schemes).map(([k, v]) => [k, [...v.list]]))) }
+      : {}),
+    supportedInterfaces: core.supportedInterfaces
+  }
+}
+
 const sse = (chunks: Stream.Stream<string>) =>
   HttpServerResponse.stream(Stream.encodeText(chunks), {
     contentType: "text/event-stream",
@@ -177,10 +213,7 @@ export const A2aRoutes = HttpLayerRouter.use((router) =>
     yield* router.add("GET", CARD_PATH, Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const served = cardFor(baseOf(request))
-      const body = isLegacy(request.headers["a2a-version"])
-        // the v0.3 shape of the same card (the SDK's translation)
-        ? yield* Effect.promise(() => new LegacyRestTransportHandler(new DefaultRequestHandler(served, Executor.makeTaskStore(deps), Executor.makeExecutor(deps))).getAgentCard())
-        : served
+      const body = isLegacy(request.headers["a2a-version"]) ? legacyCard(served) : served
       return HttpServerResponse.unsafeJson(body, { headers: { vary: "A2A-Version", "cache-control": "no-cache" } })
     }))
 

@@ -137,6 +137,32 @@ describe("A2A server through the SDK's own client", () => {
       assert.strictEqual(conversation.turn_details[0].status, "cancelled")
     }), 60_000)
 
+  it.scopedLive("v0.3 peers: the card without A2A-Version is the v0.3 card; message/send answers a v0.3 task", () =>
+    Effect.gen(function*() {
+      const fake = yield* model("Legacy answer.")
+      const server = yield* startServer({ llmUrl: fake.url, settings: { apiToken: Option.some(Redacted.make(TOKEN)) } })
+      const legacyCard = yield* Effect.promise(() => fetch(`${server.url}/.well-known/agent-card.json`).then((r) => r.json()))
+      assert.strictEqual(legacyCard.protocolVersion, "0.3")
+      assert.strictEqual(legacyCard.url, `${server.url}/a2a`)
+      assert.isTrue(legacyCard.capabilities.streaming)
+      const reply = yield* Effect.promise(() =>
+        fetch(`${server.url}/a2a`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 7,
+            method: "message/send",
+            params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "What is 6*7?" }] } }
+          })
+        }).then((r) => r.json())
+      )
+      assert.strictEqual(reply.id, 7)
+      assert.strictEqual(reply.result.kind, "task")
+      assert.strictEqual(reply.result.status.state, "completed")
+      assert.strictEqual(reply.result.artifacts[0].parts[0].text, "Legacy answer.")
+    }), 60_000)
+
   it.scopedLive("an unauthenticated call is refused (401) and calls no model; a wrong token too", () =>
     Effect.gen(function*() {
       const fake = yield* model("never")
