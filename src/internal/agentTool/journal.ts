@@ -68,7 +68,6 @@ export const make = (options: {
           return Effect.void
         }
         const forwarded = tagged(event, agent)
-        if (parent.inline === true) return parent.emit(forwarded)
         if (emitOptions?.key !== undefined) return parent.emit(forwarded, { key: `${prefix}${emitOptions.key}` })
         return Effect.flatMap(InChildActivity, (inside) =>
           inside ? parent.emit(forwarded) : parent.emit(forwarded, { key: `${prefix}e/${++position}` }))
@@ -76,7 +75,6 @@ export const make = (options: {
     )
   const key = parent.idempotencyKey
   return {
-    ...(parent.inline === true ? { inline: true } : {}),
     ...(key !== undefined ? { idempotencyKey: (name: string) => key(`${prefix}${name}`) } : {}),
     runId: options.runId,
     activity: (activity) => {
