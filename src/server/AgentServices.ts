@@ -21,6 +21,7 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { AgentOptions } from "../AgentConfig.js"
+import * as A2A from "../A2A.js"
 import * as Approvals from "../Approvals.js"
 import * as BuiltinTools from "../BuiltinTools.js"
 import * as ContextGuard from "../ContextGuard.js"
@@ -112,8 +113,10 @@ export const layerMemory = <E, R, RI = never, RA = never>(
     options.hooks ?? Hooks.layerNoop,
     options.approvals ?? (Approvals.layerMemory as Layer.Layer<Approvals.Approvals, never, RA>)
   )
-  // the tools plus the sub-agents of REACT_SUBAGENTS_FILE (agents over those tools and the shared services)
-  const services = Layer.merge(tools, SubAgents.layerConfig.pipe(Layer.provide(tools))).pipe(Layer.provideMerge(shared))
+  // the tools, the remote agents of REACT_A2A_AGENTS, and the sub-agents of REACT_SUBAGENTS_FILE (agents
+  // over those tools and the shared services)
+  const toolkit = SubAgents.layerConfig.pipe(Layer.provide(A2A.layerConfig), Layer.provide(tools))
+  const services = Layer.merge(tools, toolkit).pipe(Layer.provideMerge(shared))
   const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
     Layer.mergeAll(
       ReactAgent.layerConfig(Config.succeed(options.agent ?? {}), { approvals }),

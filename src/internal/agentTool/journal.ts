@@ -22,6 +22,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type { AgentRef, Done, RunEvent } from "../../RunEvent.js"
+import { isEphemeral } from "../../RunEvent.js"
 import type { EmitOptions, RunJournal } from "../../RunJournal.js"
 
 /** True while one of the child's activities executes (its events are then keyed by the activity). */
@@ -68,6 +69,8 @@ export const make = (options: {
           return Effect.void
         }
         const forwarded = tagged(event, agent)
+        // an ephemeral event (a tool's progress) is never stored: it takes no position
+        if (isEphemeral(event)) return parent.emit(forwarded)
         if (emitOptions?.key !== undefined) return parent.emit(forwarded, { key: `${prefix}${emitOptions.key}` })
         return Effect.flatMap(InChildActivity, (inside) =>
           inside ? parent.emit(forwarded) : parent.emit(forwarded, { key: `${prefix}e/${++position}` }))

@@ -1,0 +1,396 @@
+/**
+ * Agents of other vendors as tools, over A2A 1.0 (SPEC §27), through the
+ * official SDK's client (`@a2a-js/sdk`, JSON-RPC and REST transports, its v0.3
+ * compatibility layer on for older peers).
+ *
+ * `remoteAgent(cardUrl, options)` reads the agent's card and makes it a tool:
+ * a call sends the model's `query` as a message (`SendStreamingMessage`, or
+ * `SendMessage` when the agent does not stream) and answers with the text of
+ * the task's artifacts (or of the agent's reply message). While the remote
+ * task works, its status messages are the call's progress (`Tool.progress`:
+ * a `ToolProgress` event on the calling tool's card). A task that fails, is
+ * canceled or rejected, or needs input the tool cannot give, is a clean tool
+ * error the model reads; so is an agent that cannot be reached.
+ *
+ * Durable runs. The call is a step of the calling run like any tool call: its
+ * outcome is stored, a replay does not call the remote agent again. The call's
+ * idempotency key (`Tool.CallContext.idempotencyKey`) goes out as the message's
+ * metadata `idempotency_key`: the tool is idempotent, so a call in flight when
+ * the caller's process died is sent again with the same key after the restart,
+ * and a server that honours the key (this engine's A2A server does) follows
+ * the task it already started instead of doing the work twice. When the stream
+ * breaks after the task was created (the remote server restarted), the call
+ * polls `GetTask` until the task is over or the call's timeout.
+ *
+ * ```ts
+ * const expert = yield* A2A.remoteAgent("https://agents.example.com", {
+ *   name: "expert",
+ *   headers: { Authorization: `Bearer ${token}` }
+ * })
+ * // Toolkit.layer([expert, ...])
+ * ```
+ *
+ * @since 0.1.0
+ */
+import type { AgentCard, Message, Task } from "@a2a-js/sdk"
+import { Role, TaskState } from "@a2a-js/sdk"
+import type { Client } from "@a2a-js/sdk/client"
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  RestTransportFactory
+} from "@a2a-js/sdk/client"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { randomUUID } from "node:crypto"
+import * as Tool from "./Tool.js"
+import * as Toolkit from "./Toolkit.js"
+
+/**
+ * The remote agent could not be reached, or its card is not an A2A card.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class A2AError extends Schema.TaggedError<A2AError>()("A2AError", { url: Schema.String, message: Schema.String }) {}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface RemoteOptions {
+  /** The tool's name (default: the card's name, cut to `[a-zA-Z0-9_-]{1,64}`). */
+  readonly name?: string
+  /** What the model reads (default: the card's description and skills). */
+  readonly description?: string
+  /** Headers sent with every request to this agent (its credentials: `Authorization`, an API key). */
+  readonly headers?: Readonly<Record<string, string>>
+  /** Bounds a call (default 10 minutes). */
+  readonly timeout?: Duration.DurationInput
+  /** The `fetch` to use (default the global one). */
+  readonly fetch?: typeof fetch
+}
+
+/**
+ * The metadata key of the idempotency key a message carries.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const IDEMPOTENCY_KEY = "idempotency_key"
+
+/**
+ * A connected remote agent: its card and the SDK's client.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Remote {
+  readonly url: string
+  readonly card: AgentCard
+  readonly client: Client
+}
+
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+
+const withHeaders = (base: typeof fetch, headers: Readonly<Record<string, string>>): typeof fetch =>
+  (input, init) => {
+    const merged = new Headers(init?.headers)
+    for (const [k, v] of Object.entries(headers)) if (!merged.has(k)) merged.set(k, v)
+    return base(input, { ...init, headers: merged })
+  }
+
+/**
+ * Reads the agent's card (`cardUrl`: the agent's base URL, whose card is at
+ * `/.well-known/agent-card.json`, or the card's own URL ending in `.json`) and
+ * makes the SDK's client for it.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const connect = (cardUrl: string, options: RemoteOptions = {}): Effect.Effect<Remote, A2AError> =>
+  Effect.tryPromise({
+    try: async () => {
+      const fetchImpl = withHeaders(options.fetch ?? globalThis.fetch, options.headers ?? {})
+      const legacyCompat = { enabled: true }
+      const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl, legacyCompat })],
+        cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat })
+      }))
+      const own = new URL(cardUrl).pathname.endsWith(".json")
+      const client = own ? await factory.createFromUrl(cardUrl, "") : await factory.createFromUrl(cardUrl)
+      return { url: cardUrl, card: await client.getAgentCard(), client }
+    },
+    catch: (error) => new A2AError({ url: cardUrl, message: `cannot reach the A2A agent at ${cardUrl}: ${messageOf(error)}` })
+  })
+
+/** A tool name from the card's name. */
+const toolName = (name: string): string => {
+  const cut = name.replace(/[^a-zA-Z0-9_-]+/g, "_").replace(/^_+|_+$/g, "").slice(0, 64)
+  return cut === "" ? "remote_agent" : cut
+}
+
+const describe = (card: AgentCard): string => {
+  const skills = card.skills.map((s) => `${s.name}: ${s.description}`).join("; ")
+  return `${card.description}${skills !== "" ? ` (skills: ${skills})` : ""} — a remote agent (A2A); give it a complete task.`
+}
+
+const textOfParts = (parts: Message["parts"]): string =>
+  parts.flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : p.content?.$case === "data" ? [JSON.stringify(p.content.value)] : []))
+    .join("")
+
+/** What a task's artifacts say. */
+const answerOf = (task: Task): string => task.artifacts.map((a) => textOfParts(a.parts)).join("\n\n")
+
+const FINAL = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED])
+const STOPPED = new Set([TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED])
+
+/** Where a call got to: the task (id, state, artifacts so far) or a direct reply. */
+interface Progress {
+  taskId?: string
+  state?: TaskState
+  statusText?: string
+  artifacts: Map<string, string>
+  reply?: string
+}
+
+/** The call's outcome once the task is over (or stopped). */
+const outcome = (name: string, p: Progress): Effect.Effect<string, Tool.ToolError> => {
+  if (p.reply !== undefined) return Effect.succeed(p.reply)
+  const answer = [...p.artifacts.values()].join("\n\n")
+  const why = p.statusText !== undefined && p.statusText !== "" ? `: ${p.statusText}` : ""
+  switch (p.state) {
+    case TaskState.TASK_STATE_COMPLETED:
+      return Effect.succeed(answer !== "" ? answer : p.statusText ?? "")
+    case TaskState.TASK_STATE_FAILED:
+      return Effect.fail(new Tool.ToolError({ message: `Remote agent ${name} failed${why}` }))
+    case TaskState.TASK_STATE_CANCELED:
+      return Effect.fail(new Tool.ToolError({ message: `Remote agent ${name}: the task was canceled${why}` }))
+    case TaskState.TASK_STATE_REJECTED:
+      return Effect.fail(new Tool.ToolError({ message: `Remote agent ${name} rejected the task${why}` }))
+    case TaskState.TASK_STATE_INPUT_REQUIRED:
+    case TaskState.TASK_STATE_AUTH_REQUIRED:
+      return Effect.fail(new Tool.ToolError({ message: `Remote agent ${name} needs more input${why}` }))
+    default:
+      return Effect.fail(new Tool.ToolError({ message: `Remote agent ${name}: the task ended without a result` }))
+  }
+}
+
+const applyTask = (p: Progress, task: Task) => {
+  p.taskId = task.id
+  if (task.status !== undefined) {
+    p.state = task.status.state
+    if (task.status.message !== undefined) p.statusText = textOfParts(task.status.message.parts)
+  }
+  for (const a of task.artifacts) p.artifacts.set(a.artifactId, textOfParts(a.parts))
+}
+
+/**
+ * The remote agent as a tool (see the module comment).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const tool = (remote: Remote, options: RemoteOptions = {}): Tool.Tool => {
+  const name = options.name ?? toolName(remote.card.name)
+  const { client } = remote
+  /** Polls the task until it is over (the stream broke after the task existed). */
+  const poll = (p: Progress, taskId: string) =>
+    Effect.tryPromise(() => client.getTask({ tenant: "", id: taskId })).pipe(
+      Effect.tap((task) => Effect.sync(() => applyTask(p, task))),
+      Effect.repeat({ schedule: Schedule.spaced("500 millis"), until: (task) => FINAL.has(task.status!.state) || STOPPED.has(task.status!.state) }),
+      // the remote server may be restarting: connection errors are retried (the call's timeout bounds it)
+      Effect.retry(Schedule.spaced("1 second")),
+      Effect.mapError((error) => new Tool.ToolError({ message: `Remote agent ${name}: reading task ${taskId} failed: ${messageOf(error)}` })),
+      Effect.asVoid
+    )
+  return Tool.make({
+    name,
+    description: options.description ?? describe(remote.card),
+    parameters: Schema.Struct({
+      query: Schema.String.pipe(Schema.annotations({ description: `The task or question for ${remote.card.name}` }))
+    }),
+    timeout: options.timeout ?? "10 minutes",
+    idempotent: true,
+    handler: ({ query }) =>
+      Effect.gen(function*() {
+        const call = Option.getOrUndefined(yield* FiberRef.get(Tool.currentCall))
+        const key = call?.idempotencyKey
+        const message: Message = {
+          messageId: randomUUID(),
+          contextId: "",
+          taskId: "",
+          role: Role.ROLE_USER,
+          parts: [{ content: { $case: "text", value: query }, metadata: undefined, filename: "", mediaType: "text/plain" }],
+          metadata: key !== undefined ? { [IDEMPOTENCY_KEY]: key } : undefined,
+          extensions: [],
+          referenceTaskIds: []
+        }
+        const p: Progress = { artifacts: new Map() }
+        const events = Stream.unwrapScoped(Effect.map(
+          Effect.acquireRelease(Effect.sync(() => new AbortController()), (c) => Effect.sync(() => c.abort())),
+          (controller) =>
+            Stream.fromAsyncIterable(
+              client.sendMessageStream({ tenant: "", message, configuration: undefined, metadata: undefined }, { signal: controller.signal }),
+              (error) => error
+            )
+        ))
+        const streamed = Stream.runForEach(events, (event) => {
+          const payload = event.payload
+          if (payload === undefined) return Effect.void
+          switch (payload.$case) {
+            case "message":
+              p.reply = textOfParts(payload.value.parts)
+              return Effect.void
+            case "task":
+              applyTask(p, payload.value)
+              return Effect.void
+            case "artifactUpdate": {
+              const a = payload.value.artifact
+              if (a === undefined) return Effect.void
+              const text = textOfParts(a.parts)
+              p.artifacts.set(a.artifactId, payload.value.append ? (p.artifacts.get(a.artifactId) ?? "") + text : text)
+              return Effect.void
+            }
+            case "statusUpdate": {
+              p.taskId = payload.value.taskId
+              const status = payload.value.status
+              if (status === undefined) return Effect.void
+              p.state = status.state
+              const text = status.message === undefined ? "" : textOfParts(status.message.parts)
+              if (text !== "") p.statusText = text
+              // the remote task's progress is the call's
+              return status.state === TaskState.TASK_STATE_WORKING && text !== "" ? Tool.progress(`${name}: ${text}`) : Effect.void
+            }
+          }
+        })
+        yield* streamed.pipe(Effect.catchAll((error) => {
+          const taskId = p.taskId
+          // the task exists: its server may have restarted; its state is read until it is over
+          if (taskId !== undefined && !FINAL.has(p.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
+            return Effect.zipRight(Tool.progress(`${name}: connection lost, following the task`), poll(p, taskId))
+          }
+          return Effect.fail(new Tool.ToolError({ message: `Remote agent ${name} could not be reached: ${messageOf(error)}` }))
+        }))
+        // a stream that ended before the task did (a proxy cut it): read the task to its end
+        if (p.reply === undefined && p.taskId !== undefined && !FINAL.has(p.state ?? TaskState.TASK_STATE_UNSPECIFIED) && !STOPPED.has(p.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
+          yield* poll(p, p.taskId)
+        }
+        return { content: yield* outcome(name, p), contentType: "markdown" as const }
+      })
+  })
+}
+
+/**
+ * Reads the card at `cardUrl` and makes the remote agent a tool (`connect`,
+ * then `tool`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const remoteAgent = (cardUrl: string, options: RemoteOptions = {}): Effect.Effect<Tool.Tool, A2AError> =>
+  Effect.map(connect(cardUrl, options), (remote) => tool(remote, options))
+
+/**
+ * The variable listing the remote agents of the server.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const ENV = "REACT_A2A_AGENTS"
+
+/**
+ * One remote agent of `REACT_A2A_AGENTS`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const RemoteEntry = Schema.Struct({
+  url: Schema.String,
+  name: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-zA-Z0-9_-]{1,64}$/))),
+  description: Schema.optional(Schema.String),
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  timeout_ms: Schema.optional(Schema.Int.pipe(Schema.positive()))
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RemoteEntry = typeof RemoteEntry.Type
+
+/**
+ * The entries of `REACT_A2A_AGENTS`: card URLs separated by commas, or a JSON
+ * array of `{url, name?, description?, headers?, timeout_ms?}` (the headers
+ * are sent to that agent only: its credentials).
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const parseAgents = (value: string): Either.Either<ReadonlyArray<RemoteEntry>, ConfigError.ConfigError> => {
+  const text = value.trim()
+  if (text === "") return Either.right([])
+  if (!text.startsWith("[")) {
+    const urls = text.split(",").map((u) => u.trim()).filter((u) => u !== "")
+    const bad = urls.find((u) => !URL.canParse(u))
+    return bad === undefined
+      ? Either.right(urls.map((url) => ({ url })))
+      : Either.left(ConfigError.InvalidData([ENV], `${ENV}: not a URL: ${bad}`))
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (e) {
+    return Either.left(ConfigError.InvalidData([ENV], `${ENV}: not JSON: ${messageOf(e)}`))
+  }
+  return Schema.decodeUnknownEither(Schema.Array(RemoteEntry), { onExcessProperty: "error" })(json).pipe(
+    Either.mapLeft((e) => ConfigError.InvalidData([ENV], `${ENV}: ${e.message}`)),
+    Either.flatMap((entries) => {
+      const bad = entries.find((e) => !URL.canParse(e.url))
+      return bad === undefined ? Either.right(entries) : Either.left(ConfigError.InvalidData([ENV], `${ENV}: not a URL: ${bad.url}`))
+    })
+  )
+}
+
+/**
+ * The `Toolkit` in context plus the remote agents of `REACT_A2A_AGENTS`, each
+ * connected at start-up (its card read). An agent that cannot be reached then
+ * is left out, with an error in the log naming it; a malformed variable fails.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig: Layer.Layer<Toolkit.Toolkit, ConfigError.ConfigError, Toolkit.Toolkit> = Layer.effect(
+  Toolkit.Toolkit,
+  Effect.gen(function*() {
+    const tools = yield* Toolkit.Toolkit
+    const value = yield* Config.string(ENV).pipe(Config.withDefault(""))
+    const entries = yield* Either.match(parseAgents(value), { onLeft: Effect.fail, onRight: Effect.succeed })
+    if (entries.length === 0) return tools
+    const remotes = yield* Effect.forEach(entries, (entry) => {
+      const options: RemoteOptions = {
+        ...(entry.name !== undefined ? { name: entry.name } : {}),
+        ...(entry.description !== undefined ? { description: entry.description } : {}),
+        ...(entry.headers !== undefined ? { headers: entry.headers } : {}),
+        ...(entry.timeout_ms !== undefined ? { timeout: Duration.millis(entry.timeout_ms) } : {})
+      }
+      return remoteAgent(entry.url, options).pipe(
+        Effect.map(Option.some),
+        Effect.catchAll((error) => Effect.as(Effect.logError(`${ENV}: ${error.message}; the agent is left out`), Option.none()))
+      )
+    }, { concurrency: "unbounded" })
+    const found = remotes.flatMap(Option.toArray)
+    if (found.length > 0) yield* Effect.logInfo(`A2A agents: ${found.map((t) => t.name).join(", ")}`)
+    return tools.add(...found)
+  })
+)
