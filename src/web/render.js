@@ -10,6 +10,7 @@
 import { closeApproval, decideApproval, requestApproval } from "./approval.js"
 import { budgetOutcome, budgetPanel, costText, exhaustedLine, guardrailAlert } from "./budget.js"
 import { endMarker, finishCard, forkButton, runningCard } from "./cards.js"
+import { AgentViews } from "./agents.js"
 import { DagView, isDagEvent } from "./dag.js"
 import { endProgress, isEphemeral, showProgress } from "./progress.js"
 import { formatNumber, formatSeconds, h, markdown } from "./dom.js"
@@ -80,6 +81,9 @@ export class RunView {
     this.run.append(this.live, this.status, this.answer, this.footer)
     this.root.append(this.run)
     this.timer = setInterval(() => this.tickRunning(), 100)
+    // sub-agents: a child run's events are drawn in the card of the call that started it
+    this.agents = new AgentViews(this.run, (node) => this.insert(node),
+      () => new RunView("", { onChange: this.onChange, onApproval: this.onApproval, onBudget: this.onBudget }))
   }
 
   /**
@@ -94,6 +98,10 @@ export class RunView {
     if (id !== undefined && Number.isFinite(id)) {
       if (id <= this.lastId) return false
       this.lastId = id
+    }
+    if (this.agents.route(ev.event, d)) {
+      this.onChange()
+      return true
     }
     if (ev.event === "step" || ev.event === "answer") this.endRetry()
     // DAG mode: the plan graph renders its own events (see dag.js)
@@ -489,6 +497,7 @@ export class RunView {
     this.finished = true
     clearInterval(this.timer)
     this.dag?.finish()
+    this.agents.end(kind)
     const thinking = /** @type {HTMLElement | null} */ (this.run.querySelector(".thinking.active"))
     const running = [...this.startedAt.keys()].map((key) => this.cards.get(key)?.dataset.tool ?? "a tool")
     const streaming = this.answerText !== "" && kind !== "done"
@@ -541,5 +550,6 @@ export class RunView {
 
   dispose() {
     clearInterval(this.timer)
+    this.agents.dispose()
   }
 }
