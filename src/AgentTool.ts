@@ -203,6 +203,7 @@ export const make = (agent: RunnableAgent, options: Options): Tool.Tool =>
           query,
           conversationId,
           runId,
+          name: options.name,
           ...(history.length > 0 ? { history } : {}),
           // the parent run's user answers the child's approvals
           ...(parentCall?.approverConversationId !== undefined ? { approvalConversationId: parentCall.approverConversationId } : {}),

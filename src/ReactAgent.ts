@@ -74,6 +74,8 @@ export interface RunInput {
   readonly approvalConversationId?: string
   /** The run's id (`Done.run_id`, the base of its idempotency keys); a fresh `run_…` id when absent. */
   readonly runId?: string
+  /** The agent's name in the run's `invoke_agent` span (a sub-agent's: its tool name); default `ReactAgent`. */
+  readonly name?: string
 }
 
 /**

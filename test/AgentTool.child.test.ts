@@ -16,6 +16,7 @@ import * as RunEvent from "../src/RunEvent.js"
 import * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { addTool, makeAgent } from "./utils/agentLayers.js"
+import { makeSpanRecorder } from "./utils/spans.js"
 
 const quiet = { completionCheck: false, selfReflectionInterval: 0 }
 
@@ -181,5 +182,32 @@ describe("AgentTool: a child run", () => {
       assert.strictEqual(thread[1][0], "assistant")
       assert.include(thread[1][1], "Called add({\"a\":1,\"b\":1}); result:\n2")
       assert.deepStrictEqual(thread[thread.length - 1], ["user", "dig"])
+    }))
+
+  it.scoped("spans nest: the child's invoke_agent (its name) under the parent's execute_tool, under the parent's invoke_agent", () =>
+    Effect.gen(function*() {
+      const recorder = makeSpanRecorder()
+      const child = yield* agentOf(makeAgent(childScript(), { tools: [addTool], agent: quiet }).layer)
+      const parent = makeAgent([
+        ScriptedLlm.toolCall("research", { query: "q" }, { id: "call_r1" }),
+        ScriptedLlm.text("done"),
+        ScriptedLlm.text("Done.")
+      ], { tools: [ReactAgent.asTool(child, { name: "research", description: "Researches" })], agent: quiet })
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "go" })).pipe(
+        Effect.provide(parent.layer),
+        Effect.provide(recorder.layer)
+      )
+      const spans = recorder.spans()
+      const byName = (name: string) => spans.filter((s) => s.name === name)
+      const [top] = byName("invoke_agent ReactAgent")
+      const [call] = byName("execute_tool research")
+      const [sub] = byName("invoke_agent research")
+      assert.isDefined(top)
+      assert.isDefined(call)
+      assert.isDefined(sub, spans.map((s) => s.name).join(", "))
+      assert.strictEqual(call.parentSpanContext?.spanId, top.spanContext().spanId)
+      assert.strictEqual(sub.parentSpanContext?.spanId, call.spanContext().spanId)
+      const [add] = byName("execute_tool add")
+      assert.strictEqual(add.parentSpanContext?.spanId, sub.spanContext().spanId)
     }))
 })

@@ -224,7 +224,7 @@ export const execute = (services: AgentServices, input: RunInput, journal: RunJo
   Effect.suspend(() => {
     const conversationId = input.conversationId ?? crypto.randomUUID()
     return Telemetry.agentSpan({
-      name: "ReactAgent",
+      name: input.name ?? "ReactAgent",
       mode: "react",
       conversationId,
       model: services.llm.model,
