@@ -54,6 +54,8 @@ import * as Interrupts from "./Interrupts.js"
 import { Llm } from "./Llm.js"
 import * as ModelRegistry from "./ModelRegistry.js"
 import * as ReactAgent from "./ReactAgent.js"
+import * as Recorder from "./Recorder.js"
+import * as Replay from "./Replay.js"
 import type { Tool } from "./Tool.js"
 import * as Toolkit from "./Toolkit.js"
 
@@ -164,7 +166,9 @@ export const toolsOf = (
 > =>
   Effect.gen(function*() {
     const registry = yield* ModelRegistry.ModelRegistry
-    const approvals = yield* Approvals.Approvals
+    // a fork's child takes the stored decisions of its calls that waited for a person
+    const approvals = yield* Effect.provide(Approvals.Approvals, Replay.layerPrefixApprovals)
+    const interrupts = yield* Interrupts.Interrupts
     // the main agent's settings, without what belongs to the calling run (its budget, its input's guardrails)
     const { budget: _budget, guardrails: _guardrails, ...settings } = yield* AgentConfig.load()
     return yield* Effect.forEach(entries, (entry, i) =>
@@ -180,15 +184,19 @@ export const toolsOf = (
         if (model !== undefined && model !== "main" && model !== "fast" && !registry.names.includes(model)) {
           return yield* Effect.fail(invalid(path, `${where}: unknown model "${model}" (models: ${["main", "fast", ...registry.names].join(", ")})`))
         }
+        // its model, tools and interrupt queue under the same wrappers as the main agent's: the run's
+        // recording (its cassette) holds the child's steps, and a fork takes them from storage
+        const own = Layer.mergeAll(
+          Layer.succeed(Llm, registry.resolve(model)),
+          Layer.succeed(Toolkit.Toolkit, entry.tools === undefined ? tools : tools.filter(entry.tools)),
+          Layer.succeed(Interrupts.Interrupts, interrupts)
+        )
         const agent = yield* ReactAgent.make({
           ...settings,
           systemPrompt: entry.system_prompt,
           ...(entry.max_iterations !== undefined ? { maxIterations: entry.max_iterations } : {}),
           approvals
-        }).pipe(
-          Effect.provideService(Llm, registry.resolve(model)),
-          Effect.provideService(Toolkit.Toolkit, entry.tools === undefined ? tools : tools.filter(entry.tools))
-        )
+        }).pipe(Effect.provide(Recorder.layer.pipe(Layer.provide(Replay.layerPrefix), Layer.provide(own))))
         return AgentTool.make(agent, {
           name: entry.name,
           description: entry.description,

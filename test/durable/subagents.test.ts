@@ -17,7 +17,7 @@ import { join } from "node:path"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 import { assertContinues, assertPaired, resume, sqliteSetup, toolMessages, waitUntil } from "../utils/killMatrix.js"
 import { startServerProcess } from "../utils/serverProcess.js"
-import { getJson, openSse, type SseEvent } from "../utils/sse.js"
+import { getJson, openSse, postJson, type SseEvent } from "../utils/sse.js"
 
 const { freshCallId } = FakeOpenAi
 
@@ -149,4 +149,57 @@ describe("sub-agents as child runs (real server process)", () => {
         await fake.close()
       }
     }), 60_000)
+
+  it.live("the run's cassette holds the child's steps; a fork at a child's step takes the child's steps before it from storage", () =>
+    Effect.promise(async () => {
+      // the child records c1, then c2, then answers (both quick)
+      const fake = await FakeOpenAi.start((body, index) => {
+        if (body?.stream) return FakeOpenAi.sseText(isParent(body) ? "Parent answer." : "Child answer.")
+        const tools = toolMessages(body).length
+        if (isParent(body)) {
+          return tools === 0
+            ? FakeOpenAi.completion({ toolCalls: [{ id: freshCallId(index), name: "worker", arguments: JSON.stringify({ query: "CHILD-TASK" }) }] })
+            : FakeOpenAi.completion({ content: "parent done" })
+        }
+        const label = tools === 0 ? "c1" : "c2"
+        return tools >= 2
+          ? FakeOpenAi.completion({ content: "child done" })
+          : FakeOpenAi.completion({ toolCalls: [{ id: freshCallId(index), name: "rec__record", arguments: JSON.stringify({ label, ms: 0 }) }] })
+      })
+      const s = sqliteSetup(fake.url)
+      const server = await startServerProcess({ ...s.env, REACT_SUBAGENTS_FILE: subagentsFile(s.dir) })
+      try {
+        const first = await openSse(`${server.url}/api/react`, { body: { query: "PARENT-QUERY", conversation_id: "sub-fork" }, timeoutMs: 60_000 })
+        assert.strictEqual(first.events[first.events.length - 1].data.answer, "Parent answer.")
+        const cassette = (await getJson(`${server.url}/api/conversations/sub-fork/runs/latest/cassette`)).body
+        const childCalls = cassette.model_calls.filter((c: any) => !JSON.stringify(c.request.messages).includes("PARENT-QUERY"))
+        assert.strictEqual(childCalls.length, 4, "the child's three loop calls and its synthesis are in the cassette")
+        assert.deepStrictEqual(cassette.tool_calls.map((t: any) => t.tool_name), ["rec__record", "rec__record", "worker"])
+        // fork at the event that ended the child's call c1
+        const c1 = first.events.find((e) => e.event === "step" && e.data.status === "done" && e.data.agent !== undefined && e.data.observation === "recorded c1")
+        assert.isDefined(c1)
+        const requestsBefore = fake.requests.length
+        const forked = await postJson(`${server.url}/api/conversations/sub-fork/fork`, { at: Number(c1!.id) })
+        assert.strictEqual(forked.status, 201, JSON.stringify(forked.body))
+        const events = (await openSse(`${server.url}/api/react/events?conversation_id=${forked.body.conversation_id}`, { timeoutMs: 60_000 })).events
+        assert.strictEqual(events[events.length - 1].data.answer, "Parent answer.")
+        // c1 came from storage (not run again), c2 ran live; the model was not asked again for a reply stored before the fork point
+        assert.deepStrictEqual(s.records(), ["start c1", "end c1", "start c2", "end c2", "start c2", "end c2"])
+        const later = fake.requests.slice(requestsBefore)
+        assert.deepStrictEqual(later.map((r) => [isParent(r.body), toolMessages(r.body).length, r.body.stream === true]), [
+          [false, 1, false],
+          [false, 2, false],
+          [false, 0, true],
+          [true, 1, false],
+          [true, 0, true]
+        ])
+        // the fork's child events are the child's (agent set), with its own run id
+        const forkChild = events.find((e) => e.event === "agent" && e.data.status === "start")
+        assert.isDefined(forkChild)
+        assert.notStrictEqual(forkChild!.data.agent.run_id, first.events.find((e) => e.event === "agent")!.data.agent.run_id)
+      } finally {
+        await server.kill()
+        await fake.close()
+      }
+    }), 180_000)
 })
