@@ -4,7 +4,7 @@
  * project's 2-core machine).
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
- * `BENCH_ONLY=loop,process,alone,round,guard,selection,first,primitives,latency,durable,starts,sequential,curve,followers,cache,load` (a subset; the doc is only
+ * `BENCH_ONLY=loop,process,alone,round,guard,selection,first,primitives,latency,durable,starts,sequential,curve,followers,cache,load,agents` (a subset; the doc is only
  * written for a full run, or with `--merge`), `BENCH_LOAD_LEVELS=100,500,1000`, `BENCH_STARTS=1000` (the starts section's burst), and the latency
  * section's `BENCH_LATENCY_TTFT_MS`, `BENCH_LATENCY_TPS`, `BENCH_LATENCY_REPS`,
  * `BENCH_LATENCY_POLICIES` (bench/latency.ts).
@@ -20,6 +20,7 @@
 import { readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import { fileURLToPath } from "node:url"
+import * as Agents from "./agents.js"
 import * as Alone from "./alone.js"
 import * as ChildProcess from "./childProcess.js"
 import * as Concurrency from "./concurrency.js"
@@ -83,7 +84,9 @@ const main = async () => {
     concurrency?: Concurrency.ConcurrencyResults
     promptCache?: Report.Results["promptCache"]
     followers?: Followers.FollowerFigures
+    agents?: Report.Results["agents"]
   } = { loop: [] }
+  if (wants("agents")) results.agents = await Agents.run(quick)
 
   if (wants("loop")) {
     // like with like: every engine of a case makes its loop calls the same way (bench/scenario.ts `Flavour`)

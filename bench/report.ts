@@ -15,6 +15,8 @@ import { markdownSection as latencySection, targetRows as latencyTargets } from 
 import type { CaseResult } from "./loopOverhead.js"
 import { render as renderLoop } from "./loopOverhead.js"
 import type { RoundFigures } from "./parallelRound.js"
+import type { AgentsResults } from "./agents.js"
+import { section as agentsSection } from "./agents.js"
 import type { AloneFigures } from "./alone.js"
 import type { Results as ChildProcessResults } from "./childProcess.js"
 import { againstFastest as childAgainstFastest, ofFlavour, render as renderChildProcess } from "./childProcess.js"
@@ -63,6 +65,8 @@ export interface Results {
   readonly promptCache?: PromptCacheResults | string
   /** Heap and RSS per idle SSE follower (bench/followers.ts). */
   readonly followers?: FollowerFigures
+  /** Sub-agents and A2A against a direct tool call (bench/agents.ts). */
+  readonly agents?: AgentsResults
 }
 
 const ms = (x: number) => (Number.isNaN(x) ? "n/a" : x >= 100 ? x.toFixed(0) : x.toFixed(1))
@@ -584,6 +588,7 @@ ${table(
   if (r.followers) parts.push(followersSection(r.followers))
 
   if (r.promptCache !== undefined) parts.push(promptCacheSection(r.promptCache))
+  if (r.agents !== undefined) parts.push(agentsSection(r.agents))
 
   if (r.primitives) {
     parts.push(`## Effect primitives on this machine

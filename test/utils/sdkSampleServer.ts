@@ -50,7 +50,7 @@ export interface SampleServer {
 
 export const startSampleServer = async (options: { readonly token?: string; readonly stepMs?: number } = {}): Promise<SampleServer> => {
   const received: Array<{ text: string; metadata: Record<string, unknown> | undefined }> = []
-  const sleep = () => new Promise((r) => setTimeout(r, options.stepMs ?? 20))
+  const sleep = () => (options.stepMs === 0 ? Promise.resolve() : new Promise((r) => setTimeout(r, options.stepMs ?? 20)))
   const executor: AgentExecutor = {
     execute: async (context: RequestContext, bus: ExecutionEventBus) => {
       const { contextId, taskId, userMessage } = context
