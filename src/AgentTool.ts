@@ -153,7 +153,7 @@ const childRunId = (parentRunId: string, step: string): string =>
 const detached = (): Journal.StepOfCall => ({
   journal: Journal.passThrough(() => Effect.void),
   name: `tool/${randomUUID().slice(0, 8)}`,
-  thread: () => []
+  thread: Effect.succeed([])
 })
 
 /**
@@ -198,7 +198,7 @@ export const make = (agent: RunnableAgent, options: Options): Tool.Tool =>
         const onEvent = options.onEvent
         const observe = onEvent === undefined ? () => Effect.void : (event: RunEvent) =>
           onEvent(event, subRun).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`${options.name}: onEvent failed`, cause)))
-        const history = historyFor(options.history ?? "none", step.thread())
+        const history = historyFor(options.history ?? "none", yield* step.thread)
         const input: RunInput = {
           query,
           conversationId,

@@ -236,5 +236,5 @@ export interface StepOfCall {
   /** The call's step name in that journal (`tool/<iteration>/<call id>`). */
   readonly name: string
   /** The calling run's messages so far (its trace: system prompt, query, loop messages). */
-  readonly thread: () => ReadonlyArray<ChatMessage>
+  readonly thread: Effect.Effect<ReadonlyArray<ChatMessage>>
 }

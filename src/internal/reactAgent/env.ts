@@ -44,5 +44,5 @@ export interface LoopEnv {
   /** Checks an injected message against the input guardrails (a trip ends the run: it never returns). */
   readonly screen: (text: string) => Effect.Effect<void>
   /** The run's messages so far (its trace): what a sub-agent's history hand-off reads. */
-  readonly thread: () => ReadonlyArray<import("../../Message.js").ChatMessage>
+  readonly thread: Effect.Effect<ReadonlyArray<ChatMessage>>
 }

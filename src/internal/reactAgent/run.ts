@@ -163,7 +163,7 @@ const work = (
           toolObsTruncation: options.toolObsTruncation
         }),
       screen,
-      thread: () => state.trace
+      thread: Effect.map(Ref.get(state), (s) => s.trace)
     }
     yield* Effect.ensuring(runLoop(env, state), Effect.sync(() => releaseHold(env)))
     yield* journal.emit({ _tag: "AnswerSignal" })

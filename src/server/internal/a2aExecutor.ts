@@ -26,9 +26,9 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { A2aTasksService, StoredTask } from "../A2aTasks.js"
 import { FINAL_STATES } from "../A2aTasks.js"
-import { fromWire } from "../EventWire.js"
 import type { RunLogService } from "../RunLog.js"
 import type { RunRegistryService } from "../RunRegistry.js"
+import { isItem } from "./runFeed.js"
 import * as Encoder from "./a2aEncoder.js"
 
 /** What the executor and the store work with. */
@@ -55,16 +55,14 @@ const follow = (deps: Deps, conversationId: string, taskId: string, contextId: s
     const events = yield* deps.registry.events(conversationId, 0)
     const encoder = Encoder.make(taskId, contextId)
     let ended = false
-    yield* Stream.runForEach(events, (wire) =>
+    yield* Stream.runForEach(Stream.filter(events, isItem), ({ event }) =>
       Effect.sync(() => {
-        if (wire.channel === "done") {
+        if (event._tag === "Done") {
           ended = true
-          const answer = typeof wire.data.answer === "string" ? wire.data.answer : ""
-          for (const e of encoder.end({ answer, cancelled: wire.data.cancelled === true })) publish(e)
+          for (const e of encoder.end({ answer: event.answer, cancelled: event.cancelled === true })) publish(e)
           return
         }
-        const event = fromWire(wire.channel, wire.data)
-        if (event !== undefined) for (const e of encoder.push(event)) publish(e)
+        for (const e of encoder.push(event)) publish(e)
       }))
     return ended
   }))
@@ -142,14 +140,14 @@ const endingOf = (deps: Deps, runId: string) =>
     const row = yield* deps.log.run(runId)
     if (Option.isNone(row) || row.value.status !== "done") return Option.none<Encoder.Ending>()
     const events = yield* deps.log.eventsAfter(runId, 0)
-    const done = events.find((e) => e.channel === "done")
-    if (done === undefined) return Option.none<Encoder.Ending>()
-    const data = JSON.parse(done.data) as { answer?: unknown; cancelled?: unknown }
-    const error = events.find((e) => e.channel === "error" && JSON.parse(e.data).agent === undefined)
+    const done = events.find((e) => e.event._tag === "Done")?.event
+    if (done === undefined || done._tag !== "Done") return Option.none<Encoder.Ending>()
+    // a child's RunFailed is never forwarded: the one in the log is the run's own
+    const error = events.find((e) => e.event._tag === "RunFailed")?.event
     return Option.some<Encoder.Ending>({
-      answer: typeof data.answer === "string" ? data.answer : "",
-      cancelled: data.cancelled === true,
-      failure: error === undefined ? undefined : String(JSON.parse(error.data).message ?? "the run failed")
+      answer: done.answer,
+      cancelled: done.cancelled === true,
+      failure: error === undefined || error._tag !== "RunFailed" ? undefined : error.message
     })
   })
 
