@@ -3,7 +3,8 @@
  * `new ClientFactory().createFromUrl(url)` reads our agent card and speaks
  * JSON-RPC to our router — send, stream, get, cancel — over the real server
  * (routes, durable runs, SQLite) and a fake OpenAI-compatible model. An
- * unauthenticated call is refused before anything runs.
+ * unauthenticated call is refused before anything runs, and so is a call from a
+ * foreign page (Origin) or through a rebinding name (Host), as on every route.
  */
 import { TaskState } from "@a2a-js/sdk"
 import type { Message, Task } from "@a2a-js/sdk"
@@ -13,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
+import { request } from "node:http"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 import { startServer } from "../utils/serverHarness.js"
 
@@ -182,6 +184,44 @@ describe("A2A server through the SDK's own client", () => {
         }).then(async (r) => ({ status: r.status, body: await r.json() }))
       )
       assert.strictEqual(raw.status, 401)
+      assert.strictEqual(fake.requests.length, 0, "no model call")
+    }), 60_000)
+
+  it.scopedLive("the browser rules of every route: a foreign Origin is refused (403), a foreign Host too (421); no model call", () =>
+    Effect.gen(function*() {
+      const fake = yield* model("never")
+      const server = yield* startServer({ llmUrl: fake.url, settings: { apiToken: Option.some(Redacted.make(TOKEN)) } })
+      const port = new URL(server.url).port
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "hi" }] } } })
+      const post = (headers: Record<string, string>) =>
+        Effect.promise(() =>
+          fetch(`${server.url}/a2a`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "a2a-version": "1.0", authorization: `Bearer ${TOKEN}`, ...headers },
+            body
+          }).then((r) => r.status)
+        )
+      // the token is right: only the page's origin or the rebinding host is wrong
+      assert.strictEqual(yield* post({ origin: "https://attacker.example" }), 403)
+      // fetch does not send a Host of its own choosing: node:http does
+      const rebound = yield* Effect.async<number>((resume) => {
+        const req = request({ host: "127.0.0.1", port: Number(port), path: "/a2a", method: "POST", headers: {
+          host: `attacker.example:${port}`,
+          "content-type": "application/json",
+          "a2a-version": "1.0",
+          authorization: `Bearer ${TOKEN}`
+        } }, (res) => {
+          res.resume()
+          resume(Effect.succeed(res.statusCode ?? 0))
+        })
+        req.on("error", (e) => resume(Effect.die(e)))
+        req.end(body)
+      })
+      assert.strictEqual(rebound, 421)
+      const card = yield* Effect.promise(() =>
+        fetch(`${server.url}/.well-known/agent-card.json`, { headers: { origin: "https://attacker.example" } }).then((r) => r.status)
+      )
+      assert.strictEqual(card, 403)
       assert.strictEqual(fake.requests.length, 0, "no model call")
     }), 60_000)
 })
