@@ -6,7 +6,9 @@
  *   the child's `agent`) and answered on the parent's conversation;
  * - cancelling the parent's conversation stops the child mid-tool;
  * - a message injected while the child works is the parent's: the parent's
- *   next model request has it, the child's never do.
+ *   next model request has it, the child's never do;
+ * - the parent's budget pays for the child: a child's call that needs more than
+ *   the parent left is refused before it is made.
  *
  * The fake model tells the parent's requests from the child's by the user's
  * query (`PARENT-QUERY`, which the child, with history `none`, never sees) and
@@ -180,5 +182,34 @@ describe("sub-agents of REACT_SUBAGENTS_FILE: what reaches through (server)", ()
       const done = result.events[result.events.length - 1]
       assert.strictEqual(done.data.answer, "Parent answer.")
       assert.deepStrictEqual(done.data.pending_injections, [])
+    }), 60_000)
+
+  it.scopedLive("the parent's budget pays for the child: a child's call that needs more than the parent left is refused unmade", () =>
+    Effect.gen(function*() {
+      // the parent's call of worker spends 2,050 of a 2,400-token budget
+      const base = responder("slow__work")
+      const fake = yield* FakeOpenAi.scoped((body, index) =>
+        isParent(body) && toolResults(body) === 0 && (body?.tools ?? []).length > 0 && !body?.stream
+          ? FakeOpenAi.completion({
+            toolCalls: [{ id: freshCallId(index), name: "worker", arguments: JSON.stringify({ query: "CHILD-TASK" }) }],
+            usage: { prompt: 2_000, completion: 50 }
+          })
+          : base(body, index)
+      )
+      const slow = recordingTool("slow__work", 0)
+      const { url } = yield* server(fake, slow.tool, { REACT_RUN_BUDGET_TOKENS: "2400" })
+      const result = yield* Effect.promise(() =>
+        openSse(`${url}/api/react`, { body: { query: "PARENT-QUERY", conversation_id: "reach-budget" }, timeoutMs: 30_000 })
+      )
+      // the child's first call would exceed what the parent left: refused on the parent's account, no request made
+      const exhausted = result.events.filter((e) => e.event === "phase" && e.data.phase === "budget_exhausted")
+      assert.deepStrictEqual(exhausted[0]?.data.agent?.name, "worker", JSON.stringify(exhausted.map((e) => e.data)))
+      assert.strictEqual(exhausted[0].data.spent_tokens, 2_050, "the parent's spending")
+      assert.strictEqual(exhausted[0].data.limit_tokens, 2_400)
+      assert.deepStrictEqual(fake.requests.map((r) => isParent(r.body)), [true, true], "the child's model was never asked")
+      assert.deepStrictEqual(slow.log, [])
+      const done = result.events[result.events.length - 1]
+      assert.strictEqual(done.event, "done")
+      assert.isAtMost(done.data.usage.total_tokens, 2_400)
     }), 60_000)
 })
