@@ -224,4 +224,31 @@ describe("A2A server through the SDK's own client", () => {
       assert.strictEqual(card, 403)
       assert.strictEqual(fake.requests.length, 0, "no model call")
     }), 60_000)
+
+  it.scopedLive("a message sent again with an idempotency key already seen follows the first task's run: no work again", () =>
+    Effect.gen(function*() {
+      // each run's answer names its question: a task following the wrong run shows the wrong answer
+      const fake = yield* FakeOpenAi.scoped((body: any, index: number) => {
+        const text = JSON.stringify(body.messages)
+        if (body?.stream) return FakeOpenAi.sseText(text.includes("SECOND-Q") ? "Second answer." : "First answer.")
+        const tools = (body.messages ?? []).filter((m: any) => m.role === "tool").length
+        return tools === 0
+          ? FakeOpenAi.completion({ toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "calculator", arguments: "{\"expression\":\"1+1\"}" }] })
+          : FakeOpenAi.completion({ content: "2" })
+      })
+      const server = yield* startServer({ llmUrl: fake.url, settings: { apiToken: Option.some(Redacted.make(TOKEN)) } })
+      const client = yield* Effect.promise(() => new ClientFactory().createFromUrl(server.url))
+      const keyed = { metadata: { idempotency_key: "ik_retry" } }
+      const first = (yield* Effect.promise(() => client.sendMessage(send("FIRST-Q", keyed), auth))) as Task
+      assert.strictEqual(answerOf(first), "First answer.")
+      // a later run in the same conversation: the conversation's latest run is no longer the first task's
+      const second = (yield* Effect.promise(() => client.sendMessage(send("SECOND-Q", { contextId: first.contextId }), auth))) as Task
+      assert.strictEqual(answerOf(second), "Second answer.")
+      const requests = fake.requests.length
+      // the caller retries the first message (a new message id, the same key)
+      const retried = (yield* Effect.promise(() => client.sendMessage(send("FIRST-Q", keyed), auth))) as Task
+      assert.strictEqual(retried.status?.state, TaskState.TASK_STATE_COMPLETED)
+      assert.strictEqual(answerOf(retried), "First answer.")
+      assert.strictEqual(fake.requests.length, requests, "no model call for the retry")
+    }), 60_000)
 })

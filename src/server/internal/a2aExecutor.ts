@@ -47,24 +47,21 @@ const logged = <A>(what: string, fallback: A) => <E>(effect: Effect.Effect<A, E>
   Effect.catchAll(effect, (error) => Effect.as(Effect.logWarning(`A2A: ${what}: ${String((error as { message?: unknown }).message ?? error)}`), fallback))
 
 /**
- * Follows the conversation's latest run to its `done`, publishing its events as
- * the task's; false when the stream ended first (the server is stopping).
+ * Follows the task's run to its `done`, publishing its events as the task's (the
+ * stream ends early only when the server stops: the task stays open and the next
+ * start follows it again, `resumeOpenTasks`).
  */
-const follow = (deps: Deps, conversationId: string, taskId: string, contextId: string, publish: (e: AgentExecutionEvent) => void) =>
+const follow = (deps: Deps, runId: string, taskId: string, contextId: string, publish: (e: AgentExecutionEvent) => void) =>
   Effect.scoped(Effect.gen(function*() {
-    const events = yield* deps.registry.events(conversationId, 0)
+    const events = yield* deps.registry.events({ runId }, 0)
     const encoder = Encoder.make(taskId, contextId)
-    let ended = false
     yield* Stream.runForEach(Stream.filter(events, isItem), ({ event }) =>
       Effect.sync(() => {
-        if (event._tag === "Done") {
-          ended = true
-          for (const e of encoder.end({ answer: event.answer, cancelled: event.cancelled === true })) publish(e)
-          return
-        }
-        for (const e of encoder.push(event)) publish(e)
+        const out = event._tag === "Done"
+          ? encoder.end({ answer: event.answer, cancelled: event.cancelled === true })
+          : encoder.push(event)
+        for (const e of out) publish(e)
       }))
-    return ended
   }))
 
 const failed = (taskId: string, contextId: string, message: string): ReadonlyArray<AgentExecutionEvent> =>
@@ -117,7 +114,7 @@ export const makeExecutor = (deps: Deps): AgentExecutor => ({
         runId = started.right.runId
       }
       yield* begin(runId)
-      yield* follow(deps, conversationId, taskId, contextId, publish).pipe(logged("following the run", false))
+      yield* follow(deps, runId, taskId, contextId, publish).pipe(logged<void>("following the run", undefined))
     })),
   cancelTask: (taskId: string) =>
     deps.run(Effect.gen(function*() {
@@ -218,8 +215,9 @@ export const resumeOpenTasks = (deps: Deps) =>
     yield* Effect.forEach(open, (stored) =>
       Effect.gen(function*() {
         const active = yield* deps.log.active(stored.contextId)
-        if (Option.isSome(active) && active.value === stored.runId) {
-          yield* Effect.scoped(Effect.flatMap(deps.registry.events(stored.contextId, 0), Stream.runDrain))
+        const runId = stored.runId
+        if (runId !== undefined && Option.isSome(active) && active.value === runId) {
+          yield* Effect.scoped(Effect.flatMap(deps.registry.events({ runId }, 0), Stream.runDrain))
         }
         yield* current(deps, stored)
       }).pipe(logged<void>(`following task ${stored.taskId}`, undefined)), { concurrency: "unbounded", discard: true })
