@@ -251,4 +251,34 @@ describe("A2A server through the SDK's own client", () => {
       assert.strictEqual(answerOf(retried), "First answer.")
       assert.strictEqual(fake.requests.length, requests, "no model call for the retry")
     }), 60_000)
+
+  it.scopedLive("CancelTask on a task sent again with the same key cancels the run both tasks follow", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeOpenAi.scoped((body: any, index: number) => {
+        if (body?.stream) return FakeOpenAi.sseText("Never shown.")
+        const tools = (body.messages ?? []).filter((m: any) => m.role === "tool").length
+        return tools === 0
+          ? FakeOpenAi.completion({ toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "calculator", arguments: "{\"expression\":\"1+1\"}" }], delayMs: 20_000 })
+          : FakeOpenAi.completion({ content: "2" })
+      })
+      const server = yield* startServer({ llmUrl: fake.url, settings: { apiToken: Option.some(Redacted.make(TOKEN)) } })
+      const client = yield* Effect.promise(() => new ClientFactory().createFromUrl(server.url))
+      const atOnce = (text: string) => ({
+        ...send(text, { metadata: { idempotency_key: "ik_cancel" } }),
+        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true }
+      })
+      const first = (yield* Effect.promise(() => client.sendMessage(atOnce("SLOW-Q"), auth))) as Task
+      yield* Effect.promise(() => fake.waitForRequests(1, 10_000))
+      const retried = (yield* Effect.promise(() => client.sendMessage(atOnce("SLOW-Q"), auth))) as Task
+      assert.notStrictEqual(retried.id, first.id)
+      yield* Effect.promise(() => client.cancelTask({ tenant: "", id: retried.id, metadata: undefined }, auth))
+      // the run both follow stops: the first task ends canceled too, long before the model's 20 s reply
+      let state: TaskState | undefined
+      for (let i = 0; i < 50 && state !== TaskState.TASK_STATE_CANCELED; i++) {
+        yield* Effect.sleep("200 millis")
+        state = (yield* Effect.promise(() => client.getTask({ tenant: "", id: first.id }, auth))).status?.state
+      }
+      assert.strictEqual(state, TaskState.TASK_STATE_CANCELED)
+      assert.strictEqual(fake.requests.length, 1, "one run, asked once")
+    }), 60_000)
 })

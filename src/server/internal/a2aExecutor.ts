@@ -124,12 +124,25 @@ export const makeExecutor = (deps: Deps): AgentExecutor => ({
     }).pipe(logged<void>("cancelling", undefined)))
 })
 
+/**
+ * The conversation of the task's run while that run is its conversation's
+ * active one (read from the run: a task sent again with a key already seen has
+ * a context id of its own, its run lives in the first task's conversation).
+ */
+const activeConversation = (deps: Deps, runId: string | undefined) =>
+  Effect.gen(function*() {
+    const row = runId === undefined ? Option.none() : yield* deps.log.run(runId)
+    if (Option.isNone(row)) return Option.none<string>()
+    const active = yield* deps.log.active(row.value.conversationId)
+    return Option.isSome(active) && active.value === runId ? Option.some(row.value.conversationId) : Option.none<string>()
+  })
+
 /** Cancels the task's run if it is still its conversation's active run. */
 const cancelRun = (deps: Deps, stored: StoredTask) =>
-  Effect.gen(function*() {
-    const active = yield* deps.log.active(stored.contextId)
-    if (Option.isSome(active) && active.value === stored.runId) yield* deps.registry.cancel(stored.contextId)
-  })
+  Effect.flatMap(activeConversation(deps, stored.runId), Option.match({
+    onNone: () => Effect.void,
+    onSome: (conversationId) => Effect.asVoid(deps.registry.cancel(conversationId))
+  }))
 
 /** How the run of a task ended, read from the run log; none while it runs (or when it is gone). */
 const endingOf = (deps: Deps, runId: string) =>
@@ -214,9 +227,8 @@ export const resumeOpenTasks = (deps: Deps) =>
     const open = yield* deps.tasks.open
     yield* Effect.forEach(open, (stored) =>
       Effect.gen(function*() {
-        const active = yield* deps.log.active(stored.contextId)
         const runId = stored.runId
-        if (runId !== undefined && Option.isSome(active) && active.value === runId) {
+        if (runId !== undefined && Option.isSome(yield* activeConversation(deps, runId))) {
           yield* Effect.scoped(Effect.flatMap(deps.registry.events({ runId }, 0), Stream.runDrain))
         }
         yield* current(deps, stored)
