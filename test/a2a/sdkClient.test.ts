@@ -10,11 +10,15 @@ import { TaskState } from "@a2a-js/sdk"
 import type { Message, Task } from "@a2a-js/sdk"
 import { ClientFactory } from "@a2a-js/sdk/client"
 import { assert, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Redacted from "effect/Redacted"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
 import { request } from "node:http"
+import * as Tool from "../../src/Tool.js"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 import { startServer } from "../utils/serverHarness.js"
 
@@ -280,5 +284,44 @@ describe("A2A server through the SDK's own client", () => {
       }
       assert.strictEqual(state, TaskState.TASK_STATE_CANCELED)
       assert.strictEqual(fake.requests.length, 1, "one run, asked once")
+    }), 60_000)
+
+  it.scopedLive("a task waiting for a free slot streams a submitted status saying so, then works and completes", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      const holding = yield* Deferred.make<void>()
+      const hold = Tool.make({
+        name: "calculator",
+        description: "Holds the first run until released",
+        parameters: Schema.Struct({ expression: Schema.String }),
+        handler: () => Effect.zipRight(Deferred.succeed(holding, undefined), Effect.as(Deferred.await(release), "42"))
+      })
+      const fake = yield* model("Forty-two.")
+      const server = yield* startServer({
+        llmUrl: fake.url,
+        tools: [hold],
+        settings: { apiToken: Option.some(Redacted.make(TOKEN)), maxActiveRuns: 1, runQueue: 5 }
+      })
+      const client = yield* Effect.promise(() => new ClientFactory().createFromUrl(server.url))
+      // the only slot: a run holding its tool call
+      const first = yield* Effect.fork(Effect.promise(() => client.sendMessage(send("FIRST"), auth)))
+      yield* Deferred.await(holding)
+      const statuses: Array<[string, string]> = []
+      const streamed = yield* Effect.fork(Effect.promise(async () => {
+        for await (const event of client.sendMessageStream(send("SECOND"), auth)) {
+          const payload = event.payload!
+          if (payload.$case !== "statusUpdate") continue
+          const message = payload.value.status!.message?.parts[0]?.content
+          statuses.push([TaskState[payload.value.status!.state], message?.$case === "text" ? message.value : ""])
+          if (message?.$case === "text" && message.value.startsWith("Waiting for a free slot")) {
+            Effect.runFork(Deferred.succeed(release, undefined))
+          }
+        }
+      }))
+      yield* Fiber.join(streamed)
+      yield* Fiber.join(first)
+      assert.deepStrictEqual(statuses[0], ["TASK_STATE_SUBMITTED", "Waiting for a free slot (0 ahead)"], JSON.stringify(statuses))
+      assert.deepStrictEqual(statuses.at(-1)?.[0], "TASK_STATE_COMPLETED")
+      assert.isTrue(statuses.some(([state]) => state === "TASK_STATE_WORKING"))
     }), 60_000)
 })

@@ -8,7 +8,7 @@
  *   sent), held until the loop knows it is the answer (`settledAnswers`);
  * - progress: a `working` `statusUpdate` with a short agent message when the run
  *   calls a tool, delegates to a sub-agent, waits for an approval or resumes
- *   after a restart;
+ *   after a restart; a `submitted` one while it waits for a free slot (`Queued`);
  * - the end (`Done`): the whole answer as the artifact's last chunk, then the
  *   final status — `completed`, `failed` (the run's error as the message) or
  *   `canceled`.
@@ -105,9 +105,20 @@ const answerChunk = (taskId: string, contextId: string, text: string, append: bo
   }
 })
 
-/** What a run's own event says of its progress, as a status message (none for most events). */
-const progressOf = (event: RunEvent): { readonly text: string; readonly metadata: Record<string, unknown> } | undefined => {
+/** What a run's event says of its progress, as a status message (none for most events). */
+const progressOf = (
+  event: RunEvent
+): { readonly text: string; readonly metadata: Record<string, unknown>; readonly state?: TaskState } | undefined => {
   switch (event._tag) {
+    case "Queued":
+      // accepted, not started: the task stays submitted
+      return isOwn(event)
+        ? {
+          text: `Waiting for a free slot (${event.position} ahead)`,
+          metadata: { position: event.position },
+          state: TaskState.TASK_STATE_SUBMITTED
+        }
+        : undefined
     case "ToolStart":
       return isOwn(event)
         ? { text: `Calling ${event.tool_name}`, metadata: { tool_name: event.tool_name, iteration: event.iteration } }
@@ -149,7 +160,7 @@ export const make = (taskId: string, contextId: string) => {
         taskId,
         contextId,
         status: {
-          state: TaskState.TASK_STATE_WORKING,
+          state: progress.state ?? TaskState.TASK_STATE_WORKING,
           message: agentMessage(taskId, contextId, progress.text, progress.metadata),
           timestamp: new Date().toISOString()
         },
