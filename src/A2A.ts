@@ -150,9 +150,6 @@ const textOfParts = (parts: Message["parts"]): string =>
   parts.flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : p.content?.$case === "data" ? [JSON.stringify(p.content.value)] : []))
     .join("")
 
-/** What a task's artifacts say. */
-const answerOf = (task: Task): string => task.artifacts.map((a) => textOfParts(a.parts)).join("\n\n")
-
 const FINAL = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED])
 const STOPPED = new Set([TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED])
 

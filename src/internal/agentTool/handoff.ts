@@ -78,7 +78,10 @@ export const summary = (caller: ReadonlyArray<ChatMessage>): ReadonlyArray<ChatM
   const asked = messages.flatMap((m) => (m.role === "user" ? [Message.textOf(m.content)] : []))
   if (asked.length === 0) return []
   const lines = ["Context from the agent that delegates this task to you.", "", `Its user asked: ${asked[asked.length - 1]}`]
-  if (asked.length > 1) lines.push("Earlier in that conversation the user asked:", ...asked.slice(0, -1).map((q) => `- ${q}`))
+  if (asked.length > 1) {
+    lines.push("Earlier in that conversation the user asked:")
+    for (const q of asked.slice(0, -1)) lines.push(`- ${q}`)
+  }
   const results = messages.flatMap((m) => (m.role === "tool" ? [m] : []))
   if (results.length > 0) {
     lines.push("", "What it found so far:")
