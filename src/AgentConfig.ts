@@ -48,6 +48,12 @@ export interface AgentOptions {
   /** Tool results are cut to this many chars in the synthesis trace. `REACT_TOOL_OBS_TRUNCATION`, default 2000. */
   readonly toolObsTruncation: number
   /**
+   * A typed answer (`RunInput.output`) that does not validate is asked again this
+   * many times, with the validation message, before the run fails with
+   * `output_invalid`. `REACT_OUTPUT_RETRIES`, default 1.
+   */
+  readonly outputRetries: number
+  /**
    * A timeout for every call of a tool that declares none (a tool's own
    * `timeout` wins). `REACT_TOOL_TIMEOUT_MS`, default none: a tool without a
    * timeout of its own runs without a timer, bounded by the run's deadline
@@ -128,6 +134,7 @@ export const defaults: AgentOptions = {
   toolResultBudget: 40000,
   maxTurnTokens: 0,
   toolObsTruncation: 2000,
+  outputRetries: 1,
   runTimeout: Duration.hours(1),
   approvalTools: [],
   synthesis: "auto"
@@ -157,6 +164,7 @@ type IntKey =
   | "toolResultBudget"
   | "maxTurnTokens"
   | "toolObsTruncation"
+  | "outputRetries"
 
 /**
  * The environment variable of each integer option, and its minimum.
@@ -173,7 +181,8 @@ export const envVariables: { readonly [K in IntKey]: { readonly name: string; re
   toolSelectionMax: { name: "REACT_TOOL_SELECTION_MAX", min: 1 },
   toolResultBudget: { name: "REACT_TOOL_RESULT_BUDGET", min: 0 },
   maxTurnTokens: { name: "REACT_MAX_TURN_TOKENS", min: 0 },
-  toolObsTruncation: { name: "REACT_TOOL_OBS_TRUNCATION", min: 1 }
+  toolObsTruncation: { name: "REACT_TOOL_OBS_TRUNCATION", min: 1 },
+  outputRetries: { name: "REACT_OUTPUT_RETRIES", min: 0 }
 }
 
 /**

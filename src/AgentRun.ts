@@ -33,6 +33,8 @@ export interface Failure {
   readonly message: string
   readonly retryable: boolean
   readonly type: string
+  /** `RunFailed.code`: `output_invalid` when a typed answer did not match its schema. */
+  readonly code?: string
 }
 
 /**
@@ -204,7 +206,8 @@ export const lifecycle = (options: LifecycleOptions, body: Effect.Effect<void, u
       Effect.catchAllCause((cause) => Effect.succeed<Ending>({ _tag: "Failed", failure: ErrorMessage.runFailure(cause) }))
     )
     if (ending._tag === "Failed") {
-      yield* options.emit({ _tag: "RunFailed", message: ending.failure.message, retryable: ending.failure.retryable })
+      const { code, message, retryable } = ending.failure
+      yield* options.emit({ _tag: "RunFailed", message, retryable, ...(code !== undefined ? { code } : {}) })
     }
     const finished = yield* Clock.currentTimeMillis
     return { ending, pending: Option.getOrElse(yield* Ref.get(left), () => []), elapsed: (finished - started) / 1000 }

@@ -53,6 +53,7 @@ import type { LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
 import * as Message from "./Message.js"
 import * as ModelRegistry from "./ModelRegistry.js"
+import * as Output from "./Output.js"
 import * as ReactAgent from "./ReactAgent.js"
 import type { RunEvent, RunResult } from "./RunEvent.js"
 import type { RunJournal } from "./RunJournal.js"
@@ -172,8 +173,8 @@ export interface DagJournal extends RunJournal {
 export interface DagAgentService {
   /** Runs in DAG mode. The stream never fails: failures become `RunFailed` then `Done`. */
   readonly run: (input: ReactAgent.RunInput) => Stream.Stream<RunEvent>
-  /** Runs and collects the result. */
-  readonly runCollect: (input: ReactAgent.RunInput) => Effect.Effect<RunResult>
+  /** Runs and collects the result (typed by `input.output` when given). */
+  readonly runCollect: ReactAgent.RunCollect
   /**
    * Runs in DAG mode through a journal (a durable host's): every stored step
    * and every event goes through it. Never fails; the last event is `Done`.
@@ -261,7 +262,8 @@ export const make = (
       toolkit,
       guard,
       interrupts,
-      agentFor: (model: LlmService) => Effect.orDie(build(model))
+      agentFor: (model: LlmService) => Effect.orDie(build(model)),
+      outputRetries: options.agent?.outputRetries ?? AgentConfig.defaults.outputRetries
     }
     // the run's budget account: planning, analysis, synthesis and every step draw from one ledger
     const executeWith = (input: ReactAgent.RunInput, journal: DagJournal): Effect.Effect<void> =>
@@ -281,7 +283,11 @@ export const make = (
     return {
       run,
       execute: executeWith,
-      runCollect: (input) => ReactAgent.collect(run(input)),
+      runCollect: ((input: ReactAgent.RunInput) => {
+        const schema = input.output
+        const collected = ReactAgent.collect(run(input))
+        return schema === undefined ? collected : Effect.flatMap(collected, (result) => Output.typed(schema, result))
+      }) as ReactAgent.RunCollect,
       route: (query) => routeQuery(registry.fast, Message.textOf(query)),
       approve: approvals.decide,
       approvals

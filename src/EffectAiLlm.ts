@@ -99,7 +99,7 @@ export const defaults = {
  * @since 0.1.0
  * @category constants
  */
-export const bridgeAbilities: Abilities = { ...defaultAbilities, jsonMode: false }
+export const bridgeAbilities: Abilities = { ...defaultAbilities, jsonMode: false, jsonSchema: false }
 
 /**
  * The prompt-cache key of a request: the same for every request of one

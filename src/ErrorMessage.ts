@@ -83,8 +83,18 @@ export const runFailure = (cause: Cause.Cause<unknown>): {
   readonly message: string
   readonly retryable: boolean
   readonly type: string
+  /** `output_invalid`: the typed answer did not match the output schema (`Output.OutputInvalid`). */
+  readonly code?: string
 } => {
   const error = Cause.squash(cause)
+  // the typed answer's failures (`Output`), told by their tag: this low-level module does not import Output
+  const tag = typeof error === "object" && error !== null ? (error as { readonly _tag?: unknown })._tag : undefined
+  if (tag === "OutputInvalid" || tag === "OutputUnavailable") {
+    const { message, retryable } = error as { readonly message: string; readonly retryable?: boolean }
+    return tag === "OutputInvalid"
+      ? { message, retryable: false, type: "output_invalid", code: "output_invalid" }
+      : { message, retryable: retryable === true, type: "output_unavailable" }
+  }
   if (error instanceof LlmError) {
     return { message: `LLM error (${error.reason}): ${error.message}`, retryable: error.retryable, type: error.reason }
   }

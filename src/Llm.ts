@@ -22,7 +22,8 @@ import * as Think from "./internal/llm/think.js"
 
 /**
  * What a model can do. `toolCall`: native function calling; `toolChoice`: forcing a
- * specific function; `jsonMode`: `response_format: json_object`.
+ * specific function; `jsonMode`: `response_format: json_object`; `jsonSchema`:
+ * `response_format: json_schema` (structured output; absent: not known, not used).
  *
  * @since 0.1.0
  * @category models
@@ -31,6 +32,7 @@ export const Abilities = Schema.Struct({
   toolCall: Schema.Boolean,
   toolChoice: Schema.Boolean,
   jsonMode: Schema.Boolean,
+  jsonSchema: Schema.optional(Schema.Boolean),
   vision: Schema.Boolean,
   streaming: Schema.Boolean,
   thinking: Schema.Boolean
@@ -49,6 +51,7 @@ export const defaultAbilities: Abilities = {
   toolCall: true,
   toolChoice: true,
   jsonMode: true,
+  jsonSchema: true,
   vision: false,
   streaming: true,
   thinking: false
@@ -61,6 +64,17 @@ export const defaultAbilities: Abilities = {
  * @category models
  */
 export type JsonSchemaObject = { readonly [key: string]: unknown }
+
+/**
+ * `response_format` json_schema: JSON matching `schema` (`strict`: guaranteed, under the provider's strict rules).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface JsonSchemaFormat {
+  readonly type: "json_schema"
+  readonly json_schema: { readonly name: string; readonly schema: JsonSchemaObject; readonly strict?: boolean }
+}
 
 /**
  * An OpenAI function-tool definition.
@@ -93,7 +107,8 @@ export interface ChatRequest {
   /** Omitted (or empty) means no tools are advertised. */
   readonly tools?: ReadonlyArray<ToolDefinition>
   readonly toolChoice?: ToolChoice
-  readonly responseFormat?: { readonly type: "json_object" } | { readonly type: "text" }
+  /** `json_schema`: only for a model with `abilities.jsonSchema` (see `JsonSchemaFormat`). */
+  readonly responseFormat?: { readonly type: "json_object" } | { readonly type: "text" } | JsonSchemaFormat
   readonly temperature?: number
   readonly maxTokens?: number
 }

@@ -261,7 +261,8 @@ export const loadModels = (options: Options = {}): Effect.Effect<
           ...c,
           temperature: s.temperature ?? env.temperature,
           // no generic JSON mode through @effect/ai: the structured call uses its prompt-only levels
-          abilities: { ...env.abilities, ...definedOf(s.abilities), jsonMode: false },
+          // (nor `response_format: json_schema`: its native structured output is a forced tool, the structured call's level 1)
+          abilities: { ...env.abilities, ...definedOf(s.abilities), jsonMode: false, jsonSchema: false },
           contextSize: s.contextSize ?? Option.getOrUndefined(explicit.contextSize),
           maxOutputTokens: s.maxOutputTokens ?? Option.getOrUndefined(explicit.maxOutput),
           maxRetries: s.maxRetries ?? env.maxRetries,

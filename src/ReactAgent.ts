@@ -25,12 +25,15 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
+import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { AgentOptions } from "./AgentConfig.js"
 import * as AgentConfig from "./AgentConfig.js"
 import * as AgentTool from "./AgentTool.js"
 import * as Approvals from "./Approvals.js"
 import * as Budget from "./Budget.js"
+import { extractJson } from "./ExtractJson.js"
 import * as ContextGuard from "./ContextGuard.js"
 import * as Hooks from "./Hooks.js"
 import type { AgentServices } from "./internal/reactAgent/run.js"
@@ -40,7 +43,8 @@ import type { LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
 import type { ChatMessage, Content } from "./Message.js"
 import * as ModelRegistry from "./ModelRegistry.js"
-import type { RunEvent, RunResult } from "./RunEvent.js"
+import * as Output from "./Output.js"
+import { isOwn, type RunEvent, type RunResult } from "./RunEvent.js"
 import type { RunJournal } from "./RunJournal.js"
 import * as Journal from "./RunJournal.js"
 import type { Tool } from "./Tool.js"
@@ -76,6 +80,26 @@ export interface RunInput {
   readonly runId?: string
   /** The agent's name in the run's `invoke_agent` span (a sub-agent's: its tool name); default `ReactAgent`. */
   readonly name?: string
+  /**
+   * The answer's schema: the run answers with a value of it (`Done.output`, the
+   * answer text its JSON), or fails with `RunFailed.code` `output_invalid`. See `Output`.
+   */
+  readonly output?: Schema.Schema<any, any>
+}
+
+/**
+ * `runCollect`: with an output schema, the decoded value (`output`) or why
+ * there is none; without, the run's result.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RunCollect {
+  <A, I>(input: RunInput & { readonly output: Schema.Schema<A, I> }): Effect.Effect<
+    Output.TypedRunResult<A>,
+    Output.OutputInvalid | Output.OutputUnavailable
+  >
+  (input: RunInput): Effect.Effect<RunResult>
 }
 
 /**
@@ -89,8 +113,8 @@ export interface ReactAgentService {
    * interrupts the run.
    */
   readonly run: (input: RunInput) => Stream.Stream<RunEvent>
-  /** Runs the agent and collects its result. */
-  readonly runCollect: (input: RunInput) => Effect.Effect<RunResult>
+  /** Runs the agent and collects its result (typed by `input.output` when given). */
+  readonly runCollect: RunCollect
   /**
    * Runs the agent through a journal (a durable host's): every activity and
    * event goes through it. Never fails; the last event is `Done`.
@@ -118,10 +142,14 @@ export class ReactAgent extends Context.Tag("effect-react-engine/ReactAgent")<Re
 const makeCollector = () => {
   let done: Extract<RunEvent, { _tag: "Done" }> | undefined
   let error: RunResult["error"]
+  // the run's own answer text as shown: a typed answer that did not validate is reported with its value
+  let shown = ""
   return {
     push: (event: RunEvent): void => {
       if (event._tag === "Done") done = event
-      else if (event._tag === "RunFailed") error = { message: event.message, retryable: event.retryable }
+      else if (event._tag === "RunFailed") error = failureOf(event, shown)
+      else if (event._tag === "AnswerDelta" && isOwn(event)) shown += event.content
+      else if ((event._tag === "AnswerStart" || event._tag === "AnswerReset") && isOwn(event)) shown = ""
     },
     result: (): RunResult => {
       if (done === undefined) {
@@ -145,10 +173,17 @@ const makeCollector = () => {
         elapsed: done.elapsed,
         pendingInjections: done.pending_injections,
         ...(done.run_id !== undefined ? { runId: done.run_id } : {}),
-        ...(error ? { error } : {})
+        ...(error ? { error } : {}),
+        ...(done.output !== undefined ? { output: done.output } : {})
       }
     }
   }
+}
+
+const failureOf = (event: Extract<RunEvent, { _tag: "RunFailed" }>, shown: string): RunResult["error"] => {
+  if (event.code === undefined) return { message: event.message, retryable: event.retryable }
+  const value = event.code === Output.INVALID_CODE ? Option.getOrUndefined(extractJson(shown)) : undefined
+  return { message: event.message, retryable: event.retryable, code: event.code, ...(value !== undefined ? { value } : {}) }
 }
 
 /**
@@ -185,12 +220,15 @@ export const fromServices = (services: AgentServices): ReactAgentService => {
         yield* execute(input, journal).pipe(Mailbox.into(mailbox), Effect.forkScoped)
         return Mailbox.toStream(mailbox)
       })),
-    runCollect: (input) =>
-      Effect.suspend(() => {
+    runCollect: ((input: RunInput) => {
+      const collected = Effect.suspend(() => {
         const collector = makeCollector()
         const journal = Journal.passThrough((event) => Effect.sync(() => collector.push(event)), { runId: input.runId })
         return Effect.map(execute(input, journal), collector.result)
       })
+      const schema = input.output
+      return schema === undefined ? collected : Effect.flatMap(collected, (result) => Output.typed(schema, result))
+    }) as RunCollect
   }
 }
 

@@ -380,8 +380,14 @@ export interface RunResult {
   readonly pendingInjections: ReadonlyArray<typeof PendingInjection.Type>
   /** The run's id (`Done.run_id`). */
   readonly runId?: string
-  /** Set when the run failed (the stream still ended with `Done`). */
-  readonly error?: { readonly message: string; readonly retryable: boolean }
+  /**
+   * Set when the run failed (the stream still ended with `Done`): `code`
+   * `output_invalid` when its typed answer did not validate, `value` then the last
+   * value shown.
+   */
+  readonly error?: { readonly message: string; readonly retryable: boolean; readonly code?: string; readonly value?: unknown }
+  /** The typed answer (`Done.output`, encoded) of a run with an output schema. */
+  readonly output?: unknown
 }
 
 /**

@@ -18,23 +18,21 @@
  * Worst case 5 calls (1 + 2 + 2); a json-only model 4; a plain model 2. On total
  * failure: the `default` when one was given, else `StructuredOutputError`.
  *
+ * For a run's typed answer (`RunInput.output`) the caller asks for more:
+ * level 0 `schema` (`response_format: json_schema`, strict when the schema
+ * allows it) before level 1, `retries` re-asks per level with the validation
+ * message, `onInvalid: "fail"` (a value that parsed but does not validate after
+ * the retries ends the chain), and `stream` (each attempt streamed, its JSON
+ * text handed on as it grows).
+ *
  * @since 0.1.0
  */
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { extractJson } from "./ExtractJson.js"
-import {
-  nativeRequest,
-  retryMessages,
-  type Target,
-  withSchemaInstruction
-} from "./internal/structuredCall/prompt.js"
+import type { Plan, Progress, StreamHooks, Success } from "./internal/structuredCall/levels.js"
+import { decodeWith, jsonLevel, nativeLevel, schemaLevel, start, textLevel } from "./internal/structuredCall/levels.js"
 import * as JsonSchema from "./JsonSchema.js"
-import type { ChatRequest, ChatResponse, LlmService } from "./Llm.js"
+import type { LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
 import type { ChatMessage } from "./Message.js"
 import * as Telemetry from "./Telemetry.js"
@@ -61,7 +59,32 @@ export interface StructuredCallOptions<A, I> {
   readonly default?: A
   /** The usage phase the calls count for, as their `chat` spans' `react_engine.phase` (tool selection: `selection`). */
   readonly phase?: Usage.Phase
+  /**
+   * Try level 0 `schema` first: `response_format: json_schema` (strict when the
+   * JSON Schema allows strict mode), for a model with `abilities.jsonSchema`.
+   * Default false.
+   */
+  readonly responseSchema?: boolean
+  /**
+   * Re-asks per level after a reply that does not parse or validate, each
+   * quoting the problem. Default: none on levels 0 and 1, one on levels 2 and 3.
+   */
+  readonly retries?: number
+  /**
+   * A level whose retries ended on a value that parsed but did not validate:
+   * `downgrade` (default) goes on down the chain, `fail` ends it there (the
+   * model can do the level; asking elsewhere would not make the value valid).
+   */
+  readonly onInvalid?: "downgrade" | "fail"
+  /** Streams every attempt: `onAttempt` before each, `onText` with each piece of its JSON text. */
+  readonly stream?: StreamHooks
 }
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type StructuredCallStream = StreamHooks
 
 /**
  * The level that produced the value.
@@ -69,7 +92,7 @@ export interface StructuredCallOptions<A, I> {
  * @since 0.1.0
  * @category models
  */
-export type StructuredCallLevel = "native" | "json" | "text" | "default"
+export type StructuredCallLevel = "schema" | "native" | "json" | "text" | "default"
 
 /**
  * @since 0.1.0
@@ -97,175 +120,12 @@ export class StructuredOutputError extends Schema.TaggedError<StructuredOutputEr
   /** The first 200 characters of the last reply (or tool arguments). */
   lastContent: Schema.String,
   llmCalls: Schema.Number,
-  usage: Schema.optional(Usage.Usage)
+  usage: Schema.optional(Usage.Usage),
+  /** The last reply parsed to this value, which did not validate (absent when it did not parse, or the call failed). */
+  lastValue: Schema.optional(Schema.Unknown),
+  /** Set when the last attempt failed with an LLM error: whether that error is worth retrying. */
+  retryable: Schema.optional(Schema.Boolean)
 }) {}
-
-// ---------------------------------------------------------------------------
-// internal: progress and level failures
-
-interface Progress {
-  readonly usage: Usage.Usage
-  readonly llmCalls: number
-  readonly lastContent: string
-  readonly lastProblem: string
-}
-
-const start: Progress = { usage: Usage.empty, llmCalls: 0, lastContent: "", lastProblem: "" }
-
-class NativeFailed extends Data.TaggedError("NativeFailed")<{ readonly progress: Progress }> {}
-class JsonFailed extends Data.TaggedError("JsonFailed")<{ readonly progress: Progress }> {}
-class TextFailed extends Data.TaggedError("TextFailed")<{ readonly progress: Progress }> {}
-
-interface Success {
-  readonly value: unknown
-  readonly raw: unknown
-  readonly progress: Progress
-}
-
-/** What one attempt produced: either a decoded value, or the reason it did not. */
-type Outcome =
-  | { readonly _tag: "Decoded"; readonly value: unknown; readonly raw: unknown }
-  | { readonly _tag: "Rejected"; readonly problem: string }
-
-const rejected = (problem: string): Outcome => ({ _tag: "Rejected", problem })
-
-const decodeWith = (schema: Schema.Schema<any, any, never>) => {
-  const decode = Schema.decodeUnknownEither(schema, { errors: "first", onExcessProperty: "ignore" })
-  return (raw: unknown): Outcome => {
-    const result = decode(raw)
-    return Either.isRight(result)
-      ? { _tag: "Decoded", value: result.right, raw }
-      : rejected(ParseResult.TreeFormatter.formatErrorSync(result.left))
-  }
-}
-
-/**
- * One LLM call plus interpretation. LLM errors are outcomes like any other
- * failed attempt (they downgrade), never failures of the pipeline.
- */
-const attempt = (
-  plan: Plan,
-  level: Exclude<StructuredCallLevel, "default">,
-  request: ChatRequest,
-  progress: Progress,
-  interpret: (response: ChatResponse) => { readonly outcome: Outcome; readonly content: string }
-): Effect.Effect<{ readonly outcome: Outcome; readonly reply: string | undefined; readonly progress: Progress }> =>
-  Effect.map(Effect.either(Telemetry.chat(plan.llm, request, { phase: plan.phase, level })), (result) => {
-    if (Either.isLeft(result)) {
-      const problem = `LLM error (${result.left.reason}): ${result.left.message}`
-      return {
-        outcome: rejected(problem),
-        reply: undefined,
-        progress: { ...progress, llmCalls: progress.llmCalls + 1, lastProblem: problem }
-      }
-    }
-    const response = result.right
-    const { content, outcome } = interpret(response)
-    return {
-      outcome,
-      reply: content,
-      progress: {
-        usage: Usage.add(progress.usage, response.usage),
-        llmCalls: progress.llmCalls + 1,
-        lastContent: content,
-        lastProblem: outcome._tag === "Rejected" ? outcome.problem : ""
-      }
-    }
-  })
-
-const fromText = (
-  text: string,
-  decode: (raw: unknown) => Outcome,
-  regexFallback: ((text: string) => unknown | undefined) | undefined
-): Outcome => {
-  const found = extractJson(text)
-  const first = Option.isSome(found) ? decode(found.value) : rejected("no JSON object found in the reply")
-  if (first._tag === "Decoded" || regexFallback === undefined) return first
-  let candidate: unknown
-  try {
-    candidate = regexFallback(text)
-  } catch {
-    candidate = undefined
-  }
-  return candidate === undefined ? first : decode(candidate)
-}
-
-// ---------------------------------------------------------------------------
-// levels
-
-interface Plan {
-  readonly llm: LlmService
-  readonly phase: Usage.Phase | undefined
-  readonly messages: ReadonlyArray<ChatMessage>
-  readonly target: Target
-  readonly decode: (raw: unknown) => Outcome
-  readonly regexFallback: ((text: string) => unknown | undefined) | undefined
-}
-
-/** Level 1: native function calling, `tool_choice` forced; one call. */
-const nativeLevel = (plan: Plan, progress: Progress): Effect.Effect<Success, NativeFailed> => {
-  if (!(plan.llm.abilities.toolCall && plan.llm.abilities.toolChoice)) {
-    return Effect.fail(new NativeFailed({ progress }))
-  }
-  return Effect.flatMap(
-    attempt(plan, "native", nativeRequest(plan.messages, plan.target), progress, (response) => {
-      const call = response.toolCalls.find((c) => c.name === plan.target.functionName) ?? response.toolCalls[0]
-      if (call === undefined) return { content: response.content, outcome: rejected("the reply has no tool call") }
-      // Invalid argument JSON gets a second chance through extractJson's repairs.
-      const args = Either.isRight(call.parsed) ? Option.some(call.parsed.right) : extractJson(call.arguments)
-      return {
-        content: call.arguments,
-        outcome: Option.isSome(args) ? plan.decode(args.value) : rejected(Either.isLeft(call.parsed) ? call.parsed.left : "")
-      }
-    }),
-    ({ outcome, progress }) =>
-      outcome._tag === "Decoded"
-        ? Effect.succeed({ value: outcome.value, raw: outcome.raw, progress })
-        : Effect.fail(new NativeFailed({ progress }))
-  )
-}
-
-/**
- * Levels 2 and 3 share their shape: a first attempt, and on failure one retry
- * carrying the bad reply and a re-format request.
- */
-const withRetry = <E>(
-  plan: Plan,
-  level: "json" | "text",
-  progress: Progress,
-  responseFormat: ChatRequest["responseFormat"],
-  onFail: (progress: Progress) => E
-): Effect.Effect<Success, E> =>
-  Effect.gen(function*() {
-    const messages = withSchemaInstruction(plan.messages, plan.target)
-    const request = (msgs: ReadonlyArray<ChatMessage>): ChatRequest =>
-      responseFormat === undefined ? { messages: msgs } : { messages: msgs, responseFormat }
-    const interpret = (response: ChatResponse) => ({
-      content: response.content,
-      outcome: fromText(response.content, plan.decode, plan.regexFallback)
-    })
-    let current = progress
-    let msgs = messages
-    for (let i = 0; i < 2; i++) {
-      const result = yield* attempt(plan, level, request(msgs), current, interpret)
-      current = result.progress
-      if (result.outcome._tag === "Decoded") {
-        return { value: result.outcome.value, raw: result.outcome.raw, progress: current }
-      }
-      msgs = retryMessages(messages, result.reply, result.outcome.problem)
-    }
-    return yield* Effect.fail(onFail(current))
-  })
-
-/** Level 2: JSON mode (`response_format: json_object`); up to two calls. */
-const jsonLevel = (plan: Plan, progress: Progress): Effect.Effect<Success, JsonFailed> =>
-  plan.llm.abilities.jsonMode
-    ? withRetry(plan, "json", progress, { type: "json_object" }, (p) => new JsonFailed({ progress: p }))
-    : Effect.fail(new JsonFailed({ progress }))
-
-/** Level 3: plain text, `extractJson` then `regexFallback`; up to two calls. */
-const textLevel = (plan: Plan, progress: Progress): Effect.Effect<Success, TextFailed> =>
-  withRetry(plan, "text", progress, undefined, (p) => new TextFailed({ progress: p }))
 
 // ---------------------------------------------------------------------------
 // public API
@@ -300,10 +160,13 @@ const run = <A, I>(
       jsonSchema: JsonSchema.make(options.schema)
     },
     decode: decodeWith(options.schema),
-    // the text level only: levels 1 and 2 decode what the model returned as is
-    regexFallback: options.regexFallback
+    // the text level only: levels 0 to 2 decode what the model returned as is
+    regexFallback: options.regexFallback,
+    attempts: options.retries === undefined ? undefined : 1 + Math.max(0, Math.floor(options.retries)),
+    onInvalid: options.onInvalid ?? "downgrade",
+    stream: options.stream,
+    responseSchema: options.responseSchema === true
   }
-  const jsonPlan: Plan = { ...plan, regexFallback: undefined }
   const done = (level: StructuredCallLevel) => (s: Success): StructuredCallResult<A> => ({
     value: s.value as A,
     raw: s.raw,
@@ -326,15 +189,19 @@ const run = <A, I>(
             (progress.lastProblem ? `: ${progress.lastProblem.slice(0, 500)}` : ""),
           lastContent: progress.lastContent.slice(0, LAST_CONTENT_MAX),
           llmCalls: progress.llmCalls,
-          usage: progress.usage
+          usage: progress.usage,
+          ...(progress.lastValue !== undefined ? { lastValue: progress.lastValue } : {}),
+          ...(progress.lastError !== undefined ? { retryable: progress.lastError.retryable } : {})
         })
       )
 
-  return nativeLevel(plan, start).pipe(
-    Effect.map(done("native")),
-    Effect.catchTag("NativeFailed", (e) => Effect.map(jsonLevel(jsonPlan, e.progress), done("json"))),
+  return schemaLevel(plan, start).pipe(
+    Effect.map(done("schema")),
+    Effect.catchTag("SchemaFailed", (e) => Effect.map(nativeLevel(plan, e.progress), done("native"))),
+    Effect.catchTag("NativeFailed", (e) => Effect.map(jsonLevel(plan, e.progress), done("json"))),
     Effect.catchTag("JsonFailed", (e) => Effect.map(textLevel(plan, e.progress), done("text"))),
     Effect.catchTag("TextFailed", (e) => exhausted(e.progress)),
+    Effect.catchTag("ValueInvalid", (e) => exhausted(e.progress)),
     Effect.tap((result) =>
       Effect.annotateCurrentSpan({
         [Telemetry.attributes.structuredLevel]: result.level,

@@ -39,7 +39,7 @@ import * as Usage from "../../Usage.js"
 import { type Analysis, analyze, AnalyzedSchema } from "./analyze.js"
 import { addPhases, addUsage, executeRound, Injections, makeTally, type StepOutcome } from "./execute.js"
 import { plan as makePlan, PlannedSchema } from "./plan.js"
-import { synthesize } from "./synthesize.js"
+import { synthesize, typedSynthesis } from "./synthesize.js"
 
 /** The resolved settings of a DAG agent. */
 export interface DagSettings {
@@ -61,6 +61,8 @@ export interface DagServices {
   readonly interrupts: InterruptsService
   /** Builds a fresh ReAct agent on a model (steps and the fallback). */
   readonly agentFor: (llm: LlmService) => Effect.Effect<ReactAgentService>
+  /** Re-asks of a typed answer that does not validate (`AgentOptions.outputRetries`). */
+  readonly outputRetries: number
 }
 
 /** Each step's result is cut to this many characters in the re-planning summary. */
@@ -119,7 +121,7 @@ const executeIn = (
     const history = (input.history ?? []).filter((m) => m.role === "user" || m.role === "assistant")
     const tally = makeTally()
     // what the run got to, for `Done`: the answer, or the ReAct fallback's own `Done`
-    const reached = yield* Ref.make<{ readonly answer: string; readonly delegated?: Done }>({ answer: "" })
+    const reached = yield* Ref.make<{ readonly answer: string; readonly delegated?: Done; readonly output?: unknown }>({ answer: "" })
     /**
      * The drain after a round's analysis (stored: a replay takes the same messages in; keyed by
      * the step, so an attempt re-run after a crash gets what the first one marked drained).
@@ -145,7 +147,8 @@ const executeIn = (
           query: withFollowUps(input.query, followUps),
           conversationId,
           ...(input.history !== undefined ? { history: input.history } : {}),
-          ...(input.maxIterations !== undefined ? { maxIterations: input.maxIterations } : {})
+          ...(input.maxIterations !== undefined ? { maxIterations: input.maxIterations } : {}),
+          ...(input.output !== undefined ? { output: input.output } : {})
         }, Journal.nested(journal, {
           prefix: `dag/${round}/react/`,
           emit: (event, options) => event._tag === "Done" ? Ref.set(reached, { answer: "", delegated: event }) : journal.emit(event, options)
@@ -230,6 +233,12 @@ const executeIn = (
       }
       yield* emit({ _tag: "AnswerSignal" })
       const synthesisInput = { goal, history, results: last?.results ?? [], analysis: last?.analysis, followUps }
+      if (input.output !== undefined) {
+        // a typed answer: the synthesis writes the value (see `Output`)
+        const typed = yield* typedSynthesis(llm, input.output, synthesisInput, services.outputRetries, journal)
+        addUsage(tally, "synthesis", typed.usage)
+        return yield* Ref.set(reached, { answer: typed.answer, output: typed.output })
+      }
       const synthesis = yield* journal.activity({
         name: "dag/synthesis",
         success: SynthesisResultSchema,
@@ -245,7 +254,7 @@ const executeIn = (
     const { elapsed, ending, pending } = yield* AgentRun.lifecycle({ interrupts, conversationId, cancel: input.cancel, emit }, body)
     const failure = ending._tag === "Failed" ? ending.failure : undefined
     const cancelled = ending._tag === "Cancelled"
-    const { answer, delegated } = yield* Ref.get(reached)
+    const { answer, delegated, output } = yield* Ref.get(reached)
     const left = pending.map((p) => ({ id: p.id, content: p.content }))
     if (delegated !== undefined) {
       addPhases(tally, delegated.usage.by_phase)
@@ -272,7 +281,8 @@ const executeIn = (
       pending_injections: left,
       ...(journal.runId !== undefined ? { run_id: journal.runId } : {}),
       steps: tally.steps,
-      messages: [...history, Message.user(input.query, { pinned: true }), ...(final !== "" ? [Message.assistant(final)] : [])]
+      messages: [...history, Message.user(input.query, { pinned: true }), ...(final !== "" ? [Message.assistant(final)] : [])],
+      ...(output !== undefined && final !== "" ? { output } : {})
     })
     return { usage, iterations: tally.iterations, answer: final, cancelled, failure }
   })

@@ -7,12 +7,16 @@
  *
  * @internal
  */
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import type * as Schema from "effect/Schema"
 import { streamWithFallback, type SynthesisResult } from "../../AnswerSynthesis.js"
 import type { LlmService } from "../../Llm.js"
 import type { ChatMessage } from "../../Message.js"
 import * as Message from "../../Message.js"
+import * as Output from "../../Output.js"
 import type { RunEvent } from "../../RunEvent.js"
+import type { RunJournal } from "../../RunJournal.js"
+import type { Usage } from "../../Usage.js"
 import type { Analysis } from "./analyze.js"
 import { formatResults } from "./analyze.js"
 import type { StepOutcome } from "./step.js"
@@ -65,6 +69,45 @@ export const fallbackAnswer = (results: ReadonlyArray<StepOutcome>, analysis: An
   if (done.length === 0) return NOT_ACHIEVED
   return done.map((r) => `**Step ${r.id}** — ${r.result}`).join("\n\n---\n\n")
 }
+
+/** A typed answer written. */
+export interface Typed {
+  readonly answer: string
+  readonly output: unknown
+  readonly usage: Usage
+}
+
+/**
+ * The typed answer (`RunInput.output`) from the same prompt, as the run's
+ * `dag/output` step: the value, or the run fails (`OutputInvalid`,
+ * `OutputUnavailable`).
+ */
+export const typedSynthesis = (
+  llm: LlmService,
+  schema: Schema.Schema<any, any>,
+  input: SynthesisInput,
+  retries: number,
+  journal: RunJournal
+): Effect.Effect<Typed, Output.OutputInvalid | Output.OutputUnavailable> =>
+  journal.activity({
+    name: "dag/output",
+    success: Output.TypedAnswer,
+    restartAware: true,
+    execute: ({ restarted }) =>
+      Effect.zipRight(
+        restarted ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
+        Output.answer({ llm, schema, messages: synthesisMessages(input), retries, emit: journal.emit })
+      )
+  }).pipe(Effect.flatMap((result): Effect.Effect<Typed, Output.OutputInvalid | Output.OutputUnavailable> => {
+    switch (result._tag) {
+      case "Answered":
+        return Effect.succeed({ answer: result.answer, output: result.output, usage: result.usage })
+      case "Invalid":
+        return Effect.fail(new Output.OutputInvalid({ message: result.message, value: result.value }))
+      case "Failed":
+        return Effect.fail(new Output.OutputUnavailable({ message: result.message, retryable: result.retryable }))
+    }
+  }))
 
 /** Streams the answer (`AnswerStart`, deltas, `AnswerDone`); never fails. */
 export const synthesize = (

@@ -108,6 +108,7 @@ export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "bas
     toolCall: bool("LLM_TOOL_CALL_ENABLED", true),
     toolChoice: bool("LLM_TOOL_CHOICE_ENABLED", true),
     jsonMode: bool("LLM_JSON_MODE_ENABLED", true),
+    jsonSchema: bool("LLM_JSON_SCHEMA_ENABLED", true),
     vision: bool("LLM_VISION_ENABLED", false),
     streaming: bool("LLM_STREAMING_ENABLED", true),
     contextSize: int("LLM_CONTEXT_SIZE", defaults.contextSize, 1),
@@ -123,6 +124,7 @@ export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "bas
       toolCall: c.toolCall,
       toolChoice: c.toolChoice,
       jsonMode: c.jsonMode,
+      jsonSchema: c.jsonSchema,
       vision: c.vision,
       streaming: c.streaming
     },

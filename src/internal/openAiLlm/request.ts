@@ -80,7 +80,10 @@ export const toParams = (request: ChatRequest, settings: RequestSettings): ChatC
     }))
     if (settings.abilities.toolChoice) params.tool_choice = request.toolChoice ?? "auto"
   }
-  if (request.responseFormat && (request.responseFormat.type !== "json_object" || settings.abilities.jsonMode)) {
+  const format = request.responseFormat?.type
+  const abilities = settings.abilities
+  const sent = format === "json_object" ? abilities.jsonMode : format === "json_schema" ? abilities.jsonSchema === true : format !== undefined
+  if (sent) {
     params.response_format = request.responseFormat
   }
   const temperature = request.temperature ?? settings.temperature

@@ -25,6 +25,7 @@ import * as Telemetry from "../../Telemetry.js"
 import type { ToolkitService } from "../../Toolkit.js"
 import * as Usage from "../../Usage.js"
 import { makeGate } from "./approval.js"
+import { typedAnswer } from "./output.js"
 import { releaseHold } from "./budget.js"
 import * as Guardrails from "./guardrails.js"
 import type { LoopEnv } from "./env.js"
@@ -64,6 +65,8 @@ interface Progress {
   readonly guards?: Guardrails.RunGuardrails | undefined
   /** The answer when no state holds it (an input guardrail tripped). */
   readonly answer?: string
+  /** The typed answer (`RunInput.output`), encoded. */
+  readonly output?: unknown
 }
 
 const note = (progress: Ref.Ref<Progress>, change: Partial<Progress>): Effect.Effect<void> =>
@@ -136,7 +139,8 @@ const work = (
       hooks,
       guard,
       interrupts,
-      options,
+      // a typed answer is never the loop's prose: no loop reply is streamed as the answer
+      options: input.output === undefined ? options : { ...options, synthesis: "always" },
       maxIterations: effectiveMax(input.maxIterations, options.maxIterations),
       tools,
       conversationId,
@@ -167,14 +171,26 @@ const work = (
     }
     yield* Effect.ensuring(runLoop(env, state), Effect.sync(() => releaseHold(env)))
     yield* journal.emit({ _tag: "AnswerSignal" })
-    yield* answer(env, state, input, history)
+    if (input.output === undefined) yield* answer(env, state, input, history)
+    else yield* note(progress, { output: yield* typedAnswer(env, state, input.output, synthesisOf(env, yield* Ref.get(state), input, history), options.synthesis) })
     if (guards === undefined) return
     // the answer is checked once written: a trip retracts it and answers with the refusal
     const trip = yield* Guardrails.checkOutput(journal, guards, (yield* Ref.get(state)).answer)
     if (trip === undefined) return
     yield* Guardrails.refuse(journal, guards, trip, true)
     yield* Ref.update(state, (s) => State.setAnswer(s, guards.refusal))
+    yield* note(progress, { output: undefined })
   })
+
+/** What the answer call reads: the question, the run's steps, the loop's answer as the draft. */
+const synthesisOf = (env: LoopEnv, state: State.RunState, input: RunInput, history: ReadonlyArray<Message.ChatMessage>) => ({
+  question: input.query,
+  steps: state.steps,
+  loopAnswer: state.answer,
+  history,
+  interrupts: state.injected,
+  toolObsTruncation: env.options.toolObsTruncation
+})
 
 /** The answer the user reads: the streamed loop reply, the model's final reply, or synthesis. */
 const answer = (env: LoopEnv, ref: StateRef, input: RunInput, history: ReadonlyArray<Message.ChatMessage>) =>
@@ -272,7 +288,8 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
       pending_injections: pending.map((p) => ({ id: p.id, content: p.content })),
       ...(journal.runId !== undefined ? { run_id: journal.runId } : {}),
       steps: state?.steps ?? [],
-      messages: state?.trace ?? []
+      messages: state?.trace ?? [],
+      ...(outcome.output !== undefined && failure === undefined && !cancelled ? { output: outcome.output } : {})
     })
     return { usage, iterations: state?.iterations ?? 0, answer, cancelled, failure }
   })

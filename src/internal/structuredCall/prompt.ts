@@ -4,6 +4,7 @@
  * @internal
  */
 import type { ChatRequest, JsonSchemaObject, ToolDefinition } from "../../Llm.js"
+import { allowsStrict } from "./strict.js"
 import * as Message from "../../Message.js"
 import type { ChatMessage } from "../../Message.js"
 
@@ -29,6 +30,15 @@ export const nativeRequest = (messages: ReadonlyArray<ChatMessage>, target: Targ
   messages,
   tools: [toolDefinition(target)],
   toolChoice: { type: "function", function: { name: target.functionName } }
+})
+
+/** Level 0: the caller's messages, `response_format: json_schema` (strict when the schema allows it). @internal */
+export const schemaRequest = (messages: ReadonlyArray<ChatMessage>, target: Target): ChatRequest => ({
+  messages,
+  responseFormat: {
+    type: "json_schema",
+    json_schema: { name: target.functionName, schema: target.jsonSchema, strict: allowsStrict(target.jsonSchema) }
+  }
 })
 
 /** The instruction telling the model the shape of the answer (levels 2 and 3). @internal */

@@ -38,7 +38,7 @@ export interface ChatSpanOptions {
   /** The loop iteration (loop calls). */
   readonly iteration?: number
   /** The structured-call level of the call. */
-  readonly level?: "native" | "json" | "text"
+  readonly level?: "schema" | "native" | "json" | "text"
   /** A streaming call. */
   readonly stream?: boolean
 }
@@ -75,7 +75,7 @@ const annotateRequest = (span: Tracer.Span, model: string, request: ChatRequest,
   if (options.iteration !== undefined) span.attribute(I.Engine.iteration, options.iteration)
   if (options.level !== undefined) span.attribute(I.Engine.structuredLevel, options.level)
   if (options.stream === true) span.attribute(I.GenAi.requestStream, true)
-  if (request.responseFormat?.type === "json_object") span.attribute(I.GenAi.outputType, "json")
+  if (request.responseFormat !== undefined && request.responseFormat.type !== "text") span.attribute(I.GenAi.outputType, "json")
   if (request.maxTokens !== undefined) span.attribute(I.GenAi.requestMaxTokens, request.maxTokens)
   if (request.temperature !== undefined) span.attribute(I.GenAi.requestTemperature, request.temperature)
   if (inst.captureContent) {
