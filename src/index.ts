@@ -29,6 +29,8 @@ export * as ExtractJson from "./ExtractJson.js"
 /** @since 0.1.0 */
 export * as StructuredCall from "./StructuredCall.js"
 /** @since 0.1.0 */
+export * as Output from "./Output.js"
+/** @since 0.1.0 */
 export * as RunEvent from "./RunEvent.js"
 /** @since 0.1.0 */
 export * as Hooks from "./Hooks.js"
