@@ -134,8 +134,11 @@ export type Unsupported = Convert.Unsupported
 export const fromJsonSchema = (jsonSchema: unknown): Either.Either<Schema.Schema<unknown, unknown>, Unsupported> =>
   Either.map(
     Convert.fromJsonSchema(jsonSchema),
-    // the model sees the schema the client wrote, not one regenerated from its conversion
-    (schema) => schema.annotations({ jsonSchema: jsonSchema as object })
+    // the model sees the schema the client wrote (less its `$schema` dialect), not one regenerated from its conversion
+    (schema) => {
+      const { $schema: _, ...shown } = jsonSchema as Record<string, unknown>
+      return schema.annotations({ jsonSchema: shown })
+    }
   )
 
 /**

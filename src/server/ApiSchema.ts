@@ -5,6 +5,7 @@
  */
 import * as Schema from "effect/Schema"
 import { Mode } from "../DagAgent.js"
+import { OutputSchema } from "./internal/outputSchema.js"
 
 /**
  * Longest accepted query / injected message, in characters.
@@ -54,7 +55,9 @@ export const ReactRequest = Schema.Struct({
   conversation_id: Schema.optional(ConversationId),
   max_iterations: Schema.optional(MaxIterations),
   /** `react`, `dag` or `auto`; default `REACT_DEFAULT_MODE`. */
-  mode: Schema.optional(Mode)
+  mode: Schema.optional(Mode),
+  /** A JSON Schema (an object root, ≤ 64 KB): the answer is a value of it (`done.output`). */
+  output_schema: Schema.optional(OutputSchema)
 })
 /**
  * @since 0.1.0

@@ -37,6 +37,7 @@ import * as DagAgent from "../DagAgent.js"
 import * as ReactAgent from "../ReactAgent.js"
 import { isOwn, type RunEvent, settledAnswers } from "../RunEvent.js"
 import * as ApiError from "./ApiError.js"
+import * as Typed from "./internal/openAiOutput.js"
 import * as Compat from "./internal/openAiRoutes.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
@@ -107,7 +108,7 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
     const heartbeat = Stream.tick(settings.heartbeatMs).pipe(Stream.map(() => Sse.comment("ping")))
 
     /** The stream of a run: a role chunk, content / reasoning deltas, then finish + usage, or an error frame. */
-    const streamOf = (id: Compat.CompletionId, events: Stream.Stream<RunEvent>, includeUsage: boolean) =>
+    const streamOf = (id: Compat.CompletionId, events: Stream.Stream<RunEvent>, includeUsage: boolean, typed: boolean) =>
       Stream.suspend(() => {
         let done: Done | undefined
         let failed: Failed | undefined
@@ -115,6 +116,8 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
         const body = untilApproval(events).pipe(
           // content is append-only: a streamed loop reply shows once it is known to be the answer
           Stream.mapConcat(settledAnswers()),
+          // and a typed answer once its value validated
+          Stream.mapConcat(typed ? Typed.settledTypedAnswer() : (event: RunEvent) => [event]),
           Stream.mapConcat((event): ReadonlyArray<Uint8Array> => {
             if (event._tag === "AnswerDelta" && isOwn(event)) return [Compat.frame(Compat.chunk(id, { content: event.content }))]
             if (event._tag === "Done") done = event
@@ -131,7 +134,7 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
           if (failed !== undefined || done === undefined) {
             const message = failed?.message ?? "Server is shutting down"
             const type = failed === undefined || failed.retryable ? "server_error" : "api_error"
-            return Stream.make(Compat.frame(Compat.errorBody(message, type)), Compat.DONE)
+            return Stream.make(Compat.frame(Compat.errorBody(message, type, null, failed?.code ?? null)), Compat.DONE)
           }
           const finish = Compat.frame(Compat.chunk(id, {}, "stop"))
           return includeUsage
@@ -182,7 +185,7 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
         // the run is consumed by this request (its fiber, or its response stream): a disconnect cancels it
         const events = DagAgent.runWithMode(agents, model.mode, input)
         if (body.stream === true) {
-          return HttpServerResponse.stream(streamOf(id, events, body.stream_options?.include_usage === true), {
+          return HttpServerResponse.stream(streamOf(id, events, body.stream_options?.include_usage === true, input.output !== undefined), {
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
           })
@@ -192,7 +195,10 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
         if (waiting !== undefined) return HttpServerResponse.unsafeJson(Compat.approvalRequired(waiting), { status: 422 })
         if (failed !== undefined || done === undefined) {
           const retryable = failed?.retryable ?? true
-          return Compat.errorResponse(retryable ? 503 : 500, failed?.message ?? "The run ended without a result", "server_error")
+          // `output_invalid`: the answer did not match `response_format` (code and param say so)
+          const invalid = failed?.code === "output_invalid"
+          return Compat.errorResponse(retryable ? 503 : 500, failed?.message ?? "The run ended without a result", "server_error",
+            invalid ? "response_format" : null, failed?.code ?? null)
         }
         return HttpServerResponse.unsafeJson(Compat.completion(id, done.answer, reasoning, done.usage))
       })

@@ -164,7 +164,8 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
             query: body.query,
             ...(body.conversation_id !== undefined ? { conversationId: body.conversation_id } : {}),
             ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {}),
-            ...(body.mode !== undefined ? { mode: body.mode } : {})
+            ...(body.mode !== undefined ? { mode: body.mode } : {}),
+            ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {})
           })
           const following = yield* registry.follow(handle.conversationId, 0).pipe(Effect.orDie)
           return { conversationId: handle.conversationId, following }

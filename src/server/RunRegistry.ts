@@ -52,6 +52,8 @@ export interface StartOptions {
   readonly mode?: Mode
   /** A fork's run: continues from the original run's steps stored before the fork point. */
   readonly fork?: ForkPoint
+  /** The answer's JSON Schema (`output_schema`, checked): the run answers with a value of it (`Output`). */
+  readonly outputSchema?: { readonly [key: string]: unknown }
 }
 
 /**
@@ -251,6 +253,7 @@ export const make = Effect.gen(function*() {
             mode: options.mode ?? settings.defaultMode,
             ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
             ...(options.fork !== undefined ? { fork: options.fork } : {}),
+            ...(options.outputSchema !== undefined ? { outputSchema: options.outputSchema } : {}),
             ...(history !== undefined ? { history } : {})
           }, { discard: true }).pipe(withEngine)
         }).pipe(Effect.onError(() => host.unreserve(runId)))

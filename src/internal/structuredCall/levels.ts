@@ -65,9 +65,15 @@ export const decodeWith = (schema: Schema.Schema<any, any, never>) => {
     const result = decode(raw)
     return Either.isRight(result)
       ? { _tag: "Decoded", value: result.right, raw }
-      : { _tag: "Rejected", problem: ParseResult.TreeFormatter.formatErrorSync(result.left), value: raw }
+      : { _tag: "Rejected", problem: problemOf(result.left), value: raw }
   }
 }
+
+/** A decode failure as short lines, `path: message` (the re-format request quotes at most 300 characters of it). */
+const problemOf = (error: ParseResult.ParseError): string =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .map((issue) => `${issue.path.length > 0 ? issue.path.map(String).join(".") : "the value"}: ${issue.message}`)
+    .join("\n")
 
 /** Streaming attempts: told when an attempt starts and given the JSON text as it grows (the answer's partial objects). */
 export interface StreamHooks {

@@ -14,6 +14,7 @@ import type { RunInput } from "../../ReactAgent.js"
 import { agentOf, isOwn, type RunEvent } from "../../RunEvent.js"
 import type { RunUsage } from "../../Usage.js"
 import type * as ApiError from "../ApiError.js"
+import { outputOf, ResponseFormat } from "./openAiOutput.js"
 
 /** The models the endpoint serves, and the mode each runs in. */
 export const MODELS: ReadonlyArray<{ readonly id: string; readonly mode: Mode }> = [
@@ -35,7 +36,9 @@ export const ChatCompletionRequest = Schema.Struct({
   model: Schema.String,
   messages: Schema.Array(InMessage).pipe(Schema.minItems(1, { message: () => "Expected at least one message" })),
   stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
-  stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.NullOr(Schema.Boolean)) })))
+  stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.NullOr(Schema.Boolean)) }))),
+  /** `json_schema` / `json_object`: a typed answer (`openAiOutput.ts`). */
+  response_format: Schema.optional(Schema.NullOr(ResponseFormat))
 })
 export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 
@@ -66,7 +69,8 @@ export const inputOf = (request: ChatCompletionRequest): Omit<RunInput, "cancel"
     if (m.role === "user" && m.content != null) history.push(Message.user(m.content as Content))
     else if (m.role === "assistant" && textOf(m) !== "") history.push(Message.assistant(textOf(m)))
   }
-  return { query: content as Content, history }
+  const output = outputOf(request.response_format)
+  return { query: content as Content, history, ...(output !== undefined ? { output } : {}) }
 }
 
 const MAX_OBSERVATION = 500

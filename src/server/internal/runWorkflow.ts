@@ -38,6 +38,7 @@ import * as RunTrace from "../RunTrace.js"
 import * as CallClaim from "./callClaim.js"
 import * as DurableJournal from "./durableJournal.js"
 import { endLine } from "./durableRuns.js"
+import * as OutputSchema from "./outputSchema.js"
 import * as RunCassette from "./runCassette.js"
 import type { LocalRun, RunHost } from "./runHost.js"
 import * as Transcript from "./transcript.js"
@@ -61,7 +62,9 @@ export const RunPayload = Schema.Struct({
    * the same list without a stored step of its own. Absent in runs started by
    * earlier versions (the `history` activity reads them).
    */
-  history: Schema.optional(Schema.Array(Message.ChatMessage))
+  history: Schema.optional(Schema.Array(Message.ChatMessage)),
+  /** The answer's JSON Schema (`output_schema`), checked when the run was started. */
+  outputSchema: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 })
 export type RunPayload = typeof RunPayload.Type
 
@@ -258,12 +261,13 @@ const route = (run: Run) =>
  */
 const execute = (run: Run, turns: ReadonlyArray<Message.ChatMessage>, mode: "react" | "dag") =>
   Effect.gen(function*() {
-    const { conversationId, fork, maxIterations, query, runId } = run.payload
+    const { conversationId, fork, maxIterations, outputSchema, query, runId } = run.payload
     const input: ReactAgent.RunInput = {
       query,
       conversationId,
       history: turns,
       ...(maxIterations !== undefined ? { maxIterations } : {}),
+      ...(outputSchema !== undefined ? { output: OutputSchema.toSchema(outputSchema) } : {}),
       cancel: Deferred.await(run.local.cancel)
     }
     const governed = ConversationBudget.govern(
