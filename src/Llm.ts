@@ -9,10 +9,7 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type * as Either from "effect/Either"
-import * as FiberRef from "effect/FiberRef"
-import { dual } from "effect/Function"
-import { globalValue } from "effect/GlobalValue"
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type { ChatMessage } from "./Message.js"
@@ -234,59 +231,8 @@ export class LlmError extends Schema.TaggedError<LlmError>()("LlmError", {
   }
 }
 
-/**
- * A failed LLM call about to be retried: `attempt` is the retry's number (1 for
- * the first retry), `reason` why the previous attempt failed, `delayMs` how long
- * the LLM waits before it.
- *
- * @since 0.1.0
- * @category models
- */
-export interface RetryNotice {
-  readonly attempt: number
-  readonly reason: LlmErrorReason
-  readonly delayMs: number
-}
-
-/**
- * Who hears about retries on the current fiber (and the fibers it forks): by
- * default nobody. Set it around a run with `withRetryObserver`; LLM layers that
- * retry call `notifyRetry` before each retry.
- *
- * @since 0.1.0
- * @category references
- */
-export const currentRetryObserver: FiberRef.FiberRef<(notice: RetryNotice) => Effect.Effect<void>> = globalValue(
-  Symbol.for("effect-react-engine/Llm/currentRetryObserver"),
-  () => FiberRef.unsafeMake<(notice: RetryNotice) => Effect.Effect<void>>(() => Effect.void)
-)
-
-/**
- * Tells the current retry observer that a call is about to be retried (what
- * `OpenAiLlm` does on each retry; custom LLM layers that retry should too).
- *
- * @since 0.1.0
- * @category utils
- */
-export const notifyRetry = (notice: RetryNotice): Effect.Effect<void> =>
-  Effect.flatMap(FiberRef.get(currentRetryObserver), (observe) => observe(notice))
-
-/**
- * Runs `self` with `observer` hearing about every LLM retry inside it
- * (`Effect.locally` on `currentRetryObserver`): e.g. around the consumption of
- * a run's event stream, to show "retrying" to the user.
- *
- * @since 0.1.0
- * @category utils
- */
-export const withRetryObserver: {
-  (observer: (notice: RetryNotice) => Effect.Effect<void>): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, observer: (notice: RetryNotice) => Effect.Effect<void>): Effect.Effect<A, E, R>
-} = dual(
-  2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, observer: (notice: RetryNotice) => Effect.Effect<void>): Effect.Effect<A, E, R> =>
-    Effect.locally(self, currentRetryObserver, observer)
-)
+/** The retries of a call, as the run sees them: `RetryNotice`, `notifyRetry`, `withRetryObserver`. */
+export { currentRetryObserver, notifyRetry, type RetryNotice, withRetryObserver } from "./internal/llm/retry.js"
 
 /**
  * @since 0.1.0
