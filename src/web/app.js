@@ -11,6 +11,7 @@ import { forkOrigin } from "./cards.js"
 import { h } from "./dom.js"
 import { renderHistory } from "./history.js"
 import { api, errorText, postJson, setToken } from "./http.js"
+import { schemaFromComposer } from "./output.js"
 import { RunView } from "./render.js"
 import { readSse } from "./sse.js"
 import { drawer, loadConversationList, loadTools } from "./sidebar.js"
@@ -125,6 +126,14 @@ async function startRun(query) {
   if (state.conversationId) body.conversation_id = state.conversationId
   const mode = /** @type {HTMLSelectElement | null} */ (document.getElementById("mode"))?.value
   if (mode) body.mode = mode
+  // the composer's "Answer schema" box (output.js): the answer is a value of it
+  try {
+    const schema = schemaFromComposer()
+    if (schema !== undefined) body.output_schema = schema
+  } catch (e) {
+    run.view.apply({ event: "error", data: { message: /** @type {Error} */ (e).message, retryable: false } })
+    return finish(run)
+  }
   try {
     const res = await api("/api/react", { method: "POST", body: JSON.stringify(body), signal: run.controller.signal })
     if (!res.ok) {

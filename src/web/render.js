@@ -12,6 +12,7 @@ import { budgetOutcome, budgetPanel, costText, exhaustedLine, guardrailAlert } f
 import { endMarker, finishCard, forkButton, runningCard } from "./cards.js"
 import { AgentViews } from "./agents.js"
 import { DagView, isDagEvent } from "./dag.js"
+import { OutputPanel } from "./output.js"
 import { endProgress, isEphemeral, showProgress } from "./progress.js"
 import { formatNumber, formatSeconds, h, markdown } from "./dom.js"
 
@@ -64,6 +65,8 @@ export class RunView {
     this.renderScheduled = false
     /** @type {DagView | null} */
     this.dag = null
+    /** @type {OutputPanel | null} the typed answer (output.js) */
+    this.output = null
     /** @type {HTMLElement | null} the retry line of the LLM call in progress */
     this.retryLine = null
     this.retries = 0
@@ -169,7 +172,8 @@ export class RunView {
         this.approval(d)
         break
       case "answer":
-        if (d.status === "delta" && typeof d.content === "string") this.appendAnswer(d.content)
+        if (d.type === "output_partial") this.typedAnswer().partial(d.value)
+        else if (d.status === "delta" && typeof d.content === "string") this.appendAnswer(d.content)
         else if (d.status === "start") this.showAnswer()
         else if (d.status === "done") this.renderAnswer()
         else if (d.status === "reset") this.resetAnswer()
@@ -435,8 +439,19 @@ export class RunView {
   }
 
   /** @param {any} d the `done` event's data */
+  /** The typed-answer panel (output.js), made when the run's answer turns out typed. */
+  typedAnswer() {
+    if (!this.output) {
+      this.output = new OutputPanel()
+      this.run.classList.add("typed")
+      this.answer.after(this.output.root)
+    }
+    return this.output
+  }
+
   done(d) {
     if (this.finished) return
+    if (d.output !== undefined) this.typedAnswer().done(d.output)
     if (!this.answerText && typeof d.answer === "string" && d.answer) this.answerText = d.answer
     const kind = d.cancelled === true ? "stopped" : this.failure !== null ? "failed" : "done"
     this.end(kind)

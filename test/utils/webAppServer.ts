@@ -112,6 +112,11 @@ const firstWord = (messages: ReadonlyArray<ChatMessage>): string | undefined =>
 export const responder: ScriptedLlm.Responder = (request, _index, method) => {
   const dag = dagReply(request, method)
   if (dag !== undefined) return dag
+  // a typed answer (the composer's answer schema): the value, streamed slowly enough to see it grow
+  if (request.responseFormat?.type === "json_schema") {
+    const json = `{"city": "Paris", "population": 2102650, "landmarks": ["Eiffel Tower", "Louvre", "Notre-Dame"], "capital": true}`
+    return ScriptedLlm.text(json, { chunks: json.match(/.{1,8}/gs) ?? [json], chunkDelay: "60 millis" })
+  }
   const synthesis = request.tools === undefined || request.tools.length === 0
   const word = firstWord(request.messages)
   if (word === "fail") return ScriptedLlm.fail("Server", "the model is down (scripted)")
@@ -127,6 +132,8 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
       : ScriptedLlm.text(synthesisFor(request), { chunkDelay: "30 millis", delay })
   const done = request.messages.slice(index).filter((m) => m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0).length
   if (word === "think") return ScriptedLlm.text("Done.", { delay: "20 seconds" })
+  // `progress`: an MCP tool that reports its progress (test/web/output.test.ts gives the server one)
+  if (word === "progress" && done === 0) return ScriptedLlm.toolCall("lab__work", { steps: 5, ms: 400 }, { id: "call_work", delay: "100 millis" })
   if (word === "slowanswer" && done === 0) return ScriptedLlm.toolCall("lookup", { topic: "x", ms: 50 }, { id: "call_sa" })
   if (word === "full") {
     if (done === 0) {
@@ -207,6 +214,8 @@ export const webAppServer = (options: {
   readonly agent?: Partial<AgentOptions>
   /** Runs executing at once (`REACT_MAX_ACTIVE_RUNS`; a further run waits for a free slot). */
   readonly maxActiveRuns?: number
+  /** More tools (e.g. an MCP server's). */
+  readonly tools?: ReadonlyArray<Tool.Tool>
 } = {}) => {
   const llm = ScriptedLlm.makeUnsafe(responder, { model: options.demo ? "demo" : "scripted-test" })
   const agentOptions = { completionCheck: false, selfReflectionInterval: 0 }
@@ -225,7 +234,7 @@ export const webAppServer = (options: {
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(Llm.Llm, retrying(llm.service)),
       ModelRegistry.layer({ main: retrying(llm.service) }),
-      Toolkit.layer(webTools),
+      Toolkit.layer([...webTools, ...(options.tools ?? [])]),
       Hooks.layerNoop,
       ContextGuard.layer(),
       SqlInterrupts.layer
