@@ -18,7 +18,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AppInfo as AppInfoTag, AppLayer } from "./App.js"
 import { answerFor, approvalMode, budgetAnswerFor } from "./cliApproval.js"
-import { type CliOptions, parse, USAGE } from "./cliArgs.js"
+import { type CliOptions, parse, readSchema, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
 import { configMessage } from "./startupError.js"
 import type * as DagAgentModule from "../DagAgent.js"
@@ -123,6 +123,12 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
           )
         }))
     const run = (options: CliOptions) => Effect.gen(function*() {
+      // `--schema FILE`: refused before anything runs, as the API refuses it (a usage error)
+      const schema = options.schemaFile === undefined ? undefined : readSchema(options.schemaFile)
+      if (typeof schema === "string") {
+        out.error(`✗ ${schema}\n`)
+        return 2
+      }
       const agents = { react: yield* ReactAgent, dag: yield* Dag.DagAgent }
       const mode = options.mode ?? (yield* Dag.modeConfig)
       const info = yield* AppInfo
@@ -135,7 +141,8 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       yield* Dag.runWithMode(agents, mode, {
         query: options.question,
         conversationId,
-        ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})
+        ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
+        ...(schema !== undefined ? { output: schema } : {})
       }).pipe(Stream.runForEach((event) =>
         Effect.zipRight(
           Effect.sync(() => renderer.event(event)),

@@ -5,7 +5,9 @@
  */
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { readFileSync } from "node:fs"
 import { parseArgs } from "node:util"
+import * as Output from "../Output.js"
 import { MaxIterations } from "../server/ApiSchema.js"
 
 /** @internal */
@@ -18,6 +20,8 @@ export interface CliOptions {
   readonly mode?: "react" | "dag" | "auto"
   /** Approve every tool call that needs approval, without asking. */
   readonly approveAll: boolean
+  /** `--schema FILE`: a JSON Schema file; the answer is a value of it. */
+  readonly schemaFile?: string
 }
 
 /** @internal */
@@ -41,6 +45,9 @@ Options:
                           (default: REACT_MAX_ITERATIONS or 50)
   --mode <mode>           react (one tool loop), dag (a plan of steps run in parallel, checked and
                           re-planned), or auto (a router picks); default: REACT_DEFAULT_MODE or react
+  --schema <file>         a JSON Schema (an object): the answer is a value of it, printed as JSON
+                          (with --json: done.output); a value that does not validate after
+                          REACT_OUTPUT_RETRIES re-asks fails the run (error code output_invalid)
   --tools                 list the agent's tools (name, source, description) and the MCP
                           servers that did not start, then exit (with --json: one JSON object)
   --approve-all           approve every tool call that needs approval (REACT_APPROVAL_TOOLS, MCP servers
@@ -69,6 +76,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
     conversation?: string
     "max-iterations"?: string
     mode?: string
+    schema?: string
     tools?: boolean
     "approve-all"?: boolean
     help?: boolean
@@ -84,6 +92,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
         conversation: { type: "string" },
         "max-iterations": { type: "string" },
         mode: { type: "string" },
+        schema: { type: "string" },
         tools: { type: "boolean" },
         "approve-all": { type: "boolean" },
         help: { type: "boolean", short: "h" }
@@ -123,6 +132,8 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
   if (mode !== undefined && mode !== "react" && mode !== "dag" && mode !== "auto") {
     return { _tag: "Invalid", message: `--mode must be react, dag or auto, got "${mode}".` }
   }
+  const schemaFile = values.schema?.trim()
+  if (values.schema !== undefined && schemaFile === "") return { _tag: "Invalid", message: "--schema needs a file." }
   const conversation = values.conversation?.trim()
   if (values.conversation !== undefined && (conversation === "" || conversation!.length > 200)) {
     return { _tag: "Invalid", message: "--conversation must be a non-empty id of at most 200 characters." }
@@ -135,7 +146,27 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
       approveAll: values["approve-all"] === true,
       ...(conversation ? { conversationId: conversation } : {}),
       ...(maxIterations !== undefined ? { maxIterations } : {}),
-      ...(mode !== undefined ? { mode } : {})
+      ...(mode !== undefined ? { mode } : {}),
+      ...(schemaFile ? { schemaFile } : {})
     }
   }
+}
+
+/**
+ * The output schema of `--schema FILE` (a JSON Schema, as the API's
+ * `output_schema`), or what is wrong with it.
+ *
+ * @internal
+ */
+export const readSchema = (file: string): Schema.Schema<unknown, unknown> | string => {
+  let json: unknown
+  try {
+    json = JSON.parse(readFileSync(file, "utf8"))
+  } catch (e) {
+    return `--schema ${file}: ${(e as Error).message}`
+  }
+  const converted = Output.fromJsonSchema(json)
+  if (Either.isRight(converted)) return converted.right
+  const { keyword, message, path } = converted.left
+  return `--schema ${file}: unsupported JSON Schema: ${message} (keyword "${keyword}" at ${path === "" ? "the root" : path})`
 }
