@@ -136,7 +136,8 @@ describe("typed answers: any schema, any model behaviour", () => {
         if (error._tag === "Some" && error.value._tag === "OutputInvalid") assert.deepStrictEqual(error.value.value, invalid)
       }).pipe(Effect.provide(h.layer))
     },
-    { fastCheck: { numRuns: 80 } }
+    // 80 whole agent runs (9–12 s on a quiet machine; more under load)
+    { timeout: 120_000, fastCheck: { numRuns: 80 } }
   )
 
   it.effect.prop(
@@ -162,6 +163,6 @@ describe("typed answers: any schema, any model behaviour", () => {
         assert.isUndefined(responseFormatProblem({ messages: [], response_format: format }))
       })
     },
-    { fastCheck: { numRuns: 100 } }
+    { timeout: 60_000, fastCheck: { numRuns: 100 } }
   )
 })
