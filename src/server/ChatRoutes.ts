@@ -12,8 +12,8 @@
  * leaves it running for the detach grace, and the resume stream replays it from
  * its first event (the transport's `resumeStreamIsReplay` default) then follows
  * it live. Same auth, body checks and statuses as the rest of `/api` (409 while
- * the chat has an active run). Extra body fields `mode` and `max_iterations`
- * (from the transport's `body` option) work as on `/api/react`.
+ * the chat has an active run). Extra body fields `mode`, `max_iterations` and
+ * `output_schema` (from the transport's `body` option) work as on `/api/react`.
  *
  * @since 0.1.0
  */
@@ -59,7 +59,9 @@ export const ChatRequest = Schema.Struct({
   max_iterations: Schema.optional(
     Schema.Int.pipe(Schema.between(1, 200, { message: () => "Expected an integer between 1 and 200" }))
   ),
-  mode: Schema.optional(Mode)
+  mode: Schema.optional(Mode),
+  /** A typed answer, as on `/api/react`: its partial and final values come as `data-output` parts. */
+  output_schema: ApiSchema.ReactRequest.fields.output_schema
 })
 /**
  * @since 0.1.0
@@ -113,7 +115,8 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
               query,
               conversationId: body.id,
               ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {}),
-              ...(body.mode !== undefined ? { mode: body.mode } : {})
+              ...(body.mode !== undefined ? { mode: body.mode } : {}),
+              ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {})
             })
             return yield* registry.events(handle.conversationId, 0).pipe(Effect.orDie)
           }))

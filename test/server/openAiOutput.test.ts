@@ -7,6 +7,7 @@
  * the answer call was asked.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { parseJsonEventStream, readUIMessageStream, type UIMessage, type UIMessageChunk, uiMessageChunkSchema } from "ai"
 import * as Effect from "effect/Effect"
 import OpenAI from "openai"
 import { zodResponseFormat } from "openai/helpers/zod"
@@ -143,5 +144,46 @@ describe("response_format on /v1/chat/completions", () => {
       assert.strictEqual(api.status, 400)
       assert.include(api.message, "allOf")
       assert.strictEqual(asked.length, 0)
+    }), 30_000)
+
+  it.scopedLive("POST /api/chat with output_schema: the AI SDK gets the partial value as a data-output part, then the decoded one", () =>
+    Effect.gen(function*() {
+      const { llm } = model(() => weather)
+      const url = yield* startInteropServer({ llm: llm.layer, tools: [] })
+      const schema = z.toJSONSchema(Weather)
+      const response = yield* Effect.promise(() =>
+        fetch(`${url}/api/chat`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            id: "chat-typed",
+            messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "Weather in Paris?" }] }],
+            output_schema: schema
+          })
+        })
+      )
+      const seen: Array<UIMessageChunk> = []
+      const chunks = parseJsonEventStream({ stream: response.body!, schema: uiMessageChunkSchema }).pipeThrough(
+        new TransformStream<{ success: boolean; value?: UIMessageChunk; error?: unknown }, UIMessageChunk>({
+          transform(result, controller) {
+            if (!result.success) throw result.error
+            seen.push(structuredClone(result.value!))
+            controller.enqueue(result.value!)
+          }
+        })
+      )
+      let message: UIMessage | undefined
+      yield* Effect.promise(async () => {
+        for await (const m of readUIMessageStream({ stream: chunks, terminateOnError: true })) message = structuredClone(m)
+      })
+      const outputs = seen.filter((c) => c.type === "data-output") as Array<{ id: string; data: Record<string, unknown> }>
+      assert.isAbove(outputs.length, 1, "partial values, then the final one")
+      assert.isTrue(outputs.every((c) => c.id === "output"))
+      assert.deepStrictEqual(outputs.at(-1)?.data, { city: "Paris", celsius: 21, sky: "clear", note: null })
+      // one part in the assembled message, holding the decoded value
+      const parts = message!.parts.filter((p) => p.type === "data-output") as Array<{ data: unknown }>
+      assert.deepStrictEqual(parts.map((p) => p.data), [{ city: "Paris", celsius: 21, sky: "clear", note: null }])
+      const text = message!.parts.find((p) => p.type === "text") as { text: string }
+      assert.strictEqual(text.text, weather)
     }), 30_000)
 })
