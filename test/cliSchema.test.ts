@@ -12,6 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parse } from "../src/app/cliArgs.js"
+import { type Output, textRenderer } from "../src/app/cliRender.js"
 import * as FakeOpenAi from "./utils/fakeOpenAiServer.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
@@ -73,4 +74,20 @@ describe("npm run ask -- --schema FILE", () => {
       assert.include(refused.stderr, `unsupported JSON Schema: the keyword not is not supported (keyword "not" at /properties/a/not)`)
       assert.strictEqual(fake.requests.length, before)
     }), 180_000)
+
+  it("on a terminal a running call's spinner says how far it is; piped, progress prints nothing", () => {
+    for (const isTTY of [true, false]) {
+      let shown = ""
+      const out: Output = { write: (t) => void (shown += t), error: () => {}, isTTY }
+      const r = textRenderer(out, { model: "m", demo: false })
+      r.event({ _tag: "ToolStart", iteration: 1, tool_name: "lab__work", tool_args: {}, tool_call_id: "c" })
+      r.event({ _tag: "ToolProgress", iteration: 1, tool_name: "lab__work", tool_call_id: "c", message: "indexing part 2 of 4", progress: 0.5 })
+      r.event({ _tag: "ToolDone", iteration: 1, tool_name: "lab__work", observation: "indexed", error: null, iter_elapsed: 1.2, tool_call_id: "c" })
+      r.close()
+      const plain = shown.replace(/\x1b\[[0-9;]*[A-Za-z]/g, "")
+      if (isTTY) assert.include(plain, "running lab__work: indexing part 2 of 4 (50%)…")
+      else assert.notInclude(plain, "indexing part")
+      assert.include(plain, "lab__work 1.20s: indexed")
+    }
+  })
 })

@@ -202,6 +202,10 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         line(`${tag(event.step_id)}${cyan("→")} ${event.tool_name}(${showArgs(event.tool_args)})`)
         startSpinner(`running ${event.tool_name}…`)
         break
+      case "ToolProgress":
+        // on a terminal the running call's spinner says how far it is (piped: nothing, the result line follows)
+        startSpinner(`running ${event.tool_name}: ${oneLine(event.message, 80)}${event.progress !== undefined ? ` (${Math.round(event.progress * 100)}%)` : ""}…`)
+        break
       case "ToolDone":
         line(
           tag(event.step_id) + (event.error === null
