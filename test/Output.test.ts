@@ -201,6 +201,19 @@ describe("typed answers", () => {
     }).pipe(Effect.provide(h.layer))
   })
 
+  it.effect("synthesis always: even a final reply that already is the value gets the answer call, whose value is the answer", () => {
+    const h = makeAgent((_request, _i, method) =>
+      method === "chat"
+        ? ScriptedLlm.text(`{"city": "Lima", "celsius": 18, "sky": "cloudy"}`)
+        : ScriptedLlm.text(`{"city": "Lima", "celsius": 19, "sky": "clear"}`), { agent: { synthesis: "always" } })
+    return Effect.gen(function*() {
+      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "Weather in Lima?", output: Weather }))
+      assert.deepStrictEqual(h.requests().map((r) => r.method), ["chat", "stream"])
+      assert.deepStrictEqual(result.output, { city: "Lima", celsius: 19, sky: "clear" }, "the answer call's value, not the loop's")
+      assert.strictEqual(result.answer, `{"city": "Lima", "celsius": 19, "sky": "clear"}`)
+    }).pipe(Effect.provide(h.layer))
+  })
+
   it.effect("synthesis auto: a prose final reply gets the typed answer call", () => {
     const h = makeAgent((_request, _i, method) =>
       method === "chat" ? ScriptedLlm.text("Lima is 18 degrees and cloudy.") : ScriptedLlm.text(`{"city": "Lima", "celsius": 18, "sky": "cloudy"}`), {

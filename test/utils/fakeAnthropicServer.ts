@@ -98,6 +98,8 @@ export interface FakeAnthropicOptions {
   readonly cacheTtlMs?: number
   /** Characters per streamed text / JSON piece (default 7). */
   readonly pieceSize?: number
+  /** Streams only: a pause after each text / JSON piece (default none: the pieces go out at once). */
+  readonly pieceDelayMs?: number
 }
 
 // ---------------------------------------------------------------------------
@@ -273,6 +275,13 @@ const validate = (body: any): { status: number; type: string; message: string } 
     previousToolUses = m.role === "assistant" ? uses : new Set()
   }
   if (breakpoints > 4) return invalid(`A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`)
+  const choice = body.tool_choice
+  if (choice?.type === "tool" || choice?.type === "any") {
+    const names = (body.tools ?? []).map((t: any) => t.name)
+    if (choice.type === "tool" && !names.includes(choice.name)) return invalid(`tool_choice.name: tool '${choice.name}' is not in tools`)
+    if (names.length === 0) return invalid(`tool_choice: type '${choice.type}' needs tools`)
+    if (body.thinking?.type === "enabled") return invalid("Thinking may not be enabled when tool_choice forces tool use.")
+  }
   return undefined
 }
 
@@ -305,6 +314,9 @@ export const start = (
   const now = () => Date.now() + offset
   const cache = makeCache(options?.minCacheTokens ?? 1024, options?.cacheTtlMs ?? 5 * 60_000, now)
   const size = options?.pieceSize ?? 7
+  const pause = options?.pieceDelayMs === undefined
+    ? () => Promise.resolve()
+    : () => new Promise((r) => setTimeout(r, options.pieceDelayMs))
   const sockets = new Set<Socket>()
   const replyFor = (body: any, index: number): FakeAnthropicReply =>
     typeof script === "function"
@@ -399,7 +411,10 @@ export const start = (
       const source = reply.content[k]
       if (block.type === "text") {
         event("content_block_start", { index: k, content_block: { type: "text", text: "" } })
-        for (const p of pieces(block.text, size)) event("content_block_delta", { index: k, delta: { type: "text_delta", text: p } })
+        for (const p of pieces(block.text, size)) {
+          event("content_block_delta", { index: k, delta: { type: "text_delta", text: p } })
+          await pause()
+        }
       } else if (block.type === "thinking") {
         event("content_block_start", { index: k, content_block: { type: "thinking", thinking: "", signature: "" } })
         for (const p of pieces(block.thinking, size)) {
@@ -410,7 +425,10 @@ export const start = (
         event("content_block_start", { index: k, content_block: { type: "tool_use", id: block.id, name: block.name, input: {} } })
         const json = source.type === "tool_use" && source.rawJson !== undefined ? source.rawJson : JSON.stringify(block.input)
         event("content_block_delta", { index: k, delta: { type: "input_json_delta", partial_json: "" } })
-        for (const p of pieces(json, size)) event("content_block_delta", { index: k, delta: { type: "input_json_delta", partial_json: p } })
+        for (const p of pieces(json, size)) {
+          event("content_block_delta", { index: k, delta: { type: "input_json_delta", partial_json: p } })
+          await pause()
+        }
       }
       event("content_block_stop", { index: k })
       if (k === 0 && reply.cutStream) return req.socket.destroy()
