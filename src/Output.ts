@@ -101,7 +101,8 @@ export const fromReply = Answer.fromReply
 
 /**
  * The deep-partial value of a JSON text still being written (what
- * `OutputPartial` carries); `undefined` before its first `{` or `[`.
+ * `OutputPartial` carries; a number the text ends in is left out until it is
+ * complete); `undefined` before its first `{` or `[`.
  *
  * @since 0.1.0
  * @category utils

@@ -252,6 +252,19 @@ describe("typed answers", () => {
       assert.deepStrictEqual(done._tag === "Done" ? done.output : undefined, { title: "Planets", items: ["Mercury", "Venus", "Earth"] })
     }).pipe(Effect.provide(h.layer))
   })
+
+  it.live("a partial object never shows a number still being written (2 of 21)", () => {
+    const chunks = ["{\"city\": \"Paris\", \"celsius\": 2", "1, \"sky\": \"cl", "ear\"}"]
+    const h = makeAgent((_request, _i, method) =>
+      method === "chat" ? ScriptedLlm.text("done") : ScriptedLlm.text(chunks.join(""), { chunks, chunkDelay: "70 millis" }))
+    return Effect.gen(function*() {
+      const events = yield* runEvents({ query: "Weather in Paris?", output: Weather })
+      const partials = events.flatMap((e) => (e._tag === "OutputPartial" ? [e.value] : []))
+      assert.deepStrictEqual(partials[0], { city: "Paris" }, "celsius left out while it may go on")
+      assert.deepStrictEqual(partials[1], { city: "Paris", celsius: 21, sky: "cl" })
+      assert.isFalse(partials.some((p: any) => p.celsius === 2), JSON.stringify(partials))
+    }).pipe(Effect.provide(h.layer))
+  })
 })
 
 describe("Output.fromJsonSchema", () => {
