@@ -16,6 +16,7 @@ import type { ChatRequest } from "../src/Llm.js"
 import * as Output from "../src/Output.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
+import type * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as DagAgent from "../src/DagAgent.js"
 import { addTool, makeAgent } from "./utils/agentLayers.js"
@@ -265,6 +266,28 @@ describe("typed answers", () => {
       assert.isFalse(partials.some((p: any) => p.celsius === 2), JSON.stringify(partials))
     }).pipe(Effect.provide(h.layer))
   })
+
+  it.effect("a typed answer a durable host re-runs retracts what an earlier start showed, and only then", () =>
+    Effect.gen(function*() {
+      for (const shown of [true, false]) {
+        const h = makeAgent((_request, _i, method) =>
+          method === "chat" ? ScriptedLlm.text("done") : ScriptedLlm.text(`{"city": "Oslo", "celsius": 2, "sky": "rain"}`))
+        const events: Array<RunEvent> = []
+        const journal: RunJournal.RunJournal = {
+          // the answer's activity as a durable host re-runs it: restarted, with or without stored events
+          activity: (o) => o.execute({ restarted: o.name === "output", shown: o.name === "output" && shown }),
+          emit: (event) => Effect.sync(() => void events.push(event))
+        }
+        yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "Weather in Oslo?", output: Weather }, journal)).pipe(
+          Effect.provide(h.layer)
+        )
+        const t = kinds(events)
+        assert.strictEqual(t.filter((x) => x === "AnswerReset").length, shown ? 1 : 0, `shown ${shown}: ${t.join(" ")}`)
+        if (shown) assert.isBelow(t.indexOf("AnswerReset"), t.indexOf("AnswerDelta"))
+        const done = events.at(-1)!
+        assert.deepStrictEqual(done._tag === "Done" ? done.output : undefined, { city: "Oslo", celsius: 2, sky: "rain" })
+      }
+    }))
 })
 
 describe("Output.fromJsonSchema", () => {

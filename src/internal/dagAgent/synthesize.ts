@@ -93,9 +93,9 @@ export const typedSynthesis = (
     name: "dag/output",
     success: Output.TypedAnswer,
     restartAware: true,
-    execute: ({ restarted }) =>
+    execute: ({ shown }) =>
       Effect.zipRight(
-        restarted ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
+        shown === true ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
         Output.answer({ llm, schema, messages: synthesisMessages(input), retries, emit: journal.emit })
       )
   }).pipe(Effect.flatMap((result): Effect.Effect<Typed, Output.OutputInvalid | Output.OutputUnavailable> => {

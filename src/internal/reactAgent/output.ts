@@ -37,9 +37,9 @@ export const typedAnswer = (
       success: Output.TypedAnswer,
       restartAware: true,
       // a stream cut by a crash starts again: the client discards what it showed
-      execute: ({ restarted }) =>
+      execute: ({ shown }) =>
         Effect.zipRight(
-          restarted ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
+          shown === true ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
           Output.answer({ llm: env.llm, schema, messages: buildMessages(synthesis), retries: env.options.outputRetries, emit: journal.emit })
         )
     })
