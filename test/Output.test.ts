@@ -20,7 +20,7 @@ import type * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as DagAgent from "../src/DagAgent.js"
 import { addTool, makeAgent } from "./utils/agentLayers.js"
-import { dagEvents, doneOf, makeDag, planReply, requestsOf } from "./utils/dagLayers.js"
+import { dagEvents, doneOf, journalSink, makeDag, memoryJournal, memoryStore, planReply, requestsOf } from "./utils/dagLayers.js"
 
 const Weather = Schema.Struct({
   city: Schema.String,
@@ -347,6 +347,24 @@ describe("typed answers in DAG mode", () => {
       assert.strictEqual(typed.output.count, 2)
     }).pipe(Effect.provide(h.layer))
   })
+
+  it.effect("a typed synthesis a durable host re-runs retracts what an earlier start showed, and only then", () =>
+    Effect.gen(function*() {
+      const Summary = Schema.Struct({ count: Schema.Number })
+      for (const shown of [true, false]) {
+        const h = makeDag({ plan: () => planReply([{ id: "1", task: "count" }]), answer: () => ScriptedLlm.text(`{"count": 3}`) })
+        const sink = journalSink()
+        const base = memoryJournal(memoryStore(), sink)
+        const journal: typeof base = {
+          ...base,
+          activity: (o) => (o.name === "dag/output" ? o.execute({ restarted: true, shown }) : base.activity(o))
+        }
+        yield* Effect.flatMap(DagAgent.DagAgent, (a) => a.execute({ query: "Count", output: Summary }, journal)).pipe(Effect.provide(h.layer))
+        const t = kinds(sink.events)
+        assert.strictEqual(t.filter((x) => x === "AnswerReset").length, shown ? 1 : 0, `shown ${shown}: ${t.join(" ")}`)
+        assert.deepStrictEqual(doneOf(sink.events).output, { count: 3 })
+      }
+    }))
 
   it.effect("an invalid value twice: output_invalid, then Done", () => {
     const Summary = Schema.Struct({ count: Schema.Number.pipe(Schema.positive()) })
