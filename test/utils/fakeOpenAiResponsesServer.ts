@@ -8,7 +8,8 @@
  *   `response.completed` with usage).
  * - Errors in OpenAI's shape (`{error:{message,type,code}}`), with `retry-after`.
  * - Requests validated as the API does (every `function_call_output` answers a
- *   `function_call` sent earlier in `input`); fresh ids per request
+ *   `function_call` sent earlier in `input`; a forced `tool_choice` names a function
+ *   of `tools`); fresh ids per request
  *   (`resp_<n>`, `call_<n>_<k>`); every request recorded and counted.
  * - Usage: `input_tokens` a deterministic estimate (ceil(bytes of the request's
  *   instructions, input and tools ÷ 4)); `cached_tokens` is 0 (this fake does not
@@ -55,6 +56,11 @@ const validate = (body: any): string | undefined => {
     if (item.type === "function_call_output" && !calls.has(item.call_id)) {
       return `No tool call found for function call output with call_id ${item.call_id}.`
     }
+  }
+  const choice = body.tool_choice
+  if (choice !== undefined && typeof choice === "object" && choice.type === "function") {
+    const names = (body.tools ?? []).filter((t: any) => t.type === "function").map((t: any) => t.name)
+    if (!names.includes(choice.name)) return `tool_choice: function '${choice.name}' not found in 'tools'.`
   }
   return undefined
 }
