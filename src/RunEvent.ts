@@ -15,13 +15,13 @@ import { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
 import { DagPhase, DagPlan, DagStep } from "./internal/runEvent/dag.js"
 import type { AgentRef } from "./internal/runEvent/fields.js"
 import { agent, step_id } from "./internal/runEvent/fields.js"
-import { OutputPartial, ToolProgress } from "./internal/runEvent/progress.js"
+import { OutputPartial, type RunError, ToolProgress } from "./internal/runEvent/progress.js"
 import { Queued } from "./internal/runEvent/queued.js"
 
 // Members defined beside this module, one file per family (their docs are there)
 export { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
 export { DagPhase, DagPlan, DagPlanStep, DagStep } from "./internal/runEvent/dag.js"
-export { OutputPartial, ToolProgress } from "./internal/runEvent/progress.js"
+export { OutputPartial, type RunError, ToolProgress } from "./internal/runEvent/progress.js"
 export { Queued } from "./internal/runEvent/queued.js"
 export { AgentRef } from "./internal/runEvent/fields.js"
 
@@ -380,12 +380,8 @@ export interface RunResult {
   readonly pendingInjections: ReadonlyArray<typeof PendingInjection.Type>
   /** The run's id (`Done.run_id`). */
   readonly runId?: string
-  /**
-   * Set when the run failed (the stream still ended with `Done`): `code`
-   * `output_invalid` when its typed answer did not validate, `value` then the last
-   * value shown.
-   */
-  readonly error?: { readonly message: string; readonly retryable: boolean; readonly code?: string; readonly value?: unknown }
+  /** Set when the run failed (the stream still ended with `Done`). */
+  readonly error?: RunError
   /** The typed answer (`Done.output`, encoded) of a run with an output schema. */
   readonly output?: unknown
 }

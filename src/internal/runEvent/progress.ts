@@ -1,6 +1,7 @@
 /**
  * The ephemeral events (re-exported by RunEvent.ts): a tool's progress and a
- * typed answer's partial value — live followers only, never stored.
+ * typed answer's partial value — live followers only, never stored; and how a
+ * collected run reports its failure (a typed answer's included).
  *
  * @internal
  */
@@ -34,3 +35,17 @@ export const ToolProgress = Schema.TaggedStruct("ToolProgress", {
  * @category models
  */
 export const OutputPartial = Schema.TaggedStruct("OutputPartial", { value: Schema.Unknown, agent })
+
+/**
+ * Why a run failed, as `RunResult.error` reports it: `code` `output_invalid`
+ * when its typed answer did not validate, `value` then the last value shown.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RunError {
+  readonly message: string
+  readonly retryable: boolean
+  readonly code?: string
+  readonly value?: unknown
+}
