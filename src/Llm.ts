@@ -9,7 +9,7 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import type * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type { ChatMessage } from "./Message.js"

@@ -13,6 +13,8 @@
  *   `uniqueItems`, …); at most 10 levels of nesting; `format` only from its list;
  * - `json_object`: some message must contain the word "json".
  */
+import type { FakeReply } from "./fakeOpenAiServer.js"
+
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/
 
 const UNSUPPORTED_IN_STRICT = [
@@ -114,10 +116,10 @@ export const responseFormatProblem = (body: any): string | undefined => {
  * OpenAI would refuse, recording the refusal, and `responder` otherwise.
  */
 export const refusing = (
-  responder: (body: any, index: number) => import("./fakeOpenAiServer.js").FakeReply,
+  responder: (body: any, index: number) => FakeReply,
   refusals: Array<string>
 ) =>
-(body: any, index: number): import("./fakeOpenAiServer.js").FakeReply => {
+(body: any, index: number): FakeReply => {
   const problem = responseFormatProblem(body)
   if (problem === undefined) return responder(body, index)
   refusals.push(problem)

@@ -223,10 +223,10 @@ const resolveRef = (ref: unknown, path: string, context: Context, depth: number)
   const target = isRecord(defs) ? defs[name] : undefined
   if (target === undefined) return refuse("$ref", pointer(path, "$ref"), `${ref} is not defined`)
   // recursion: the reference stands for itself while its definition is converted
-  let resolved: AnySchema | undefined
-  const lazy = Schema.suspend(() => resolved!)
+  const resolved: { schema?: AnySchema } = {}
+  const lazy = Schema.suspend(() => resolved.schema!)
   context.refs.set(ref, lazy)
-  resolved = convert(target, `#/${match[1]}/${match[2]}`, context, depth + 1)
+  resolved.schema = convert(target, `#/${match[1]}/${match[2]}`, context, depth + 1)
   return lazy
 }
 
