@@ -106,7 +106,7 @@ export const buildMessages = (input: SynthesisInput): Array<Message.ChatMessage>
   if (input.loopAnswer !== "") parts.push("", `Draft answer:\n${input.loopAnswer}`)
   parts.push("", "Write the final answer to the question.")
   const text = parts.join("\n")
-  const images = typeof input.question === "string" ? [] : input.question.filter((p) => p.type === "image_url")
+  const images = typeof input.question === "string" ? [] : input.question.filter((p) => p.type !== "text")
   const messages: Array<Message.ChatMessage> = [Message.system(SYNTHESIS_SYSTEM_PROMPT)]
   for (const m of input.history ?? []) {
     if (m.role === "user" || (m.role === "assistant" && m.content)) {

@@ -6,7 +6,10 @@
  * `checkAndCompact(messages, { budget?, hint? })`:
  * 1. cuts any single message over `maxMsgChars` (suffix `[Truncated]`);
  * 2. returns the list unchanged (same array) when its estimate fits the budget;
- * 3. otherwise, with a compaction LLM, summarises the oldest unpinned messages
+ * 3. otherwise attachments give way first: the oldest first, each replaced by a
+ *    note naming it, until the list fits (images count by their dimensions,
+ *    PDFs by their pages: `TokenEstimator.estimateFile`);
+ * 4. otherwise, with a compaction LLM, summarises the oldest unpinned messages
  *    into one `[Conversation summary]` user message placed after the system
  *    messages, keeping system messages, pinned messages and the `keepRecent` most
  *    recent messages verbatim; without one, or when compaction fails or does not
@@ -39,6 +42,7 @@ import {
   planCompaction,
   sameMessages
 } from "./internal/contextGuard/compact.js"
+import { lighten } from "./internal/contextGuard/attachments.js"
 import { request as compactionRequest } from "./internal/contextGuard/prompts.js"
 import { makeScanner } from "./internal/contextGuard/scan.js"
 import type { LlmService } from "./Llm.js"
@@ -245,13 +249,17 @@ export const makeUnsafe = (options: ContextGuardOptions = {}): ContextGuardServi
       }
       // fits: the same array back
       if (scan.total <= limit) return Effect.succeed(done(list, Usage.empty))
-      // (3) compact, else truncate
-      return Effect.map(summarise(list, limit, options?.hint ?? defaultHint), ({ messages: summarised, usage }) => {
+      // (3) attachments give way first, the oldest first (a note in their place)
+      const light = lighten(list, scan.total, limit)
+      if (light !== undefined && estimateMessages(light) <= limit) return Effect.succeed(done(light, Usage.empty))
+      const base = light ?? list
+      // (4) compact, else truncate
+      return Effect.map(summarise(base, limit, options?.hint ?? defaultHint), ({ messages: summarised, usage }) => {
         if (summarised !== undefined && estimateMessages(summarised) <= limit) return done(summarised, usage)
         // truncation leaves a quarter of the budget free: the next calls append without truncating
         // again (a window sliding on every call would change the prompt's prefix on every call,
         // and no provider prompt cache would ever hit past the system prompt)
-        return done(heuristic(summarised ?? list, Math.floor(limit * TRUNCATION_TARGET)), usage)
+        return done(heuristic(summarised ?? base, Math.floor(limit * TRUNCATION_TARGET)), usage)
       })
     })
 

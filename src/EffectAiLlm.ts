@@ -41,7 +41,9 @@ import * as Stream from "effect/Stream"
 import * as Service from "./internal/llm/service.js"
 import type { LlmOptions } from "./internal/llm/service.js"
 import { promptCacheKey as internalKey } from "./internal/llm/promptCacheKey.js"
-import { hasTools, toPrompt, toToolChoice, toToolkit } from "./internal/effectAiLlm/prompt.js"
+import * as Attachments from "./Attachments.js"
+import { hasTools, promptOf, toToolChoice, toToolkit } from "./internal/effectAiLlm/prompt.js"
+import * as Attached from "./internal/llm/attachments.js"
 import type { CacheBreakpoints } from "./internal/effectAiLlm/prompt.js"
 import { partToDeltas, streamState, toChatResponse, toLlmError } from "./internal/effectAiLlm/response.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
@@ -147,8 +149,12 @@ export const makeUnsafe = (languageModel: LanguageModel.Service, options: Effect
       }
       : {}
 
+  const attachments = Attached.context(options.inputModalities, options.attachments)
   const chatOnce = (request: ChatRequest): Effect.Effect<ChatResponse, LlmError> =>
-    languageModel.generateText({ prompt: toPrompt(request.messages, breakpoints), ...toolsOf(request) } as never).pipe(
+    Effect.flatMap(
+      promptOf(request, breakpoints, attachments),
+      (prompt) => languageModel.generateText({ prompt, ...toolsOf(request) } as never)
+    ).pipe(
       configured(request),
       Effect.mapError((e) => toLlmError(e as never)),
       Effect.timeoutFail({ duration: timeoutMs, onTimeout: attemptTimeout }),
@@ -161,10 +167,8 @@ export const makeUnsafe = (languageModel: LanguageModel.Service, options: Effect
   // One attempt at opening a stream: the request and its first parts, in a scope of
   // its own that is closed when the attempt fails or times out.
   const openOnce = (request: ChatRequest): Effect.Effect<OpenStream, LlmError> =>
-    Effect.flatMap(Scope.make(), (scope) => {
-      const parts = languageModel.streamText(
-        { prompt: toPrompt(request.messages, breakpoints), ...toolsOf(request) } as never
-      ) as unknown as Stream.Stream<Response.AnyPart, unknown>
+    Effect.flatMap(Effect.zip(Scope.make(), promptOf(request, breakpoints, attachments)), ([scope, prompt]) => {
+      const parts = languageModel.streamText({ prompt, ...toolsOf(request) } as never) as unknown as Stream.Stream<Response.AnyPart, unknown>
       return Effect.gen(function*() {
         const raw = yield* Scope.extend(Stream.toPull(parts), scope)
         const pull = Effect.mapError(raw, Option.map((e) => toLlmError(e as never)))
@@ -210,7 +214,8 @@ export const makeUnsafe = (languageModel: LanguageModel.Service, options: Effect
  * @category constructors
  */
 export const make = (options: EffectAiLlmOptions): Effect.Effect<LlmService, never, LanguageModel.LanguageModel> =>
-  Effect.map(LanguageModel.LanguageModel, (model) => makeUnsafe(model, options))
+  Effect.map(Effect.zip(LanguageModel.LanguageModel, Effect.serviceOption(Attachments.Attachments)), ([model, store]) =>
+    makeUnsafe(model, options.attachments !== undefined || Option.isNone(store) ? options : { ...options, attachments: store.value }))
 
 /**
  * The `Llm` over the `LanguageModel` in context.

@@ -246,6 +246,11 @@ export interface LlmService {
   readonly contextSize?: number
   /** Max output tokens, when known. */
   readonly maxOutputTokens?: number
+  /**
+   * What the model takes besides text (`image`, `file` for PDFs); absent: all.
+   * The LLM layers send a note instead of an attachment the model does not take.
+   */
+  readonly inputModalities?: ReadonlyArray<"text" | "image" | "file">
   readonly chat: (request: ChatRequest) => Effect.Effect<ChatResponse, LlmError>
   readonly streamChat: (request: ChatRequest) => Stream.Stream<ChatDelta, LlmError>
   /**

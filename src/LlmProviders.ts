@@ -29,6 +29,7 @@ import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type { ProviderConnection } from "./internal/llmProviders/connection.js"
 import type { LlmService } from "./Llm.js"
+import * as Attachments from "./Attachments.js"
 import * as OpenAiLlm from "./OpenAiLlm.js"
 
 /**
@@ -237,6 +238,15 @@ export const loadModels = (options: Options = {}): Effect.Effect<
     const env = yield* OpenAiLlm.settingsConfig
     const explicit = yield* Config.all({ contextSize: explicitInt("LLM_CONTEXT_SIZE"), maxOutput: explicitInt("LLM_MAX_OUTPUT_TOKENS") })
     const hasFast = given.fast.model !== undefined || Option.isSome(yield* OpenAiLlm.stringOption("FAST_LLM_MODEL"))
+    // attachments: the store in context (the models read the bytes when they build a request), and
+    // what each model takes (`FAST_LLM_INPUT_MODALITIES` for the fast one, else `LLM_INPUT_MODALITIES`)
+    const store = Option.getOrUndefined(yield* Effect.serviceOption(Attachments.Attachments))
+    const fastModalities = Option.getOrUndefined(yield* OpenAiLlm.modalitiesOption("FAST_LLM_INPUT_MODALITIES"))
+    const attached = <A extends { readonly inputModalities?: ReadonlyArray<Attachments.Modality> | undefined }>(role: "main" | "fast", o: A) => ({
+      ...o,
+      attachments: store,
+      inputModalities: role === "fast" ? given.fast.inputModalities ?? fastModalities ?? o.inputModalities : o.inputModalities
+    })
     // a role's given settings: the main model's, then its own (abilities one at a time)
     const givenSettings = (role: "main" | "fast") => {
       const main = settingsOf(given.main)
@@ -251,14 +261,15 @@ export const loadModels = (options: Options = {}): Effect.Effect<
         (options) => {
           // auto: `prompt_cache_key` only where it is known to be accepted (OpenAI itself)
           const isOpenAi = options.baseURL === undefined || /^https:\/\/api\.openai\.com(\/|$)/.test(options.baseURL)
-          return OpenAiLlm.makeUnsafe({ ...options, promptCacheKey: options.promptCacheKey ?? (promptCache === "auto" && isOpenAi) })
+          return OpenAiLlm.makeUnsafe(attached(role, { ...options, promptCacheKey: options.promptCacheKey ?? (promptCache === "auto" && isOpenAi) }))
         }
       )
     const bridged = (provider: Exclude<Provider, "openai-compatible">, role: "main" | "fast", main: Option.Option<Connection>) =>
       Effect.flatMap(connectionConfig(provider, role, given[role], main), (c) => {
         const s = givenSettings(role)
-        return makeEffectAi(provider, role === "main" ? "LLM_PROVIDER" : "FAST_LLM_PROVIDER", {
+        return makeEffectAi(provider, role === "main" ? "LLM_PROVIDER" : "FAST_LLM_PROVIDER", attached(role, {
           ...c,
+          inputModalities: s.inputModalities ?? env.inputModalities,
           temperature: s.temperature ?? env.temperature,
           // no generic JSON mode through @effect/ai: the structured call uses its prompt-only levels
           // (nor `response_format: json_schema`: its native structured output is a forced tool, the structured call's level 1)
@@ -270,7 +281,7 @@ export const loadModels = (options: Options = {}): Effect.Effect<
           timeout: s.timeout ?? env.timeout,
           totalTimeout: s.totalTimeout ?? env.totalTimeout,
           promptCache: s.promptCacheKey === undefined ? promptCache : s.promptCacheKey ? "auto" : "off"
-        })
+        }))
       })
     const mainConnection = mainProvider === "openai-compatible"
       ? Option.none()

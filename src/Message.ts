@@ -33,10 +33,49 @@ export const ImagePart = Schema.Struct({
 export type ImagePart = typeof ImagePart.Type
 
 /**
+ * What a message says of an attachment: never its bytes. A stored attachment
+ * is named by the SHA-256 of its bytes (the `Attachments` store holds them; the
+ * LLM layer reads them when it builds a provider request); an image the caller
+ * gave as an `https` URL keeps its `url` instead and is sent as it is. Images
+ * carry their dimensions and PDFs their page count when known (token estimates).
+ *
  * @since 0.1.0
  * @category models
  */
-export const ContentPart = Schema.Union(TextPart, ImagePart)
+export const FileRef = Schema.Struct({
+  name: Schema.String,
+  media_type: Schema.String,
+  size: Schema.optional(Schema.Number),
+  sha256: Schema.optional(Schema.String),
+  url: Schema.optional(Schema.String),
+  width: Schema.optional(Schema.Number),
+  height: Schema.optional(Schema.Number),
+  pages: Schema.optional(Schema.Number)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type FileRef = typeof FileRef.Type
+
+/**
+ * An attachment (an image, a PDF, a text file) in a message's content.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const FilePart = Schema.Struct({ type: Schema.Literal("file"), file: FileRef })
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type FilePart = typeof FilePart.Type
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export const ContentPart = Schema.Union(TextPart, ImagePart, FilePart)
 /**
  * @since 0.1.0
  * @category models
@@ -125,6 +164,8 @@ export const ToolMessage = Schema.Struct({
   content: Schema.String,
   tool_call_id: Schema.String,
   name: Schema.optional(Schema.String),
+  /** Files the tool returned (an image, a screenshot): each provider gets them where it takes them. */
+  files: Schema.optional(Schema.Array(FilePart)),
   pinned
 })
 /**
@@ -175,8 +216,29 @@ export const assistant = (
  * @since 0.1.0
  * @category constructors
  */
-export const tool = (toolCallId: string, content: string, name?: string): ToolMessage =>
-  name === undefined ? { role: "tool", tool_call_id: toolCallId, content } : { role: "tool", tool_call_id: toolCallId, content, name }
+export const tool = (toolCallId: string, content: string, name?: string, files?: ReadonlyArray<FilePart>): ToolMessage => {
+  const message: ToolMessage = name === undefined
+    ? { role: "tool", tool_call_id: toolCallId, content }
+    : { role: "tool", tool_call_id: toolCallId, content, name }
+  return files !== undefined && files.length > 0 ? { ...message, files } : message
+}
+
+/**
+ * A file part of an attachment.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const file = (ref: FileRef): FilePart => ({ type: "file", file: ref })
+
+/**
+ * The file parts of a message's content (none for text).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const filesOf = (content: Content | null | undefined): ReadonlyArray<FilePart> =>
+  content == null || typeof content === "string" ? [] : content.filter((p): p is FilePart => p.type === "file")
 
 /**
  * @since 0.1.0
@@ -189,7 +251,7 @@ export const toolCall = (id: string, name: string, args: string): ToolCall => ({
 })
 
 /**
- * The text of a message's content (image parts are skipped).
+ * The text of a message's content (image and file parts are skipped).
  *
  * @since 0.1.0
  * @category utils

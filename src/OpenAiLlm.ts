@@ -47,7 +47,9 @@ import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/
 import * as CallBudget from "./internal/llm/callBudget.js"
 import * as Service from "./internal/llm/service.js"
 import * as internal from "./internal/openAiLlm/config.js"
-import { toChatResponse, toLlmError, toParams } from "./internal/openAiLlm/request.js"
+import * as Attachments from "./Attachments.js"
+import * as Attached from "./internal/llm/attachments.js"
+import { paramsOf, toChatResponse, toLlmError } from "./internal/openAiLlm/request.js"
 import type { StreamState } from "./internal/openAiLlm/stream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiLlm/stream.js"
 import { ThinkSplitter } from "./internal/llm/think.js"
@@ -122,17 +124,18 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
     temperature: options.temperature,
     sendReasoningContent: options.sendReasoningContent,
     extraBody: options.extraBody,
-    promptCacheKey: options.promptCacheKey
+    promptCacheKey: options.promptCacheKey,
+    attachments: Attached.context(options.inputModalities, options.attachments)
   }
 
   // One attempt, headers and body: the timeout interrupts the promise, which aborts
   // its request through the signal (a reply stalled mid-body included).
   const chatOnce = (request: ChatRequest) =>
-    Effect.tryPromise({
-      try: (signal) =>
-        client.chat.completions.create({ ...toParams(request, settings), stream: false }, { signal }) as Promise<ChatCompletion>,
-      catch: toLlmError
-    }).pipe(
+    Effect.flatMap(paramsOf(request, settings), (params) =>
+      Effect.tryPromise({
+        try: (signal) => client.chat.completions.create({ ...params, stream: false }, { signal }) as Promise<ChatCompletion>,
+        catch: toLlmError
+      })).pipe(
       Effect.timeoutFail({ duration: timeoutMs, onTimeout: attemptTimeout }),
       Effect.flatMap((body) => {
         const response = toChatResponse(body)
@@ -143,10 +146,10 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
   // One attempt at opening a stream: request, headers, first chunk, bounded as a
   // whole. On failure, timeout or interruption the attempt's request is aborted.
   const openOnce = (request: ChatRequest): Effect.Effect<OpenStream, LlmError> =>
-    Effect.suspend(() => {
+    Effect.flatMap(paramsOf(request, settings), (body) => {
       const controller = new AbortController()
       const params = {
-        ...toParams(request, settings),
+        ...body,
         stream: true as const,
         ...(options.streamUsage === false ? {} : { stream_options: { include_usage: true } })
       }
@@ -210,7 +213,9 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: OpenAiLlmOptions): Effect.Effect<LlmService> => Effect.sync(() => makeUnsafe(options))
+export const make = (options: OpenAiLlmOptions): Effect.Effect<LlmService> =>
+  Effect.map(Effect.serviceOption(Attachments.Attachments), (store) =>
+    makeUnsafe(options.attachments !== undefined || Option.isNone(store) ? options : { ...options, attachments: store.value }))
 
 /**
  * @since 0.1.0
@@ -244,6 +249,16 @@ export const secretOption: (name: string) => Config.Config<Option.Option<Redacte
  * @category config
  */
 export const stringOption: (name: string) => Config.Config<Option.Option<string>> = internal.stringOption
+
+/**
+ * What a model takes, from a variable (`LLM_INPUT_MODALITIES`): a comma-separated
+ * list of `text`, `image`, `file` (text is always taken).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const modalitiesOption: (name: string) => Config.Config<Option.Option<ReadonlyArray<"text" | "image" | "file">>> =
+  internal.modalitiesOption
 
 /**
  * Everything but the connection (model, URL, key): temperature, abilities, sizes,

@@ -12,6 +12,7 @@ import { ChatMessage } from "./Message.js"
 import { Artifact, ContentType } from "./Tool.js"
 import { RunUsage, Usage } from "./Usage.js"
 import { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
+import { AttachmentsReceived } from "./internal/runEvent/attachments.js"
 import { DagPhase, DagPlan, DagStep } from "./internal/runEvent/dag.js"
 import type { AgentRef } from "./internal/runEvent/fields.js"
 import { agent, step_id } from "./internal/runEvent/fields.js"
@@ -20,6 +21,7 @@ import { Queued } from "./internal/runEvent/queued.js"
 
 // Members defined beside this module, one file per family (their docs are there)
 export { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
+export { AttachmentsReceived } from "./internal/runEvent/attachments.js"
 export { DagPhase, DagPlan, DagPlanStep, DagStep } from "./internal/runEvent/dag.js"
 export { OutputPartial, type RunError, ToolProgress } from "./internal/runEvent/progress.js"
 export { Queued } from "./internal/runEvent/queued.js"
@@ -322,6 +324,7 @@ export const RunEvent = Schema.Union(
   ToolProgress,
   OutputPartial,
   Queued,
+  AttachmentsReceived,
   Done,
   RunFailed
 )

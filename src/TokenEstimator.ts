@@ -1,6 +1,7 @@
 /**
  * Token estimation without a tokenizer: ASCII ≈ 4 characters per token,
- * any other character ≈ 1.5 per token, 765 tokens per image part, +4 per message
+ * any other character ≈ 1.5 per token, 765 tokens per `image_url` part, an
+ * attachment by its dimensions, pages or size (`estimateFile`), +4 per message
  * for the chat framing; tool-call names, ids and arguments are counted.
  *
  * Messages are immutable, so each message's estimate is computed once and cached
@@ -12,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import type { ChatMessage, Content } from "./Message.js"
+import type { ChatMessage, Content, FileRef } from "./Message.js"
 
 /**
  * Tokens added per message for the role and framing.
@@ -71,12 +72,82 @@ export const estimateText = (text: string): number => {
   return Math.ceil(ascii / ASCII_CHARS_PER_TOKEN + other / OTHER_CHARS_PER_TOKEN)
 }
 
+/**
+ * Tokens of an image on OpenAI (high detail): fitted into 2048×2048, its
+ * shorter side scaled to 768, then 170 per 512-pixel tile plus 85.
+ *
+ * @since 0.1.0
+ * @category estimation
+ */
+export const imageTokensOpenAi = (width: number, height: number): number => {
+  let w = width
+  let h = height
+  const fit = Math.min(1, 2048 / Math.max(w, h))
+  w *= fit
+  h *= fit
+  const shorter = Math.min(w, h)
+  if (shorter > 768) {
+    w *= 768 / shorter
+    h *= 768 / shorter
+  }
+  return 170 * Math.ceil(w / 512) * Math.ceil(h / 512) + 85
+}
+
+/**
+ * Tokens of an image on Anthropic: width × height / 750, after the API's
+ * downscaling (long edge at most 1568 pixels, about 1.15 megapixels).
+ *
+ * @since 0.1.0
+ * @category estimation
+ */
+export const imageTokensAnthropic = (width: number, height: number): number => {
+  const scale = Math.min(1, 1568 / Math.max(width, height), Math.sqrt(1_150_000 / (width * height)))
+  return Math.ceil((width * scale) * (height * scale) / 750)
+}
+
+/**
+ * Tokens of an image whose size is unknown (a caller's URL): the most either provider counts.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const UNKNOWN_IMAGE = 1600
+
+/**
+ * Tokens per PDF page (its text and its page image, the upper end of what providers count).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const PER_PDF_PAGE = 3000
+
+/**
+ * Estimated tokens of an attachment: an image by its dimensions (the larger
+ * of OpenAI's tile count and Anthropic's w×h/750: the estimator knows no
+ * provider, and overcounting only compacts sooner), a PDF by its pages (else
+ * one page per 60 KB), a text file by its size.
+ *
+ * @since 0.1.0
+ * @category estimation
+ */
+export const estimateFile = (file: FileRef): number => {
+  if (file.media_type.startsWith("image/")) {
+    return file.width !== undefined && file.height !== undefined && file.width > 0 && file.height > 0
+      ? Math.max(imageTokensOpenAi(file.width, file.height), imageTokensAnthropic(file.width, file.height))
+      : UNKNOWN_IMAGE
+  }
+  if (file.media_type === "application/pdf") {
+    return PER_PDF_PAGE * (file.pages ?? Math.max(1, Math.ceil((file.size ?? 0) / 60_000)))
+  }
+  return estimateText(file.name) + 16 + Math.ceil((file.size ?? 0) / ASCII_CHARS_PER_TOKEN)
+}
+
 const estimateContent = (content: Content | null): number => {
   if (content === null) return 0
   if (typeof content === "string") return estimateText(content)
   let tokens = 0
   for (const part of content) {
-    tokens += part.type === "text" ? estimateText(part.text) : PER_IMAGE
+    tokens += part.type === "text" ? estimateText(part.text) : part.type === "file" ? estimateFile(part.file) : PER_IMAGE
   }
   return tokens
 }
@@ -90,6 +161,7 @@ const compute = (message: ChatMessage): number => {
   } else if (message.role === "tool") {
     tokens += estimateText(message.tool_call_id)
     if (message.name !== undefined) tokens += estimateText(message.name)
+    if (message.files !== undefined) for (const f of message.files) tokens += estimateFile(f.file)
   }
   return tokens
 }

@@ -36,6 +36,8 @@ export {
    * A tool result with a content type and artifacts (files the UI can preview or
    * download). `usage`: LLM usage the tool spent producing it (an agent used as a
    * tool reports its sub-run's); the run counts it in `by_phase.subagents`.
+   * `files`: attachments the model is to see (an image, a screenshot: store the
+   * bytes with `Attachments.put`, return `Message.file(ref)`), see docs/attachments.md.
    *
    * @since 0.1.0
    * @category models

@@ -29,6 +29,7 @@ export type Channel =
   | "budget"
   | "guardrail"
   | "agent"
+  | "input"
 
 const withStep = (data: Record<string, unknown>, stepId: string | undefined): Record<string, unknown> =>
   stepId === undefined ? data : { ...data, step_id: stepId }
@@ -130,6 +131,8 @@ const payload = (event: RunEvent): { readonly channel: Channel; readonly data: R
     }
     case "OutputPartial":
       return { channel: "answer", data: { type: "output_partial", value: event.value } }
+    case "AttachmentsReceived":
+      return { channel: "input", data: { type: "attachments", attachments: event.attachments } }
     case "Done": {
       const { _tag, messages: _messages, steps: _steps, ...rest } = event
       return { channel: "done", data: rest }
@@ -179,6 +182,8 @@ const tagOf = (channel: string, data: Record<string, unknown>): string | undefin
       return "BudgetStatus"
     case "guardrail":
       return "GuardrailTripped"
+    case "input":
+      return type === "attachments" ? "AttachmentsReceived" : undefined
     default:
       return undefined
   }

@@ -31,6 +31,7 @@ import type * as Scope from "effect/Scope"
 import { createHash } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo, Socket } from "node:net"
+import { anthropicBlocksProblem } from "./wireParts.js"
 
 /** A block of a scripted reply (the fake assigns tool-use ids). */
 export type FakeBlock =
@@ -247,6 +248,8 @@ const validate = (body: any): { status: number; type: string; message: string } 
     const content = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content
     if (!Array.isArray(content) || content.length === 0) return invalid(`messages.${i}.content: must not be empty`)
     const uses = new Set<string>()
+    const blocks = anthropicBlocksProblem(m.role, content, i)
+    if (blocks !== undefined) return invalid(blocks)
     for (const block of content) {
       count(block)
       if (block.type === "text" && (typeof block.text !== "string" || block.text === "")) {

@@ -10,6 +10,8 @@
  *   a dropped connection, a stall (headers and part of the body, then nothing).
  *   Each can be delayed.
  * - `GET …/models` lists `options.models` when given (404 otherwise).
+ * - A request the real API refuses is a 400 (`wireParts.openAiProblem`: parts
+ *   where the API takes none, bad image or PDF data, unanswered tool calls).
  * - Every request is recorded (path, headers, parsed body) with whether the client
  *   closed it before the reply finished; sockets are tracked (open / closed).
  *
@@ -22,6 +24,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo, Socket } from "node:net"
+import { openAiProblem } from "./wireParts.js"
 
 /** A tool call in a scripted completion. */
 export interface FakeToolCall {
@@ -344,6 +347,13 @@ export const start = async (
     const index = requests.length
     requests.push(record)
     notify()
+    // a request the real API refuses (a part where it takes none, tool calls left unanswered) is refused here too
+    const problem = openAiProblem(body)
+    if (problem !== undefined) {
+      res.writeHead(400, { "content-type": "application/json" })
+      res.end(JSON.stringify({ error: { message: problem, type: "invalid_request_error", param: "messages", code: null } }))
+      return
+    }
     const reply: FakeReply | undefined = typeof script === "function"
       ? script(body, index)
       : script[index]

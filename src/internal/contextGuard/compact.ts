@@ -98,10 +98,10 @@ export interface Split {
   readonly systemTokens: number
 }
 
-/** A JSON-mode observation: an unpinned user message starting `Observation:`. */
+/** A JSON-mode observation: an unpinned user message starting `Observation:` (then maybe the tool's files). */
 const isObservation = (m: ChatMessage | undefined): boolean =>
-  m !== undefined && m.role === "user" && m.pinned !== true && typeof m.content === "string" &&
-  m.content.startsWith("Observation:")
+  m !== undefined && m.role === "user" && m.pinned !== true &&
+  (typeof m.content === "string" ? m.content : m.content[0]?.type === "text" ? m.content[0].text : "").startsWith("Observation:")
 
 const unit = (messages: ReadonlyArray<ChatMessage>, orphan: boolean): Unit => {
   let tokens = 0

@@ -12,8 +12,10 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type { ChatRequest, ToolChoice as OurToolChoice, ToolDefinition } from "../../Llm.js"
+import type { LlmError } from "../../Llm.js"
 import { parseToolArguments } from "../../Llm.js"
-import type { ChatMessage, Content } from "../../Message.js"
+import type { ChatMessage, ContentPart, ImagePart, TextPart } from "../../Message.js"
+import * as Attached from "../llm/attachments.js"
 
 /** Where cache breakpoints go (`"anthropic"`: `cache_control` options; `"none"`: none). */
 export type CacheBreakpoints = "anthropic" | "none"
@@ -45,16 +47,33 @@ export const toToolChoice = (choice: OurToolChoice | undefined): "auto" | "none"
 
 const DATA_URL = /^data:([^;,]+);base64,(.*)$/s
 
-const userParts = (content: Content): Array<Prompt.UserMessagePartEncoded> => {
-  if (typeof content === "string") return [{ type: "text", text: content }]
-  return content.map((part): Prompt.UserMessagePartEncoded => {
-    if (part.type === "text") return { type: "text", text: part.text }
-    const match = DATA_URL.exec(part.image_url.url)
-    return match
-      ? { type: "file", mediaType: match[1], data: match[2] }
-      : { type: "file", mediaType: "image/*", data: new URL(part.image_url.url) }
-  })
+// bytes, not base64 text: @effect/ai-openai sends a file part only from bytes (a string is a file id)
+const imageUrlPart = (url: string): Prompt.UserMessagePartEncoded => {
+  const match = DATA_URL.exec(url)
+  return match
+    ? { type: "file", mediaType: match[1], data: Uint8Array.from(Buffer.from(match[2], "base64")) }
+    : { type: "file", mediaType: "image/*", data: new URL(url) }
 }
+
+const toPart = (part: Attached.Part | TextPart | ImagePart): Prompt.UserMessagePartEncoded => {
+  if (!("_tag" in part)) return part.type === "text" ? { type: "text", text: part.text } : imageUrlPart(part.image_url.url)
+  switch (part._tag) {
+    case "Text":
+      return { type: "text", text: part.text }
+    case "Image":
+      return { type: "file", mediaType: part.mediaType, data: part.data, fileName: part.name }
+    case "ImageUrl":
+      return imageUrlPart(part.url)
+    case "Pdf":
+      return { type: "file", mediaType: "application/pdf", data: part.data, fileName: part.name }
+  }
+}
+
+const userParts = (content: string | ReadonlyArray<Attached.Part | ContentPart>): Array<Prompt.UserMessagePartEncoded> =>
+  typeof content === "string"
+    ? [{ type: "text", text: content }]
+    // a file part reaching here unprepared is a note (`prepare` resolves them)
+    : content.map((part) => toPart(!("_tag" in part) && part.type === "file" ? { _tag: "Text", text: Attached.note(part.file) } : part as never))
 
 /** Tool-call arguments as the object the provider sends back (invalid JSON: `{}`). */
 const argumentsObject = (raw: string): Record<string, unknown> => Either.getOrElse(parseToolArguments(raw), () => ({}))
@@ -68,7 +87,7 @@ const argumentsObject = (raw: string): Record<string, unknown> => Either.getOrEl
  * (the tools come before it, so it caches tools + system) and on the newest
  * message.
  */
-export const toPrompt = (messages: ReadonlyArray<ChatMessage>, breakpoints: CacheBreakpoints): Prompt.Prompt => {
+export const toPrompt = (messages: ReadonlyArray<ChatMessage | Attached.Prepared>, breakpoints: CacheBreakpoints): Prompt.Prompt => {
   const names = new Map<string, string>()
   const out: Array<Prompt.MessageEncoded> = []
   let leading = true
@@ -84,7 +103,7 @@ export const toPrompt = (messages: ReadonlyArray<ChatMessage>, breakpoints: Cach
     leading = false
     switch (m.role) {
       case "user":
-        out.push({ role: "user", content: userParts(m.content) })
+        out.push({ role: "user", content: userParts(m.content as string | ReadonlyArray<Attached.Part | ContentPart>) })
         break
       case "assistant": {
         const parts: Array<Prompt.AssistantMessagePartEncoded> = []
@@ -121,6 +140,19 @@ export const toPrompt = (messages: ReadonlyArray<ChatMessage>, breakpoints: Cach
   }
   return Prompt.make(out)
 }
+
+/**
+ * The prompt of a request with its attachments: read from the store now (a
+ * request without any maps at once), each one the model does not take a note.
+ */
+export const promptOf = (
+  request: ChatRequest,
+  breakpoints: CacheBreakpoints,
+  attachments: Attached.Context
+): Effect.Effect<Prompt.Prompt, LlmError> =>
+  Attached.isPlain(request)
+    ? Effect.sync(() => toPrompt(request.messages, breakpoints))
+    : Effect.map(Attached.prepare(request.messages, attachments), (prepared) => toPrompt(prepared, breakpoints))
 
 /** The request's tools, or none. */
 export const hasTools = (request: ChatRequest): request is ChatRequest & { readonly tools: ReadonlyArray<ToolDefinition> } =>

@@ -9,6 +9,7 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Stream from "effect/Stream"
+import type { AttachmentsService, Modality } from "../../Attachments.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "../../Llm.js"
 import { LlmError } from "../../Llm.js"
 import { unwrapDeltas } from "./deltaStream.js"
@@ -48,6 +49,13 @@ export interface LlmOptions {
    * the field: OpenAI), `EffectAiLlm` hands it to `configure`.
    */
   readonly promptCacheKey?: boolean | undefined
+  /**
+   * What the model takes besides text (default all: `text`, `image`, `file`):
+   * an attachment it does not take is never sent, a note naming it is.
+   */
+  readonly inputModalities?: ReadonlyArray<Modality> | undefined
+  /** Where attachments' bytes are read when a request is built (`make`/`layer` take the one in context). */
+  readonly attachments?: AttachmentsService | undefined
 }
 
 /** An implementation's defaults of the options. */
@@ -106,6 +114,7 @@ export const make = (parts: {
   return {
     model: options.model,
     abilities,
+    ...(options.inputModalities !== undefined ? { inputModalities: options.inputModalities } : {}),
     contextSize: options.contextSize ?? defaults.contextSize,
     maxOutputTokens: options.maxOutputTokens ?? defaults.maxOutputTokens,
     chat,

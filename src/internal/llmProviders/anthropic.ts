@@ -36,6 +36,8 @@ export const make = (c: ProviderConnection): Effect.Effect<LlmService, never, Sc
       timeout: c.timeout,
       totalTimeout: c.totalTimeout,
       temperature: c.temperature,
+      inputModalities: c.inputModalities,
+      attachments: c.attachments,
       cacheBreakpoints: c.promptCache === "auto" ? "anthropic" : "none",
       endpoint: c.baseURL ?? "https://api.anthropic.com",
       configure: (s) =>

@@ -29,6 +29,8 @@ export const make = (c: ProviderConnection): Effect.Effect<LlmService, never, Sc
       timeout: c.timeout,
       totalTimeout: c.totalTimeout,
       temperature: c.temperature,
+      inputModalities: c.inputModalities,
+      attachments: c.attachments,
       promptCacheKey: c.promptCache === "auto",
       endpoint: c.baseURL ?? "https://api.openai.com/v1",
       configure: (s) =>

@@ -5,10 +5,13 @@
  * @internal
  */
 import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type OpenAI from "openai"
+import type { Modality } from "../../Attachments.js"
 import type { Defaults, LlmOptions } from "../llm/service.js"
 
 /** `LlmOptions` (default context window 128000) and the connection to the endpoint. */
@@ -91,6 +94,28 @@ const int = (name: string, fallback: number, min: number, max = Number.MAX_SAFE_
 
 const bool = (name: string, fallback: boolean) => Config.boolean(name).pipe(Config.withDefault(fallback))
 
+const MODALITIES: ReadonlyArray<Modality> = ["text", "image", "file"]
+
+/**
+ * What a model takes (`LLM_INPUT_MODALITIES`, `FAST_LLM_INPUT_MODALITIES`): a
+ * comma-separated list of `text`, `image`, `file` (text is always taken).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const modalitiesOption = (name: string): Config.Config<Option.Option<ReadonlyArray<Modality>>> =>
+  Config.option(
+    Config.string(name).pipe(
+      Config.mapOrFail((raw) => {
+        const entries = raw.split(",").map((e) => e.trim().toLowerCase()).filter((e) => e !== "")
+        const wrong = entries.find((e) => !(MODALITIES as ReadonlyArray<string>).includes(e))
+        return wrong !== undefined
+          ? Either.left(ConfigError.InvalidData([], `Expected a comma-separated list of text, image, file; got "${wrong}"`))
+          : Either.right([...new Set<Modality>(["text", ...entries as Array<Modality>])] as ReadonlyArray<Modality>)
+      })
+    )
+  )
+
 /**
  * Everything but the connection (model, URL, key): temperature, abilities, sizes,
  * retries, timeout. Shared by the main and the fast model.
@@ -109,7 +134,7 @@ export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "bas
     toolChoice: bool("LLM_TOOL_CHOICE_ENABLED", true),
     jsonMode: bool("LLM_JSON_MODE_ENABLED", true),
     jsonSchema: bool("LLM_JSON_SCHEMA_ENABLED", true),
-    vision: bool("LLM_VISION_ENABLED", false),
+    inputModalities: modalitiesOption("LLM_INPUT_MODALITIES"),
     streaming: bool("LLM_STREAMING_ENABLED", true),
     contextSize: int("LLM_CONTEXT_SIZE", defaults.contextSize, 1),
     maxOutputTokens: int("LLM_MAX_OUTPUT_TOKENS", defaults.maxOutputTokens, 1),
@@ -125,9 +150,10 @@ export const settingsConfig: Config.Config<Omit<OpenAiLlmOptions, "model" | "bas
       toolChoice: c.toolChoice,
       jsonMode: c.jsonMode,
       jsonSchema: c.jsonSchema,
-      vision: c.vision,
+      vision: Option.match(c.inputModalities, { onNone: () => true, onSome: (m) => m.includes("image") }),
       streaming: c.streaming
     },
+    inputModalities: Option.getOrUndefined(c.inputModalities),
     contextSize: c.contextSize,
     maxOutputTokens: c.maxOutputTokens,
     maxRetries: c.maxRetries,

@@ -4,6 +4,7 @@
  *
  * @internal
  */
+import * as Effect from "effect/Effect"
 import OpenAI from "openai"
 import type { APIError } from "openai/error"
 import type {
@@ -14,7 +15,8 @@ import type {
 import type { Abilities, ChatRequest, ChatResponse, ResponseToolCall } from "../../Llm.js"
 import { LlmError, parseToolArguments, splitThinking } from "../../Llm.js"
 import { promptCacheKey } from "../llm/promptCacheKey.js"
-import type { ChatMessage } from "../../Message.js"
+import type { ChatMessage, ContentPart } from "../../Message.js"
+import * as Attached from "../llm/attachments.js"
 import type { Usage } from "../../Usage.js"
 import * as UsageM from "../../Usage.js"
 import { isContextOverflowMessage } from "../llm/contextOverflow.js"
@@ -31,14 +33,34 @@ export interface RequestSettings {
   readonly extraBody?: Record<string, unknown> | undefined
   /** Send `prompt_cache_key` (one per conversation: see `promptCacheKey`). */
   readonly promptCacheKey?: boolean | undefined
+  /** What the model takes and where attachments' bytes are. */
+  readonly attachments: Attached.Context
 }
 
-const toMessage = (m: ChatMessage, sendReasoning: boolean): ChatCompletionMessageParam => {
+/** A content part on the wire: text, `image_url` (a data URL or the caller's URL), `file` (a PDF as a data URL). */
+const toPart = (p: Attached.Part | ContentPart): Record<string, unknown> => {
+  if (!("_tag" in p)) return p
+  switch (p._tag) {
+    case "Text":
+      return { type: "text", text: p.text }
+    case "Image":
+      return { type: "image_url", image_url: { url: Attached.dataUrl(p.mediaType, p.data) } }
+    case "ImageUrl":
+      return { type: "image_url", image_url: p.detail !== undefined ? { url: p.url, detail: p.detail } : { url: p.url } }
+    case "Pdf":
+      return { type: "file", file: { filename: p.name, file_data: Attached.dataUrl("application/pdf", p.data) } }
+  }
+}
+
+const toMessage = (m: ChatMessage | Attached.Prepared, sendReasoning: boolean): ChatCompletionMessageParam => {
   switch (m.role) {
     case "system":
       return { role: "system", content: m.content }
     case "user":
-      return { role: "user", content: typeof m.content === "string" ? m.content : (m.content as any) }
+      return {
+        role: "user",
+        content: typeof m.content === "string" ? m.content : (m.content as ReadonlyArray<Attached.Part | ContentPart>).map(toPart) as any
+      }
     case "tool":
       return { role: "tool", tool_call_id: m.tool_call_id, content: m.content }
     case "assistant": {
@@ -61,12 +83,16 @@ const toMessage = (m: ChatMessage, sendReasoning: boolean): ChatCompletionMessag
  * tools are advertised; `tool_choice` is omitted for models without tool-choice
  * support, `response_format: json_object` for models without JSON mode.
  */
-export const toParams = (request: ChatRequest, settings: RequestSettings): ChatCompletionCreateParamsBase => {
+export const toParams = (
+  request: ChatRequest,
+  settings: RequestSettings,
+  prepared?: ReadonlyArray<Attached.Prepared>
+): ChatCompletionCreateParamsBase => {
   const sendReasoning = settings.sendReasoningContent ?? false
   const params: Record<string, unknown> = {
     ...settings.extraBody,
     model: settings.model,
-    messages: request.messages.map((m) => toMessage(m, sendReasoning))
+    messages: (prepared ?? request.messages).map((m) => toMessage(m, sendReasoning))
   }
   if (request.tools && request.tools.length > 0) {
     params.tools = request.tools.map((t) => ({
@@ -92,6 +118,18 @@ export const toParams = (request: ChatRequest, settings: RequestSettings): ChatC
   if (settings.promptCacheKey) params.prompt_cache_key = promptCacheKey(request)
   return params as unknown as ChatCompletionCreateParamsBase
 }
+
+/**
+ * The request body with its attachments: read from the store now (a request
+ * without any maps at once), each one the model does not take a note.
+ */
+export const paramsOf = (
+  request: ChatRequest,
+  settings: RequestSettings
+): Effect.Effect<ChatCompletionCreateParamsBase, LlmError> =>
+  Attached.isPlain(request)
+    ? Effect.sync(() => toParams(request, settings))
+    : Effect.map(Attached.prepare(request.messages, settings.attachments), (prepared) => toParams(request, settings, prepared))
 
 /** Usage from the wire (missing usage counts the call with zero tokens). */
 export const toUsage = (usage: ChatCompletion["usage"] | null | undefined): Usage => {

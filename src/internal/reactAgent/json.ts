@@ -14,6 +14,7 @@ import type { ChatRequest } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { LoopReply } from "./answerStream.js"
 import type { LoopEnv } from "./env.js"
+import { observation } from "./files.js"
 import { cycleCheck, drainAfterReply, finalAnswer, reflectionCheck } from "./harness.js"
 import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
@@ -107,7 +108,7 @@ export const jsonStep = (
       const [text, admitted] = seen.budgeted
         ? State.admitObservation(recorded, seen.text, env.options.toolResultBudget)
         : [seen.text, recorded]
-      return reflectionCheck(env, cycleCheck(env, State.append(admitted, Message.user(`Observation: ${text}`)), [call]), iteration)
+      return reflectionCheck(env, cycleCheck(env, State.append(admitted, observation(`Observation: ${text}`, outcome)), [call]), iteration)
     })
     return false
   })

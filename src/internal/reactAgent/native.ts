@@ -11,6 +11,7 @@ import type { ChatRequest, ResponseToolCall } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { LoopReply } from "./answerStream.js"
 import type { LoopEnv } from "./env.js"
+import { filesOf } from "./files.js"
 import { cycleCheck, drainAfterReply, finalAnswer, reflectionCheck } from "./harness.js"
 import * as State from "./state.js"
 import type { RunState, StateRef } from "./state.js"
@@ -55,7 +56,7 @@ const applyRound = (
     s = State.recordStep(s, stepOf(call, iteration, outcome))
     const seen = observationOf(outcome)
     const [text, admitted] = seen.budgeted ? State.admitObservation(s, seen.text, env.options.toolResultBudget) : [seen.text, s]
-    s = State.append(admitted, Message.tool(call.id, text, call.name))
+    s = State.append(admitted, Message.tool(call.id, text, call.name, filesOf(outcome)))
   }
   return s
 }

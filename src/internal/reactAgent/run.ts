@@ -27,6 +27,7 @@ import * as Usage from "../../Usage.js"
 import { makeGate } from "./approval.js"
 import { typedAnswer } from "./output.js"
 import { releaseHold } from "./budget.js"
+import { announce } from "./files.js"
 import * as Guardrails from "./guardrails.js"
 import type { LoopEnv } from "./env.js"
 import { runLoop } from "./loop.js"
@@ -82,6 +83,7 @@ const body = (
   account: Budget.Account | undefined
 ) =>
   Effect.scoped(Effect.gen(function*() {
+    yield* announce(journal, input.query)
     const guards = Guardrails.build(services.options.guardrails, services.selectionLlm)
     yield* note(progress, { guards })
     if (guards === undefined || guards.input.length === 0) {

@@ -7,21 +7,39 @@
  */
 import * as Json from "../../Json.js"
 import type { ResponseToolCall } from "../../Llm.js"
-import type { ChatMessage, Content } from "../../Message.js"
+import type { ChatMessage, Content, FileRef } from "../../Message.js"
 
 type Part =
   | { readonly type: "text"; readonly content: string }
   | { readonly type: "uri"; readonly modality: "image"; readonly uri: string }
+  | { readonly type: "file"; readonly modality: string; readonly mime_type: string; readonly file_id: string }
   | { readonly type: "tool_call"; readonly id: string; readonly name: string; readonly arguments: unknown }
   | { readonly type: "tool_call_response"; readonly id: string; readonly response: string }
 
 /** Inline images (data URLs) are not copied into spans. */
 const imageUri = (url: string): string => (url.startsWith("data:") ? `${url.slice(0, url.indexOf(",") + 1)}…` : url)
 
+/** An attachment by its hash (or its caller's URL): never its bytes. */
+const filePart = (file: FileRef): Part =>
+  file.url !== undefined && file.sha256 === undefined
+    ? { type: "uri", modality: "image", uri: file.url }
+    : {
+      type: "file",
+      modality: file.media_type.startsWith("image/") ? "image" : "document",
+      mime_type: file.media_type,
+      file_id: file.sha256 ?? file.name
+    }
+
 const contentParts = (content: Content): Array<Part> =>
   typeof content === "string"
     ? [{ type: "text", content }]
-    : content.map((p): Part => p.type === "text" ? { type: "text", content: p.text } : { type: "uri", modality: "image", uri: imageUri(p.image_url.url) })
+    : content.map((p): Part =>
+      p.type === "text"
+        ? { type: "text", content: p.text }
+        : p.type === "file"
+        ? filePart(p.file)
+        : { type: "uri", modality: "image", uri: imageUri(p.image_url.url) }
+    )
 
 const parsedArguments = (raw: string): unknown => {
   try {

@@ -5,6 +5,7 @@
  * @internal
  */
 import * as Schema from "effect/Schema"
+import { FilePart } from "../../Message.js"
 import { Usage } from "../../Usage.js"
 
 export const Artifact = Schema.Struct({
@@ -23,12 +24,14 @@ export type ContentType = typeof ContentType.Type
  * A tool result with a content type and artifacts (files the UI can preview or
  * download). `usage`: LLM usage the tool spent producing it (an agent used as a
  * tool reports its sub-run's); the run counts it in `by_phase.subagents`.
+ * `files`: attachments the model is to see (docs/attachments.md).
  */
 export const RichResult = Schema.Struct({
   content: Schema.String,
   contentType: ContentType,
   artifacts: Schema.optional(Schema.Array(Artifact)),
-  usage: Schema.optional(Usage)
+  usage: Schema.optional(Usage),
+  files: Schema.optional(Schema.Array(FilePart))
 })
 export type RichResult = typeof RichResult.Type
 
