@@ -86,6 +86,8 @@ export interface PutOptions {
   readonly name?: string | undefined
   /** The input field named in a refusal (`attachments.0.data`). */
   readonly field?: string | undefined
+  /** The field named when the type is refused (`attachments.0.media_type`; default `field`). */
+  readonly typeField?: string | undefined
 }
 
 /**

@@ -33,6 +33,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
+import * as Attachments from "./Attachments.js"
 import { connect } from "./internal/mcpTools/client.js"
 import * as internalConfig from "./internal/mcpTools/config.js"
 import type { Tool } from "./Tool.js"
@@ -132,13 +133,15 @@ export const empty: McpToolsService = { tools: [], servers: [], failed: [] }
 export const fromConfig = (config: McpConfig): Effect.Effect<McpToolsService, never, Scope.Scope> =>
   Effect.gen(function*() {
     const parent = yield* Effect.scope
+    // an image a tool returns is stored and shown to the model when there is an attachment store
+    const store = Option.getOrUndefined(yield* Effect.serviceOption(Attachments.Attachments))
     const taken = new Set<string>()
     const entries = Object.entries(config.mcpServers).filter(([, server]) => server.disabled !== true)
     const results = yield* Effect.forEach(entries, ([name, server]) =>
       Effect.gen(function*() {
         // A scope per server: one that fails is closed at once, not at shutdown.
         const scope = yield* Scope.fork(parent, ExecutionStrategy.sequential)
-        const exit = yield* Effect.exit(Scope.extend(connect(name, server, taken), scope))
+        const exit = yield* Effect.exit(Scope.extend(connect(name, server, taken, store), scope))
         if (Exit.isSuccess(exit)) {
           yield* Effect.logInfo(`MCP server "${name}": ${exit.value.tools.length} tools`)
           return Either.right(exit.value)

@@ -15,6 +15,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { timingSafeEqual } from "node:crypto"
+import type { AttachmentError } from "../Attachments.js"
 import * as internal from "./internal/apiError.js"
 
 /**
@@ -165,6 +166,7 @@ export type ApiError =
   | HostNotAllowed
   | Overloaded
   | InternalError
+  | AttachmentError
 
 const notFoundMessage = {
   conversation_not_found: "Unknown conversation",
@@ -241,6 +243,8 @@ export const toResponse = (error: ApiError): HttpServerResponse.HttpServerRespon
       )
     case "InternalError":
       return HttpServerResponse.unsafeJson({ error: "internal_error", message: error.message }, { status: 500 })
+    case "AttachmentError":
+      return internal.attachmentResponse(error)
   }
 }
 

@@ -18,6 +18,7 @@ import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import type { ChatMessage } from "../Message.js"
 import * as Message from "../Message.js"
+import * as RunAttachments from "./internal/runAttachments.js"
 import { decodeColumn, encodeColumn } from "./internal/storableText.js"
 import * as ServerConfig from "./ServerConfig.js"
 
@@ -73,6 +74,8 @@ export interface StoredTurn {
   readonly created_at: string
   /** The run that made it (null for a turn stored before runs had ids). A fork's copied turns keep their run's id. */
   readonly run_id: string | null
+  /** The query's attachments, by hash (`{name, media_type, size, sha256}`; `url` for a caller's image URL). */
+  readonly attachments?: ReadonlyArray<ReturnType<typeof RunAttachments.summary>>
 }
 
 /**
@@ -209,6 +212,9 @@ interface ConversationRow {
   readonly forked_from?: string | null
 }
 
+const runIdsOf = (rows: ReadonlyArray<{ readonly run_id: string | null }>): ReadonlyArray<string> =>
+  rows.flatMap((row) => (row.run_id === null ? [] : [row.run_id]))
+
 const storeError = (what: string) => (cause: unknown) =>
   new StoreError({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
 
@@ -241,13 +247,18 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
           VALUES (${id}, ${title(query)}, ${now}, ${now}, 0) ON CONFLICT (id) DO NOTHING`
       }).pipe(Effect.asVoid, Effect.mapError(storeError("storing the conversation failed"))),
     history: (id) =>
-      sql<{ query: string; answer: string; answer_json: string | null }>`SELECT query, answer, answer_json FROM turns
-        WHERE conversation_id = ${id} ORDER BY turn`.pipe(
-          Effect.map((rows) =>
-            rows.flatMap((row) => [Message.user(row.query), Message.assistant(decodeColumn(row.answer, row.answer_json))])
-          ),
-          Effect.mapError(storeError("reading the conversation history failed"))
+      sql<{ query: string; answer: string; answer_json: string | null; run_id: string | null }>`SELECT query, answer,
+        answer_json, run_id FROM turns WHERE conversation_id = ${id} ORDER BY turn`.pipe(
+        // each turn's query with the attachments its run was given (by reference)
+        Effect.flatMap((rows) =>
+          Effect.map(RunAttachments.ofRuns(sql, runIdsOf(rows)), (files) =>
+            rows.flatMap((row) => [
+              RunAttachments.userMessage(row.query, files.get(row.run_id ?? "")),
+              Message.assistant(decodeColumn(row.answer, row.answer_json))
+            ]))
         ),
+        Effect.mapError(storeError("reading the conversation history failed"))
+      ),
     appendTurn: (turn) =>
       sql.withTransaction(Effect.gen(function*() {
         const now = new Date().toISOString()
@@ -281,11 +292,13 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
         if (found === undefined) return Option.none()
         const { forked_from, ...row } = found
         const turns = yield* turnsOf(id)
+        const files = yield* RunAttachments.ofRuns(sql, runIdsOf(turns))
         const messages: Array<ChatMessage> = []
         const details: Array<StoredTurn> = []
         for (const t of turns) {
           const answer = decodeColumn(t.answer, t.answer_json)
-          messages.push(Message.user(t.query))
+          const attached = files.get(t.run_id ?? "")
+          messages.push(RunAttachments.userMessage(t.query, attached))
           const loop = decodeMessages(t.messages)
           if (loop._tag === "Right") for (const m of loop.right) messages.push(m)
           messages.push(Message.assistant(answer))
@@ -296,7 +309,8 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
             status: t.status,
             usage: t.usage === null ? null : JSON.parse(t.usage),
             created_at: t.created_at,
-            run_id: t.run_id ?? null
+            run_id: t.run_id ?? null,
+            ...(attached !== undefined ? { attachments: attached.map(RunAttachments.summary) } : {})
           })
         }
         const origin = forked_from === null || forked_from === undefined ? null : JSON.parse(forked_from) as ForkOrigin

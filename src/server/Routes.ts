@@ -15,6 +15,7 @@ import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import { AppInfo, toolCatalogue } from "./AppInfo.js"
 import type * as Approvals from "../Approvals.js"
+import * as Attachments from "../Attachments.js"
 import * as Budget from "../Budget.js"
 import * as Interrupts from "../Interrupts.js"
 import * as ReactAgent from "../ReactAgent.js"
@@ -22,6 +23,7 @@ import * as Toolkit from "../Toolkit.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
 import * as ConversationStore from "./ConversationStore.js"
+import * as AttachmentInput from "./internal/attachmentInput.js"
 import * as Compat from "./internal/openAiRoutes.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
@@ -129,6 +131,9 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
     const info = yield* AppInfo
     const toolkit = yield* Toolkit.Toolkit
     const limit = settings.maxBodyBytes
+    // inline attachments are base64 in the JSON body: room for one of the largest beside the rest
+    const reactLimit = limit + Math.ceil(settings.maxAttachmentBytes / 3) * 4
+    const files = yield* Attachments.Attachments
     const guard = ApiError.authorize(settings.apiToken)
     const sse = (following: RunRegistry.Following, conversationId: string) =>
       Sse.response(following, {
@@ -157,11 +162,16 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       "POST",
       "/api/react",
       Effect.gen(function*() {
-        const body = yield* ApiError.decodeBody(ApiSchema.ReactRequest, limit)
+        const body = yield* ApiError.decodeBody(ApiSchema.ReactRequest, reactLimit)
+        // every attachment checked, then stored, before the run starts (a refusal stores nothing, starts nothing)
+        const attachments = body.attachments === undefined
+          ? []
+          : yield* AttachmentInput.resolve(AttachmentInput.fromReact(body.attachments), files, settings.maxAttachments)
         // start + attach without a gap: the run is never left without its first lease
         const { conversationId, following } = yield* Effect.uninterruptible(Effect.gen(function*() {
           const handle = yield* registry.start({
             query: body.query,
+            ...(attachments.length > 0 ? { attachments } : {}),
             ...(body.conversation_id !== undefined ? { conversationId: body.conversation_id } : {}),
             ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {}),
             ...(body.mode !== undefined ? { mode: body.mode } : {}),

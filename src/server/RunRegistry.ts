@@ -45,6 +45,8 @@ import * as ServerConfig from "./ServerConfig.js"
  */
 export interface StartOptions {
   readonly query: string
+  /** The query's attachments (stored already: references). */
+  readonly attachments?: DurableRuns.RunPayload["attachments"]
   /** Continue this conversation (a new id is made when absent). */
   readonly conversationId?: string
   readonly maxIterations?: number
@@ -250,6 +252,7 @@ export const make = Effect.gen(function*() {
             ...(Option.isSome(parent) ? { parent: parent.value } : {}),
             conversationId,
             query: options.query,
+            ...(options.attachments !== undefined ? { attachments: options.attachments } : {}),
             mode: options.mode ?? settings.defaultMode,
             ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
             ...(options.fork !== undefined ? { fork: options.fork } : {}),

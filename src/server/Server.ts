@@ -42,6 +42,8 @@ import { ApiRoutes, NotFoundRoutes } from "./Routes.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
 import { WebPageRoutes } from "./WebPage.js"
+import { AttachmentRoutes } from "./AttachmentRoutes.js"
+import * as SqlAttachments from "./SqlAttachments.js"
 
 /**
  * API (with the AI SDK chat routes) + OpenAI-compatible (`/v1`) + MCP (`/mcp`)
@@ -52,6 +54,7 @@ import { WebPageRoutes } from "./WebPage.js"
  */
 export const Routes = Layer.mergeAll(
   ApiRoutes,
+  AttachmentRoutes,
   ChatRoutes,
   OpenAiRoutes,
   McpRoutes,
@@ -104,6 +107,7 @@ export const serve = (options?: { readonly disableLogger?: boolean; readonly dis
 
 /**
  * What the server stores, in one database: the conversations, the run log, the
+ * attachments (`SqlAttachments`: the models read their bytes from it), the
  * workflow engine's messages (embedded on SQLite; a socket runner of a cluster
  * on PostgreSQL, at `cluster`'s address) and this process's run host.
  *
@@ -126,6 +130,7 @@ export const storage = (
     ConversationStore.layer,
     RunTrace.layer,
     A2aTasks.layer,
+    SqlAttachments.layer,
     embedded ? DurableRuns.layerEngineEmbedded : DurableRuns.layerEngineCluster(cluster),
     DurableRuns.layerHost
   ).pipe(Layer.provideMerge(Database.layer(where)))

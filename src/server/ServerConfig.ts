@@ -60,6 +60,10 @@ export interface ServerSettings {
   readonly maxActiveRuns: number
   /** Most runs waiting for their turn (`REACT_RUN_QUEUE`); a start beyond gets 503 with `Retry-After`. */
   readonly runQueue: number
+  /** Largest attachment, in bytes (`REACT_MAX_ATTACHMENT_BYTES`, 10 MiB); larger ones get 413. */
+  readonly maxAttachmentBytes: number
+  /** Most attachments of one request (`REACT_MAX_ATTACHMENTS`, 10); more get 400. */
+  readonly maxAttachments: number
 }
 
 /**
@@ -85,7 +89,9 @@ export const defaults: ServerSettings = {
   sseMaxBacklogBytes: 8 * 1024 * 1024,
   conversationBudgetUsd: Option.none(),
   maxActiveRuns: 128,
-  runQueue: 1000
+  runQueue: 1000,
+  maxAttachmentBytes: 10 * 1024 * 1024,
+  maxAttachments: 10
 }
 
 const atLeast = (name: string, min: number, fallback: number) =>
@@ -168,7 +174,9 @@ export const config: Config.Config<ServerSettings> = Config.all({
     Config.validate({ message: "REACT_CONVERSATION_BUDGET_USD must be a positive number", validation: (n) => Number.isFinite(n) && n > 0 })
   )),
   maxActiveRuns: atLeast("REACT_MAX_ACTIVE_RUNS", 1, defaults.maxActiveRuns),
-  runQueue: nonNegative("REACT_RUN_QUEUE", defaults.runQueue)
+  runQueue: nonNegative("REACT_RUN_QUEUE", defaults.runQueue),
+  maxAttachmentBytes: atLeast("REACT_MAX_ATTACHMENT_BYTES", 1, defaults.maxAttachmentBytes),
+  maxAttachments: nonNegative("REACT_MAX_ATTACHMENTS", defaults.maxAttachments)
 })
 
 /**

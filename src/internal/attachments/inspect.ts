@@ -31,6 +31,8 @@ export interface InspectOptions {
   readonly name?: string | undefined
   /** Named in refusals (`attachments.0.data`). */
   readonly field?: string | undefined
+  /** Named in refusals of the type (`attachments.0.media_type`; default `field`). */
+  readonly typeField?: string | undefined
   readonly maxBytes: number
 }
 
@@ -58,7 +60,7 @@ const at = (field: string | undefined, message: string) => (field === undefined 
 const typeOf = (bytes: Uint8Array, options: InspectOptions): Either.Either<Sniff.MediaType, Refusal> => {
   const declared = Sniff.normalise(options.mediaType)
   const sniffed = Sniff.sniff(bytes)
-  const field = options.field
+  const field = options.typeField ?? options.field
   const refuse = (message: string) => Either.left<Refusal>({ code: "unsupported_media_type", message: at(field, message), ...(field ? { field } : {}) })
   if (declared === "" || declared === "application/octet-stream") {
     const found = sniffed ?? Sniff.fromName(options.name)

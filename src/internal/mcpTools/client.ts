@@ -19,7 +19,10 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { JsonSchemaObject } from "../../Llm.js"
-import type { Tool as ToolT } from "../../Tool.js"
+import type { AttachmentsService } from "../../Attachments.js"
+import type { FilePart } from "../../Message.js"
+import * as Message from "../../Message.js"
+import type { Tool as ToolT, ToolOutput } from "../../Tool.js"
 import * as Tool from "../../Tool.js"
 import { currentCall, fromJsonSchema, ToolError } from "../../Tool.js"
 import type { ServerConfig } from "./config.js"
@@ -154,7 +157,32 @@ const callWithProgress = (
     Effect.flatMap((result) => (result === undefined ? Effect.fail(onError("no result")) : Effect.succeed(result)))
   )
 
-const wrapTool = (server: string, client: Client, mcpTool: {
+/**
+ * The images of a tool result, stored: each `image` content becomes a file the
+ * model sees (`files` of a rich result). An image the store refuses (a type it
+ * does not take, too large) is left as the text summary, with the reason.
+ */
+const imagesOf = (
+  result: { readonly content?: unknown },
+  store: AttachmentsService,
+  tool: string
+): Effect.Effect<{ readonly files: ReadonlyArray<FilePart>; readonly notes: ReadonlyArray<string> }> => {
+  const parts = Array.isArray(result.content) ? (result.content as ReadonlyArray<ContentPart & { readonly data?: string }>) : []
+  const images = parts.filter((p) => p.type === "image" && typeof p.data === "string")
+  return Effect.map(
+    Effect.forEach(images, (image, k) =>
+      Effect.either(store.put(Buffer.from(image.data as string, "base64"), {
+        mediaType: image.mimeType,
+        name: `${tool}-${k + 1}.${(image.mimeType ?? "image/png").split("/")[1]?.replace("jpeg", "jpg") ?? "png"}`
+      }))),
+    (outcomes) => ({
+      files: outcomes.flatMap((o) => (o._tag === "Right" ? [Message.file(o.right)] : [])),
+      notes: outcomes.flatMap((o) => (o._tag === "Left" ? [`[image not kept: ${o.left.message}]`] : []))
+    })
+  )
+}
+
+const wrapTool = (server: string, client: Client, store: AttachmentsService | undefined, mcpTool: {
   readonly name: string
   readonly description?: string | undefined
   readonly title?: string | undefined
@@ -184,11 +212,17 @@ const wrapTool = (server: string, client: Client, mcpTool: {
           : { name: mcpTool.name, arguments: args, _meta: { idempotencyKey: key } }
         return callWithProgress(client, params, (e) => new ToolError({ message: `MCP server "${server}" failed on ${mcpTool.name}: ${errorText(e)}` }))
       }).pipe(
-        Effect.flatMap((result) => {
+        Effect.flatMap((result): Effect.Effect<ToolOutput, ToolError> => {
           const text = contentToText(result)
-          return result.isError === true
-            ? Effect.fail(new ToolError({ message: text || `${mcpTool.name} reported an error` }))
-            : Effect.succeed(text)
+          if (result.isError === true) return Effect.fail(new ToolError({ message: text || `${mcpTool.name} reported an error` }))
+          // images are kept as files the model sees (stored once, by hash) when there is a store
+          if (store === undefined || !Array.isArray(result.content) || !result.content.some((p) => p?.type === "image")) {
+            return Effect.succeed(text)
+          }
+          return Effect.map(imagesOf(result as { readonly content?: unknown }, store, mcpTool.name), ({ files, notes }) => {
+            const content = [text, ...notes].filter((t) => t !== "").join("\n")
+            return files.length === 0 ? content : { content, contentType: "text" as const, files }
+          })
         })
       )
   })
@@ -203,7 +237,8 @@ const wrapTool = (server: string, client: Client, mcpTool: {
 export const connect = (
   name: string,
   config: ServerConfig,
-  taken: Set<string>
+  taken: Set<string>,
+  store?: AttachmentsService
 ): Effect.Effect<Connected, string, Scope.Scope> =>
   Effect.gen(function*() {
     const stderrTail = { text: "" }
@@ -225,7 +260,7 @@ export const connect = (
       try: (signal) => client.connect(transport, { signal, timeout: STARTUP_TIMEOUT_MS }),
       catch: (e) => withStderr(`cannot start: ${errorText(e)}`)
     })
-    const listed: Array<Parameters<typeof wrapTool>[2]> = []
+    const listed: Array<Parameters<typeof wrapTool>[3]> = []
     let cursor: string | undefined
     do {
       const page = yield* Effect.tryPromise({
@@ -241,7 +276,7 @@ export const connect = (
       let toolNameOut = toolName(name, mcpTool.name)
       for (let n = 2; taken.has(toolNameOut); n++) toolNameOut = toolName(name, `${mcpTool.name}_${n}`)
       taken.add(toolNameOut)
-      tools.push(wrapTool(name, client, mcpTool, toolNameOut, config.needsApproval === true))
+      tools.push(wrapTool(name, client, store, mcpTool, toolNameOut, config.needsApproval === true))
     }
     const pid = transport instanceof StdioClientTransport ? transport.pid : null
     return { name, tools, ...(pid !== null ? { pid } : {}) }

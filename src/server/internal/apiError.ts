@@ -4,6 +4,8 @@
  *
  * @internal
  */
+import type { AttachmentError } from "../../Attachments.js"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as ParseResult from "effect/ParseResult"
 import { unstorableText } from "./storableText.js"
 
@@ -46,3 +48,27 @@ export const bodyIssue = (root: unknown, max: number): { readonly path: string; 
   const deep = tooDeep(root, max)
   return deep !== undefined ? { path: deep, message: `JSON nested deeper than ${max} levels` } : unstorableText(root)
 }
+
+const ATTACHMENT_STATUS = {
+  unsupported_media_type: 415,
+  attachment_too_large: 413,
+  too_many_attachments: 400,
+  invalid_attachment: 400,
+  attachment_not_found: 404,
+  storage_failed: 500
+} as const
+
+/** The status of an attachment refusal (`Attachments.AttachmentError.code`). @internal */
+export const attachmentStatus = (code: keyof typeof ATTACHMENT_STATUS): number => ATTACHMENT_STATUS[code]
+
+/** An attachment refusal: `{error: code, message, field?, limit?}` with its status. @internal */
+export const attachmentResponse = (error: AttachmentError) =>
+  HttpServerResponse.unsafeJson(
+    {
+      error: error.code,
+      message: error.message,
+      ...(error.field !== undefined ? { field: error.field } : {}),
+      ...(error.limit !== undefined ? { limit: error.limit } : {})
+    },
+    { status: ATTACHMENT_STATUS[error.code], ...(error.code === "attachment_too_large" ? { headers: { connection: "close" } } : {}) }
+  )

@@ -35,10 +35,12 @@ import * as ConversationBudget from "../ConversationBudget.js"
 import * as ConversationStore from "../ConversationStore.js"
 import * as RunLog from "../RunLog.js"
 import * as RunTrace from "../RunTrace.js"
+import * as SqlAttachments from "../SqlAttachments.js"
 import * as CallClaim from "./callClaim.js"
 import * as DurableJournal from "./durableJournal.js"
 import { endLine } from "./durableRuns.js"
 import * as OutputSchema from "./outputSchema.js"
+import * as RunAttachments from "./runAttachments.js"
 import * as RunCassette from "./runCassette.js"
 import type { LocalRun, RunHost } from "./runHost.js"
 import * as Transcript from "./transcript.js"
@@ -64,7 +66,9 @@ export const RunPayload = Schema.Struct({
    */
   history: Schema.optional(Schema.Array(Message.ChatMessage)),
   /** The answer's JSON Schema (`output_schema`), checked when the run was started. */
-  outputSchema: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  outputSchema: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  /** The query's attachments (their bytes stored before the run started: references only). */
+  attachments: Schema.optional(Schema.Array(Message.FileRef))
 })
 export type RunPayload = typeof RunPayload.Type
 
@@ -236,7 +240,7 @@ const warned = (run: Run) => <E extends { readonly message: string }>(effect: Ef
 const recordInput = (run: Run, turns: ReadonlyArray<Message.ChatMessage>) => {
   const { maxIterations, query, runId } = run.payload
   return run.resumed ? Effect.void : run.trace.append(runId, "input", {
-    query,
+    query: RunAttachments.query(query, run.payload.attachments),
     history: turns,
     ...(maxIterations !== undefined ? { max_iterations: maxIterations } : {})
   }).pipe(warned(run))
@@ -263,7 +267,8 @@ const execute = (run: Run, turns: ReadonlyArray<Message.ChatMessage>, mode: "rea
   Effect.gen(function*() {
     const { conversationId, fork, maxIterations, outputSchema, query, runId } = run.payload
     const input: ReactAgent.RunInput = {
-      query,
+      // the query's text, then its attachments (their bytes read from the database when a request is built)
+      query: RunAttachments.query(query, run.payload.attachments),
       conversationId,
       history: turns,
       ...(maxIterations !== undefined ? { maxIterations } : {}),
@@ -297,6 +302,8 @@ const execute = (run: Run, turns: ReadonlyArray<Message.ChatMessage>, mode: "rea
 export const body = (payload: RunPayload, host: RunHost) =>
   Effect.gen(function*() {
     const run = yield* begin(payload, host)
+    // the run's attachments, recorded for its conversation (once: again on a replay changes nothing)
+    if (payload.attachments !== undefined) yield* SqlAttachments.record(payload.runId, payload.attachments)
     yield* resume(run)
     const turns = yield* history(run)
     yield* recordInput(run, turns)
