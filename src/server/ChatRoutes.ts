@@ -22,15 +22,23 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
+import * as Attachments from "../Attachments.js"
 import { Mode } from "../DagAgent.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
+import * as AttachmentInput from "./internal/attachmentInput.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
 import * as UiMessageStream from "./UiMessageStream.js"
 
-/** A part of a UI message (only text parts are read). */
-const UiPart = Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) })
+/** A part of a UI message (text parts, and `file` parts of the last message: `{mediaType, url, filename?}`). */
+const UiPart = Schema.Struct({
+  type: Schema.String,
+  text: Schema.optional(Schema.String),
+  mediaType: Schema.optional(Schema.String),
+  url: Schema.optional(Schema.String),
+  filename: Schema.optional(Schema.String)
+})
 
 /**
  * A `UIMessage` as the transport sends it (fields beyond these are ignored).
@@ -82,6 +90,14 @@ const queryOf = (body: ChatRequest): Effect.Effect<string, ApiError.InvalidReque
   return Effect.succeed(text)
 }
 
+/** The file parts of the last message, as attachments to check and store. */
+const filesOf = (body: ChatRequest): ReadonlyArray<AttachmentInput.Spec> => {
+  const index = body.messages.length - 1
+  return body.messages[index].parts.flatMap((p, j) =>
+    p.type === "file" ? [AttachmentInput.fromUrl(`messages.${index}.parts.${j}`, p.url ?? "", p.mediaType, p.filename)] : []
+  )
+}
+
 /**
  * `POST /api/chat` and `GET /api/chat/:id/stream` as one router layer (mounted
  * by `Server.Routes`). Needs the `RunRegistry` and `ServerConfig`.
@@ -94,6 +110,9 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
     const settings = yield* ServerConfig.ServerConfig
     const registry = yield* RunRegistry.RunRegistry
     const guard = ApiError.authorize(settings.apiToken)
+    const files = yield* Attachments.Attachments
+    // file parts are base64 data URLs in the JSON body: room for one of the largest beside the rest
+    const bodyLimit = settings.maxBodyBytes + Math.ceil(settings.maxAttachmentBytes / 3) * 4
     // heartbeats come with the events (`RunRegistry.events`)
     const respond = (conversationId: string, events: Stream.Stream<RunRegistry.Followed>) =>
       HttpServerResponse.stream(
@@ -107,12 +126,15 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
       ApiError.handle(Effect.zipRight(
         guard,
         Effect.gen(function*() {
-          const body = yield* ApiError.decodeBody(ChatRequest, settings.maxBodyBytes)
+          const body = yield* ApiError.decodeBody(ChatRequest, bodyLimit)
           const query = yield* queryOf(body)
+          // the last message's file parts (data URLs, or https image URLs): checked all, then stored
+          const attachments = yield* AttachmentInput.resolve(filesOf(body), files, settings.maxAttachments, "messages")
           // start + subscribe without a gap: the run is never left without its first lease
           const events = yield* Effect.uninterruptible(Effect.gen(function*() {
             const handle = yield* registry.start({
               query,
+              ...(attachments.length > 0 ? { attachments } : {}),
               conversationId: body.id,
               ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {}),
               ...(body.mode !== undefined ? { mode: body.mode } : {}),

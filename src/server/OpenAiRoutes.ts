@@ -33,6 +33,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
+import * as Attachments from "../Attachments.js"
 import * as DagAgent from "../DagAgent.js"
 import * as ReactAgent from "../ReactAgent.js"
 import { isOwn, type RunEvent, settledAnswers } from "../RunEvent.js"
@@ -83,6 +84,9 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
     const agents = { react: yield* ReactAgent.ReactAgent, dag: yield* DagAgent.DagAgent }
     const registry = yield* RunRegistry.RunRegistry
     const guard = ApiError.authorize(settings.apiToken)
+    const files = yield* Attachments.Attachments
+    // inline images and files are base64 in the JSON body: room for one of the largest beside the rest
+    const bodyLimit = settings.maxBodyBytes + Math.ceil(settings.maxAttachmentBytes / 3) * 4
     const startedAt = Math.floor((yield* Clock.currentTimeMillis) / 1000)
     const modelObject = (id: string) => ({ id, object: "model", created: startedAt, owned_by: OWNER })
 
@@ -168,7 +172,9 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
       "POST",
       "/v1/chat/completions",
       Effect.gen(function*() {
-        const body = yield* ApiError.decodeBody(Compat.ChatCompletionRequest, settings.maxBodyBytes)
+        const decoded = yield* ApiError.decodeBody(Compat.ChatCompletionRequest, bodyLimit)
+        // image_url and file parts: stored (all checked first), then referred to by hash
+        const body = yield* Compat.withAttachments(decoded, files, settings.maxAttachments)
         const input = Compat.inputOf(body)
         if (input === undefined) {
           return yield* Effect.fail(

@@ -6,10 +6,9 @@
  * `openai` SDK against the fake (which refuses parts the real API refuses).
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as SqlClient from "@effect/sql/SqlClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Effect from "effect/Effect"
 import * as Files from "../utils/attachmentFiles.js"
+import { rows } from "../utils/attachmentRows.js"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 import { startServer } from "../utils/serverHarness.js"
 import { getJson, openSse, postJson } from "../utils/sse.js"
@@ -28,13 +27,7 @@ const upload = (url: string, bytes: Uint8Array, contentType: string, name?: stri
     body: Buffer.from(bytes)
   }).then(async (r) => ({ status: r.status, body: await r.json() as any }))
 
-/** How many attachments the server's database holds (rows of `react_attachments`). */
-export const rows = (path: string): Effect.Effect<number> =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const found = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM react_attachments`
-    return Number(found[0]?.n ?? 0)
-  }).pipe(Effect.provide(SqliteClient.layer({ filename: path, readonly: true, disableWAL: true })), Effect.orDie, Effect.scoped)
+
 
 describe("POST /api/attachments", () => {
   it.scopedLive("raw bytes and multipart: 201 with the hash as id; the same bytes are one row", () =>

@@ -16,8 +16,10 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as App from "../../src/app/App.js"
+import type * as Attachments from "../../src/Attachments.js"
 import * as BuiltinTools from "../../src/BuiltinTools.js"
 import type * as ContextGuard from "../../src/ContextGuard.js"
+import type { Llm } from "../../src/Llm.js"
 import * as McpTools from "../../src/McpTools.js"
 import * as OpenAiLlm from "../../src/OpenAiLlm.js"
 import * as Server from "../../src/server/Server.js"
@@ -54,6 +56,8 @@ export const startServer = (options: {
   readonly guard?: Layer.Layer<ContextGuard.ContextGuard>
   /** Options of the `OpenAiLlm` (default: no retries). */
   readonly llm?: Partial<OpenAiLlm.OpenAiLlmOptions>
+  /** Another model instead of the `OpenAiLlm` (built with the server's storage in context: its attachments). */
+  readonly llmLayer?: Layer.Layer<Llm, never, Attachments.Attachments>
   /** Options of `Server.serve` (default: the request logger off). */
   readonly serve?: Parameters<typeof Server.serve>[0]
   /** Provided to the whole server (a logger, a tracer). */
@@ -68,7 +72,7 @@ export const startServer = (options: {
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const databasePath = options.databasePath ?? tempDatabase()
-    const llm = OpenAiLlm.layer({
+    const llm = options.llmLayer ?? OpenAiLlm.layer({
       baseURL: options.llmUrl,
       apiKey: "test-key",
       model: "fake-model",

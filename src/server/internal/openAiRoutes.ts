@@ -6,7 +6,9 @@
  * @internal
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import type * as Attachments from "../../Attachments.js"
 import type { Mode } from "../../DagAgent.js"
 import type { ChatMessage, Content } from "../../Message.js"
 import * as Message from "../../Message.js"
@@ -14,6 +16,8 @@ import type { RunInput } from "../../ReactAgent.js"
 import { agentOf, isOwn, type RunEvent } from "../../RunEvent.js"
 import type { RunUsage } from "../../Usage.js"
 import type * as ApiError from "../ApiError.js"
+import { attachmentStatus } from "./apiError.js"
+import * as AttachmentInput from "./attachmentInput.js"
 import { outputOf, ResponseFormat } from "./openAiOutput.js"
 
 /** The models the endpoint serves, and the mode each runs in. */
@@ -22,7 +26,17 @@ export const MODELS: ReadonlyArray<{ readonly id: string; readonly mode: Mode }>
   { id: "react-agent-dag", mode: "dag" }
 ]
 
-const Part = Schema.Union(Message.TextPart, Message.ImagePart)
+/** A PDF (or any attachment) as chat completions send it: its bytes as a data URL, or an uploaded id. */
+const FileIn = Schema.Struct({
+  type: Schema.Literal("file"),
+  file: Schema.Struct({
+    filename: Schema.optional(Schema.String),
+    file_data: Schema.optional(Schema.String),
+    file_id: Schema.optional(Schema.String)
+  })
+})
+
+const Part = Schema.Union(Message.TextPart, Message.ImagePart, FileIn)
 
 const InMessage = Schema.Struct({
   role: Schema.Literal("system", "developer", "user", "assistant", "tool").annotations({
@@ -30,6 +44,42 @@ const InMessage = Schema.Struct({
   }),
   content: Schema.optional(Schema.NullOr(Schema.Union(Schema.String, Schema.Array(Part))))
 })
+
+type InPart = typeof Part.Type
+
+const specOf = (part: Exclude<InPart, Message.TextPart>, field: string): AttachmentInput.Spec => {
+  if (part.type === "image_url") return AttachmentInput.fromUrl(field, part.image_url.url)
+  if (part.file.file_id !== undefined) return { _tag: "Id", field: `${field}.file`, id: part.file.file_id, name: part.file.filename }
+  return AttachmentInput.fromUrl(`${field}.file`, part.file.file_data ?? "", undefined, part.file.filename)
+}
+
+/**
+ * The request with its `image_url` and `file` parts stored (checked all first:
+ * one refused stores none) and replaced by file parts that refer to them.
+ */
+export const withAttachments = (
+  request: ChatCompletionRequest,
+  store: Attachments.AttachmentsService,
+  maxAttachments: number
+): Effect.Effect<ChatCompletionRequest, Attachments.AttachmentError> => {
+  const specs: Array<AttachmentInput.Spec> = []
+  request.messages.forEach((m, i) => {
+    if (m.role !== "user" || !Array.isArray(m.content)) return
+    m.content.forEach((p, j) => {
+      if (p.type !== "text") specs.push(specOf(p, `messages.${i}.content.${j}`))
+    })
+  })
+  if (specs.length === 0) return Effect.succeed(request)
+  return Effect.map(AttachmentInput.resolve(specs, store, maxAttachments, "messages"), (refs) => {
+    let k = 0
+    const messages = request.messages.map((m) =>
+      m.role !== "user" || !Array.isArray(m.content)
+        ? m
+        : { ...m, content: m.content.map((p) => (p.type === "text" ? p : Message.file(refs[k++]))) as never }
+    )
+    return { ...request, messages }
+  })
+}
 
 /** `POST /v1/chat/completions` (fields the agent does not use, e.g. `tools`, `temperature`, are ignored). */
 export const ChatCompletionRequest = Schema.Struct({
@@ -44,7 +94,8 @@ export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 
 type InMessage = typeof InMessage.Type
 
-const textOf = (m: InMessage): string => Message.textOf(m.content ?? null)
+// only the text parts are read
+const textOf = (m: InMessage): string => Message.textOf((m.content ?? null) as Content | null)
 
 /**
  * The run of a request: the last user message is the query, the user and
@@ -192,6 +243,8 @@ export const fromApiError = (error: ApiError.ApiError): HttpServerResponse.HttpS
       return errorResponse(413, `Request body exceeds ${error.limit} bytes`, "invalid_request_error")
     case "UnsupportedMediaType":
       return errorResponse(415, "The body must be JSON, sent with Content-Type: application/json", "invalid_request_error")
+    case "AttachmentError":
+      return errorResponse(attachmentStatus(error.code), error.message, "invalid_request_error", error.field ?? null, error.code)
     default:
       return errorResponse(500, error.message, "server_error")
   }
