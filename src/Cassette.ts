@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as Attachments from "./Attachments.js"
 import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
 import { inRequestOrder } from "./internal/cassette/order.js"
 import { ChatMessage, Content } from "./Message.js"
@@ -228,7 +229,9 @@ export const Cassette = Schema.Struct({
   tool_calls: Schema.Array(ToolCall),
   drains: Schema.Array(Drain),
   approvals: Schema.Array(ApprovalDecision),
-  events: Schema.Array(RunEvent)
+  events: Schema.Array(RunEvent),
+  /** The attachments the run read (referred to by hash everywhere else), each once with its bytes. */
+  attachments: Schema.optional(Schema.Array(Attachments.Embedded))
 })
 /**
  * @since 0.1.0

@@ -25,6 +25,7 @@ import { globalValue } from "effect/GlobalValue"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Attachments from "./Attachments.js"
 import * as Cassette from "./Cassette.js"
 import { CURRENT_VERSION, FORMAT } from "./Cassette.js"
 import * as Interrupts from "./Interrupts.js"
@@ -379,5 +380,8 @@ export const record = (
       events,
       ...(options?.agentOptions !== undefined ? { agentOptions: options.agentOptions } : {})
     })
-    return { events, result, cassette }
+    // the attachments the run read, once each with its bytes (when the store is in context)
+    const store = yield* Effect.serviceOption(Attachments.Attachments)
+    const embedded = Option.isSome(store) ? yield* Attachments.embed(store.value, cassette) : []
+    return { events, result, cassette: embedded.length > 0 ? { ...cassette, attachments: embedded } : cassette }
   })

@@ -13,6 +13,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Attachments from "../Attachments.js"
 import * as Cassette from "../Cassette.js"
 import * as Recorder from "../Recorder.js"
 import * as Toolkit from "../Toolkit.js"
@@ -62,6 +63,7 @@ export const CassetteRoutes = HttpLayerRouter.use((router) =>
     const log = yield* RunLog.RunLog
     const trace = yield* RunTrace.RunTrace
     const toolkit = yield* Toolkit.Toolkit
+    const files = yield* Attachments.Attachments
     const guard = ApiError.authorize(settings.apiToken)
     const internal = (e: { readonly message: string }) => new ApiError.InternalError({ message: e.message })
     const handler = Effect.gen(function*() {
@@ -88,7 +90,9 @@ export const CassetteRoutes = HttpLayerRouter.use((router) =>
         tools: toolkit.tools.map(Recorder.toolSpec),
         fallbackModel: { name: "unknown" }
       })
-      return HttpServerResponse.unsafeJson(Cassette.encode(cassette), {
+      // each attachment the run read, once, with its bytes: the cassette replays (and runs live) anywhere
+      const attachments = yield* Attachments.embed(files, cassette)
+      return HttpServerResponse.unsafeJson(Cassette.encode(attachments.length > 0 ? { ...cassette, attachments } : cassette), {
         headers: { "content-disposition": `attachment; filename="cassette-${run.runId}.json"` }
       })
     })

@@ -25,6 +25,8 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
+import type { Content } from "../Message.js"
+import * as Message from "../Message.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
 import * as ConversationStore from "./ConversationStore.js"
@@ -109,7 +111,9 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
         return yield* Effect.fail(new ApiError.NotFound({ code: "event_not_found", conversationId: id, runId: run.runId, ...(at > 0 ? { at } : {}) }))
       }
       const entries = yield* trace.entries(run.runId).pipe(Effect.mapError(internal))
-      const input = entries.find((e) => e.kind === "input")?.data as { readonly max_iterations?: number } | undefined
+      const input = entries.find((e) => e.kind === "input")?.data as { readonly max_iterations?: number; readonly query?: Content } | undefined
+      // the original's attachments go with the fork (the steps before the fork point read them too)
+      const attachments = Message.filesOf(input?.query).map((part) => part.file)
       // the turns before the forked run's (a turn stored before turns had run ids: the last one of its
       // query without one; all of them when its turn was not stored)
       const byId = turns.findIndex((t) => t.run_id === run.runId)
@@ -126,6 +130,7 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
         query: body.replace_query ?? run.query,
         conversationId,
         mode: "react",
+        ...(attachments.length > 0 ? { attachments } : {}),
         ...(input?.max_iterations !== undefined ? { maxIterations: input.max_iterations } : {}),
         fork: { runId: run.runId, conversationId: run.conversationId, at, last: run.lastSeq, query: run.query }
       })

@@ -9,7 +9,7 @@
  */
 import * as Schema from "effect/Schema"
 import * as Cassette from "../../Cassette.js"
-import type { ChatMessage } from "../../Message.js"
+import type { ChatMessage, Content } from "../../Message.js"
 import * as Recorder from "../../Recorder.js"
 import type { RunEvent } from "../../RunEvent.js"
 import { restartError } from "../../RunJournal.js"
@@ -34,7 +34,7 @@ export const build = (options: {
   readonly fallbackModel: { readonly name: string }
 }): Cassette.Cassette => {
   const recording = Recorder.makeRecording()
-  type StoredInput = { query?: string; history?: ReadonlyArray<ChatMessage>; max_iterations?: number }
+  type StoredInput = { query?: Content; history?: ReadonlyArray<ChatMessage>; max_iterations?: number }
   let input: StoredInput | undefined
   for (const entry of options.entries) {
     const data = entry.data as Record<string, unknown>
