@@ -16,13 +16,18 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import { readFile } from "node:fs/promises"
+import { basename } from "node:path"
 import type { AppInfo as AppInfoTag, AppLayer } from "./App.js"
 import { answerFor, approvalMode, budgetAnswerFor } from "./cliApproval.js"
 import { type CliOptions, parse, readSchema, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
 import { configMessage } from "./startupError.js"
 import type * as DagAgentModule from "../DagAgent.js"
+import * as Attachments from "../Attachments.js"
 import * as Budget from "../Budget.js"
+import * as ErrorMessage from "../ErrorMessage.js"
+import * as Message from "../Message.js"
 import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
 import type { RunEvent } from "../RunEvent.js"
 import * as Telemetry from "../Telemetry.js"
@@ -70,6 +75,27 @@ const loadApp = async (): Promise<{
     layer: app.AppLayer
   }
 }
+
+/** `--file` paths read and stored; `undefined` (after a message on stderr) when one cannot be read or is refused. */
+const attachFiles = (paths: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const store = yield* Attachments.Attachments
+    const parts: Array<Message.FilePart> = []
+    for (const path of paths) {
+      const bytes = yield* Effect.tryPromise(() => readFile(path)).pipe(Effect.either)
+      if (bytes._tag === "Left") {
+        out.error(`--file ${path}: cannot read it (${ErrorMessage.messageOf(bytes.left.error)})\n`)
+        return undefined
+      }
+      const ref = yield* Effect.either(store.put(new Uint8Array(bytes.right), { name: basename(path) }))
+      if (ref._tag === "Left") {
+        out.error(`--file ${path}: ${ref.left.message}\n`)
+        return undefined
+      }
+      parts.push(Message.file(ref.right))
+    }
+    return parts
+  })
 
 /** Log lines (MCP start-up, the demo-model notice) as `warning: …` on stderr, so stdout stays the answer / JSON lines. */
 const stderrLogger = Logger.make(({ logLevel, message }) => {
@@ -138,8 +164,11 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       )
       const conversationId = options.conversationId ?? crypto.randomUUID()
       const approvals = approvalMode(options.approveAll, process.stdin.isTTY === true)
+      // --file: checked and stored (in memory) before the run; a refused file stops here, the model never called
+      const files = yield* attachFiles(options.files ?? [])
+      if (files === undefined) return 2
       yield* Dag.runWithMode(agents, mode, {
-        query: options.question,
+        query: files.length === 0 ? options.question : [{ type: "text", text: options.question }, ...files],
         conversationId,
         ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
         ...(schema !== undefined ? { output: schema } : {})
@@ -157,11 +186,17 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       ))
       return renderer.failed() ? 1 : 0
     })
-    const body: Effect.Effect<number, ConfigError.ConfigError, ToolkitTag | AppInfoTag | ReactAgentTag | DagAgentModule.DagAgent | Scope.Scope> =
+    const body: Effect.Effect<
+      number,
+      ConfigError.ConfigError,
+      ToolkitTag | AppInfoTag | ReactAgentTag | DagAgentModule.DagAgent | Scope.Scope | Attachments.Attachments
+    > =
       command._tag === "Tools" ? listTools(command.json) : run(command.options)
     return yield* Effect.scoped(body).pipe(
       Effect.onInterrupt(() => Effect.sync(() => out.error("\n✗ interrupted\n"))),
       Effect.provide(cliLayer),
+      // the store `--file` puts into and the models read from (provided under the app: its models take it)
+      Effect.provide(Attachments.layerMemory()),
       // built first, closed last: the run's spans are exported before the process exits
       Effect.provide(Telemetry.layerConfig),
       Effect.catchAllCause((cause) =>

@@ -22,6 +22,8 @@ export interface CliOptions {
   readonly approveAll: boolean
   /** `--schema FILE`: a JSON Schema file; the answer is a value of it. */
   readonly schemaFile?: string
+  /** Files sent with the question (`--file`, repeatable): images, PDFs, text files. */
+  readonly files?: ReadonlyArray<string>
 }
 
 /** @internal */
@@ -50,6 +52,9 @@ Options:
                           REACT_OUTPUT_RETRIES re-asks fails the run (error code output_invalid)
   --tools                 list the agent's tools (name, source, description) and the MCP
                           servers that did not start, then exit (with --json: one JSON object)
+  --file <path>           send a file with the question: an image (png, jpeg, gif, webp), a PDF or a
+                          text file (txt, md, csv, json); repeatable. A model that cannot read it
+                          (LLM_INPUT_MODALITIES) gets a note naming it
   --approve-all           approve every tool call that needs approval (REACT_APPROVAL_TOOLS, MCP servers
                           with "needsApproval": true) without asking; otherwise the CLI asks on the
                           terminal (y approves; anything else denies, a text being the reason), and with
@@ -79,6 +84,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
     schema?: string
     tools?: boolean
     "approve-all"?: boolean
+    file?: Array<string>
     help?: boolean
   }
   let positionals: Array<string>
@@ -95,6 +101,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
         schema: { type: "string" },
         tools: { type: "boolean" },
         "approve-all": { type: "boolean" },
+        file: { type: "string", multiple: true },
         help: { type: "boolean", short: "h" }
       }
     })
@@ -147,7 +154,8 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
       ...(conversation ? { conversationId: conversation } : {}),
       ...(maxIterations !== undefined ? { maxIterations } : {}),
       ...(mode !== undefined ? { mode } : {}),
-      ...(schemaFile ? { schemaFile } : {})
+      ...(schemaFile ? { schemaFile } : {}),
+      ...(values.file !== undefined && values.file.length > 0 ? { files: values.file } : {})
     }
   }
 }

@@ -56,6 +56,8 @@ describe("Attachments.inspect", () => {
   it("refuses types it does not take, and bytes it cannot recognise without a type (415)", () => {
     assert.include(refusal(Buffer.from("<p>hi</p>"), { mediaType: "text/html" }).message, "text/html is not a supported type")
     assert.include(refusal(new Uint8Array([1, 2, 3, 4])).message, "could not be recognised")
+    // a name says nothing of an image's bytes
+    assert.include(refusal(Buffer.from("not a picture"), { name: "fake.png" }).message, "could not be recognised")
   })
 
   it("takes text types as declared, or by the name's extension", () => {

@@ -63,7 +63,9 @@ const typeOf = (bytes: Uint8Array, options: InspectOptions): Either.Either<Sniff
   const field = options.typeField ?? options.field
   const refuse = (message: string) => Either.left<Refusal>({ code: "unsupported_media_type", message: at(field, message), ...(field ? { field } : {}) })
   if (declared === "" || declared === "application/octet-stream") {
-    const found = sniffed ?? Sniff.fromName(options.name)
+    // the name's extension says a text type at most: images and PDFs are what their bytes are
+    const named = Sniff.fromName(options.name)
+    const found = sniffed ?? (named !== undefined && Sniff.isText(named) ? named : undefined)
     if (found === undefined) {
       return refuse(`the type of the bytes could not be recognised: declare one of ${Sniff.SUPPORTED.join(", ")}`)
     }
