@@ -39,12 +39,14 @@ const tooLarge = (limit: number) =>
 const invalid = (field: string, message: string) =>
   new Attachments.AttachmentError({ code: "invalid_attachment", field, message: `${field}: ${message}` })
 
-/** The raw body's bytes, at most `limit` (by `Content-Length` first; the rest of a longer body is drained, not kept). */
+/**
+ * The raw body's bytes, at most `limit`. A longer body is read to its end and
+ * dropped (not kept): a browser that is still sending gets the 413, not a reset
+ * connection.
+ */
 const rawBytes = (limit: number) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const declared = Number(request.headers["content-length"] ?? NaN)
-    if (Number.isFinite(declared) && declared > limit) return yield* tooLarge(limit)
     const state = { size: 0, chunks: [] as Array<Uint8Array> }
     yield* request.stream.pipe(
       Stream.runForEach((chunk) =>

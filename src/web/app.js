@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import { setupAttachments } from "./attachments.js"
 import { forkOrigin } from "./cards.js"
 import { h } from "./dom.js"
 import { renderHistory } from "./history.js"
@@ -22,6 +23,8 @@ const input = /** @type {HTMLTextAreaElement} */ ($("composer-input"))
 const sendBtn = /** @type {HTMLButtonElement} */ ($("send"))
 const stopBtn = /** @type {HTMLButtonElement} */ ($("stop"))
 const connection = $("connection")
+// files attached to the next message (uploaded as they are added)
+const files = setupAttachments(/** @type {HTMLFormElement} */ ($("composer")), input)
 const ACTIVE_KEY = "react.activeRun"
 
 /**
@@ -123,6 +126,8 @@ async function consume(run, res) {
 async function startRun(query) {
   const run = newRun(query, state.conversationId)
   const body = /** @type {Record<string, unknown>} */ ({ query })
+  const attachments = await files.take()
+  if (attachments.length > 0) body.attachments = attachments
   if (state.conversationId) body.conversation_id = state.conversationId
   const mode = /** @type {HTMLSelectElement | null} */ (document.getElementById("mode"))?.value
   if (mode) body.mode = mode
@@ -355,7 +360,8 @@ async function openConversation(id) {
     // the replay renders the running turn: if the history already holds it, cut it there
     for (let i = messages.length - 1; i >= 0; i--) {
       const m = messages[i]
-      if (m?.role === "user" && (typeof m.content === "string" ? m.content : "") === remembered.query) {
+      const text = typeof m?.content === "string" ? m.content : Array.isArray(m?.content) ? m.content.map((/** @type {any} */ p) => p?.text ?? "").join("") : ""
+      if (m?.role === "user" && text === remembered.query) {
         messages = messages.slice(0, i)
         break
       }

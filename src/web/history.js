@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import { attachmentsOf, showAttachments } from "./attachments.js"
 import { endMarker, forkButton } from "./cards.js"
 import { h, markdown, pretty, preview } from "./dom.js"
 
@@ -97,7 +98,9 @@ export function renderHistory(messages, details, onFork) {
       if (turnDetails && !(detail && detail.query === text)) continue // a harness prompt of the loop
       nextDetail++
       current = detail
-      const turn = h("article", { class: "turn past" }, h("div", { class: "msg user" }, h("div", { class: "bubble", text })))
+      const bubble = h("div", { class: "bubble", text })
+      showAttachments(bubble, attachmentsOf(m.content))
+      const turn = h("article", { class: "turn past" }, h("div", { class: "msg user" }, bubble))
       run = h("section", { class: "run", "aria-label": "Agent run" })
       turn.append(run)
       turns.push(turn)

@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import { showAttachments } from "./attachments.js"
 import { closeApproval, decideApproval, requestApproval } from "./approval.js"
 import { budgetOutcome, budgetPanel, costText, exhaustedLine, guardrailAlert } from "./budget.js"
 import { endMarker, finishCard, forkButton, runningCard } from "./cards.js"
@@ -159,6 +160,10 @@ export class RunView {
         break
       case "guardrail":
         this.insert(guardrailAlert(d))
+        break
+      case "input":
+        // the run's attachments (its first event): in the user's bubble
+        if (d.type === "attachments") showAttachments(/** @type {HTMLElement} */ (this.root.querySelector(".msg.user .bubble")), d.attachments ?? [])
         break
       case "compact":
         this.insert(
