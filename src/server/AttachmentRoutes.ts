@@ -1,5 +1,5 @@
 /**
- * Uploads (SPEC §24): `POST /api/attachments` stores a file once and answers
+ * Uploads (docs/attachments.md): `POST /api/attachments` stores a file once and answers
  * `201 {attachment_id, media_type, size, sha256, name}` (+ `width`/`height`,
  * `pages` when known) — the body is the raw bytes (`Content-Type` = the media
  * type, `?name=`), or `multipart/form-data` with a `file` field (the

@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * Images and files on the page (SPEC §24): an attach button, drag and drop and
+ * Images and files on the page (docs/attachments.md): an attach button, drag and drop and
  * paste put files in a tray above the message box; each is uploaded at once
  * (`POST /api/attachments`, the raw bytes) and shows a thumbnail (images) or a
  * chip (a PDF, a text file), or the server's refusal inline (too large, a type
