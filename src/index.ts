@@ -7,6 +7,8 @@
 /** @since 0.1.0 */
 export * as Message from "./Message.js"
 /** @since 0.1.0 */
+export * as Attachments from "./Attachments.js"
+/** @since 0.1.0 */
 export * as Usage from "./Usage.js"
 /** @since 0.1.0 */
 export * as Llm from "./Llm.js"

@@ -23,5 +23,8 @@ describe("package root", () => {
     assert.isTrue(Layer.isLayer(Engine.Telemetry.layerConfig))
     assert.isTrue(Layer.isLayer(Engine.Approvals.layerMemory))
     assert.isFunction(Engine.Approvals.hashArgs)
+    // attachments: the store the LLM layers read files from, and the file parts of a query
+    assert.isTrue(Layer.isLayer(Engine.Attachments.layerMemory()))
+    assert.isFunction(Engine.Message.file)
   })
 })

@@ -51,6 +51,10 @@ export * as ServerConfig from "./ServerConfig.js"
 /** @since 0.1.0 */
 export * as SqlApprovals from "./SqlApprovals.js"
 /** @since 0.1.0 */
+export * as SqlAttachments from "./SqlAttachments.js"
+/** @since 0.1.0 */
+export * as AttachmentRoutes from "./AttachmentRoutes.js"
+/** @since 0.1.0 */
 export * as SqlInterrupts from "./SqlInterrupts.js"
 /** @since 0.1.0 */
 export * as EventWire from "./EventWire.js"
