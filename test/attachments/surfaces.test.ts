@@ -61,6 +61,29 @@ describe("/v1/chat/completions", () => {
       assert.include(error.message, "messages.0.content.1.media_type: declared image/gif, but the bytes are a PNG image")
       assert.strictEqual(fake.requests.length, asked)
       assert.strictEqual(yield* rows(server.databasePath), 2)
+      // a stored file by its id (file_id = attachment_id); an unknown id is a 404 naming file_id
+      const pdfId = Attachments.sha256(PDF)
+      yield* Effect.promise(() =>
+        client.chat.completions.create({
+          model: "react-agent",
+          messages: [{ role: "user", content: [{ type: "text", text: "Again." }, { type: "file", file: { file_id: pdfId } }] }]
+        })
+      )
+      assert.deepStrictEqual(fake.requests[asked].body.messages[1].content[1].file, {
+        filename: "report.pdf",
+        file_data: `data:application/pdf;base64,${b64(PDF)}`
+      })
+      const unknown = yield* Effect.flip(Effect.tryPromise(() =>
+        client.chat.completions.create({
+          model: "react-agent",
+          messages: [{ role: "user", content: [{ type: "file", file: { file_id: "0".repeat(64) } }] }]
+        })
+      ))
+      const notFound = unknown.error as InstanceType<typeof OpenAI.APIError>
+      assert.strictEqual(notFound.status, 404)
+      assert.deepInclude(notFound.error as object, { code: "attachment_not_found", param: "messages.0.content.0.file.file_id" })
+      assert.strictEqual(fake.requests.length, asked + 1)
+      assert.strictEqual(yield* rows(server.databasePath), 2)
     }))
 })
 

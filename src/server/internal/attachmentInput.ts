@@ -13,7 +13,7 @@ import * as Schema from "effect/Schema"
 import * as Attachments from "../../Attachments.js"
 import type { FileRef } from "../../Message.js"
 
-/** One attachment of a request, with the field it came in. */
+/** One attachment of a request, with the field it came in (for an id: the id's own field). */
 export type Spec =
   | { readonly _tag: "Inline"; readonly field: string; readonly data: string; readonly mediaType?: string | undefined; readonly name?: string | undefined }
   | { readonly _tag: "Url"; readonly field: string; readonly url: string; readonly mediaType?: string | undefined; readonly name?: string | undefined }
@@ -31,7 +31,7 @@ export type ReactAttachment = typeof ReactAttachment.Type
 export const fromReact = (items: ReadonlyArray<ReactAttachment>): ReadonlyArray<Spec> =>
   items.map((item, i): Spec => {
     const field = `attachments.${i}`
-    if ("attachment_id" in item) return { _tag: "Id", field, id: item.attachment_id, name: item.name }
+    if ("attachment_id" in item) return { _tag: "Id", field: `${field}.attachment_id`, id: item.attachment_id, name: item.name }
     if ("url" in item) return { _tag: "Url", field, url: item.url, mediaType: item.media_type, name: item.name }
     return { _tag: "Inline", field, data: item.data, mediaType: item.media_type, name: item.name }
   })
@@ -106,10 +106,10 @@ const check = (spec: Spec, store: Attachments.AttachmentsService): Effect.Effect
       return Effect.map(urlRef(spec), (ref): Checked => ({ _tag: "Ref", ref }))
     case "Id": {
       if (!/^[0-9a-f]{64}$/.test(spec.id)) {
-        return Effect.fail(refuse("invalid_attachment", `${spec.field}.attachment_id`, "expected an attachment id (64 hex digits)"))
+        return Effect.fail(refuse("invalid_attachment", spec.field, "expected an attachment id (64 hex digits)"))
       }
       return Effect.flatMap(store.stat(spec.id), Option.match({
-        onNone: () => Effect.fail(refuse("attachment_not_found", `${spec.field}.attachment_id`, `no attachment ${spec.id}`)),
+        onNone: () => Effect.fail(refuse("attachment_not_found", spec.field, `no attachment ${spec.id}`)),
         onSome: (ref) => {
           const name = Attachments.cleanName(spec.name)
           return Effect.succeed<Checked>({ _tag: "Ref", ref: name === undefined ? ref : { ...ref, name } })

@@ -49,7 +49,7 @@ type InPart = typeof Part.Type
 
 const specOf = (part: Exclude<InPart, Message.TextPart>, field: string): AttachmentInput.Spec => {
   if (part.type === "image_url") return AttachmentInput.fromUrl(field, part.image_url.url)
-  if (part.file.file_id !== undefined) return { _tag: "Id", field: `${field}.file`, id: part.file.file_id, name: part.file.filename }
+  if (part.file.file_id !== undefined) return { _tag: "Id", field: `${field}.file.file_id`, id: part.file.file_id, name: part.file.filename }
   return AttachmentInput.fromUrl(`${field}.file`, part.file.file_data ?? "", undefined, part.file.filename)
 }
 
