@@ -3,8 +3,9 @@
  * the database before the answer, so a crash right after loses nothing; a run
  * killed while its tool runs resumes after the restart and its next model
  * request carries the same image, read from the database (the run's stored
- * steps and its payload hold only the reference). The real server process on
- * SQLite, killed with SIGKILL; the model fake counts its requests.
+ * steps and its payload hold only the reference). The bytes never reach the
+ * server's log (its processes' whole output is read). The real server process
+ * on SQLite, killed with SIGKILL; the model fake counts its requests.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -34,6 +35,7 @@ describe("attachments across kill -9 (SQLite)", () => {
       })
       const s = sqliteSetup(fake.url)
       let server = await startServerProcess(s.env)
+      const logs: Array<string> = []
       try {
         const uploaded = await fetch(`${server.url}/api/attachments?name=bar.png`, {
           method: "POST",
@@ -43,6 +45,7 @@ describe("attachments across kill -9 (SQLite)", () => {
         assert.strictEqual(uploaded.status, 201)
         // killed right after the answer: the bytes are stored already
         await server.kill()
+        logs.push(server.output())
         server = await server.restart()
         const conversation = "attached-kill"
         const first = openSse(`${server.url}/api/react`, {
@@ -55,6 +58,7 @@ describe("attachments across kill -9 (SQLite)", () => {
         // killed while its tool runs
         await server.kill()
         await first
+        logs.push(server.output())
         server = await server.restart()
         const after = await openSse(`${server.url}/api/react/events?conversation_id=${conversation}`, { timeoutMs: 60_000 })
         assert.strictEqual(after.events.at(-1)?.event, "done")
@@ -70,6 +74,12 @@ describe("attachments across kill -9 (SQLite)", () => {
         assert.deepStrictEqual(replay.events[0].data.attachments, [
           { name: "bar.png", media_type: "image/png", size: PNG.length, sha256: uploaded.body.sha256 }
         ])
+        // the whole output of the three processes never holds the bytes
+        logs.push(server.output())
+        const log = logs.join("\n")
+        assert.include(log, "listening")
+        assert.notInclude(log, DATA_URL.slice(40, 80))
+        assert.notInclude(log, DATA_URL.slice(-40))
       } finally {
         await server.kill()
         await fake.close()
