@@ -1,12 +1,14 @@
 /**
- * What `ApiError` decodes request bodies with: the failing fields of a
- * decoding error, and the depth check run before any decoding.
+ * What `ApiError` is built from: the failing fields of a decoding error, the
+ * checks run on a body before any decoding, the responses of attachment
+ * refusals, and the constant-time comparison of the API token.
  *
  * @internal
  */
 import type { AttachmentError } from "../../Attachments.js"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as ParseResult from "effect/ParseResult"
+import { timingSafeEqual } from "node:crypto"
 import { unstorableText } from "./storableText.js"
 
 /** One invalid field (`ApiError.Issue`). */
@@ -72,3 +74,10 @@ export const attachmentResponse = (error: AttachmentError) =>
     },
     { status: ATTACHMENT_STATUS[error.code], ...(error.code === "attachment_too_large" ? { headers: { connection: "close" } } : {}) }
   )
+
+/** Two secrets compared in constant time (`ApiError.authorize`). */
+export const sameSecret = (given: string, expected: string): boolean => {
+  const a = Buffer.from(given)
+  const b = Buffer.from(expected)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
