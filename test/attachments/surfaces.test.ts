@@ -73,6 +73,7 @@ describe("/v1/chat/completions", () => {
         filename: "report.pdf",
         file_data: `data:application/pdf;base64,${b64(PDF)}`
       })
+      const before = fake.requests.length
       const unknown = yield* Effect.flip(Effect.tryPromise(() =>
         client.chat.completions.create({
           model: "react-agent",
@@ -82,7 +83,7 @@ describe("/v1/chat/completions", () => {
       const notFound = unknown.error as InstanceType<typeof OpenAI.APIError>
       assert.strictEqual(notFound.status, 404)
       assert.deepInclude(notFound.error as object, { code: "attachment_not_found", param: "messages.0.content.0.file.file_id" })
-      assert.strictEqual(fake.requests.length, asked + 1)
+      assert.strictEqual(fake.requests.length, before, "no model call for an unknown id")
       assert.strictEqual(yield* rows(server.databasePath), 2)
     }))
 })
