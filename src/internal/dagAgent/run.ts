@@ -108,6 +108,9 @@ export const execute = (
     )
   })
 
+/** Why a run with attachments goes on in ReAct mode (`DagPhase` `react_fallback`). */
+const ATTACHED = "the query has attachments, which DAG steps cannot read"
+
 const executeIn = (
   services: DagServices,
   input: RunInput,
@@ -140,7 +143,7 @@ const executeIn = (
     /** ReAct mode on the original query (and the follow-ups taken in so far); its `Done` is kept for ours. */
     const fallBack = (round: number, reason: string, followUps: ReadonlyArray<string>) =>
       Effect.gen(function*() {
-        yield* Effect.logWarning(`DAG mode: no usable plan (${reason}); continuing in ReAct mode`)
+        yield* Effect.logWarning(`DAG mode: ${reason === ATTACHED ? reason : `no usable plan (${reason})`}; continuing in ReAct mode`)
         yield* emit({ _tag: "DagPhase", phase: "react_fallback", round, reasoning: reason })
         const agent = yield* services.agentFor(llm)
         yield* agent.execute({
@@ -156,6 +159,8 @@ const executeIn = (
       })
 
     const body = Effect.gen(function*() {
+      // the planner, the steps and the analysis read text: files would reach no model, so ReAct mode takes the run
+      if (Message.filesOf(input.query).length > 0) return yield* fallBack(1, ATTACHED, [])
       const tools = ToolSelection.catalogue(services.toolkit)
       const followUps: Array<string> = []
       let previous: string | undefined
