@@ -111,8 +111,6 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
     const registry = yield* RunRegistry.RunRegistry
     const guard = ApiError.authorize(settings.apiToken)
     const files = yield* Attachments.Attachments
-    // file parts are base64 data URLs in the JSON body: room for one of the largest beside the rest
-    const bodyLimit = settings.maxBodyBytes + Math.ceil(settings.maxAttachmentBytes / 3) * 4
     // heartbeats come with the events (`RunRegistry.events`)
     const respond = (conversationId: string, events: Stream.Stream<RunRegistry.Followed>) =>
       HttpServerResponse.stream(
@@ -126,7 +124,8 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
       ApiError.handle(Effect.zipRight(
         guard,
         Effect.gen(function*() {
-          const body = yield* ApiError.decodeBody(ChatRequest, bodyLimit)
+          // file parts are base64 data URLs in the body: room for one of the largest beside the rest
+          const body = yield* AttachmentInput.decodeBody(ChatRequest, settings)
           const query = yield* queryOf(body)
           // the last message's file parts (data URLs, or https image URLs): checked all, then stored
           const attachments = yield* AttachmentInput.resolve(filesOf(body), files, settings.maxAttachments, "messages")

@@ -38,6 +38,7 @@ import * as DagAgent from "../DagAgent.js"
 import * as ReactAgent from "../ReactAgent.js"
 import { isOwn, type RunEvent, settledAnswers } from "../RunEvent.js"
 import * as ApiError from "./ApiError.js"
+import * as AttachmentInput from "./internal/attachmentInput.js"
 import * as Typed from "./internal/openAiOutput.js"
 import * as Compat from "./internal/openAiRoutes.js"
 import * as RunRegistry from "./RunRegistry.js"
@@ -85,8 +86,6 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
     const registry = yield* RunRegistry.RunRegistry
     const guard = ApiError.authorize(settings.apiToken)
     const files = yield* Attachments.Attachments
-    // inline images and files are base64 in the JSON body: room for one of the largest beside the rest
-    const bodyLimit = settings.maxBodyBytes + Math.ceil(settings.maxAttachmentBytes / 3) * 4
     const startedAt = Math.floor((yield* Clock.currentTimeMillis) / 1000)
     const modelObject = (id: string) => ({ id, object: "model", created: startedAt, owned_by: OWNER })
 
@@ -172,7 +171,8 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
       "POST",
       "/v1/chat/completions",
       Effect.gen(function*() {
-        const decoded = yield* ApiError.decodeBody(Compat.ChatCompletionRequest, bodyLimit)
+        // inline images and files are base64 in the body: room for one of the largest beside the rest
+        const decoded = yield* AttachmentInput.decodeBody(Compat.ChatCompletionRequest, settings)
         // image_url and file parts: stored (all checked first), then referred to by hash
         const body = yield* Compat.withAttachments(decoded, files, settings.maxAttachments)
         const input = Compat.inputOf(body)

@@ -131,8 +131,6 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
     const info = yield* AppInfo
     const toolkit = yield* Toolkit.Toolkit
     const limit = settings.maxBodyBytes
-    // inline attachments are base64 in the JSON body: room for one of the largest beside the rest
-    const reactLimit = limit + Math.ceil(settings.maxAttachmentBytes / 3) * 4
     const files = yield* Attachments.Attachments
     const guard = ApiError.authorize(settings.apiToken)
     const sse = (following: RunRegistry.Following, conversationId: string) =>
@@ -162,7 +160,8 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       "POST",
       "/api/react",
       Effect.gen(function*() {
-        const body = yield* ApiError.decodeBody(ApiSchema.ReactRequest, reactLimit)
+        // inline attachments are base64 in the body: room for one of the largest beside the rest
+        const body = yield* AttachmentInput.decodeBody(ApiSchema.ReactRequest, settings)
         // every attachment checked, then stored, before the run starts (a refusal stores nothing, starts nothing)
         const attachments = body.attachments === undefined
           ? []

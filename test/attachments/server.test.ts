@@ -134,6 +134,33 @@ describe("POST /api/react with attachments", () => {
       assert.notInclude(JSON.stringify(conversation.body), b64(PNG).slice(0, 40))
     }))
 
+  it.scopedLive("MAX_BODY_BYTES bounds the body apart from its inline files", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeOpenAi.scoped(answer)
+      const server = yield* startServer({ llmUrl: fake.url, settings: { maxBodyBytes: 1000 } })
+      const big = Buffer.from("a line of notes\n".repeat(200))
+      assert.isAbove(b64(big).length, 3000)
+      // a file larger than the body limit, inline: taken
+      const taken = yield* Effect.promise(() =>
+        openSse(`${server.url}/api/react`, {
+          body: { query: "look", attachments: [{ media_type: "text/plain", data: b64(big), name: "notes.txt" }] }
+        })
+      )
+      assert.strictEqual(taken.status, 200)
+      assert.strictEqual(taken.events[0].event, "input")
+      // the rest of the body over the limit: 413, with or without a file, nothing stored, no model call
+      const asked = fake.requests.length
+      for (const attachments of [undefined, [{ media_type: "image/png", data: b64(PNG) }]]) {
+        const refused = yield* Effect.promise(() =>
+          postJson(`${server.url}/api/react`, { query: "x".repeat(1200), ...(attachments ? { attachments } : {}) })
+        )
+        assert.strictEqual(refused.status, 413)
+        assert.deepInclude(refused.body, { error: "payload_too_large" })
+      }
+      assert.strictEqual(fake.requests.length, asked)
+      assert.strictEqual(yield* rows(server.databasePath), 1)
+    }))
+
   it.scopedLive("every refusal is a 4xx naming the field, with nothing stored and no model call", () =>
     Effect.gen(function*() {
       const fake = yield* FakeOpenAi.scoped(answer)

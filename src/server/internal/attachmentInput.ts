@@ -6,12 +6,14 @@
  *
  * @internal
  */
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Attachments from "../../Attachments.js"
 import type { FileRef } from "../../Message.js"
+import * as ApiError from "../ApiError.js"
 
 /** One attachment of a request, with the field it came in (for an id: the id's own field). */
 export type Spec =
@@ -146,3 +148,36 @@ export const resolve = (
     return yield* Effect.forEach(checked, (c) =>
       c._tag === "Ref" ? Effect.succeed(c.ref) : store.put(c.bytes, options(c.spec)))
   })
+
+/** The characters of a decoded body's inline files: `data` (base64), and `data:` URLs under `url` or `file_data`. */
+const inlineChars = (value: unknown, depth = 0): number => {
+  if (value === null || typeof value !== "object" || depth > 64) return 0
+  let chars = 0
+  for (const [key, v] of Object.entries(value)) {
+    if (typeof v !== "string") chars += inlineChars(v, depth + 1)
+    else if (key === "data" || ((key === "url" || key === "file_data") && v.startsWith("data:"))) chars += v.length
+  }
+  return chars
+}
+
+/**
+ * A JSON body that may carry files inline (`POST /api/react`, `/v1/chat/completions`,
+ * `/api/chat`): read up to `MAX_BODY_BYTES` plus room for one of the largest
+ * attachments in base64, then decoded; what is not inline file data must
+ * still be within `MAX_BODY_BYTES` (413 otherwise).
+ */
+export const decodeBody = <A, I>(
+  schema: Schema.Schema<A, I>,
+  settings: { readonly maxBodyBytes: number; readonly maxAttachmentBytes: number }
+): Effect.Effect<
+  A,
+  ApiError.PayloadTooLarge | ApiError.InvalidRequest | ApiError.UnsupportedMediaType,
+  HttpServerRequest.HttpServerRequest
+> =>
+  Effect.flatMap(
+    ApiError.decodeBody(schema, settings.maxBodyBytes + Math.ceil(settings.maxAttachmentBytes / 3) * 4),
+    (body) =>
+      Buffer.byteLength(JSON.stringify(body)) - inlineChars(body) > settings.maxBodyBytes
+        ? Effect.fail(new ApiError.PayloadTooLarge({ limit: settings.maxBodyBytes }))
+        : Effect.succeed(body)
+  )
