@@ -97,4 +97,18 @@ describe("the context guard with attachments", () => {
       assert.include(result?.content, "took a third\n[Attachment \"c-new.png\"")
       assert.isAtMost(TokenEstimator.estimateMessages(checked.messages), Math.floor(text / 2))
     }))
+
+  it.effect("JSON mode: an action and its Observation with files are one unit, also once a note took a file's place", () =>
+    Effect.gen(function*() {
+      const system = Message.system("sys")
+      const query = Message.user("What happened?", { pinned: true })
+      const action = Message.assistant("a".repeat(8000))
+      const observation = Message.user([{ type: "text", text: "Observation: the chart" }, Message.file({ ...image("d-chart.png"), width: 64, height: 64 })])
+      const reply = Message.user("Thanks, noted.")
+      // room for the Observation and the reply (truncation aims at 75% of the budget), not for the action
+      const budget = Math.ceil(TokenEstimator.estimateMessages([system, query, observation, reply]) / 0.75)
+      const checked = yield* ContextGuard.makeUnsafe({ budget }).checkAndCompact([system, query, action, observation, reply])
+      // the file gave way first (a note), then the Observation went with its action: never one without the other
+      assert.deepStrictEqual(checked.messages, [system, query, reply])
+    }))
 })

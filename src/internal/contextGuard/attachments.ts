@@ -15,6 +15,10 @@ export const note = (ref: FileRef | undefined): string =>
     ? "[An image was left out to fit the context.]"
     : `[Attachment ${Attachments.describe(ref)} was left out to fit the context.]`
 
+/** True for a note `note` wrote (in a message's content where an attachment was). */
+export const isNote = (text: string): boolean =>
+  text === note(undefined) || (text.startsWith("[Attachment ") && text.endsWith(" was left out to fit the context.]"))
+
 const hasAttachment = (m: ChatMessage): boolean =>
   (m.role === "tool" && m.files !== undefined && m.files.length > 0) ||
   (m.role === "user" && typeof m.content !== "string" && m.content.some((p) => p.type !== "text"))

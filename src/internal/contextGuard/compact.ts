@@ -7,6 +7,7 @@
  */
 import type { ChatMessage, ContentPart } from "../../Message.js"
 import { estimateMessage } from "../../TokenEstimator.js"
+import { isNote } from "./attachments.js"
 
 /** The suffix of a message cut by the per-message limit. @internal */
 export const TRUNCATED_SUFFIX = "\n[Truncated]"
@@ -98,10 +99,18 @@ export interface Split {
   readonly systemTokens: number
 }
 
-/** A JSON-mode observation: an unpinned user message starting `Observation:` (then maybe the tool's files). */
-const isObservation = (m: ChatMessage | undefined): boolean =>
-  m !== undefined && m.role === "user" && m.pinned !== true &&
-  (typeof m.content === "string" ? m.content : m.content[0]?.type === "text" ? m.content[0].text : "").startsWith("Observation:")
+/**
+ * A JSON-mode observation: an unpinned user message starting `Observation:` —
+ * plain text, or (when the tool returned files) that text then the files (or
+ * the notes that took their place).
+ */
+const isObservation = (m: ChatMessage | undefined): boolean => {
+  if (m === undefined || m.role !== "user" || m.pinned === true) return false
+  if (typeof m.content === "string") return m.content.startsWith("Observation:")
+  const [first, ...rest] = m.content
+  return first?.type === "text" && first.text.startsWith("Observation:") && rest.length > 0 &&
+    rest.every((p) => p.type === "file" || (p.type === "text" && isNote(p.text)))
+}
 
 const unit = (messages: ReadonlyArray<ChatMessage>, orphan: boolean): Unit => {
   let tokens = 0
