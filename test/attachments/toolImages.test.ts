@@ -21,7 +21,17 @@ import * as Tool from "../../src/Tool.js"
 import * as Toolkit from "../../src/Toolkit.js"
 import * as Files from "../utils/attachmentFiles.js"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
-import { mcpHttpServer } from "../utils/mcpHttpServer.js"
+import { mcpHttpServerWith } from "../utils/mcpHttpServer.js"
+
+/** The test MCP server plus `chart`, whose image content is a real PNG. */
+const chartServer = mcpHttpServerWith((server) =>
+  server.registerTool("chart", { description: "Draws a chart (a real 32×16 PNG)" }, async () => ({
+    content: [
+      { type: "text", text: "the chart" },
+      { type: "image", data: Buffer.from(Files.png(32, 16, [10, 120, 200])).toString("base64"), mimeType: "image/png" }
+    ]
+  }))
+)
 
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64")
 
@@ -46,7 +56,7 @@ const agentOver = (url: string, tools: Layer.Layer<Toolkit.Toolkit, never, Attac
 describe("tool images", () => {
   it.scoped("an MCP tool's image reaches the next request after the tool message, naming the call", () =>
     Effect.gen(function*() {
-      const mcp = yield* mcpHttpServer
+      const mcp = yield* chartServer
       const fake = yield* FakeOpenAi.scoped(callsThenAnswers("pics__chart"))
       const store = Attachments.makeMemoryUnsafe()
       const tools = Layer.effect(Toolkit.Toolkit, Effect.flatMap(McpTools.McpTools, (m) => Effect.orDie(Toolkit.make(m.tools)))).pipe(

@@ -1,7 +1,7 @@
 /**
  * A small real MCP server over Streamable HTTP (the official SDK's `McpServer`,
  * one session per client) for testing the `url` transport: `echo`, `fail` (isError),
- * `picture` (image content: a PNG signature), `chart` (a real PNG), `whoami` (echoes the Authorization header) and
+ * `picture` (image content), `whoami` (echoes the Authorization header) and
  * `slow` (waits until the request is cancelled, then records it).
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
@@ -12,7 +12,6 @@ import { randomUUID } from "node:crypto"
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
 import { z } from "zod"
-import { png } from "./attachmentFiles.js"
 
 export interface McpHttpServer {
   readonly url: string
@@ -36,12 +35,6 @@ const build = (headers: IncomingHttpHeaders, state: { cancelled: number }, extra
     content: [
       { type: "text", text: "here it is" },
       { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }
-    ]
-  }))
-  server.registerTool("chart", { description: "Draws a chart (a real 32×16 PNG)" }, async () => ({
-    content: [
-      { type: "text", text: "the chart" },
-      { type: "image", data: Buffer.from(png(32, 16, [10, 120, 200])).toString("base64"), mimeType: "image/png" }
     ]
   }))
   server.registerTool("whoami", { description: "Echoes the Authorization header" }, async () => ({
