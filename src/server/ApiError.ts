@@ -13,7 +13,6 @@ import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
 import type { AttachmentError } from "../Attachments.js"
 import * as internal from "./internal/apiError.js"
 
@@ -310,19 +309,12 @@ export const readBody = (
     if (Number.isFinite(declared) && declared > limit) {
       return yield* Effect.fail(new PayloadTooLarge({ limit }))
     }
-    const state = { size: 0, chunks: [] as Array<Uint8Array> }
-    yield* request.stream.pipe(
-      Stream.runForEach((chunk) =>
-        Effect.sync(() => {
-          state.size += chunk.length
-          if (state.size <= limit) state.chunks.push(chunk)
-        })
-      ),
+    const { bytes, size } = yield* internal.readBounded(request.stream, limit).pipe(
       Effect.catchAll(() => Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "Could not read the request body" }] })))
     )
-    if (state.size > limit) return yield* Effect.fail(new PayloadTooLarge({ limit }))
+    if (size > limit) return yield* Effect.fail(new PayloadTooLarge({ limit }))
     try {
-      return utf8.decode(Buffer.concat(state.chunks))
+      return utf8.decode(bytes)
     } catch {
       return yield* Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "The body is not valid UTF-8" }] }))
     }

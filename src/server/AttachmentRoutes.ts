@@ -26,6 +26,7 @@ import * as Stream from "effect/Stream"
 import * as Attachments from "../Attachments.js"
 import type { FileRef } from "../Message.js"
 import * as ApiError from "./ApiError.js"
+import { readBounded } from "./internal/apiError.js"
 import * as ServerConfig from "./ServerConfig.js"
 
 const tooLarge = (limit: number) =>
@@ -47,18 +48,12 @@ const invalid = (field: string, message: string) =>
 const rawBytes = (limit: number) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const state = { size: 0, chunks: [] as Array<Uint8Array> }
-    yield* request.stream.pipe(
-      Stream.runForEach((chunk) =>
-        Effect.sync(() => {
-          state.size += chunk.length
-          if (state.size <= limit) state.chunks.push(chunk)
-        })
-      ),
-      Effect.mapError(() => invalid("file", "the body could not be read"))
+    const { bytes, size } = yield* Effect.mapError(
+      readBounded(request.stream, limit),
+      () => invalid("file", "the body could not be read")
     )
-    if (state.size > limit) return yield* tooLarge(limit)
-    return new Uint8Array(Buffer.concat(state.chunks))
+    if (size > limit) return yield* tooLarge(limit)
+    return new Uint8Array(bytes)
   })
 
 interface Upload {

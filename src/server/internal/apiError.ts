@@ -1,13 +1,16 @@
 /**
- * What `ApiError` is built from: the failing fields of a decoding error, the
- * checks run on a body before any decoding, the responses of attachment
- * refusals, and the constant-time comparison of the API token.
+ * What `ApiError` is built from: reading a body within a limit, the failing
+ * fields of a decoding error, the checks run on a body before any decoding,
+ * the responses of attachment refusals, and the constant-time comparison of
+ * the API token.
  *
  * @internal
  */
 import type { AttachmentError } from "../../Attachments.js"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
+import * as Stream from "effect/Stream"
 import { timingSafeEqual } from "node:crypto"
 import { unstorableText } from "./storableText.js"
 
@@ -81,3 +84,24 @@ export const sameSecret = (given: string, expected: string): boolean => {
   const b = Buffer.from(expected)
   return a.length === b.length && timingSafeEqual(a, b)
 }
+
+/**
+ * A body read to its end, keeping at most `limit` bytes: `size` is what came,
+ * `bytes` what was kept (all of it when `size <= limit`). The rest of a longer
+ * body is dropped, not stored, so the client gets the 413 instead of a reset.
+ */
+export const readBounded = <E, R>(
+  body: Stream.Stream<Uint8Array, E, R>,
+  limit: number
+): Effect.Effect<{ readonly size: number; readonly bytes: Buffer }, E, R> =>
+  Effect.suspend(() => {
+    const state = { size: 0, chunks: [] as Array<Uint8Array> }
+    return Effect.map(
+      Stream.runForEach(body, (chunk) =>
+        Effect.sync(() => {
+          state.size += chunk.length
+          if (state.size <= limit) state.chunks.push(chunk)
+        })),
+      () => ({ size: state.size, bytes: Buffer.concat(state.chunks) })
+    )
+  })
