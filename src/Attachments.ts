@@ -256,7 +256,13 @@ export const modalityOf = (ref: FileRef): Modality =>
  */
 export const isText = (ref: FileRef): boolean => Sniff.isText(ref.media_type)
 
-const kib = (size: number): string => (size < 1024 ? `${size} B` : size < 1024 * 1024 ? `${Math.round(size / 1024)} KiB` : `${(size / 1024 / 1024).toFixed(1)} MiB`)
+const kib = (
+  size: number
+): string => (size < 1024
+  ? `${size} B`
+  : size < 1024 * 1024
+  ? `${Math.round(size / 1024)} KiB`
+  : `${(size / 1024 / 1024).toFixed(1)} MiB`)
 
 /**
  * How an attachment is named in notes: `"chart.png" (image/png, 800×600, 41 KiB)`.
@@ -336,7 +342,9 @@ export const embed = (store: AttachmentsService, value: unknown): Effect.Effect<
             data: Buffer.from(row.bytes).toString("base64")
           })
         ),
-        Effect.catchAll((error) => Effect.as(Effect.logWarning(`attachment ${ref.sha256} not embedded: ${error.message}`), Option.none()))
+        Effect.catchAll((error) =>
+          Effect.as(Effect.logWarning(`attachment ${ref.sha256} not embedded: ${error.message}`), Option.none())
+        )
       )),
     Option.reduceCompact<Array<Embedded>, Embedded>([], (all, e) => [...all, e])
   )
@@ -348,15 +356,26 @@ export const embed = (store: AttachmentsService, value: unknown): Effect.Effect<
  * @since 0.1.0
  * @category layers
  */
-export const layerFromEmbedded = (embedded: ReadonlyArray<Embedded>, options: { readonly maxBytes?: number } = {}): Layer.Layer<Attachments, AttachmentError> =>
+export const layerFromEmbedded = (
+  embedded: ReadonlyArray<Embedded>,
+  options: { readonly maxBytes?: number } = {}
+): Layer.Layer<Attachments, AttachmentError> =>
   Layer.effect(
     Attachments,
     Effect.gen(function*() {
-      const store = makeMemoryUnsafe({ maxBytes: Math.max(options.maxBytes ?? DEFAULT_MAX_BYTES, ...embedded.map((e) => Math.ceil(e.data.length * 3 / 4))) })
+      const store = makeMemoryUnsafe({
+        maxBytes: Math.max(
+          options.maxBytes ?? DEFAULT_MAX_BYTES,
+          ...embedded.map((e) => Math.ceil(e.data.length * 3 / 4))
+        )
+      })
       for (const e of embedded) {
         const ref = yield* store.put(Buffer.from(e.data, "base64"), { mediaType: e.media_type, name: e.name })
         if (ref.sha256 !== e.sha256) {
-          return yield* new AttachmentError({ code: "invalid_attachment", message: `embedded attachment ${e.name}: its bytes do not hash to ${e.sha256}` })
+          return yield* new AttachmentError({
+            code: "invalid_attachment",
+            message: `embedded attachment ${e.name}: its bytes do not hash to ${e.sha256}`
+          })
         }
       }
       return store

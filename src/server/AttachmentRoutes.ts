@@ -62,7 +62,12 @@ interface Upload {
   readonly name: string | undefined
 }
 
-type ReceivedFile = { readonly key: string; readonly name: string; readonly contentType: string; readonly bytes: Uint8Array }
+type ReceivedFile = {
+  readonly key: string
+  readonly name: string
+  readonly contentType: string
+  readonly bytes: Uint8Array
+}
 type Received = ReceivedFile | { readonly key: string; readonly value: string }
 
 /** The `file` field of a multipart body (and a `name` field, if any). */
@@ -75,7 +80,10 @@ const multipartFile = (limit: number) =>
     const parts = yield* request.multipartStream.pipe(
       Stream.mapEffect((part): Effect.Effect<Received, Multipart.MultipartError> =>
         Multipart.isFile(part)
-          ? Effect.map(part.contentEffect, (bytes) => ({ key: part.key, name: part.name, contentType: part.contentType, bytes }))
+          ? Effect.map(
+            part.contentEffect,
+            (bytes) => ({ key: part.key, name: part.name, contentType: part.contentType, bytes })
+          )
           : Effect.succeed({ key: part.key, value: (part as Multipart.Field).value })
       ),
       Stream.runCollect,
@@ -86,14 +94,27 @@ const multipartFile = (limit: number) =>
         maxTotalSize: Option.some(limit + 65_536)
       }),
       Effect.mapError((e: Multipart.MultipartError) =>
-        e.reason === "FileTooLarge" || e.reason === "BodyTooLarge" ? tooLarge(limit) : invalid("file", `malformed multipart body (${e.reason})`)
+        e.reason === "FileTooLarge" || e.reason === "BodyTooLarge"
+          ? tooLarge(limit)
+          : invalid("file", `malformed multipart body (${e.reason})`)
       )
     )
     const all: ReadonlyArray<Received> = Chunk.toReadonlyArray(parts)
     const files = all.filter((p): p is ReceivedFile => "bytes" in p && p.key === "file")
-    const nameField = all.find((p): p is { readonly key: string; readonly value: string } => "value" in p && p.key === "name")
-    if (files.length !== 1) return yield* invalid("file", files.length === 0 ? "missing: send the file in a `file` field" : "send one file per upload")
-    return { bytes: files[0].bytes, mediaType: files[0].contentType, name: nameField?.value ?? files[0].name } satisfies Upload
+    const nameField = all.find((p): p is { readonly key: string; readonly value: string } =>
+      "value" in p && p.key === "name"
+    )
+    if (files.length !== 1) {
+      return yield* invalid(
+        "file",
+        files.length === 0 ? "missing: send the file in a `file` field" : "send one file per upload"
+      )
+    }
+    return {
+      bytes: files[0].bytes,
+      mediaType: files[0].contentType,
+      name: nameField?.value ?? files[0].name
+    } satisfies Upload
   })
 
 /** The JSON an upload is answered with. */
@@ -133,7 +154,11 @@ export const AttachmentRoutes = HttpLayerRouter.use((router) =>
           const query = new URL(request.url, "http://localhost").searchParams
           const upload: Upload = multipart
             ? yield* multipartFile(limit)
-            : { bytes: yield* rawBytes(limit), mediaType: contentType || undefined, name: query.get("name") ?? undefined }
+            : {
+              bytes: yield* rawBytes(limit),
+              mediaType: contentType || undefined,
+              name: query.get("name") ?? undefined
+            }
           const ref = yield* store.put(upload.bytes, {
             mediaType: upload.mediaType,
             name: upload.name,

@@ -65,14 +65,18 @@ export interface RunAttachmentsService {
   /** Records a run's attachments (once: recording them again changes nothing). */
   readonly link: (runId: string, refs: ReadonlyArray<FileRef>) => Effect.Effect<void, Attachments.AttachmentError>
   /** The attachments of each of these runs (runs without any are absent). */
-  readonly ofRuns: (runIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<FileRef>>, Attachments.AttachmentError>
+  readonly ofRuns: (
+    runIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<FileRef>>, Attachments.AttachmentError>
 }
 
 /**
  * @since 0.1.0
  * @category Context
  */
-export class RunAttachments extends Context.Tag("effect-react-engine/RunAttachments")<RunAttachments, RunAttachmentsService>() {}
+export class RunAttachments
+  extends Context.Tag("effect-react-engine/RunAttachments")<RunAttachments, RunAttachmentsService>()
+{}
 
 interface Row {
   readonly sha256: string
@@ -97,7 +101,10 @@ const failed = (what: string) => (e: { readonly message: string }) =>
   new Attachments.AttachmentError({ code: "storage_failed", message: `${what}: ${e.message}` })
 
 /** Runs the migrations over the `SqlClient` in context. */
-const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: "react_engine_attachments_migrations" })
+const migrate = Migrator.make({})({
+  loader: Migrator.fromRecord(migrations),
+  table: "react_engine_attachments_migrations"
+})
 
 /**
  * Both services over the `SqlClient` in context (runs the migrations first).
@@ -114,10 +121,13 @@ export const make = (maxBytes: number): Effect.Effect<
     const sql = yield* SqlClient.SqlClient
     yield* Effect.mapError(migrate, failed("attachment migrations failed"))
     const stat = (sha256: string) =>
-      sql<Row>`SELECT sha256, media_type, size, name, width, height, pages FROM react_attachments WHERE sha256 = ${sha256}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), refOf)),
-        Effect.mapError(failed("reading an attachment failed"))
-      )
+      sql<
+        Row
+      >`SELECT sha256, media_type, size, name, width, height, pages FROM react_attachments WHERE sha256 = ${sha256}`
+        .pipe(
+          Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), refOf)),
+          Effect.mapError(failed("reading an attachment failed"))
+        )
     const attachments: Attachments.AttachmentsService = {
       maxBytes,
       stat,
@@ -129,7 +139,9 @@ export const make = (maxBytes: number): Effect.Effect<
           // the same bytes are one row: the first upload's name stays the stored one
           yield* sql`INSERT INTO react_attachments (sha256, media_type, size, name, width, height, pages, data, created_at)
             VALUES (${ref.sha256 as string}, ${ref.media_type}, ${bytes.length}, ${ref.name}, ${ref.width ?? null},
-              ${ref.height ?? null}, ${ref.pages ?? null}, ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)},
+              ${ref.height ?? null}, ${ref.pages ?? null}, ${
+            Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+          },
               ${new Date().toISOString()})
             ON CONFLICT (sha256) DO NOTHING`.pipe(Effect.mapError(failed("storing an attachment failed")))
           if (Attachments.cleanName(options?.name) !== undefined) return ref
@@ -150,11 +162,14 @@ export const make = (maxBytes: number): Effect.Effect<
     const runs: RunAttachmentsService = {
       link: (runId, refs) =>
         Effect.forEach(refs, (ref, position) =>
-          sql`INSERT INTO react_run_attachments (run_id, position, ref) VALUES (${runId}, ${position}, ${JSON.stringify(ref)})
+          sql`INSERT INTO react_run_attachments (run_id, position, ref) VALUES (${runId}, ${position}, ${
+            JSON.stringify(ref)
+          })
             ON CONFLICT (run_id, position) DO NOTHING`, { discard: true }).pipe(
-          Effect.mapError(failed("recording a run's attachments failed"))
-        ),
-      ofRuns: (runIds) => RunAttachmentRows.ofRuns(sql, runIds)
+            Effect.mapError(failed("recording a run's attachments failed"))
+          ),
+      ofRuns: (runIds) =>
+        RunAttachmentRows.ofRuns(sql, runIds)
     }
     return { attachments, runs }
   })

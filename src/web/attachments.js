@@ -19,7 +19,9 @@ import { api, errorText } from "./http.js"
  * @typedef {{ file: File, chip: HTMLElement, upload: Promise<AttachmentRef | null> }} Pending
  */
 
-const kib = (/** @type {number} */ n) => (n < 1024 ? `${n} B` : n < 1048576 ? `${Math.round(n / 1024)} KiB` : `${(n / 1048576).toFixed(1)} MiB`)
+const kib = (
+  /** @type {number} */ n
+) => (n < 1024 ? `${n} B` : n < 1048576 ? `${Math.round(n / 1024)} KiB` : `${(n / 1048576).toFixed(1)} MiB`)
 
 /** A stored attachment's bytes as an object URL (fetched with the token; cached per hash). */
 const objectUrls = new Map()
@@ -36,10 +38,15 @@ function bytesUrl(sha256) {
 /** A chip for a non-image attachment: its kind, name and size. @param {AttachmentRef} ref */
 function chip(ref) {
   const kind = ref.media_type === "application/pdf" ? "PDF" : ref.media_type.startsWith("image/") ? "Image" : "Text"
-  const details = [ref.pages ? `${ref.pages} p.` : "", ref.size !== undefined ? kib(ref.size) : ""].filter(Boolean).join(" · ")
-  return h("span", { class: `attachment-chip ${kind.toLowerCase()}`, title: ref.name },
-    h("span", { class: "attachment-kind", text: kind }), h("span", { class: "attachment-name", text: ref.name }),
-    details ? h("span", { class: "attachment-size", text: details }) : null)
+  const details = [ref.pages ? `${ref.pages} p.` : "", ref.size !== undefined ? kib(ref.size) : ""].filter(Boolean)
+    .join(" · ")
+  return h(
+    "span",
+    { class: `attachment-chip ${kind.toLowerCase()}`, title: ref.name },
+    h("span", { class: "attachment-kind", text: kind }),
+    h("span", { class: "attachment-name", text: ref.name }),
+    details ? h("span", { class: "attachment-size", text: details }) : null
+  )
 }
 
 /**
@@ -52,8 +59,11 @@ export function showAttachments(bubble, refs) {
   const row = h("div", { class: "attachments" })
   for (const ref of refs) {
     if (ref.media_type.startsWith("image/") && ref.sha256) {
-      const img = /** @type {HTMLImageElement} */ (h("img", { class: "attachment-thumb", alt: ref.name, title: ref.name }))
-      void bytesUrl(ref.sha256).then((url) => { if (url) img.src = url })
+      const img =
+        /** @type {HTMLImageElement} */ (h("img", { class: "attachment-thumb", alt: ref.name, title: ref.name }))
+      void bytesUrl(ref.sha256).then((url) => {
+        if (url) img.src = url
+      })
       row.append(img)
     } else row.append(chip(ref))
   }
@@ -74,16 +84,34 @@ export function attachmentsOf(content) {
 export function setupAttachments(composer, input) {
   /** @type {Pending[]} */
   let pending = []
-  const tray = h("div", { id: "attachment-tray", class: "attachment-tray", hidden: true, "aria-label": "Attachments", role: "list" })
-  const picker = /** @type {HTMLInputElement} */ (h("input", { type: "file", multiple: true, hidden: true, id: "attach-input",
-    accept: "image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain,text/markdown,text/csv,application/json,.md,.csv,.txt,.json" }))
-  const button = h("button", { type: "button", id: "attach", class: "icon-btn attach", title: "Attach images or files (or drop / paste them)" },
-    h("span", { "aria-hidden": "true", text: "📎" }), h("span", { class: "sr-only", text: "Attach files" }))
+  const tray = h("div", {
+    id: "attachment-tray",
+    class: "attachment-tray",
+    hidden: true,
+    "aria-label": "Attachments",
+    role: "list"
+  })
+  const picker = /** @type {HTMLInputElement} */ (h("input", {
+    type: "file",
+    multiple: true,
+    hidden: true,
+    id: "attach-input",
+    accept:
+      "image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain,text/markdown,text/csv,application/json,.md,.csv,.txt,.json"
+  }))
+  const button = h(
+    "button",
+    { type: "button", id: "attach", class: "icon-btn attach", title: "Attach images or files (or drop / paste them)" },
+    h("span", { "aria-hidden": "true", text: "📎" }),
+    h("span", { class: "sr-only", text: "Attach files" })
+  )
   const box = /** @type {HTMLElement} */ (composer.querySelector(".composer-box"))
   box.prepend(button, picker)
   composer.prepend(tray)
 
-  const refresh = () => { tray.hidden = pending.length === 0 }
+  const refresh = () => {
+    tray.hidden = pending.length === 0
+  }
 
   /** @param {File} file */
   const add = (file) => {
@@ -92,9 +120,19 @@ export function setupAttachments(composer, input) {
     const preview = file.type.startsWith("image/")
       ? h("img", { class: "attachment-thumb", alt: file.name, src: URL.createObjectURL(file) })
       : chip({ name: file.name, media_type: file.type || "text/plain", size: file.size })
-    const item = h("div", { class: "attachment uploading", role: "listitem", "data-name": file.name }, preview, status, remove)
+    const item = h(
+      "div",
+      { class: "attachment uploading", role: "listitem", "data-name": file.name },
+      preview,
+      status,
+      remove
+    )
     const query = `?name=${encodeURIComponent(file.name)}`
-    const upload = api(`/api/attachments${query}`, { method: "POST", body: file, headers: { "content-type": file.type || "application/octet-stream" } })
+    const upload = api(`/api/attachments${query}`, {
+      method: "POST",
+      body: file,
+      headers: { "content-type": file.type || "application/octet-stream" }
+    })
       .then(async (res) => {
         if (!res.ok) throw new Error(await errorText(res))
         const ref = await res.json()
@@ -121,7 +159,9 @@ export function setupAttachments(composer, input) {
     refresh()
   }
   /** @param {FileList | File[] | null | undefined} files */
-  const addAll = (files) => { for (const f of files ?? []) add(f) }
+  const addAll = (files) => {
+    for (const f of files ?? []) add(f)
+  }
 
   button.addEventListener("click", () => picker.click())
   picker.addEventListener("change", () => {

@@ -27,7 +27,13 @@ const model: FakeOpenAi.FakeResponder = (body, index) => {
   if (body?.stream) return FakeOpenAi.sseText("Five pages and a grey square.")
   return body.messages.some((m: any) => m.role === "tool")
     ? FakeOpenAi.completion({ content: "Counted." })
-    : FakeOpenAi.completion({ toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "calculator", arguments: JSON.stringify({ expression: "2+3" }) }] })
+    : FakeOpenAi.completion({
+      toolCalls: [{
+        id: FakeOpenAi.freshCallId(index),
+        name: "calculator",
+        arguments: JSON.stringify({ expression: "2+3" })
+      }]
+    })
 }
 
 describe("cassettes of runs with attachments", () => {
@@ -39,14 +45,20 @@ describe("cassettes of runs with attachments", () => {
         openSse(`${server.url}/api/react`, {
           body: {
             query: "How many pages, and what colour?",
-            attachments: [{ media_type: "application/pdf", data: b64(PDF), name: "doc.pdf" }, { media_type: "image/png", data: b64(PNG), name: "sq.png" }]
+            attachments: [{ media_type: "application/pdf", data: b64(PDF), name: "doc.pdf" }, {
+              media_type: "image/png",
+              data: b64(PNG),
+              name: "sq.png"
+            }]
           }
         })
       )
       const conversationId = run.headers.get("x-conversation-id")!
       assert.strictEqual(run.events.at(-1)?.event, "done")
       const asked = fake.requests.length
-      const response = yield* Effect.promise(() => fetch(`${server.url}/api/conversations/${conversationId}/runs/latest/cassette`))
+      const response = yield* Effect.promise(() =>
+        fetch(`${server.url}/api/conversations/${conversationId}/runs/latest/cassette`)
+      )
       const json = yield* Effect.promise(() => response.json() as Promise<any>)
       // the bytes once each, in `attachments`; nowhere else
       assert.deepStrictEqual(json.attachments.map((a: any) => [a.name, a.media_type, a.data]), [
@@ -58,8 +70,27 @@ describe("cassettes of runs with attachments", () => {
       const cassette = yield* Cassette.decodeEffect(json)
       assert.deepStrictEqual(cassette.input.query, [
         { type: "text", text: "How many pages, and what colour?" },
-        { type: "file", file: { name: "doc.pdf", media_type: "application/pdf", size: PDF.length, sha256: Attachments.sha256(PDF), pages: 5 } },
-        { type: "file", file: { name: "sq.png", media_type: "image/png", size: PNG.length, sha256: Attachments.sha256(PNG), width: 16, height: 16 } }
+        {
+          type: "file",
+          file: {
+            name: "doc.pdf",
+            media_type: "application/pdf",
+            size: PDF.length,
+            sha256: Attachments.sha256(PDF),
+            pages: 5
+          }
+        },
+        {
+          type: "file",
+          file: {
+            name: "sq.png",
+            media_type: "image/png",
+            size: PNG.length,
+            sha256: Attachments.sha256(PNG),
+            width: 16,
+            height: 16
+          }
+        }
       ])
       // offline: the recorded replies, no model; the same events
       const replayed = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Replay.run(agent)).pipe(
@@ -83,7 +114,9 @@ describe("cassettes of runs with attachments", () => {
       assert.strictEqual(forked.events.at(-1)?.event, "done")
       assert.strictEqual(forked.events.at(-1)?.data.answer, "Five pages and a grey square.")
       assert.strictEqual(fake.requests.length, asked)
-      const detail = yield* Effect.promise(() => getJson(`${server.url}/api/conversations/${fork.body.conversation_id}`))
+      const detail = yield* Effect.promise(() =>
+        getJson(`${server.url}/api/conversations/${fork.body.conversation_id}`)
+      )
       assert.deepStrictEqual(detail.body.turn_details.at(-1).attachments.map((a: any) => a.name), ["doc.pdf", "sq.png"])
     }))
 })

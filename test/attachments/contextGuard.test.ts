@@ -34,7 +34,9 @@ const conversation: ReadonlyArray<Message.ChatMessage> = [
 ]
 
 const files = (messages: ReadonlyArray<Message.ChatMessage>) =>
-  messages.flatMap((m) => [...Message.filesOf(m.role === "user" ? m.content : null), ...(m.role === "tool" ? m.files ?? [] : [])])
+  messages.flatMap((
+    m
+  ) => [...Message.filesOf(m.role === "user" ? m.content : null), ...(m.role === "tool" ? m.files ?? [] : [])])
     .map((f) => f.file.name)
 
 describe("the context guard with attachments", () => {
@@ -43,7 +45,10 @@ describe("the context guard with attachments", () => {
   it.effect("counts an image by its dimensions", () =>
     Effect.sync(() => {
       // 2000×2000: OpenAI 4 tiles (765), Anthropic ≈ 1072² / 750 (1533): the larger
-      assert.strictEqual(perImage, Math.max(TokenEstimator.imageTokensOpenAi(2000, 2000), TokenEstimator.imageTokensAnthropic(2000, 2000)))
+      assert.strictEqual(
+        perImage,
+        Math.max(TokenEstimator.imageTokensOpenAi(2000, 2000), TokenEstimator.imageTokensAnthropic(2000, 2000))
+      )
       assert.isAbove(TokenEstimator.estimateMessages(conversation), 3 * perImage)
     }))
 
@@ -61,11 +66,14 @@ describe("the context guard with attachments", () => {
       // the oldest two gave way, the tool's newest image stays
       assert.deepStrictEqual(files(checked.messages), ["c-new.png"])
       const query = checked.messages[1]
-      assert.deepStrictEqual(query.role === "user" && typeof query.content !== "string" ? query.content.map((p) => p.type) : [], [
-        "text",
-        "text",
-        "text"
-      ])
+      assert.deepStrictEqual(
+        query.role === "user" && typeof query.content !== "string" ? query.content.map((p) => p.type) : [],
+        [
+          "text",
+          "text",
+          "text"
+        ]
+      )
       const text = Message.textOf(query.content)
       assert.include(text, "Compare these two.")
       assert.include(text, "[Attachment \"a-old.png\" (image/png, 2000×2000")
@@ -103,11 +111,20 @@ describe("the context guard with attachments", () => {
       const system = Message.system("sys")
       const query = Message.user("What happened?", { pinned: true })
       const action = Message.assistant("a".repeat(8000))
-      const observation = Message.user([{ type: "text", text: "Observation: the chart" }, Message.file({ ...image("d-chart.png"), width: 64, height: 64 })])
+      const observation = Message.user([
+        { type: "text", text: "Observation: the chart" },
+        Message.file({ ...image("d-chart.png"), width: 64, height: 64 })
+      ])
       const reply = Message.user("Thanks, noted.")
       // room for the Observation and the reply (truncation aims at 75% of the budget), not for the action
       const budget = Math.ceil(TokenEstimator.estimateMessages([system, query, observation, reply]) / 0.75)
-      const checked = yield* ContextGuard.makeUnsafe({ budget }).checkAndCompact([system, query, action, observation, reply])
+      const checked = yield* ContextGuard.makeUnsafe({ budget }).checkAndCompact([
+        system,
+        query,
+        action,
+        observation,
+        reply
+      ])
       // the file gave way first (a note), then the Observation went with its action: never one without the other
       assert.deepStrictEqual(checked.messages, [system, query, reply])
     }))

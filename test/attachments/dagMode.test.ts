@@ -11,7 +11,14 @@ import * as Message from "../../src/Message.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import { dagEvents, doneOf, makeDag, planReply, requestsOf, stepText } from "../utils/dagLayers.js"
 
-const PHOTO: Message.FileRef = { name: "photo.png", media_type: "image/png", size: 120, sha256: "a".repeat(64), width: 8, height: 8 }
+const PHOTO: Message.FileRef = {
+  name: "photo.png",
+  media_type: "image/png",
+  size: 120,
+  sha256: "a".repeat(64),
+  width: 8,
+  height: 8
+}
 
 const script = () =>
   makeDag({

@@ -39,7 +39,11 @@ describe("Attachments.inspect", () => {
   })
 
   it("counts a PDF's pages", () => {
-    assert.deepInclude(refOf(Files.pdf(3), { name: "r.pdf" }), { media_type: "application/pdf", pages: 3, name: "r.pdf" })
+    assert.deepInclude(refOf(Files.pdf(3), { name: "r.pdf" }), {
+      media_type: "application/pdf",
+      pages: 3,
+      name: "r.pdf"
+    })
     assert.strictEqual(refOf(Files.pdf(1)).pages, 1)
   })
 
@@ -47,21 +51,36 @@ describe("Attachments.inspect", () => {
     const e = refusal(Files.png(2, 2), { mediaType: "image/jpeg", field: "attachments.0.media_type" })
     assert.strictEqual(e.code, "unsupported_media_type")
     assert.strictEqual(e.message, "attachments.0.media_type: declared image/jpeg, but the bytes are a PNG image")
-    assert.strictEqual(refusal(Files.pdf(1), { mediaType: "text/plain" }).message, "declared text/plain, but the bytes are a PDF")
-    assert.strictEqual(refusal(new Uint8Array([1, 2, 3]), { mediaType: "application/pdf" }).message, "declared application/pdf, but the bytes are not a PDF")
-    assert.include(refusal(Buffer.from("{not json"), { mediaType: "application/json" }).message, "not UTF-8 text that parses as JSON")
+    assert.strictEqual(
+      refusal(Files.pdf(1), { mediaType: "text/plain" }).message,
+      "declared text/plain, but the bytes are a PDF"
+    )
+    assert.strictEqual(
+      refusal(new Uint8Array([1, 2, 3]), { mediaType: "application/pdf" }).message,
+      "declared application/pdf, but the bytes are not a PDF"
+    )
+    assert.include(
+      refusal(Buffer.from("{not json"), { mediaType: "application/json" }).message,
+      "not UTF-8 text that parses as JSON"
+    )
     assert.include(refusal(new Uint8Array([0xff, 0xfe, 0x00]), { mediaType: "text/plain" }).message, "not UTF-8 text")
   })
 
   it("refuses types it does not take, and bytes it cannot recognise without a type (415)", () => {
-    assert.include(refusal(Buffer.from("<p>hi</p>"), { mediaType: "text/html" }).message, "text/html is not a supported type")
+    assert.include(
+      refusal(Buffer.from("<p>hi</p>"), { mediaType: "text/html" }).message,
+      "text/html is not a supported type"
+    )
     assert.include(refusal(new Uint8Array([1, 2, 3, 4])).message, "could not be recognised")
     // a name says nothing of an image's bytes
     assert.include(refusal(Buffer.from("not a picture"), { name: "fake.png" }).message, "could not be recognised")
   })
 
   it("takes text types as declared, or by the name's extension", () => {
-    assert.strictEqual(refOf(Buffer.from("a,b\n1,2\n"), { mediaType: "text/csv; charset=utf-8" }).media_type, "text/csv")
+    assert.strictEqual(
+      refOf(Buffer.from("a,b\n1,2\n"), { mediaType: "text/csv; charset=utf-8" }).media_type,
+      "text/csv"
+    )
     assert.strictEqual(refOf(Buffer.from("# Notes"), { name: "notes.md" }).media_type, "text/markdown")
     assert.strictEqual(refOf(Files.png(1, 1), { mediaType: "application/octet-stream" }).media_type, "image/png")
     assert.strictEqual(refOf(Files.jpegHeader(1, 1), { mediaType: "image/jpg" }).media_type, "image/jpeg")

@@ -75,14 +75,21 @@ const build = (store: Attachments.AttachmentsService, c: Case) =>
       const options = { name: `f${i}.${f.kind}`, ...(f.kind === "md" ? { mediaType: "text/markdown" } : {}) }
       return Effect.map(store.put(bytesOf(f.kind, f.seed), options), Message.file)
     }
-    const record = (f: FileCase, i: number) => Effect.tap(part(f, i), (p) => { given.push({ part: p, seed: f.seed }) })
+    const record = (f: FileCase, i: number) =>
+      Effect.tap(part(f, i), (p) => {
+        given.push({ part: p, seed: f.seed })
+      })
     const query = yield* Effect.forEach(c.query, record)
     const rounds = yield* Effect.forEach(c.tools, (files, r) =>
       Effect.map(Effect.forEach(files, record), (parts) => ({ id: `call_${r}`, parts })))
     const messages: Array<Message.ChatMessage> = [
       Message.system("Test."),
       Message.user([{ type: "text", text: "Look." }, ...query]),
-      Message.assistant(null, { toolCalls: rounds.map((r) => Message.toolCall(r.id, "shot", "{}")) }),
+      Message.assistant(null, {
+        toolCalls: rounds.map((r) =>
+          Message.toolCall(r.id, "shot", "{}")
+        )
+      }),
       ...rounds.map((r) => Message.tool(r.id, "done", "shot", r.parts))
     ]
     return { messages, distinct, given }
@@ -94,71 +101,75 @@ const WIRE = {
 } as const
 
 describe("attachments × modalities (property)", () => {
-  it.live("no request carries a part its model does not take; each content is stored once", () =>
-    Effect.gen(function*() {
-      const openAi = yield* Effect.acquireRelease(
-        Effect.promise(() => FakeOpenAi.start(() => FakeOpenAi.completion({ content: "ok" }))),
-        (s) => Effect.promise(() => s.close())
-      )
-      const anthropic = yield* Effect.acquireRelease(
-        Effect.promise(() => FakeAnthropic.start(() => FakeAnthropic.text("ok"))),
-        (s) => Effect.promise(() => s.close())
-      )
-      const check = (c: Case) =>
-        Effect.gen(function*() {
-          const store = Attachments.makeMemoryUnsafe()
-          const { distinct, given, messages } = yield* build(store, c)
-          assert.strictEqual(store.count(), distinct.size, "each content stored once")
-          const inputModalities = c.modalities
-          const models: ReadonlyArray<readonly ["openai" | "anthropic", LlmService]> = [
-            [
-              "openai",
-              OpenAiLlm.makeUnsafe({
-                baseURL: openAi.url,
-                apiKey: "k",
-                model: "m",
-                maxRetries: 0,
-                attachments: store,
-                inputModalities
-              })
-            ],
-            ["anthropic", yield* anthropicLlm(anthropic.url, { attachments: store, inputModalities, maxRetries: 0 })]
-          ]
-          for (const [name, llm] of models) {
-            const fake = name === "openai" ? openAi : anthropic
-            const before = fake.requests.length
-            yield* llm.chat({ messages })
-            assert.strictEqual(fake.requests.length, before + 1, `${name}: one request`)
-            const body = JSON.stringify(fake.requests[before].body)
-            // a part of a modality the model does not take never appears
-            for (const modality of ["image", "file"] as const) {
-              if (!c.modalities.includes(modality)) {
-                assert.notInclude(body, WIRE[name][modality], `${name}: ${modality} part sent`)
+  it.live(
+    "no request carries a part its model does not take; each content is stored once",
+    () =>
+      Effect.gen(function*() {
+        const openAi = yield* Effect.acquireRelease(
+          Effect.promise(() => FakeOpenAi.start(() => FakeOpenAi.completion({ content: "ok" }))),
+          (s) => Effect.promise(() => s.close())
+        )
+        const anthropic = yield* Effect.acquireRelease(
+          Effect.promise(() => FakeAnthropic.start(() => FakeAnthropic.text("ok"))),
+          (s) => Effect.promise(() => s.close())
+        )
+        const check = (c: Case) =>
+          Effect.gen(function*() {
+            const store = Attachments.makeMemoryUnsafe()
+            const { distinct, given, messages } = yield* build(store, c)
+            assert.strictEqual(store.count(), distinct.size, "each content stored once")
+            const inputModalities = c.modalities
+            const models: ReadonlyArray<readonly ["openai" | "anthropic", LlmService]> = [
+              [
+                "openai",
+                OpenAiLlm.makeUnsafe({
+                  baseURL: openAi.url,
+                  apiKey: "k",
+                  model: "m",
+                  maxRetries: 0,
+                  attachments: store,
+                  inputModalities
+                })
+              ],
+              ["anthropic", yield* anthropicLlm(anthropic.url, { attachments: store, inputModalities, maxRetries: 0 })]
+            ]
+            for (const [name, llm] of models) {
+              const fake = name === "openai" ? openAi : anthropic
+              const before = fake.requests.length
+              yield* llm.chat({ messages })
+              assert.strictEqual(fake.requests.length, before + 1, `${name}: one request`)
+              const body = JSON.stringify(fake.requests[before].body)
+              // a part of a modality the model does not take never appears
+              for (const modality of ["image", "file"] as const) {
+                if (!c.modalities.includes(modality)) {
+                  assert.notInclude(body, WIRE[name][modality], `${name}: ${modality} part sent`)
+                }
+              }
+              for (const { part, seed } of given) {
+                const ref = part.file
+                const modality = Attachments.modalityOf(ref)
+                if (!c.modalities.includes(modality)) {
+                  // not taken: a note naming the file in its place
+                  const note = `[Attachment ${Attachments.describe(ref)} not shown: this model cannot read ${
+                    CANNOT[modality as "image" | "file"]
+                  }.]`
+                  assert.isTrue(holds(body, note), `${name}: no note "${note}" in ${body}`)
+                } else if (ref.url !== undefined) {
+                  assert.include(body, ref.url, `${name}: the caller's URL of ${ref.name} missing`)
+                } else if (modality === "text") {
+                  const text = `Attachment ${Attachments.describe(ref)}:\n\n${mdText(seed)}`
+                  assert.isTrue(holds(body, text), `${name}: the text of ${ref.name} missing`)
+                } else {
+                  const stored = yield* store.get(ref.sha256!)
+                  assert.include(body, b64(stored.bytes), `${name}: the bytes of ${ref.name} missing`)
+                }
               }
             }
-            for (const { part, seed } of given) {
-              const ref = part.file
-              const modality = Attachments.modalityOf(ref)
-              if (!c.modalities.includes(modality)) {
-                // not taken: a note naming the file in its place
-                const note = `[Attachment ${Attachments.describe(ref)} not shown: this model cannot read ${
-                  CANNOT[modality as "image" | "file"]
-                }.]`
-                assert.isTrue(holds(body, note), `${name}: no note "${note}" in ${body}`)
-              } else if (ref.url !== undefined) {
-                assert.include(body, ref.url, `${name}: the caller's URL of ${ref.name} missing`)
-              } else if (modality === "text") {
-                const text = `Attachment ${Attachments.describe(ref)}:\n\n${mdText(seed)}`
-                assert.isTrue(holds(body, text), `${name}: the text of ${ref.name} missing`)
-              } else {
-                const stored = yield* store.get(ref.sha256!)
-                assert.include(body, b64(stored.bytes), `${name}: the bytes of ${ref.name} missing`)
-              }
-            }
-          }
-        })
-      yield* Effect.promise(() =>
-        fc.assert(fc.asyncProperty(caseArb, (c) => Effect.runPromise(Effect.scoped(check(c)))), { numRuns: 30 })
-      )
-    }).pipe(Effect.scoped), 300_000)
+          })
+        yield* Effect.promise(() =>
+          fc.assert(fc.asyncProperty(caseArb, (c) => Effect.runPromise(Effect.scoped(check(c)))), { numRuns: 30 })
+        )
+      }).pipe(Effect.scoped),
+    300_000
+  )
 })

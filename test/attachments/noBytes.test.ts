@@ -60,7 +60,10 @@ const screenshot = Tool.make({
 const respond: FakeOpenAi.FakeResponder = (body, index) =>
   body.messages.some((m: any) => m.role === "tool")
     ? FakeOpenAi.completion({ content: "A green photo, a two-page report and a yellow screen." })
-    : FakeOpenAi.completion({ content: null, toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "screenshot", arguments: "{}" }] })
+    : FakeOpenAi.completion({
+      content: null,
+      toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "screenshot", arguments: "{}" }]
+    })
 
 describe("attachment bytes go to the model only", () => {
   it.scoped("not in events, the result or spans with content; the model gets all three files", () =>
@@ -72,7 +75,13 @@ describe("attachment bytes go to the model only", () => {
       const report = yield* store.put(REPORT, { name: "report.pdf" })
       const agent = ReactAgent.layer({ synthesis: "auto", useNativeTools: true }).pipe(
         Layer.provide(Layer.mergeAll(
-          OpenAiLlm.layer({ baseURL: fake.url, apiKey: "k", model: "gpt-test", maxRetries: 0, abilities: { streaming: false } }),
+          OpenAiLlm.layer({
+            baseURL: fake.url,
+            apiKey: "k",
+            model: "gpt-test",
+            maxRetries: 0,
+            abilities: { streaming: false }
+          }),
           Toolkit.layer([screenshot]),
           Hooks.layerNoop,
           ContextGuard.layer(),
@@ -82,7 +91,11 @@ describe("attachment bytes go to the model only", () => {
       )
       const events = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) =>
         Stream.runCollect(a.run({
-          query: [{ type: "text", text: "Describe these and take a screenshot." }, Message.file(photo), Message.file(report)]
+          query: [
+            { type: "text", text: "Describe these and take a screenshot." },
+            Message.file(photo),
+            Message.file(report)
+          ]
         }))).pipe(
           Effect.provide(agent),
           Effect.provide(Telemetry.layerInstrumentation({ captureContent: true })),
@@ -91,7 +104,10 @@ describe("attachment bytes go to the model only", () => {
       const all = Chunk.toReadonlyArray(events)
       const done = all.at(-1)
       assert.strictEqual(done?._tag, "Done")
-      assert.strictEqual(done?._tag === "Done" ? done.answer : "", "A green photo, a two-page report and a yellow screen.")
+      assert.strictEqual(
+        done?._tag === "Done" ? done.answer : "",
+        "A green photo, a two-page report and a yellow screen."
+      )
 
       // the model got every file's bytes
       assert.strictEqual(fake.requests.length, 2)

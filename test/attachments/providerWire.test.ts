@@ -40,7 +40,9 @@ const conversation = (f: Effect.Effect.Success<typeof fixture>): ReadonlyArray<M
     Message.file(f.md),
     Message.file({ name: "cat.jpg", media_type: "image/jpeg", url: "https://example.com/cat.jpg" })
   ]),
-  Message.assistant(null, { toolCalls: [Message.toolCall("call_a", "screenshot", "{}"), Message.toolCall("call_b", "fetch_pdf", "{}")] }),
+  Message.assistant(null, {
+    toolCalls: [Message.toolCall("call_a", "screenshot", "{}"), Message.toolCall("call_b", "fetch_pdf", "{}")]
+  }),
   Message.tool("call_a", "took a screenshot", "screenshot", [Message.file(f.png)]),
   Message.tool("call_b", "fetched it", "fetch_pdf", [Message.file(f.pdf)])
 ]
@@ -101,7 +103,9 @@ describe("OpenAI-compatible chat (the openai SDK)", () => {
     Effect.gen(function*() {
       const f = yield* fixture
       const server = yield* FakeOpenAi.scoped([FakeOpenAi.completion({ content: "ok" })])
-      yield* openAi(server.url, { attachments: f.store, inputModalities: ["text", "image"] }).chat({ messages: conversation(f) })
+      yield* openAi(server.url, { attachments: f.store, inputModalities: ["text", "image"] }).chat({
+        messages: conversation(f)
+      })
       const types = server.requests[0].body.messages[1].content.map((p: any) => p.type)
       assert.deepStrictEqual(types, ["text", "image_url", "text", "text", "image_url"])
     }))
@@ -113,7 +117,9 @@ describe("OpenAI-compatible chat (the openai SDK)", () => {
       const noStore = yield* Effect.flip(openAi(server.url).chat({ messages: conversation(f) }))
       assert.strictEqual(noStore.reason, "BadRequest")
       assert.include(noStore.message, "\"chart.png\"")
-      const other = yield* Effect.flip(openAi(server.url, { attachments: Attachments.makeMemoryUnsafe() }).chat({ messages: conversation(f) }))
+      const other = yield* Effect.flip(
+        openAi(server.url, { attachments: Attachments.makeMemoryUnsafe() }).chat({ messages: conversation(f) })
+      )
       assert.include(other.message, `no attachment ${f.png.sha256}`)
       assert.strictEqual(server.requests.length, 0)
     }))
@@ -147,7 +153,14 @@ describe("Anthropic (@effect/ai-anthropic)", () => {
       assert.deepStrictEqual(query[4].source, { type: "url", url: "https://example.com/cat.jpg" })
       // the turn answering the tools: both tool_results first, then each call's files
       const answer = body.messages[2].content
-      assert.deepStrictEqual(answer.map((b: any) => b.type), ["tool_result", "tool_result", "text", "image", "text", "document"])
+      assert.deepStrictEqual(answer.map((b: any) => b.type), [
+        "tool_result",
+        "tool_result",
+        "text",
+        "image",
+        "text",
+        "document"
+      ])
       assert.strictEqual(answer[2].text, "The tool call call_a (screenshot) returned:")
       assert.strictEqual(answer[3].source.data, b64(PNG))
     }))

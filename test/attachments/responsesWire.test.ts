@@ -58,7 +58,10 @@ describe("@effect/ai Prompt file parts on the Responses API (@effect/ai-openai)"
     Effect.gen(function*() {
       const parts = yield* ask(["text"])
       assert.deepStrictEqual(parts.map((p) => p.type), ["input_text", "input_text", "input_text"])
-      assert.match(parts[1].text, /^\[Attachment "plot\.png" \(image\/png, 16×8, .*\) not shown: this model cannot read images\.\]$/)
+      assert.match(
+        parts[1].text,
+        /^\[Attachment "plot\.png" \(image\/png, 16×8, .*\) not shown: this model cannot read images\.\]$/
+      )
       assert.include(parts[2].text, "\"report.pdf\" (application/pdf, 2 pages")
     }))
 })

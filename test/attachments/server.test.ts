@@ -18,7 +18,9 @@ const PDF = Files.pdf(2)
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64")
 
 const answer: FakeOpenAi.FakeResponder = (body) =>
-  body?.stream ? FakeOpenAi.sseText("It shows a red square.") : FakeOpenAi.completion({ content: "It shows a red square." })
+  body?.stream
+    ? FakeOpenAi.sseText("It shows a red square.")
+    : FakeOpenAi.completion({ content: "It shows a red square." })
 
 const upload = (url: string, bytes: Uint8Array, contentType: string, name?: string) =>
   fetch(`${url}/api/attachments${name !== undefined ? `?name=${encodeURIComponent(name)}` : ""}`, {
@@ -26,8 +28,6 @@ const upload = (url: string, bytes: Uint8Array, contentType: string, name?: stri
     headers: { "content-type": contentType },
     body: Buffer.from(bytes)
   }).then(async (r) => ({ status: r.status, body: await r.json() as any }))
-
-
 
 describe("POST /api/attachments", () => {
   it.scopedLive("raw bytes and multipart: 201 with the hash as id; the same bytes are one row", () =>
@@ -50,10 +50,18 @@ describe("POST /api/attachments", () => {
       const form = new FormData()
       form.append("file", new Blob([Buffer.from(PDF)], { type: "application/pdf" }), "report.pdf")
       const multipart = yield* Effect.promise(() =>
-        fetch(`${server.url}/api/attachments`, { method: "POST", body: form }).then(async (r) => ({ status: r.status, body: await r.json() as any }))
+        fetch(`${server.url}/api/attachments`, { method: "POST", body: form }).then(async (r) => ({
+          status: r.status,
+          body: await r.json() as any
+        }))
       )
       assert.strictEqual(multipart.status, 201)
-      assert.deepInclude(multipart.body, { media_type: "application/pdf", name: "report.pdf", pages: 2, size: PDF.length })
+      assert.deepInclude(multipart.body, {
+        media_type: "application/pdf",
+        name: "report.pdf",
+        pages: 2,
+        size: PDF.length
+      })
       assert.strictEqual(yield* rows(server.databasePath), 2)
       // the bytes come back, sandboxed
       const served = yield* Effect.promise(() => fetch(`${server.url}/api/attachments/${first.body.attachment_id}`))
@@ -115,7 +123,12 @@ describe("POST /api/react with attachments", () => {
         type: "attachments",
         attachments: [
           { name: "red.png", media_type: "image/png", size: PNG.length, sha256: uploaded.body.sha256 },
-          { name: "report.pdf", media_type: "application/pdf", size: PDF.length, sha256: first.data.attachments[1].sha256 },
+          {
+            name: "report.pdf",
+            media_type: "application/pdf",
+            size: PDF.length,
+            sha256: first.data.attachments[1].sha256
+          },
           { name: "cat.png", media_type: "image/png", url: "https://example.com/cat.png" }
         ]
       })
@@ -124,12 +137,22 @@ describe("POST /api/react with attachments", () => {
       const query = fake.requests[0].body.messages[1].content
       assert.deepStrictEqual(query.map((p: any) => p.type), ["text", "image_url", "file", "image_url"])
       assert.strictEqual(query[1].image_url.url, `data:image/png;base64,${b64(PNG)}`)
-      assert.deepStrictEqual(query[2].file, { filename: "report.pdf", file_data: `data:application/pdf;base64,${b64(PDF)}` })
+      assert.deepStrictEqual(query[2].file, {
+        filename: "report.pdf",
+        file_data: `data:application/pdf;base64,${b64(PDF)}`
+      })
       assert.strictEqual(query[3].image_url.url, "https://example.com/cat.png")
       assert.strictEqual(yield* rows(server.databasePath), 2)
       // the conversation refers to them by hash
-      const conversation = yield* Effect.promise(() => getJson(`${server.url}/api/conversations/${result.headers.get("x-conversation-id")}`))
-      assert.deepStrictEqual(conversation.body.messages[0].content.map((p: any) => p.type), ["text", "file", "file", "file"])
+      const conversation = yield* Effect.promise(() =>
+        getJson(`${server.url}/api/conversations/${result.headers.get("x-conversation-id")}`)
+      )
+      assert.deepStrictEqual(conversation.body.messages[0].content.map((p: any) => p.type), [
+        "text",
+        "file",
+        "file",
+        "file"
+      ])
       assert.strictEqual(conversation.body.messages[0].content[1].file.sha256, uploaded.body.sha256)
       assert.notInclude(JSON.stringify(conversation.body), b64(PNG).slice(0, 40))
     }))
@@ -165,17 +188,60 @@ describe("POST /api/react with attachments", () => {
     Effect.gen(function*() {
       const fake = yield* FakeOpenAi.scoped(answer)
       const server = yield* startServer({ llmUrl: fake.url, settings: { maxAttachments: 2 } })
-      const react = (attachments: unknown) => Effect.promise(() => postJson(`${server.url}/api/react`, { query: "look", attachments }))
+      const react = (attachments: unknown) =>
+        Effect.promise(() => postJson(`${server.url}/api/react`, { query: "look", attachments }))
       const cases: ReadonlyArray<readonly [unknown, number, string, string]> = [
-        [[{ media_type: "image/jpeg", data: b64(PNG) }], 415, "unsupported_media_type", "attachments.0.media_type: declared image/jpeg, but the bytes are a PNG image"],
-        [[{ data: b64(PNG) }], 400, "invalid_attachment", "attachments.0.media_type: missing: the media type of the data is required"],
-        [[{ media_type: "image/png", data: "not base64!" }], 400, "invalid_attachment", "attachments.0.data: not valid base64"],
-        [[{ attachment_id: "f".repeat(64) }], 404, "attachment_not_found", `attachments.0.attachment_id: no attachment ${"f".repeat(64)}`],
-        [[{ url: "http://example.com/a.png" }], 400, "invalid_attachment", "attachments.0.url: must be an https URL (or send the bytes)"],
-        [[{ url: "https://example.com/a.pdf" }], 415, "unsupported_media_type", "attachments.0.url: a URL attachment must be an image (image/png, image/jpeg, image/gif, image/webp); got .pdf"],
-        [[{ media_type: "image/png", data: b64(PNG) }, { media_type: "image/png", data: b64(PNG) }, { url: "https://x.io/a.png" }], 400, "too_many_attachments", "attachments: 3 attachments; at most 2 per request"],
+        [
+          [{ media_type: "image/jpeg", data: b64(PNG) }],
+          415,
+          "unsupported_media_type",
+          "attachments.0.media_type: declared image/jpeg, but the bytes are a PNG image"
+        ],
+        [
+          [{ data: b64(PNG) }],
+          400,
+          "invalid_attachment",
+          "attachments.0.media_type: missing: the media type of the data is required"
+        ],
+        [
+          [{ media_type: "image/png", data: "not base64!" }],
+          400,
+          "invalid_attachment",
+          "attachments.0.data: not valid base64"
+        ],
+        [
+          [{ attachment_id: "f".repeat(64) }],
+          404,
+          "attachment_not_found",
+          `attachments.0.attachment_id: no attachment ${"f".repeat(64)}`
+        ],
+        [
+          [{ url: "http://example.com/a.png" }],
+          400,
+          "invalid_attachment",
+          "attachments.0.url: must be an https URL (or send the bytes)"
+        ],
+        [
+          [{ url: "https://example.com/a.pdf" }],
+          415,
+          "unsupported_media_type",
+          "attachments.0.url: a URL attachment must be an image (image/png, image/jpeg, image/gif, image/webp); got .pdf"
+        ],
+        [
+          [{ media_type: "image/png", data: b64(PNG) }, { media_type: "image/png", data: b64(PNG) }, {
+            url: "https://x.io/a.png"
+          }],
+          400,
+          "too_many_attachments",
+          "attachments: 3 attachments; at most 2 per request"
+        ],
         // a good one first: still nothing stored
-        [[{ media_type: "image/png", data: b64(PNG) }, { media_type: "text/html", data: b64(Buffer.from("<p>")) }], 415, "unsupported_media_type", "attachments.1.media_type: text/html is not a supported type (supported: image/png, image/jpeg, image/gif, image/webp, application/pdf, text/plain, text/markdown, text/csv, application/json)"]
+        [
+          [{ media_type: "image/png", data: b64(PNG) }, { media_type: "text/html", data: b64(Buffer.from("<p>")) }],
+          415,
+          "unsupported_media_type",
+          "attachments.1.media_type: text/html is not a supported type (supported: image/png, image/jpeg, image/gif, image/webp, application/pdf, text/plain, text/markdown, text/csv, application/json)"
+        ]
       ]
       for (const [attachments, status, error, message] of cases) {
         const response = yield* react(attachments)

@@ -13,16 +13,18 @@ import * as Attachments from "../../src/Attachments.js"
 import { Llm } from "../../src/Llm.js"
 import { anthropicLlm } from "../utils/anthropicLlm.js"
 import * as Files from "../utils/attachmentFiles.js"
+import { rows } from "../utils/attachmentRows.js"
 import * as FakeAnthropic from "../utils/fakeAnthropicServer.js"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 import { startServer } from "../utils/serverHarness.js"
 import { openSse, postJson } from "../utils/sse.js"
-import { rows } from "../utils/attachmentRows.js"
 
 const PNG = Files.png(20, 10)
 const PDF = Files.pdf(3)
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64")
-const answer: FakeOpenAi.FakeResponder = (body) => (body?.stream ? FakeOpenAi.sseText("Seen.") : FakeOpenAi.completion({ content: "Seen." }))
+const answer: FakeOpenAi.FakeResponder = (
+  body
+) => (body?.stream ? FakeOpenAi.sseText("Seen.") : FakeOpenAi.completion({ content: "Seen." }))
 
 describe("/v1/chat/completions", () => {
   it.scopedLive("image_url and file parts from the openai SDK are stored once and reach the model; a refusal is OpenAI-shaped", () =>
@@ -47,18 +49,30 @@ describe("/v1/chat/completions", () => {
       const query = fake.requests[0].body.messages[1].content
       assert.deepStrictEqual(query.map((p: any) => p.type), ["text", "image_url", "file"])
       assert.strictEqual(query[1].image_url.url, `data:image/png;base64,${b64(PNG)}`)
-      assert.deepStrictEqual(query[2].file, { filename: "report.pdf", file_data: `data:application/pdf;base64,${b64(PDF)}` })
+      assert.deepStrictEqual(query[2].file, {
+        filename: "report.pdf",
+        file_data: `data:application/pdf;base64,${b64(PDF)}`
+      })
       assert.strictEqual(yield* rows(server.databasePath), 2)
       const asked = fake.requests.length
       const refused = yield* Effect.flip(Effect.tryPromise(() =>
         client.chat.completions.create({
           model: "react-agent",
-          messages: [{ role: "user", content: [{ type: "text", text: "x" }, { type: "image_url", image_url: { url: `data:image/gif;base64,${b64(PNG)}` } }] }]
+          messages: [{
+            role: "user",
+            content: [{ type: "text", text: "x" }, {
+              type: "image_url",
+              image_url: { url: `data:image/gif;base64,${b64(PNG)}` }
+            }]
+          }]
         })
       ))
       const error = refused.error as InstanceType<typeof OpenAI.APIError>
       assert.strictEqual(error.status, 415)
-      assert.include(error.message, "messages.0.content.1.media_type: declared image/gif, but the bytes are a PNG image")
+      assert.include(
+        error.message,
+        "messages.0.content.1.media_type: declared image/gif, but the bytes are a PNG image"
+      )
       assert.strictEqual(fake.requests.length, asked)
       assert.strictEqual(yield* rows(server.databasePath), 2)
       // a stored file by its id (file_id = attachment_id); an unknown id is a 404 naming file_id
@@ -66,7 +80,10 @@ describe("/v1/chat/completions", () => {
       yield* Effect.promise(() =>
         client.chat.completions.create({
           model: "react-agent",
-          messages: [{ role: "user", content: [{ type: "text", text: "Again." }, { type: "file", file: { file_id: pdfId } }] }]
+          messages: [{
+            role: "user",
+            content: [{ type: "text", text: "Again." }, { type: "file", file: { file_id: pdfId } }]
+          }]
         })
       )
       assert.deepStrictEqual(fake.requests[asked].body.messages[1].content[1].file, {
@@ -82,7 +99,10 @@ describe("/v1/chat/completions", () => {
       ))
       const notFound = unknown.error as InstanceType<typeof OpenAI.APIError>
       assert.strictEqual(notFound.status, 404)
-      assert.deepInclude(notFound.error as object, { code: "attachment_not_found", param: "messages.0.content.0.file.file_id" })
+      assert.deepInclude(notFound.error as object, {
+        code: "attachment_not_found",
+        param: "messages.0.content.0.file.file_id"
+      })
       assert.strictEqual(fake.requests.length, before, "no model call for an unknown id")
       assert.strictEqual(yield* rows(server.databasePath), 2)
     }))
@@ -102,7 +122,12 @@ describe("/api/chat (AI SDK file parts)", () => {
             messages: [{
               id: "m1",
               role: "user",
-              parts: [{ type: "text", text: "What is it?" }, { type: "file", mediaType: "image/png", filename: "dot.png", url: `data:image/png;base64,${b64(PNG)}` }]
+              parts: [{ type: "text", text: "What is it?" }, {
+                type: "file",
+                mediaType: "image/png",
+                filename: "dot.png",
+                url: `data:image/png;base64,${b64(PNG)}`
+              }]
             }]
           })
         }).then(async (r) => ({ status: r.status, text: await r.text() }))
@@ -114,11 +139,18 @@ describe("/api/chat (AI SDK file parts)", () => {
       const refused = yield* Effect.promise(() =>
         postJson(`${server.url}/api/chat`, {
           id: "chat-files-2",
-          messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "x" }, { type: "file", url: `data:;base64,${b64(PNG)}` }] }]
+          messages: [{
+            id: "m1",
+            role: "user",
+            parts: [{ type: "text", text: "x" }, { type: "file", url: `data:;base64,${b64(PNG)}` }]
+          }]
         })
       )
       assert.strictEqual(refused.status, 400)
-      assert.strictEqual(refused.body.message, "messages.0.parts.1.media_type: missing: the media type of the data is required")
+      assert.strictEqual(
+        refused.body.message,
+        "messages.0.parts.1.media_type: missing: the media type of the data is required"
+      )
     }))
 })
 
@@ -126,7 +158,10 @@ describe("the server on Anthropic", () => {
   it.scopedLive("an image and a PDF sent to POST /api/react become image and document blocks", () =>
     Effect.gen(function*() {
       const fake = yield* FakeAnthropic.scoped([FakeAnthropic.text("Seen."), FakeAnthropic.text("Seen.")])
-      const llmLayer = Layer.scoped(Llm, Effect.flatMap(Attachments.Attachments, (store) => anthropicLlm(fake.url, { attachments: store })))
+      const llmLayer = Layer.scoped(
+        Llm,
+        Effect.flatMap(Attachments.Attachments, (store) => anthropicLlm(fake.url, { attachments: store }))
+      )
       const server = yield* startServer({ llmUrl: "http://127.0.0.1:9", llmLayer, synthesis: "auto" })
       const result = yield* Effect.promise(() =>
         openSse(`${server.url}/api/react`, {
@@ -155,12 +190,22 @@ describe("a text-only model behind the server", () => {
       const server = yield* startServer({ llmUrl: fake.url, llm: { inputModalities: ["text"] } })
       yield* Effect.promise(() =>
         openSse(`${server.url}/api/react`, {
-          body: { query: "Describe.", attachments: [{ media_type: "image/png", data: b64(PNG), name: "dot.png" }, { media_type: "application/pdf", data: b64(PDF), name: "r.pdf" }] }
+          body: {
+            query: "Describe.",
+            attachments: [{ media_type: "image/png", data: b64(PNG), name: "dot.png" }, {
+              media_type: "application/pdf",
+              data: b64(PDF),
+              name: "r.pdf"
+            }]
+          }
         })
       )
       const query = fake.requests[0].body.messages[1].content
       assert.deepStrictEqual(query.map((p: any) => p.type), ["text", "text", "text"])
-      assert.strictEqual(query[1].text, "[Attachment \"dot.png\" (image/png, 20×10, " + `${PNG.length} B) not shown: this model cannot read images.]`)
+      assert.strictEqual(
+        query[1].text,
+        "[Attachment \"dot.png\" (image/png, 20×10, " + `${PNG.length} B) not shown: this model cannot read images.]`
+      )
       assert.include(query[2].text, "\"r.pdf\" (application/pdf, 3 pages")
     }))
 })

@@ -39,9 +39,16 @@ const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64")
 const callsThenAnswers = (tool: string): FakeOpenAi.FakeResponder => (body, index) =>
   body.messages.some((m: any) => m.role === "tool")
     ? FakeOpenAi.completion({ content: "It is a blue chart." })
-    : FakeOpenAi.completion({ content: null, toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: tool, arguments: "{}" }] })
+    : FakeOpenAi.completion({
+      content: null,
+      toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: tool, arguments: "{}" }]
+    })
 
-const agentOver = (url: string, tools: Layer.Layer<Toolkit.Toolkit, never, Attachments.Attachments>, store: Attachments.AttachmentsService) =>
+const agentOver = (
+  url: string,
+  tools: Layer.Layer<Toolkit.Toolkit, never, Attachments.Attachments>,
+  store: Attachments.AttachmentsService
+) =>
   ReactAgent.layer({ synthesis: "auto", useNativeTools: true }).pipe(
     Layer.provide(Layer.mergeAll(
       OpenAiLlm.layer({ baseURL: url, apiKey: "k", model: "gpt-test", maxRetries: 0, abilities: { streaming: false } }),
@@ -59,10 +66,16 @@ describe("tool images", () => {
       const mcp = yield* chartServer
       const fake = yield* FakeOpenAi.scoped(callsThenAnswers("pics__chart"))
       const store = Attachments.makeMemoryUnsafe()
-      const tools = Layer.effect(Toolkit.Toolkit, Effect.flatMap(McpTools.McpTools, (m) => Effect.orDie(Toolkit.make(m.tools)))).pipe(
+      const tools = Layer.effect(
+        Toolkit.Toolkit,
+        Effect.flatMap(McpTools.McpTools, (m) => Effect.orDie(Toolkit.make(m.tools)))
+      ).pipe(
         Layer.provide(McpTools.layer({ config: { mcpServers: { pics: { url: mcp.url } } } }))
       )
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "Draw me the chart." })).pipe(
+      const result = yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (agent) => agent.runCollect({ query: "Draw me the chart." })
+      ).pipe(
         Effect.provide(agentOver(fake.url, tools, store))
       )
       assert.strictEqual(result.answer, "It is a blue chart.")
@@ -77,7 +90,12 @@ describe("tool images", () => {
       // stored once, by hash; the run's trace refers to it
       assert.strictEqual(store.count(), 1)
       const toolMessage = result.messages.find((m) => m.role === "tool") as Message.ToolMessage
-      assert.deepInclude(toolMessage.files?.[0].file, { media_type: "image/png", width: 32, height: 16, name: "chart-1.png" })
+      assert.deepInclude(toolMessage.files?.[0].file, {
+        media_type: "image/png",
+        width: 32,
+        height: 16,
+        name: "chart-1.png"
+      })
     }))
 
   it.scoped("a library tool's files reach the next request; a text-only model reads a note in the tool message", () =>
@@ -99,14 +117,20 @@ describe("tool images", () => {
       for (const modalities of [undefined, ["text"] as const]) {
         const fake = yield* FakeOpenAi.scoped(callsThenAnswers("screenshot"))
         const llm = OpenAiLlm.layer({
-          baseURL: fake.url, apiKey: "k", model: "m", maxRetries: 0, abilities: { streaming: false },
+          baseURL: fake.url,
+          apiKey: "k",
+          model: "m",
+          maxRetries: 0,
+          abilities: { streaming: false },
           ...(modalities !== undefined ? { inputModalities: modalities } : {})
         })
         yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "Look." })).pipe(
-          Effect.provide(ReactAgent.layer({ synthesis: "auto" }).pipe(
-            Layer.provide(Layer.mergeAll(llm, tools, Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory)),
-            Layer.provide(Layer.succeed(Attachments.Attachments, store))
-          ))
+          Effect.provide(
+            ReactAgent.layer({ synthesis: "auto" }).pipe(
+              Layer.provide(Layer.mergeAll(llm, tools, Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory)),
+              Layer.provide(Layer.succeed(Attachments.Attachments, store))
+            )
+          )
         )
         const messages = fake.requests[1].body.messages
         if (modalities === undefined) {

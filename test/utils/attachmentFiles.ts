@@ -31,7 +31,12 @@ const chunk = (type: string, data: Uint8Array): Buffer => {
 }
 
 /** A valid RGB PNG of `width`×`height`, filled with `rgb` (a `seed` varies the bytes for distinct hashes). */
-export const png = (width: number, height: number, rgb: readonly [number, number, number] = [200, 40, 40], seed = 0): Uint8Array => {
+export const png = (
+  width: number,
+  height: number,
+  rgb: readonly [number, number, number] = [200, 40, 40],
+  seed = 0
+): Uint8Array => {
   const header = Buffer.alloc(13)
   header.writeUInt32BE(width, 0)
   header.writeUInt32BE(height, 4)
@@ -75,14 +80,62 @@ export const pdf = (pages: number, title = "Test"): Uint8Array => {
 /** The start of a baseline JPEG of `width`×`height` (SOI, an APP0 segment, SOF0). */
 export const jpegHeader = (width: number, height: number): Uint8Array =>
   new Uint8Array([
-    0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00,
-    0xff, 0xc0, 0x00, 0x11, 0x08, height >> 8, height & 0xff, width >> 8, width & 0xff, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11,
-    0x01, 0x03, 0x11, 0x01, 0xff, 0xd9
+    0xff,
+    0xd8,
+    0xff,
+    0xe0,
+    0x00,
+    0x10,
+    0x4a,
+    0x46,
+    0x49,
+    0x46,
+    0x00,
+    0x01,
+    0x01,
+    0x00,
+    0x00,
+    0x01,
+    0x00,
+    0x01,
+    0x00,
+    0x00,
+    0xff,
+    0xc0,
+    0x00,
+    0x11,
+    0x08,
+    height >> 8,
+    height & 0xff,
+    width >> 8,
+    width & 0xff,
+    0x03,
+    0x01,
+    0x22,
+    0x00,
+    0x02,
+    0x11,
+    0x01,
+    0x03,
+    0x11,
+    0x01,
+    0xff,
+    0xd9
   ])
 
 /** A GIF header of `width`×`height`. */
 export const gifHeader = (width: number, height: number): Uint8Array =>
-  new Uint8Array([...Buffer.from("GIF89a", "latin1"), width & 0xff, width >> 8, height & 0xff, height >> 8, 0, 0, 0, 0x3b])
+  new Uint8Array([
+    ...Buffer.from("GIF89a", "latin1"),
+    width & 0xff,
+    width >> 8,
+    height & 0xff,
+    height >> 8,
+    0,
+    0,
+    0,
+    0x3b
+  ])
 
 const riff = (kind: string, payload: ReadonlyArray<number>): Uint8Array => {
   const body = [...Buffer.from("WEBP", "latin1"), ...Buffer.from(kind, "latin1"), payload.length, 0, 0, 0, ...payload]
@@ -95,11 +148,33 @@ export const webpHeader = (kind: "VP8 " | "VP8L" | "VP8X", width: number, height
   if (kind === "VP8X") {
     const w = width - 1
     const h = height - 1
-    return riff("VP8X", [0, 0, 0, 0, w & 0xff, (w >> 8) & 0xff, (w >> 16) & 0xff, h & 0xff, (h >> 8) & 0xff, (h >> 16) & 0xff])
+    return riff("VP8X", [
+      0,
+      0,
+      0,
+      0,
+      w & 0xff,
+      (w >> 8) & 0xff,
+      (w >> 16) & 0xff,
+      h & 0xff,
+      (h >> 8) & 0xff,
+      (h >> 16) & 0xff
+    ])
   }
   if (kind === "VP8L") {
     const bits = ((width - 1) & 0x3fff) | (((height - 1) & 0x3fff) << 14)
     return riff("VP8L", [0x2f, bits & 0xff, (bits >> 8) & 0xff, (bits >> 16) & 0xff, (bits >>> 24) & 0xff, 0, 0, 0])
   }
-  return riff("VP8 ", [0, 0, 0, 0x9d, 0x01, 0x2a, width & 0xff, (width >> 8) & 0x3f, height & 0xff, (height >> 8) & 0x3f])
+  return riff("VP8 ", [
+    0,
+    0,
+    0,
+    0x9d,
+    0x01,
+    0x2a,
+    width & 0xff,
+    (width >> 8) & 0x3f,
+    height & 0xff,
+    (height >> 8) & 0x3f
+  ])
 }

@@ -19,8 +19,12 @@
 const magic = (bytes: Buffer): string | undefined => {
   if (bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return "image/png"
   if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return "image/jpeg"
-  if (bytes.subarray(0, 6).toString("latin1") === "GIF87a" || bytes.subarray(0, 6).toString("latin1") === "GIF89a") return "image/gif"
-  if (bytes.subarray(0, 4).toString("latin1") === "RIFF" && bytes.subarray(8, 12).toString("latin1") === "WEBP") return "image/webp"
+  if (bytes.subarray(0, 6).toString("latin1") === "GIF87a" || bytes.subarray(0, 6).toString("latin1") === "GIF89a") {
+    return "image/gif"
+  }
+  if (bytes.subarray(0, 4).toString("latin1") === "RIFF" && bytes.subarray(8, 12).toString("latin1") === "WEBP") {
+    return "image/webp"
+  }
   if (bytes.subarray(0, 1024).toString("latin1").includes("%PDF-")) return "application/pdf"
   return undefined
 }
@@ -87,13 +91,19 @@ export const openAiProblem = (body: any): string | undefined => {
         return `${where}.type: Invalid value: '${part?.type}'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal', 'audio', and 'file'.`
       }
       if (m.role !== "user") {
-        return `${where}: ${part.type === "image_url" ? "Image URLs" : "Files"} are only allowed for messages with role 'user', but this message with role '${m.role}' contains one.`
+        return `${where}: ${
+          part.type === "image_url" ? "Image URLs" : "Files"
+        } are only allowed for messages with role 'user', but this message with role '${m.role}' contains one.`
       }
-      const problem = part.type === "image_url" ? imageUrlProblem(part.image_url?.url, where) : filePartProblem(part.file, where)
+      const problem = part.type === "image_url"
+        ? imageUrlProblem(part.image_url?.url, where)
+        : filePartProblem(part.file, where)
       if (problem !== undefined) return problem
     }
   }
-  if (waiting.size > 0) return `An assistant message with 'tool_calls' must be followed by tool messages (${[...waiting].join(", ")})`
+  if (waiting.size > 0) {
+    return `An assistant message with 'tool_calls' must be followed by tool messages (${[...waiting].join(", ")})`
+  }
   return undefined
 }
 
@@ -107,8 +117,12 @@ const sourceProblem = (block: any, at: string): string | undefined => {
   const bytes = decode64(source.data)
   if (bytes === undefined) return `${at}.source.data: invalid base64 data`
   if (block.type === "image") {
-    if (!IMAGE_TYPES.includes(source.media_type)) return `${at}.source.media_type: Input should be one of ${IMAGE_TYPES.join(", ")}`
-    if (magic(bytes) !== source.media_type) return `${at}: Image does not match the provided media type ${source.media_type}`
+    if (!IMAGE_TYPES.includes(source.media_type)) {
+      return `${at}.source.media_type: Input should be one of ${IMAGE_TYPES.join(", ")}`
+    }
+    if (magic(bytes) !== source.media_type) {
+      return `${at}: Image does not match the provided media type ${source.media_type}`
+    }
     return undefined
   }
   if (source.media_type !== "application/pdf") return `${at}.source.media_type: Input should be 'application/pdf'`
@@ -125,7 +139,9 @@ export const anthropicBlocksProblem = (role: string, content: ReadonlyArray<any>
       if (others) return `messages.${i}: tool_result blocks must come first in a user message, before any other content`
       if (Array.isArray(block.content)) {
         for (const inner of block.content) {
-          if (inner.type !== "text" && inner.type !== "image") return `${at}.content: tool_result takes text and image blocks`
+          if (inner.type !== "text" && inner.type !== "image") {
+            return `${at}.content: tool_result takes text and image blocks`
+          }
           if (inner.type === "image") {
             const problem = sourceProblem(inner, `${at}.content`)
             if (problem !== undefined) return problem

@@ -47,7 +47,11 @@ const KIND: Readonly<Record<string, string>> = {
 /** A file name without directories or control characters, at most 200 characters (`undefined` when nothing is left). */
 export const cleanName = (name: string | undefined): string | undefined => {
   const base = (name ?? "").split(/[\\/]/).pop() ?? ""
-  const clean = base.replace(/[\u0000-\u001f\u007f]/g, "").trim().slice(0, 200)
+  // no control characters (C0 and DEL)
+  const clean = [...base].filter((c) => c.charCodeAt(0) > 0x1f && c.charCodeAt(0) !== 0x7f).join("").trim().slice(
+    0,
+    200
+  )
   return clean === "" ? undefined : clean
 }
 
@@ -61,7 +65,8 @@ const typeOf = (bytes: Uint8Array, options: InspectOptions): Either.Either<Sniff
   const declared = Sniff.normalise(options.mediaType)
   const sniffed = Sniff.sniff(bytes)
   const field = options.typeField ?? options.field
-  const refuse = (message: string) => Either.left<Refusal>({ code: "unsupported_media_type", message: at(field, message), ...(field ? { field } : {}) })
+  const refuse = (message: string) =>
+    Either.left<Refusal>({ code: "unsupported_media_type", message: at(field, message), ...(field ? { field } : {}) })
   if (declared === "" || declared === "application/octet-stream") {
     // the name's extension says a text type at most: images and PDFs are what their bytes are
     const named = Sniff.fromName(options.name)
@@ -70,7 +75,9 @@ const typeOf = (bytes: Uint8Array, options: InspectOptions): Either.Either<Sniff
       return refuse(`the type of the bytes could not be recognised: declare one of ${Sniff.SUPPORTED.join(", ")}`)
     }
     return Sniff.isText(found) && Sniff.textOf(found, bytes) === undefined
-      ? refuse(`the bytes are not ${found} (not UTF-8 text${found === "application/json" ? " that parses as JSON" : ""})`)
+      ? refuse(
+        `the bytes are not ${found} (not UTF-8 text${found === "application/json" ? " that parses as JSON" : ""})`
+      )
       : Either.right(found)
   }
   if (!Sniff.isSupported(declared)) {
@@ -79,11 +86,17 @@ const typeOf = (bytes: Uint8Array, options: InspectOptions): Either.Either<Sniff
   if (Sniff.isText(declared)) {
     if (sniffed !== undefined) return refuse(`declared ${declared}, but the bytes are ${KIND[sniffed]}`)
     return Sniff.textOf(declared, bytes) === undefined
-      ? refuse(`declared ${declared}, but the bytes are not UTF-8 text${declared === "application/json" ? " that parses as JSON" : ""}`)
+      ? refuse(
+        `declared ${declared}, but the bytes are not UTF-8 text${
+          declared === "application/json" ? " that parses as JSON" : ""
+        }`
+      )
       : Either.right(declared)
   }
   if (sniffed !== declared) {
-    return refuse(`declared ${declared}, but the bytes are ${sniffed !== undefined ? KIND[sniffed] : `not ${KIND[declared]}`}`)
+    return refuse(
+      `declared ${declared}, but the bytes are ${sniffed !== undefined ? KIND[sniffed] : `not ${KIND[declared]}`}`
+    )
   }
   return Either.right(declared)
 }
@@ -92,7 +105,11 @@ const typeOf = (bytes: Uint8Array, options: InspectOptions): Either.Either<Sniff
 export const inspect = (bytes: Uint8Array, options: InspectOptions): Either.Either<FileRef, Refusal> => {
   const field = options.field
   if (bytes.length === 0) {
-    return Either.left({ code: "invalid_attachment", message: at(field, "the attachment is empty"), ...(field ? { field } : {}) })
+    return Either.left({
+      code: "invalid_attachment",
+      message: at(field, "the attachment is empty"),
+      ...(field ? { field } : {})
+    })
   }
   if (bytes.length > options.maxBytes) {
     return Either.left({

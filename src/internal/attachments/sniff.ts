@@ -58,7 +58,8 @@ export const normalise = (declared: string | undefined): string => {
 }
 
 /** True for a type one of `SUPPORTED`. */
-export const isSupported = (mediaType: string): mediaType is MediaType => (SUPPORTED as ReadonlyArray<string>).includes(mediaType)
+export const isSupported = (mediaType: string): mediaType is MediaType =>
+  (SUPPORTED as ReadonlyArray<string>).includes(mediaType)
 
 /** The type a file name's extension says (`undefined` for none or an unknown one). */
 export const fromName = (name: string | undefined): MediaType | undefined => {

@@ -42,7 +42,11 @@ const withoutFirst = (m: ChatMessage): ChatMessage => {
  * The list with its oldest attachments replaced by notes until its estimate is
  * within `limit` (or none is left); `undefined` when it has no attachment.
  */
-export const lighten = (messages: ReadonlyArray<ChatMessage>, total: number, limit: number): ReadonlyArray<ChatMessage> | undefined => {
+export const lighten = (
+  messages: ReadonlyArray<ChatMessage>,
+  total: number,
+  limit: number
+): ReadonlyArray<ChatMessage> | undefined => {
   let out: Array<ChatMessage> | undefined
   let tokens = total
   for (let i = 0; i < messages.length && tokens > limit; i++) {

@@ -45,7 +45,10 @@ export interface Context {
 export const context = (
   modalities: ReadonlyArray<Modality> | undefined,
   store: AttachmentsService | undefined
-): Context => ({ modalities: new Set(["text", ...(modalities ?? Attachments.ALL_MODALITIES)]), store: Option.fromNullable(store) })
+): Context => ({
+  modalities: new Set(["text", ...(modalities ?? Attachments.ALL_MODALITIES)]),
+  store: Option.fromNullable(store)
+})
 
 const CANNOT: Readonly<Record<Modality, string>> = { text: "text", image: "images", file: "PDF documents" }
 
@@ -73,7 +76,12 @@ const unavailable = (ref: FileRef, why: string) =>
 
 const bytesOf = (ref: FileRef, ctx: Context): Effect.Effect<Uint8Array, LlmError> => {
   if (Option.isNone(ctx.store)) {
-    return Effect.fail(unavailable(ref, "this model was built without an attachment store (Attachments.Attachments in its layer's context)"))
+    return Effect.fail(
+      unavailable(
+        ref,
+        "this model was built without an attachment store (Attachments.Attachments in its layer's context)"
+      )
+    )
   }
   return ctx.store.value.get(ref.sha256 as string).pipe(
     Effect.map((row) => row.bytes),
@@ -87,7 +95,11 @@ const filePart = (ref: FileRef, ctx: Context): Effect.Effect<Part, LlmError> => 
   if (!ctx.modalities.has(modality)) return Effect.succeed({ _tag: "Text", text: note(ref) })
   if (ref.sha256 === undefined) {
     // a caller's URL, sent as given (only images come as URLs)
-    return Effect.succeed(ref.url !== undefined && modality === "image" ? { _tag: "ImageUrl", url: ref.url } : { _tag: "Text", text: note(ref) })
+    return Effect.succeed(
+      ref.url !== undefined && modality === "image"
+        ? { _tag: "ImageUrl", url: ref.url }
+        : { _tag: "Text", text: note(ref) }
+    )
   }
   return Effect.map(bytesOf(ref, ctx), (data): Part =>
     modality === "image"
@@ -98,26 +110,38 @@ const filePart = (ref: FileRef, ctx: Context): Effect.Effect<Part, LlmError> => 
 }
 
 const contentParts = (content: Content, ctx: Context): Effect.Effect<string | ReadonlyArray<Part>, LlmError> =>
-  typeof content === "string" ? Effect.succeed(content) : Effect.forEach(content, (p): Effect.Effect<Part, LlmError> => {
-    if (p.type === "text") return Effect.succeed({ _tag: "Text", text: p.text })
-    if (p.type === "file") return filePart(p.file, ctx)
-    return Effect.succeed(
-      ctx.modalities.has("image") ? { _tag: "ImageUrl", url: p.image_url.url, detail: p.image_url.detail } : { _tag: "Text", text: IMAGE_NOTE }
-    )
-  })
+  typeof content === "string" ?
+    Effect.succeed(content) :
+    Effect.forEach(content, (p): Effect.Effect<Part, LlmError> => {
+      if (p.type === "text") return Effect.succeed({ _tag: "Text", text: p.text })
+      if (p.type === "file") return filePart(p.file, ctx)
+      return Effect.succeed(
+        ctx.modalities.has("image")
+          ? { _tag: "ImageUrl", url: p.image_url.url, detail: p.image_url.detail }
+          : { _tag: "Text", text: IMAGE_NOTE }
+      )
+    })
 
 /** A tool message's files: the notes appended to its text, the parts the model takes. */
 const toolFiles = (files: ReadonlyArray<FilePart>, ctx: Context) =>
-  Effect.map(Effect.forEach(files, (f) => Effect.map(filePart(f.file, ctx), (part) => ({ ref: f.file, part }))), (all) => ({
-    notes: all.flatMap(({ part }) => (part._tag === "Text" ? [part.text] : [])),
-    parts: all.flatMap(({ part }) => (part._tag === "Text" ? [] : [part]))
-  }))
+  Effect.map(
+    Effect.forEach(files, (f) => Effect.map(filePart(f.file, ctx), (part) => ({ ref: f.file, part }))),
+    (all) => ({
+      notes: all.flatMap(({ part }) => (part._tag === "Text" ? [part.text] : [])),
+      parts: all.flatMap(({ part }) => (part._tag === "Text" ? [] : [part]))
+    })
+  )
 
 /** The files a tool returned, as the user message that follows the round's tool messages. */
-const announce = (calls: ReadonlyArray<{ readonly message: ToolMessage; readonly parts: ReadonlyArray<Part> }>): Prepared => ({
+const announce = (
+  calls: ReadonlyArray<{ readonly message: ToolMessage; readonly parts: ReadonlyArray<Part> }>
+): Prepared => ({
   role: "user",
   content: calls.flatMap(({ message, parts }): Array<Part> => [
-    { _tag: "Text", text: `The tool call ${message.tool_call_id}${message.name !== undefined ? ` (${message.name})` : ""} returned:` },
+    {
+      _tag: "Text",
+      text: `The tool call ${message.tool_call_id}${message.name !== undefined ? ` (${message.name})` : ""} returned:`
+    },
     ...parts
   ])
 })
@@ -126,7 +150,10 @@ const announce = (calls: ReadonlyArray<{ readonly message: ToolMessage; readonly
  * The request's messages ready for a provider: file parts resolved (bytes read
  * now) or replaced by notes, tool files after their round's tool messages.
  */
-export const prepare = (messages: ReadonlyArray<ChatMessage>, ctx: Context): Effect.Effect<ReadonlyArray<Prepared>, LlmError> =>
+export const prepare = (
+  messages: ReadonlyArray<ChatMessage>,
+  ctx: Context
+): Effect.Effect<ReadonlyArray<Prepared>, LlmError> =>
   Effect.gen(function*() {
     const out: Array<Prepared> = []
     let pending: Array<{ readonly message: ToolMessage; readonly parts: ReadonlyArray<Part> }> = []
@@ -154,7 +181,8 @@ export const prepare = (messages: ReadonlyArray<ChatMessage>, ctx: Context): Eff
   })
 
 /** Base64 of bytes. */
-export const base64 = (data: Uint8Array): string => Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("base64")
+export const base64 = (data: Uint8Array): string =>
+  Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("base64")
 
 /** A `data:` URL of bytes. */
 export const dataUrl = (mediaType: string, data: Uint8Array): string => `data:${mediaType};base64,${base64(data)}`

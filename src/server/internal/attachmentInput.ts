@@ -17,14 +17,34 @@ import * as ApiError from "../ApiError.js"
 
 /** One attachment of a request, with the field it came in (for an id: the id's own field). */
 export type Spec =
-  | { readonly _tag: "Inline"; readonly field: string; readonly data: string; readonly mediaType?: string | undefined; readonly name?: string | undefined }
-  | { readonly _tag: "Url"; readonly field: string; readonly url: string; readonly mediaType?: string | undefined; readonly name?: string | undefined }
+  | {
+    readonly _tag: "Inline"
+    readonly field: string
+    readonly data: string
+    readonly mediaType?: string | undefined
+    readonly name?: string | undefined
+  }
+  | {
+    readonly _tag: "Url"
+    readonly field: string
+    readonly url: string
+    readonly mediaType?: string | undefined
+    readonly name?: string | undefined
+  }
   | { readonly _tag: "Id"; readonly field: string; readonly id: string; readonly name?: string | undefined }
 
 /** `POST /api/react`'s `attachments` items. */
 export const ReactAttachment = Schema.Union(
-  Schema.Struct({ media_type: Schema.optional(Schema.String), data: Schema.String, name: Schema.optional(Schema.String) }),
-  Schema.Struct({ url: Schema.String, media_type: Schema.optional(Schema.String), name: Schema.optional(Schema.String) }),
+  Schema.Struct({
+    media_type: Schema.optional(Schema.String),
+    data: Schema.String,
+    name: Schema.optional(Schema.String)
+  }),
+  Schema.Struct({
+    url: Schema.String,
+    media_type: Schema.optional(Schema.String),
+    name: Schema.optional(Schema.String)
+  }),
   Schema.Struct({ attachment_id: Schema.String, name: Schema.optional(Schema.String) })
 )
 export type ReactAttachment = typeof ReactAttachment.Type
@@ -33,8 +53,12 @@ export type ReactAttachment = typeof ReactAttachment.Type
 export const fromReact = (items: ReadonlyArray<ReactAttachment>): ReadonlyArray<Spec> =>
   items.map((item, i): Spec => {
     const field = `attachments.${i}`
-    if ("attachment_id" in item) return { _tag: "Id", field: `${field}.attachment_id`, id: item.attachment_id, name: item.name }
-    if ("url" in item) return { _tag: "Url", field, url: item.url, mediaType: item.media_type, name: item.name }
+    if ("attachment_id" in item) {
+      return { _tag: "Id", field: `${field}.attachment_id`, id: item.attachment_id, name: item.name }
+    }
+    if ("url" in item) {
+      return { _tag: "Url", field, url: item.url, mediaType: item.media_type, name: item.name }
+    }
     return { _tag: "Inline", field, data: item.data, mediaType: item.media_type, name: item.name }
   })
 
@@ -45,11 +69,22 @@ export const fromUrl = (field: string, url: string, mediaType?: string, name?: s
   const data = DATA_URL.exec(url)
   if (data === null) return { _tag: "Url", field, url, mediaType, name }
   // a data URL that is not base64 is refused as such below (`;base64` missing)
-  return { _tag: "Inline", field, data: (data[2] ?? "").includes(";base64") ? data[3] : "\u0000", mediaType: mediaType ?? (data[1] || undefined), name }
+  return {
+    _tag: "Inline",
+    field,
+    data: (data[2] ?? "").includes(";base64") ? data[3] : "\u0000",
+    mediaType: mediaType ?? (data[1] || undefined),
+    name
+  }
 }
 
 const refuse = (code: Attachments.AttachmentError["code"], field: string, message: string, limit?: number) =>
-  new Attachments.AttachmentError({ code, field, message: `${field}: ${message}`, ...(limit !== undefined ? { limit } : {}) })
+  new Attachments.AttachmentError({
+    code,
+    field,
+    message: `${field}: ${message}`,
+    ...(limit !== undefined ? { limit } : {})
+  })
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 
@@ -71,7 +106,9 @@ const urlRef = (spec: Extract<Spec, { _tag: "Url" }>): Either.Either<FileRef, At
   } catch {
     return Either.left(refuse("invalid_attachment", `${spec.field}.url`, "not a URL"))
   }
-  if (url.protocol !== "https:") return Either.left(refuse("invalid_attachment", `${spec.field}.url`, "must be an https URL (or send the bytes)"))
+  if (url.protocol !== "https:") {
+    return Either.left(refuse("invalid_attachment", `${spec.field}.url`, "must be an https URL (or send the bytes)"))
+  }
   const fromPath = EXTENSION.exec(url.pathname)?.[1].toLowerCase()
   const declared = spec.mediaType !== undefined
     ? spec.mediaType.split(";")[0].trim().toLowerCase().replace("image/jpg", "image/jpeg")
@@ -82,10 +119,13 @@ const urlRef = (spec: Extract<Spec, { _tag: "Url" }>): Either.Either<FileRef, At
     return Either.left(refuse(
       "unsupported_media_type",
       spec.mediaType !== undefined ? `${spec.field}.media_type` : `${spec.field}.url`,
-      `a URL attachment must be an image (${IMAGE_TYPES.join(", ")}); got ${declared.replace(/^image\/(pdf|txt|md|csv|json)$/, ".$1")}`
+      `a URL attachment must be an image (${IMAGE_TYPES.join(", ")}); got ${
+        declared.replace(/^image\/(pdf|txt|md|csv|json)$/, ".$1")
+      }`
     ))
   }
-  const name = Attachments.cleanName(spec.name) ?? Attachments.cleanName(decodeURIComponent(url.pathname)) ?? url.hostname
+  const name = Attachments.cleanName(spec.name) ?? Attachments.cleanName(decodeURIComponent(url.pathname)) ??
+    url.hostname
   return Either.right({ name, media_type: declared, url: url.toString() })
 }
 
@@ -102,7 +142,10 @@ type Checked =
   | { readonly _tag: "Bytes"; readonly bytes: Uint8Array; readonly spec: Extract<Spec, { _tag: "Inline" }> }
   | { readonly _tag: "Ref"; readonly ref: FileRef }
 
-const check = (spec: Spec, store: Attachments.AttachmentsService): Effect.Effect<Checked, Attachments.AttachmentError> => {
+const check = (
+  spec: Spec,
+  store: Attachments.AttachmentsService
+): Effect.Effect<Checked, Attachments.AttachmentError> => {
   switch (spec._tag) {
     case "Url":
       return Effect.map(urlRef(spec), (ref): Checked => ({ _tag: "Ref", ref }))
@@ -110,22 +153,31 @@ const check = (spec: Spec, store: Attachments.AttachmentsService): Effect.Effect
       if (!/^[0-9a-f]{64}$/.test(spec.id)) {
         return Effect.fail(refuse("invalid_attachment", spec.field, "expected an attachment id (64 hex digits)"))
       }
-      return Effect.flatMap(store.stat(spec.id), Option.match({
-        onNone: () => Effect.fail(refuse("attachment_not_found", spec.field, `no attachment ${spec.id}`)),
-        onSome: (ref) => {
-          const name = Attachments.cleanName(spec.name)
-          return Effect.succeed<Checked>({ _tag: "Ref", ref: name === undefined ? ref : { ...ref, name } })
-        }
-      }))
+      return Effect.flatMap(
+        store.stat(spec.id),
+        Option.match({
+          onNone: () => Effect.fail(refuse("attachment_not_found", spec.field, `no attachment ${spec.id}`)),
+          onSome: (ref) => {
+            const name = Attachments.cleanName(spec.name)
+            return Effect.succeed<Checked>({ _tag: "Ref", ref: name === undefined ? ref : { ...ref, name } })
+          }
+        })
+      )
     }
     case "Inline": {
       if (spec.mediaType === undefined || spec.mediaType.trim() === "") {
-        return Effect.fail(refuse("invalid_attachment", `${spec.field}.media_type`, "missing: the media type of the data is required"))
+        return Effect.fail(
+          refuse("invalid_attachment", `${spec.field}.media_type`, "missing: the media type of the data is required")
+        )
       }
       const bytes = base64(spec.data)
-      if (bytes === undefined) return Effect.fail(refuse("invalid_attachment", `${spec.field}.data`, "not valid base64"))
+      if (bytes === undefined) {
+        return Effect.fail(refuse("invalid_attachment", `${spec.field}.data`, "not valid base64"))
+      }
       const checked = Attachments.inspect(bytes, { ...options(spec), maxBytes: store.maxBytes })
-      return Either.isLeft(checked) ? Effect.fail(checked.left) : Effect.succeed<Checked>({ _tag: "Bytes", bytes, spec })
+      return Either.isLeft(checked)
+        ? Effect.fail(checked.left)
+        : Effect.succeed<Checked>({ _tag: "Bytes", bytes, spec })
     }
   }
 }
@@ -142,7 +194,12 @@ export const resolve = (
 ): Effect.Effect<ReadonlyArray<FileRef>, Attachments.AttachmentError> =>
   Effect.gen(function*() {
     if (specs.length > maxAttachments) {
-      return yield* refuse("too_many_attachments", field, `${specs.length} attachments; at most ${maxAttachments} per request`, maxAttachments)
+      return yield* refuse(
+        "too_many_attachments",
+        field,
+        `${specs.length} attachments; at most ${maxAttachments} per request`,
+        maxAttachments
+      )
     }
     const checked = yield* Effect.forEach(specs, (spec) => check(spec, store))
     return yield* Effect.forEach(checked, (c) =>

@@ -17,7 +17,8 @@ export const query = (text: string, refs: ReadonlyArray<FileRef> | undefined): C
   refs === undefined || refs.length === 0 ? text : [{ type: "text", text }, ...refs.map(Message.file)]
 
 /** A turn's user message: its query, with the run's attachments when it had any. */
-export const userMessage = (text: string, refs: ReadonlyArray<FileRef> | undefined): Message.UserMessage => Message.user(query(text, refs))
+export const userMessage = (text: string, refs: ReadonlyArray<FileRef> | undefined): Message.UserMessage =>
+  Message.user(query(text, refs))
 
 const decodeRef = Schema.decodeUnknownEither(Schema.parseJson(Message.FileRef))
 
