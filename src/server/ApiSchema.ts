@@ -5,8 +5,8 @@
  */
 import * as Schema from "effect/Schema"
 import { Mode } from "../DagAgent.js"
-import { OutputSchema } from "./internal/outputSchema.js"
 import * as AttachmentInput from "./internal/attachmentInput.js"
+import { OutputSchema } from "./internal/outputSchema.js"
 
 /**
  * Longest accepted query / injected message, in characters.
@@ -57,6 +57,8 @@ export const ReactRequest = Schema.Struct({
   max_iterations: Schema.optional(MaxIterations),
   /** `react`, `dag` or `auto`; default `REACT_DEFAULT_MODE`. */
   mode: Schema.optional(Mode),
+  /** A JSON Schema (an object root, ≤ 64 KB): the answer is a value of it (`done.output`). */
+  output_schema: Schema.optional(OutputSchema),
   /** Images and files (docs/attachments.md): `{media_type, data, name?}` (base64), `{url, media_type?, name?}`, `{attachment_id, name?}`. */
   attachments: Schema.optional(Schema.Array(AttachmentInput.ReactAttachment))
 })
