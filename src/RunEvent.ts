@@ -25,6 +25,7 @@ export { AttachmentsReceived } from "./internal/runEvent/attachments.js"
 export { DagPhase, DagPlan, DagPlanStep, DagStep } from "./internal/runEvent/dag.js"
 export { OutputPartial, type RunError, ToolProgress } from "./internal/runEvent/progress.js"
 export { Queued } from "./internal/runEvent/queued.js"
+export { agentOf, isEphemeral, isOwn } from "./internal/runEvent/predicates.js"
 export { AgentRef } from "./internal/runEvent/fields.js"
 
 /**
@@ -338,34 +339,6 @@ export type RunEvent = typeof RunEvent.Type
  * @category models
  */
 export type Done = typeof Done.Type
-
-/**
- * The child run an event comes from (`agent`), or `undefined` for the run's own
- * events. Consumers that assemble the run's answer (an OpenAI-compatible
- * stream, the AI SDK's text parts, a collector) take only the run's own events.
- *
- * @since 0.1.0
- * @category utils
- */
-export const agentOf = (event: RunEvent): AgentRef | undefined => "agent" in event ? event.agent : undefined
-
-/**
- * True for the run's own events, false for those forwarded from a child run.
- *
- * @since 0.1.0
- * @category utils
- */
-export const isOwn = (event: RunEvent): boolean => agentOf(event) === undefined
-
-/**
- * True for the events a run sends to whoever follows it live and never stores
- * (`ToolProgress`, `OutputPartial`): no sequence number, skipped by cassettes
- * and replays; a follower that reconnects does not get them again.
- *
- * @since 0.1.0
- * @category utils
- */
-export const isEphemeral = (event: RunEvent): boolean => event._tag === "ToolProgress" || event._tag === "OutputPartial"
 
 /**
  * The result a run collects to.
