@@ -28,7 +28,8 @@ export const make = (sql: SqlClient.SqlClient): Injections => {
       sql.withTransaction(Effect.gen(function*() {
         // one message at a time per conversation: PostgreSQL locks the active run's row (SQLite
         // has one writer), so that the next statement sees the message queued before
-        const rows = yield* sql<{ run_id: string }>`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}${lockRow}`
+        const rows = yield* sql<{ run_id: string }>`SELECT run_id FROM react_active_runs
+          WHERE conversation_id = ${conversationId}${lockRow}`
         const runId = rows[0]?.run_id
         if (runId === undefined) return Option.none<Injection>()
         const id = newInjectionId()
@@ -57,9 +58,12 @@ export const make = (sql: SqlClient.SqlClient): Injections => {
         ? sql<Row>`SELECT id, content, created_at, state FROM react_injections
             WHERE conversation_id = ${conversationId} AND state = 'queued' ORDER BY created_at, id`
         : sql<Row>`SELECT id, content, created_at, state FROM react_injections
-            WHERE conversation_id = ${conversationId} AND (state = 'queued' OR drained_by = ${key}) ORDER BY created_at, id`
+            WHERE conversation_id = ${conversationId} AND (state = 'queued' OR drained_by = ${key})
+            ORDER BY created_at, id`
       const ordered = (rows: ReadonlyArray<Row>) =>
-        rows.slice().sort((a, b) => Number(a.created_at) - Number(b.created_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+        rows.slice().sort((a, b) =>
+          Number(a.created_at) - Number(b.created_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+        )
           .map((r): Injection => ({ id: r.id, content: r.content }))
       // nothing queued (every step but a few): one read; else one statement marks them, atomically
       // (what was queued meanwhile is taken too; a message recalled meanwhile is not)
