@@ -13,6 +13,7 @@ import type { RunEvent } from "../RunEvent.js"
 import { agentOf, settledAnswers } from "../RunEvent.js"
 import { toWire } from "../server/EventWire.js"
 import type { ToolCatalogue } from "../server/AppInfo.js"
+import { budgetText, cachedPart, neededText, oneLine, seconds, showArgs } from "./cliFormat.js"
 import { makeLineRenderer } from "./cliMarkdown.js"
 
 /** Where the renderer writes (process streams in the CLI, buffers in tests). @internal */
@@ -33,43 +34,7 @@ export interface Renderer {
   readonly failed: () => boolean
 }
 
-/** ", 83% cached" when part of the input was read from the provider's prompt cache. */
-const cachedPart = (u: { readonly prompt_tokens: number; readonly cached_input_tokens?: number | undefined }): string => {
-  const read = u.cached_input_tokens ?? 0
-  return read > 0 && u.prompt_tokens > 0 ? `, ${Math.round((100 * read) / u.prompt_tokens)}% cached` : ""
-}
-
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
-
-const oneLine = (text: string, max: number): string => {
-  const flat = text.replace(/\s+/g, " ").trim()
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat
-}
-
-const showArgs = (args: unknown): string => {
-  if (args === undefined) return ""
-  try {
-    const text = typeof args === "string" ? args : JSON.stringify(args)
-    return oneLine(text ?? "", 200)
-  } catch {
-    return String(args)
-  }
-}
-
-const seconds = (s: number): string => `${s < 10 ? s.toFixed(2) : s.toFixed(1)}s`
-
-/** A budget's spending against its limits, e.g. `1200 of 2000 tokens, $0.01 of $0.02`. @internal */
-export const budgetText = (b: { readonly spent_tokens: number; readonly limit_tokens?: number | undefined; readonly spent_usd?: number | undefined; readonly limit_usd?: number | undefined }): string =>
-  [
-    `${b.spent_tokens}${b.limit_tokens !== undefined ? ` of ${b.limit_tokens}` : ""} tokens`,
-    ...(b.spent_usd !== undefined ? [`$${b.spent_usd}${b.limit_usd !== undefined ? ` of $${b.limit_usd}` : ""}`] : [])
-  ].join(", ")
-
-/** "; the next step and the answer need ≈ 900 tokens" (BudgetExhausted's needed_*). @internal */
-export const neededText = (b: { readonly needed_tokens?: number | undefined; readonly needed_usd?: number | undefined }): string =>
-  b.needed_tokens === undefined
-    ? ""
-    : `; the next step and the answer need ≈ ${b.needed_tokens} tokens${b.needed_usd !== undefined ? ` ($${b.needed_usd})` : ""}`
 
 /** The retry's SSE payload (the same as the server's `phase` frame). @internal */
 export const retryPayload = (notice: RetryNotice) => ({

@@ -23,6 +23,7 @@ import type { Injection } from "../Interrupts.js"
 import type { RunEvent } from "../RunEvent.js"
 import { RunInProgress } from "./ApiError.js"
 import * as ActivityStarts from "./internal/activityStarts.js"
+import * as Injections from "./internal/injections.js"
 import * as Migrations from "./internal/runLogMigrations.js"
 import * as StoredEvents from "./internal/storedEvents.js"
 
@@ -180,8 +181,6 @@ const toRun = (row: RunSqlRow): RunRow => ({
   waiting: Number(row.waiting) === 1
 })
 
-const newInjectionId = () => `inj_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`
-
 /**
  * The run log over the `SqlClient` in context (runs its migrations first).
  *
@@ -197,8 +196,8 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
     cancel_requested, leases, detached_at, waiting`
 
   const one = (rows: ReadonlyArray<RunSqlRow>) => Option.map(Option.fromNullable(rows[0]), toRun)
-  const lockRow = sql.onDialectOrElse({ pg: () => sql.literal(" FOR UPDATE"), orElse: () => sql.literal("") })
   const starts = ActivityStarts.make(sql)
+  const injections = Injections.make(sql)
 
   const service: RunLogService = {
     start: ({ conversationId, query, runId }) =>
@@ -293,54 +292,11 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
         Effect.mapError(failure("updating the run failed"))
       ),
     inject: (conversationId, content) =>
-      sql.withTransaction(Effect.gen(function*() {
-        // one message at a time per conversation: PostgreSQL locks the active run's row (SQLite
-        // has one writer), so that the next statement sees the message queued before
-        const rows = yield* sql<{ run_id: string }>`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}${lockRow}`
-        const runId = rows[0]?.run_id
-        if (runId === undefined) return Option.none<Injection>()
-        const id = newInjectionId()
-        const now = yield* Clock.currentTimeMillis
-        // a queue: a message is ordered after the conversation's previous one even when both came
-        // within one millisecond (ties were broken by the random id, so two quick messages could
-        // be drained in the wrong order)
-        const after = sql`COALESCE(MAX(created_at) + 1, 0)`
-        const createdAt = sql.onDialectOrElse({
-          pg: () => sql`GREATEST(CAST(${now} AS BIGINT), ${after})`,
-          orElse: () => sql`MAX(${now}, ${after})`
-        })
-        yield* sql`INSERT INTO react_injections (id, conversation_id, run_id, content, state, created_at)
-          SELECT ${id}, ${conversationId}, ${runId}, ${content}, 'queued', ${createdAt}
-          FROM react_injections WHERE conversation_id = ${conversationId}`
-        return Option.some({ id, content })
-      })).pipe(Effect.mapError(failure("queueing the message failed"))),
+      Effect.mapError(injections.inject(conversationId, content), failure("queueing the message failed")),
     recall: (conversationId, id) =>
-      sql<{ id: string }>`UPDATE react_injections SET state = 'recalled'
-        WHERE id = ${id} AND conversation_id = ${conversationId} AND state = 'queued' RETURNING id`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        Effect.mapError(failure("recalling the message failed"))
-      ),
-    drain: (conversationId, key) => {
-      type Row = { id: string; content: string; created_at: number | string; state?: string }
-      const read = key === undefined
-        ? sql<Row>`SELECT id, content, created_at, state FROM react_injections
-            WHERE conversation_id = ${conversationId} AND state = 'queued' ORDER BY created_at, id`
-        : sql<Row>`SELECT id, content, created_at, state FROM react_injections
-            WHERE conversation_id = ${conversationId} AND (state = 'queued' OR drained_by = ${key}) ORDER BY created_at, id`
-      const ordered = (rows: ReadonlyArray<Row>) =>
-        rows.slice().sort((a, b) => Number(a.created_at) - Number(b.created_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-          .map((r): Injection => ({ id: r.id, content: r.content }))
-      // nothing queued (every step but a few): one read; else one statement marks them, atomically
-      // (what was queued meanwhile is taken too; a message recalled meanwhile is not)
-      return Effect.flatMap(read, (rows) => {
-        if (!rows.some((r) => r.state === "queued")) return Effect.succeed(ordered(rows))
-        return Effect.map(
-          sql<Row>`UPDATE react_injections SET state = 'drained', drained_by = ${key ?? null}
-            WHERE conversation_id = ${conversationId} AND state = 'queued' RETURNING id, content, created_at`,
-          (marked) => ordered([...rows.filter((r) => r.state !== "queued"), ...marked])
-        )
-      }).pipe(Effect.mapError(failure("draining messages failed")))
-    },
+      Effect.mapError(injections.recall(conversationId, id), failure("recalling the message failed")),
+    drain: (conversationId, key) =>
+      Effect.mapError(injections.drain(conversationId, key), failure("draining messages failed")),
     markStarted: (runId, name, boot) =>
       Effect.mapError(starts.markStarted(runId, name, boot), failure("recording an activity's start failed")),
     claim: (runId, name, holder, leaseMs) =>
