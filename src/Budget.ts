@@ -281,6 +281,35 @@ export const streamChatWith = (account: Account | undefined, llm: LlmService, re
   }))
 
 /**
+ * An embedding call (memory's recall and indexing), metered like a model call:
+ * `estimate` input tokens reserved before it is made — refused with an
+ * `LlmError` of reason `Budget` when they do not fit (or, under a money budget,
+ * when `model` has no price) — and settled with the tokens `call` reports it
+ * was billed. Without an account on the fiber it is `call` itself.
+ *
+ * @since 0.1.0
+ * @category metering
+ */
+export const embedding = <A, E>(
+  model: string,
+  estimate: number,
+  call: Effect.Effect<{ readonly value: A; readonly tokens: number }, E>
+): Effect.Effect<A, E | LlmError> =>
+  Effect.flatMap(FiberRef.get(currentAccount), (account): Effect.Effect<A, E | LlmError> => {
+    if (account === undefined) return Effect.map(call, (r) => r.value)
+    const r = account.ledger === undefined ? { call: 0, model, input: estimate, output: 0, usd: 0 } : L.reserve(account.ledger, model, estimate, 0)
+    if (typeof r === "string") return Effect.fail(new LlmError({ reason: "Budget", message: r }))
+    return call.pipe(
+      Effect.onExit((exit) =>
+        Effect.sync(() =>
+          charge(account, r, Usage.make(exit._tag === "Success" ? exit.value.tokens : r.input, 0), exit._tag === "Success" ? "ok" : "failed")
+        )
+      ),
+      Effect.map((result) => result.value)
+    )
+  })
+
+/**
  * What the account's budget looks like now.
  *
  * @since 0.1.0

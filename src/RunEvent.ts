@@ -15,6 +15,7 @@ import { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
 import { DagPhase, DagPlan, DagStep } from "./internal/runEvent/dag.js"
 import type { AgentRef } from "./internal/runEvent/fields.js"
 import { agent, step_id } from "./internal/runEvent/fields.js"
+import { memoryEvents } from "./internal/runEvent/memory.js"
 import { OutputPartial, type RunError, ToolProgress } from "./internal/runEvent/progress.js"
 import { Queued } from "./internal/runEvent/queued.js"
 
@@ -23,6 +24,7 @@ export { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
 export { DagPhase, DagPlan, DagPlanStep, DagStep } from "./internal/runEvent/dag.js"
 export { OutputPartial, type RunError, ToolProgress } from "./internal/runEvent/progress.js"
 export { Queued } from "./internal/runEvent/queued.js"
+export { MemoryRecalled, MemoryUnavailable, MemoryUpdated } from "./internal/runEvent/memory.js"
 export { AgentRef } from "./internal/runEvent/fields.js"
 
 /**
@@ -322,6 +324,7 @@ export const RunEvent = Schema.Union(
   ToolProgress,
   OutputPartial,
   Queued,
+  ...memoryEvents,
   Done,
   RunFailed
 )

@@ -29,6 +29,7 @@ export type Channel =
   | "budget"
   | "guardrail"
   | "agent"
+  | "memory"
 
 const withStep = (data: Record<string, unknown>, stepId: string | undefined): Record<string, unknown> =>
   stepId === undefined ? data : { ...data, step_id: stepId }
@@ -130,6 +131,12 @@ const payload = (event: RunEvent): { readonly channel: Channel; readonly data: R
     }
     case "OutputPartial":
       return { channel: "answer", data: { type: "output_partial", value: event.value } }
+    case "MemoryRecalled":
+      return { channel: "memory", data: { type: "recalled", items: event.items } }
+    case "MemoryUpdated":
+      return { channel: "memory", data: { type: "updated", keys: event.keys } }
+    case "MemoryUnavailable":
+      return { channel: "memory", data: { type: "unavailable", reason: event.reason } }
     case "Done": {
       const { _tag, messages: _messages, steps: _steps, ...rest } = event
       return { channel: "done", data: rest }
@@ -179,6 +186,8 @@ const tagOf = (channel: string, data: Record<string, unknown>): string | undefin
       return "BudgetStatus"
     case "guardrail":
       return "GuardrailTripped"
+    case "memory":
+      return type === "recalled" ? "MemoryRecalled" : type === "updated" ? "MemoryUpdated" : type === "unavailable" ? "MemoryUnavailable" : undefined
     default:
       return undefined
   }
