@@ -23,5 +23,7 @@ describe("package root", () => {
     assert.isTrue(Layer.isLayer(Engine.Telemetry.layerConfig))
     assert.isTrue(Layer.isLayer(Engine.Approvals.layerMemory))
     assert.isFunction(Engine.Approvals.hashArgs)
+    assert.isTrue(Layer.isLayer(Engine.Memory.layerMemory()))
+    assert.isFunction(Engine.Embedder.makeLocal)
   })
 })
