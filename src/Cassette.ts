@@ -17,6 +17,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
 import { inRequestOrder } from "./internal/cassette/order.js"
+import { Steps } from "./Memory.js"
 import { ChatMessage, Content } from "./Message.js"
 import { isEphemeral, RunEvent } from "./RunEvent.js"
 import { Usage } from "./Usage.js"
@@ -222,13 +223,16 @@ export const Cassette = Schema.Struct({
     /** The agent options the run was made with (what `Replay.layerAgent` builds the agent with). */
     options: Schema.Record({ key: Schema.String, value: Json }),
     tools: Schema.Array(ToolSpec),
-    max_iterations: Schema.optional(Schema.Number)
+    max_iterations: Schema.optional(Schema.Number),
+    user_id: Schema.optional(Schema.String)
   }),
   model_calls: Schema.Array(ModelCall),
   tool_calls: Schema.Array(ToolCall),
   drains: Schema.Array(Drain),
   approvals: Schema.Array(ApprovalDecision),
-  events: Schema.Array(RunEvent)
+  events: Schema.Array(RunEvent),
+  /** The run's memory steps (SPEC §25), when it had a user. */
+  memory: Schema.optional(Steps)
 })
 /**
  * @since 0.1.0

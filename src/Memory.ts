@@ -174,6 +174,21 @@ export const Indexed = Schema.Struct({
 export type Indexed = typeof Indexed.Type
 
 /**
+ * A run's memory steps as a cassette keeps them: what it recalled and what
+ * indexing its turn gave. A run under `withRecorded` takes its recall from
+ * here (it embeds nothing).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Steps = Schema.Struct({ recall: Schema.optional(Recalled), index: Schema.optional(Indexed) })
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Steps = typeof Steps.Type
+
+/**
  * What `update_memory` did: the keys it set or removed and the working memory after.
  *
  * @since 0.1.0
@@ -291,6 +306,28 @@ export const currentUser: FiberRef.FiberRef<Option.Option<{ readonly userId: str
   Symbol.for("effect-react-engine/Memory/currentUser"),
   () => FiberRef.unsafeMake<Option.Option<{ readonly userId: string; readonly epoch: number }>>(Option.none())
 )
+
+/**
+ * The stored memory steps of the run on this fiber (a fork continuing from
+ * stored steps): `recall` answers from them instead of embedding the query.
+ *
+ * @since 0.1.0
+ * @category references
+ */
+export const currentRecorded: FiberRef.FiberRef<Option.Option<Steps>> = globalValue(
+  Symbol.for("effect-react-engine/Memory/currentRecorded"),
+  () => FiberRef.unsafeMake<Option.Option<Steps>>(Option.none())
+)
+
+/**
+ * Runs `self` with its recall taken from `record` (when it holds one): a fork
+ * or a replay of a run embeds nothing for it.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const withRecorded = (record: Steps | undefined) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  record === undefined ? self : Effect.locally(self, currentRecorded, Option.some(record))
 
 /**
  * A turn as a store keeps it.

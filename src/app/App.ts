@@ -8,10 +8,12 @@
  *
  * @since 0.1.0
  */
+import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as DemoLlm from "../DemoLlm.js"
+import * as Embedder from "../Embedder.js"
 import type { Llm } from "../Llm.js"
 import * as ModelRegistry from "../ModelRegistry.js"
 import { layerMemory, modelsOf } from "../server/AgentServices.js"
@@ -58,6 +60,25 @@ export const LlmLayer: Layer.Layer<ModelRegistry.ModelRegistry | Llm, ConfigErro
         "Set LLM_BASE_URL (and LLM_MODEL, LLM_API_KEY) to use a real model."
     )
     return modelsOf(DemoLlm.layer())
+  })
+)
+
+/**
+ * The embedder of the users' memory (SPEC §25): `EMBEDDING_PROVIDER` —
+ * `openai-compatible` (`EMBEDDING_*`, defaults from `LLM_*`; the default with
+ * a configured LLM) or `local` (the deterministic offline embedder; the
+ * default of the demo, labelled as such in the start-up log).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const EmbedderLayer: Layer.Layer<Embedder.Embedder, ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const demo = yield* isDemo
+    const provider = yield* Config.literal("openai-compatible", "local")("EMBEDDING_PROVIDER").pipe(
+      Config.withDefault(demo ? "local" as const : "openai-compatible" as const)
+    )
+    return provider === "local" ? Embedder.layerLocal() : Embedder.layerConfig()
   })
 )
 

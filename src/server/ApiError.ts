@@ -16,6 +16,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { timingSafeEqual } from "node:crypto"
 import * as internal from "./internal/apiError.js"
+import * as Users from "./internal/users.js"
 
 /**
  * One invalid field.
@@ -165,6 +166,8 @@ export type ApiError =
   | HostNotAllowed
   | Overloaded
   | InternalError
+  | Users.InvalidUserId
+  | Users.ConversationUserMismatch
 
 const notFoundMessage = {
   conversation_not_found: "Unknown conversation",
@@ -241,6 +244,9 @@ export const toResponse = (error: ApiError): HttpServerResponse.HttpServerRespon
       )
     case "InternalError":
       return HttpServerResponse.unsafeJson({ error: "internal_error", message: error.message }, { status: 500 })
+    case "InvalidUserId":
+    case "ConversationUserMismatch":
+      return Users.toResponse(error)
   }
 }
 

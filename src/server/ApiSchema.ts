@@ -57,7 +57,9 @@ export const ReactRequest = Schema.Struct({
   /** `react`, `dag` or `auto`; default `REACT_DEFAULT_MODE`. */
   mode: Schema.optional(Mode),
   /** A JSON Schema (an object root, ≤ 64 KB): the answer is a value of it (`done.output`). */
-  output_schema: Schema.optional(OutputSchema)
+  output_schema: Schema.optional(OutputSchema),
+  /** The user (SPEC §25), checked by the route (400 `invalid_user_id`). */
+  user_id: Schema.optional(Schema.Unknown)
 })
 /**
  * @since 0.1.0

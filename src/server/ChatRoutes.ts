@@ -20,11 +20,14 @@
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import { Mode } from "../DagAgent.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
+import * as ConversationStore from "./ConversationStore.js"
+import * as Users from "./internal/users.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
 import * as UiMessageStream from "./UiMessageStream.js"
@@ -61,7 +64,9 @@ export const ChatRequest = Schema.Struct({
   ),
   mode: Schema.optional(Mode),
   /** A typed answer, as on `/api/react`: its partial and final values come as `data-output` parts. */
-  output_schema: ApiSchema.ReactRequest.fields.output_schema
+  output_schema: ApiSchema.ReactRequest.fields.output_schema,
+  /** The user (SPEC §25). */
+  user_id: Schema.optional(Schema.Unknown)
 })
 /**
  * @since 0.1.0
@@ -93,6 +98,7 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
   Effect.gen(function*() {
     const settings = yield* ServerConfig.ServerConfig
     const registry = yield* RunRegistry.RunRegistry
+    const store = Option.getOrUndefined(yield* Effect.serviceOption(ConversationStore.ConversationStore))
     const guard = ApiError.authorize(settings.apiToken)
     // heartbeats come with the events (`RunRegistry.events`)
     const respond = (conversationId: string, events: Stream.Stream<RunRegistry.Followed>) =>
@@ -109,6 +115,8 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
         Effect.gen(function*() {
           const body = yield* ApiError.decodeBody(ChatRequest, settings.maxBodyBytes)
           const query = yield* queryOf(body)
+          const userId = yield* Users.userIdOf(body.user_id)
+          yield* Users.claim(store, body.id, userId, query)
           // start + subscribe without a gap: the run is never left without its first lease
           const events = yield* Effect.uninterruptible(Effect.gen(function*() {
             const handle = yield* registry.start({
@@ -116,7 +124,8 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
               conversationId: body.id,
               ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {}),
               ...(body.mode !== undefined ? { mode: body.mode } : {}),
-              ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {})
+              ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {}),
+              ...(userId !== undefined ? { userId } : {})
             })
             return yield* registry.events(handle.conversationId, 0).pipe(Effect.orDie)
           }))

@@ -122,10 +122,13 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
         origin: { conversation_id: id, run_id: run.runId, at, title: conversation.value.title, step: stepOf(event) },
         turns: copied
       }).pipe(Effect.mapError(internal))
+      // the fork belongs to the original's user and runs with their memory (SPEC §25)
+      const owner = Option.getOrNull(Option.flatMap(yield* store.owner(id).pipe(Effect.mapError(internal)), Option.fromNullable))
       yield* registry.start({
         query: body.replace_query ?? run.query,
         conversationId,
         mode: "react",
+        ...(owner !== null ? { userId: owner } : {}),
         ...(input?.max_iterations !== undefined ? { maxIterations: input.max_iterations } : {}),
         fork: { runId: run.runId, conversationId: run.conversationId, at, last: run.lastSeq, query: run.query }
       })

@@ -10,6 +10,7 @@ import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import { randomUUID } from "node:crypto"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
@@ -23,6 +24,7 @@ import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as Compat from "./internal/openAiRoutes.js"
+import * as Users from "./internal/users.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
 import * as Sse from "./Sse.js"
@@ -158,14 +160,19 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       "/api/react",
       Effect.gen(function*() {
         const body = yield* ApiError.decodeBody(ApiSchema.ReactRequest, limit)
+        // the conversation is the user's, or becomes theirs (SPEC §25): 400 / 409 before anything starts
+        const userId = yield* Users.userIdOf(body.user_id)
+        const requested = body.conversation_id ?? (userId === undefined ? undefined : `conv_${randomUUID()}`)
+        if (requested !== undefined) yield* Users.claim(store, requested, userId, body.query)
         // start + attach without a gap: the run is never left without its first lease
         const { conversationId, following } = yield* Effect.uninterruptible(Effect.gen(function*() {
           const handle = yield* registry.start({
             query: body.query,
-            ...(body.conversation_id !== undefined ? { conversationId: body.conversation_id } : {}),
+            ...(requested !== undefined ? { conversationId: requested } : {}),
             ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {}),
             ...(body.mode !== undefined ? { mode: body.mode } : {}),
-            ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {})
+            ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {}),
+            ...(userId !== undefined ? { userId } : {})
           })
           const following = yield* registry.follow(handle.conversationId, 0).pipe(Effect.orDie)
           return { conversationId: handle.conversationId, following }

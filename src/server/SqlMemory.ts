@@ -14,6 +14,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -251,6 +252,21 @@ export const layer = (options: Memory.Options = {}): Layer.Layer<Memory.Memory, 
     Memory.Memory,
     Effect.gen(function*() {
       const store = yield* makeStore
-      return Memory.make(store, yield* Embedder.Embedder, options)
+      const memory = Memory.make(store, yield* Embedder.Embedder, options)
+      // which index and which embedder run, said once at start-up
+      yield* Effect.logInfo(`memory: ${memory.description}`)
+      return memory
     })
   )
+
+/**
+ * `layer` with the settings of the `REACT_MEMORY*` variables (`Memory.config`;
+ * `options.settings` win).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (
+  options: Memory.Options = {}
+): Layer.Layer<Memory.Memory, Memory.MemoryError | ConfigError.ConfigError, SqlClient.SqlClient | Embedder.Embedder> =>
+  Layer.unwrapEffect(Effect.map(Memory.loadSettings(options), (settings) => layer({ ...options, settings })))

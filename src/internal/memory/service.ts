@@ -97,6 +97,9 @@ export const make = (
         return { working: {}, items: [], epoch: -1, unavailable: `memory could not be read: ${read.left.message}` } satisfies Recalled
       }
       const { epoch, working } = read.right
+      // a fork continuing from stored steps takes their recall — unless the user forgot since
+      const stored = Option.flatMapNullable(yield* FiberRef.get(Memory.currentRecorded), (steps) => steps.recall)
+      if (Option.isSome(stored) && stored.value.epoch === epoch) return stored.value
       if (!settings.recall) return { working, items: [], epoch } satisfies Recalled
       const embedded = yield* Effect.either(embedOne(query))
       if (Either.isLeft(embedded)) {

@@ -48,10 +48,23 @@ const keysOf = (args: unknown): ReadonlyArray<string> => {
   return [...new Set([...setKeys, ...removed])]
 }
 
-/** The run's memory, or undefined when it has none (no user id, or no `Memory`). */
+/** A run without a user: `update_memory` (which a toolkit may hold) is not its tool; nothing else changes. */
+const nobody: RunMemory = {
+  observe: (journal) => journal,
+  begin: (services, _journal, run) => {
+    const { toolkit } = services
+    if (!toolkit.tools.some((t) => t.name === Memory.UPDATE_TOOL)) return run(services)
+    return run({ ...services, toolkit: Toolkit.makeUnsafe(toolkit.tools.filter((t) => t.name !== Memory.UPDATE_TOOL)) })
+  },
+  finish: () => Effect.void,
+  usage: () => undefined
+}
+
+/** The run's memory, or undefined when the agent has none. */
 export const make = (memory: MemoryService | undefined, input: RunInput, conversationId: string): RunMemory | undefined => {
   const userId = input.userId
-  if (memory === undefined || userId === undefined) return undefined
+  if (memory === undefined) return undefined
+  if (userId === undefined) return nobody
   const query = Message.textOf(input.query)
   let recalled: Recalled | undefined
   let usage: Usage.Usage | undefined

@@ -38,7 +38,9 @@ export const ChatCompletionRequest = Schema.Struct({
   stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
   stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.NullOr(Schema.Boolean)) }))),
   /** `json_schema` / `json_object`: a typed answer (`openAiOutput.ts`). */
-  response_format: Schema.optional(Schema.NullOr(ResponseFormat))
+  response_format: Schema.optional(Schema.NullOr(ResponseFormat)),
+  /** OpenAI's end-user id: the user whose memory the run uses (SPEC §25; 400 `invalid_user_id` when it is not a user id). */
+  user: Schema.optional(Schema.Unknown)
 })
 export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 
@@ -192,6 +194,8 @@ export const fromApiError = (error: ApiError.ApiError): HttpServerResponse.HttpS
       return errorResponse(413, `Request body exceeds ${error.limit} bytes`, "invalid_request_error")
     case "UnsupportedMediaType":
       return errorResponse(415, "The body must be JSON, sent with Content-Type: application/json", "invalid_request_error")
+    case "InvalidUserId":
+      return errorResponse(400, error.message, "invalid_request_error", "user", "invalid_user_id")
     default:
       return errorResponse(500, error.message, "server_error")
   }
