@@ -231,7 +231,7 @@ export const Cassette = Schema.Struct({
   drains: Schema.Array(Drain),
   approvals: Schema.Array(ApprovalDecision),
   events: Schema.Array(RunEvent),
-  /** The run's memory steps (SPEC §25), when it had a user. */
+  /** The run's memory steps (docs/memory.md), when it had a user. */
   memory: Schema.optional(Steps)
 })
 /**

@@ -1,5 +1,5 @@
 /**
- * Embeddings: text to vectors, for memory's recall (SPEC §25). The `Embedder`
+ * Embeddings: text to vectors, for memory's recall (docs/memory.md). The `Embedder`
  * service has one call, `embed(texts)`, and three kinds of implementation:
  *
  * - `layer(options)` / `layerConfig()`: any OpenAI-compatible `POST

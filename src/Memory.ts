@@ -1,5 +1,5 @@
 /**
- * Memory across conversations (SPEC §25). Per user:
+ * Memory across conversations (docs/memory.md). Per user:
  *
  * - a **working memory**, one JSON object (optionally typed by a Schema), shown
  *   in the system prompt of every run of that user and changed by the model
@@ -37,10 +37,10 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Embedder from "./Embedder.js"
 import * as InMemory from "./internal/memory/inMemory.js"
+import { Indexed, Item, Patch, Recalled, RecalledItem, Steps, WorkingMemory } from "./internal/memory/models.js"
 import * as Prompt from "./internal/memory/prompt.js"
 import * as Service from "./internal/memory/service.js"
 import type { Tool } from "./Tool.js"
-import { Usage } from "./Usage.js"
 
 /**
  * A user id: 1–128 characters of letters, digits and `. _ : @ -`.
@@ -71,122 +71,43 @@ export const UPDATE_TOOL = "update_memory"
  */
 export const MAX_WORKING_CHARS = 16_000
 
-/**
- * A user's working memory.
- *
- * @since 0.1.0
- * @category models
- */
-export const WorkingMemory = Schema.Record({ key: Schema.String, value: Schema.Unknown })
-/**
- * @since 0.1.0
- * @category models
- */
-export type WorkingMemory = typeof WorkingMemory.Type
-
-/**
- * The arguments of `update_memory`: top-level keys to set (their values
- * replaced) and keys to remove.
- *
- * @since 0.1.0
- * @category models
- */
-export const Patch = Schema.Struct({
-  set: Schema.optional(WorkingMemory.annotations({ description: "Keys to set (a value replaces the key's old one)" })),
-  remove: Schema.optional(Schema.Array(Schema.String).annotations({ description: "Keys to remove" }))
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type Patch = typeof Patch.Type
-
-/**
- * An indexed turn: the query and answer of one finished run of the user.
- *
- * @since 0.1.0
- * @category models
- */
-export const Item = Schema.Struct({
-  conversation_id: Schema.String,
-  run_id: Schema.String,
-  query: Schema.String,
-  answer: Schema.String,
-  /** When the turn was indexed (ISO 8601). */
-  at: Schema.String
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type Item = typeof Item.Type
-
-/**
- * A recalled turn and its cosine similarity to the query.
- *
- * @since 0.1.0
- * @category models
- */
-export const RecalledItem = Schema.Struct({ ...Item.fields, score: Schema.Number })
-/**
- * @since 0.1.0
- * @category models
- */
-export type RecalledItem = typeof RecalledItem.Type
-
-/**
- * What a run remembers at its start (the result of its stored `memory` step):
- * the working memory, the recalled turns, the user's forget epoch when read
- * (a write of the run is refused once a forget moved it: -1 when it could not
- * be read), the embedding usage, and why recall could not be done.
- *
- * @since 0.1.0
- * @category models
- */
-export const Recalled = Schema.Struct({
-  working: WorkingMemory,
-  items: Schema.Array(RecalledItem),
-  epoch: Schema.Number,
-  usage: Schema.optional(Usage),
-  unavailable: Schema.optional(Schema.String)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type Recalled = typeof Recalled.Type
-
-/**
- * The result of indexing a run's turn (its stored `memory/index` step).
- *
- * @since 0.1.0
- * @category models
- */
-export const Indexed = Schema.Struct({
-  indexed: Schema.Boolean,
-  usage: Schema.optional(Usage),
-  unavailable: Schema.optional(Schema.String)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type Indexed = typeof Indexed.Type
-
-/**
- * A run's memory steps as a cassette keeps them: what it recalled and what
- * indexing its turn gave. A run under `withRecorded` takes its recall from
- * here (it embeds nothing).
- *
- * @since 0.1.0
- * @category models
- */
-export const Steps = Schema.Struct({ recall: Schema.optional(Recalled), index: Schema.optional(Indexed) })
-/**
- * @since 0.1.0
- * @category models
- */
-export type Steps = typeof Steps.Type
+export {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  Indexed,
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  Item,
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  Patch,
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  Recalled,
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  RecalledItem,
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  Steps,
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  WorkingMemory
+} from "./internal/memory/models.js"
 
 /**
  * What `update_memory` did: the keys it set or removed and the working memory after.
@@ -397,7 +318,7 @@ export interface Store {
 }
 
 /**
- * Options of `make` / `layerMemory`: the settings and a Schema the working
+ * Options of `makeUnsafe` / `layerMemory`: the settings and a Schema the working
  * memory must match after every update (its encoded side is the JSON stored).
  *
  * @since 0.1.0
@@ -414,7 +335,7 @@ export interface Options {
  * @since 0.1.0
  * @category constructors
  */
-export const make = (store: Store, embedder: Embedder.EmbedderService, options: Options = {}): MemoryService =>
+export const makeUnsafe = (store: Store, embedder: Embedder.EmbedderService, options: Options = {}): MemoryService =>
   Service.make(store, embedder, { ...defaults, ...options.settings }, options.schema)
 
 /**
@@ -432,7 +353,7 @@ export const makeStoreUnsafe = (): Store => InMemory.make()
  * @category layers
  */
 export const layerMemory = (options: Options = {}): Layer.Layer<Memory, never, Embedder.Embedder> =>
-  Layer.effect(Memory, Effect.map(Embedder.Embedder, (embedder) => make(InMemory.make(), embedder, options)))
+  Layer.effect(Memory, Effect.map(Embedder.Embedder, (embedder) => makeUnsafe(InMemory.make(), embedder, options)))
 
 /**
  * The settings from the environment: `REACT_MEMORY` (`on` | `off`, default

@@ -88,7 +88,7 @@ export interface RunInput {
   readonly output?: Schema.Schema<any, any>
   /**
    * The user the run is for (`Memory.UserId`): with a `Memory` in the agent's
-   * context the run reads and writes that user's memory (SPEC §25). Absent:
+   * context the run reads and writes that user's memory (docs/memory.md). Absent:
    * nothing of any memory is read or written.
    */
   readonly userId?: string

@@ -55,7 +55,7 @@ export interface Recording {
   readonly drains: Array<{ readonly items: ReadonlyArray<{ readonly id: string; readonly content: string }> }>
   /** The model the run used (set by the first model call). */
   model?: Cassette.Cassette["model"]
-  /** The run's memory steps (SPEC §25). */
+  /** The run's memory steps (docs/memory.md). */
   memory?: Memory.Steps
   /** Called with each entry as it is added or completed (the server stores them as they come). */
   readonly onEntry?: (entry: RecordingEntry) => Effect.Effect<void>

@@ -98,7 +98,7 @@ export const layerMemory = <E, R, RI = never, RA = never, EM = never, RM = never
     /** Agent options that win over the `REACT_*` environment (both agents; DAG steps too). */
     readonly agent?: Partial<AgentOptions>
     /**
-     * The users' memory (SPEC §25; the server's: `SqlMemory.layer`). Given, runs with a user id use it and
+     * The users' memory (docs/memory.md; the server's: `SqlMemory.layer`). Given, runs with a user id use it and
      * `update_memory` joins the tools. Default: none.
      */
     readonly memory?: Layer.Layer<Memory.Memory, EM, RM>

@@ -58,7 +58,7 @@ export const ReactRequest = Schema.Struct({
   mode: Schema.optional(Mode),
   /** A JSON Schema (an object root, ≤ 64 KB): the answer is a value of it (`done.output`). */
   output_schema: Schema.optional(OutputSchema),
-  /** The user (SPEC §25), checked by the route (400 `invalid_user_id`). */
+  /** The user (docs/memory.md), checked by the route (400 `invalid_user_id`). */
   user_id: Schema.optional(Schema.Unknown)
 })
 /**

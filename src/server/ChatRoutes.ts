@@ -65,7 +65,7 @@ export const ChatRequest = Schema.Struct({
   mode: Schema.optional(Mode),
   /** A typed answer, as on `/api/react`: its partial and final values come as `data-output` parts. */
   output_schema: ApiSchema.ReactRequest.fields.output_schema,
-  /** The user (SPEC §25). */
+  /** The user (docs/memory.md). */
   user_id: Schema.optional(Schema.Unknown)
 })
 /**

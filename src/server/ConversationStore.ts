@@ -134,7 +134,7 @@ export interface ConversationStoreService {
    * original is only read.
    */
   readonly fork: (options: { readonly id: string; readonly origin: ForkOrigin; readonly turns: number }) => Effect.Effect<void, StoreError>
-  /** The conversation's user (SPEC §25): none without such a conversation, `null` when it belongs to nobody. */
+  /** The conversation's user (docs/memory.md): none without such a conversation, `null` when it belongs to nobody. */
   readonly owner: (id: string) => Effect.Effect<Option.Option<string | null>, StoreError>
   /**
    * True when a run of `userId` (undefined: of nobody) may continue conversation

@@ -122,7 +122,7 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
         origin: { conversation_id: id, run_id: run.runId, at, title: conversation.value.title, step: stepOf(event) },
         turns: copied
       }).pipe(Effect.mapError(internal))
-      // the fork belongs to the original's user and runs with their memory (SPEC §25)
+      // the fork belongs to the original's user and runs with their memory (docs/memory.md)
       const owner = Option.getOrNull(Option.flatMap(yield* store.owner(id).pipe(Effect.mapError(internal)), Option.fromNullable))
       yield* registry.start({
         query: body.replace_query ?? run.query,

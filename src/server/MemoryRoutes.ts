@@ -1,5 +1,5 @@
 /**
- * A user's memory over HTTP (SPEC §25):
+ * A user's memory over HTTP (docs/memory.md):
  *
  * - `GET /api/users/:user_id/memory` → `{working_memory, items}` (what the
  *   memory holds of the user: the working memory and every indexed turn);

@@ -160,7 +160,7 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       "/api/react",
       Effect.gen(function*() {
         const body = yield* ApiError.decodeBody(ApiSchema.ReactRequest, limit)
-        // the conversation is the user's, or becomes theirs (SPEC §25): 400 / 409 before anything starts
+        // the conversation is the user's, or becomes theirs (docs/memory.md): 400 / 409 before anything starts
         const userId = yield* Users.userIdOf(body.user_id)
         const requested = body.conversation_id ?? (userId === undefined ? undefined : `conv_${randomUUID()}`)
         if (requested !== undefined) yield* Users.claim(store, requested, userId, body.query)

@@ -54,7 +54,7 @@ export interface StartOptions {
   readonly fork?: ForkPoint
   /** The answer's JSON Schema (`output_schema`, checked): the run answers with a value of it (`Output`). */
   readonly outputSchema?: { readonly [key: string]: unknown },
-  /** The user whose memory the run uses (SPEC §25; the routes check the conversation is theirs). */
+  /** The user whose memory the run uses (docs/memory.md; the routes check the conversation is theirs). */
   readonly userId?: string
 }
 

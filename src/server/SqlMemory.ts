@@ -1,5 +1,5 @@
 /**
- * The server's `Memory` (SPEC §25) in the run database: the users' working
+ * The server's `Memory` (docs/memory.md) in the run database: the users' working
  * memories, the update keys applied, the indexed turns and their vectors —
  * SQLite with `sqlite-vec` loaded into the database's connection, PostgreSQL
  * with `pgvector` when `CREATE EXTENSION vector` succeeds, else an exact scan
@@ -242,7 +242,7 @@ export const checkpoint = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlErr
 
 /**
  * The memory over the `SqlClient` and the `Embedder` in context; `options`
- * as `Memory.make` takes them.
+ * as `Memory.makeUnsafe` takes them.
  *
  * @since 0.1.0
  * @category layers
@@ -252,7 +252,7 @@ export const layer = (options: Memory.Options = {}): Layer.Layer<Memory.Memory, 
     Memory.Memory,
     Effect.gen(function*() {
       const store = yield* makeStore
-      const memory = Memory.make(store, yield* Embedder.Embedder, options)
+      const memory = Memory.makeUnsafe(store, yield* Embedder.Embedder, options)
       // which index and which embedder run, said once at start-up
       yield* Effect.logInfo(`memory: ${memory.description}`)
       return memory

@@ -43,7 +43,7 @@ export interface MemoryWorld {
 export const makeWorld = (options: Memory.Options = {}): MemoryWorld => {
   const store = Memory.makeStoreUnsafe()
   const embedder = switchableEmbedder()
-  return { memory: Memory.make(store, embedder.service, options), store, embedder }
+  return { memory: Memory.makeUnsafe(store, embedder.service, options), store, embedder }
 }
 
 /** One run of an agent over `script` with the world's memory: its events and the model's requests. */

@@ -1,5 +1,5 @@
 /**
- * Memory in a run (SPEC §25), for a run with a user id on an agent built with
+ * Memory in a run (docs/memory.md), for a run with a user id on an agent built with
  * a `Memory`: the stored `memory` step at its start (working memory and
  * recall, into the system prompt), `update_memory` added to its tools and run
  * as the user's, `MemoryUpdated` after each update that succeeded, and the
@@ -61,7 +61,7 @@ const nobody: RunMemory = {
 }
 
 /** The run's memory, or undefined when the agent has none. */
-export const make = (memory: MemoryService | undefined, input: RunInput, conversationId: string): RunMemory | undefined => {
+export const makeUnsafe = (memory: MemoryService | undefined, input: RunInput, conversationId: string): RunMemory | undefined => {
   const userId = input.userId
   if (memory === undefined) return undefined
   if (userId === undefined) return nobody

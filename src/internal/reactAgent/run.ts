@@ -255,7 +255,7 @@ export const execute = (services: AgentServices, input: RunInput, journal: RunJo
 
 const executeIn = (services: AgentServices, input: RunInput, runJournal: RunJournal, conversationId: string): Effect.Effect<Telemetry.AgentOutcome> =>
   Effect.gen(function*() {
-    const memory = RunMemory.make(services.memory, input, conversationId)
+    const memory = RunMemory.makeUnsafe(services.memory, input, conversationId)
     const journal = memory === undefined ? runJournal : memory.observe(runJournal)
     const progress = yield* Ref.make<Progress>({ selectionUsage: Usage.empty })
     // the run's budget account: its own ledger (`budget` option), else its caller's (a sub-agent)

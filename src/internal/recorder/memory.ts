@@ -1,5 +1,5 @@
 /**
- * How the recorder writes down a run's memory steps (SPEC §25): what its
+ * How the recorder writes down a run's memory steps (docs/memory.md): what its
  * recall gave and what indexing its turn gave, under a recording.
  *
  * @internal

@@ -1,5 +1,5 @@
 /**
- * A forget with `?conversations=true` (SPEC §25): everything the server stored
+ * A forget with `?conversations=true` (docs/memory.md): everything the server stored
  * of a user's conversations goes — their runs' events, queued and drained
  * messages, approvals, claims and traces, and the workflow engine's stored
  * messages and replies of those runs (a run's payload holds its query and

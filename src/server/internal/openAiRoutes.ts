@@ -39,7 +39,7 @@ export const ChatCompletionRequest = Schema.Struct({
   stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.NullOr(Schema.Boolean)) }))),
   /** `json_schema` / `json_object`: a typed answer (`openAiOutput.ts`). */
   response_format: Schema.optional(Schema.NullOr(ResponseFormat)),
-  /** OpenAI's end-user id: the user whose memory the run uses (SPEC §25; 400 `invalid_user_id` when it is not a user id). */
+  /** OpenAI's end-user id: the user whose memory the run uses (docs/memory.md; 400 `invalid_user_id` when it is not a user id). */
   user: Schema.optional(Schema.Unknown)
 })
 export type ChatCompletionRequest = typeof ChatCompletionRequest.Type

@@ -1,5 +1,5 @@
 /**
- * The API's errors about users (SPEC §25): an invalid user id (400
+ * The API's errors about users (docs/memory.md): an invalid user id (400
  * `invalid_user_id`) and a conversation of another user (409
  * `conversation_user_mismatch`). Re-exported by `ApiError`.
  *
