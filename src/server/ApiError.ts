@@ -14,7 +14,6 @@ import type * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { timingSafeEqual } from "node:crypto"
 import * as internal from "./internal/apiError.js"
 import * as Users from "./internal/users.js"
 
@@ -269,12 +268,6 @@ export const handle = <R>(
     )
   )
 
-const sameSecret = (given: string, expected: string): boolean => {
-  const a = Buffer.from(given)
-  const b = Buffer.from(expected)
-  return a.length === b.length && timingSafeEqual(a, b)
-}
-
 /**
  * Checks `Authorization: Bearer <token>` (or `?access_token=` for a browser
  * `EventSource`, which cannot set headers) when a token is configured.
@@ -292,9 +285,9 @@ export const authorize = (
         const expected = Redacted.value(secret)
         const header = request.headers["authorization"] ?? ""
         const match = /^Bearer\s+(.+)$/i.exec(header.trim())
-        if (match && sameSecret(match[1].trim(), expected)) return Effect.void
+        if (match && internal.sameSecret(match[1].trim(), expected)) return Effect.void
         const query = new URL(request.url, "http://localhost").searchParams.get("access_token")
-        if (query !== null && sameSecret(query, expected)) return Effect.void
+        if (query !== null && internal.sameSecret(query, expected)) return Effect.void
         return Effect.fail(new Unauthorized())
       })
   })

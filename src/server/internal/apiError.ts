@@ -1,10 +1,12 @@
 /**
- * What `ApiError` decodes request bodies with: the failing fields of a
- * decoding error, and the depth check run before any decoding.
+ * What `ApiError` checks requests with: the failing fields of a
+ * decoding error, the depth check run before any decoding, and the API
+ * token comparison.
  *
  * @internal
  */
 import * as ParseResult from "effect/ParseResult"
+import { timingSafeEqual } from "node:crypto"
 import { unstorableText } from "./storableText.js"
 
 /** One invalid field (`ApiError.Issue`). */
@@ -45,4 +47,11 @@ export const tooDeep = (root: unknown, max: number): string | undefined => {
 export const bodyIssue = (root: unknown, max: number): { readonly path: string; readonly message: string } | undefined => {
   const deep = tooDeep(root, max)
   return deep !== undefined ? { path: deep, message: `JSON nested deeper than ${max} levels` } : unstorableText(root)
+}
+
+/** Whether a token given by a caller is the configured one, compared in constant time (`ApiError.authorize`). */
+export const sameSecret = (given: string, expected: string): boolean => {
+  const a = Buffer.from(given)
+  const b = Buffer.from(expected)
+  return a.length === b.length && timingSafeEqual(a, b)
 }

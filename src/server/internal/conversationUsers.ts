@@ -1,6 +1,6 @@
 /**
  * Who a conversation belongs to (docs/memory.md): the `user_id` column of the
- * conversations table (`ConversationStore` migration 3), set by the first run
+ * conversations table (`ConversationStore` migration 5), set by the first run
  * that has a user id — a conversation started without one belongs to nobody —
  * and the statements that list and delete a user's conversations.
  *
