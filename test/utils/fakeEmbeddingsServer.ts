@@ -43,7 +43,11 @@ const refuse = (res: ServerResponse, status: number, message: string) => {
   res.end(JSON.stringify({ error: { message, type: "invalid_request_error", param: "input", code: null } }))
 }
 
-export const start = async (options: { readonly dimensions?: number } = {}): Promise<FakeEmbeddings> => {
+export const start = async (options: {
+  readonly dimensions?: number
+  /** The tokens billed for a text (default ≈ 4 characters a token). */
+  readonly tokensOf?: (text: string) => number
+} = {}): Promise<FakeEmbeddings> => {
   const local = Embedder.makeLocal({ dimensions: options.dimensions ?? 256 })
   const embedded: Array<string> = []
   const state: FakeEmbeddings = {
@@ -76,7 +80,7 @@ export const start = async (options: { readonly dimensions?: number } = {}): Pro
     const vectors = Effect.runSync(local.embed(texts)).vectors.map((v) =>
       typeof body.dimensions === "number" ? v.slice(0, body.dimensions) : v
     )
-    const tokens = texts.reduce((sum, t) => sum + Math.ceil(t.length / 4), 0)
+    const tokens = texts.reduce((sum, t) => sum + (options.tokensOf?.(t) ?? Math.ceil(t.length / 4)), 0)
     res.writeHead(200, { "content-type": "application/json" })
     res.end(JSON.stringify({
       object: "list",
