@@ -17,6 +17,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
 import { inRequestOrder } from "./internal/cassette/order.js"
+import { scrubber } from "./internal/cassette/volatile.js"
 import { Steps } from "./Memory.js"
 import { ChatMessage, Content } from "./Message.js"
 import { isEphemeral, RunEvent } from "./RunEvent.js"
@@ -355,22 +356,7 @@ const encodeEvent = Schema.encodeSync(RunEvent)
  * @category utils
  */
 export const normalizeEvents = (events: ReadonlyArray<RunEvent>): ReadonlyArray<Record<string, unknown>> => {
-  const approvalIds = new Map<string, string>()
-  const scrub = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(scrub)
-    if (typeof value !== "object" || value === null) return value
-    const out: Record<string, unknown> = {}
-    for (const [key, v] of Object.entries(value)) {
-      if (key === "elapsed" || key === "iter_elapsed") out[key] = typeof v === "number" ? 0 : v
-      else if (key === "idempotency_key") out[key] = typeof v === "string" ? `<${key}>` : v
-      else if (key === "run_id") continue
-      else if (key === "approval_id" && typeof v === "string") {
-        if (!approvalIds.has(v)) approvalIds.set(v, `approval_${approvalIds.size + 1}`)
-        out[key] = approvalIds.get(v)
-      } else out[key] = scrub(v)
-    }
-    return out
-  }
+  const scrub = scrubber()
   return inRequestOrder(events.filter((event) => !isEphemeral(event)).map((event) => {
     const encoded = encodeEvent(event) as Record<string, unknown>
     const { messages: _messages, steps: _steps, ...kept } = encoded

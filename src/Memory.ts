@@ -30,14 +30,12 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
-import * as FiberRef from "effect/FiberRef"
-import { globalValue } from "effect/GlobalValue"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Embedder from "./Embedder.js"
 import * as InMemory from "./internal/memory/inMemory.js"
-import { Indexed, Item, Patch, Recalled, RecalledItem, Steps, WorkingMemory } from "./internal/memory/models.js"
+import { currentRecorded, Indexed, Item, MemoryError, Patch, Recalled, RecalledItem, Steps, UPDATE_TOOL, WorkingMemory } from "./internal/memory/models.js"
 import * as Prompt from "./internal/memory/prompt.js"
 import * as Service from "./internal/memory/service.js"
 import type { Tool } from "./Tool.js"
@@ -54,22 +52,33 @@ export const UserId = Schema.String.pipe(
   })
 )
 
-/**
- * The name of the built-in tool that changes the working memory.
- *
- * @since 0.1.0
- * @category constants
- */
-export const UPDATE_TOOL = "update_memory"
-
-/**
- * The longest working memory, in characters of its JSON: an update that would
- * make it longer is refused.
- *
- * @since 0.1.0
- * @category constants
- */
-export const MAX_WORKING_CHARS = 16_000
+export {
+  /**
+   * @since 0.1.0
+   * @category constants
+   */
+  MAX_WORKING_CHARS,
+  /**
+   * @since 0.1.0
+   * @category errors
+   */
+  MemoryError,
+  /**
+   * @since 0.1.0
+   * @category constants
+   */
+  UPDATE_TOOL,
+  /**
+   * @since 0.1.0
+   * @category references
+   */
+  currentRecorded,
+  /**
+   * @since 0.1.0
+   * @category references
+   */
+  currentUser
+} from "./internal/memory/models.js"
 
 export {
   /**
@@ -130,14 +139,6 @@ export interface UserMemory {
   readonly working_memory: WorkingMemory
   readonly items: ReadonlyArray<Item>
 }
-
-/**
- * The memory store failed (or refused a write: `message` says why).
- *
- * @since 0.1.0
- * @category errors
- */
-export class MemoryError extends Schema.TaggedError<MemoryError>()("MemoryError", { message: Schema.String }) {}
 
 /**
  * How memory is used: recall on or off (`REACT_MEMORY`: off = nothing is
@@ -215,30 +216,6 @@ export interface MemoryService {
  * @category Context
  */
 export class Memory extends Context.Tag("effect-react-engine/Memory")<Memory, MemoryService>() {}
-
-/**
- * The user (and forget epoch) of the run on this fiber: `update_memory` writes
- * to this user's memory. Set by the run.
- *
- * @since 0.1.0
- * @category references
- */
-export const currentUser: FiberRef.FiberRef<Option.Option<{ readonly userId: string; readonly epoch: number }>> = globalValue(
-  Symbol.for("effect-react-engine/Memory/currentUser"),
-  () => FiberRef.unsafeMake<Option.Option<{ readonly userId: string; readonly epoch: number }>>(Option.none())
-)
-
-/**
- * The stored memory steps of the run on this fiber (a fork continuing from
- * stored steps): `recall` answers from them instead of embedding the query.
- *
- * @since 0.1.0
- * @category references
- */
-export const currentRecorded: FiberRef.FiberRef<Option.Option<Steps>> = globalValue(
-  Symbol.for("effect-react-engine/Memory/currentRecorded"),
-  () => FiberRef.unsafeMake<Option.Option<Steps>>(Option.none())
-)
 
 /**
  * Runs `self` with its recall taken from `record` (when it holds one): a fork

@@ -1,10 +1,13 @@
 /**
  * The data of memory: the working memory, `update_memory`'s arguments, the
- * indexed and recalled turns and a run's stored memory steps. Re-exported by
- * `Memory`.
+ * indexed and recalled turns, a run's stored memory steps, the memory's error
+ * and the fiber references a run sets. Re-exported by `Memory`.
  *
  * @internal
  */
+import * as FiberRef from "effect/FiberRef"
+import { globalValue } from "effect/GlobalValue"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Usage } from "../../Usage.js"
 
@@ -124,3 +127,52 @@ export const Steps = Schema.Struct({ recall: Schema.optional(Recalled), index: S
  * @category models
  */
 export type Steps = typeof Steps.Type
+
+/**
+ * The name of the built-in tool that changes the working memory.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const UPDATE_TOOL = "update_memory"
+
+/**
+ * The longest working memory, in characters of its JSON: an update that would
+ * make it longer is refused.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const MAX_WORKING_CHARS = 16_000
+
+/**
+ * The memory store failed (or refused a write: `message` says why).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class MemoryError extends Schema.TaggedError<MemoryError>()("MemoryError", { message: Schema.String }) {}
+
+/**
+ * The user (and forget epoch) of the run on this fiber: `update_memory` writes
+ * to this user's memory. Set by the run.
+ *
+ * @since 0.1.0
+ * @category references
+ */
+export const currentUser: FiberRef.FiberRef<Option.Option<{ readonly userId: string; readonly epoch: number }>> = globalValue(
+  Symbol.for("effect-react-engine/Memory/currentUser"),
+  () => FiberRef.unsafeMake<Option.Option<{ readonly userId: string; readonly epoch: number }>>(Option.none())
+)
+
+/**
+ * The stored memory steps of the run on this fiber (a fork continuing from
+ * stored steps): `recall` answers from them instead of embedding the query.
+ *
+ * @since 0.1.0
+ * @category references
+ */
+export const currentRecorded: FiberRef.FiberRef<Option.Option<Steps>> = globalValue(
+  Symbol.for("effect-react-engine/Memory/currentRecorded"),
+  () => FiberRef.unsafeMake<Option.Option<Steps>>(Option.none())
+)

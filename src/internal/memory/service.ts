@@ -14,7 +14,7 @@ import * as Budget from "../../Budget.js"
 import type { EmbedderService, EmbeddingError } from "../../Embedder.js"
 import type { LlmError } from "../../Llm.js"
 import type { Indexed, MemoryService, Patch, Recalled, Settings, Store, StoredItem, Updated, WorkingMemory } from "../../Memory.js"
-import * as Memory from "../../Memory.js"
+import * as Models from "./models.js"
 import * as Tool from "../../Tool.js"
 import * as Usage from "../../Usage.js"
 
@@ -51,8 +51,8 @@ export const applyPatch = (
     ...Object.entries(current).filter(([k]) => !removed.has(k) && !setKeys.has(k)),
     ...set.filter(([k]) => !removed.has(k))
   ])
-  if (JSON.stringify(next).length > Memory.MAX_WORKING_CHARS) {
-    return Either.left(`the working memory would be longer than ${Memory.MAX_WORKING_CHARS} characters: keep it short`)
+  if (JSON.stringify(next).length > Models.MAX_WORKING_CHARS) {
+    return Either.left(`the working memory would be longer than ${Models.MAX_WORKING_CHARS} characters: keep it short`)
   }
   const invalid = validate(next)
   if (invalid !== undefined) return Either.left(`the working memory would not match its schema: ${invalid}`)
@@ -86,7 +86,7 @@ export const make = (
     ).pipe(Effect.flatMap((e) => {
       const vector = e.vectors[0]
       return vector === undefined || vector.length === 0
-        ? Effect.fail(new Memory.MemoryError({ message: "the embedder returned no vector" }))
+        ? Effect.fail(new Models.MemoryError({ message: "the embedder returned no vector" }))
         : Effect.succeed({ vector: unit(vector), usage: Usage.make(e.tokens, 0) })
     }))
 
@@ -98,7 +98,7 @@ export const make = (
       }
       const { epoch, working } = read.right
       // a fork continuing from stored steps takes their recall — unless the user forgot since
-      const stored = Option.flatMapNullable(yield* FiberRef.get(Memory.currentRecorded), (steps) => steps.recall)
+      const stored = Option.flatMapNullable(yield* FiberRef.get(Models.currentRecorded), (steps) => steps.recall)
       if (Option.isSome(stored) && stored.value.epoch === epoch) return stored.value
       if (!settings.recall) return { working, items: [], epoch } satisfies Recalled
       const embedded = yield* Effect.either(embedOne(query))
@@ -174,19 +174,19 @@ export const make = (
     Effect.flatMap(
       store.update(userId, idempotencyKey, epoch, (current) => applyPatch(current, patch, validate)),
       (outcome) =>
-        outcome._tag === "Applied" ? Effect.succeed(outcome.updated) : Effect.fail(new Memory.MemoryError({ message: outcome.message }))
+        outcome._tag === "Applied" ? Effect.succeed(outcome.updated) : Effect.fail(new Models.MemoryError({ message: outcome.message }))
     )
 
   const tool = Tool.make({
-    name: Memory.UPDATE_TOOL,
+    name: Models.UPDATE_TOOL,
     description: toolDescription,
-    parameters: Memory.Patch,
+    parameters: Models.Patch,
     readOnly: false,
     // a call re-run after a crash carries the same idempotency key: its update is applied once
     idempotent: true,
     handler: (patch) =>
       Effect.gen(function*() {
-        const user = yield* FiberRef.get(Memory.currentUser)
+        const user = yield* FiberRef.get(Models.currentUser)
         if (Option.isNone(user)) return yield* Effect.fail(new Tool.ToolError({ message: "update_memory: this run has no user" }))
         const call = yield* FiberRef.get(Tool.currentCall)
         const key = Option.flatMapNullable(call, (c) => c.idempotencyKey).pipe(Option.getOrElse(() => `ik_${crypto.randomUUID()}`))
