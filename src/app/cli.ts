@@ -16,7 +16,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { AppInfo as AppInfoTag, AppLayer } from "./App.js"
+import type { AppInfo as AppInfoTag, AppLayer, AppLayerWithMemory } from "./App.js"
 import { answerFor, approvalMode, budgetAnswerFor } from "./cliApproval.js"
 import { type CliOptions, parse, readSchema, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
@@ -53,6 +53,7 @@ const loadApp = async (): Promise<{
   readonly Toolkit: typeof ToolkitTag
   readonly toolCatalogue: typeof toolCatalogue
   readonly layer: typeof AppLayer
+  readonly layerWithMemory: typeof AppLayerWithMemory
 }> => {
   const [app, agent, dag, toolkit, info] = await Promise.all([
     import("./App.js"),
@@ -67,7 +68,8 @@ const loadApp = async (): Promise<{
     Dag: dag,
     Toolkit: toolkit.Toolkit,
     toolCatalogue: info.toolCatalogue,
-    layer: app.AppLayer
+    layer: app.AppLayer,
+    layerWithMemory: app.AppLayerWithMemory
   }
 }
 
@@ -101,7 +103,9 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
     }
     const command = parsed
     // Loaded only for a run, so that --help and usage errors answer at once.
-    const { AppInfo, Dag, ReactAgent, Toolkit, toolCatalogue, layer: cliLayer } = yield* Effect.promise(() => loadApp())
+    const { AppInfo, Dag, ReactAgent, Toolkit, layer, layerWithMemory, toolCatalogue } = yield* Effect.promise(() => loadApp())
+    // with --user, the memory of DATABASE_PATH's SQLite file (as the server's)
+    const cliLayer = parsed._tag === "Run" && parsed.options.userId !== undefined ? layerWithMemory : layer
     const listTools = (json: boolean): Effect.Effect<number, never, ToolkitTag | AppInfoTag> =>
       Effect.gen(function*() {
         const catalogue = toolCatalogue(yield* AppInfo, yield* Toolkit)
@@ -142,7 +146,8 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
         query: options.question,
         conversationId,
         ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
-        ...(schema !== undefined ? { output: schema } : {})
+        ...(schema !== undefined ? { output: schema } : {}),
+        ...(options.userId !== undefined ? { userId: options.userId } : {})
       }).pipe(Stream.runForEach((event) =>
         Effect.zipRight(
           Effect.sync(() => renderer.event(event)),
