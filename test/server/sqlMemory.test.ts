@@ -15,7 +15,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
@@ -149,6 +149,18 @@ const storeOn = (label: string, location: (name: string) => Effect.Effect<Databa
 
 describe("SqlMemory", () => {
   storeOn("SQLite", () => sqliteFile(), /^sqlite-vec v0\.1\.9$/)
+
+  // each user is a partition of the vec0 table with chunks of its own: a user with one turn must not cost megabytes
+  it.scoped("SQLite: many users with a turn each keep the file small (1536 dimensions)", () =>
+    Effect.gen(function*() {
+      const where = yield* sqliteFile()
+      const { sql, store } = yield* openStore(where)
+      const v = new Float32Array(1536).fill(1 / Math.sqrt(1536))
+      for (let u = 0; u < 20; u++) yield* Effect.orDie(store.insert(item(`user-${u}`, "c", `r${u}`, "a turn"), v, 0))
+      yield* Effect.orDie(SqlMemory.checkpoint(sql))
+      const megabytes = statSync((where as { filename: string }).filename).size / 1e6
+      assert.isBelow(megabytes, 20, `${megabytes.toFixed(1)} MB for 20 users with one turn each`)
+    }), 120_000)
   describe.skipIf("missing" in found)("PostgreSQL", () => {
     storeOn("PostgreSQL", pgDatabase, /^(pgvector|exact scan \(pgvector not available\))$/)
   })

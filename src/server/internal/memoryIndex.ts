@@ -53,14 +53,18 @@ const dot = (a: Float32Array, b: Float32Array): number => {
 /** A PostgreSQL array (and pgvector) literal of a vector. */
 const literal = (vector: Float32Array, open: string, close: string): string => `${open}${Array.from(vector).join(",")}${close}`
 
-/** `sqlite-vec`: one `vec0` table per vector size, created when the first vector of that size comes. */
+/**
+ * `sqlite-vec`: one `vec0` table per vector size, created when the first vector of that size comes. Chunks of 64
+ * vectors, not the default 1024: each user (partition) has chunks of its own, and a default chunk is allocated
+ * whole — 100 users with 10 turns each made a 631 MB file at 1536 dimensions, 40 MB with chunks of 64.
+ */
 export const sqliteVec = (sql: SqlClient.SqlClient, version: string): VectorIndex => {
   const made = new Set<number>()
   const table = (dims: number) => `react_memory_vec_${Math.floor(dims)}`
   const ensure = (dims: number) =>
     made.has(dims) ? Effect.void : sql`CREATE VIRTUAL TABLE IF NOT EXISTS ${sql(table(dims))} USING vec0(
       item_id INTEGER PRIMARY KEY, user_id TEXT PARTITION KEY, conversation_id TEXT, model TEXT,
-      embedding FLOAT[${sql.literal(String(Math.floor(dims)))}] distance_metric=cosine)`.pipe(Effect.tap(() => Effect.sync(() => made.add(dims))))
+      embedding FLOAT[${sql.literal(String(Math.floor(dims)))}] distance_metric=cosine, chunk_size=64)`.pipe(Effect.tap(() => Effect.sync(() => made.add(dims))))
   return {
     description: `sqlite-vec ${version}`,
     add: (id, item, vector) =>
