@@ -13,6 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as fc from "effect/FastCheck"
 import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -64,7 +65,7 @@ const sqliteWorld = Effect.gen(function*() {
   return store
 })
 
-const check = (makeStore: Effect.Effect<Memory.Store, never, import("effect/Scope").Scope>, runs: number) =>
+const check = (makeStore: Effect.Effect<Memory.Store, never, Scope.Scope>, runs: number) =>
   Effect.promise(() =>
     fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 2, maxLength: 8 }), (ops) =>

@@ -39,7 +39,8 @@ export async function refreshMemory() {
   const known = /** @type {HTMLElement} */ (panel.querySelector(".memory-known"))
   const user = currentUser()
   known.replaceChildren()
-  /** @type {HTMLButtonElement} */ (panel.querySelector(".memory-forget")).disabled = user === undefined
+  const forgetButton = /** @type {HTMLButtonElement} */ (panel.querySelector(".memory-forget"))
+  forgetButton.disabled = user === undefined
   if (user === undefined) {
     status("No user: runs neither read nor write any memory.")
     return

@@ -76,7 +76,7 @@ export const start = async (options: {
       return refuse(res, 400, "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.")
     }
     const texts = inputs as Array<string>
-    embedded.push(...texts)
+    for (const text of texts) embedded.push(text)
     const vectors = Effect.runSync(local.embed(texts)).vectors.map((v) =>
       typeof body.dimensions === "number" ? v.slice(0, body.dimensions) : v
     )

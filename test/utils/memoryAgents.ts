@@ -27,7 +27,7 @@ export const switchableEmbedder = (base: Embedder.EmbedderService = Embedder.mak
     embed: (texts) =>
       Effect.suspend(() => {
         if (state.down) return Effect.fail(new Embedder.EmbeddingError({ message: "503 embeddings are down", retryable: true }))
-        state.texts.push(...texts)
+        for (const text of texts) state.texts.push(text)
         return base.embed(texts)
       })
   }
