@@ -4,7 +4,7 @@
  * project's 2-core machine).
  *
  * Env: `BENCH_QUICK=1` (fewer samples, smaller load levels — a smoke run),
- * `BENCH_ONLY=loop,process,alone,round,guard,selection,first,primitives,latency,durable,starts,sequential,curve,followers,cache,load,agents` (a subset; the doc is only
+ * `BENCH_ONLY=loop,process,alone,round,guard,selection,first,primitives,latency,durable,starts,sequential,curve,followers,cache,load,agents,memory` (a subset; the doc is only
  * written for a full run, or with `--merge`), `BENCH_LOAD_LEVELS=100,500,1000`, `BENCH_STARTS=1000` (the starts section's burst), and the latency
  * section's `BENCH_LATENCY_TTFT_MS`, `BENCH_LATENCY_TPS`, `BENCH_LATENCY_REPS`,
  * `BENCH_LATENCY_POLICIES` (bench/latency.ts).
@@ -31,6 +31,7 @@ import * as Followers from "./followers.js"
 import { fmtUs, table } from "./harness.js"
 import * as Latency from "./latency.js"
 import * as Loop from "./loopOverhead.js"
+import * as MemoryBench from "./memory.js"
 import * as ParallelRound from "./parallelRound.js"
 import * as Primitives from "./primitives.js"
 import * as PromptCache from "./promptCache.js"
@@ -62,6 +63,7 @@ const main = async () => {
   if (process.argv.includes("--render")) {
     const saved = JSON.parse(readFileSync(resultsPath, "utf8")) as Report.Results
     writeFileSync(docPath, Report.markdown(saved))
+    MemoryBench.splice(docPath)
     log(`rewrote ${docPath} from ${resultsPath}`)
     return
   }
@@ -248,6 +250,13 @@ const main = async () => {
     }
   }
 
+  if (wants("memory")) {
+    log(`\n## Memory recall [${elapsed()}]`)
+    const figures = await MemoryBench.run(quick)
+    MemoryBench.save(figures, docPath)
+    log(MemoryBench.render(figures))
+  }
+
   const loadAfter = os.loadavg()
   const report: Report.Results = {
     env: {
@@ -267,6 +276,7 @@ const main = async () => {
   if (only === undefined) {
     writeFileSync(resultsPath, JSON.stringify(report, null, 1))
     writeFileSync(docPath, Report.markdown(report))
+    MemoryBench.splice(docPath)
     log(`\nwrote ${docPath} and ${resultsPath} [${elapsed()}]`)
   } else if (process.argv.includes("--merge")) {
     // Only the sections measured now are replaced; the rest (and the run header) stay as saved.
@@ -282,6 +292,7 @@ const main = async () => {
     }
     writeFileSync(resultsPath, JSON.stringify(merged, null, 1))
     writeFileSync(docPath, Report.markdown(merged))
+    MemoryBench.splice(docPath)
     log(`\nmerged ${Object.keys(measured).join(", ")} into ${resultsPath} and rewrote ${docPath} [${elapsed()}]`)
   } else {
     log(`\n(BENCH_ONLY set: docs/benchmarks.md not written) [${elapsed()}]`)

@@ -22,6 +22,7 @@ import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import { globalValue } from "effect/GlobalValue"
 import * as Stream from "effect/Stream"
+import * as Charges from "./internal/budget/charges.js"
 import * as L from "./internal/budget/ledger.js"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
 import { currentRetryObserver, LlmError } from "./Llm.js"
@@ -157,15 +158,6 @@ export const estimateInput = (request: ChatRequest): number =>
   TokenEstimator.estimateMessages(request.messages) +
   (request.tools !== undefined && request.tools.length > 0 ? TokenEstimator.estimateText(JSON.stringify(request.tools)) : 0)
 
-const charge = (account: Account, reservation: L.Reservation, usage: Usage.Usage, outcome: NonNullable<L.Entry["outcome"]>) => {
-  if (account.ledger !== undefined) L.settle(account.ledger, reservation, usage, outcome)
-  const cost = L.costOf(account.prices, reservation.model, usage)
-  for (let a: Account | undefined = account; a !== undefined; a = a.parent) {
-    if (cost === undefined) a.unpriced = true
-    else a.cost += cost
-  }
-}
-
 const reserveFor = (account: Account, llm: LlmService, request: ChatRequest): L.Reservation | LlmError => {
   const input = estimateInput(request)
   if (account.ledger === undefined) return { call: 0, model: llm.model, input, output: 0, usd: 0 }
@@ -235,8 +227,8 @@ export const chat = (llm: LlmService, request: ChatRequest): Effect.Effect<ChatR
         chargingRetries(account, r),
         Effect.onExit((exit) =>
           Effect.sync(() => {
-            if (exit._tag === "Success") charge(account, r, exit.value.usage, "ok")
-            else charge(account, r, Usage.make(r.input, 0), Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed")
+            if (exit._tag === "Success") Charges.charge(account, r, exit.value.usage, "ok")
+            else Charges.charge(account, r, Usage.make(r.input, 0), Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed")
           })
         )
       ))
@@ -268,7 +260,7 @@ export const streamChatWith = (account: Account | undefined, llm: LlmService, re
       Effect.addFinalizer((exit) =>
         Effect.sync(() => {
           const outcome = exit._tag === "Success" ? "ok" : Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed"
-          charge(account, r, usage ?? Usage.make(r.input, seen), outcome)
+          Charges.charge(account, r, usage ?? Usage.make(r.input, seen), outcome)
         })
       ),
       Stream.map(llm.streamChat(capped(request, account, r)), (delta) => {
@@ -279,6 +271,21 @@ export const streamChatWith = (account: Account | undefined, llm: LlmService, re
       })
     )
   }))
+
+/**
+ * An embedding call (memory's recall and indexing) metered like a model call: `estimate` input tokens
+ * reserved first (refused with an `LlmError` of reason `Budget` when they do not fit, or when a money
+ * budget has no price for `model`), settled with the tokens `call` reports. No account: `call` itself.
+ *
+ * @since 0.1.0
+ * @category metering
+ */
+export const embedding = <A, E>(
+  model: string,
+  estimate: number,
+  call: Effect.Effect<{ readonly value: A; readonly tokens: number }, E>
+): Effect.Effect<A, E | LlmError> =>
+  Effect.flatMap(FiberRef.get(currentAccount), (account) => Charges.metered(account, model, estimate, call))
 
 /**
  * What the account's budget looks like now.

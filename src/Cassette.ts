@@ -18,6 +18,8 @@ import * as Schema from "effect/Schema"
 import * as Attachments from "./Attachments.js"
 import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
 import { inRequestOrder } from "./internal/cassette/order.js"
+import { scrubber } from "./internal/cassette/volatile.js"
+import { Steps } from "./Memory.js"
 import { ChatMessage, Content } from "./Message.js"
 import { isEphemeral, RunEvent } from "./RunEvent.js"
 import { Usage } from "./Usage.js"
@@ -223,7 +225,8 @@ export const Cassette = Schema.Struct({
     /** The agent options the run was made with (what `Replay.layerAgent` builds the agent with). */
     options: Schema.Record({ key: Schema.String, value: Json }),
     tools: Schema.Array(ToolSpec),
-    max_iterations: Schema.optional(Schema.Number)
+    max_iterations: Schema.optional(Schema.Number),
+    user_id: Schema.optional(Schema.String)
   }),
   model_calls: Schema.Array(ModelCall),
   tool_calls: Schema.Array(ToolCall),
@@ -231,7 +234,9 @@ export const Cassette = Schema.Struct({
   approvals: Schema.Array(ApprovalDecision),
   events: Schema.Array(RunEvent),
   /** The attachments the run read (referred to by hash everywhere else), each once with its bytes. */
-  attachments: Schema.optional(Schema.Array(Attachments.Embedded))
+  attachments: Schema.optional(Schema.Array(Attachments.Embedded)),
+  /** The run's memory steps (docs/memory.md), when it had a user. */
+  memory: Schema.optional(Steps)
 })
 /**
  * @since 0.1.0
@@ -354,22 +359,7 @@ const encodeEvent = Schema.encodeSync(RunEvent)
  * @category utils
  */
 export const normalizeEvents = (events: ReadonlyArray<RunEvent>): ReadonlyArray<Record<string, unknown>> => {
-  const approvalIds = new Map<string, string>()
-  const scrub = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(scrub)
-    if (typeof value !== "object" || value === null) return value
-    const out: Record<string, unknown> = {}
-    for (const [key, v] of Object.entries(value)) {
-      if (key === "elapsed" || key === "iter_elapsed") out[key] = typeof v === "number" ? 0 : v
-      else if (key === "idempotency_key") out[key] = typeof v === "string" ? `<${key}>` : v
-      else if (key === "run_id") continue
-      else if (key === "approval_id" && typeof v === "string") {
-        if (!approvalIds.has(v)) approvalIds.set(v, `approval_${approvalIds.size + 1}`)
-        out[key] = approvalIds.get(v)
-      } else out[key] = scrub(v)
-    }
-    return out
-  }
+  const scrub = scrubber()
   return inRequestOrder(events.filter((event) => !isEphemeral(event)).map((event) => {
     const encoded = encodeEvent(event) as Record<string, unknown>
     const { messages: _messages, steps: _steps, ...kept } = encoded

@@ -41,6 +41,7 @@ import { execute as executeRun } from "./internal/reactAgent/run.js"
 import * as Interrupts from "./Interrupts.js"
 import type { LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
+import * as Memory from "./Memory.js"
 import type { ChatMessage, Content } from "./Message.js"
 import * as ModelRegistry from "./ModelRegistry.js"
 import * as Output from "./Output.js"
@@ -85,6 +86,12 @@ export interface RunInput {
    * answer text its JSON), or fails with `RunFailed.code` `output_invalid`. See `Output`.
    */
   readonly output?: Schema.Schema<any, any>
+  /**
+   * The user the run is for (`Memory.UserId`): with a `Memory` in the agent's
+   * context the run reads and writes that user's memory (docs/memory.md). Absent:
+   * nothing of any memory is read or written.
+   */
+  readonly userId?: string
 }
 
 /**
@@ -260,7 +267,8 @@ const build = (options: AgentOptions, selectionLlm: LlmService | undefined, appr
       hooks: yield* Hooks.Hooks,
       guard: yield* ContextGuard.ContextGuard,
       interrupts: yield* Interrupts.Interrupts,
-      approvals: approvals ?? (yield* Approvals.make)
+      approvals: approvals ?? (yield* Approvals.make),
+      memory: Option.getOrUndefined(yield* Effect.serviceOption(Memory.Memory))
     })
   })
 

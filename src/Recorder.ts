@@ -36,7 +36,9 @@ import type { ReactAgentService, RunInput } from "./ReactAgent.js"
 import { collect } from "./ReactAgent.js"
 import { isEphemeral, type RunEvent, type RunResult } from "./RunEvent.js"
 import type { Tool } from "./Tool.js"
+import { wrapMemory } from "./internal/recorder/memory.js"
 import { outcomeOf } from "./internal/recorder/tools.js"
+import * as Memory from "./Memory.js"
 import * as ToolModule from "./Tool.js"
 import * as Toolkit from "./Toolkit.js"
 
@@ -54,6 +56,8 @@ export interface Recording {
   readonly drains: Array<{ readonly items: ReadonlyArray<{ readonly id: string; readonly content: string }> }>
   /** The model the run used (set by the first model call). */
   model?: Cassette.Cassette["model"]
+  /** The run's memory steps (docs/memory.md). */
+  memory?: Memory.Steps
   /** Called with each entry as it is added or completed (the server stores them as they come). */
   readonly onEntry?: (entry: RecordingEntry) => Effect.Effect<void>
 }
@@ -69,6 +73,7 @@ export type RecordingEntry =
   | { readonly _tag: "ToolCall"; readonly call: Cassette.ToolCall }
   | { readonly _tag: "Drain"; readonly index: number; readonly items: ReadonlyArray<{ readonly id: string; readonly content: string }> }
   | { readonly _tag: "Model"; readonly model: Cassette.Cassette["model"] }
+  | { readonly _tag: "Memory"; readonly steps: Memory.Steps }
 
 /**
  * A fresh, empty recording.
@@ -276,11 +281,18 @@ export const layer: Layer.Layer<
   const llm = wrapLlm(yield* Llm)
   const toolkit = Toolkit.makeUnsafe((yield* Toolkit.Toolkit).tools.map(wrapTool))
   const interrupts = wrapInterrupts(yield* Interrupts.Interrupts)
-  return Context.make(Llm, llm).pipe(
+  const context = Context.make(Llm, llm).pipe(
     Context.add(Toolkit.Toolkit, toolkit),
     Context.add(Interrupts.Interrupts, interrupts),
     Context.add(Recorder, { llm, toolkit })
   )
+  const memory = yield* Effect.serviceOption(Memory.Memory)
+  const write = (recording: Recording, steps: Memory.Steps) =>
+    Effect.suspend(() => {
+      recording.memory = steps
+      return emitEntry(recording, { _tag: "Memory", steps })
+    })
+  return Option.isNone(memory) ? context : Context.add(context, Memory.Memory, wrapMemory(memory.value, currentRecording, write))
 }))
 
 /**
@@ -337,14 +349,16 @@ export const toCassette = (options: {
     history: (options.input.history ?? []) as ReadonlyArray<ChatMessage>,
     options: JSON.parse(JSON.stringify(options.agentOptions ?? {})),
     tools: options.tools.map((t) => ("handler" in t ? toolSpec(t) : t)),
-    ...(options.input.maxIterations !== undefined ? { max_iterations: options.input.maxIterations } : {})
+    ...(options.input.maxIterations !== undefined ? { max_iterations: options.input.maxIterations } : {}),
+    ...(options.input.userId !== undefined ? { user_id: options.input.userId } : {})
   },
   model_calls: options.recording.modelCalls,
   tool_calls: options.recording.toolCalls,
   drains: options.recording.drains,
   approvals: approvalsOf(options.events),
   // live-only events (tool progress, partial output) are not part of what a run is
-  events: options.events.filter((event) => !isEphemeral(event))
+  events: options.events.filter((event) => !isEphemeral(event)),
+  ...(options.recording.memory !== undefined ? { memory: options.recording.memory } : {})
 })
 
 /**

@@ -13,16 +13,20 @@ import { Artifact, ContentType } from "./Tool.js"
 import { RunUsage, Usage } from "./Usage.js"
 import { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
 import { AttachmentsReceived } from "./internal/runEvent/attachments.js"
+import { BudgetExhausted, BudgetStatus } from "./internal/runEvent/budget.js"
 import { DagPhase, DagPlan, DagStep } from "./internal/runEvent/dag.js"
 import type { AgentRef } from "./internal/runEvent/fields.js"
 import { agent, step_id } from "./internal/runEvent/fields.js"
+import { memoryEvents } from "./internal/runEvent/memory.js"
 import { OutputPartial, type RunError, ToolProgress } from "./internal/runEvent/progress.js"
 import { Queued } from "./internal/runEvent/queued.js"
 
 // Members defined beside this module, one file per family (their docs are there)
 export { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
 export { AttachmentsReceived } from "./internal/runEvent/attachments.js"
+export { BudgetExhausted, BudgetStatus } from "./internal/runEvent/budget.js"
 export { DagPhase, DagPlan, DagPlanStep, DagStep } from "./internal/runEvent/dag.js"
+export { MemoryRecalled, MemoryUnavailable, MemoryUpdated } from "./internal/runEvent/memory.js"
 export { OutputPartial, type RunError, ToolProgress } from "./internal/runEvent/progress.js"
 export { Queued } from "./internal/runEvent/queued.js"
 export { agentOf, isEphemeral, isOwn } from "./internal/runEvent/predicates.js"
@@ -190,40 +194,6 @@ export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
 export const Resumed = Schema.TaggedStruct("Resumed", { agent })
 
 /**
- * The run's budget cannot pay for one more loop call and the answer (docs/budgets.md):
- * the loop stops (policy `answer`) and the run answers from what it has.
- *
- * @since 0.1.0
- * @category models
- */
-export const BudgetExhausted = Schema.TaggedStruct("BudgetExhausted", {
-  spent_tokens: Schema.Number,
-  limit_tokens: Schema.optional(Schema.Number),
-  spent_usd: Schema.optional(Schema.Number),
-  limit_usd: Schema.optional(Schema.Number),
-  /** What the next loop call and the answer needed at the least (tokens, and USD under a money limit). */
-  needed_tokens: Schema.optional(Schema.Number),
-  needed_usd: Schema.optional(Schema.Number),
-  step_id,
-  agent
-})
-
-/**
- * Policy `ask`: the run waits for a person (`exhausted`), who extended the
- * budget (`extended`) or stopped the run (`stopped`).
- *
- * @since 0.1.0
- * @category models
- */
-export const BudgetStatus = Schema.TaggedStruct("BudgetStatus", {
-  status: Schema.Literal("exhausted", "extended", "stopped"),
-  spent_usd: Schema.Number,
-  limit_usd: Schema.Number,
-  step_id,
-  agent
-})
-
-/**
  * A guardrail tripped (docs/guardrails.md): on the input (the run ends with the refusal) or
  * on the answer (it is retracted and replaced with the refusal).
  *
@@ -326,6 +296,7 @@ export const RunEvent = Schema.Union(
   OutputPartial,
   Queued,
   AttachmentsReceived,
+  ...memoryEvents,
   Done,
   RunFailed
 )

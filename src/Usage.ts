@@ -31,7 +31,8 @@ export type Usage = typeof Usage.Type
  * The phases usage is attributed to: tool selection, the tool loop, context
  * compaction, answer synthesis; in DAG mode also planning, analysis and the
  * `auto` mode router (routing); `subagents`: what tools spent on LLM calls of
- * their own (an agent used as a tool, `ReactAgent.asTool`).
+ * their own (an agent used as a tool, `ReactAgent.asTool`); `memory`: the
+ * embedding calls of recall and indexing (prompt tokens only).
  *
  * @since 0.1.0
  * @category models
@@ -45,7 +46,8 @@ export const Phase = Schema.Literal(
   "analysis",
   "routing",
   "subagents",
-  "guardrails"
+  "guardrails",
+  "memory"
 )
 /**
  * @since 0.1.0

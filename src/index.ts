@@ -84,3 +84,7 @@ export * as Eval from "./Eval.js"
 export * as EvalReport from "./EvalReport.js"
 /** @since 0.1.0 */
 export * as EvalSuite from "./EvalSuite.js"
+/** @since 0.1.0 */
+export * as Memory from "./Memory.js"
+/** @since 0.1.0 */
+export * as Embedder from "./Embedder.js"

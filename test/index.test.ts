@@ -26,5 +26,7 @@ describe("package root", () => {
     // attachments: the store the LLM layers read files from, and the file parts of a query
     assert.isTrue(Layer.isLayer(Engine.Attachments.layerMemory()))
     assert.isFunction(Engine.Message.file)
+    assert.isTrue(Layer.isLayer(Engine.Memory.layerMemory()))
+    assert.isFunction(Engine.Embedder.makeLocal)
   })
 })

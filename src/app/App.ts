@@ -8,12 +8,16 @@
  *
  * @since 0.1.0
  */
+import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as DemoLlm from "../DemoLlm.js"
+import * as Embedder from "../Embedder.js"
 import type { Llm } from "../Llm.js"
 import * as ModelRegistry from "../ModelRegistry.js"
+import * as Database from "../server/Database.js"
+import * as SqlMemory from "../server/SqlMemory.js"
 import { layerMemory, modelsOf } from "../server/AgentServices.js"
 
 export { AppInfo } from "../server/AppInfo.js"
@@ -62,6 +66,25 @@ export const LlmLayer: Layer.Layer<ModelRegistry.ModelRegistry | Llm, ConfigErro
 )
 
 /**
+ * The embedder of the users' memory (docs/memory.md): `EMBEDDING_PROVIDER` —
+ * `openai-compatible` (`EMBEDDING_*`, defaults from `LLM_*`; the default with
+ * a configured LLM) or `local` (the deterministic offline embedder; the
+ * default of the demo, labelled as such in the start-up log).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const EmbedderLayer: Layer.Layer<Embedder.Embedder, ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const demo = yield* isDemo
+    const provider = yield* Config.literal("openai-compatible", "local")("EMBEDDING_PROVIDER").pipe(
+      Config.withDefault(demo ? "local" as const : "openai-compatible" as const)
+    )
+    return provider === "local" ? Embedder.layerLocal() : Embedder.layerConfig()
+  })
+)
+
+/**
  * Every app service, configured from the environment.
  *
  * @since 0.1.0
@@ -69,4 +92,19 @@ export const LlmLayer: Layer.Layer<ModelRegistry.ModelRegistry | Llm, ConfigErro
  */
 export const AppLayer = Layer.unwrapEffect(
   Effect.map(isDemo, (demo) => layerMemory(LlmLayer, { demo }))
+)
+
+/**
+ * `AppLayer` with the users' memory in the SQLite file of `DATABASE_PATH` (or
+ * the PostgreSQL of `DATABASE_URL`), as the server keeps it: the CLI's `--user`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const AppLayerWithMemory = Layer.unwrapEffect(
+  Effect.map(isDemo, (demo) =>
+    layerMemory(LlmLayer, {
+      demo,
+      memory: SqlMemory.layerConfig().pipe(Layer.provide(EmbedderLayer), Layer.provide(Database.layerConfig))
+    }))
 )

@@ -18,7 +18,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { readFile } from "node:fs/promises"
 import { basename } from "node:path"
-import type { AppInfo as AppInfoTag, AppLayer } from "./App.js"
+import type { AppInfo as AppInfoTag, AppLayer, AppLayerWithMemory } from "./App.js"
 import { answerFor, approvalMode, budgetAnswerFor } from "./cliApproval.js"
 import { type CliOptions, parse, readSchema, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
@@ -58,6 +58,7 @@ const loadApp = async (): Promise<{
   readonly Toolkit: typeof ToolkitTag
   readonly toolCatalogue: typeof toolCatalogue
   readonly layer: typeof AppLayer
+  readonly layerWithMemory: typeof AppLayerWithMemory
 }> => {
   const [app, agent, dag, toolkit, info] = await Promise.all([
     import("./App.js"),
@@ -72,7 +73,8 @@ const loadApp = async (): Promise<{
     Dag: dag,
     Toolkit: toolkit.Toolkit,
     toolCatalogue: info.toolCatalogue,
-    layer: app.AppLayer
+    layer: app.AppLayer,
+    layerWithMemory: app.AppLayerWithMemory
   }
 }
 
@@ -127,7 +129,9 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
     }
     const command = parsed
     // Loaded only for a run, so that --help and usage errors answer at once.
-    const { AppInfo, Dag, ReactAgent, Toolkit, toolCatalogue, layer: cliLayer } = yield* Effect.promise(() => loadApp())
+    const { AppInfo, Dag, ReactAgent, Toolkit, layer, layerWithMemory, toolCatalogue } = yield* Effect.promise(() => loadApp())
+    // with --user, the memory of DATABASE_PATH's SQLite file (as the server's)
+    const cliLayer = parsed._tag === "Run" && parsed.options.userId !== undefined ? layerWithMemory : layer
     const listTools = (json: boolean): Effect.Effect<number, never, ToolkitTag | AppInfoTag> =>
       Effect.gen(function*() {
         const catalogue = toolCatalogue(yield* AppInfo, yield* Toolkit)
@@ -171,7 +175,8 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
         query: files.length === 0 ? options.question : [{ type: "text", text: options.question }, ...files],
         conversationId,
         ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
-        ...(schema !== undefined ? { output: schema } : {})
+        ...(schema !== undefined ? { output: schema } : {}),
+        ...(options.userId !== undefined ? { userId: options.userId } : {})
       }).pipe(Stream.runForEach((event) =>
         Effect.zipRight(
           Effect.sync(() => renderer.event(event)),

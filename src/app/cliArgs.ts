@@ -24,6 +24,8 @@ export interface CliOptions {
   readonly schemaFile?: string
   /** Files sent with the question (`--file`, repeatable): images, PDFs, text files. */
   readonly files?: ReadonlyArray<string>
+  /** The user whose memory the run uses (kept in DATABASE_PATH's SQLite file; docs/memory.md). */
+  readonly userId?: string
 }
 
 /** @internal */
@@ -43,6 +45,8 @@ Runs the ReAct agent once and streams its progress and answer to the terminal.
 Options:
   --json                  print every event as a JSON line ({"event","data"}), ending with "done"
   --conversation <id>     conversation id (the interrupt queue key; a fresh one when absent)
+  --user <id>             the user whose memory the run reads and writes (working memory, recall of
+                          their earlier turns), kept in DATABASE_PATH's SQLite file like the server's
   --max-iterations <n>    cap on tool-loop LLM calls for this run, 1 to 200
                           (default: REACT_MAX_ITERATIONS or 50)
   --mode <mode>           react (one tool loop), dag (a plan of steps run in parallel, checked and
@@ -79,6 +83,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
   let values: {
     json?: boolean
     conversation?: string
+    user?: string
     "max-iterations"?: string
     mode?: string
     schema?: string
@@ -96,6 +101,7 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
       options: {
         json: { type: "boolean" },
         conversation: { type: "string" },
+        user: { type: "string" },
         "max-iterations": { type: "string" },
         mode: { type: "string" },
         schema: { type: "string" },
@@ -145,10 +151,15 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
   if (values.conversation !== undefined && (conversation === "" || conversation!.length > 200)) {
     return { _tag: "Invalid", message: "--conversation must be a non-empty id of at most 200 characters." }
   }
+  const user = values.user?.trim()
+  if (values.user !== undefined && !/^[A-Za-z0-9._:@-]{1,128}$/.test(user ?? "")) {
+    return { _tag: "Invalid", message: "--user must be 1-128 characters of letters, digits, '.', '_', ':', '@', '-'." }
+  }
   return {
     _tag: "Run",
     options: {
       question,
+      ...(user ? { userId: user } : {}),
       json: values.json === true,
       approveAll: values["approve-all"] === true,
       ...(conversation ? { conversationId: conversation } : {}),

@@ -22,6 +22,7 @@ import * as Option from "effect/Option"
 import * as Database from "../server/Database.js"
 import * as OperatorLog from "../server/OperatorLog.js"
 import * as Server from "../server/Server.js"
+import * as SqlMemory from "../server/SqlMemory.js"
 import * as ServerConfig from "../server/ServerConfig.js"
 import * as App from "./App.js"
 import { configMessage } from "./startupError.js"
@@ -42,7 +43,7 @@ const Banner = Layer.effectDiscard(Effect.gen(function*() {
 
 /** The app's services, with the user messages injected into runs kept in the run log. */
 const ServerApp = Layer.unwrapEffect(
-  Effect.map(App.isDemo, (demo) => App.layer(App.LlmLayer, { demo }))
+  Effect.map(App.isDemo, (demo) => App.layer(App.LlmLayer, { demo, memory: SqlMemory.layerConfig().pipe(Layer.provide(App.EmbedderLayer)) }))
 )
 
 /**

@@ -20,6 +20,7 @@ import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type { AgentOptions } from "../AgentConfig.js"
 import * as A2A from "../A2A.js"
 import * as Approvals from "../Approvals.js"
@@ -30,6 +31,7 @@ import * as Hooks from "../Hooks.js"
 import * as Interrupts from "../Interrupts.js"
 import { Llm } from "../Llm.js"
 import * as McpTools from "../McpTools.js"
+import * as Memory from "../Memory.js"
 import type * as ModelRegistry from "../ModelRegistry.js"
 import * as ModelRegistryModule from "../ModelRegistry.js"
 import * as ReactAgent from "../ReactAgent.js"
@@ -77,7 +79,7 @@ export const modelsOf = <E, R>(llm: Layer.Layer<Llm, E, R>): Layer.Layer<ModelRe
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory = <E, R, RI = never, RA = never>(
+export const layerMemory = <E, R, RI = never, RA = never, EM = never, RM = never>(
   models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
   options: {
     readonly demo: boolean
@@ -95,6 +97,11 @@ export const layerMemory = <E, R, RI = never, RA = never>(
     readonly approvals?: Layer.Layer<Approvals.Approvals, never, RA>
     /** Agent options that win over the `REACT_*` environment (both agents; DAG steps too). */
     readonly agent?: Partial<AgentOptions>
+    /**
+     * The users' memory (docs/memory.md; the server's: `SqlMemory.layer`). Given, runs with a user id use it and
+     * `update_memory` joins the tools. Default: none.
+     */
+    readonly memory?: Layer.Layer<Memory.Memory, EM, RM>
   }
 ) => {
   const tools = options.tools !== undefined
@@ -113,10 +120,17 @@ export const layerMemory = <E, R, RI = never, RA = never>(
     options.hooks ?? Hooks.layerNoop,
     options.approvals ?? (Approvals.layerMemory as Layer.Layer<Approvals.Approvals, never, RA>)
   )
+  // the memory's update_memory is one of the tools (recorded, replayed and forked like any); a run without a user drops it
+  const memory = options.memory ?? (Layer.empty as Layer.Layer<never, EM, RM>)
+  const toolsWithMemory = Layer.effect(Toolkit.Toolkit, Effect.gen(function*() {
+    const toolkit = yield* Toolkit.Toolkit
+    const found = yield* Effect.serviceOption(Memory.Memory)
+    return Option.isNone(found) ? toolkit : Toolkit.makeUnsafe([...toolkit.tools, found.value.tool])
+  })).pipe(Layer.provideMerge(tools), Layer.provideMerge(memory))
   // the tools, the remote agents of REACT_A2A_AGENTS, and the sub-agents of REACT_SUBAGENTS_FILE (agents
   // over those tools and the shared services)
-  const toolkit = SubAgents.layerConfig.pipe(Layer.provide(A2A.layerConfig), Layer.provide(tools))
-  const services = Layer.merge(tools, toolkit).pipe(Layer.provideMerge(shared))
+  const toolkit = SubAgents.layerConfig.pipe(Layer.provide(A2A.layerConfig), Layer.provide(toolsWithMemory))
+  const services = Layer.merge(toolsWithMemory, toolkit).pipe(Layer.provideMerge(shared))
   const agents = Layer.unwrapEffect(Effect.map(Approvals.Approvals, (approvals) =>
     Layer.mergeAll(
       ReactAgent.layerConfig(Config.succeed(options.agent ?? {}), { approvals }),
@@ -145,7 +159,9 @@ export const layerMemory = <E, R, RI = never, RA = never>(
  * @since 0.1.0
  * @category layers
  */
-export const layer = <E, R>(
+export const layer = <E, R, EM = never, RM = never>(
   models: Layer.Layer<ModelRegistry.ModelRegistry | Llm, E, R>,
-  options: Omit<Parameters<typeof layerMemory>[1], "interrupts" | "approvals">
+  options: Omit<Parameters<typeof layerMemory>[1], "interrupts" | "approvals" | "memory"> & {
+    readonly memory?: Layer.Layer<Memory.Memory, EM, RM>
+  }
 ) => layerMemory(models, { ...options, interrupts: SqlInterrupts.layer, approvals: SqlApprovals.layer })

@@ -15,6 +15,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type { AttachmentError } from "../Attachments.js"
 import * as internal from "./internal/apiError.js"
+import * as Users from "./internal/users.js"
 
 /**
  * One invalid field.
@@ -165,6 +166,8 @@ export type ApiError =
   | Overloaded
   | InternalError
   | AttachmentError
+  | Users.InvalidUserId
+  | Users.ConversationUserMismatch
 
 const notFoundMessage = {
   conversation_not_found: "Unknown conversation",
@@ -243,6 +246,9 @@ export const toResponse = (error: ApiError): HttpServerResponse.HttpServerRespon
       return HttpServerResponse.unsafeJson({ error: "internal_error", message: error.message }, { status: 500 })
     case "AttachmentError":
       return internal.attachmentResponse(error)
+    case "InvalidUserId":
+    case "ConversationUserMismatch":
+      return Users.toResponse(error)
   }
 }
 

@@ -60,7 +60,9 @@ export const ReactRequest = Schema.Struct({
   /** A JSON Schema (an object root, ≤ 64 KB): the answer is a value of it (`done.output`). */
   output_schema: Schema.optional(OutputSchema),
   /** Images and files (docs/attachments.md): `{media_type, data, name?}` (base64), `{url, media_type?, name?}`, `{attachment_id, name?}`. */
-  attachments: Schema.optional(Schema.Array(AttachmentInput.ReactAttachment))
+  attachments: Schema.optional(Schema.Array(AttachmentInput.ReactAttachment)),
+  /** The user (docs/memory.md), checked by the route (400 `invalid_user_id`). */
+  user_id: Schema.optional(Schema.Unknown)
 })
 /**
  * @since 0.1.0

@@ -20,6 +20,7 @@
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import * as Attachments from "../Attachments.js"
@@ -27,6 +28,8 @@ import { Mode } from "../DagAgent.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
 import * as AttachmentInput from "./internal/attachmentInput.js"
+import * as ConversationStore from "./ConversationStore.js"
+import * as Users from "./internal/users.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
 import * as UiMessageStream from "./UiMessageStream.js"
@@ -69,7 +72,9 @@ export const ChatRequest = Schema.Struct({
   ),
   mode: Schema.optional(Mode),
   /** A typed answer, as on `/api/react`: its partial and final values come as `data-output` parts. */
-  output_schema: ApiSchema.ReactRequest.fields.output_schema
+  output_schema: ApiSchema.ReactRequest.fields.output_schema,
+  /** The user (docs/memory.md). */
+  user_id: Schema.optional(Schema.Unknown)
 })
 /**
  * @since 0.1.0
@@ -109,6 +114,7 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
   Effect.gen(function*() {
     const settings = yield* ServerConfig.ServerConfig
     const registry = yield* RunRegistry.RunRegistry
+    const store = Option.getOrUndefined(yield* Effect.serviceOption(ConversationStore.ConversationStore))
     const guard = ApiError.authorize(settings.apiToken)
     const files = yield* Attachments.Attachments
     // heartbeats come with the events (`RunRegistry.events`)
@@ -127,8 +133,10 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
           // file parts are base64 data URLs in the body: room for one of the largest beside the rest
           const body = yield* AttachmentInput.decodeBody(ChatRequest, settings)
           const query = yield* queryOf(body)
+          const userId = yield* Users.userIdOf(body.user_id)
           // the last message's file parts (data URLs, or https image URLs): checked all, then stored
           const attachments = yield* AttachmentInput.resolve(filesOf(body), files, settings.maxAttachments, "messages")
+          yield* Users.claim(store, body.id, userId, query)
           // start + subscribe without a gap: the run is never left without its first lease
           const events = yield* Effect.uninterruptible(Effect.gen(function*() {
             const handle = yield* registry.start({
@@ -137,7 +145,8 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
               conversationId: body.id,
               ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {}),
               ...(body.mode !== undefined ? { mode: body.mode } : {}),
-              ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {})
+              ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {}),
+              ...(userId !== undefined ? { userId } : {})
             })
             return yield* registry.events(handle.conversationId, 0).pipe(Effect.orDie)
           }))

@@ -19,6 +19,7 @@ import { dirname } from "node:path"
 import type { ChatMessage } from "../Message.js"
 import * as Message from "../Message.js"
 import * as RunAttachments from "./internal/runAttachments.js"
+import * as Users from "./internal/conversationUsers.js"
 import { decodeColumn, encodeColumn } from "./internal/storableText.js"
 import * as ServerConfig from "./ServerConfig.js"
 
@@ -136,6 +137,17 @@ export interface ConversationStoreService {
    * original is only read.
    */
   readonly fork: (options: { readonly id: string; readonly origin: ForkOrigin; readonly turns: number }) => Effect.Effect<void, StoreError>
+  /** The conversation's user (docs/memory.md): none without such a conversation, `null` when it belongs to nobody. */
+  readonly owner: (id: string) => Effect.Effect<Option.Option<string | null>, StoreError>
+  /**
+   * True when a run of `userId` (undefined: of nobody) may continue conversation
+   * `id`; a new conversation with a user id is created as that user's (titled by `query`).
+   */
+  readonly claim: (id: string, userId: string | undefined, query: string) => Effect.Effect<boolean, StoreError>
+  /** The user's conversations. */
+  readonly ofUser: (userId: string) => Effect.Effect<ReadonlyArray<string>, StoreError>
+  /** Deletes conversations and their turns. */
+  readonly remove: (ids: ReadonlyArray<string>) => Effect.Effect<void, StoreError>
 }
 
 /**
@@ -186,7 +198,9 @@ export const migrations = {
     yield* sql`ALTER TABLE conversations ADD COLUMN forked_from TEXT`
   }),
   // an answer with text PostgreSQL cannot store (U+0000): `answer` keeps a readable copy, this the exact text as JSON
-  "4_turn_answer_json": Effect.flatMap(SqlClient.SqlClient, (sql) => sql`ALTER TABLE turns ADD COLUMN answer_json TEXT`)
+  "4_turn_answer_json": Effect.flatMap(SqlClient.SqlClient, (sql) => sql`ALTER TABLE turns ADD COLUMN answer_json TEXT`),
+  // 5, not the 3 reserved for it: a database already at 4 (main's) would never run a 3
+  "5_conversation_users": Effect.flatMap(SqlClient.SqlClient, Users.migration)
 }
 
 const decodeMessages = Schema.decodeUnknownEither(Schema.parseJson(Schema.Array(Message.ChatMessage)))
@@ -319,12 +333,18 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
     fork: ({ id, origin, turns }) =>
       sql.withTransaction(Effect.gen(function*() {
         const now = new Date().toISOString()
-        yield* sql`INSERT INTO conversations (id, title, created_at, updated_at, turns, forked_from)
-          VALUES (${id}, ${title(`${origin.title} (fork)`)}, ${now}, ${now}, ${turns}, ${JSON.stringify(origin)})`
+        // a fork belongs to the original's user
+        yield* sql`INSERT INTO conversations (id, title, created_at, updated_at, turns, forked_from, user_id)
+          VALUES (${id}, ${title(`${origin.title} (fork)`)}, ${now}, ${now}, ${turns}, ${JSON.stringify(origin)},
+            (SELECT user_id FROM conversations WHERE id = ${origin.conversation_id}))`
         yield* sql`INSERT INTO turns (conversation_id, turn, query, answer, answer_json, messages, usage, status, created_at, run_id)
           SELECT ${id}, turn, query, answer, answer_json, messages, usage, status, created_at, run_id FROM turns
           WHERE conversation_id = ${origin.conversation_id} AND turn <= ${turns}`
-      })).pipe(Effect.mapError(storeError("creating the fork failed")))
+      })).pipe(Effect.mapError(storeError("creating the fork failed"))),
+    owner: (id) => Users.owner(sql, id).pipe(Effect.mapError(storeError("reading the conversation failed"))),
+    claim: (id, userId, query) => Users.claim(sql, id, userId, title(query)).pipe(Effect.mapError(storeError("reading the conversation failed"))),
+    ofUser: (userId) => Users.ofUser(sql, userId).pipe(Effect.mapError(storeError("listing the user's conversations failed"))),
+    remove: (ids) => Users.remove(sql, ids).pipe(Effect.mapError(storeError("deleting conversations failed")))
   }
   return service
 })

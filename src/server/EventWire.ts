@@ -30,6 +30,7 @@ export type Channel =
   | "guardrail"
   | "agent"
   | "input"
+  | "memory"
 
 const withStep = (data: Record<string, unknown>, stepId: string | undefined): Record<string, unknown> =>
   stepId === undefined ? data : { ...data, step_id: stepId }
@@ -133,6 +134,12 @@ const payload = (event: RunEvent): { readonly channel: Channel; readonly data: R
       return { channel: "answer", data: { type: "output_partial", value: event.value } }
     case "AttachmentsReceived":
       return { channel: "input", data: { type: "attachments", attachments: event.attachments } }
+    case "MemoryRecalled":
+      return { channel: "memory", data: { type: "recalled", items: event.items } }
+    case "MemoryUpdated":
+      return { channel: "memory", data: { type: "updated", keys: event.keys } }
+    case "MemoryUnavailable":
+      return { channel: "memory", data: { type: "unavailable", reason: event.reason } }
     case "Done": {
       const { _tag, messages: _messages, steps: _steps, ...rest } = event
       return { channel: "done", data: rest }
@@ -184,6 +191,8 @@ const tagOf = (channel: string, data: Record<string, unknown>): string | undefin
       return "GuardrailTripped"
     case "input":
       return type === "attachments" ? "AttachmentsReceived" : undefined
+    case "memory":
+      return type === "recalled" ? "MemoryRecalled" : type === "updated" ? "MemoryUpdated" : type === "unavailable" ? "MemoryUnavailable" : undefined
     default:
       return undefined
   }

@@ -126,11 +126,14 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
         origin: { conversation_id: id, run_id: run.runId, at, title: conversation.value.title, step: stepOf(event) },
         turns: copied
       }).pipe(Effect.mapError(internal))
+      // the fork belongs to the original's user and runs with their memory (docs/memory.md)
+      const owner = Option.getOrNull(Option.flatMap(yield* store.owner(id).pipe(Effect.mapError(internal)), Option.fromNullable))
       yield* registry.start({
         query: body.replace_query ?? run.query,
         conversationId,
         mode: "react",
         ...(attachments.length > 0 ? { attachments } : {}),
+        ...(owner !== null ? { userId: owner } : {}),
         ...(input?.max_iterations !== undefined ? { maxIterations: input.max_iterations } : {}),
         fork: { runId: run.runId, conversationId: run.conversationId, at, last: run.lastSeq, query: run.query }
       })

@@ -41,6 +41,7 @@ import * as ApiError from "./ApiError.js"
 import * as AttachmentInput from "./internal/attachmentInput.js"
 import * as Typed from "./internal/openAiOutput.js"
 import * as Compat from "./internal/openAiRoutes.js"
+import * as Users from "./internal/users.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
 import * as Sse from "./Sse.js"
@@ -183,13 +184,14 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
         }
         const model = Compat.MODELS.find((m) => m.id === body.model)
         if (model === undefined) return yield* Effect.fail(new ModelNotFound({ model: body.model }))
+        const userId = yield* Users.userIdOf(body.user, "user")
         const id: Compat.CompletionId = {
           id: `chatcmpl-${randomUUID().replaceAll("-", "")}`,
           created: Math.floor((yield* Clock.currentTimeMillis) / 1000),
           model: model.id
         }
         // the run is consumed by this request (its fiber, or its response stream): a disconnect cancels it
-        const events = DagAgent.runWithMode(agents, model.mode, input)
+        const events = DagAgent.runWithMode(agents, model.mode, userId === undefined ? input : { ...input, userId })
         if (body.stream === true) {
           return HttpServerResponse.stream(streamOf(id, events, body.stream_options?.include_usage === true, input.output !== undefined), {
             contentType: "text/event-stream",

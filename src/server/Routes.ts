@@ -10,6 +10,7 @@ import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import { randomUUID } from "node:crypto"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
@@ -25,6 +26,7 @@ import * as ApiSchema from "./ApiSchema.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as AttachmentInput from "./internal/attachmentInput.js"
 import * as Compat from "./internal/openAiRoutes.js"
+import * as Users from "./internal/users.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
 import * as Sse from "./Sse.js"
@@ -162,19 +164,24 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       Effect.gen(function*() {
         // inline attachments are base64 in the body: room for one of the largest beside the rest
         const body = yield* AttachmentInput.decodeBody(ApiSchema.ReactRequest, settings)
+        // the conversation is the user's, or becomes theirs (docs/memory.md): 400 / 409 before anything starts
+        const userId = yield* Users.userIdOf(body.user_id)
         // every attachment checked, then stored, before the run starts (a refusal stores nothing, starts nothing)
         const attachments = body.attachments === undefined
           ? []
           : yield* AttachmentInput.resolve(AttachmentInput.fromReact(body.attachments), files, settings.maxAttachments)
+        const requested = body.conversation_id ?? (userId === undefined ? undefined : `conv_${randomUUID()}`)
+        if (requested !== undefined) yield* Users.claim(store, requested, userId, body.query)
         // start + attach without a gap: the run is never left without its first lease
         const { conversationId, following } = yield* Effect.uninterruptible(Effect.gen(function*() {
           const handle = yield* registry.start({
             query: body.query,
             ...(attachments.length > 0 ? { attachments } : {}),
-            ...(body.conversation_id !== undefined ? { conversationId: body.conversation_id } : {}),
+            ...(requested !== undefined ? { conversationId: requested } : {}),
             ...(body.max_iterations !== undefined ? { maxIterations: body.max_iterations } : {}),
             ...(body.mode !== undefined ? { mode: body.mode } : {}),
-            ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {})
+            ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {}),
+            ...(userId !== undefined ? { userId } : {})
           })
           const following = yield* registry.follow(handle.conversationId, 0).pipe(Effect.orDie)
           return { conversationId: handle.conversationId, following }

@@ -55,7 +55,9 @@ export interface StartOptions {
   /** A fork's run: continues from the original run's steps stored before the fork point. */
   readonly fork?: ForkPoint
   /** The answer's JSON Schema (`output_schema`, checked): the run answers with a value of it (`Output`). */
-  readonly outputSchema?: { readonly [key: string]: unknown }
+  readonly outputSchema?: { readonly [key: string]: unknown },
+  /** The user whose memory the run uses (docs/memory.md; the routes check the conversation is theirs). */
+  readonly userId?: string
 }
 
 /**
@@ -257,7 +259,8 @@ export const make = Effect.gen(function*() {
             ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
             ...(options.fork !== undefined ? { fork: options.fork } : {}),
             ...(options.outputSchema !== undefined ? { outputSchema: options.outputSchema } : {}),
-            ...(history !== undefined ? { history } : {})
+            ...(history !== undefined ? { history } : {}),
+            ...(options.userId !== undefined ? { userId: options.userId } : {})
           }, { discard: true }).pipe(withEngine)
         }).pipe(Effect.onError(() => host.unreserve(runId)))
         yield* Effect.logInfo(`run ${runId} started (conversation ${conversationId})`)

@@ -128,6 +128,8 @@ export const traceEntry = (entry: Recorder.RecordingEntry): { readonly kind: str
       return { kind: "drain", data: { items: entry.items } }
     case "Model":
       return { kind: "model_info", data: entry.model }
+    case "Memory":
+      return { kind: "memory", data: entry.steps }
   }
 }
 

@@ -41,6 +41,7 @@ import * as RunTrace from "./RunTrace.js"
 import { ApiRoutes, NotFoundRoutes } from "./Routes.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
+import { MemoryRoutes } from "./MemoryRoutes.js"
 import { WebPageRoutes } from "./WebPage.js"
 import { AttachmentRoutes } from "./AttachmentRoutes.js"
 import * as SqlAttachments from "./SqlAttachments.js"
@@ -62,6 +63,7 @@ export const Routes = Layer.mergeAll(
   ForkRoutes,
   A2aServer.A2aRoutes,
   A2aServer.layerResume,
+  MemoryRoutes,
   WebPageRoutes,
   BrowserSafety.layer,
   NotFoundRoutes

@@ -64,3 +64,7 @@ export * as Sse from "./Sse.js"
 export * as UiMessageStream from "./UiMessageStream.js"
 /** @since 0.1.0 */
 export * as WebPage from "./WebPage.js"
+/** @since 0.1.0 */
+export * as SqlMemory from "./SqlMemory.js"
+/** @since 0.1.0 */
+export * as MemoryRoutes from "./MemoryRoutes.js"

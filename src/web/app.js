@@ -12,6 +12,7 @@ import { forkOrigin } from "./cards.js"
 import { h } from "./dom.js"
 import { renderHistory } from "./history.js"
 import { api, errorText, postJson, setToken } from "./http.js"
+import { currentUser, mountMemoryPanel, refreshMemory } from "./memory.js"
 import { schemaFromComposer } from "./output.js"
 import { RunView } from "./render.js"
 import { readSse } from "./sse.js"
@@ -116,6 +117,7 @@ async function consume(run, res) {
     run.view.apply({ event: m.event, data, id: m.id })
     // the conversation list says which runs wait for approval
     if (m.event === "approval" && data?.status === "requested") void loadConversations()
+    if (m.event === "memory" || m.event === "done") void refreshMemory()
     if (m.event === "done") run.controller.abort() // the run is over; don't wait for the socket
   }).catch((e) => {
     if (!run.view.finished) throw e
@@ -129,6 +131,8 @@ async function startRun(query) {
   const attachments = await files.take()
   if (attachments.length > 0) body.attachments = attachments
   if (state.conversationId) body.conversation_id = state.conversationId
+  const user = currentUser()
+  if (user) body.user_id = user
   const mode = /** @type {HTMLSelectElement | null} */ (document.getElementById("mode"))?.value
   if (mode) body.mode = mode
   // the composer's "Answer schema" box (output.js): the answer is a value of it
@@ -476,6 +480,13 @@ async function boot() {
   await health()
   void loadConversations()
   void loadTools($("tools-panel"), api)
+  mountMemoryPanel($("sidebar"))
+  // a conversation belongs to its user: another user starts a new one
+  window.addEventListener("user-change", () => newConversation())
+  window.addEventListener("memory-forgot-conversations", () => {
+    newConversation()
+    void loadConversations()
+  })
   const id = conversationFromHash()
   if (id) await openConversation(id)
 }

@@ -4,6 +4,7 @@
  * fake (test/utils/fakeOpenAiServer.ts). Nothing but the remote model is faked.
  */
 import * as HttpServer from "@effect/platform/HttpServer"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
@@ -21,6 +22,7 @@ import * as BuiltinTools from "../../src/BuiltinTools.js"
 import type * as ContextGuard from "../../src/ContextGuard.js"
 import type { Llm } from "../../src/Llm.js"
 import * as McpTools from "../../src/McpTools.js"
+import type * as Memory from "../../src/Memory.js"
 import * as OpenAiLlm from "../../src/OpenAiLlm.js"
 import * as Server from "../../src/server/Server.js"
 import * as SqlApprovals from "../../src/server/SqlApprovals.js"
@@ -69,6 +71,8 @@ export const startServer = (options: {
    * this harness answer streamed requests as the synthesis call.
    */
   readonly synthesis?: "always" | "auto"
+  /** The users' memory (e.g. `SqlMemory.layer()` over an `Embedder`); default none. */
+  readonly memory?: Layer.Layer<Memory.Memory, unknown, SqlClient.SqlClient>
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const databasePath = options.databasePath ?? tempDatabase()
@@ -89,7 +93,8 @@ export const startServer = (options: {
       interrupts: SqlInterrupts.layer,
       approvals: SqlApprovals.layer,
       agent: { synthesis: options.synthesis ?? "always" },
-      ...(options.guard ? { guard: options.guard } : {})
+      ...(options.guard ? { guard: options.guard } : {}),
+      ...(options.memory ? { memory: options.memory } : {})
     })
     const layer = Server.serve(options.serve ?? { disableLogger: true }).pipe(
       Layer.provideMerge(Server.listenOn({

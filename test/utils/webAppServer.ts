@@ -10,9 +10,11 @@ import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted, Schema, Str
 import { createServer } from "node:http"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as DagAgent from "../../src/DagAgent.js"
+import * as Embedder from "../../src/Embedder.js"
 import * as Hooks from "../../src/Hooks.js"
 import type { ChatRequest, LlmService } from "../../src/Llm.js"
 import * as Llm from "../../src/Llm.js"
+import * as Memory from "../../src/Memory.js"
 import type { ChatMessage } from "../../src/Message.js"
 import * as ModelRegistry from "../../src/ModelRegistry.js"
 import type { AgentOptions } from "../../src/AgentConfig.js"
@@ -216,6 +218,8 @@ export const webAppServer = (options: {
   readonly maxActiveRuns?: number
   /** More tools (e.g. an MCP server's). */
   readonly tools?: ReadonlyArray<Tool.Tool>
+  /** The users' memory, in process with the local embedder (runs with a user id use it). */
+  readonly memory?: boolean
 } = {}) => {
   const llm = ScriptedLlm.makeUnsafe(responder, { model: options.demo ? "demo" : "scripted-test" })
   const agentOptions = { completionCheck: false, selfReflectionInterval: 0 }
@@ -237,7 +241,8 @@ export const webAppServer = (options: {
       Toolkit.layer([...webTools, ...(options.tools ?? [])]),
       Hooks.layerNoop,
       ContextGuard.layer(),
-      SqlInterrupts.layer
+      SqlInterrupts.layer,
+      options.memory ? Memory.layerMemory().pipe(Layer.provide(Embedder.layerLocal())) : Layer.empty
     ))
   )
   const settings = ServerConfig.layer({

@@ -18,6 +18,7 @@ import type { HooksService } from "../../Hooks.js"
 import type { InterruptsService } from "../../Interrupts.js"
 import type { LlmService } from "../../Llm.js"
 import { withRetryObserver } from "../../Llm.js"
+import type { MemoryService } from "../../Memory.js"
 import * as Message from "../../Message.js"
 import type { RunInput } from "../../ReactAgent.js"
 import type { RunJournal } from "../../RunJournal.js"
@@ -31,6 +32,7 @@ import { announce } from "./files.js"
 import * as Guardrails from "./guardrails.js"
 import type { LoopEnv } from "./env.js"
 import { runLoop } from "./loop.js"
+import * as RunMemory from "./memory.js"
 import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
 import type { StateRef } from "./state.js"
@@ -49,6 +51,8 @@ export interface AgentServices {
   readonly interrupts: InterruptsService
   /** Where calls that need a person's approval wait. */
   readonly approvals: ApprovalsService
+  /** The users' memory (a run with a user id reads and writes it). */
+  readonly memory?: MemoryService | undefined
 }
 
 const effectiveMax = (requested: number | undefined, fallback: number): number =>
@@ -251,13 +255,16 @@ export const execute = (services: AgentServices, input: RunInput, journal: RunJo
     }, executeIn(services, input, journal, conversationId))
   })
 
-const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal, conversationId: string): Effect.Effect<Telemetry.AgentOutcome> =>
+const executeIn = (services: AgentServices, input: RunInput, runJournal: RunJournal, conversationId: string): Effect.Effect<Telemetry.AgentOutcome> =>
   Effect.gen(function*() {
+    const memory = RunMemory.makeUnsafe(services.memory, input, conversationId)
+    const journal = memory === undefined ? runJournal : memory.observe(runJournal)
     const progress = yield* Ref.make<Progress>({ selectionUsage: Usage.empty })
     // the run's budget account: its own ledger (`budget` option), else its caller's (a sub-agent)
     const account = Budget.makeAccount(services.options.budget, yield* FiberRef.get(Budget.currentAccount))
     // the LLM's retries are run events: the user sees the run waiting, not stuck
-    const work = body(services, input, journal, conversationId, progress, account).pipe(
+    const run = (agent: AgentServices) => body(agent, input, journal, conversationId, progress, account)
+    const work = (memory === undefined ? run(services) : memory.begin(services, journal, run)).pipe(
       Effect.locally(Budget.currentAccount, account),
       withRetryObserver((notice) =>
         journal.emit({ _tag: "LlmRetry", attempt: notice.attempt, reason: notice.reason, delay_ms: Math.round(notice.delayMs) }))
@@ -270,6 +277,9 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
     const failure = ending._tag === "Failed" ? ending.failure : undefined
     const cancelled = ending._tag === "Cancelled"
     const state = outcome.state === undefined ? undefined : yield* Ref.get(outcome.state)
+    if (memory !== undefined && ending._tag === "Finished") {
+      yield* Effect.locally(memory.finish(journal, outcome.answer ?? state?.answer ?? ""), Budget.currentAccount, account)
+    }
     let byPhase: Usage.UsageByPhase = state?.usage ?? {}
     if (outcome.selectionUsage.llm_calls > 0 || outcome.selectionUsage.total_tokens > 0) {
       byPhase = Usage.addToPhase(byPhase, "selection", outcome.selectionUsage)
@@ -277,6 +287,8 @@ const executeIn = (services: AgentServices, input: RunInput, journal: RunJournal
     if (outcome.guards !== undefined && outcome.guards.usage.llm_calls > 0) {
       byPhase = Usage.addToPhase(byPhase, "guardrails", outcome.guards.usage)
     }
+    const remembered = memory?.usage()
+    if (remembered !== undefined) byPhase = Usage.addToPhase(byPhase, "memory", remembered)
     const answer = failure !== undefined || cancelled ? "" : outcome.answer ?? state?.answer ?? ""
     const cost = Budget.costOf(account)
     const usage = cost === undefined ? Usage.fromPhases(byPhase) : { ...Usage.fromPhases(byPhase), cost_usd: cost }

@@ -88,7 +88,9 @@ export const ChatCompletionRequest = Schema.Struct({
   stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
   stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.NullOr(Schema.Boolean)) }))),
   /** `json_schema` / `json_object`: a typed answer (`openAiOutput.ts`). */
-  response_format: Schema.optional(Schema.NullOr(ResponseFormat))
+  response_format: Schema.optional(Schema.NullOr(ResponseFormat)),
+  /** OpenAI's end-user id: the user whose memory the run uses (docs/memory.md; 400 `invalid_user_id` when it is not a user id). */
+  user: Schema.optional(Schema.Unknown)
 })
 export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 
@@ -245,6 +247,8 @@ export const fromApiError = (error: ApiError.ApiError): HttpServerResponse.HttpS
       return errorResponse(415, "The body must be JSON, sent with Content-Type: application/json", "invalid_request_error")
     case "AttachmentError":
       return errorResponse(attachmentStatus(error.code), error.message, "invalid_request_error", error.field ?? null, error.code)
+    case "InvalidUserId":
+      return errorResponse(400, error.message, "invalid_request_error", "user", "invalid_user_id")
     default:
       return errorResponse(500, error.message, "server_error")
   }

@@ -9,6 +9,7 @@
  */
 import * as Schema from "effect/Schema"
 import * as Cassette from "../../Cassette.js"
+import * as Memory from "../../Memory.js"
 import type { ChatMessage, Content } from "../../Message.js"
 import * as Recorder from "../../Recorder.js"
 import type { RunEvent } from "../../RunEvent.js"
@@ -18,6 +19,7 @@ import type * as RunTrace from "../RunTrace.js"
 
 const decodeModelCall = Schema.decodeUnknownSync(Cassette.ModelCall)
 const decodeToolCall = Schema.decodeUnknownSync(Cassette.ToolCall)
+const decodeMemory = Schema.decodeUnknownSync(Memory.Steps)
 
 /**
  * The stored pieces of a run as a cassette.
@@ -34,7 +36,7 @@ export const build = (options: {
   readonly fallbackModel: { readonly name: string }
 }): Cassette.Cassette => {
   const recording = Recorder.makeRecording()
-  type StoredInput = { query?: Content; history?: ReadonlyArray<ChatMessage>; max_iterations?: number }
+  type StoredInput = { query?: Content; history?: ReadonlyArray<ChatMessage>; max_iterations?: number; user_id?: string }
   let input: StoredInput | undefined
   for (const entry of options.entries) {
     const data = entry.data as Record<string, unknown>
@@ -43,6 +45,7 @@ export const build = (options: {
     else if (entry.kind === "tool") recording.toolCalls.push(decodeToolCall(data))
     else if (entry.kind === "drain") recording.drains.push({ items: (data.items ?? []) as ReadonlyArray<{ id: string; content: string }> })
     else if (entry.kind === "model_info" && recording.model === undefined) recording.model = data as Cassette.Cassette["model"]
+    else if (entry.kind === "memory") recording.memory = decodeMemory(data)
   }
   const events: Array<RunEvent> = options.events.map((stored) => stored.event)
   return Recorder.toCassette({
@@ -56,7 +59,8 @@ export const build = (options: {
       query: input?.query ?? options.query,
       conversationId: options.conversationId,
       history: input?.history ?? [],
-      ...(input?.max_iterations !== undefined ? { maxIterations: input.max_iterations } : {})
+      ...(input?.max_iterations !== undefined ? { maxIterations: input.max_iterations } : {}),
+      ...(input?.user_id !== undefined ? { userId: input.user_id } : {})
     },
     events,
     runId: options.runId,

@@ -25,6 +25,7 @@ import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import * as ContextGuard from "../../ContextGuard.js"
 import * as DagAgent from "../../DagAgent.js"
+import * as Memory from "../../Memory.js"
 import * as Message from "../../Message.js"
 import * as ReactAgent from "../../ReactAgent.js"
 import * as Recorder from "../../Recorder.js"
@@ -68,7 +69,9 @@ export const RunPayload = Schema.Struct({
   /** The answer's JSON Schema (`output_schema`), checked when the run was started. */
   outputSchema: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   /** The query's attachments (their bytes stored before the run started: references only). */
-  attachments: Schema.optional(Schema.Array(Message.FileRef))
+  attachments: Schema.optional(Schema.Array(Message.FileRef)),
+  /** The user whose memory the run reads and writes (docs/memory.md). */
+  userId: Schema.optional(Schema.String)
 })
 export type RunPayload = typeof RunPayload.Type
 
@@ -238,11 +241,12 @@ const warned = (run: Run) => <E extends { readonly message: string }>(effect: Ef
 
 /** What the run's cassette is built from begins with its input (once: not again on a replay). */
 const recordInput = (run: Run, turns: ReadonlyArray<Message.ChatMessage>) => {
-  const { maxIterations, query, runId } = run.payload
+  const { maxIterations, query, runId, userId } = run.payload
   return run.resumed ? Effect.void : run.trace.append(runId, "input", {
     query: RunAttachments.query(query, run.payload.attachments),
     history: turns,
-    ...(maxIterations !== undefined ? { max_iterations: maxIterations } : {})
+    ...(maxIterations !== undefined ? { max_iterations: maxIterations } : {}),
+    ...(userId !== undefined ? { user_id: userId } : {})
   }).pipe(warned(run))
 }
 
@@ -265,7 +269,7 @@ const route = (run: Run) =>
  */
 const execute = (run: Run, turns: ReadonlyArray<Message.ChatMessage>, mode: "react" | "dag") =>
   Effect.gen(function*() {
-    const { conversationId, fork, maxIterations, outputSchema, query, runId } = run.payload
+    const { conversationId, fork, maxIterations, outputSchema, query, runId, userId } = run.payload
     const input: ReactAgent.RunInput = {
       // the query's text, then its attachments (their bytes read from the database when a request is built)
       query: RunAttachments.query(query, run.payload.attachments),
@@ -273,6 +277,7 @@ const execute = (run: Run, turns: ReadonlyArray<Message.ChatMessage>, mode: "rea
       history: turns,
       ...(maxIterations !== undefined ? { maxIterations } : {}),
       ...(outputSchema !== undefined ? { output: OutputSchema.toSchema(outputSchema) } : {}),
+      ...(userId !== undefined ? { userId } : {}),
       cancel: Deferred.await(run.local.cancel)
     }
     const governed = ConversationBudget.govern(
@@ -287,14 +292,15 @@ const execute = (run: Run, turns: ReadonlyArray<Message.ChatMessage>, mode: "rea
       const { data, kind } = RunTrace.traceEntry(entry)
       return Effect.flatMap(run.journal.lastSeq, (seq) => run.trace.append(runId, kind, data, seq)).pipe(warned(run))
     })
-    const fromStorage = fork === undefined ? <A, E, R>(self: Effect.Effect<A, E, R>) => self : Replay.withPrefix(
-      RunCassette.forkPrefix(
-        fork,
-        yield* Effect.orDie(run.trace.entries(fork.runId)),
-        yield* Effect.orDie(run.log.eventsAfter(fork.runId, 0)),
-        query
-      )
+    const prefix = fork === undefined ? undefined : RunCassette.forkPrefix(
+      fork,
+      yield* Effect.orDie(run.trace.entries(fork.runId)),
+      yield* Effect.orDie(run.log.eventsAfter(fork.runId, 0)),
+      query
     )
+    // (and its stored recall when it asks the same: a fork embeds nothing for it)
+    const fromStorage = prefix === undefined ? <A, E, R>(self: Effect.Effect<A, E, R>) => self : <A, E, R>(self: Effect.Effect<A, E, R>) =>
+      Replay.withPrefix(prefix)(Memory.withRecorded(fork?.query === query ? prefix.memory : undefined)(self))
     return yield* governed(Recorder.withRecording(recording)(fromStorage(agent.execute(input, run.journal))))
   })
 
