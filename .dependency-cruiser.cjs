@@ -7,13 +7,24 @@ const path = require("node:path")
 // through Effect.withSpan and no longer imports internal/telemetry).
 const exceptions = {}
 
+// The public modules, by their name in lower case: a folder's owner is found whatever the
+// module's capitals (internal/a2a/ serves src/A2A.ts, internal/dagAgent/ src/DagAgent.ts).
+const publicModules = new Map(
+  ["src", "src/tools"].flatMap((dir) =>
+    fs.readdirSync(path.join(__dirname, dir)).filter((file) => file.endsWith(".ts")).map((file) => {
+      const stem = file.slice(0, -3)
+      return [stem.toLowerCase(), stem]
+    })
+  )
+)
+
 // src/internal/<x>/ serves the public module src/<X>.ts (or src/tools/<X>.ts); only that
 // module and the folder's own files import it.
 const internalRules = fs
   .readdirSync(path.join(__dirname, "src/internal"), { withFileTypes: true })
   .filter((entry) => entry.isDirectory())
   .map(({ name }) => {
-    const owner = name[0].toUpperCase() + name.slice(1)
+    const owner = publicModules.get(name.toLowerCase()) ?? name[0].toUpperCase() + name.slice(1)
     // internal/llm serves every implementation of the Llm service (src/<Name>Llm.ts and
     // its internal/<name>Llm/ folder): the <think> tag splitter they share.
     const owners = name === "llm" ? [`^src/[A-Za-z]*Llm\\.ts$`, `^src/internal/[a-zA-Z]*Llm/`] : [`^src/(tools/)?${owner}\\.ts$`]

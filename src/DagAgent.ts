@@ -27,17 +27,14 @@
  */
 import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import type { AgentOptions } from "./AgentConfig.js"
 import * as AgentTool from "./AgentTool.js"
 import * as AgentConfig from "./AgentConfig.js"
 import * as Approvals from "./Approvals.js"
@@ -45,9 +42,10 @@ import * as Budget from "./Budget.js"
 import * as ContextGuard from "./ContextGuard.js"
 import type * as Hooks from "./Hooks.js"
 import { FUNCTION_NAME as ANALYSIS_FUNCTION } from "./internal/dagAgent/analyze.js"
+import { config as envConfig, type DagOptions, settingsOf } from "./internal/dagAgent/options.js"
 import { FUNCTION_NAME as PLAN_FUNCTION } from "./internal/dagAgent/plan.js"
 import { FUNCTION_NAME as ROUTE_FUNCTION, route as routeQuery } from "./internal/dagAgent/route.js"
-import { type DagSettings, execute } from "./internal/dagAgent/run.js"
+import { execute } from "./internal/dagAgent/run.js"
 import * as Interrupts from "./Interrupts.js"
 import type { LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
@@ -63,15 +61,12 @@ import * as Toolkit from "./Toolkit.js"
 import * as Usage from "./Usage.js"
 
 /**
- * The knobs of DAG mode. See docs/dag-mode.md.
- *
- * @since 0.1.0
- * @category models
- */
-/**
  * The function names of DAG mode's structured calls (planner, analysis, router), as the
  * model sees them in native mode: a model that plans (the offline demo model) answers
  * them by name.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const functionNames = {
   plan: PLAN_FUNCTION,
@@ -79,52 +74,8 @@ export const functionNames = {
   route: ROUTE_FUNCTION
 } as const
 
-export interface DagOptions {
-  /** Steps running at once. `DAG_MAX_CONCURRENCY`, default 5. */
-  readonly maxConcurrency: number
-  /** A step running longer is cancelled and fails. `DAG_STEP_TIMEOUT_MS`, default 600000 (10 min). */
-  readonly stepTimeout: Duration.DurationInput
-  /** Planning rounds in all (the first plan included; re-plans after a user interrupt do not count). `DAG_MAX_REPLAN_ROUNDS`, default 3. */
-  readonly maxRounds: number
-  /** No re-plan once the analyzer is at least this confident (0–1). `DAG_REPLAN_STOP_CONFIDENCE`, default 0.8. */
-  readonly replanStopConfidence: number
-  /** Options of the ReAct agents that run the steps (and the ReAct fallback); `REACT_*` variables otherwise. */
-  readonly agent?: Partial<AgentOptions>
-}
-
-/**
- * @since 0.1.0
- * @category constants
- */
-export const defaults: Required<Omit<DagOptions, "agent">> = {
-  maxConcurrency: 5,
-  stepTimeout: Duration.minutes(10),
-  maxRounds: 3,
-  replanStopConfidence: 0.8
-}
-
-const intAtLeast = (name: string, min: number) =>
-  Config.integer(name).pipe(Config.validate({ message: `${name} must be an integer >= ${min}`, validation: (n) => n >= min }))
-
-/**
- * The options from the environment: `DAG_MAX_CONCURRENCY`, `DAG_STEP_TIMEOUT_MS`,
- * `DAG_MAX_REPLAN_ROUNDS`, `DAG_REPLAN_STOP_CONFIDENCE` (defaults when unset).
- *
- * @since 0.1.0
- * @category config
- */
-export const config: Config.Config<Omit<DagOptions, "agent">> = Config.all({
-  maxConcurrency: intAtLeast("DAG_MAX_CONCURRENCY", 1).pipe(Config.withDefault(defaults.maxConcurrency)),
-  stepTimeout: intAtLeast("DAG_STEP_TIMEOUT_MS", 1).pipe(
-    Config.map(Duration.millis),
-    Config.withDefault(Duration.decode(defaults.stepTimeout))
-  ),
-  maxRounds: intAtLeast("DAG_MAX_REPLAN_ROUNDS", 1).pipe(Config.withDefault(defaults.maxRounds)),
-  replanStopConfidence: Config.number("DAG_REPLAN_STOP_CONFIDENCE").pipe(
-    Config.validate({ message: "DAG_REPLAN_STOP_CONFIDENCE must be a number from 0 to 1", validation: (n) => n >= 0 && n <= 1 }),
-    Config.withDefault(defaults.replanStopConfidence)
-  )
-})
+/** DAG mode's knobs: `DagOptions`, their `defaults`, and `config` (the `DAG_*` variables). */
+export { config, type DagOptions, defaults } from "./internal/dagAgent/options.js"
 
 /**
  * How a run is executed: the ReAct loop, DAG mode, or `auto` (a router on the
@@ -208,20 +159,6 @@ export interface Options extends Partial<DagOptions> {
  * @category Context
  */
 export class DagAgent extends Context.Tag("effect-react-engine/DagAgent")<DagAgent, DagAgentService>() {}
-
-const settingsOf = (options: Partial<DagOptions>): Effect.Effect<DagSettings, ConfigError.ConfigError> => {
-  const invalid = (key: string, expected: string) =>
-    Effect.fail(ConfigError.InvalidData([key], `option ${key} must be ${expected}`))
-  const maxConcurrency = options.maxConcurrency ?? defaults.maxConcurrency
-  const maxRounds = options.maxRounds ?? defaults.maxRounds
-  const replanStopConfidence = options.replanStopConfidence ?? defaults.replanStopConfidence
-  const stepTimeout = Duration.decodeUnknown(options.stepTimeout ?? defaults.stepTimeout)
-  if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1) return invalid("maxConcurrency", "an integer >= 1")
-  if (!Number.isInteger(maxRounds) || maxRounds < 1) return invalid("maxRounds", "an integer >= 1")
-  if (!(replanStopConfidence >= 0 && replanStopConfidence <= 1)) return invalid("replanStopConfidence", "a number from 0 to 1")
-  if (Option.isNone(stepTimeout) || Duration.toMillis(stepTimeout.value) <= 0) return invalid("stepTimeout", "a positive duration")
-  return Effect.succeed({ maxConcurrency, maxRounds, replanStopConfidence, stepTimeout: stepTimeout.value })
-}
 
 /**
  * Builds the DAG agent from its services: `Llm` plans, analyzes, writes the
@@ -332,8 +269,6 @@ export const layerConfig = (
       return yield* make({ ...fromEnv, ...explicit, agent, ...(options.approvals ? { approvals: options.approvals } : {}) })
     })
   )
-
-const envConfig = config
 
 /**
  * Runs `input` in `mode`: the ReAct agent, the DAG agent, or (`auto`) the one
