@@ -27,7 +27,9 @@ const internalRules = fs
     const owner = publicModules.get(name.toLowerCase()) ?? name[0].toUpperCase() + name.slice(1)
     // internal/llm serves every implementation of the Llm service (src/<Name>Llm.ts and
     // its internal/<name>Llm/ folder): the <think> tag splitter they share.
-    const owners = name === "llm" ? [`^src/[A-Za-z]*Llm\\.ts$`, `^src/internal/[a-zA-Z]*Llm/`] : [`^src/(tools/)?${owner}\\.ts$`]
+    const owners = name === "llm"
+      ? [`^src/[A-Za-z]*Llm\\.ts$`, `^src/internal/[a-zA-Z]*Llm/`]
+      : [`^src/(tools/)?${owner}\\.ts$`]
     return {
       name: `internal-${name}-only-from-${owner}`,
       comment: `src/internal/${name}/ is imported only by src/${owner}.ts and its own files`,

@@ -12,7 +12,16 @@ import tseslint from "typescript-eslint"
 export default tseslint.config(
   {
     // what the tree generates: the build, reports, Stryker's sandbox, the bench's transpiled child
-    ignores: ["**/dist", "**/build", "**/node_modules", "**/reports", "**/.stryker-tmp", "bench/.child", "**/*.md", "data/**"]
+    ignores: [
+      "**/dist",
+      "**/build",
+      "**/node_modules",
+      "**/reports",
+      "**/.stryker-tmp",
+      "bench/.child",
+      "**/*.md",
+      "data/**"
+    ]
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
@@ -90,7 +99,9 @@ export default tseslint.config(
   {
     files: ["src/**/*.ts"],
     rules: {
-      "@effect/no-import-from-barrel-package": ["error", { packageNames: ["effect", "@effect/platform", "@effect/sql"] }]
+      "@effect/no-import-from-barrel-package": ["error", {
+        packageNames: ["effect", "@effect/platform", "@effect/sql"]
+      }]
     }
   }
 )

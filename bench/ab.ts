@@ -13,14 +13,14 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import { pathToFileURL } from "node:url"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
-import type { Engine, Scenario } from "./scenario.js"
-import { FINAL, QUERY, runTool, TOOL_DESCRIPTION, TOOL_NAME, toolArgs } from "./scenario.js"
+import { pathToFileURL } from "node:url"
 import * as Loop from "./loopOverhead.js"
 import * as aiSdk from "./peers/aiSdk.js"
+import type { Engine, Scenario } from "./scenario.js"
+import { FINAL, QUERY, runTool, TOOL_DESCRIPTION, TOOL_NAME, toolArgs } from "./scenario.js"
 import type { Flavour } from "./scenario.js"
 const HUGE = 100_000_000
 const USAGE = { prompt: 10, completion: 5 }
@@ -31,7 +31,15 @@ export const oursFrom = async (dir: string, label: string, synthesis: "always" |
   const scriptFor = (s: Scenario) => {
     const script: Array<unknown> = []
     for (let step = 0; step < s.steps; step++) {
-      script.push(ScriptedLlm.toolCalls(Array.from({ length: s.calls }, (_, c) => ({ id: `call_${step}_${c}`, name: TOOL_NAME, arguments: toolArgs(step, c) })), { usage: USAGE }))
+      script.push(
+        ScriptedLlm.toolCalls(
+          Array.from(
+            { length: s.calls },
+            (_, c) => ({ id: `call_${step}_${c}`, name: TOOL_NAME, arguments: toolArgs(step, c) })
+          ),
+          { usage: USAGE }
+        )
+      )
     }
     script.push(ScriptedLlm.text(FINAL, { usage: USAGE }), ScriptedLlm.text(FINAL, { usage: USAGE }))
     return script
@@ -42,10 +50,24 @@ export const oursFrom = async (dir: string, label: string, synthesis: "always" |
       const script = scriptFor(s)
       let turn = 0
       const llm = ScriptedLlm.makeUnsafe(() => script[Math.min(turn++, script.length - 1)], { record: false })
-      const tool = Tool.make({ name: TOOL_NAME, description: TOOL_DESCRIPTION, parameters: Schema.Struct({ index: Schema.Number }), handler: (args: { index: number }) => Effect.sync(() => runTool(s, args)) })
-      const layer = ReactAgent.layer({ completionCheck: false, toolResultBudget: HUGE, maxIterations: 1000, synthesis }).pipe(
-        Layer.provide(Layer.mergeAll(Layer.succeed(Llm.Llm, llm.service), Toolkit.layer([tool]), Hooks.layerNoop, ContextGuard.layer({ budget: HUGE }), Interrupts.layerMemory))
-      )
+      const tool = Tool.make({
+        name: TOOL_NAME,
+        description: TOOL_DESCRIPTION,
+        parameters: Schema.Struct({ index: Schema.Number }),
+        handler: (args: { index: number }) => Effect.sync(() => runTool(s, args))
+      })
+      const layer = ReactAgent.layer({ completionCheck: false, toolResultBudget: HUGE, maxIterations: 1000, synthesis })
+        .pipe(
+          Layer.provide(
+            Layer.mergeAll(
+              Layer.succeed(Llm.Llm, llm.service),
+              Toolkit.layer([tool]),
+              Hooks.layerNoop,
+              ContextGuard.layer({ budget: HUGE }),
+              Interrupts.layerMemory
+            )
+          )
+        )
       const runtime: any = ManagedRuntime.make(layer)
       const agent: any = await runtime.runPromise(ReactAgent.ReactAgent)
       return async () => {
@@ -65,11 +87,29 @@ const main = async () => {
   const out: Array<string> = []
   for (const flavour of flavours) {
     const syn = flavour === "generate" ? "always" : "auto"
-    const engines = [await oursFrom(a, "A", syn), await oursFrom(b, "B", syn), flavour === "generate" ? aiSdk.engine : aiSdk.streamEngine]
+    const engines = [
+      await oursFrom(a, "A", syn),
+      await oursFrom(b, "B", syn),
+      flavour === "generate" ? aiSdk.engine : aiSdk.streamEngine
+    ]
     for (const c of Loop.cases.filter((c) => labels.includes(c.label))) {
-      const r = await Loop.runCase(engines, c, { flavour, warmup: 15, samples: Number(samplesArg), afterGcRounds: 1, maxMsPerCase: 40_000, allocRepeats: 1, log: () => {} })
+      const r = await Loop.runCase(engines, c, {
+        flavour,
+        warmup: 15,
+        samples: Number(samplesArg),
+        afterGcRounds: 1,
+        maxMsPerCase: 40_000,
+        allocRepeats: 1,
+        log: () => {}
+      })
       const [fa, fb, fp] = r.figures
-      const line = `${flavour} ${c.label}: A ${fa.marginalUs.toFixed(0)} B ${fb.marginalUs.toFixed(0)} AI ${fp.marginalUs.toFixed(0)} µs | B/A ${(fb.marginalUs / fa.marginalUs).toFixed(2)} A/AI ${(fa.marginalUs / fp.marginalUs).toFixed(2)} B/AI ${(fb.marginalUs / fp.marginalUs).toFixed(2)} | alloc A ${(fa.allocatedBytes / 1e6).toFixed(1)} B ${(fb.allocatedBytes / 1e6).toFixed(1)} AI ${(fp.allocatedBytes / 1e6).toFixed(1)} MB | n ${fa.samples}`
+      const line = `${flavour} ${c.label}: A ${fa.marginalUs.toFixed(0)} B ${fb.marginalUs.toFixed(0)} AI ${
+        fp.marginalUs.toFixed(0)
+      } µs | B/A ${(fb.marginalUs / fa.marginalUs).toFixed(2)} A/AI ${
+        (fa.marginalUs / fp.marginalUs).toFixed(2)
+      } B/AI ${(fb.marginalUs / fp.marginalUs).toFixed(2)} | alloc A ${(fa.allocatedBytes / 1e6).toFixed(1)} B ${
+        (fb.allocatedBytes / 1e6).toFixed(1)
+      } AI ${(fp.allocatedBytes / 1e6).toFixed(1)} MB | n ${fa.samples}`
       console.log(line)
       out.push(line)
     }
@@ -77,5 +117,8 @@ const main = async () => {
 }
 // run as a script only (bench/abn.ts imports `oursFrom`)
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1) })
+  main().then(() => process.exit(0), (e) => {
+    console.error(e)
+    process.exit(1)
+  })
 }

@@ -38,7 +38,9 @@ const main = async () => {
       const peerFigures = r.figures.slice(ours.length)
       const fastest = Math.min(...peerFigures.map((f) => f.marginalUs))
       const cells = r.figures.map((f) => `${f.engine} ${f.marginalUs.toFixed(0)}`)
-      const ratios = r.figures.slice(0, ours.length).map((f) => `${f.engine}/peer ${(f.marginalUs / fastest).toFixed(2)}`)
+      const ratios = r.figures.slice(0, ours.length).map((f) =>
+        `${f.engine}/peer ${(f.marginalUs / fastest).toFixed(2)}`
+      )
       console.log(`${flavour} ${c.label}: ${cells.join(" ")} µs | ${ratios.join(" ")} | n ${r.figures[0].samples}`)
     }
   }

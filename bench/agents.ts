@@ -65,8 +65,11 @@ const hasToolResult = (request: { readonly messages: ReadonlyArray<{ readonly ro
 
 /** A model that calls `tool` once, then answers. */
 const parentModel = (tool: string, args: Record<string, unknown>) =>
-  ScriptedLlm.makeUnsafe((request) =>
-    hasToolResult(request) ? ScriptedLlm.text("Done.") : ScriptedLlm.toolCall(tool, args, { id: "call_1" }), { record: false })
+  ScriptedLlm.makeUnsafe(
+    (request) =>
+      hasToolResult(request) ? ScriptedLlm.text("Done.") : ScriptedLlm.toolCall(tool, args, { id: "call_1" }),
+    { record: false }
+  )
 
 const agentLayer = (llm: ScriptedLlm.ScriptedLlm, tools: ReadonlyArray<Tool.Tool>) =>
   ReactAgent.layer({ completionCheck: false, synthesis: "auto" }).pipe(
@@ -103,24 +106,38 @@ export const run = async (quick = false): Promise<AgentsResults> => {
   try {
     // the remote sides
     const sample = await startSampleServer({ stepMs: 0 })
-    const fake = await inScope(FakeOpenAi.scoped((body) => (body?.stream ? FakeOpenAi.sseText("Remote answer.") : FakeOpenAi.completion({ content: "ok" }))))
+    const fake = await inScope(
+      FakeOpenAi.scoped((
+        body
+      ) => (body?.stream ? FakeOpenAi.sseText("Remote answer.") : FakeOpenAi.completion({ content: "ok" })))
+    )
     const ours = await inScope(startServer({ llmUrl: fake.url }))
-    const child = ManagedRuntime.make(agentLayer(ScriptedLlm.makeUnsafe(() => ScriptedLlm.text("Child answer."), { record: false }), []))
+    const child = ManagedRuntime.make(
+      agentLayer(ScriptedLlm.makeUnsafe(() => ScriptedLlm.text("Child answer."), { record: false }), [])
+    )
     const childAgent = await child.runPromise(ReactAgent.ReactAgent)
     const toSample = await Effect.runPromise(A2A.remoteAgent(sample.url, { name: "remote" }))
     const toOurs = await Effect.runPromise(A2A.remoteAgent(ours.url, { name: "remote" }))
     const variants: ReadonlyArray<{ readonly name: string; readonly tool: Tool.Tool; readonly runs: number }> = [
       { name: "direct", tool: echo, runs: quick ? 30 : 200 },
-      { name: "sub-agent (in process)", tool: ReactAgent.asTool(childAgent, { name: "research", description: "Researches" }), runs: quick ? 30 : 200 },
+      {
+        name: "sub-agent (in process)",
+        tool: ReactAgent.asTool(childAgent, { name: "research", description: "Researches" }),
+        runs: quick ? 30 : 200
+      },
       { name: "A2A → SDK reference server (127.0.0.1)", tool: toSample, runs: quick ? 10 : 60 },
       { name: "A2A → our server (127.0.0.1, durable run)", tool: toOurs, runs: quick ? 5 : 30 }
     ]
-    const runtimes = variants.map((v) => ManagedRuntime.make(agentLayer(parentModel(v.tool.name, { query: "q" }), [v.tool])))
+    const runtimes = variants.map((v) =>
+      ManagedRuntime.make(agentLayer(parentModel(v.tool.name, { query: "q" }), [v.tool]))
+    )
     const agents = await Promise.all(runtimes.map((r) => r.runPromise(ReactAgent.ReactAgent)))
     const once = async (i: number) => {
       const result = await Effect.runPromise(agents[i].runCollect({ query: "go" }))
       if (result.answer !== "Done." || result.steps[0]?.error !== null) {
-        throw new Error(`${variants[i].name}: the run did not go as scripted: ${result.steps[0]?.error ?? result.answer}`)
+        throw new Error(
+          `${variants[i].name}: the run did not go as scripted: ${result.steps[0]?.error ?? result.answer}`
+        )
       }
     }
     // warm-up, then round-robin
@@ -158,7 +175,9 @@ const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.t
 export const section = (r: AgentsResults): string => {
   const base = r.figures[0]
   const rows = r.figures.map((x) =>
-    `| ${x.variant} | ${x.runs} | ${f(x.wallMs)} | ${f(x.wallP90Ms)} | ${(x.wallMs / base.wallMs).toFixed(1)}× | ${f(x.cpuMs)} | ${(x.cpuMs / base.cpuMs).toFixed(1)}× |`
+    `| ${x.variant} | ${x.runs} | ${f(x.wallMs)} | ${f(x.wallP90Ms)} | ${(x.wallMs / base.wallMs).toFixed(1)}× | ${
+      f(x.cpuMs)
+    } | ${(x.cpuMs / base.cpuMs).toFixed(1)}× |`
   )
   return `## Sub-agents and A2A
 

@@ -19,7 +19,11 @@ if (process.argv.includes("--merge")) {
   const docPath = fileURLToPath(new URL("../docs/benchmarks.md", import.meta.url))
   const saved = JSON.parse(readFileSync(resultsPath, "utf8")) as Report.Results
   const when = `${results.date.slice(0, 16).replace("T", " ")} UTC`
-  const merged: Report.Results = { ...saved, agents: results, env: { ...saved.env, merged: { ...saved.env.merged, agents: when } } }
+  const merged: Report.Results = {
+    ...saved,
+    agents: results,
+    env: { ...saved.env, merged: { ...saved.env.merged, agents: when } }
+  }
   writeFileSync(resultsPath, JSON.stringify(merged, null, 1))
   writeFileSync(docPath, Report.markdown(merged))
 }

@@ -20,7 +20,9 @@ const engines: Record<string, Engine> = { ours, aiSdk, agentsSdk }
 /** @since 0.1.0 */
 export interface AloneFigures {
   readonly engine: string
-  readonly cases: ReadonlyArray<{ readonly title: string; readonly perIterationUs: number; readonly marginalUs: number }>
+  readonly cases: ReadonlyArray<
+    { readonly title: string; readonly perIterationUs: number; readonly marginalUs: number }
+  >
   readonly error?: string
 }
 
@@ -29,7 +31,13 @@ export const runAlone = async (options: { readonly quick: boolean }): Promise<Ar
   const out: Array<AloneFigures> = []
   for (const key of Object.keys(engines)) {
     const result = await new Promise<AloneFigures>((resolve) => {
-      const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), key, options.quick ? "quick" : "full"], {
+      const child = spawn(process.execPath, [
+        "--import",
+        "tsx",
+        fileURLToPath(import.meta.url),
+        key,
+        options.quick ? "quick" : "full"
+      ], {
         stdio: ["ignore", "pipe", "inherit"]
       })
       let stdout = ""

@@ -93,7 +93,10 @@ export interface Results {
 export const prepare = (): string => {
   const ts = createRequire(import.meta.url)("typescript") as typeof TypeScript
   mkdirSync(childDir, { recursive: true })
-  writeFileSync(join(childDir, ".gitignore"), "# bench/childProcess.ts: the child's JavaScript, transpiled from bench/\n*\n")
+  writeFileSync(
+    join(childDir, ".gitignore"),
+    "# bench/childProcess.ts: the child's JavaScript, transpiled from bench/\n*\n"
+  )
   const pending = [ENTRY]
   const done = new Set<string>()
   while (pending.length > 0) {
@@ -125,7 +128,9 @@ const runChild = (entry: string, key: string, flavour: Flavour, options: Options
       [entry, key, flavour, String(options.iterations), String(options.warmup), String(options.maxMsPerWorkload)],
       { cwd: join(benchDir, ".."), maxBuffer: 16 * 1024 * 1024, timeout: 10 * 60_000 },
       (error, stdout, stderr) => {
-        if (error) return resolve(`${key} (${flavour}): ${stderr.trim().split("\n").slice(-3).join(" ") || error.message}`)
+        if (error) {
+          return resolve(`${key} (${flavour}): ${stderr.trim().split("\n").slice(-3).join(" ") || error.message}`)
+        }
         try {
           resolve(JSON.parse(stdout.trim().split("\n").pop() ?? "") as ChildFigures)
         } catch {
@@ -141,7 +146,10 @@ export const run = async (options: Options): Promise<Results> => {
   const loadBefore = os.loadavg()[0]
   // one child per engine and flavour in every round, the order rotated from round to round
   const children = flavours.flatMap((flavour) => engineKeys.map((key) => ({ key, flavour, id: `${key}/${flavour}` })))
-  const collected = new Map<string, { name: string; flavour: Flavour; children: Array<ChildFigures>; errors: Array<string> }>(
+  const collected = new Map<
+    string,
+    { name: string; flavour: Flavour; children: Array<ChildFigures>; errors: Array<string> }
+  >(
     children.map(({ flavour, id, key }) => [id, { name: key, flavour, children: [], errors: [] }])
   )
   for (let round = 0; round < options.rounds; round++) {
@@ -157,12 +165,18 @@ export const run = async (options: Options): Promise<Results> => {
       }
       slot.name = figures.engine
       slot.children.push(figures)
-      options.log(`  round ${round + 1}, ${figures.engine}, ${flavour} (${((Date.now() - started) / 1000).toFixed(1)} s): ${
-        workloads.map((c) => {
-          const w = figures.workloads.find((x) => x.title === c.title)
-          return w === undefined ? `${c.label} n/a` : `${c.label} ${fmtUs(w.marginalUs)} µs wall, ${fmtUs(w.marginalCpuUs)} CPU, ${fmtBytes(w.allocatedBytes)}`
-        }).join(" | ")
-      }`)
+      options.log(
+        `  round ${round + 1}, ${figures.engine}, ${flavour} (${((Date.now() - started) / 1000).toFixed(1)} s): ${
+          workloads.map((c) => {
+            const w = figures.workloads.find((x) => x.title === c.title)
+            return w === undefined
+              ? `${c.label} n/a`
+              : `${c.label} ${fmtUs(w.marginalUs)} µs wall, ${fmtUs(w.marginalCpuUs)} CPU, ${
+                fmtBytes(w.allocatedBytes)
+              }`
+          }).join(" | ")
+        }`
+      )
     }
   }
   const engines = [...collected.values()].map(({ children, errors, flavour, name }): EngineFigures => ({
@@ -183,7 +197,14 @@ export const run = async (options: Options): Promise<Results> => {
     }),
     ...(errors.length > 0 ? { errors } : {})
   }))
-  return { loadBefore, loadAfter: os.loadavg()[0], rounds: options.rounds, iterations: options.iterations, warmup: options.warmup, engines }
+  return {
+    loadBefore,
+    loadAfter: os.loadavg()[0],
+    rounds: options.rounds,
+    iterations: options.iterations,
+    warmup: options.warmup,
+    engines
+  }
 }
 
 /** The engines of one flavour (results saved before the flavours count as generate). @since 0.1.0 */
@@ -219,12 +240,15 @@ export const againstFastest = (r: Results, ours: string, title: string, flavour:
 /** How each flavour is named in the tables. @since 0.1.0 */
 export const flavourTitle: Record<Flavour, string> = {
   generate: "generate: non-streamed loop calls (ours: synthesis `always`; AI SDK: `generateText`; Agents SDK: `run`)",
-  stream: "stream: streamed loop calls (ours: synthesis `auto`, our default; AI SDK: `streamText`; Agents SDK: `run(…, { stream: true })`)"
+  stream:
+    "stream: streamed loop calls (ours: synthesis `auto`, our default; AI SDK: `streamText`; Agents SDK: `run(…, { stream: true })`)"
 }
 
 /** The section's tables (markdown, also the terminal's), one set per flavour. @since 0.1.0 */
 export const render = (r: Results, ours: string): string => {
-  const load = `Load average (1 min) when the rounds started / ended: ${r.loadBefore?.toFixed(1) ?? "n/a"} / ${r.loadAfter?.toFixed(1) ?? "n/a"}.`
+  const load = `Load average (1 min) when the rounds started / ended: ${r.loadBefore?.toFixed(1) ?? "n/a"} / ${
+    r.loadAfter?.toFixed(1) ?? "n/a"
+  }.`
   const present = flavours.filter((f) => ofFlavour(r, f).length > 0)
   return [load, ...present.map((f) => `#### ${flavourTitle[f]}\n\n${renderFlavour(r, ours, f)}`)].join("\n\n")
 }
@@ -239,7 +263,14 @@ const renderFlavour = (r: Results, ours: string, flavour: Flavour): string => {
   }
   const marginal = table(
     ["engine", ...head],
-    engines.map((e) => [e.engine, ...titles.map((t) => cell(e, t, (w) => `${fmtUs(w.marginalUs)} (${fmtUs(w.marginalMinUs)}–${fmtUs(w.marginalMaxUs)})`))])
+    engines.map((
+      e
+    ) => [
+      e.engine,
+      ...titles.map((t) =>
+        cell(e, t, (w) => `${fmtUs(w.marginalUs)} (${fmtUs(w.marginalMinUs)}–${fmtUs(w.marginalMaxUs)})`)
+      )
+    ])
   )
   const cpu = table(
     ["engine", ...head],
@@ -252,18 +283,27 @@ const renderFlavour = (r: Results, ours: string, flavour: Flavour): string => {
   const ratios = table(
     [`ours ÷ fastest peer (${flavour})`, ...head],
     [
-      ["marginal wall µs / iteration", ...titles.map((t) => {
-        const a = againstFastest(r, ours, t, flavour)
-        return a ? `${a.ratio.toFixed(2)} × (${a.peer})` : "n/a"
-      })],
-      ["marginal CPU µs / iteration", ...titles.map((t) => {
-        const a = againstFastest(r, ours, t, flavour)
-        return a ? `${a.cpuRatio.toFixed(2)} × (${a.cpuPeer})` : "n/a"
-      })],
-      ["allocated / run (÷ lightest peer)", ...titles.map((t) => {
-        const a = againstFastest(r, ours, t, flavour)
-        return a ? `${a.allocationRatio.toFixed(2)} × (${a.lightestPeer})` : "n/a"
-      })]
+      [
+        "marginal wall µs / iteration",
+        ...titles.map((t) => {
+          const a = againstFastest(r, ours, t, flavour)
+          return a ? `${a.ratio.toFixed(2)} × (${a.peer})` : "n/a"
+        })
+      ],
+      [
+        "marginal CPU µs / iteration",
+        ...titles.map((t) => {
+          const a = againstFastest(r, ours, t, flavour)
+          return a ? `${a.cpuRatio.toFixed(2)} × (${a.cpuPeer})` : "n/a"
+        })
+      ],
+      [
+        "allocated / run (÷ lightest peer)",
+        ...titles.map((t) => {
+          const a = againstFastest(r, ours, t, flavour)
+          return a ? `${a.allocationRatio.toFixed(2)} × (${a.lightestPeer})` : "n/a"
+        })
+      ]
     ]
   )
   const runs = engines.map((e) => `${e.engine} ${e.workloads.map((w) => w.runs).join("/")}`).join(", ")

@@ -32,7 +32,11 @@ const byFlavour = (m: { readonly engine: Engine; readonly streamEngine: Engine }
   generate: m.engine,
   stream: m.streamEngine
 })
-const engines: Record<string, Record<Flavour, Engine>> = { ours: byFlavour(ours), aiSdk: byFlavour(aiSdk), agentsSdk: byFlavour(agentsSdk) }
+const engines: Record<string, Record<Flavour, Engine>> = {
+  ours: byFlavour(ours),
+  aiSdk: byFlavour(aiSdk),
+  agentsSdk: byFlavour(agentsSdk)
+}
 
 /** One workload's figures in one child. @since 0.1.0 */
 export interface ChildWorkload {
@@ -127,7 +131,11 @@ const [key = "", flavourArg = "", iterations = "50", warmup = "20", maxMs = "500
 const flavour = flavours.find((f) => f === flavourArg)
 const engine = flavour === undefined ? undefined : engines[key]?.[flavour]
 if (engine === undefined || flavour === undefined) {
-  process.stderr.write(`usage: childProcessEntry.js ${Object.keys(engines).join("|")} ${flavours.join("|")} [iterations] [warmup] [maxMsPerWorkload]\n`)
+  process.stderr.write(
+    `usage: childProcessEntry.js ${Object.keys(engines).join("|")} ${
+      flavours.join("|")
+    } [iterations] [warmup] [maxMsPerWorkload]\n`
+  )
   process.exit(2)
 }
 main(engine, flavour, Number(iterations), Number(warmup), Number(maxMs)).then(() => process.exit(0), (e) => {

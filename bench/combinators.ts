@@ -43,25 +43,70 @@ const pullAll = <A, E>(s: Stream.Stream<A, E>) =>
 const cases: Array<[string, () => Effect.Effect<unknown, unknown>]> = [
   ["1 call: the handler alone", () => handler(1)],
   ["1 call: Effect.timeoutTo(handler)", () => call(1)],
-  ["1 call: Effect.raceFirst(handler, sleep)", () => Effect.raceFirst(handler(1), Effect.as(Effect.sleep("60 seconds"), "t"))],
+  [
+    "1 call: Effect.raceFirst(handler, sleep)",
+    () => Effect.raceFirst(handler(1), Effect.as(Effect.sleep("60 seconds"), "t"))
+  ],
   ["1 call: a span around the handler", () => spanned(handler(1))],
   ["1 call: fork + join", () => Effect.flatMap(Effect.fork(handler(1)), Fiber.join)],
   ["4 calls: forEach, sequential", () => Effect.forEach(four, handler)],
   ["4 calls: forEach { concurrency: 4 }", () => Effect.forEach(four, handler, { concurrency: 4 })],
   ["4 calls: Effect.all { concurrency: unbounded }", () => Effect.all(four.map(handler), { concurrency: "unbounded" })],
-  ["4 calls: fork each, join each", () => Effect.flatMap(Effect.forEach(four, (i) => Effect.fork(handler(i))), (fs) => Effect.forEach(fs, Fiber.join))],
+  [
+    "4 calls: fork each, join each",
+    () => Effect.flatMap(Effect.forEach(four, (i) => Effect.fork(handler(i))), (fs) => Effect.forEach(fs, Fiber.join))
+  ],
   ["4 timed calls: forEach, sequential", () => Effect.forEach(four, call)],
   ["4 timed calls: forEach { concurrency: 4 }", () => Effect.forEach(four, call, { concurrency: 4 })],
-  ["4 timed + spanned calls: forEach { concurrency: 4 }", () => Effect.forEach(four, (i) => spanned(call(i)), { concurrency: 4 })],
-  ["4 timed calls: Effect.scoped + forkScoped + join", () => Effect.scoped(Effect.flatMap(Effect.forEach(four, (i) => Effect.forkScoped(call(i))), (fs) => Effect.forEach(fs, Fiber.join)))],
-  ["4 timed calls: FiberSet.run + join", () => Effect.scoped(Effect.flatMap(FiberSet.make<string>(), (set) => Effect.flatMap(Effect.forEach(four, (i) => FiberSet.run(set, call(i))), (fs) => Effect.forEach(fs, Fiber.join))))],
-  ["4 timed calls: fork each, join each", () => Effect.flatMap(Effect.forEach(four, (i) => Effect.fork(call(i))), (fs) => Effect.forEach(fs, Fiber.join))],
-  ["stream: suspend(fromIterable) → runForEach", () => Stream.runForEach(Stream.suspend(() => Stream.fromIterable(deltas())), () => Effect.void)],
-  ["stream: suspend(fromChunk) → runForEach", () => Stream.runForEach(Stream.suspend(() => Stream.fromChunk(Chunk.unsafeFromArray(deltas()))), () => Effect.void)],
-  ["stream: suspend(fromChunk) → runForEachChunk", () => Stream.runForEachChunk(Stream.suspend(() => Stream.fromChunk(Chunk.unsafeFromArray(deltas()))), count)],
-  ["stream: unwrap(fromChunk) → runForEachChunk", () => Stream.runForEachChunk(Stream.unwrap(Effect.sync(() => Stream.fromChunk(Chunk.unsafeFromArray(deltas())))), count)],
-  ["stream: suspend(fromChunk) → runFold", () => Stream.runFold(Stream.suspend(() => Stream.fromChunk(Chunk.unsafeFromArray(deltas()))), 0, (n) => n + 1)],
-  ["stream: suspend(fromChunk) → Stream.toPull loop in Effect.scoped", () => pullAll(Stream.suspend(() => Stream.fromChunk(Chunk.unsafeFromArray(deltas()))))]
+  [
+    "4 timed + spanned calls: forEach { concurrency: 4 }",
+    () => Effect.forEach(four, (i) => spanned(call(i)), { concurrency: 4 })
+  ],
+  [
+    "4 timed calls: Effect.scoped + forkScoped + join",
+    () =>
+      Effect.scoped(
+        Effect.flatMap(Effect.forEach(four, (i) => Effect.forkScoped(call(i))), (fs) => Effect.forEach(fs, Fiber.join))
+      )
+  ],
+  [
+    "4 timed calls: FiberSet.run + join",
+    () =>
+      Effect.scoped(Effect.flatMap(FiberSet.make<string>(), (set) =>
+        Effect.flatMap(
+          Effect.forEach(four, (i) => FiberSet.run(set, call(i))),
+          (fs) => Effect.forEach(fs, Fiber.join)
+        )))
+  ],
+  [
+    "4 timed calls: fork each, join each",
+    () => Effect.flatMap(Effect.forEach(four, (i) => Effect.fork(call(i))), (fs) => Effect.forEach(fs, Fiber.join))
+  ],
+  [
+    "stream: suspend(fromIterable) → runForEach",
+    () => Stream.runForEach(Stream.suspend(() => Stream.fromIterable(deltas())), () => Effect.void)
+  ],
+  [
+    "stream: suspend(fromChunk) → runForEach",
+    () => Stream.runForEach(Stream.suspend(() => Stream.fromChunk(Chunk.unsafeFromArray(deltas()))), () => Effect.void)
+  ],
+  [
+    "stream: suspend(fromChunk) → runForEachChunk",
+    () => Stream.runForEachChunk(Stream.suspend(() => Stream.fromChunk(Chunk.unsafeFromArray(deltas()))), count)
+  ],
+  [
+    "stream: unwrap(fromChunk) → runForEachChunk",
+    () =>
+      Stream.runForEachChunk(Stream.unwrap(Effect.sync(() => Stream.fromChunk(Chunk.unsafeFromArray(deltas())))), count)
+  ],
+  [
+    "stream: suspend(fromChunk) → runFold",
+    () => Stream.runFold(Stream.suspend(() => Stream.fromChunk(Chunk.unsafeFromArray(deltas()))), 0, (n) => n + 1)
+  ],
+  [
+    "stream: suspend(fromChunk) → Stream.toPull loop in Effect.scoped",
+    () => pullAll(Stream.suspend(() => Stream.fromChunk(Chunk.unsafeFromArray(deltas()))))
+  ]
 ]
 
 const filter = process.argv[2]

@@ -69,7 +69,10 @@ export const runOnce = (port: number, query: string, maxIterations?: number): Pr
             firstMs = at - started
             queued = event.event === "phase" && event.data.includes("\"phase\":\"queued\"")
           }
-          if (event.event === "step" && event.data.includes("\"type\":\"iteration\"") && event.data.includes("\"status\":\"start\"")) {
+          if (
+            event.event === "step" && event.data.includes("\"type\":\"iteration\"") &&
+            event.data.includes("\"status\":\"start\"")
+          ) {
             const data = JSON.parse(event.data) as { iteration?: number }
             if (typeof data.iteration === "number") iterationStarts[data.iteration - 1] = at
           } else if (event.event === "answer" && Number.isNaN(answerAt)) {
@@ -254,7 +257,9 @@ export const curve = async (): Promise<CurveFigures> => {
       // LLM call is the answer
       const starts = [...r.iterationStarts.slice(0, STEPS - 1), r.answerAt]
       const gaps = starts.map((at, i) => at - (i === 0 ? t0 : starts[i - 1]))
-      if (gaps.length !== STEPS || gaps.some((g) => Number.isNaN(g))) throw new Error(`expected ${STEPS} steps, got ${r.iterationStarts.length}`)
+      if (gaps.length !== STEPS || gaps.some((g) => Number.isNaN(g))) {
+        throw new Error(`expected ${STEPS} steps, got ${r.iterationStarts.length}`)
+      }
       runs.push(gaps)
       totals.push(r.doneMs)
     }
@@ -275,7 +280,9 @@ export const chart = (gapsMs: ReadonlyArray<number>, rows = 12, per = 5): string
   const lines: Array<string> = []
   for (let row = rows; row >= 1; row--) {
     const level = (top * row) / rows
-    const label = row === rows || row === Math.ceil(rows / 2) || row === 1 ? `${level.toFixed(1).padStart(6)} ms ┤` : "          │"
+    const label = row === rows || row === Math.ceil(rows / 2) || row === 1
+      ? `${level.toFixed(1).padStart(6)} ms ┤`
+      : "          │"
     lines.push(label + columns.map((c) => (c >= level - top / rows / 2 ? "█" : " ")).join(""))
   }
   lines.push("          └" + "─".repeat(columns.length))
@@ -297,23 +304,55 @@ export const lines = (r: ConcurrencyResults): Array<string> => {
   const out: Array<string> = []
   if (r.starts !== undefined) {
     const s = r.starts
-    out.push(typeof s === "string"
-      ? `200 starts: not measured: ${s}`
-      : `${s.runs} starts at once: ${s.completed} completed${s.failures ? ` (${s.failures})` : ""}; first event p50 ${f(s.firstP50Ms)} ms, p99 ${f(s.firstP99Ms)} ms${s.queuedRuns === undefined ? "" : ` (${s.queuedRuns} acknowledged as queued: p99 ${f(s.queuedFirstP99Ms ?? Number.NaN)} ms; ${s.completed - s.queuedRuns} with a slot at once: p99 ${f(s.slottedFirstP99Ms ?? Number.NaN)} ms)`}; done p50 ${f(s.doneP50Ms)} ms, p99 ${f(s.doneP99Ms)} ms; all done in ${f(s.allDoneMs)} ms; server CPU ${f(s.cpuPerRunMs)} ms per run (load ${s.load.toFixed(1)})\n` +
-        `  targets (issue 45 item 1): first event p99 ${f(s.firstP99Ms)} ms ≤ 1000: ${s.firstP99Ms <= 1000 ? "met" : "MISSED"}; all done ${f(s.allDoneMs)} ms ≤ 10000: ${s.allDoneMs <= 10_000 ? "met" : "MISSED"}; refused or reset: ${s.runs - s.completed}`)
+    out.push(
+      typeof s === "string"
+        ? `200 starts: not measured: ${s}`
+        : `${s.runs} starts at once: ${s.completed} completed${s.failures ? ` (${s.failures})` : ""}; first event p50 ${
+          f(s.firstP50Ms)
+        } ms, p99 ${f(s.firstP99Ms)} ms${
+          s.queuedRuns === undefined
+            ? ""
+            : ` (${s.queuedRuns} acknowledged as queued: p99 ${f(s.queuedFirstP99Ms ?? Number.NaN)} ms; ${
+              s.completed - s.queuedRuns
+            } with a slot at once: p99 ${f(s.slottedFirstP99Ms ?? Number.NaN)} ms)`
+        }; done p50 ${f(s.doneP50Ms)} ms, p99 ${f(s.doneP99Ms)} ms; all done in ${f(s.allDoneMs)} ms; server CPU ${
+          f(s.cpuPerRunMs)
+        } ms per run (load ${s.load.toFixed(1)})\n` +
+          `  targets (issue 45 item 1): first event p99 ${f(s.firstP99Ms)} ms ≤ 1000: ${
+            s.firstP99Ms <= 1000 ? "met" : "MISSED"
+          }; all done ${f(s.allDoneMs)} ms ≤ 10000: ${s.allDoneMs <= 10_000 ? "met" : "MISSED"}; refused or reset: ${
+            s.runs - s.completed
+          }`
+    )
   }
   if (r.sequential !== undefined) {
     const s = r.sequential
-    out.push(typeof s === "string"
-      ? `sequential: not measured: ${s}`
-      : `${s.runs} sequential one-tool runs: p50 ${f(s.p50Ms)} ms, p99 ${f(s.p99Ms)} ms, server CPU ${f(s.cpuPerRunMs)} ms per run; RSS ${mb(s.rssAfter100)} after 100 → ${mb(s.rssAfterAll)} after ${s.runs} + GC → ${mb(s.rssIdle)} 60 s later (heap ${mb(s.heapAfter100)} → ${mb(s.heapAfterAll)} → ${mb(s.heapIdle)}) (load ${s.load.toFixed(1)})\n` +
-        `  target (issue 45 item 4): RSS 60 s after the last run − after 100 = ${mb(s.rssIdle - s.rssAfter100)} ≤ 50 MB: ${s.rssIdle - s.rssAfter100 <= 50 * 1024 * 1024 ? "met" : "MISSED"}; heap ${mb(s.heapIdle - s.heapAfter100)}`)
+    out.push(
+      typeof s === "string"
+        ? `sequential: not measured: ${s}`
+        : `${s.runs} sequential one-tool runs: p50 ${f(s.p50Ms)} ms, p99 ${f(s.p99Ms)} ms, server CPU ${
+          f(s.cpuPerRunMs)
+        } ms per run; RSS ${mb(s.rssAfter100)} after 100 → ${mb(s.rssAfterAll)} after ${s.runs} + GC → ${
+          mb(s.rssIdle)
+        } 60 s later (heap ${mb(s.heapAfter100)} → ${mb(s.heapAfterAll)} → ${mb(s.heapIdle)}) (load ${
+          s.load.toFixed(1)
+        })\n` +
+          `  target (issue 45 item 4): RSS 60 s after the last run − after 100 = ${
+            mb(s.rssIdle - s.rssAfter100)
+          } ≤ 50 MB: ${s.rssIdle - s.rssAfter100 <= 50 * 1024 * 1024 ? "met" : "MISSED"}; heap ${
+            mb(s.heapIdle - s.heapAfter100)
+          }`
+    )
   }
   if (r.curve !== undefined) {
     const c = r.curve
     if (typeof c === "string") out.push(`curve: not measured: ${c}`)
     else {
-      out.push(`${STEPS}-step runs (each step's median of ${CURVE_RUNS}): ${f(c.totalMs)} ms per run; step 10 ${f(c.step10Ms)} ms, step 200 ${f(c.step200Ms)} ms: ${c.ratio.toFixed(2)} × (load ${c.load.toFixed(1)})`)
+      out.push(
+        `${STEPS}-step runs (each step's median of ${CURVE_RUNS}): ${f(c.totalMs)} ms per run; step 10 ${
+          f(c.step10Ms)
+        } ms, step 200 ${f(c.step200Ms)} ms: ${c.ratio.toFixed(2)} × (load ${c.load.toFixed(1)})`
+      )
       out.push(chart(c.gapsMs))
     }
   }
@@ -342,12 +381,20 @@ const verdict = (ok: boolean | undefined) => (ok === undefined ? "not measured" 
 /** Rows of the targets table: issue 31's durability targets. @since 0.1.0 */
 export const targets = (
   r: ConcurrencyResults | undefined,
-  durable: { readonly databases: ReadonlyArray<{ readonly database: string; readonly marginalMs?: number; readonly error?: string }> } | undefined
+  durable: {
+    readonly databases: ReadonlyArray<
+      { readonly database: string; readonly marginalMs?: number; readonly error?: string }
+    >
+  } | undefined
 ): Array<Array<string>> => {
   const perIteration = (prefix: string, limit: number) => {
     const d = durable?.databases.find((x) => x.database.startsWith(prefix))
     const ok = d !== undefined && d.error === undefined && d.marginalMs !== undefined
-    return [`a stored loop iteration ≤ ${limit} ms (${prefix}, one run at a time)`, ok ? `${d.marginalMs!.toFixed(1)} ms` : "n/a", verdict(ok ? d.marginalMs! <= limit : undefined)]
+    return [
+      `a stored loop iteration ≤ ${limit} ms (${prefix}, one run at a time)`,
+      ok ? `${d.marginalMs!.toFixed(1)} ms` : "n/a",
+      verdict(ok ? d.marginalMs! <= limit : undefined)
+    ]
   }
   const s = typeof r?.starts === "object" ? r.starts : undefined
   const q = typeof r?.sequential === "object" ? r.sequential : undefined
@@ -357,9 +404,17 @@ export const targets = (
     perIteration("SQLite", 5),
     perIteration("PostgreSQL", 10),
     [
-      `${s?.runs ?? 200} durable runs started at once (SQLite): first event p50 ≤ 300 ms, p99 ≤ 1 s; all done within 10 s`,
-      s ? `${s.completed}/${s.runs} done; p50 ${f(s.firstP50Ms)} ms, p99 ${f(s.firstP99Ms)} ms; all in ${(s.allDoneMs / 1000).toFixed(1)} s` : "n/a",
-      verdict(s ? s.completed === s.runs && s.firstP50Ms <= 300 && s.firstP99Ms <= 1000 && s.allDoneMs <= 10_000 : undefined)
+      `${
+        s?.runs ?? 200
+      } durable runs started at once (SQLite): first event p50 ≤ 300 ms, p99 ≤ 1 s; all done within 10 s`,
+      s
+        ? `${s.completed}/${s.runs} done; p50 ${f(s.firstP50Ms)} ms, p99 ${f(s.firstP99Ms)} ms; all in ${
+          (s.allDoneMs / 1000).toFixed(1)
+        } s`
+        : "n/a",
+      verdict(
+        s ? s.completed === s.runs && s.firstP50Ms <= 300 && s.firstP99Ms <= 1000 && s.allDoneMs <= 10_000 : undefined
+      )
     ],
     [
       "2,000 sequential one-tool durable runs ≤ 20 ms each (p50)",
@@ -373,7 +428,11 @@ export const targets = (
     ],
     [
       "the same, 60 s after the last run (V8 gives its committed heap back once allocation stops)",
-      q && q.rssIdle !== undefined ? `${mb(q.rssAfter100)} → ${mb(q.rssIdle)} (${q.rssIdle >= q.rssAfter100 ? "+" : ""}${mb(q.rssIdle - q.rssAfter100)})` : "n/a",
+      q && q.rssIdle !== undefined
+        ? `${mb(q.rssAfter100)} → ${mb(q.rssIdle)} (${q.rssIdle >= q.rssAfter100 ? "+" : ""}${
+          mb(q.rssIdle - q.rssAfter100)
+        })`
+        : "n/a",
       verdict(q && q.rssIdle !== undefined ? q.rssIdle - q.rssAfter100 <= 50 * 1024 * 1024 : undefined)
     ],
     [

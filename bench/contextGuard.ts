@@ -7,15 +7,18 @@
  *
  * @since 0.1.0
  */
-import * as Effect from "effect/Effect"
 import { ContextGuard, Message } from "effect-react-engine"
+import * as Effect from "effect/Effect"
 import { median } from "./harness.js"
 
 /** @since 0.1.0 */
 export const SIZES = [10, 100, 1000] as const
 
 const history = (n: number, salt: string): Array<Message.ChatMessage> => {
-  const out: Array<Message.ChatMessage> = [Message.system("You are a helpful agent."), Message.user(`Question ${salt}`, { pinned: true })]
+  const out: Array<Message.ChatMessage> = [
+    Message.system("You are a helpful agent."),
+    Message.user(`Question ${salt}`, { pinned: true })
+  ]
   for (let i = 0; out.length < n; i++) {
     const id = `call_${salt}_${i}`
     out.push(Message.assistant(null, { toolCalls: [Message.toolCall(id, "lookup", `{"index":${i}}`)] }))

@@ -58,7 +58,9 @@ export const summarize = (profile: Profile, top = 25): string => {
     }
     busy += us
     buckets.set(bucket, (buckets.get(bucket) ?? 0) + us)
-    const name = `${frame.functionName || "(anonymous)"} ${frame.url.split("/").slice(-2).join("/")}:${frame.lineNumber + 1}`
+    const name = `${frame.functionName || "(anonymous)"} ${frame.url.split("/").slice(-2).join("/")}:${
+      frame.lineNumber + 1
+    }`
     functions.set(name, (functions.get(name) ?? 0) + us)
   }
   const pct = (us: number) => `${((100 * us) / busy).toFixed(1).padStart(5)} %`
@@ -88,10 +90,14 @@ const main = async () => {
     const wall = performance.now() - started
     await server.stop()
     times.sort((a, b) => a - b)
-    console.log(`${runs} sequential one-tool runs in ${(wall / 1000).toFixed(1)} s, p50 ${times[runs >> 1].toFixed(1)} ms`)
+    console.log(
+      `${runs} sequential one-tool runs in ${(wall / 1000).toFixed(1)} s, p50 ${times[runs >> 1].toFixed(1)} ms`
+    )
     // the server's own profile is the largest (tsx's loader thread writes a small one too)
     const files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile")).map((f) => join(dir, f))
-    const largest = files.map((f) => ({ f, text: readFileSync(f, "utf8") })).sort((a, b) => b.text.length - a.text.length)[0]
+    const largest = files.map((f) => ({ f, text: readFileSync(f, "utf8") })).sort((a, b) =>
+      b.text.length - a.text.length
+    )[0]
     if (largest === undefined) throw new Error("no profile written")
     console.log(summarize(JSON.parse(largest.text) as Profile, Number(process.argv[3] ?? 25)))
   } finally {
@@ -99,7 +105,9 @@ const main = async () => {
   }
 }
 
-if (process.argv[1]?.endsWith("cpuProfile.ts")) void main().catch((e) => {
-  console.error(e)
-  process.exit(1)
-})
+if (process.argv[1]?.endsWith("cpuProfile.ts")) {
+  void main().catch((e) => {
+    console.error(e)
+    process.exit(1)
+  })
+}

@@ -35,7 +35,9 @@ const args = process.argv.slice(2)
 const samplesAt = args.indexOf("--samples")
 const samples = samplesAt >= 0 ? Number(args[samplesAt + 1]) : 10
 const postgres = args.includes("--postgres")
-const roots = args.filter((a, i) => !a.startsWith("--") && (samplesAt < 0 || i !== samplesAt + 1)).map((r) => resolve(r))
+const roots = args.filter((a, i) => !a.startsWith("--") && (samplesAt < 0 || i !== samplesAt + 1)).map((r) =>
+  resolve(r)
+)
 
 /** CPU time (user + system, ms) of a process, from /proc. */
 const cpuMs = (pid: number | undefined): number => {
@@ -94,7 +96,11 @@ try {
     }
   }
   type Sample = { wall: number; cpu: number }
-  const figures = servers.map(() => ({ one: [] as Array<Sample>, short: [] as Array<Sample>, long: [] as Array<Sample> }))
+  const figures = servers.map(() => ({
+    one: [] as Array<Sample>,
+    short: [] as Array<Sample>,
+    long: [] as Array<Sample>
+  }))
   const load0 = os.loadavg()[0]
   for (let i = 0; i < samples; i++) {
     for (let s = 0; s < servers.length; s++) {
@@ -108,15 +114,22 @@ try {
     }
   }
   const load1 = os.loadavg()[0]
-  const per = (long: ReadonlyArray<number>, short: ReadonlyArray<number>) => (quantile(long, 0.5) - quantile(short, 0.5)) / (LONG - SHORT)
+  const per = (long: ReadonlyArray<number>, short: ReadonlyArray<number>) =>
+    (quantile(long, 0.5) - quantile(short, 0.5)) / (LONG - SHORT)
   for (let s = 0; s < servers.length; s++) {
     const f = figures[s]
     const cpu = per(f.long.map((x) => x.cpu), f.short.map((x) => x.cpu))
     const wall = per(f.long.map((x) => x.wall), f.short.map((x) => x.wall))
     console.log(
-      `${servers[s].root}${postgres ? " (PostgreSQL)" : ""}: per iteration CPU ${cpu.toFixed(2)} ms, wall ${wall.toFixed(2)} ms; ` +
-        `one-tool run CPU ${quantile(f.one.map((x) => x.cpu), 0.5).toFixed(1)} ms, wall ${quantile(f.one.map((x) => x.wall), 0.5).toFixed(1)} ms; ` +
-        `${SHORT}-step run CPU ${quantile(f.short.map((x) => x.cpu), 0.5).toFixed(1)} ms, wall ${quantile(f.short.map((x) => x.wall), 0.5).toFixed(1)} ms ` +
+      `${servers[s].root}${postgres ? " (PostgreSQL)" : ""}: per iteration CPU ${cpu.toFixed(2)} ms, wall ${
+        wall.toFixed(2)
+      } ms; ` +
+        `one-tool run CPU ${quantile(f.one.map((x) => x.cpu), 0.5).toFixed(1)} ms, wall ${
+          quantile(f.one.map((x) => x.wall), 0.5).toFixed(1)
+        } ms; ` +
+        `${SHORT}-step run CPU ${quantile(f.short.map((x) => x.cpu), 0.5).toFixed(1)} ms, wall ${
+          quantile(f.short.map((x) => x.wall), 0.5).toFixed(1)
+        } ms ` +
         `(${samples} samples, load ${load0.toFixed(1)}–${load1.toFixed(1)})`
     )
   }

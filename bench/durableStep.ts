@@ -81,7 +81,10 @@ export const runOnce = (port: number, steps: number, index: number): Promise<num
           resolve(ms)
         }
       })
-      res.on("end", () => reject(new Error(`stream ended without done (status ${res.statusCode}): ${text.slice(0, 200)}`)))
+      res.on(
+        "end",
+        () => reject(new Error(`stream ended without done (status ${res.statusCode}): ${text.slice(0, 200)}`))
+      )
     })
     req.on("error", reject)
     req.end(body)
@@ -138,7 +141,10 @@ export const run = async (options: { readonly samples: number }): Promise<Durabl
     try {
       const url = cluster.createDatabase("bench")
       databases.push(
-        await measure("PostgreSQL (local, socket runner)", { BENCH_DATABASE_URL: url, BENCH_CLUSTER_PORT: String(await freePort()) }, options.samples)
+        await measure("PostgreSQL (local, socket runner)", {
+          BENCH_DATABASE_URL: url,
+          BENCH_CLUSTER_PORT: String(await freePort())
+        }, options.samples)
       )
       enginePostgres = engineAlone({ ENGINE_DATABASE_URL: cluster.createDatabase("engine") })
     } finally {
@@ -158,7 +164,11 @@ export const ACTIVITIES_PER_ITERATION = 2
  *
  * @since 0.1.0
  */
-export const floorRatios = (d: DurableResults): Array<{ readonly database: string; readonly iterationMs: number; readonly floorMs: number; readonly ratio: number }> =>
+export const floorRatios = (
+  d: DurableResults
+): Array<
+  { readonly database: string; readonly iterationMs: number; readonly floorMs: number; readonly ratio: number }
+> =>
   d.databases.flatMap((x) => {
     const e = x.database.startsWith("PostgreSQL") ? d.enginePostgres : d.engine
     if (x.marginalMs === undefined || Number.isNaN(x.marginalMs) || e === undefined || typeof e === "string") return []
@@ -169,6 +179,10 @@ export const floorRatios = (d: DurableResults): Array<{ readonly database: strin
 /** Terminal lines of the target (issue 45 item 2). @since 0.1.0 */
 export const floorLines = (d: DurableResults): Array<string> =>
   floorRatios(d).map((r) =>
-    `  target (issue 45 item 2, ${r.database}): a stored iteration ${r.iterationMs.toFixed(1)} ms ÷ the engine-alone floor ` +
-    `${r.floorMs.toFixed(1)} ms (${ACTIVITIES_PER_ITERATION} × activity) = ${r.ratio.toFixed(2)} × ≤ 1.5: ${r.ratio <= 1.5 ? "met" : "MISSED"}${d.load === undefined ? "" : ` (load ${d.load.toFixed(1)})`}`
+    `  target (issue 45 item 2, ${r.database}): a stored iteration ${
+      r.iterationMs.toFixed(1)
+    } ms ÷ the engine-alone floor ` +
+    `${r.floorMs.toFixed(1)} ms (${ACTIVITIES_PER_ITERATION} × activity) = ${r.ratio.toFixed(2)} × ≤ 1.5: ${
+      r.ratio <= 1.5 ? "met" : "MISSED"
+    }${d.load === undefined ? "" : ` (load ${d.load.toFixed(1)})`}`
   )

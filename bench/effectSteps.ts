@@ -13,12 +13,12 @@
  *
  * @since 0.1.0
  */
+import { ReactAgent } from "effect-react-engine"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as RuntimeFlagsPatch from "effect/RuntimeFlagsPatch"
 import * as Supervisor from "effect/Supervisor"
-import { ReactAgent } from "effect-react-engine"
 import { agentLayer, lookupTool, resettableScript, scriptFor } from "./peers/ours.js"
 import { QUERY, type Scenario } from "./scenario.js"
 
@@ -65,19 +65,21 @@ const count = async (scenario: Scenario): Promise<Count> => {
   const agent = await runtime.runPromise(ReactAgent.ReactAgent)
   reset()
   const supervisor = new Counting()
-  await runtime.runPromise(agent.runCollect({ query: QUERY }).pipe(
-    Effect.supervised(supervisor),
-    Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
-  ))
+  await runtime.runPromise(
+    agent.runCollect({ query: QUERY }).pipe(
+      Effect.supervised(supervisor),
+      Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
+    )
+  )
   await runtime.dispose()
   return supervisor
 }
 
 const per = (label: string, long: Count, short: Count, n: number, top: number) => {
   console.log(
-    `${label}: ${((long.total - short.total) / n).toFixed(1)} effect steps, ${((long.forks - short.forks) / n).toFixed(2)} fibers, ${
-      ((long.suspends - short.suspends) / n).toFixed(2)
-    } suspensions`
+    `${label}: ${((long.total - short.total) / n).toFixed(1)} effect steps, ${
+      ((long.forks - short.forks) / n).toFixed(2)
+    } fibers, ${((long.suspends - short.suspends) / n).toFixed(2)} suspensions`
   )
   const rows = [...long.byInstruction].map(([k, v]) => [k, (v - (short.byInstruction.get(k) ?? 0)) / n] as const)
   for (const [k, v] of rows.filter(([, v]) => v !== 0).sort((a, b) => b[1] - a[1]).slice(0, top)) {
@@ -86,7 +88,12 @@ const per = (label: string, long: Count, short: Count, n: number, top: number) =
 }
 
 const top = Number(process.env.TOP ?? 0)
-const scenario = (steps: number, calls: number): Scenario => ({ name: `s${steps}x${calls}`, steps, calls, resultChars: 0 })
+const scenario = (steps: number, calls: number): Scenario => ({
+  name: `s${steps}x${calls}`,
+  steps,
+  calls,
+  resultChars: 0
+})
 const [s2, s10, p10] = [await count(scenario(2, 1)), await count(scenario(10, 1)), await count(scenario(10, 4))]
 per("one more single-tool iteration", s10, s2, 8, top)
 per("one more call in a round", p10, s10, 30, top)

@@ -31,20 +31,46 @@ import * as DurableRuns from "../src/server/DurableRuns.js"
 const ACTIVITIES = Number(process.env.ENGINE_ACTIVITIES ?? 300)
 const PARKED = 500
 
-const Sequential = Workflow.make({ name: "sequential", payload: { id: Schema.String }, success: Schema.Number, idempotencyKey: (p) => p.id })
-const Parked = Workflow.make({ name: "parked", payload: { id: Schema.String }, success: Schema.Void, idempotencyKey: (p) => p.id })
-const ParkedInBody = Workflow.make({ name: "parkedInBody", payload: { id: Schema.String }, success: Schema.Void, idempotencyKey: (p) => p.id })
+const Sequential = Workflow.make({
+  name: "sequential",
+  payload: { id: Schema.String },
+  success: Schema.Number,
+  idempotencyKey: (p) => p.id
+})
+const Parked = Workflow.make({
+  name: "parked",
+  payload: { id: Schema.String },
+  success: Schema.Void,
+  idempotencyKey: (p) => p.id
+})
+const ParkedInBody = Workflow.make({
+  name: "parkedInBody",
+  payload: { id: Schema.String },
+  success: Schema.Void,
+  idempotencyKey: (p) => p.id
+})
 
 let parked = 0
 const workflows = Layer.mergeAll(
   Sequential.toLayer(() =>
-    Effect.reduce(Array.from({ length: ACTIVITIES }, (_, i) => i), 0, (sum, i) =>
-      Effect.map(Activity.make({ name: `a/${i}`, success: Schema.Number, execute: Effect.succeed(i) }), (n) => sum + n))
+    Effect.reduce(
+      Array.from({ length: ACTIVITIES }, (_, i) => i),
+      0,
+      (sum, i) =>
+        Effect.map(
+          Activity.make({ name: `a/${i}`, success: Schema.Number, execute: Effect.succeed(i) }),
+          (n) => sum + n
+        )
+    )
   ),
   Parked.toLayer(() =>
     Effect.zipRight(
       Activity.make({ name: "first", success: Schema.Void, execute: Effect.void }),
-      Activity.make({ name: "park", success: Schema.Void, execute: Effect.zipRight(Effect.sync(() => parked++), Effect.never) })
+      Activity.make({
+        name: "park",
+        success: Schema.Void,
+        execute: Effect.zipRight(Effect.sync(() => parked++), Effect.never)
+      })
     )
   ),
   ParkedInBody.toLayer(() =>
@@ -63,7 +89,9 @@ const layer = pgUrl === undefined || pgUrl === ""
     Layer.provide(Database.layer({ _tag: "Sqlite", filename: join(dir, "engine.sqlite") }))
   )
   : workflows.pipe(
-    Layer.provideMerge(ClusterWorkflowEngine.layer.pipe(Layer.provide(SingleRunner.layer({ runnerStorage: "memory" })))),
+    Layer.provideMerge(
+      ClusterWorkflowEngine.layer.pipe(Layer.provide(SingleRunner.layer({ runnerStorage: "memory" })))
+    ),
     Layer.provide(Database.layer({ _tag: "Postgres", url: Redacted.make(pgUrl) }))
   )
 const database = pgUrl === undefined || pgUrl === "" ? "SQLite" : "PostgreSQL"
@@ -95,7 +123,17 @@ const program = Effect.gen(function*() {
   const parkedBytes = yield* park((i) => Parked.execute({ id: `p${i}` }, { discard: true }))
   const parkedInBodyBytes = yield* park((i) => ParkedInBody.execute({ id: `b${i}` }, { discard: true }))
   process.stdout.write(
-    `${JSON.stringify({ database, activityWallMs, activityCpuMs, parkedBytes, parkedInBodyBytes, activities: ACTIVITIES, parked: PARKED })}\n`
+    `${
+      JSON.stringify({
+        database,
+        activityWallMs,
+        activityCpuMs,
+        parkedBytes,
+        parkedInBodyBytes,
+        activities: ACTIVITIES,
+        parked: PARKED
+      })
+    }\n`
   )
 })
 

@@ -7,10 +7,10 @@
  *
  * @since 0.1.0
  */
+import { type Llm, ReactAgent, ScriptedLlm } from "effect-react-engine"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Stream from "effect/Stream"
-import { type Llm, ReactAgent, ScriptedLlm } from "effect-react-engine"
 import { quantile } from "./harness.js"
 import { agentLayer, lookupTool } from "./peers/ours.js"
 
@@ -29,7 +29,10 @@ export const run = async (runs = 40): Promise<FirstTokenFigures> => {
   const scripted = ScriptedLlm.makeUnsafe((_r, _i, method) =>
     method === "chat"
       ? (turn++ === 0 ? ScriptedLlm.toolCall("lookup", { index: 1 }) : ScriptedLlm.text("The record is fine."))
-      : ScriptedLlm.text("The record is fine.", { chunks: ["The ", "record ", "is ", "fine."], chunkDelay: "10 millis" }), { record: false })
+      : ScriptedLlm.text("The record is fine.", {
+        chunks: ["The ", "record ", "is ", "fine."],
+        chunkDelay: "10 millis"
+      }), { record: false })
   const llm: Llm.LlmService = {
     ...scripted.service,
     streamChat: (request) => {

@@ -44,7 +44,9 @@ const open = (port: number, method: "GET" | "POST", path: string, body?: string)
       method,
       path,
       agent,
-      headers: body === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
+      headers: body === undefined
+        ? {}
+        : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
     }, (res) => {
       res.once("data", () => resolve(res.statusCode === 200))
       res.on("error", () => resolve(false))
@@ -69,7 +71,9 @@ export const run = async (options: { readonly runs: number; readonly followers: 
   const clients: Array<Client> = []
   try {
     for (let i = 0; i < options.runs; i++) {
-      clients.push(open(server.port, "POST", "/api/react", JSON.stringify({ query: `idle ${i}`, conversation_id: `idle-${i}` })))
+      clients.push(
+        open(server.port, "POST", "/api/react", JSON.stringify({ query: `idle ${i}`, conversation_id: `idle-${i}` }))
+      )
     }
     if (!(await Promise.all(clients.map((c) => c.ready))).every(Boolean)) throw new Error("a run did not start")
     // let the runs reach their model call
@@ -120,8 +124,12 @@ export const run = async (options: { readonly runs: number; readonly followers: 
 export const line = (f: FollowerFigures): string =>
   f.error !== undefined
     ? `followers: ${f.error}`
-    : `${f.followers} idle followers of ${f.runs} runs: heap ${(f.heapPerFollowerBytes / 1024).toFixed(1)} KB per follower, ` +
-      `RSS ${(f.rssPerFollowerBytes / 1024).toFixed(1)} KB per follower; heap left after they hung up ${(f.heapLeftBytes / 1024).toFixed(0)} KB ` +
+    : `${f.followers} idle followers of ${f.runs} runs: heap ${
+      (f.heapPerFollowerBytes / 1024).toFixed(1)
+    } KB per follower, ` +
+      `RSS ${(f.rssPerFollowerBytes / 1024).toFixed(1)} KB per follower; heap left after they hung up ${
+        (f.heapLeftBytes / 1024).toFixed(0)
+      } KB ` +
       `(load ${f.load.toFixed(1)})`
 
 /**
@@ -132,7 +140,8 @@ export const line = (f: FollowerFigures): string =>
 const BEFORE = { heapKb: 49.3, rssKb: 39.2 }
 
 /** The section of docs/benchmarks.md. @since 0.1.0 */
-export const section = (f: FollowerFigures): string => `## Idle followers
+export const section = (f: FollowerFigures): string =>
+  `## Idle followers
 
 What one more SSE client following a run costs the server while nothing happens (bench/followers.ts):
 ${f.runs} runs parked in a 10-minute model call, then ${f.followers} clients attach to them
@@ -142,9 +151,13 @@ before and after, ÷ followers.
 | | heap per follower | RSS per follower |
 |---|---|---|
 | before the typed stream (listener callbacks into a Node \`Readable\`) | ${BEFORE.heapKb} KB | ${BEFORE.rssKb} KB |
-| now (one \`Stream\` per follower over the run's feed) | ${f.error ? f.error : `${(f.heapPerFollowerBytes / 1024).toFixed(1)} KB`} | ${f.error ? "" : `${(f.rssPerFollowerBytes / 1024).toFixed(1)} KB`} |
+| now (one \`Stream\` per follower over the run's feed) | ${
+    f.error ? f.error : `${(f.heapPerFollowerBytes / 1024).toFixed(1)} KB`
+  } | ${f.error ? "" : `${(f.rssPerFollowerBytes / 1024).toFixed(1)} KB`} |
 
-Heap left once every client hung up: ${Number.isNaN(f.heapLeftBytes) ? "n/a" : `${(f.heapLeftBytes / 1024).toFixed(0)} KB`} (load ${f.load.toFixed(1)}).
+Heap left once every client hung up: ${
+    Number.isNaN(f.heapLeftBytes) ? "n/a" : `${(f.heapLeftBytes / 1024).toFixed(0)} KB`
+  } (load ${f.load.toFixed(1)}).
 A follower now is one fiber of its request pulling its stream (\`Stream.toPull\`: a stream run through a
 sink costs ≈ 17 KB more per client) and one subscription to the run's \`PubSub\`; heartbeats come
 through the feed (one fiber for the whole registry, no timer per client). The SSE response keeps a

@@ -33,11 +33,11 @@ import * as Latency from "./latency.js"
 import * as Loop from "./loopOverhead.js"
 import * as MemoryBench from "./memory.js"
 import * as ParallelRound from "./parallelRound.js"
-import * as Primitives from "./primitives.js"
-import * as PromptCache from "./promptCache.js"
 import * as agentsSdk from "./peers/agentsSdk.js"
 import * as aiSdk from "./peers/aiSdk.js"
 import * as ours from "./peers/ours.js"
+import * as Primitives from "./primitives.js"
+import * as PromptCache from "./promptCache.js"
 import * as Report from "./report.js"
 import type { Engine, Flavour } from "./scenario.js"
 import { flavours } from "./scenario.js"
@@ -68,7 +68,11 @@ const main = async () => {
     return
   }
   const loadBefore = os.loadavg()
-  log(`Benchmarks — Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, load ${loadBefore[0].toFixed(1)}`)
+  log(
+    `Benchmarks — Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, load ${
+      loadBefore[0].toFixed(1)
+    }`
+  )
   log(quick ? "(quick mode: fewer samples)" : "")
 
   const results: {
@@ -96,21 +100,23 @@ const main = async () => {
       generate: [ours.engine, aiSdk.engine, agentsSdk.engine],
       stream: [ours.streamEngine, aiSdk.streamEngine, agentsSdk.streamEngine]
     }
-    for (const flavour of flavours) for (const c of Loop.cases) {
-      log(`\n## Loop overhead (${flavour}): ${c.title} [${elapsed()}]`)
-      const result = await Loop.runCase(loopEngines[flavour], c, {
-        flavour,
-        // 250 rounds where runs are short: the 10 × 4 case's slope comes from 8 extra steps, and with
-        // 80 rounds its median moved by a quarter from one run of the bench to the next
-        warmup: quick ? 2 : 20,
-        samples: quick ? 12 : 250,
-        afterGcRounds: quick ? 2 : 5,
-        maxMsPerCase: quick ? 15_000 : 45_000,
-        allocRepeats: quick ? 1 : 3,
-        log
-      })
-      results.loop.push(result)
-      log(Loop.render(result, ours.engine.name))
+    for (const flavour of flavours) {
+      for (const c of Loop.cases) {
+        log(`\n## Loop overhead (${flavour}): ${c.title} [${elapsed()}]`)
+        const result = await Loop.runCase(loopEngines[flavour], c, {
+          flavour,
+          // 250 rounds where runs are short: the 10 × 4 case's slope comes from 8 extra steps, and with
+          // 80 rounds its median moved by a quarter from one run of the bench to the next
+          warmup: quick ? 2 : 20,
+          samples: quick ? 12 : 250,
+          afterGcRounds: quick ? 2 : 5,
+          maxMsPerCase: quick ? 15_000 : 45_000,
+          allocRepeats: quick ? 1 : 3,
+          log
+        })
+        results.loop.push(result)
+        log(Loop.render(result, ours.engine.name))
+      }
     }
   }
 
@@ -131,20 +137,37 @@ const main = async () => {
     log(`\n## Loop overhead, each engine alone in its own process [${elapsed()}]`)
     results.alone = await Alone.runAlone({ quick })
     for (const a of results.alone) {
-      log(a.error ? `${a.engine}: ${a.error}` : `${a.engine}: ${a.cases.map((c) => `${c.title}: ${fmtUs(c.perIterationUs)} µs/iteration, marginal ${fmtUs(c.marginalUs)}`).join("; ")}`)
+      log(
+        a.error
+          ? `${a.engine}: ${a.error}`
+          : `${a.engine}: ${
+            a.cases.map((c) => `${c.title}: ${fmtUs(c.perIterationUs)} µs/iteration, marginal ${fmtUs(c.marginalUs)}`)
+              .join("; ")
+          }`
+      )
     }
   }
 
   if (wants("round")) {
     log(`\n## Parallel tool round (8 × 50 ms) [${elapsed()}]`)
     results.round = await ParallelRound.run(quick ? 3 : 10)
-    log(table(["engine", "round (ms)", "÷ 50 ms"], results.round.map((r) => [r.engine, r.error ?? r.medianMs.toFixed(1), r.ratio.toFixed(2)])))
+    log(
+      table(
+        ["engine", "round (ms)", "÷ 50 ms"],
+        results.round.map((r) => [r.engine, r.error ?? r.medianMs.toFixed(1), r.ratio.toFixed(2)])
+      )
+    )
   }
 
   if (wants("guard")) {
     log(`\n## Context guard cost [${elapsed()}]`)
     results.guard = ContextGuardBench.run({ checks: quick ? 50 : 200 })
-    log(table(["messages", "warm µs", "cold µs"], results.guard.map((g) => [String(g.messages), fmtUs(g.warmUs), fmtUs(g.coldUs)])))
+    log(
+      table(
+        ["messages", "warm µs", "cold µs"],
+        results.guard.map((g) => [String(g.messages), fmtUs(g.warmUs), fmtUs(g.coldUs)])
+      )
+    )
   }
 
   if (wants("selection")) {
@@ -180,7 +203,9 @@ const main = async () => {
 
   if (wants("latency")) {
     const settings = Latency.settingsFrom(process.argv.slice(2), process.env, quick)
-    log(`\n## Latency a user feels: TTFT ${settings.ttftMs} ms, ${settings.tokensPerSecond} tokens/s, ${settings.reps} runs each [${elapsed()}]`)
+    log(
+      `\n## Latency a user feels: TTFT ${settings.ttftMs} ms, ${settings.tokensPerSecond} tokens/s, ${settings.reps} runs each [${elapsed()}]`
+    )
     try {
       const f = await Latency.run(settings, log)
       results.latency = f
@@ -197,19 +222,45 @@ const main = async () => {
     const d = await DurableStep.run({ samples: quick ? 3 : 10 })
     results.durable = d
     for (const x of d.databases) {
-      log(x.error !== undefined ? `${x.database}: ${x.error}` : `${x.database}: ${x.marginalMs!.toFixed(1)} ms per iteration (2 steps ${x.shortMs!.toFixed(0)} ms, 22 steps ${x.longMs!.toFixed(0)} ms)`)
+      log(
+        x.error !== undefined
+          ? `${x.database}: ${x.error}`
+          : `${x.database}: ${x.marginalMs!.toFixed(1)} ms per iteration (2 steps ${
+            x.shortMs!.toFixed(0)
+          } ms, 22 steps ${x.longMs!.toFixed(0)} ms)`
+      )
     }
     for (const [where, e] of [["SQLite", d.engine], ["PostgreSQL", d.enginePostgres]] as const) {
       if (e === undefined) continue
-      log(typeof e === "string" ? `engine alone (${where}): ${e}` : `engine alone (${where}): ${e.activityWallMs.toFixed(2)} ms wall / ${e.activityCpuMs.toFixed(2)} ms CPU per activity, ${(e.parkedBytes / 1024).toFixed(0)} KB per workflow parked in an activity${e.parkedInBodyBytes === undefined ? "" : `, ${(e.parkedInBodyBytes / 1024).toFixed(0)} KB in its body`}`)
+      log(
+        typeof e === "string"
+          ? `engine alone (${where}): ${e}`
+          : `engine alone (${where}): ${e.activityWallMs.toFixed(2)} ms wall / ${
+            e.activityCpuMs.toFixed(2)
+          } ms CPU per activity, ${(e.parkedBytes / 1024).toFixed(0)} KB per workflow parked in an activity${
+            e.parkedInBodyBytes === undefined ? "" : `, ${(e.parkedInBodyBytes / 1024).toFixed(0)} KB in its body`
+          }`
+      )
     }
     for (const line of DurableStep.floorLines(d)) log(line)
   }
 
   // durable runs on SQLite as a user feels them: 200 starts at once, 2,000 in a row, one of 200 steps
   const parts: Array<[string, string, () => Promise<unknown>]> = [
-    ["starts", `${starts} durable runs started at once`, () => Concurrency.starts(starts, process.env.REACT_MAX_ACTIVE_RUNS ? { REACT_MAX_ACTIVE_RUNS: process.env.REACT_MAX_ACTIVE_RUNS } : {})],
-    ["sequential", "2,000 sequential durable runs and the memory curve", () => Concurrency.sequential(quick ? 300 : 2000)],
+    [
+      "starts",
+      `${starts} durable runs started at once`,
+      () =>
+        Concurrency.starts(
+          starts,
+          process.env.REACT_MAX_ACTIVE_RUNS ? { REACT_MAX_ACTIVE_RUNS: process.env.REACT_MAX_ACTIVE_RUNS } : {}
+        )
+    ],
+    [
+      "sequential",
+      "2,000 sequential durable runs and the memory curve",
+      () => Concurrency.sequential(quick ? 300 : 2000)
+    ],
     ["curve", "cost per step over one 200-step durable run", () => Concurrency.curve()]
   ]
   for (const [key, title, measure] of parts) {
@@ -227,7 +278,9 @@ const main = async () => {
   }
 
   if (wants("cache")) {
-    log(`\n## Prompt caching: ${PromptCache.TURNS} turns × ${PromptCache.ROUNDS} tool rounds, ${PromptCache.TOOLS} tools, Anthropic fake [${elapsed()}]`)
+    log(
+      `\n## Prompt caching: ${PromptCache.TURNS} turns × ${PromptCache.ROUNDS} tool rounds, ${PromptCache.TOOLS} tools, Anthropic fake [${elapsed()}]`
+    )
     try {
       const c = await PromptCache.run()
       results.promptCache = c
@@ -244,9 +297,15 @@ const main = async () => {
       log(`\n## Server under load: ${n} concurrent SSE runs [${elapsed()}]`)
       const r = await ServerLoad.runLevel(n, { timeoutMs: quick ? 30_000 : n >= 1000 ? 300_000 : 90_000 })
       results.load.push(r)
-      log(r.error
-        ? `error: ${r.error}`
-        : `completed ${r.completed}/${n} in ${(r.wallMs / 1000).toFixed(1)} s, delivery p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, heap/run ${(r.heapPerRunBytes / 1024).toFixed(0)} KB, rss/run ${(r.rssPerRunBytes / 1024).toFixed(0)} KB, active after disconnect ${r.activeAfterDisconnect}${r.note ? ` (${r.note})` : ""}`)
+      log(
+        r.error
+          ? `error: ${r.error}`
+          : `completed ${r.completed}/${n} in ${(r.wallMs / 1000).toFixed(1)} s, delivery p50 ${
+            r.p50Ms.toFixed(1)
+          } ms p99 ${r.p99Ms.toFixed(1)} ms, heap/run ${(r.heapPerRunBytes / 1024).toFixed(0)} KB, rss/run ${
+            (r.rssPerRunBytes / 1024).toFixed(0)
+          } KB, active after disconnect ${r.activeAfterDisconnect}${r.note ? ` (${r.note})` : ""}`
+      )
     }
   }
 
@@ -281,14 +340,19 @@ const main = async () => {
   } else if (process.argv.includes("--merge")) {
     // Only the sections measured now are replaced; the rest (and the run header) stay as saved.
     const saved = JSON.parse(readFileSync(resultsPath, "utf8")) as Report.Results
-    const measured = Object.fromEntries(Object.entries(results).filter(([key, value]) => value !== undefined && !(key === "loop" && !wants("loop"))))
+    const measured = Object.fromEntries(
+      Object.entries(results).filter(([key, value]) => value !== undefined && !(key === "loop" && !wants("loop")))
+    )
     const now = new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC"
     const merged: Report.Results = {
       ...saved,
       ...measured,
       // the durable-run parts (starts, sequential, curve) are measured one by one
       ...(results.concurrency !== undefined ? { concurrency: { ...saved.concurrency, ...results.concurrency } } : {}),
-      env: { ...saved.env, merged: { ...saved.env.merged, ...Object.fromEntries(Object.keys(measured).map((key) => [key, now])) } }
+      env: {
+        ...saved.env,
+        merged: { ...saved.env.merged, ...Object.fromEntries(Object.keys(measured).map((key) => [key, now])) }
+      }
     }
     writeFileSync(resultsPath, JSON.stringify(merged, null, 1))
     writeFileSync(docPath, Report.markdown(merged))

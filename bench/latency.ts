@@ -93,8 +93,11 @@ const number = (value: string | undefined, fallback: number, min: number): numbe
 export const settingsFrom = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv, quick: boolean): LatencySettings => {
   const flag = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
   const isQuick = quick || argv.includes("--quick")
-  const policies = (flag("policies") ?? env.BENCH_LATENCY_POLICIES ?? "always,auto").split(",").map((s) => s.trim()).filter(Boolean)
-  for (const p of policies) if (p !== "always" && p !== "auto") throw new Error(`latency benchmark: unknown synthesis policy "${p}"`)
+  const policies = (flag("policies") ?? env.BENCH_LATENCY_POLICIES ?? "always,auto").split(",").map((s) => s.trim())
+    .filter(Boolean)
+  for (const p of policies) {
+    if (p !== "always" && p !== "auto") throw new Error(`latency benchmark: unknown synthesis policy "${p}"`)
+  }
   return {
     ttftMs: number(flag("ttft") ?? env.BENCH_LATENCY_TTFT_MS, 400, 0),
     tokensPerSecond: number(flag("tps") ?? env.BENCH_LATENCY_TPS, 50, 1),
@@ -103,7 +106,11 @@ export const settingsFrom = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv
   }
 }
 
-const spread = (xs: ReadonlyArray<number>): Spread => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) })
+const spread = (xs: ReadonlyArray<number>): Spread => ({
+  median: median(xs),
+  min: Math.min(...xs),
+  max: Math.max(...xs)
+})
 
 const callsText = (calls: ReadonlyArray<ServedCall>) =>
   calls.map((c) => `${c.kind}${c.stream ? "*" : ""}${c.aborted ? " (aborted)" : ""}`).join(", ")
@@ -131,7 +138,9 @@ const timedRun = async (
   const calls = provider.take()
   const problems: Array<string> = []
   if (result.answer.trim() !== ANSWER) problems.push(`answer "${result.answer.slice(0, 60)}…"`)
-  if (result.toolCalls !== scenario.rounds) problems.push(`${result.toolCalls} tool calls (expected ${scenario.rounds})`)
+  if (result.toolCalls !== scenario.rounds) {
+    problems.push(`${result.toolCalls} tool calls (expected ${scenario.rounds})`)
+  }
   if (calls.some((c) => c.kind === "error" || c.aborted)) problems.push(`calls ${callsText(calls)}`)
   if (first === undefined) problems.push("no answer token reached the consumer")
   if (problems.length > 0) throw new Error(`unexpected run: ${problems.join("; ")}`)
@@ -139,13 +148,18 @@ const timedRun = async (
 }
 
 /** Runs the section. @since 0.1.0 */
-export const run = async (settings: LatencySettings, log: (line: string) => void = () => {}): Promise<LatencyFigures> => {
+export const run = async (
+  settings: LatencySettings,
+  log: (line: string) => void = () => {}
+): Promise<LatencyFigures> => {
   const started = Date.now()
   const loadBefore = os.loadavg()[0]
   const notes: Array<string> = []
   const policies = settings.policies.filter((p) => p === "always" || synthesisOptionSupported)
   if (settings.policies.includes("auto") && !synthesisOptionSupported) {
-    notes.push("Our synthesis policy `auto` was not measured: this build's `AgentOptions` has no `synthesis` option yet (today's engine behaves as `always`).")
+    notes.push(
+      "Our synthesis policy `auto` was not measured: this build's `AgentOptions` has no `synthesis` option yet (today's engine behaves as `always`)."
+    )
   }
   const engines: Array<LatencyEngine> = [...policies.map(ours), aiSdk, agentsSdk]
   // Warm-up: every engine runs every scenario twice against an instant provider
@@ -173,7 +187,9 @@ export const run = async (settings: LatencySettings, log: (line: string) => void
   try {
     for (const scenario of scenarios) {
       log(`${scenario.title} [${((Date.now() - started) / 1000).toFixed(0)} s]`)
-      const prepared = await Promise.all(engines.map(async (engine) => ({ engine, ...(await engine.prepare(scenario, provider.url)) })))
+      const prepared = await Promise.all(
+        engines.map(async (engine) => ({ engine, ...(await engine.prepare(scenario, provider.url)) }))
+      )
       const samples = engines.map(() => [] as Array<Timed>)
       const errors = engines.map((): string | undefined => undefined)
       // `reps` rounds, rotating who goes first
@@ -196,8 +212,17 @@ export const run = async (settings: LatencySettings, log: (line: string) => void
         if (errors[j] !== undefined || firstRun === undefined) {
           const nan = { median: Number.NaN, min: Number.NaN, max: Number.NaN }
           rows.push({
-            scenario: scenario.id, engine: engine.name, runs: s.length, firstTokenMs: nan, totalMs: nan, modelMs: Number.NaN,
-            calls: "", llmCalls: 0, outputTokens: 0, reportedCalls: undefined, reportedOutputTokens: undefined,
+            scenario: scenario.id,
+            engine: engine.name,
+            runs: s.length,
+            firstTokenMs: nan,
+            totalMs: nan,
+            modelMs: Number.NaN,
+            calls: "",
+            llmCalls: 0,
+            outputTokens: 0,
+            reportedCalls: undefined,
+            reportedOutputTokens: undefined,
             error: errors[j] ?? "no run"
           })
           return
@@ -218,7 +243,11 @@ export const run = async (settings: LatencySettings, log: (line: string) => void
           ...(s.some((t) => callsText(t.calls) !== callsText(calls)) ? { callsVaried: true } : {})
         }
         rows.push(row)
-        log(`  ${engine.name}: first token ${ms(row.firstTokenMs.median)} ms, total ${ms(row.totalMs.median)} ms, calls ${row.calls}, output tokens ${row.outputTokens}`)
+        log(
+          `  ${engine.name}: first token ${ms(row.firstTokenMs.median)} ms, total ${
+            ms(row.totalMs.median)
+          } ms, calls ${row.calls}, output tokens ${row.outputTokens}`
+        )
       })
     }
   } finally {
@@ -238,12 +267,24 @@ export const run = async (settings: LatencySettings, log: (line: string) => void
 const ms = (x: number) => (Number.isNaN(x) ? "n/a" : x.toFixed(0))
 const fmtSpread = (s: Spread) => (Number.isNaN(s.median) ? "n/a" : `${ms(s.median)} (${ms(s.min)}–${ms(s.max)})`)
 const reported = (measured: number, claimed: number | undefined) =>
-  claimed === undefined ? `${measured} (engine reports none)` : claimed === measured ? String(measured) : `${measured} (engine reports ${claimed})`
+  claimed === undefined
+    ? `${measured} (engine reports none)`
+    : claimed === measured
+    ? String(measured)
+    : `${measured} (engine reports ${claimed})`
 
 /** The table (markdown, also readable on a terminal). @since 0.1.0 */
 export const render = (f: LatencyFigures): string =>
   table(
-    ["scenario", "engine", "first answer token, ms", "total, ms", "model time, ms", "LLM calls (* streamed)", "output tokens"],
+    [
+      "scenario",
+      "engine",
+      "first answer token, ms",
+      "total, ms",
+      "model time, ms",
+      "LLM calls (* streamed)",
+      "output tokens"
+    ],
     f.rows.map((r) => {
       const title = scenarios.find((s) => s.id === r.scenario)?.title ?? r.scenario
       return r.error !== undefined
@@ -254,7 +295,11 @@ export const render = (f: LatencyFigures): string =>
           fmtSpread(r.firstTokenMs),
           fmtSpread(r.totalMs),
           ms(r.modelMs),
-          `${r.llmCalls}: ${r.calls}${r.reportedCalls !== undefined && r.reportedCalls !== r.llmCalls ? ` (engine reports ${r.reportedCalls})` : ""}${r.callsVaried ? " (varied between runs)" : ""}`,
+          `${r.llmCalls}: ${r.calls}${
+            r.reportedCalls !== undefined && r.reportedCalls !== r.llmCalls
+              ? ` (engine reports ${r.reportedCalls})`
+              : ""
+          }${r.callsVaried ? " (varied between runs)" : ""}`,
           reported(r.outputTokens, r.reportedOutputTokens)
         ]
     })
@@ -289,16 +334,21 @@ export const targetRows = (f: LatencyFigures | undefined): Array<Array<string>> 
   const verdict = (ok: boolean | undefined) => (ok === undefined ? "not measured" : ok ? "met" : "**missed**")
   const names = f ? ourNames(f) : ["ours"]
   return names.flatMap((name) =>
-    ([["b", 1.01, "no slower than the fastest peer (±1 %)"], ["a", 1.2, "within 1.2× of the fastest peer"]] as const).map(([id, limit, goal]) => {
-      const v = f ? versusFastestPeer(f, id, name) : undefined
-      return [
-        `latency (${id}) ${goal} (first answer token and total${f ? `; ${name}` : ""})`,
-        v
-          ? `first token ${ms(v.firstToken.ours)} vs ${ms(v.firstToken.peer)} ms (${ratio(v.firstToken.ours, v.firstToken.peer)}), total ${ms(v.total.ours)} vs ${ms(v.total.peer)} ms (${ratio(v.total.ours, v.total.peer)})`
-          : "n/a",
-        verdict(v ? v.firstToken.ours <= v.firstToken.peer * limit && v.total.ours <= v.total.peer * limit : undefined)
-      ]
-    })
+    ([["b", 1.01, "no slower than the fastest peer (±1 %)"], ["a", 1.2, "within 1.2× of the fastest peer"]] as const)
+      .map(([id, limit, goal]) => {
+        const v = f ? versusFastestPeer(f, id, name) : undefined
+        return [
+          `latency (${id}) ${goal} (first answer token and total${f ? `; ${name}` : ""})`,
+          v
+            ? `first token ${ms(v.firstToken.ours)} vs ${ms(v.firstToken.peer)} ms (${
+              ratio(v.firstToken.ours, v.firstToken.peer)
+            }), total ${ms(v.total.ours)} vs ${ms(v.total.peer)} ms (${ratio(v.total.ours, v.total.peer)})`
+            : "n/a",
+          verdict(
+            v ? v.firstToken.ours <= v.firstToken.peer * limit && v.total.ours <= v.total.peer * limit : undefined
+          )
+        ]
+      })
   )
 }
 
@@ -309,7 +359,13 @@ export const markdownSection = (f: LatencyFigures | string): string => {
   const ratios = ourNames(f).map((name) => {
     const parts = scenarios.flatMap((sc) => {
       const v = versusFastestPeer(f, sc.id, name)
-      return v ? [`${sc.title.split(" ")[0]} ${ratio(v.firstToken.ours, v.firstToken.peer)} / ${ratio(v.total.ours, v.total.peer)}`] : []
+      return v
+        ? [
+          `${sc.title.split(" ")[0]} ${ratio(v.firstToken.ours, v.firstToken.peer)} / ${
+            ratio(v.total.ours, v.total.peer)
+          }`
+        ]
+        : []
     })
     return `${name} ÷ the fastest peer, first answer token / total: ${parts.join(", ")}.`
   })
@@ -317,13 +373,17 @@ export const markdownSection = (f: LatencyFigures | string): string => {
 
 \`bench/latency.ts\` (alone: \`npx tsx bench/latency.ts [--quick] [--ttft=400] [--tps=50] [--reps=5] [--policies=always,auto]\`;
 in \`npm run bench\`: \`BENCH_LATENCY_TTFT_MS\`, \`BENCH_LATENCY_TPS\`, \`BENCH_LATENCY_REPS\`, \`BENCH_LATENCY_POLICIES\`).
-Measured ${f.date} in ${Math.round(f.seconds)} s (load ${f.loadBefore.toFixed(1)} → ${f.loadAfter.toFixed(1)}); this section alone is
+Measured ${f.date} in ${Math.round(f.seconds)} s (load ${f.loadBefore.toFixed(1)} → ${
+    f.loadAfter.toFixed(1)
+  }); this section alone is
 re-measured into this page by \`BENCH_ONLY=latency npm run bench -- --merge\`.
 **Settings: time to first token ${s.ttftMs} ms, ${s.tokensPerSecond} tokens/s, ${s.reps} timed runs per row**, median (min–max),
 wall clock, the engines interleaved round-robin after two warm-up runs each against an instant provider.
 
 The provider (bench/latency/fakeProvider.ts) is an OpenAI-compatible HTTP server on 127.0.0.1: a reply's
-first token comes ${s.ttftMs} ms after the request, then one token every ${(1000 / s.tokensPerSecond).toFixed(0)} ms; a non-streamed reply arrives
+first token comes ${s.ttftMs} ms after the request, then one token every ${
+    (1000 / s.tokensPerSecond).toFixed(0)
+  } ms; a non-streamed reply arrives
 whole when its last token would have (TTFT + tokens ÷ rate). Prompt length costs nothing (no prefill
 time is modelled). Every engine reaches it through the real \`openai\` SDK. What the model says depends
 only on the request (bench/latency/scenarios.ts): a forced \`select_tools\` call is answered with
@@ -370,7 +430,11 @@ ${ratios.map((r) => `\n${r}`).join("")}`
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const settings = settingsFrom(process.argv.slice(2), process.env, process.env.BENCH_QUICK === "1")
-  console.log(`Latency: TTFT ${settings.ttftMs} ms, ${settings.tokensPerSecond} tokens/s, ${settings.reps} runs each, policies ${settings.policies.join(", ")}`)
+  console.log(
+    `Latency: TTFT ${settings.ttftMs} ms, ${settings.tokensPerSecond} tokens/s, ${settings.reps} runs each, policies ${
+      settings.policies.join(", ")
+    }`
+  )
   run(settings, console.log).then(
     (f) => {
       console.log(render(f))

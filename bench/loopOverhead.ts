@@ -21,10 +21,20 @@
  *
  * @since 0.1.0
  */
+import type { GcCounts } from "./harness.js"
+import {
+  afterFullGc,
+  allocated,
+  countingGcs,
+  fmtBytes,
+  fmtRatio,
+  fmtUs,
+  interleaved,
+  median,
+  table
+} from "./harness.js"
 import type { Case, Engine, Flavour } from "./scenario.js"
 import { loopCases, verify } from "./scenario.js"
-import type { GcCounts } from "./harness.js"
-import { afterFullGc, allocated, countingGcs, fmtBytes, fmtRatio, fmtUs, interleaved, median, table } from "./harness.js"
 
 /** The loop workloads (w1, w2, w3), defined in bench/scenario.ts. @since 0.1.0 */
 export type { Case } from "./scenario.js"

@@ -55,7 +55,12 @@ export interface Figures {
   readonly date: string
   readonly load: ReadonlyArray<number>
   readonly recall: ReadonlyArray<RecallFigure>
-  readonly firstRequest?: { readonly withUserMs: number; readonly withoutUserMs: number; readonly runs: number; readonly items: number }
+  readonly firstRequest?: {
+    readonly withUserMs: number
+    readonly withoutUserMs: number
+    readonly runs: number
+    readonly items: number
+  }
 }
 
 const resultsPath = fileURLToPath(new URL("./memory-results.json", import.meta.url))
@@ -113,21 +118,52 @@ const measureRecall = (
     for (let q = 0; q < queries && (q < 20 || performance.now() < until); q++) {
       const user = users[q % users.length]
       const started = performance.now()
-      const hits = yield* Effect.orDie(store.search({ userId: user, excludeConversationId: "c0", model: "bench", vector: randomUnit(dims), k: 4, minScore: -1 }))
+      const hits = yield* Effect.orDie(
+        store.search({
+          userId: user,
+          excludeConversationId: "c0",
+          model: "bench",
+          vector: randomUnit(dims),
+          k: 4,
+          minScore: -1
+        })
+      )
       times.push(performance.now() - started)
       if (hits.length !== 4) return yield* Effect.die(`expected 4 hits, got ${hits.length}`)
     }
-    return { database, index: store.description, layout, dims, items: per * users.length, queries: times.length, p50Ms: quantile(times, 0.5), p99Ms: quantile(times, 0.99) }
+    return {
+      database,
+      index: store.description,
+      layout,
+      dims,
+      items: per * users.length,
+      queries: times.length,
+      p50Ms: quantile(times, 0.5),
+      p99Ms: quantile(times, 0.99)
+    }
   })).pipe(
     Effect.catchAllDefect((e) =>
-      Effect.succeed({ database, index: "?", layout, dims, items: total, queries, p50Ms: NaN, p99Ms: NaN, error: String(e) })
+      Effect.succeed({
+        database,
+        index: "?",
+        layout,
+        dims,
+        items: total,
+        queries,
+        p50Ms: NaN,
+        p99Ms: NaN,
+        error: String(e)
+      })
     )
   )
 
 /** Milliseconds from the run's start to its first model request, with and without the user (who has `items` turns). */
 const firstRequest = (items: number, runs: number) =>
   Effect.scoped(Effect.gen(function*() {
-    const where: Database.Location = { _tag: "Sqlite", filename: join(mkdtempSync(join(os.tmpdir(), "bench-memory-")), "ttfr.sqlite") }
+    const where: Database.Location = {
+      _tag: "Sqlite",
+      filename: join(mkdtempSync(join(os.tmpdir(), "bench-memory-")), "ttfr.sqlite")
+    }
     const store = yield* storeOn(where)
     const embedder = Embedder.makeLocal()
     for (let n = 0; n < items; n++) {
@@ -143,14 +179,27 @@ const firstRequest = (items: number, runs: number) =>
           return ScriptedLlm.text("ok")
         }, { record: false })
         const layer = ReactAgent.layer({ synthesis: "auto" }).pipe(
-          Layer.provideMerge(Layer.mergeAll(llm.layer, Toolkit.layerNoop, Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory,
-            Layer.succeed(Memory.Memory, memory))),
+          Layer.provideMerge(
+            Layer.mergeAll(
+              llm.layer,
+              Toolkit.layerNoop,
+              Hooks.layerNoop,
+              ContextGuard.layer(),
+              Interrupts.layerMemory,
+              Layer.succeed(Memory.Memory, memory)
+            )
+          ),
           Layer.orDie
         )
         const started = performance.now()
         yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) =>
-          Stream.runDrain(agent.run({ query: `what about topic ${Math.floor(Math.random() * 97)}?`, conversationId: `x${Math.random()}`, ...(userId ? { userId } : {}) }))
-        ).pipe(Effect.provide(layer))
+          Stream.runDrain(
+            agent.run({
+              query: `what about topic ${Math.floor(Math.random() * 97)}?`,
+              conversationId: `x${Math.random()}`,
+              ...(userId ? { userId } : {})
+            })
+          )).pipe(Effect.provide(layer))
         return first - started
       })
     const withUser: Array<number> = []
@@ -165,7 +214,10 @@ const firstRequest = (items: number, runs: number) =>
 export const run = async (quick: boolean): Promise<Figures> => {
   const total = quick ? 2_000 : 10_000
   const queries = quick ? 50 : 200
-  const sqlite = (): Database.Location => ({ _tag: "Sqlite", filename: join(mkdtempSync(join(os.tmpdir(), "bench-memory-")), "recall.sqlite") })
+  const sqlite = (): Database.Location => ({
+    _tag: "Sqlite",
+    filename: join(mkdtempSync(join(os.tmpdir(), "bench-memory-")), "recall.sqlite")
+  })
   const recall: Array<RecallFigure> = []
   for (const dims of [1536, 256]) {
     for (const layout of ["one user", "100 users"] as const) {
@@ -180,7 +232,10 @@ export const run = async (quick: boolean): Promise<Figures> => {
       let n = 0
       for (const dims of [1536, 256]) {
         for (const layout of ["one user", "100 users"] as const) {
-          const where: Database.Location = { _tag: "Postgres", url: Redacted.make(pg.createDatabase(`bench_memory_${n++}`)) }
+          const where: Database.Location = {
+            _tag: "Postgres",
+            url: Redacted.make(pg.createDatabase(`bench_memory_${n++}`))
+          }
           recall.push(await Effect.runPromise(measureRecall(where, "PostgreSQL", layout, dims, total, queries)))
           console.log(JSON.stringify(recall[recall.length - 1]))
         }
@@ -190,25 +245,38 @@ export const run = async (quick: boolean): Promise<Figures> => {
     }
   }
   const first = await Effect.runPromise(firstRequest(total, quick ? 10 : 30))
-  return { date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC", load: os.loadavg(), recall, firstRequest: first }
+  return {
+    date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC",
+    load: os.loadavg(),
+    recall,
+    firstRequest: first
+  }
 }
 
 const ms = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)} ms` : "—")
 
 export const render = (f: Figures): string =>
   [
-    `Measured ${f.date}, load ${f.load.map((l) => l.toFixed(1)).join(" / ")} (1 / 5 / 15 min) on ${os.cpus().length} cores.`,
+    `Measured ${f.date}, load ${
+      f.load.map((l) => l.toFixed(1)).join(" / ")
+    } (1 / 5 / 15 min) on ${os.cpus().length} cores.`,
     "",
     "| database | index | turns | layout | dims | queries | p50 | p99 |",
     "|---|---|---|---|---|---|---|---|",
     ...f.recall.map((r) =>
-      `| ${r.database} | ${r.index} | ${r.items.toLocaleString("en")} | ${r.layout} | ${r.dims} | ${r.queries} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} |${r.error ? ` ${r.error}` : ""}`
+      `| ${r.database} | ${r.index} | ${r.items.toLocaleString("en")} | ${r.layout} | ${r.dims} | ${r.queries} | ${
+        ms(r.p50Ms)
+      } | ${ms(r.p99Ms)} |${r.error ? ` ${r.error}` : ""}`
     ),
     "",
-    f.firstRequest === undefined ? "" : `Time to the first model request (median of ${f.firstRequest.runs} runs, in process, ` +
+    f.firstRequest === undefined ?
+      "" :
+      `Time to the first model request (median of ${f.firstRequest.runs} runs, in process, ` +
       `${f.firstRequest.items.toLocaleString("en")} turns of the user on SQLite, local embedder): with recall ` +
       `${ms(f.firstRequest.withUserMs)}, without a user ${ms(f.firstRequest.withoutUserMs)} — recall adds ` +
-      `${ms(f.firstRequest.withUserMs - f.firstRequest.withoutUserMs)}, plus the embeddings endpoint's round trip in production.`
+      `${
+        ms(f.firstRequest.withUserMs - f.firstRequest.withoutUserMs)
+      }, plus the embeddings endpoint's round trip in production.`
   ].join("\n")
 
 /** Saves the figures and puts them into the doc's memory section. */

@@ -7,15 +7,15 @@
  *
  * @since 0.1.0
  */
-import { generateText, stepCountIs, tool as aiTool } from "ai"
-import { MockLanguageModelV3 } from "ai/test"
 import type { Model, ModelRequest, ModelResponse } from "@openai/agents-core"
 import { Agent, Runner, tool as agentTool, Usage } from "@openai/agents-core"
+import { generateText, stepCountIs, tool as aiTool } from "ai"
+import { MockLanguageModelV3 } from "ai/test"
+import { ReactAgent, ScriptedLlm, Tool } from "effect-react-engine"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
 import { z } from "zod"
-import { ReactAgent, ScriptedLlm, Tool } from "effect-react-engine"
 import { median } from "./harness.js"
 import { agentLayer } from "./peers/ours.js"
 
@@ -54,7 +54,12 @@ const ours = async (runs: number): Promise<Array<number>> => {
     return script[Math.min(turn++, 2)]
   }, { record: false })
   const tools = names.map((name) =>
-    Tool.make({ name, description: "Sleeps 50 ms.", parameters: Schema.Struct({}), handler: () => Effect.as(Effect.sleep(SLEEP_MS), "ok") })
+    Tool.make({
+      name,
+      description: "Sleeps 50 ms.",
+      parameters: Schema.Struct({}),
+      handler: () => Effect.as(Effect.sleep(SLEEP_MS), "ok")
+    })
   )
   const runtime = ManagedRuntime.make(agentLayer(llm.service, tools))
   const agent = await runtime.runPromise(ReactAgent.ReactAgent)
@@ -71,30 +76,46 @@ const ours = async (runs: number): Promise<Array<number>> => {
 }
 
 const aiSdk = async (runs: number): Promise<Array<number>> => {
-  const tools = Object.fromEntries(names.map((name) => [name, aiTool({
-    description: "Sleeps 50 ms.",
-    inputSchema: z.object({}),
-    execute: async () => {
-      await sleep(SLEEP_MS)
-      return "ok"
-    }
-  })]))
+  const tools = Object.fromEntries(names.map((name) => [
+    name,
+    aiTool({
+      description: "Sleeps 50 ms.",
+      inputSchema: z.object({}),
+      execute: async () => {
+        await sleep(SLEEP_MS)
+        return "ok"
+      }
+    })
+  ]))
   const out: Array<number> = []
   for (let i = 0; i < runs + 1; i++) {
     const clock: Clock = { first: 0, second: 0, calls: 0 }
-    const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } }
+    const usage = {
+      inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: 1, text: 1, reasoning: undefined }
+    }
     const model = new MockLanguageModelV3({
       doGenerate: async () => {
         model.doGenerateCalls.length = 0
         mark(clock)
         return clock.calls === 1
           ? {
-            content: names.map((name, k) => ({ type: "tool-call" as const, toolCallId: `c${k}`, toolName: name, input: "{}" })),
+            content: names.map((name, k) => ({
+              type: "tool-call" as const,
+              toolCallId: `c${k}`,
+              toolName: name,
+              input: "{}"
+            })),
             finishReason: { unified: "tool-calls" as const, raw: "tool_calls" },
             usage,
             warnings: []
           }
-          : { content: [{ type: "text" as const, text: "done" }], finishReason: { unified: "stop" as const, raw: "stop" }, usage, warnings: [] }
+          : {
+            content: [{ type: "text" as const, text: "done" }],
+            finishReason: { unified: "stop" as const, raw: "stop" },
+            usage,
+            warnings: []
+          }
       }
     })
     await generateText({ model, tools, prompt: "go", stopWhen: stepCountIs(3) })
@@ -122,7 +143,12 @@ class RoundModel implements Model {
     }
     return {
       usage,
-      output: [{ type: "message" as const, role: "assistant" as const, status: "completed" as const, content: [{ type: "output_text" as const, text: "done" }] }]
+      output: [{
+        type: "message" as const,
+        role: "assistant" as const,
+        status: "completed" as const,
+        content: [{ type: "output_text" as const, text: "done" }]
+      }]
     }
   }
   async *getStreamedResponse(): AsyncIterable<never> {
@@ -131,15 +157,17 @@ class RoundModel implements Model {
 }
 
 const agentsSdk = async (runs: number): Promise<Array<number>> => {
-  const tools = names.map((name) => agentTool({
-    name,
-    description: "Sleeps 50 ms.",
-    parameters: z.object({}),
-    execute: async () => {
-      await sleep(SLEEP_MS)
-      return "ok"
-    }
-  }))
+  const tools = names.map((name) =>
+    agentTool({
+      name,
+      description: "Sleeps 50 ms.",
+      parameters: z.object({}),
+      execute: async () => {
+        await sleep(SLEEP_MS)
+        return "ok"
+      }
+    })
+  )
   const runner = new Runner({ tracingDisabled: true })
   const out: Array<number> = []
   for (let i = 0; i < runs + 1; i++) {
@@ -173,7 +201,12 @@ const baseline = async (runs: number): Promise<Array<number>> => {
 /** @since 0.1.0 */
 export const run = async (runs = 10): Promise<Array<RoundFigures>> => {
   const out: Array<RoundFigures> = []
-  for (const [engine, fn] of [["baseline: 8 × setTimeout(50) in Promise.all", baseline], ["ours (ReactAgent)", ours], ["Vercel AI SDK", aiSdk], ["OpenAI Agents SDK", agentsSdk]] as const) {
+  for (
+    const [engine, fn] of [["baseline: 8 × setTimeout(50) in Promise.all", baseline], ["ours (ReactAgent)", ours], [
+      "Vercel AI SDK",
+      aiSdk
+    ], ["OpenAI Agents SDK", agentsSdk]] as const
+  ) {
     try {
       const ms = median(await fn(runs))
       out.push({ engine, medianMs: ms, ratio: ms / SLEEP_MS })

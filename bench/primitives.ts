@@ -5,12 +5,12 @@
  *
  * @since 0.1.0
  */
+import { Tool } from "effect-react-engine"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Mailbox from "effect/Mailbox"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { Tool } from "effect-react-engine"
 
 /** @since 0.1.0 */
 export interface PrimitiveFigure {
@@ -49,13 +49,28 @@ const tool = Tool.make({
 export const run = async (quick = false): Promise<Array<PrimitiveFigure>> => {
   const n = quick ? 1000 : 4000
   const cases: Array<[string, number, () => Effect.Effect<unknown, unknown>]> = [
-    ["Effect.gen returning at once", n, () => Effect.gen(function*() { return 1 })],
+    ["Effect.gen returning at once", n, () =>
+      Effect.gen(function*() {
+        return 1
+      })],
     ["Tool.execute (Schema decode + handler)", n, () => Tool.execute(tool, { index: 1 })],
     ["fork + join", n, () => Effect.flatMap(Effect.fork(ok), Fiber.join)],
-    ["Effect.timeoutFail on an instant effect", n, () => ok.pipe(Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error("t") }))],
+    [
+      "Effect.timeoutFail on an instant effect",
+      n,
+      () => ok.pipe(Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error("t") }))
+    ],
     ["4 effects: Effect.forEach sequential", n / 4, () => Effect.forEach(four, () => ok)],
-    ["4 effects: Effect.forEach { concurrency: \"unbounded\" }", n / 4, () => Effect.forEach(four, () => ok, { concurrency: "unbounded" })],
-    ["4 effects: fork each, then join in order", n / 4, () => Effect.flatMap(Effect.forEach(four, () => Effect.fork(ok)), (fs) => Effect.forEach(fs, Fiber.join))],
+    [
+      "4 effects: Effect.forEach { concurrency: \"unbounded\" }",
+      n / 4,
+      () => Effect.forEach(four, () => ok, { concurrency: "unbounded" })
+    ],
+    [
+      "4 effects: fork each, then join in order",
+      n / 4,
+      () => Effect.flatMap(Effect.forEach(four, () => Effect.fork(ok)), (fs) => Effect.forEach(fs, Fiber.join))
+    ],
     ["Stream.fromIterable(4 items) drained", n / 10, () => Stream.runDrain(Stream.fromIterable(four))],
     [
       "10 events: Mailbox → Mailbox.toStream → Stream.runDrain",

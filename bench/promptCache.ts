@@ -80,30 +80,51 @@ const toolNames = Array.from({ length: TOOLS }, (_, i) => `ops_tool_${String(i).
 const tools = toolNames.map((name, i) =>
   Tool.make({
     name,
-    description: `Operations lookup #${i}: returns the records of one ${["shipment", "warehouse", "carrier", "invoice"][i % 4]} by id, with status, dates and amounts.`,
+    description: `Operations lookup #${i}: returns the records of one ${
+      ["shipment", "warehouse", "carrier", "invoice"][i % 4]
+    } by id, with status, dates and amounts.`,
     parameters: Schema.Struct({
       id: Schema.String.annotations({ description: "The record id, e.g. SHP-1042" }),
-      fields: Schema.optional(Schema.Array(Schema.String)).annotations({ description: "Fields to return (default: all)" })
+      fields: Schema.optional(Schema.Array(Schema.String)).annotations({
+        description: "Fields to return (default: all)"
+      })
     }),
-    handler: ({ id }) => Effect.succeed(`${name}(${id}): status=ok, updated=2026-11-0${i % 9 + 1}, amount=${(i * 37) % 1000}.00 EUR`)
-  }))
+    handler: ({ id }) =>
+      Effect.succeed(`${name}(${id}): status=ok, updated=2026-11-0${i % 9 + 1}, amount=${(i * 37) % 1000}.00 EUR`)
+  })
+)
 
 /** The model: in turn t, round r calls tool (t*2+r) mod 40, then answers. */
 const model = (body: any): FakeAnthropic.FakeAnthropicReply => {
   const messages: Array<any> = body.messages
-  const texts = (m: any) => (typeof m.content === "string" ? [m.content] : m.content.filter((c: any) => c.type === "text").map((c: any) => c.text))
-  const at = messages.map((m) => m.role === "user" && texts(m).some((t: string) => t.startsWith("Turn "))).lastIndexOf(true)
+  const texts = (
+    m: any
+  ) => (typeof m.content === "string"
+    ? [m.content]
+    : m.content.filter((c: any) => c.type === "text").map((c: any) => c.text))
+  const at = messages.map((m) => m.role === "user" && texts(m).some((t: string) => t.startsWith("Turn "))).lastIndexOf(
+    true
+  )
   const turn = Number(/Turn (\d+)/.exec(texts(messages[at]).join(" "))?.[1] ?? 0)
-  const done = messages.slice(at).filter((m) => m.role === "assistant" && m.content.some((c: any) => c.type === "tool_use")).length
+  const done =
+    messages.slice(at).filter((m) => m.role === "assistant" && m.content.some((c: any) => c.type === "tool_use")).length
   if (done < ROUNDS) {
-    return FakeAnthropic.toolUse([{ name: toolNames[(turn * ROUNDS + done) % TOOLS], input: { id: `SHP-${1000 + turn * 10 + done}` } }])
+    return FakeAnthropic.toolUse([{
+      name: toolNames[(turn * ROUNDS + done) % TOOLS],
+      input: { id: `SHP-${1000 + turn * 10 + done}` }
+    }])
   }
   return FakeAnthropic.text(`Turn ${turn}: both records are in order; shipment SHP-${1000 + turn * 10} left on time.`)
 }
 
-const query = (turn: number) => `Turn ${turn}: check shipment SHP-${1000 + turn * 10} and its carrier, and tell me if anything is late.`
+const query = (turn: number) =>
+  `Turn ${turn}: check shipment SHP-${1000 + turn * 10} and its carrier, and tell me if anything is late.`
 
-const figures = (engine: string, requests: ReadonlyArray<FakeAnthropic.RecordedRequest>, uncached: number): CacheFigures => {
+const figures = (
+  engine: string,
+  requests: ReadonlyArray<FakeAnthropic.RecordedRequest>,
+  uncached: number
+): CacheFigures => {
   let input = 0
   let read = 0
   let write = 0
@@ -148,7 +169,9 @@ const runOurs = (cache: boolean) =>
         )
         let history: Array<ChatMessage> = []
         for (let t = 0; t < TURNS; t++) {
-          const events = Chunk.toArray(yield* Stream.runCollect(agent.run({ query: query(t), history, conversationId: "bench" })))
+          const events = Chunk.toArray(
+            yield* Stream.runCollect(agent.run({ query: query(t), history, conversationId: "bench" }))
+          )
           const done = events.at(-1)
           const answer = done?._tag === "Done" ? done.answer : ""
           if (answer === "") throw new Error(`turn ${t} ended without an answer`)
@@ -169,9 +192,8 @@ const runAiSdk = async (): Promise<ReadonlyArray<FakeAnthropic.RecordedRequest> 
   } catch {
     return "not measured: @ai-sdk/anthropic is not installed (add it as a devDependency: the 3.0.x line, for ai@6)"
   }
-  const ai: any = await import("ai")
-  // its per-call warnings (unknown model "claude-test", a system message in `messages`,
-  // which is where its docs put the cache breakpoint) would bury the bench's output
+  const ai: any = await import("ai") // its per-call warnings (unknown model "claude-test", a system message in `messages`,
+   // which is where its docs put the cache breakpoint) would bury the bench's output
   ;(globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false
   const { z } = await import("zod")
   const fake = await FakeAnthropic.start(model)
@@ -182,8 +204,12 @@ const runAiSdk = async (): Promise<ReadonlyArray<FakeAnthropic.RecordedRequest> 
       t.name,
       ai.tool({
         description: t.description,
-        inputSchema: z.object({ id: z.string().describe("The record id, e.g. SHP-1042"), fields: z.array(z.string()).optional() }),
-        execute: async (args: unknown) => Effect.runPromise(Effect.map(t.handler(args), (o) => (typeof o === "string" ? o : JSON.stringify(o))))
+        inputSchema: z.object({
+          id: z.string().describe("The record id, e.g. SHP-1042"),
+          fields: z.array(z.string()).optional()
+        }),
+        execute: async (args: unknown) =>
+          Effect.runPromise(Effect.map(t.handler(args), (o) => (typeof o === "string" ? o : JSON.stringify(o))))
       })
     ]))
     const history: Array<any> = []
@@ -221,9 +247,16 @@ export const run = async (): Promise<PromptCacheResults> => {
   ]
   try {
     const sdk = await runAiSdk()
-    engines.push(typeof sdk === "string" ? { ...emptyFigures("AI SDK (@ai-sdk/anthropic), documented cacheControl"), error: sdk } : figures("AI SDK (@ai-sdk/anthropic), documented cacheControl", sdk, uncached))
+    engines.push(
+      typeof sdk === "string"
+        ? { ...emptyFigures("AI SDK (@ai-sdk/anthropic), documented cacheControl"), error: sdk }
+        : figures("AI SDK (@ai-sdk/anthropic), documented cacheControl", sdk, uncached)
+    )
   } catch (e) {
-    engines.push({ ...emptyFigures("AI SDK (@ai-sdk/anthropic), documented cacheControl"), error: e instanceof Error ? e.message : String(e) })
+    engines.push({
+      ...emptyFigures("AI SDK (@ai-sdk/anthropic), documented cacheControl"),
+      error: e instanceof Error ? e.message : String(e)
+    })
   }
   return { turns: TURNS, rounds: ROUNDS, tools: TOOLS, uncachedInputTokens: uncached, engines }
 }
@@ -248,11 +281,14 @@ const int = (x: number) => Math.round(x).toLocaleString("en-US")
  * @since 0.1.0
  */
 export const render = (r: PromptCacheResults): string => {
-  const head = "| engine | requests | input tokens | cache read | cache written | read share | billed input | billed ÷ uncached |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+  const head =
+    "| engine | requests | input tokens | cache read | cache written | read share | billed input | billed ÷ uncached |\n|---|---:|---:|---:|---:|---:|---:|---:|"
   const rows = r.engines.map((e) =>
     e.error !== undefined
       ? `| ${e.engine} | ${e.error} | | | | | | |`
-      : `| ${e.engine} | ${e.requests} | ${int(e.inputTokens)} | ${int(e.readTokens)} | ${int(e.writeTokens)} | ${pct(e.readShare)} | ${int(e.billedInput)} | ${pct(e.billedVsUncached)} |`
+      : `| ${e.engine} | ${e.requests} | ${int(e.inputTokens)} | ${int(e.readTokens)} | ${int(e.writeTokens)} | ${
+        pct(e.readShare)
+      } | ${int(e.billedInput)} | ${pct(e.billedVsUncached)} |`
   )
   return [head, ...rows].join("\n")
 }

@@ -5,7 +5,15 @@
  */
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import type { AgentsResults } from "./agents.js"
+import { section as agentsSection } from "./agents.js"
+import type { AloneFigures } from "./alone.js"
+import type { Results as ChildProcessResults } from "./childProcess.js"
+import { againstFastest as childAgainstFastest, ofFlavour, render as renderChildProcess } from "./childProcess.js"
+import * as Concurrency from "./concurrency.js"
 import type { GuardFigures } from "./contextGuard.js"
+import type { DurableResults, EngineFigures } from "./durableStep.js"
+import { floorRatios } from "./durableStep.js"
 import type { FirstTokenFigures } from "./firstToken.js"
 import type { FollowerFigures } from "./followers.js"
 import { section as followersSection } from "./followers.js"
@@ -15,19 +23,11 @@ import { markdownSection as latencySection, targetRows as latencyTargets } from 
 import type { CaseResult } from "./loopOverhead.js"
 import { render as renderLoop } from "./loopOverhead.js"
 import type { RoundFigures } from "./parallelRound.js"
-import type { AgentsResults } from "./agents.js"
-import { section as agentsSection } from "./agents.js"
-import type { AloneFigures } from "./alone.js"
-import type { Results as ChildProcessResults } from "./childProcess.js"
-import { againstFastest as childAgainstFastest, ofFlavour, render as renderChildProcess } from "./childProcess.js"
-import type { Flavour } from "./scenario.js"
-import { flavours } from "./scenario.js"
 import type { PrimitiveFigure } from "./primitives.js"
-import * as Concurrency from "./concurrency.js"
-import type { DurableResults, EngineFigures } from "./durableStep.js"
-import { floorRatios } from "./durableStep.js"
 import type { PromptCacheResults } from "./promptCache.js"
 import { render as renderPromptCache } from "./promptCache.js"
+import type { Flavour } from "./scenario.js"
+import { flavours } from "./scenario.js"
 import type { LoadResult } from "./serverLoad.js"
 import type { ToolSelectionFigures } from "./toolSelection.js"
 import { render as renderSelection } from "./toolSelection.js"
@@ -92,13 +92,28 @@ export const losses = (r: Results): Array<Loss> => {
     for (const f of c.figures) {
       if (f.engine === r.ours || f.error !== undefined) continue
       if (f.perIterationUs < base.perIterationUs) {
-        out.push({ what: `${title}: CPU µs / iteration`, peer: f.engine, ours: fmtUs(base.perIterationUs), theirs: fmtUs(f.perIterationUs) })
+        out.push({
+          what: `${title}: CPU µs / iteration`,
+          peer: f.engine,
+          ours: fmtUs(base.perIterationUs),
+          theirs: fmtUs(f.perIterationUs)
+        })
       }
       if (f.marginalUs < base.marginalUs) {
-        out.push({ what: `${title}: marginal CPU µs / step`, peer: f.engine, ours: fmtUs(base.marginalUs), theirs: fmtUs(f.marginalUs) })
+        out.push({
+          what: `${title}: marginal CPU µs / step`,
+          peer: f.engine,
+          ours: fmtUs(base.marginalUs),
+          theirs: fmtUs(f.marginalUs)
+        })
       }
       if (f.allocatedBytes < base.allocatedBytes) {
-        out.push({ what: `${title}: allocated / run`, peer: f.engine, ours: fmtBytes(base.allocatedBytes), theirs: fmtBytes(f.allocatedBytes) })
+        out.push({
+          what: `${title}: allocated / run`,
+          peer: f.engine,
+          ours: fmtBytes(base.allocatedBytes),
+          theirs: fmtBytes(f.allocatedBytes)
+        })
       }
     }
   }
@@ -110,23 +125,47 @@ export const losses = (r: Results): Array<Loss> => {
         const f = e.engine === r.ours ? undefined : e.workloads.find((x) => x.title === w.title)
         if (f === undefined) continue
         if (f.marginalUs < w.marginalUs) {
-          out.push({ what: `${w.title} (${flavour}): marginal wall µs / iteration, own process`, peer: e.engine, ours: fmtUs(w.marginalUs), theirs: fmtUs(f.marginalUs) })
+          out.push({
+            what: `${w.title} (${flavour}): marginal wall µs / iteration, own process`,
+            peer: e.engine,
+            ours: fmtUs(w.marginalUs),
+            theirs: fmtUs(f.marginalUs)
+          })
         }
         if (f.allocatedBytes < w.allocatedBytes) {
-          out.push({ what: `${w.title} (${flavour}): allocated / run, own process`, peer: e.engine, ours: fmtBytes(w.allocatedBytes), theirs: fmtBytes(f.allocatedBytes) })
+          out.push({
+            what: `${w.title} (${flavour}): allocated / run, own process`,
+            peer: e.engine,
+            ours: fmtBytes(w.allocatedBytes),
+            theirs: fmtBytes(f.allocatedBytes)
+          })
         }
       }
     }
   }
   if (typeof r.latency === "object") {
     for (const mine of r.latency.rows.filter((x) => x.engine.startsWith("ours") && x.error === undefined)) {
-      for (const peer of r.latency.rows.filter((x) => x.scenario === mine.scenario && !x.engine.startsWith("ours") && x.error === undefined)) {
+      for (
+        const peer of r.latency.rows.filter((x) =>
+          x.scenario === mine.scenario && !x.engine.startsWith("ours") && x.error === undefined
+        )
+      ) {
         const what = `latency (${mine.scenario}), ${mine.engine}`
         if (peer.firstTokenMs.median < mine.firstTokenMs.median) {
-          out.push({ what: `${what}: first answer token`, peer: peer.engine, ours: `${ms(mine.firstTokenMs.median)} ms`, theirs: `${ms(peer.firstTokenMs.median)} ms` })
+          out.push({
+            what: `${what}: first answer token`,
+            peer: peer.engine,
+            ours: `${ms(mine.firstTokenMs.median)} ms`,
+            theirs: `${ms(peer.firstTokenMs.median)} ms`
+          })
         }
         if (peer.totalMs.median < mine.totalMs.median) {
-          out.push({ what: `${what}: total`, peer: peer.engine, ours: `${ms(mine.totalMs.median)} ms`, theirs: `${ms(peer.totalMs.median)} ms` })
+          out.push({
+            what: `${what}: total`,
+            peer: peer.engine,
+            ours: `${ms(mine.totalMs.median)} ms`,
+            theirs: `${ms(peer.totalMs.median)} ms`
+          })
         }
       }
     }
@@ -134,7 +173,12 @@ export const losses = (r: Results): Array<Loss> => {
   const ourRound = r.round?.find((x) => x.engine === r.ours)
   for (const x of r.round ?? []) {
     if (ourRound && x.engine !== r.ours && !x.engine.startsWith("baseline") && x.medianMs < ourRound.medianMs) {
-      out.push({ what: "parallel round (8 × 50 ms)", peer: x.engine, ours: `${ms(ourRound.medianMs)} ms`, theirs: `${ms(x.medianMs)} ms` })
+      out.push({
+        what: "parallel round (8 × 50 ms)",
+        peer: x.engine,
+        ours: `${ms(ourRound.medianMs)} ms`,
+        theirs: `${ms(x.medianMs)} ms`
+      })
     }
   }
   return out
@@ -183,7 +227,8 @@ raw figures to bench/results.json; \`npm run bench -- --render\` rewrites this p
 /** The in-process loop tables' heading per flavour. */
 const loopFlavourTitle: Record<Flavour, string> = {
   generate: "generate: non-streamed loop calls (ours: synthesis `always`; AI SDK: `generateText`; Agents SDK: `run`)",
-  stream: "stream: streamed loop calls (ours: synthesis `auto`, our default; AI SDK: `streamText`; Agents SDK: `run(…, { stream: true })`)"
+  stream:
+    "stream: streamed loop calls (ours: synthesis `auto`, our default; AI SDK: `streamText`; Agents SDK: `run(…, { stream: true })`)"
 }
 
 const verdict = (ok: boolean | undefined) => (ok === undefined ? "not measured" : ok ? "met" : "**missed**")
@@ -192,17 +237,25 @@ const verdict = (ok: boolean | undefined) => (ok === undefined ? "not measured" 
 const againstFastest = (r: Results, title: string, flavour: Flavour) => {
   const c = r.loop.find((x) => x.case.title === title && flavourOf(x) === flavour)
   const ours = c?.figures.find((f) => f.engine === r.ours && f.error === undefined)
-  const peers = (c?.figures ?? []).filter((f) => f.engine !== r.ours && f.error === undefined && !Number.isNaN(f.marginalUs))
+  const peers = (c?.figures ?? []).filter((f) =>
+    f.engine !== r.ours && f.error === undefined && !Number.isNaN(f.marginalUs)
+  )
   if (ours === undefined || Number.isNaN(ours.marginalUs) || peers.length === 0) return undefined
   const fastest = peers.reduce((a, b) => (b.marginalUs < a.marginalUs ? b : a))
-  return { ours: ours.marginalUs, peer: fastest.engine, theirs: fastest.marginalUs, ratio: ours.marginalUs / fastest.marginalUs }
+  return {
+    ours: ours.marginalUs,
+    peer: fastest.engine,
+    theirs: fastest.marginalUs,
+    ratio: ours.marginalUs / fastest.marginalUs
+  }
 }
 
 /** The performance targets against this run's figures. @since 0.1.0 */
 export const targets = (r: Results): string => {
   // the allocation target is read on our default (stream), or on the only flavour measured
   const ours = (title: string) =>
-    (r.loop.find((c) => c.case.title === title && flavourOf(c) === "stream") ?? r.loop.find((c) => c.case.title === title))?.figures.find((f) => f.engine === r.ours)
+    (r.loop.find((c) => c.case.title === title && flavourOf(c) === "stream") ??
+      r.loop.find((c) => c.case.title === title))?.figures.find((f) => f.engine === r.ours)
   const big = ours("50 sequential steps, 20 KB tool results")
   const round = r.round?.find((x) => x.engine === r.ours)
   const first = typeof r.firstToken === "object" ? r.firstToken : undefined
@@ -212,7 +265,9 @@ export const targets = (r: Results): string => {
     const m = againstFastest(r, title, flavour)
     return [
       `${flavour}: marginal CPU per loop iteration below the fastest ${flavour} peer's, in one process (${label})`,
-      m ? `${fmtUs(m.ours)} µs vs ${fmtUs(m.theirs)} µs (${m.peer}): ${m.ratio.toFixed(2)} ×${stretch(m.ratio)}` : "n/a",
+      m
+        ? `${fmtUs(m.ours)} µs vs ${fmtUs(m.theirs)} µs (${m.peer}): ${m.ratio.toFixed(2)} ×${stretch(m.ratio)}`
+        : "n/a",
       verdict(m ? m.ratio < 1 : undefined)
     ]
   }
@@ -220,7 +275,11 @@ export const targets = (r: Results): string => {
     const m = r.childProcess && childAgainstFastest(r.childProcess, r.ours, title, flavour)
     return [
       `${flavour}: marginal wall per loop iteration below the fastest ${flavour} peer's, each engine in its own process (${label})`,
-      m ? `${fmtUs(m.ours.marginalUs)} µs vs ${fmtUs(m.theirs)} µs (${m.peer}): ${m.ratio.toFixed(2)} ×${stretch(m.ratio)}` : "n/a",
+      m
+        ? `${fmtUs(m.ours.marginalUs)} µs vs ${fmtUs(m.theirs)} µs (${m.peer}): ${m.ratio.toFixed(2)} ×${
+          stretch(m.ratio)
+        }`
+        : "n/a",
       verdict(m ? m.ratio < 1 : undefined)
     ]
   }
@@ -252,7 +311,9 @@ export const targets = (r: Results): string => {
       top && !top.error
         ? `${top.completed}/1000 completed, p99 ${ms(top.p99Ms)} ms, ${fmtBytes(top.heapPerRunBytes)} / run`
         : "n/a",
-      verdict(top && !top.error ? top.completed === 1000 && top.p99Ms < 50 && top.heapPerRunBytes <= 300 * 1024 : undefined)
+      verdict(
+        top && !top.error ? top.completed === 1000 && top.p99Ms < 50 && top.heapPerRunBytes <= 300 * 1024 : undefined
+      )
     ],
     ...Concurrency.targets(r.concurrency, r.durable),
     ...(r.durable === undefined ? [] : floorRatios(r.durable)).map((x) => [
@@ -263,7 +324,9 @@ export const targets = (r: Results): string => {
     ...latencyTargets(typeof r.latency === "object" ? r.latency : undefined),
     ...cacheTargets(typeof r.promptCache === "object" ? r.promptCache : undefined)
   ]
-  return `## Targets\n\nThe engine's own cost must vanish beside the model's latency, measured against the peers in the same run (absolute figures drift 25–45 % between runs on shared machines; the ratios are what to read).\n\n${table(["target", "this run", ""], rows)}`
+  return `## Targets\n\nThe engine's own cost must vanish beside the model's latency, measured against the peers in the same run (absolute figures drift 25–45 % between runs on shared machines; the ratios are what to read).\n\n${
+    table(["target", "this run", ""], rows)
+  }`
 }
 
 const cacheTargets = (c: PromptCacheResults | undefined): Array<Array<string>> => {
@@ -307,18 +370,27 @@ export const durableSection = (d: DurableResults): string => {
       ? ""
       : typeof e === "string"
       ? ` ${label}: not measured (${e.split("\n")[0]}).`
-      : ` ${label} (${where}): one trivial activity costs ${e.activityWallMs.toFixed(2)} ms wall and ${e.activityCpuMs.toFixed(2)} ms CPU (${e.activities} in a row), so the two activities a tool iteration stores cost ${
+      : ` ${label} (${where}): one trivial activity costs ${e.activityWallMs.toFixed(2)} ms wall and ${
+        e.activityCpuMs.toFixed(2)
+      } ms CPU (${e.activities} in a row), so the two activities a tool iteration stores cost ${
         (2 * e.activityWallMs).toFixed(1)
       } ms wall of the engine alone; one workflow parked in an activity holds ${fmtBytes(e.parkedBytes)} of heap${
-        e.parkedInBodyBytes === undefined ? "" : `, one parked in its own body (outside any activity) ${fmtBytes(e.parkedInBodyBytes)}`
+        e.parkedInBodyBytes === undefined
+          ? ""
+          : `, one parked in its own body (outside any activity) ${fmtBytes(e.parkedInBodyBytes)}`
       } (${e.parked} parked each way).`
-  const engine = `The workflow engine alone (bench/engineAlone.ts: \`@effect/workflow\` on \`@effect/cluster\`'s \`SingleRunner\`, no agent, no server).${
-    alone(d.engine, "the server's embedded engine: one shard, `synchronous=NORMAL`", "On SQLite")
-  }${alone(d.enginePostgres, "local, 300 shards, no socket between runners", "On PostgreSQL")}`
-  const perIteration = d.databases.flatMap((x) => (x.error === undefined && x.marginalMs !== undefined && !Number.isNaN(x.marginalMs) ? [x] : []))
+  const engine =
+    `The workflow engine alone (bench/engineAlone.ts: \`@effect/workflow\` on \`@effect/cluster\`'s \`SingleRunner\`, no agent, no server).${
+      alone(d.engine, "the server's embedded engine: one shard, `synchronous=NORMAL`", "On SQLite")
+    }${alone(d.enginePostgres, "local, 300 shards, no socket between runners", "On PostgreSQL")}`
+  const perIteration = d.databases.flatMap((
+    x
+  ) => (x.error === undefined && x.marginalMs !== undefined && !Number.isNaN(x.marginalMs) ? [x] : []))
   const share = perIteration.length === 0
     ? ""
-    : ` Beside a model that takes a second per call this is ${perIteration.map((x) => `${(x.marginalMs! / 10).toFixed(1)} % (${x.database})`).join(", ")} of an iteration.`
+    : ` Beside a model that takes a second per call this is ${
+      perIteration.map((x) => `${(x.marginalMs! / 10).toFixed(1)} % (${x.database})`).join(", ")
+    } of an iteration.`
   return `## Cost of durability
 
 Every server run is a durable workflow: each loop LLM reply, each tool outcome, each interrupt
@@ -327,20 +399,32 @@ drain and the answer are stored as workflow activities, each event in the run lo
 of ${2} tool steps and one of ${22}, interleaved; **per iteration** = (median long − median short) ÷ 20,
 wall-clock. The in-process loop's own cost per iteration is in the loop tables above.
 
-${table(
-    ["database", "run, 2 steps (ms)", "run, 22 steps (ms)", "per iteration (ms)", "runs each"],
-    d.databases.map((x) =>
-      x.error !== undefined
-        ? [x.database, `not measured: ${x.error}`, "", "", ""]
-        : [x.database, ms(x.shortMs ?? Number.NaN), ms(x.longMs ?? Number.NaN), (x.marginalMs ?? Number.NaN).toFixed(1), String(x.runs)]
+${
+    table(
+      ["database", "run, 2 steps (ms)", "run, 22 steps (ms)", "per iteration (ms)", "runs each"],
+      d.databases.map((x) =>
+        x.error !== undefined
+          ? [x.database, `not measured: ${x.error}`, "", "", ""]
+          : [
+            x.database,
+            ms(x.shortMs ?? Number.NaN),
+            ms(x.longMs ?? Number.NaN),
+            (x.marginalMs ?? Number.NaN).toFixed(1),
+            String(x.runs)
+          ]
+      )
     )
-  )}
+  }
 
 ${engine} A tool iteration stores two activities (the LLM reply, which carries the interrupt drain,
 and the tool outcome), so most of its cost is the engine's; a guard check is stored only when it may
 compact the list, and which process started a non-idempotent call is a row of the run log, not an
 activity.${share}${
-    floorRatios(d).map((x) => ` Per iteration ÷ the engine-alone floor (2 × activity) on ${x.database}: **${x.ratio.toFixed(2)} ×** (target ≤ 1.5 ×).`).join("")
+    floorRatios(d).map((x) =>
+      ` Per iteration ÷ the engine-alone floor (2 × activity) on ${x.database}: **${
+        x.ratio.toFixed(2)
+      } ×** (target ≤ 1.5 ×).`
+    ).join("")
   }${d.load === undefined ? "" : ` (Load ${d.load.toFixed(1)} at the end of the section.)`}`
 }
 
@@ -356,9 +440,11 @@ in the same process, interleaved with our engine, so every figure below is a
 side-by-side comparison taken under the same conditions.
 
 Load average (1 min) before / after the run: ${env.loadBefore[0].toFixed(1)} / ${env.loadAfter[0].toFixed(1)}.${
-    env.merged === undefined ? "" : `\nRe-measured since, alone (\`BENCH_ONLY=… npm run bench -- --merge\`): ${
-      Object.entries(env.merged).map(([section, date]) => `${section} on ${date}`).join(", ")
-    }; those sections' figures are from then, the rest from the run above.`
+    env.merged === undefined ?
+      "" :
+      `\nRe-measured since, alone (\`BENCH_ONLY=… npm run bench -- --merge\`): ${
+        Object.entries(env.merged).map(([section, date]) => `${section} on ${date}`).join(", ")
+      }; those sections' figures are from then, the rest from the run above.`
   }${
     loaded(env)
       ? `\n**The machine was loaded** (other processes were competing for its ${env.cores} cores while this ran):
@@ -435,7 +521,11 @@ Both flavours are always reported; the floor (below the fastest peer) is checked
     const cases = r.loop.filter((c) => flavourOf(c) === flavour)
     if (cases.length > 0) parts.push(`### ${loopFlavourTitle[flavour]}`)
     for (const c of cases) {
-      parts.push(`#### ${c.case.title} (${flavour})\n\nLong run: ${c.case.long.steps} steps × ${c.case.long.calls} call(s); short run (for the marginal figure): ${c.case.short.steps} steps.\n\n${renderLoop(c, r.ours)}`)
+      parts.push(
+        `#### ${c.case.title} (${flavour})\n\nLong run: ${c.case.long.steps} steps × ${c.case.long.calls} call(s); short run (for the marginal figure): ${c.case.short.steps} steps.\n\n${
+          renderLoop(c, r.ours)
+        }`
+      )
     }
   }
 
@@ -473,16 +563,18 @@ The same cases, each engine measured in a fresh process of its own (bench/alone.
 engine runs in a heap or JIT state shaped by another's code and garbage. CPU µs per iteration /
 marginal CPU µs per step.
 
-${table(
-      ["engine", ...titles],
-      r.alone.map((a) => [
-        a.engine,
-        ...titles.map((t) => {
-          const c = a.cases.find((x) => x.title === t)
-          return a.error ? a.error : c ? `${fmtUs(c.perIterationUs)} / ${fmtUs(c.marginalUs)}` : "n/a"
-        })
-      ])
-    )}`)
+${
+      table(
+        ["engine", ...titles],
+        r.alone.map((a) => [
+          a.engine,
+          ...titles.map((t) => {
+            const c = a.cases.find((x) => x.title === t)
+            return a.error ? a.error : c ? `${fmtUs(c.perIterationUs)} / ${fmtUs(c.marginalUs)}` : "n/a"
+          })
+        ])
+      )
+    }`)
   }
 
   if (r.round) {
@@ -493,7 +585,14 @@ being handed to the engine to the engine's next model request (engine work inclu
 10 runs. Target ≤ 1.1× the slowest tool. The baseline row is 8 bare \`setTimeout(50)\` awaited
 together: the timer overshoot of this machine at the time of the run.
 
-${table(["engine", "round (ms)", "÷ 50 ms"], r.round.map((x) => [x.engine, x.error ? `failed: ${x.error}` : ms(x.medianMs), x.error ? "" : x.ratio.toFixed(2)]))}`)
+${
+      table(
+        ["engine", "round (ms)", "÷ 50 ms"],
+        r.round.map((
+          x
+        ) => [x.engine, x.error ? `failed: ${x.error}` : ms(x.medianMs), x.error ? "" : x.ratio.toFixed(2)])
+      )
+    }`)
   }
 
   if (r.guard) {
@@ -505,13 +604,19 @@ one message was appended since — the loop's pattern; per-message estimates are
 cost should follow the new messages, not the history. **cold**: every message is new (first check
 of a loaded conversation).
 
-${table(["history messages", "warm µs / check", "cold µs / check"], r.guard.map((g) => [String(g.messages), fmtUs(g.warmUs), fmtUs(g.coldUs)]))}`)
+${
+      table(
+        ["history messages", "warm µs / check", "cold µs / check"],
+        r.guard.map((g) => [String(g.messages), fmtUs(g.warmUs), fmtUs(g.coldUs)])
+      )
+    }`)
   }
 
   if (r.selection !== undefined) {
-    parts.push(typeof r.selection === "string"
-      ? `## Tool selection\n\nNot measured: ${r.selection}`
-      : `## Tool selection
+    parts.push(
+      typeof r.selection === "string"
+        ? `## Tool selection\n\nNot measured: ${r.selection}`
+        : `## Tool selection
 
 \`bench/toolSelection.ts\` (\`run()\` returns the figures, \`render()\` the table; also
 \`npx tsx bench/toolSelection.ts\` alone) uses the ${r.selection.totalTools}-tool catalogue of
@@ -525,19 +630,28 @@ ${renderSelection(r.selection)}
 The selection call costs about as much as ${r.selection.breakEvenCalls} loop call(s)' savings; a
 10-iteration run sends ≈ ${(r.selection.savedPerCall * 10 - r.selection.selectorPromptTokens).toLocaleString("en-US")}
 fewer prompt tokens. \`request_tools\` lists the not-yet-loaded tools by name only (listing them with
-60-character descriptions cost 711 tokens per call instead of 235 when this was designed).`)
+60-character descriptions cost 711 tokens per call instead of 235 when this was designed).`
+    )
   }
 
   if (r.firstToken !== undefined) {
-    parts.push(typeof r.firstToken === "string"
-      ? `## First-token forwarding\n\nNot measured: ${r.firstToken}`
-      : `## First-token forwarding
+    parts.push(
+      typeof r.firstToken === "string"
+        ? `## First-token forwarding\n\nNot measured: ${r.firstToken}`
+        : `## First-token forwarding
 
 Time from the scripted provider emitting its first answer chunk (stamped inside the provider
 stream) to the \`AnswerDelta\` event reaching the consumer of \`agent.run\` (in process), over
 ${r.firstToken.runs} runs. Target ≤ 5 ms.
 
-${table(["p50", "p99", "max"], [[`${r.firstToken.p50Ms.toFixed(2)} ms`, `${r.firstToken.p99Ms.toFixed(2)} ms`, `${r.firstToken.maxMs.toFixed(2)} ms`]])}`)
+${
+          table(["p50", "p99", "max"], [[
+            `${r.firstToken.p50Ms.toFixed(2)} ms`,
+            `${r.firstToken.p99Ms.toFixed(2)} ms`,
+            `${r.firstToken.maxMs.toFixed(2)} ms`
+          ]])
+        }`
+    )
   }
 
   if (r.latency !== undefined) parts.push(latencySection(r.latency))
@@ -558,25 +672,42 @@ disconnects; with \`RUN_DETACH_GRACE_MS=0\` the server must report 0 active runs
 latencies include the client's own parsing delay. Targets: 1,000 runs, p99 < 50 ms,
 ≤ 300 KB heap per active run (SPEC §13: durable runs).
 
-${table(
-      ["concurrent runs", "completed", "failed", "wall (s)", "frames", "delivery p50 (ms)", "p99 (ms)", "max (ms)", "heap / active run", "RSS / active run", "active at measure", "active after disconnect"],
-      r.load.map((l) => [
-        String(l.concurrency),
-        String(l.completed),
-        l.error ? `error: ${l.error}` : String(l.failed),
-        ms(l.wallMs / 1000),
-        String(l.frames),
-        ms(l.p50Ms),
-        ms(l.p99Ms),
-        ms(l.maxMs),
-        fmtBytes(l.heapPerRunBytes),
-        fmtBytes(l.rssPerRunBytes),
-        String(l.activeAtMeasure),
-        String(l.activeAfterDisconnect)
-      ])
-    )}${
+${
+      table(
+        [
+          "concurrent runs",
+          "completed",
+          "failed",
+          "wall (s)",
+          "frames",
+          "delivery p50 (ms)",
+          "p99 (ms)",
+          "max (ms)",
+          "heap / active run",
+          "RSS / active run",
+          "active at measure",
+          "active after disconnect"
+        ],
+        r.load.map((l) => [
+          String(l.concurrency),
+          String(l.completed),
+          l.error ? `error: ${l.error}` : String(l.failed),
+          ms(l.wallMs / 1000),
+          String(l.frames),
+          ms(l.p50Ms),
+          ms(l.p99Ms),
+          ms(l.maxMs),
+          fmtBytes(l.heapPerRunBytes),
+          fmtBytes(l.rssPerRunBytes),
+          String(l.activeAtMeasure),
+          String(l.activeAfterDisconnect)
+        ])
+      )
+    }${
       r.load.some((l) => l.note)
-        ? "\n\nIncomplete runs: " + r.load.filter((l) => l.note).map((l) => `${l.concurrency} runs — ${l.note}`).join("; ") + "."
+        ? "\n\nIncomplete runs: " + r.load.filter((l) =>
+          l.note
+        ).map((l) => `${l.concurrency} runs — ${l.note}`).join("; ") + "."
         : ""
     }`)
   }
@@ -604,9 +735,13 @@ ${table(["operation", "CPU µs"], r.primitives.map((p) => [p.name, fmtUs(p.us)])
   const lost = losses(r)
   parts.push(`## Where we lose
 
-${lost.length === 0
-    ? "No peer beat our engine on any figure of this run."
-    : `Figures of this run where a peer did better:\n\n${table(["figure", "peer", "ours", "peer's"], lost.map((l) => [l.what, l.peer, l.ours, l.theirs]))}`}
+${
+    lost.length === 0
+      ? "No peer beat our engine on any figure of this run."
+      : `Figures of this run where a peer did better:\n\n${
+        table(["figure", "peer", "ours", "peer's"], lost.map((l) => [l.what, l.peer, l.ours, l.theirs]))
+      }`
+  }
 
 ${analysis()}`)
   return parts.join("\n\n") + "\n"
@@ -617,6 +752,10 @@ export const summary = (r: Results): Array<string> =>
   r.loop.flatMap((c) => {
     const base = c.figures.find((f) => f.engine === r.ours)
     return c.figures.filter((f) => f.engine !== r.ours && base).map((f) =>
-      `${c.case.title} (${flavourOf(c)}) — ${f.engine} ÷ ours: CPU/iteration ${fmtRatio(f.perIterationUs / base!.perIterationUs)}, marginal ${fmtRatio(f.marginalUs / base!.marginalUs)}, allocation ${fmtRatio(f.allocatedBytes / base!.allocatedBytes)}`
+      `${c.case.title} (${flavourOf(c)}) — ${f.engine} ÷ ours: CPU/iteration ${
+        fmtRatio(f.perIterationUs / base!.perIterationUs)
+      }, marginal ${fmtRatio(f.marginalUs / base!.marginalUs)}, allocation ${
+        fmtRatio(f.allocatedBytes / base!.allocatedBytes)
+      }`
     )
   })

@@ -82,7 +82,9 @@ export const verify = (engine: string, scenario: Scenario, check: RunCheck): voi
   const expected = scenario.steps * scenario.calls
   if (check.toolCalls !== expected || !check.answer.includes("records")) {
     throw new Error(
-      `${engine} / ${scenario.name}: expected ${expected} tool calls and the final answer, got ${check.toolCalls} calls and "${check.answer.slice(0, 80)}"`
+      `${engine} / ${scenario.name}: expected ${expected} tool calls and the final answer, got ${check.toolCalls} calls and "${
+        check.answer.slice(0, 80)
+      }"`
     )
   }
 }

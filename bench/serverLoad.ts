@@ -46,7 +46,14 @@ export const startServerProcess = (env: Record<string, string>): Promise<ServerC
     const script = fileURLToPath(new URL("./serverProcess.ts", import.meta.url))
     const child = fork(script, [], {
       // BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it exits (`node --cpu-prof`)
-      execArgv: ["--expose-gc", "--import", "tsx", ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, "--cpu-prof-interval=500"] : [])],
+      execArgv: [
+        "--expose-gc",
+        "--import",
+        "tsx",
+        ...(process.env.BENCH_CPU_PROF
+          ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, "--cpu-prof-interval=500"]
+          : [])
+      ],
       env: { ...process.env, ...env },
       stdio: ["ignore", "inherit", "inherit", "ipc"]
     })
@@ -214,7 +221,12 @@ const deliveryPass = async (n: number, timeoutMs: number, env: Record<string, st
 /** Memory pass (and disconnect cleanup check). */
 const memoryPass = async (n: number, timeoutMs: number) => {
   // every run executes at once, whatever the default admission (what one active run holds)
-  const server = await startServerProcess({ BENCH_LATENCY_MS: "600000", BENCH_STEPS: "1", BENCH_CHUNKS: "1", REACT_MAX_ACTIVE_RUNS: String(Math.max(n, 1)) })
+  const server = await startServerProcess({
+    BENCH_LATENCY_MS: "600000",
+    BENCH_STEPS: "1",
+    BENCH_CHUNKS: "1",
+    REACT_MAX_ACTIVE_RUNS: String(Math.max(n, 1))
+  })
   try {
     const baseline = await server.measure()
     let first = 0
@@ -259,7 +271,12 @@ export const runLevel = async (
       delivery = { ...delivery, note: `first attempt: ${first}; retried${delivery.note ? `: ${delivery.note}` : ""}` }
     }
     const memory = options.deliveryOnly
-      ? { heapPerRunBytes: Number.NaN, rssPerRunBytes: Number.NaN, activeAtMeasure: 0, activeAfterDisconnect: Number.NaN }
+      ? {
+        heapPerRunBytes: Number.NaN,
+        rssPerRunBytes: Number.NaN,
+        activeAtMeasure: 0,
+        activeAfterDisconnect: Number.NaN
+      }
       : await memoryPass(n, options.timeoutMs)
     return { concurrency: n, ...delivery, ...memory }
   } catch (e) {

@@ -47,11 +47,11 @@ import * as App from "../src/app/App.js"
 import type { ChatDelta, LlmService } from "../src/Llm.js"
 import { Llm } from "../src/Llm.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import * as RunRegistry from "../src/server/RunRegistry.js"
 import * as DurableRuns from "../src/server/DurableRuns.js"
+import * as RunRegistry from "../src/server/RunRegistry.js"
 import * as Server from "../src/server/Server.js"
-import * as SqlInterrupts from "../src/server/SqlInterrupts.js"
 import * as ServerConfig from "../src/server/ServerConfig.js"
+import * as SqlInterrupts from "../src/server/SqlInterrupts.js"
 import * as Tool from "../src/Tool.js"
 import * as Toolkit from "../src/Toolkit.js"
 
@@ -171,7 +171,15 @@ const program = Effect.gen(function*() {
       ;(globalThis as { gc?: () => void }).gc?.()
       const active = Effect.runSync(registry.activeCount)
       const m = process.memoryUsage()
-      send({ type: "memory", heapUsed: m.heapUsed, heapTotal: m.heapTotal, rss: m.rss, external: m.external, arrayBuffers: m.arrayBuffers, active })
+      send({
+        type: "memory",
+        heapUsed: m.heapUsed,
+        heapTotal: m.heapTotal,
+        rss: m.rss,
+        external: m.external,
+        arrayBuffers: m.arrayBuffers,
+        active
+      })
     } else if (message?.type === "stop") {
       rmSync(dir, { recursive: true, force: true })
       process.exit(0)

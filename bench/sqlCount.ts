@@ -68,7 +68,8 @@ try {
     longs.push(await per(LONG)(i))
   }
   const keys = new Set([...shorts, ...longs].flatMap((c) => Object.keys(c.runs)))
-  const med = (cs: Array<Counts>, k: string, field: "runs" | "prepares") => quantile(cs.map((c) => c[field][k] ?? 0), 0.5)
+  const med = (cs: Array<Counts>, k: string, field: "runs" | "prepares") =>
+    quantile(cs.map((c) => c[field][k] ?? 0), 0.5)
   const rows = [...keys].map((k) => ({
     k,
     short: med(shorts, k, "runs"),
@@ -82,14 +83,32 @@ try {
   console.log(`| statement | run of ${SHORT} steps | run of ${LONG} | per iteration | prepared per iteration |`)
   console.log("|---|---:|---:|---:|---:|")
   for (const r of rows) {
-    console.log(`| \`${r.k.replace(/\|/g, "\\|")}\` | ${r.short} | ${r.long} | ${r.perIteration.toFixed(2)} | ${r.prepPerIteration.toFixed(2)} |`)
+    console.log(
+      `| \`${r.k.replace(/\|/g, "\\|")}\` | ${r.short} | ${r.long} | ${r.perIteration.toFixed(2)} | ${
+        r.prepPerIteration.toFixed(2)
+      } |`
+    )
   }
   const sT = total(shorts, "runs"), lT = total(longs, "runs")
-  console.log(`| **all statements** | ${sT} | ${lT} | ${((lT - sT) / (LONG - SHORT)).toFixed(2)} | ${((total(longs, "prepares") - total(shorts, "prepares")) / (LONG - SHORT)).toFixed(2)} |`)
+  console.log(
+    `| **all statements** | ${sT} | ${lT} | ${((lT - sT) / (LONG - SHORT)).toFixed(2)} | ${
+      ((total(longs, "prepares") - total(shorts, "prepares")) / (LONG - SHORT)).toFixed(2)
+    } |`
+  )
   const spent = (cs: Array<Counts>, k: "run" | "prepare") => quantile(cs.map((c) => c.spent[k]), 0.5)
   const perIt = (k: "run" | "prepare") => ((spent(longs, k) - spent(shorts, k)) / (LONG - SHORT)).toFixed(3)
-  console.log(`| **ms inside the driver: running / compiling** | ${spent(shorts, "run").toFixed(1)} / ${spent(shorts, "prepare").toFixed(1)} | ${spent(longs, "run").toFixed(1)} / ${spent(longs, "prepare").toFixed(1)} | ${perIt("run")} / ${perIt("prepare")} | |`)
-  console.log(`| **transactions (BEGIN)** | ${tx(shorts)} | ${tx(longs)} | ${((tx(longs) - tx(shorts)) / (LONG - SHORT)).toFixed(2)} | |`)
+  console.log(
+    `| **ms inside the driver: running / compiling** | ${spent(shorts, "run").toFixed(1)} / ${
+      spent(shorts, "prepare").toFixed(1)
+    } | ${spent(longs, "run").toFixed(1)} / ${spent(longs, "prepare").toFixed(1)} | ${perIt("run")} / ${
+      perIt("prepare")
+    } | |`
+  )
+  console.log(
+    `| **transactions (BEGIN)** | ${tx(shorts)} | ${tx(longs)} | ${
+      ((tx(longs) - tx(shorts)) / (LONG - SHORT)).toFixed(2)
+    } | |`
+  )
 } finally {
   await server.stop()
 }

@@ -50,6 +50,11 @@ Database.prototype.exec = function(source) {
 }
 process.on("message", (message) => {
   if (message?.type === "sqlcount") {
-    process.send?.({ type: "sqlcount", runs: Object.fromEntries(runs), prepares: Object.fromEntries(prepares), spent: { ...spent } })
+    process.send?.({
+      type: "sqlcount",
+      runs: Object.fromEntries(runs),
+      prepares: Object.fromEntries(prepares),
+      spent: { ...spent }
+    })
   }
 })

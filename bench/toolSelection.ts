@@ -10,8 +10,12 @@
  * @since 0.1.0
  */
 import { Effect } from "effect"
+import {
+  ScriptedLlm,
+  TokenEstimator as TokenEstimatorModule,
+  ToolSelection as ToolSelectionModule
+} from "effect-react-engine"
 import { pathToFileURL } from "node:url"
-import { ScriptedLlm, TokenEstimator as TokenEstimatorModule, ToolSelection as ToolSelectionModule } from "effect-react-engine"
 import { catalogueToolkit } from "../test/utils/catalogue.js"
 
 const { estimateMessages, estimateText } = TokenEstimatorModule
@@ -37,7 +41,8 @@ export interface ToolSelectionFigures {
   readonly selectionMicros: number
 }
 
-const query = "Find recent news about the Rust 2024 edition, read the release notes page and save a summary to notes/rust.md"
+const query =
+  "Find recent news about the Rust 2024 edition, read the release notes page and save a summary to notes/rust.md"
 const chosen = ["web_search", "fetch_url", "extract_links", "read_file", "write_file", "create_document"]
 
 const tokensOf = (value: unknown) => estimateText(JSON.stringify(value))
@@ -48,7 +53,9 @@ export const run = async (options: { readonly samples?: number } = {}): Promise<
   const full = makeActiveToolSet(toolkit, null)
   const fullDefinitionTokens = tokensOf(full.definitions())
 
-  const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("select_tools", { tools: chosen })], { onExhausted: "repeatLast" })
+  const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("select_tools", { tools: chosen })], {
+    onExhausted: "repeatLast"
+  })
   const selection = await Effect.runPromise(selectTools({ query, toolkit, llm: llm.service, max: 6 }))
   if (selection.selected === null) throw new Error(`selection fell back: ${selection.fallbackReason}`)
   const request = llm.requests[0].request
@@ -100,8 +107,14 @@ export const render = (f: ToolSelectionFigures): string => {
       `Tool definitions per loop call, with selection (${f.selected.length} selected + ${f.pinnedTools} pinned + request_tools)`,
       `${f.selectedDefinitionTokens} tokens (request_tools: ${f.requestToolsTokens})`
     ],
-    ["Saved per loop call", `${f.savedPerCall} tokens (${Math.round((100 * f.savedPerCall) / f.fullDefinitionTokens)} %)`],
-    ["Selection call prompt (catalogue + query + select_tools schema)", `${f.selectorPromptTokens} tokens, once per run`],
+    [
+      "Saved per loop call",
+      `${f.savedPerCall} tokens (${Math.round((100 * f.savedPerCall) / f.fullDefinitionTokens)} %)`
+    ],
+    [
+      "Selection call prompt (catalogue + query + select_tools schema)",
+      `${f.selectorPromptTokens} tokens, once per run`
+    ],
     ["Break-even", `${f.breakEvenCalls} loop call(s)`],
     ["Engine CPU per selection (zero-latency model, median)", `${f.selectionMicros} µs`]
   ]

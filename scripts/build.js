@@ -58,8 +58,12 @@ export const build = async (options = {}) => {
   await new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [tsc, "-p", project], { cwd: root, stdio: "inherit", signal: options.signal })
     child.once("error", reject)
-    child.once("exit", (code, signal) =>
-      code === 0 ? resolve(undefined) : reject(new Error(`tsc -p ${project} failed (${signal ?? `exit code ${code}`})`))
+    child.once(
+      "exit",
+      (code, signal) =>
+        code === 0
+          ? resolve(undefined)
+          : reject(new Error(`tsc -p ${project} failed (${signal ?? `exit code ${code}`})`))
     )
   })
   cpSync(fileURLToPath(new URL("../src/web/", import.meta.url)), `${out}web`, { recursive: true })

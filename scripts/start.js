@@ -23,7 +23,13 @@ const root = fileURLToPath(new URL("..", import.meta.url))
 const main = join(appDir, "app/main.js")
 const src = join(root, "src")
 // what the build reads besides src/
-const settings = ["package.json", "tsconfig.json", "tsconfig.build.json", "scripts/tsconfig.app.json", "scripts/build.js"]
+const settings = [
+  "package.json",
+  "tsconfig.json",
+  "tsconfig.build.json",
+  "scripts/tsconfig.app.json",
+  "scripts/build.js"
+]
   .map((file) => join(root, file))
 const lock = join(root, "node_modules/.cache/effect-react-engine/build.lock")
 
@@ -145,7 +151,9 @@ const buildIfStale = async () => {
 try {
   await buildIfStale()
 } catch (error) {
-  process.stderr.write(`npm start: the build failed, the server was not started\n${error instanceof Error ? error.message : error}\n`)
+  process.stderr.write(
+    `npm start: the build failed, the server was not started\n${error instanceof Error ? error.message : error}\n`
+  )
   process.exit(1)
 }
 if (process.argv.includes("--build-only")) process.exit(0)

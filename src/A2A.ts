@@ -62,7 +62,9 @@ import * as Toolkit from "./Toolkit.js"
  * @since 0.1.0
  * @category errors
  */
-export class A2AError extends Schema.TaggedError<A2AError>()("A2AError", { url: Schema.String, message: Schema.String }) {}
+export class A2AError
+  extends Schema.TaggedError<A2AError>()("A2AError", { url: Schema.String, message: Schema.String })
+{}
 
 /**
  * @since 0.1.0
@@ -101,12 +103,11 @@ export interface Remote {
   readonly client: Client
 }
 
-const withHeaders = (base: typeof fetch, headers: Readonly<Record<string, string>>): typeof fetch =>
-  (input, init) => {
-    const merged = new Headers(init?.headers)
-    for (const [k, v] of Object.entries(headers)) if (!merged.has(k)) merged.set(k, v)
-    return base(input, { ...init, headers: merged })
-  }
+const withHeaders = (base: typeof fetch, headers: Readonly<Record<string, string>>): typeof fetch => (input, init) => {
+  const merged = new Headers(init?.headers)
+  for (const [k, v] of Object.entries(headers)) if (!merged.has(k)) merged.set(k, v)
+  return base(input, { ...init, headers: merged })
+}
 
 /**
  * Reads the agent's card (`cardUrl`: the agent's base URL, whose card is at
@@ -122,14 +123,18 @@ export const connect = (cardUrl: string, options: RemoteOptions = {}): Effect.Ef
       const fetchImpl = withHeaders(options.fetch ?? globalThis.fetch, options.headers ?? {})
       const legacyCompat = { enabled: true }
       const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-        transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl, legacyCompat })],
+        transports: [
+          new JsonRpcTransportFactory({ fetchImpl, legacyCompat }),
+          new RestTransportFactory({ fetchImpl, legacyCompat })
+        ],
         cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat })
       }))
       const own = new URL(cardUrl).pathname.endsWith(".json")
       const client = own ? await factory.createFromUrl(cardUrl, "") : await factory.createFromUrl(cardUrl)
       return { url: cardUrl, card: await client.getAgentCard(), client }
     },
-    catch: (error) => new A2AError({ url: cardUrl, message: `cannot reach the A2A agent at ${cardUrl}: ${messageOf(error)}` })
+    catch: (error) =>
+      new A2AError({ url: cardUrl, message: `cannot reach the A2A agent at ${cardUrl}: ${messageOf(error)}` })
   })
 
 /** A tool name from the card's name. */
@@ -140,7 +145,9 @@ const toolName = (name: string): string => {
 
 const describe = (card: AgentCard): string => {
   const skills = card.skills.map((s) => `${s.name}: ${s.description}`).join("; ")
-  return `${card.description}${skills !== "" ? ` (skills: ${skills})` : ""} — a remote agent (A2A); give it a complete task.`
+  return `${card.description}${
+    skills !== "" ? ` (skills: ${skills})` : ""
+  } — a remote agent (A2A); give it a complete task.`
 }
 
 /**
@@ -169,7 +176,12 @@ export const tool = (remote: Remote, options: RemoteOptions = {}): Tool.Tool => 
           contextId: "",
           taskId: "",
           role: Role.ROLE_USER,
-          parts: [{ content: { $case: "text", value: query }, metadata: undefined, filename: "", mediaType: "text/plain" }],
+          parts: [{
+            content: { $case: "text", value: query },
+            metadata: undefined,
+            filename: "",
+            mediaType: "text/plain"
+          }],
           metadata: key !== undefined ? { [IDEMPOTENCY_KEY]: key } : undefined,
           extensions: [],
           referenceTaskIds: []
@@ -244,7 +256,9 @@ export const parseAgents = (value: string): Either.Either<ReadonlyArray<RemoteEn
     Either.mapLeft((e) => ConfigError.InvalidData([ENV], `${ENV}: ${e.message}`)),
     Either.flatMap((entries) => {
       const bad = entries.find((e) => !URL.canParse(e.url))
-      return bad === undefined ? Either.right(entries) : Either.left(ConfigError.InvalidData([ENV], `${ENV}: not a URL: ${bad.url}`))
+      return bad === undefined
+        ? Either.right(entries)
+        : Either.left(ConfigError.InvalidData([ENV], `${ENV}: not a URL: ${bad.url}`))
     })
   )
 }
@@ -273,7 +287,9 @@ export const layerConfig: Layer.Layer<Toolkit.Toolkit, ConfigError.ConfigError, 
       }
       return remoteAgent(entry.url, options).pipe(
         Effect.map(Option.some),
-        Effect.catchAll((error) => Effect.as(Effect.logError(`${ENV}: ${error.message}; the agent is left out`), Option.none()))
+        Effect.catchAll((error) =>
+          Effect.as(Effect.logError(`${ENV}: ${error.message}; the agent is left out`), Option.none())
+        )
       )
     }, { concurrency: "unbounded" })
     const found = remotes.flatMap(Option.toArray)

@@ -231,7 +231,10 @@ const checkGlobs = (key: string, globs: unknown): Effect.Effect<ReadonlyArray<st
     : Effect.fail(ConfigError.InvalidData([key], `${key} ${problem}`))
 }
 
-const positiveDuration = (key: string, value: Duration.DurationInput): Effect.Effect<Duration.Duration, ConfigError.ConfigError> => {
+const positiveDuration = (
+  key: string,
+  value: Duration.DurationInput
+): Effect.Effect<Duration.Duration, ConfigError.ConfigError> => {
   const d = Duration.decodeUnknown(value)
   return Option.isNone(d) || Duration.toMillis(d.value) <= 0
     ? Effect.fail(ConfigError.InvalidData([key], `option ${key} must be a positive duration`))
@@ -247,7 +250,9 @@ const checkPolicy = (key: string, value: unknown): Effect.Effect<SynthesisPolicy
 
 const intFromEnv = (name: string, min: number): Config.Config<Option.Option<number>> =>
   Config.option(
-    Config.integer(name).pipe(Config.validate({ message: `${name} must be an integer >= ${min}`, validation: (n) => n >= min }))
+    Config.integer(name).pipe(
+      Config.validate({ message: `${name} must be an integer >= ${min}`, validation: (n) => n >= min })
+    )
   )
 
 const checkInt = (key: string, value: number, min: number): Effect.Effect<number, ConfigError.ConfigError> =>
@@ -256,7 +261,9 @@ const checkInt = (key: string, value: number, min: number): Effect.Effect<number
     : Effect.fail(ConfigError.InvalidData([key], `option ${key} must be an integer >= ${min}, got ${value}`))
 
 const ints = Object.fromEntries(
-  (Object.keys(envVariables) as Array<IntKey>).map((key) => [key, intFromEnv(envVariables[key].name, envVariables[key].min)])
+  (Object.keys(envVariables) as Array<IntKey>).map((
+    key
+  ) => [key, intFromEnv(envVariables[key].name, envVariables[key].min)])
 ) as { readonly [K in IntKey]: Config.Config<Option.Option<number>> }
 
 /**
@@ -275,28 +282,43 @@ export const config: Config.Config<Partial<AgentOptions>> = Config.all({
   toolTimeout: intFromEnv(TOOL_TIMEOUT_ENV, 1),
   runTimeout: intFromEnv(RUN_TIMEOUT_ENV, 0),
   approvalTimeout: intFromEnv(APPROVAL_TIMEOUT_ENV, 1),
-  approvalTools: Config.option(Config.string(APPROVAL_TOOLS_ENV).pipe(
-    Config.map(globList),
-    Config.mapOrFail((globs) => {
-      const problem = globsProblem(globs)
-      return problem === undefined
-        ? Either.right(globs)
-        : Either.left(ConfigError.InvalidData([APPROVAL_TOOLS_ENV], `${APPROVAL_TOOLS_ENV} ${problem}`))
-    })
-  )),
-  synthesis: Config.option(Config.string(SYNTHESIS_ENV).pipe(
-    Config.map((value) => value.trim()),
-    Config.mapOrFail((value) =>
-      isPolicy(value)
-        ? Either.right(value)
-        : Either.left(ConfigError.InvalidData([SYNTHESIS_ENV], `${SYNTHESIS_ENV} must be "always" or "auto", got ${JSON.stringify(value)}`))
+  approvalTools: Config.option(
+    Config.string(APPROVAL_TOOLS_ENV).pipe(
+      Config.map(globList),
+      Config.mapOrFail((globs) => {
+        const problem = globsProblem(globs)
+        return problem === undefined
+          ? Either.right(globs)
+          : Either.left(ConfigError.InvalidData([APPROVAL_TOOLS_ENV], `${APPROVAL_TOOLS_ENV} ${problem}`))
+      })
     )
-  ))
+  ),
+  synthesis: Config.option(
+    Config.string(SYNTHESIS_ENV).pipe(
+      Config.map((value) => value.trim()),
+      Config.mapOrFail((value) =>
+        isPolicy(value)
+          ? Either.right(value)
+          : Either.left(
+            ConfigError.InvalidData(
+              [SYNTHESIS_ENV],
+              `${SYNTHESIS_ENV} must be "always" or "auto", got ${JSON.stringify(value)}`
+            )
+          )
+      )
+    )
+  )
 }).pipe(Config.map(({ approvalTimeout, runTimeout, toolTimeout, ...rest }) => {
   const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(rest) as Array<[string, Option.Option<unknown>]>) if (Option.isSome(value)) out[key] = value.value
+  for (const [key, value] of Object.entries(rest) as Array<[string, Option.Option<unknown>]>) {
+    if (Option.isSome(value)) out[key] = value.value
+  }
   if (Option.isSome(toolTimeout)) out.toolTimeout = Duration.millis(toolTimeout.value)
-  if (Option.isSome(runTimeout)) out.runTimeout = runTimeout.value === 0 ? Duration.infinity : Duration.millis(runTimeout.value)
+  if (Option.isSome(runTimeout)) {
+    out.runTimeout = runTimeout.value === 0
+      ? Duration.infinity
+      : Duration.millis(runTimeout.value)
+  }
   if (Option.isSome(approvalTimeout)) out.approvalTimeout = Duration.millis(approvalTimeout.value)
   return out as Partial<AgentOptions>
 }))
@@ -316,10 +338,16 @@ export const resolve = (explicit: Partial<AgentOptions> = {}): Effect.Effect<Age
       const given = explicit[key]
       if (given !== undefined) out[key] = yield* checkInt(key, given, envVariables[key].min)
     }
-    if (explicit.toolTimeout !== undefined) out.toolTimeout = yield* positiveDuration("toolTimeout", explicit.toolTimeout)
+    if (explicit.toolTimeout !== undefined) {
+      out.toolTimeout = yield* positiveDuration("toolTimeout", explicit.toolTimeout)
+    }
     if (explicit.runTimeout !== undefined) out.runTimeout = yield* positiveDuration("runTimeout", explicit.runTimeout)
-    if (explicit.approvalTools !== undefined) out.approvalTools = yield* checkGlobs("approvalTools", explicit.approvalTools)
-    if (explicit.approvalTimeout !== undefined) out.approvalTimeout = yield* positiveDuration("approvalTimeout", explicit.approvalTimeout)
+    if (explicit.approvalTools !== undefined) {
+      out.approvalTools = yield* checkGlobs("approvalTools", explicit.approvalTools)
+    }
+    if (explicit.approvalTimeout !== undefined) {
+      out.approvalTimeout = yield* positiveDuration("approvalTimeout", explicit.approvalTimeout)
+    }
     if (explicit.synthesis !== undefined) out.synthesis = yield* checkPolicy("synthesis", explicit.synthesis)
     if (explicit.budget !== undefined) out.budget = yield* Budget.check(explicit.budget, [])
     if (explicit.guardrails !== undefined) out.guardrails = yield* Guardrail.check(explicit.guardrails)
@@ -350,7 +378,9 @@ export const load = (
     }
     if (explicit.guardrails === undefined) {
       const file = yield* Config.option(Config.string(GUARDRAILS_ENV))
-      if (Option.isSome(file) && file.value.trim() !== "") fromEnv.guardrails = yield* Guardrail.loadFile(file.value.trim())
+      if (Option.isSome(file) && file.value.trim() !== "") {
+        fromEnv.guardrails = yield* Guardrail.loadFile(file.value.trim())
+      }
     }
     return yield* resolve({ ...fromEnv, ...definedOf(explicit) })
   })

@@ -62,7 +62,9 @@ export interface AgentMcpServerService {
  * @since 0.1.0
  * @category Context
  */
-export class AgentMcpServer extends Context.Tag("effect-react-engine/AgentMcpServer")<AgentMcpServer, AgentMcpServerService>() {}
+export class AgentMcpServer
+  extends Context.Tag("effect-react-engine/AgentMcpServer")<AgentMcpServer, AgentMcpServerService>()
+{}
 
 /**
  * The name of the tool.
@@ -72,7 +74,8 @@ export class AgentMcpServer extends Context.Tag("effect-react-engine/AgentMcpSer
  */
 export const TOOL_NAME = "ask"
 
-const DEFAULT_DESCRIPTION = "Ask the agent: it works on the query with its own tools (several steps if needed) and answers it."
+const DEFAULT_DESCRIPTION =
+  "Ask the agent: it works on the query with its own tools (several steps if needed) and answers it."
 
 /** A step of the run worth a progress notification, as its message. */
 const progressMessage = (event: RunEvent): string | undefined => {
@@ -80,7 +83,9 @@ const progressMessage = (event: RunEvent): string | undefined => {
     case "ThinkingStart":
       return event.step_id === undefined ? `Iteration ${event.iteration}` : undefined
     case "ToolDone":
-      return `${event.tool_name} ${event.error === null ? "done" : `failed: ${event.error}`}${event.step_id !== undefined ? ` (step ${event.step_id})` : ""}`
+      return `${event.tool_name} ${event.error === null ? "done" : `failed: ${event.error}`}${
+        event.step_id !== undefined ? ` (step ${event.step_id})` : ""
+      }`
     case "DagStep":
       return event.status === "start" ? undefined : `Step ${event.step_id} ${event.status}`
     case "AnswerStart":
@@ -101,7 +106,9 @@ interface CallExtra {
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: Options = {}): Effect.Effect<AgentMcpServerService, never, ReactAgent.ReactAgent | DagAgent.DagAgent> =>
+export const make = (
+  options: Options = {}
+): Effect.Effect<AgentMcpServerService, never, ReactAgent.ReactAgent | DagAgent.DagAgent> =>
   Effect.gen(function*() {
     const agents = { react: yield* ReactAgent.ReactAgent, dag: yield* DagAgent.DagAgent }
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
@@ -114,9 +121,14 @@ export const make = (options: Options = {}): Effect.Effect<AgentMcpServerService
         let answer = ""
         let failure: string | undefined
         const notify = (message: string) =>
-          token === undefined ? Effect.void : Effect.tryPromise(() =>
-            extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: ++progress, message } })
-          ).pipe(Effect.ignore)
+          token === undefined ?
+            Effect.void :
+            Effect.tryPromise(() =>
+              extra.sendNotification({
+                method: "notifications/progress",
+                params: { progressToken: token, progress: ++progress, message }
+              })
+            ).pipe(Effect.ignore)
         return DagAgent.runWithMode(agents, mode, { query }).pipe(
           Stream.runForEach((event) => {
             if (event._tag === "Done") answer = event.answer
@@ -153,7 +165,9 @@ export const make = (options: Options = {}): Effect.Effect<AgentMcpServerService
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options?: Options): Layer.Layer<AgentMcpServer, never, ReactAgent.ReactAgent | DagAgent.DagAgent> =>
+export const layer = (
+  options?: Options
+): Layer.Layer<AgentMcpServer, never, ReactAgent.ReactAgent | DagAgent.DagAgent> =>
   Layer.effect(AgentMcpServer, make(options))
 
 /**

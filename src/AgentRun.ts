@@ -113,13 +113,16 @@ class CurrentDeadlines extends Context.Reference<CurrentDeadlines>()("effect-rea
 
 /** Applies `change` to each deadline at `now`, then tells its watcher. */
 const changeAll = (deadlines: ReadonlyArray<Deadline>, change: (s: DeadlineState, now: number) => DeadlineState) =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.forEach(deadlines, (deadline) =>
-      Effect.flatMap(Deferred.make<void>(), (fresh) =>
-        Effect.flatMap(
-          Ref.modify(deadline, (s) => [s.changed, { ...change(s, now), changed: fresh }] as const),
-          (previous) => Deferred.succeed(previous, undefined)
-        )), { discard: true }))
+  Effect.flatMap(
+    Clock.currentTimeMillis,
+    (now) =>
+      Effect.forEach(deadlines, (deadline) =>
+        Effect.flatMap(Deferred.make<void>(), (fresh) =>
+          Effect.flatMap(
+            Ref.modify(deadline, (s) => [s.changed, { ...change(s, now), changed: fresh }] as const),
+            (previous) => Deferred.succeed(previous, undefined)
+          )), { discard: true })
+  )
 
 const pause = (s: DeadlineState, now: number): DeadlineState =>
   s.waits === 0 && s.since !== undefined
@@ -135,7 +138,10 @@ const expiry = (deadline: Deadline): Effect.Effect<void> =>
     if (s.since === undefined) return Effect.zipRight(Deferred.await(s.changed), expiry(deadline))
     const remaining = s.left - (now - s.since)
     if (remaining <= 0) return Effect.void
-    return Effect.zipRight(Effect.raceFirst(Effect.sleep(Duration.millis(remaining)), Deferred.await(s.changed)), expiry(deadline))
+    return Effect.zipRight(
+      Effect.raceFirst(Effect.sleep(Duration.millis(remaining)), Deferred.await(s.changed)),
+      expiry(deadline)
+    )
   })
 
 /**
@@ -188,7 +194,8 @@ export const lifecycle = (options: LifecycleOptions, body: Effect.Effect<void, u
       Ref.get(left),
       Option.match({
         onSome: () => Effect.void,
-        onNone: () => Effect.flatMap(interrupts.unregister(conversationId), (pending) => Ref.set(left, Option.some(pending)))
+        onNone: () =>
+          Effect.flatMap(interrupts.unregister(conversationId), (pending) => Ref.set(left, Option.some(pending)))
       })
     )
     const timeout = options.timeout === undefined ? Duration.infinity : Duration.decode(options.timeout)
@@ -203,7 +210,9 @@ export const lifecycle = (options: LifecycleOptions, body: Effect.Effect<void, u
       () => release
     ).pipe(
       // still running here, so an interruption in the cause came from inside the run (a failure)
-      Effect.catchAllCause((cause) => Effect.succeed<Ending>({ _tag: "Failed", failure: ErrorMessage.runFailure(cause) }))
+      Effect.catchAllCause((cause) =>
+        Effect.succeed<Ending>({ _tag: "Failed", failure: ErrorMessage.runFailure(cause) })
+      )
     )
     if (ending._tag === "Failed") {
       const { code, message, retryable } = ending.failure

@@ -42,8 +42,8 @@
  *
  * @since 0.1.0
  */
-import type * as Duration from "effect/Duration"
 import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
@@ -196,8 +196,12 @@ export const make = (agent: RunnableAgent, options: Options): Tool.Tool =>
         const conversationId = `${parentCall?.conversationId ?? "run"}/${options.name}/${runId.slice(4, 12)}`
         const subRun: SubRun = { call, toolCallId: parentCall?.toolCallId, conversationId, agent: ref }
         const onEvent = options.onEvent
-        const observe = onEvent === undefined ? () => Effect.void : (event: RunEvent) =>
-          onEvent(event, subRun).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`${options.name}: onEvent failed`, cause)))
+        const observe = onEvent === undefined ?
+          () => Effect.void :
+          (event: RunEvent) =>
+            onEvent(event, subRun).pipe(
+              Effect.catchAllCause((cause) => Effect.logWarning(`${options.name}: onEvent failed`, cause))
+            )
         const history = historyFor(options.history ?? "none", yield* step.thread)
         const input: RunInput = {
           query,
@@ -206,7 +210,9 @@ export const make = (agent: RunnableAgent, options: Options): Tool.Tool =>
           name: options.name,
           ...(history.length > 0 ? { history } : {}),
           // the parent run's user answers the child's approvals
-          ...(parentCall?.approverConversationId !== undefined ? { approvalConversationId: parentCall.approverConversationId } : {}),
+          ...(parentCall?.approverConversationId !== undefined
+            ? { approvalConversationId: parentCall.approverConversationId }
+            : {}),
           ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {})
         }
         const outcome: ChildJournal.Outcome = {}

@@ -19,8 +19,8 @@ import * as FiberRef from "effect/FiberRef"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as Budget from "./Budget.js"
-import type { LlmService } from "./Llm.js"
 import * as Json from "./Json.js"
+import type { LlmService } from "./Llm.js"
 import * as Message from "./Message.js"
 import type { RunEvent, Step } from "./RunEvent.js"
 import * as Telemetry from "./Telemetry.js"
@@ -212,7 +212,9 @@ export const streamWithFallback = (
       kind = "midway"
       rest = fallback.startsWith(sent)
         ? fallback.slice(sent.length)
-        : fallback === "" ? "" : FALLBACK_SEPARATOR + fallback
+        : fallback === ""
+        ? ""
+        : FALLBACK_SEPARATOR + fallback
     }
     for (const chunk of chunks(rest)) yield* emit({ _tag: "AnswerDelta", content: chunk })
     yield* emit({ _tag: "AnswerDone" })

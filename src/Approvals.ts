@@ -188,7 +188,9 @@ export class ApprovalMismatch extends Schema.TaggedError<ApprovalMismatch>()("Ap
   field: Schema.Literal("tool_call_id", "args_hash")
 }) {
   override get message(): string {
-    return `Approval ${this.approvalId} is for another ${this.field === "tool_call_id" ? "tool call" : "set of arguments"}`
+    return `Approval ${this.approvalId} is for another ${
+      this.field === "tool_call_id" ? "tool call" : "set of arguments"
+    }`
   }
 }
 
@@ -244,7 +246,9 @@ export const makeId = (parts: {
   readonly argsHash: string
 }): string =>
   `apr_${
-    sha256([parts.conversationId, parts.runKey, String(parts.iteration), parts.toolCallId, parts.argsHash].join("\u0000"))
+    sha256(
+      [parts.conversationId, parts.runKey, String(parts.iteration), parts.toolCallId, parts.argsHash].join("\u0000")
+    )
       .slice(0, 32)
   }`
 
@@ -280,13 +284,18 @@ export const make: Effect.Effect<ApprovalsService> = Effect.gen(function*() {
     Effect.flatten(Ref.modify(state, (entries): readonly [Effect.Effect<boolean>, Entries.Entries] => {
       const entry = entries.get(id)
       if (entry === undefined || entry.status !== "pending") return [Effect.succeed(false), entries]
-      return [Deferred.succeed(entry.deferred, decision), Entries.finish(entries, id, entry, Entries.statusOf(decision.decision))]
+      return [
+        Deferred.succeed(entry.deferred, decision),
+        Entries.finish(entries, id, entry, Entries.statusOf(decision.decision))
+      ]
     }))
 
   const close = (id: string): Effect.Effect<void> =>
     Ref.update(state, (entries) => {
       const entry = entries.get(id)
-      return entry === undefined || entry.status !== "pending" ? entries : Entries.finish(entries, id, entry, "cancelled")
+      return entry === undefined || entry.status !== "pending"
+        ? entries
+        : Entries.finish(entries, id, entry, "cancelled")
     })
 
   const request = (req: ApprovalRequest): Effect.Effect<Decision> =>
@@ -297,7 +306,12 @@ export const make: Effect.Effect<ApprovalsService> = Effect.gen(function*() {
       if (typeof entry === "string") return yield* Effect.die(new Error(entry))
       if (onStored !== undefined) yield* onStored
       const wait = Deferred.await(entry.deferred)
-      const timedOut: Decision = { approvalId: req.approvalId, argsHash: req.argsHash, decision: "deny", reason: TIMED_OUT }
+      const timedOut: Decision = {
+        approvalId: req.approvalId,
+        argsHash: req.argsHash,
+        decision: "deny",
+        reason: TIMED_OUT
+      }
       const waited = timeout === undefined ? wait : Effect.raceFirst(
         wait,
         // whichever settles first wins: a decision that beat the timer stands
@@ -313,7 +327,9 @@ export const make: Effect.Effect<ApprovalsService> = Effect.gen(function*() {
       if (entry === undefined || entry.conversationId !== input.conversationId) {
         return [Effect.fail(new ApprovalNotFound({ conversationId: input.conversationId, approvalId })), entries]
       }
-      if (entry.status !== "pending") return [Effect.fail(new AlreadyDecided({ approvalId, status: entry.status })), entries]
+      if (entry.status !== "pending") {
+        return [Effect.fail(new AlreadyDecided({ approvalId, status: entry.status })), entries]
+      }
       const call = entry.request
       if (input.toolCallId !== undefined && input.toolCallId !== call.toolCallId) {
         return [Effect.fail(new ApprovalMismatch({ approvalId, field: "tool_call_id" })), entries]

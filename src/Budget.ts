@@ -23,12 +23,12 @@ import * as FiberRef from "effect/FiberRef"
 import { globalValue } from "effect/GlobalValue"
 import * as Stream from "effect/Stream"
 import * as Charges from "./internal/budget/charges.js"
+import type { PriceTable } from "./internal/budget/config.js"
 import * as L from "./internal/budget/ledger.js"
 import type { ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
 import { currentRetryObserver, LlmError } from "./Llm.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 import * as Usage from "./Usage.js"
-import type { PriceTable } from "./internal/budget/config.js"
 
 export {
   /**
@@ -129,7 +129,11 @@ export const makeAccount = (options: BudgetOptions | undefined, parent: Account 
     ledger: parent?.ledger !== undefined
       ? parent.ledger
       : own
-      ? L.make({ tokens: options.tokens, usd: options.usd }, prices, options.reserveOutputTokens ?? DEFAULT_RESERVE_OUTPUT_TOKENS)
+      ? L.make(
+        { tokens: options.tokens, usd: options.usd },
+        prices,
+        options.reserveOutputTokens ?? DEFAULT_RESERVE_OUTPUT_TOKENS
+      )
       : undefined,
     prices,
     cost: 0,
@@ -156,7 +160,9 @@ export const WAIT_TOOL = "__budget__"
  */
 export const estimateInput = (request: ChatRequest): number =>
   TokenEstimator.estimateMessages(request.messages) +
-  (request.tools !== undefined && request.tools.length > 0 ? TokenEstimator.estimateText(JSON.stringify(request.tools)) : 0)
+  (request.tools !== undefined && request.tools.length > 0
+    ? TokenEstimator.estimateText(JSON.stringify(request.tools))
+    : 0)
 
 const reserveFor = (account: Account, llm: LlmService, request: ChatRequest): L.Reservation | LlmError => {
   const input = estimateInput(request)
@@ -187,12 +193,19 @@ export const roomFreed = (ledger: L.Ledger): Effect.Effect<boolean> =>
   )
 
 /** Reserves the call; a refusal while other calls hold reservations waits for them to settle and tries again. */
-const reserveWaiting = (account: Account, llm: LlmService, request: ChatRequest): Effect.Effect<L.Reservation, LlmError> =>
+const reserveWaiting = (
+  account: Account,
+  llm: LlmService,
+  request: ChatRequest
+): Effect.Effect<L.Reservation, LlmError> =>
   Effect.suspend(() => {
     const r = reserveFor(account, llm, request)
     if (!(r instanceof LlmError)) return Effect.succeed(r)
     if (account.ledger === undefined) return Effect.fail(r)
-    return Effect.flatMap(roomFreed(account.ledger), (freed) => (freed ? reserveWaiting(account, llm, request) : Effect.fail(r)))
+    return Effect.flatMap(
+      roomFreed(account.ledger),
+      (freed) => (freed ? reserveWaiting(account, llm, request) : Effect.fail(r))
+    )
   })
 
 const capped = (request: ChatRequest, account: Account, r: L.Reservation): ChatRequest =>
@@ -200,17 +213,20 @@ const capped = (request: ChatRequest, account: Account, r: L.Reservation): ChatR
 
 /** A retry: the failed attempt is charged its input (the provider may have read the prompt). */
 const chargingRetries = (account: Account, r: L.Reservation) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
-  Effect.flatMap(FiberRef.get(currentRetryObserver), (observe) =>
-    Effect.locally(self, currentRetryObserver, (notice) =>
-      Effect.zipRight(
-        Effect.sync(() => {
-          if (account.ledger !== undefined) {
-            account.ledger.spentTokens += r.input
-            account.ledger.spentUsd += L.costOf(account.prices, r.model, Usage.make(r.input, 0)) ?? 0
-          }
-        }),
-        observe(notice)
-      )))
+  Effect.flatMap(
+    FiberRef.get(currentRetryObserver),
+    (observe) =>
+      Effect.locally(self, currentRetryObserver, (notice) =>
+        Effect.zipRight(
+          Effect.sync(() => {
+            if (account.ledger !== undefined) {
+              account.ledger.spentTokens += r.input
+              account.ledger.spentUsd += L.costOf(account.prices, r.model, Usage.make(r.input, 0)) ?? 0
+            }
+          }),
+          observe(notice)
+        ))
+  )
 
 /**
  * `llm.chat(request)`, metered: reserved before, settled after (see the module
@@ -228,7 +244,12 @@ export const chat = (llm: LlmService, request: ChatRequest): Effect.Effect<ChatR
         Effect.onExit((exit) =>
           Effect.sync(() => {
             if (exit._tag === "Success") Charges.charge(account, r, exit.value.usage, "ok")
-            else Charges.charge(account, r, Usage.make(r.input, 0), Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed")
+            else {Charges.charge(
+                account,
+                r,
+                Usage.make(r.input, 0),
+                Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed"
+              )}
           })
         )
       ))
@@ -252,25 +273,36 @@ export const streamChat = (llm: LlmService, request: ChatRequest): Stream.Stream
  * @since 0.1.0
  * @category metering
  */
-export const streamChatWith = (account: Account | undefined, llm: LlmService, request: ChatRequest): Stream.Stream<ChatDelta, LlmError> =>
-  account === undefined ? llm.streamChat(request) : Stream.unwrapScoped(Effect.flatMap(reserveWaiting(account, llm, request), (r) => {
-    let usage: Usage.Usage | undefined
-    let seen = 0
-    return Effect.as(
-      Effect.addFinalizer((exit) =>
-        Effect.sync(() => {
-          const outcome = exit._tag === "Success" ? "ok" : Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed"
-          Charges.charge(account, r, usage ?? Usage.make(r.input, seen), outcome)
+export const streamChatWith = (
+  account: Account | undefined,
+  llm: LlmService,
+  request: ChatRequest
+): Stream.Stream<ChatDelta, LlmError> =>
+  account === undefined ?
+    llm.streamChat(request) :
+    Stream.unwrapScoped(Effect.flatMap(reserveWaiting(account, llm, request), (r) => {
+      let usage: Usage.Usage | undefined
+      let seen = 0
+      return Effect.as(
+        Effect.addFinalizer((exit) =>
+          Effect.sync(() => {
+            const outcome = exit._tag === "Success"
+              ? "ok"
+              : Cause.isInterruptedOnly(exit.cause)
+              ? "interrupted"
+              : "failed"
+            Charges.charge(account, r, usage ?? Usage.make(r.input, seen), outcome)
+          })
+        ),
+        Stream.map(llm.streamChat(capped(request, account, r)), (delta) => {
+          if (delta._tag === "Usage") usage = usage === undefined ? delta.usage : Usage.add(usage, delta.usage)
+          else if (delta._tag === "Content" || delta._tag === "Reasoning") {
+            seen += TokenEstimator.estimateText(delta.text)
+          } else if (delta._tag === "ToolCall") seen += TokenEstimator.estimateText(delta.arguments ?? "")
+          return delta
         })
-      ),
-      Stream.map(llm.streamChat(capped(request, account, r)), (delta) => {
-        if (delta._tag === "Usage") usage = usage === undefined ? delta.usage : Usage.add(usage, delta.usage)
-        else if (delta._tag === "Content" || delta._tag === "Reasoning") seen += TokenEstimator.estimateText(delta.text)
-        else if (delta._tag === "ToolCall") seen += TokenEstimator.estimateText(delta.arguments ?? "")
-        return delta
-      })
-    )
-  }))
+      )
+    }))
 
 /**
  * An embedding call (memory's recall and indexing) metered like a model call: `estimate` input tokens
@@ -307,7 +339,9 @@ export interface Snapshot {
 export const snapshot = (ledger: L.Ledger): Snapshot => ({
   spent_tokens: ledger.spentTokens,
   ...(ledger.limits.tokens !== undefined ? { limit_tokens: ledger.limits.tokens } : {}),
-  ...(ledger.limits.usd !== undefined || Object.keys(ledger.prices).length > 0 ? { spent_usd: round(ledger.spentUsd) } : {}),
+  ...(ledger.limits.usd !== undefined || Object.keys(ledger.prices).length > 0
+    ? { spent_usd: round(ledger.spentUsd) }
+    : {}),
   ...(ledger.limits.usd !== undefined ? { limit_usd: round(ledger.limits.usd) } : {})
 })
 
@@ -320,7 +354,9 @@ const round = (usd: number): number => Math.round(usd * 1e8) / 1e8
  * @category utils
  */
 export const costOf = (account: Account | undefined): number | undefined =>
-  account === undefined || account.unpriced || Object.keys(account.prices).length === 0 ? undefined : round(account.cost)
+  account === undefined || account.unpriced || Object.keys(account.prices).length === 0
+    ? undefined
+    : round(account.cost)
 
 // ---------------------------------------------------------------------------
 // configuration (src/internal/budget/config.ts)
@@ -359,12 +395,12 @@ export {
    * @since 0.1.0
    * @category models
    */
-  type Ledger,
+  type Entry,
   /**
    * @since 0.1.0
    * @category models
    */
-  type Entry
+  type Ledger
 } from "./internal/budget/ledger.js"
 
 /**
@@ -381,7 +417,8 @@ export const entries = (ledger: L.Ledger): ReadonlyArray<L.Entry> => ledger.entr
  * @since 0.1.0
  * @category utils
  */
-export const priceOf = (prices: PriceTable, model: string, usage: Usage.Usage): number | undefined => L.costOf(prices, model, usage)
+export const priceOf = (prices: PriceTable, model: string, usage: Usage.Usage): number | undefined =>
+  L.costOf(prices, model, usage)
 
 /**
  * Ledger operations the engine uses (fits, hold, planLoop, release, extend).

@@ -16,9 +16,9 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Attachments from "./Attachments.js"
-import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
 import { inRequestOrder } from "./internal/cassette/order.js"
 import { scrubber } from "./internal/cassette/volatile.js"
+import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
 import { Steps } from "./Memory.js"
 import { ChatMessage, Content } from "./Message.js"
 import { isEphemeral, RunEvent } from "./RunEvent.js"
@@ -286,18 +286,25 @@ export const decode = (input: unknown): Either.Either<Cassette, CassetteError> =
       return Either.left(new CassetteError({ message: `A cassette must be JSON: ${(e as Error).message}` }))
     }
   }
-  if (typeof doc !== "object" || doc === null || Array.isArray(doc) || (doc as Record<string, unknown>).format !== FORMAT) {
+  if (
+    typeof doc !== "object" || doc === null || Array.isArray(doc) || (doc as Record<string, unknown>).format !== FORMAT
+  ) {
     return Either.left(new CassetteError({ message: `Not a cassette: expected an object with "format": "${FORMAT}"` }))
   }
   let current = doc as Record<string, unknown>
   const version = current.version
   if (typeof version !== "number" || !Number.isInteger(version)) {
-    return Either.left(new CassetteError({ message: `The cassette has no version (expected an integer "version", got ${JSON.stringify(version)})` }))
+    return Either.left(
+      new CassetteError({
+        message: `The cassette has no version (expected an integer "version", got ${JSON.stringify(version)})`
+      })
+    )
   }
   if (version > CURRENT_VERSION) {
     return Either.left(
       new CassetteError({
-        message: `Cassette version ${version} is newer than this engine reads (versions 1 to ${CURRENT_VERSION}): upgrade effect-react-engine to replay it`
+        message:
+          `Cassette version ${version} is newer than this engine reads (versions 1 to ${CURRENT_VERSION}): upgrade effect-react-engine to replay it`
       })
     )
   }
@@ -305,14 +312,19 @@ export const decode = (input: unknown): Either.Either<Cassette, CassetteError> =
     const upgrade = upgrades[v]
     if (upgrade === undefined) {
       return Either.left(
-        new CassetteError({ message: `Cassette version ${version} is not supported (this engine reads versions 1 to ${CURRENT_VERSION})` })
+        new CassetteError({
+          message: `Cassette version ${version} is not supported (this engine reads versions 1 to ${CURRENT_VERSION})`
+        })
       )
     }
     current = { ...upgrade(current), version: v + 1 }
   }
   return Either.mapLeft(
     decodeCurrent(current),
-    (e) => new CassetteError({ message: `Invalid cassette (version ${version}): ${ParseResult.TreeFormatter.formatErrorSync(e)}` })
+    (e) =>
+      new CassetteError({
+        message: `Invalid cassette (version ${version}): ${ParseResult.TreeFormatter.formatErrorSync(e)}`
+      })
   )
 }
 
@@ -322,7 +334,8 @@ export const decode = (input: unknown): Either.Either<Cassette, CassetteError> =
  * @since 0.1.0
  * @category decoding
  */
-export const decodeEffect = (input: unknown): Effect.Effect<Cassette, CassetteError> => Effect.suspend(() => decode(input))
+export const decodeEffect = (input: unknown): Effect.Effect<Cassette, CassetteError> =>
+  Effect.suspend(() => decode(input))
 
 /**
  * The cassette as a JSON value (what `JSON.stringify` writes to a file).
@@ -343,7 +356,13 @@ export const encode = (cassette: Cassette): CassetteJson => encodeCurrent(casset
  * @since 0.1.0
  * @category utils
  */
-export const volatileEventFields: ReadonlyArray<string> = ["elapsed", "iter_elapsed", "idempotency_key", "approval_id", "run_id"]
+export const volatileEventFields: ReadonlyArray<string> = [
+  "elapsed",
+  "iter_elapsed",
+  "idempotency_key",
+  "approval_id",
+  "run_id"
+]
 
 const encodeEvent = Schema.encodeSync(RunEvent)
 
@@ -360,12 +379,14 @@ const encodeEvent = Schema.encodeSync(RunEvent)
  */
 export const normalizeEvents = (events: ReadonlyArray<RunEvent>): ReadonlyArray<Record<string, unknown>> => {
   const scrub = scrubber()
-  return inRequestOrder(events.filter((event) => !isEphemeral(event)).map((event) => {
-    const encoded = encodeEvent(event) as Record<string, unknown>
-    const { messages: _messages, steps: _steps, ...kept } = encoded
-    // through JSON: a field set to `undefined` in process is absent in what was stored or sent
-    return scrub(JSON.parse(JSON.stringify(event._tag === "Done" ? kept : encoded))) as Record<string, unknown>
-  }))
+  return inRequestOrder(
+    events.filter((event) => !isEphemeral(event)).map((event) => {
+      const encoded = encodeEvent(event) as Record<string, unknown>
+      const { messages: _messages, steps: _steps, ...kept } = encoded
+      // through JSON: a field set to `undefined` in process is absent in what was stored or sent
+      return scrub(JSON.parse(JSON.stringify(event._tag === "Done" ? kept : encoded))) as Record<string, unknown>
+    })
+  )
 }
 
 /**

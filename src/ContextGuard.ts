@@ -36,13 +36,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import {
-  assemble,
-  heuristic,
-  planCompaction,
-  sameMessages
-} from "./internal/contextGuard/compact.js"
 import { lighten } from "./internal/contextGuard/attachments.js"
+import { assemble, heuristic, planCompaction, sameMessages } from "./internal/contextGuard/compact.js"
 import { request as compactionRequest } from "./internal/contextGuard/prompts.js"
 import { makeScanner } from "./internal/contextGuard/scan.js"
 import type { LlmService } from "./Llm.js"
@@ -111,7 +106,9 @@ export interface ContextGuardService {
  * @since 0.1.0
  * @category Context
  */
-export class ContextGuard extends Context.Tag("effect-react-engine/ContextGuard")<ContextGuard, ContextGuardService>() {}
+export class ContextGuard
+  extends Context.Tag("effect-react-engine/ContextGuard")<ContextGuard, ContextGuardService>()
+{}
 
 // ---------------------------------------------------------------------------
 // defaults and budget
@@ -187,7 +184,9 @@ const summaryTokensFor = (budget: number): number => Math.min(4000, Math.max(256
 export const makeUnsafe = (options: ContextGuardOptions = {}): ContextGuardService => {
   const budget = positive(options.budget, DEFAULT_BUDGET)
   const maxMsgChars = positive(options.maxMsgChars, DEFAULT_MAX_MSG_CHARS)
-  const keepRecent = options.keepRecent !== undefined && options.keepRecent >= 0 ? Math.floor(options.keepRecent) : DEFAULT_KEEP_RECENT
+  const keepRecent = options.keepRecent !== undefined && options.keepRecent >= 0
+    ? Math.floor(options.keepRecent)
+    : DEFAULT_KEEP_RECENT
   const llm = options.llm
   const defaultHint = options.defaultHint ?? "general"
   const scanner = makeScanner(maxMsgChars)
@@ -203,7 +202,9 @@ export const makeUnsafe = (options: ContextGuardOptions = {}): ContextGuardServi
     if (plan === undefined) return Effect.succeed({ messages: undefined, usage: Usage.empty })
     const modelRoom = budgetForModel(llm)
     const transcriptTokens = Math.max(1000, (modelRoom ?? Math.max(limit, 8000)) - summaryTokens - 600)
-    return Telemetry.chat(llm, compactionRequest(plan.old, hint, summaryTokens, transcriptTokens), { phase: "compaction" }).pipe(
+    return Telemetry.chat(llm, compactionRequest(plan.old, hint, summaryTokens, transcriptTokens), {
+      phase: "compaction"
+    }).pipe(
       Effect.map((response) => {
         const summary = response.content.trim()
         return { messages: summary === "" ? undefined : assemble(plan, summary, maxMsgChars), usage: response.usage }
@@ -221,7 +222,11 @@ export const makeUnsafe = (options: ContextGuardOptions = {}): ContextGuardServi
         })
       ),
       Effect.withSpan("compaction", {
-        attributes: { "react_engine.compaction.hint": hint, "gen_ai.request.model": llm.model, "react_engine.compaction.summarised": plan.old.length },
+        attributes: {
+          "react_engine.compaction.hint": hint,
+          "gen_ai.request.model": llm.model,
+          "react_engine.compaction.summarised": plan.old.length
+        },
         captureStackTrace: false
       })
     )
@@ -324,9 +329,12 @@ const fromConfig = (wrapped: Config.Config.Wrap<ConfigOptions>) =>
   Effect.gen(function*() {
     const env = yield* settings
     // (`Config.unwrap` of an empty record fails: no option given is the empty record)
-    const given: ConfigOptions = Config.isConfig(wrapped) || Object.keys(wrapped).length > 0 ? yield* Config.unwrap(wrapped) : {}
+    const given: ConfigOptions = Config.isConfig(wrapped) || Object.keys(wrapped).length > 0
+      ? yield* Config.unwrap(wrapped)
+      : {}
     const registry = yield* ModelRegistry.ModelRegistry
-    const budget = given.budget ?? (Option.isSome(env.budget) ? env.budget.value : modelBudget(registry) ?? DEFAULT_BUDGET)
+    const budget = given.budget ??
+      (Option.isSome(env.budget) ? env.budget.value : modelBudget(registry) ?? DEFAULT_BUDGET)
     return makeUnsafe({
       budget,
       maxMsgChars: given.maxMsgChars ?? env.maxMsgChars,
@@ -359,4 +367,5 @@ export const layer = (options?: ContextGuardOptions): Layer.Layer<ContextGuard> 
  */
 export const layerConfig = (
   config: Config.Config.Wrap<ConfigOptions> = {}
-): Layer.Layer<ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry> => Layer.effect(ContextGuard, fromConfig(config))
+): Layer.Layer<ContextGuard, ConfigError.ConfigError, ModelRegistry.ModelRegistry> =>
+  Layer.effect(ContextGuard, fromConfig(config))

@@ -35,8 +35,8 @@ import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import * as AgentTool from "./AgentTool.js"
 import * as AgentConfig from "./AgentConfig.js"
+import * as AgentTool from "./AgentTool.js"
 import * as Approvals from "./Approvals.js"
 import * as Budget from "./Budget.js"
 import * as ContextGuard from "./ContextGuard.js"
@@ -132,7 +132,9 @@ export interface DagAgentService {
    */
   readonly execute: (input: ReactAgent.RunInput, journal: DagJournal) => Effect.Effect<void>
   /** The `auto` router: ReAct or DAG mode for this query (ReAct on any failure), and the call's usage. */
-  readonly route: (query: Message.Content) => Effect.Effect<{ readonly mode: "react" | "dag"; readonly usage: Usage.Usage }>
+  readonly route: (
+    query: Message.Content
+  ) => Effect.Effect<{ readonly mode: "react" | "dag"; readonly usage: Usage.Usage }>
   /**
    * Answers a tool call of a step waiting for approval (the run's conversation
    * id, not the step's), as `ReactAgent.approve` does.
@@ -184,7 +186,9 @@ export const make = (
     const toolkit = yield* Toolkit.Toolkit
     const guard = yield* ContextGuard.ContextGuard
     const interrupts = yield* Interrupts.Interrupts
-    const context = yield* Effect.context<ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts>()
+    const context = yield* Effect.context<
+      ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
+    >()
     const approvals = options.approvals ?? (yield* Approvals.make)
     // The one construction of a step agent: a fresh ReactAgent on the given model
     // over the same toolkit, hooks, guard, interrupts and approvals.
@@ -205,7 +209,11 @@ export const make = (
     // the run's budget account: planning, analysis, synthesis and every step draw from one ledger
     const executeWith = (input: ReactAgent.RunInput, journal: DagJournal): Effect.Effect<void> =>
       Effect.flatMap(FiberRef.get(Budget.currentAccount), (parent) =>
-        Effect.locally(execute(services, input, journal), Budget.currentAccount, Budget.makeAccount(options.agent?.budget, parent)))
+        Effect.locally(
+          execute(services, input, journal),
+          Budget.currentAccount,
+          Budget.makeAccount(options.agent?.budget, parent)
+        ))
     // The run's fiber lives in the stream's scope: it starts when the stream is
     // pulled, is interrupted when the consumer stops, and ends the stream (or
     // fails it with a defect) when it exits.
@@ -239,8 +247,11 @@ export const make = (
  */
 export const layer = (
   options?: Options
-): Layer.Layer<DagAgent, ConfigError.ConfigError, Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts> =>
-  Layer.effect(DagAgent, make(options))
+): Layer.Layer<
+  DagAgent,
+  ConfigError.ConfigError,
+  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
+> => Layer.effect(DagAgent, make(options))
 
 /**
  * The DAG agent configured from the environment (`DAG_*`, see `config`; its step
@@ -257,16 +268,29 @@ export const layerConfig = (
 ): Layer.Layer<
   DagAgent,
   ConfigError.ConfigError,
-  Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | FileSystem.FileSystem
+  | Llm
+  | ModelRegistry.ModelRegistry
+  | Toolkit.Toolkit
+  | Hooks.Hooks
+  | ContextGuard.ContextGuard
+  | Interrupts.Interrupts
+  | FileSystem.FileSystem
 > =>
   Layer.effect(
     DagAgent,
     Effect.gen(function*() {
       const fromEnv = yield* envConfig
       // (`Config.unwrap` of an empty record fails: no option given is the empty record)
-      const explicit: Partial<DagOptions> = Config.isConfig(config) || Object.keys(config).length > 0 ? yield* Config.unwrap(config) : {}
+      const explicit: Partial<DagOptions> = Config.isConfig(config) || Object.keys(config).length > 0
+        ? yield* Config.unwrap(config)
+        : {}
       const agent = yield* AgentConfig.load(explicit.agent)
-      return yield* make({ ...fromEnv, ...explicit, agent, ...(options.approvals ? { approvals: options.approvals } : {}) })
+      return yield* make({
+        ...fromEnv,
+        ...explicit,
+        agent,
+        ...(options.approvals ? { approvals: options.approvals } : {})
+      })
     })
   )
 

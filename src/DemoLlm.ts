@@ -69,7 +69,7 @@ const promptTokens = (request: ChatRequest): number => {
   let chars = 0
   for (const m of request.messages) {
     chars += textOf(m.content).length
-    if (m.role === "assistant") for (const c of m.tool_calls ?? []) chars += c.function.arguments.length
+    if (m.role === "assistant") { for (const c of m.tool_calls ?? []) chars += c.function.arguments.length }
   }
   for (const t of request.tools ?? []) chars += JSON.stringify(t).length
   return Math.ceil(chars / 4)
@@ -78,7 +78,12 @@ const promptTokens = (request: ChatRequest): number => {
 /** A fresh tool-call id, as a provider gives one per call (no state shared between runs or layers). */
 const callId = (): string => `demo_call_${crypto.randomUUID().slice(0, 12)}`
 
-const reply = (request: ChatRequest, content: string, calls: ReadonlyArray<PlannedCall> = [], reasoning = ""): ChatResponse => {
+const reply = (
+  request: ChatRequest,
+  content: string,
+  calls: ReadonlyArray<PlannedCall> = [],
+  reasoning = ""
+): ChatResponse => {
   const toolCalls: Array<ResponseToolCall> = calls.map((c) => {
     const args = JSON.stringify(c.args)
     return { id: callId(), name: c.tool, arguments: args, parsed: Either.right(c.args) }
@@ -148,7 +153,10 @@ export const respond = (request: ChatRequest): ChatResponse => {
     case "Compaction": {
       const text = conv.lastUserText(request.messages).replace(/^Summari[sz]e this conversation:\s*/i, "")
       const flat = text.replace(/<\/?conversation>/g, "").replace(/\s+/g, " ").trim()
-      return reply(request, `Summary (offline demo model, abridged): ${flat.length > 600 ? flat.slice(0, 600) + "…" : flat}`)
+      return reply(
+        request,
+        `Summary (offline demo model, abridged): ${flat.length > 600 ? flat.slice(0, 600) + "…" : flat}`
+      )
     }
     case "Loop": {
       const view = conv.readLoop(request.messages)
@@ -159,7 +167,12 @@ export const respond = (request: ChatRequest): ChatResponse => {
         return reply(
           request,
           first
-            ? JSON.stringify({ type: "tool_call", reasoning: why([first]), tool_name: first.tool, tool_args: first.args })
+            ? JSON.stringify({
+              type: "tool_call",
+              reasoning: why([first]),
+              tool_name: first.tool,
+              tool_args: first.args
+            })
             : JSON.stringify({
               type: "final_answer",
               reasoning: "I have what I need to answer.",

@@ -38,14 +38,14 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as Service from "./internal/llm/service.js"
-import type { LlmOptions } from "./internal/llm/service.js"
-import { promptCacheKey as internalKey } from "./internal/llm/promptCacheKey.js"
 import * as Attachments from "./Attachments.js"
 import { hasTools, promptOf, toToolChoice, toToolkit } from "./internal/effectAiLlm/prompt.js"
-import * as Attached from "./internal/llm/attachments.js"
 import type { CacheBreakpoints } from "./internal/effectAiLlm/prompt.js"
 import { partToDeltas, streamState, toChatResponse, toLlmError } from "./internal/effectAiLlm/response.js"
+import * as Attached from "./internal/llm/attachments.js"
+import { promptCacheKey as internalKey } from "./internal/llm/promptCacheKey.js"
+import * as Service from "./internal/llm/service.js"
+import type { LlmOptions } from "./internal/llm/service.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "./Llm.js"
 import { defaultAbilities, Llm, LlmError, unwrapDeltasScoped } from "./Llm.js"
 
@@ -168,12 +168,17 @@ export const makeUnsafe = (languageModel: LanguageModel.Service, options: Effect
   // its own that is closed when the attempt fails or times out.
   const openOnce = (request: ChatRequest): Effect.Effect<OpenStream, LlmError> =>
     Effect.flatMap(Effect.zip(Scope.make(), promptOf(request, breakpoints, attachments)), ([scope, prompt]) => {
-      const parts = languageModel.streamText({ prompt, ...toolsOf(request) } as never) as unknown as Stream.Stream<Response.AnyPart, unknown>
+      const parts = languageModel.streamText({ prompt, ...toolsOf(request) } as never) as unknown as Stream.Stream<
+        Response.AnyPart,
+        unknown
+      >
       return Effect.gen(function*() {
         const raw = yield* Scope.extend(Stream.toPull(parts), scope)
         const pull = Effect.mapError(raw, Option.map((e) => toLlmError(e as never)))
-        const first = yield* Effect.catchAll(Effect.map(pull, Option.some), (end) =>
-          Option.isNone(end) ? Effect.succeed(Option.none()) : Effect.fail(end.value))
+        const first = yield* Effect.catchAll(
+          Effect.map(pull, Option.some),
+          (end) => Option.isNone(end) ? Effect.succeed(Option.none()) : Effect.fail(end.value)
+        )
         return { scope, pull, first } satisfies OpenStream
       }).pipe(
         configured(request),
@@ -185,7 +190,9 @@ export const makeUnsafe = (languageModel: LanguageModel.Service, options: Effect
   const streamChat = (request: ChatRequest): Stream.Stream<ChatDelta, LlmError> =>
     unwrapDeltasScoped(Effect.gen(function*() {
       const open = yield* Effect.uninterruptibleMask((restore) =>
-        restore(retry(openOnce(request))).pipe(Effect.tap((o) => Effect.addFinalizer(() => Scope.close(o.scope, Exit.void))))
+        restore(retry(openOnce(request))).pipe(
+          Effect.tap((o) => Effect.addFinalizer(() => Scope.close(o.scope, Exit.void)))
+        )
       )
       const state = streamState()
       const first: Stream.Stream<Response.AnyPart, LlmError> = Option.match(open.first, {
@@ -214,8 +221,14 @@ export const makeUnsafe = (languageModel: LanguageModel.Service, options: Effect
  * @category constructors
  */
 export const make = (options: EffectAiLlmOptions): Effect.Effect<LlmService, never, LanguageModel.LanguageModel> =>
-  Effect.map(Effect.zip(LanguageModel.LanguageModel, Effect.serviceOption(Attachments.Attachments)), ([model, store]) =>
-    makeUnsafe(model, options.attachments !== undefined || Option.isNone(store) ? options : { ...options, attachments: store.value }))
+  Effect.map(
+    Effect.zip(LanguageModel.LanguageModel, Effect.serviceOption(Attachments.Attachments)),
+    ([model, store]) =>
+      makeUnsafe(
+        model,
+        options.attachments !== undefined || Option.isNone(store) ? options : { ...options, attachments: store.value }
+      )
+  )
 
 /**
  * The `Llm` over the `LanguageModel` in context.

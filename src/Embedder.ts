@@ -128,7 +128,11 @@ const where = (baseURL: string | undefined): string => {
  */
 export const makeUnsafe = (options: Options = {}): EmbedderService => {
   const model = options.model ?? DEFAULT_MODEL
-  const key = options.apiKey === undefined ? "" : typeof options.apiKey === "string" ? options.apiKey : Redacted.value(options.apiKey)
+  const key = options.apiKey === undefined
+    ? ""
+    : typeof options.apiKey === "string"
+    ? options.apiKey
+    : Redacted.value(options.apiKey)
   const client = options.client ?? new OpenAI({
     apiKey: key === "" ? "no-key" : key,
     ...(options.baseURL !== undefined ? { baseURL: options.baseURL } : {}),
@@ -143,7 +147,11 @@ export const makeUnsafe = (options: Options = {}): EmbedderService => {
       texts.length === 0 ? Effect.succeed({ vectors: [], tokens: 0 }) : Effect.tryPromise({
         try: (signal) =>
           client.embeddings.create(
-            { model, input: [...texts], ...(options.dimensions !== undefined ? { dimensions: options.dimensions } : {}) },
+            {
+              model,
+              input: [...texts],
+              ...(options.dimensions !== undefined ? { dimensions: options.dimensions } : {})
+            },
             { signal }
           ),
         catch: failure
@@ -169,7 +177,10 @@ const estimate = (texts: ReadonlyArray<string>): number =>
 export const layer = (options: Options = {}): Layer.Layer<Embedder> => Layer.sync(Embedder, () => makeUnsafe(options))
 
 const nonEmpty = (name: string) =>
-  Config.option(Config.string(name)).pipe(Config.map(Option.filter((s) => s.trim() !== "")), Config.map(Option.map((s) => s.trim())))
+  Config.option(Config.string(name)).pipe(
+    Config.map(Option.filter((s) => s.trim() !== "")),
+    Config.map(Option.map((s) => s.trim()))
+  )
 
 const secret = (name: string) =>
   Config.option(Config.redacted(name)).pipe(Config.map(Option.filter((r) => Redacted.value(r).trim() !== "")))
@@ -195,9 +206,11 @@ export const config: Config.Config<Options> = Config.all({
   llmBaseURL: httpUrl("LLM_BASE_URL"),
   apiKey: secret("EMBEDDING_API_KEY"),
   llmApiKey: secret("LLM_API_KEY"),
-  dimensions: Config.option(Config.integer("EMBEDDING_DIMENSIONS").pipe(
-    Config.validate({ message: "Expected an integer between 1 and 8192", validation: (n) => n >= 1 && n <= 8192 })
-  )),
+  dimensions: Config.option(
+    Config.integer("EMBEDDING_DIMENSIONS").pipe(
+      Config.validate({ message: "Expected an integer between 1 and 8192", validation: (n) => n >= 1 && n <= 8192 })
+    )
+  ),
   timeoutMs: Config.integer("EMBEDDING_TIMEOUT_MS").pipe(
     Config.validate({ message: "Expected a positive integer", validation: (n) => n >= 1 }),
     Config.withDefault(30_000)
@@ -230,7 +243,10 @@ const definedOf = (options: Options): Options =>
  * @since 0.1.0
  * @category constructors
  */
-export const fromEmbeddingModel = (model: EmbeddingModel.Service, options: { readonly model: string }): EmbedderService => ({
+export const fromEmbeddingModel = (
+  model: EmbeddingModel.Service,
+  options: { readonly model: string }
+): EmbedderService => ({
   model: options.model,
   label: `@effect/ai EmbeddingModel ${options.model}`,
   local: false,
@@ -249,7 +265,9 @@ export const fromEmbeddingModel = (model: EmbeddingModel.Service, options: { rea
  * @since 0.1.0
  * @category layers
  */
-export const layerEmbeddingModel = (options: { readonly model: string }): Layer.Layer<Embedder, never, EmbeddingModel.EmbeddingModel> =>
+export const layerEmbeddingModel = (
+  options: { readonly model: string }
+): Layer.Layer<Embedder, never, EmbeddingModel.EmbeddingModel> =>
   Layer.effect(
     Embedder,
     Effect.promise(() => import("@effect/ai/EmbeddingModel")).pipe(
@@ -273,7 +291,8 @@ export const makeLocal = (options: { readonly dimensions?: number } = {}): Embed
     model: `local-hash-${dimensions}`,
     label: `local deterministic embedder (hashed words, ${dimensions} dimensions; offline demo, not semantic)`,
     local: true,
-    embed: (texts) => Effect.sync(() => ({ vectors: texts.map((t) => embedText(t, dimensions)), tokens: estimate(texts) }))
+    embed: (texts) =>
+      Effect.sync(() => ({ vectors: texts.map((t) => embedText(t, dimensions)), tokens: estimate(texts) }))
   }
 }
 

@@ -9,12 +9,12 @@
  *
  * @since 0.1.0
  */
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import * as FileSystem from "@effect/platform/FileSystem"
 import { dirname, resolve } from "node:path"
 import * as Cassette from "./Cassette.js"
 import * as scorers from "./internal/eval/scorers.js"
@@ -33,7 +33,11 @@ const Json = Schema.Unknown
  */
 export const Scorer = Schema.Union(
   Schema.Struct({ type: Schema.Literal("exact"), value: Schema.String }),
-  Schema.Struct({ type: Schema.Literal("contains"), value: Schema.String, ignore_case: Schema.optional(Schema.Boolean) }),
+  Schema.Struct({
+    type: Schema.Literal("contains"),
+    value: Schema.String,
+    ignore_case: Schema.optional(Schema.Boolean)
+  }),
   Schema.Struct({ type: Schema.Literal("regex"), pattern: Schema.String, flags: Schema.optional(Schema.String) }),
   Schema.Struct({ type: Schema.Literal("json_schema"), schema: Schema.Record({ key: Schema.String, value: Json }) }),
   Schema.Struct({
@@ -42,7 +46,12 @@ export const Scorer = Schema.Union(
     /** A regular expression the call's JSON arguments must match. */
     args: Schema.optional(Schema.String),
     /** How many matching calls: exactly (a number) or at least/at most. */
-    count: Schema.optional(Schema.Union(Schema.Number, Schema.Struct({ min: Schema.optional(Schema.Number), max: Schema.optional(Schema.Number) })))
+    count: Schema.optional(
+      Schema.Union(
+        Schema.Number,
+        Schema.Struct({ min: Schema.optional(Schema.Number), max: Schema.optional(Schema.Number) })
+      )
+    )
   }),
   Schema.Struct({
     type: Schema.Literal("limits"),
@@ -108,10 +117,14 @@ export const parseCases = (text: string): Either.Either<ReadonlyArray<Case>, Eva
     }
     const decoded = Schema.decodeUnknownEither(Case)(value, { errors: "all" })
     if (Either.isLeft(decoded)) {
-      return Either.left(new EvalCaseError({ line: i + 1, message: ParseResult.TreeFormatter.formatErrorSync(decoded.left) }))
+      return Either.left(
+        new EvalCaseError({ line: i + 1, message: ParseResult.TreeFormatter.formatErrorSync(decoded.left) })
+      )
     }
     if (decoded.right.input === undefined && decoded.right.cassette === undefined) {
-      return Either.left(new EvalCaseError({ line: i + 1, message: `case "${decoded.right.id}" has neither "input" nor "cassette"` }))
+      return Either.left(
+        new EvalCaseError({ line: i + 1, message: `case "${decoded.right.id}" has neither "input" nor "cassette"` })
+      )
     }
     cases.push(decoded.right)
   }
@@ -127,8 +140,10 @@ export const parseCases = (text: string): Either.Either<ReadonlyArray<Case>, Eva
  * @category decoding
  */
 export const readCases = (path: string): Effect.Effect<ReadonlyArray<Case>, EvalCaseError, FileSystem.FileSystem> =>
-  Effect.flatMap(FileSystem.FileSystem, (fs) =>
-    readCasesWith(path, (file) => Effect.mapError(fs.readFileString(file), (e) => e.message)))
+  Effect.flatMap(
+    FileSystem.FileSystem,
+    (fs) => readCasesWith(path, (file) => Effect.mapError(fs.readFileString(file), (e) => e.message))
+  )
 
 /**
  * `readCases` with the reader given: `read` yields a file's text or the reason
@@ -142,13 +157,23 @@ export const readCasesWith = <R>(
   read: (file: string) => Effect.Effect<string, string, R>
 ): Effect.Effect<ReadonlyArray<Case>, EvalCaseError, R> =>
   Effect.gen(function*() {
-    const text = yield* Effect.mapError(read(path), (reason) => new EvalCaseError({ line: 0, message: `cannot read ${path}: ${reason}` }))
+    const text = yield* Effect.mapError(read(path), (reason) =>
+      new EvalCaseError({ line: 0, message: `cannot read ${path}: ${reason}` }))
     const cases = yield* parseCases(text)
     return yield* Effect.forEach(cases, (c, i) =>
       typeof c.cassette !== "string" ? Effect.succeed(c) : read(resolve(dirname(path), c.cassette)).pipe(
-        Effect.flatMap((json) => Effect.try({ try: () => JSON.parse(json) as unknown, catch: (e) => `not JSON: ${(e as Error).message}` })),
+        Effect.flatMap((json) =>
+          Effect.try({
+            try: () =>
+              JSON.parse(json) as unknown,
+            catch: (e) =>
+              `not JSON: ${(e as Error).message}`
+          })
+        ),
         Effect.map((cassette): Case => ({ ...c, cassette })),
-        Effect.mapError((message) => new EvalCaseError({ line: lineOf(text, i), message: `cassette ${c.cassette}: ${message}` }))
+        Effect.mapError((message) =>
+          new EvalCaseError({ line: lineOf(text, i), message: `cassette ${c.cassette}: ${message}` })
+        )
       ))
   })
 
@@ -258,7 +283,10 @@ export const runCase = (c: Case, options: Pick<RunOptions, "agent" | "judge">): 
         Effect.either
       )
       if (Either.isLeft(replayed)) {
-        return failed(c, replayed.left instanceof Replay.ReplayDivergence ? replayed.left.message : String(replayed.left))
+        return failed(
+          c,
+          replayed.left instanceof Replay.ReplayDivergence ? replayed.left.message : String(replayed.left)
+        )
       }
       result = replayed.right.result
     } else {
@@ -272,14 +300,21 @@ export const runCase = (c: Case, options: Pick<RunOptions, "agent" | "judge">): 
     if (result.error !== undefined) error = result.error.message
     const latencyMs = performance.now() - started
     const scores = yield* Effect.forEach(c.scorers, (s) => score(s, { question, result, latencyMs }, options.judge))
-    const mean = scores.length === 0 ? (error === null ? 1 : 0) : scores.reduce((a, s) => a + s.score, 0) / scores.length
+    const mean = scores.length === 0
+      ? (error === null ? 1 : 0)
+      : scores.reduce((a, s) => a + s.score, 0) / scores.length
     return {
       id: c.id,
       score: Math.round(mean * 1000) / 1000,
       passed: error === null && scores.every((s) => s.passed),
       answer: result.answer,
       scores,
-      trace: result.steps.map((s) => ({ tool: s.tool_name, args: s.tool_args, observation: scorers.truncate(s.observation, 2000), error: s.error })),
+      trace: result.steps.map((s) => ({
+        tool: s.tool_name,
+        args: s.tool_args,
+        observation: scorers.truncate(s.observation, 2000),
+        error: s.error
+      })),
       tokens: result.usage.total_tokens,
       cost_usd: (result.usage as { cost_usd?: number }).cost_usd ?? null,
       latency_ms: Math.round(latencyMs),
@@ -350,7 +385,9 @@ export const summarize = (results: ReadonlyArray<CaseResult>): Report => {
       cases: results.length,
       passed: results.filter((r) => r.passed).length,
       failed: results.filter((r) => !r.passed).length,
-      score: results.length === 0 ? 0 : Math.round((results.reduce((a, r) => a + r.score, 0) / results.length) * 1000) / 1000,
+      score: results.length === 0
+        ? 0
+        : Math.round((results.reduce((a, r) => a + r.score, 0) / results.length) * 1000) / 1000,
       tokens: results.reduce((a, r) => a + r.tokens, 0),
       cost_usd: costs.length === 0 ? null : costs.reduce((a, c) => a + c, 0),
       latency_ms: results.reduce((a, r) => a + r.latency_ms, 0)

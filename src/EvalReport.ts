@@ -22,9 +22,9 @@ export const table = (report: Report): string => {
     // why a case scored what it did: every score that failed or was not full (a judge's 0.6 that passed)
     const explained = c.scores.filter((s) => !s.passed || s.score < 1).map((s) => `${s.scorer}: ${s.reason}`)
     const notes = c.error !== null ? `error: ${c.error.split("\n")[0]}` : explained.join("; ")
-    return `${pad(c.id, idWidth)}  ${c.passed ? "PASS  " : "FAIL  "}  ${padLeft(c.score.toFixed(2), 5)}  ${padLeft(String(c.tokens), 6)}  ${
-      padLeft(`${c.latency_ms} ms`, 7)
-    }  ${notes.slice(0, 100)}`
+    return `${pad(c.id, idWidth)}  ${c.passed ? "PASS  " : "FAIL  "}  ${padLeft(c.score.toFixed(2), 5)}  ${
+      padLeft(String(c.tokens), 6)
+    }  ${padLeft(`${c.latency_ms} ms`, 7)}  ${notes.slice(0, 100)}`
   })
   const s = report.summary
   const total = `${s.passed}/${s.cases} passed, mean score ${s.score.toFixed(3)}, ${s.tokens} tokens${
@@ -52,7 +52,11 @@ export const changes = (report: Report, baseline: Report): string => {
   }
   for (const id of before.keys()) lines.push(`- ${id}: gone`)
   const delta = report.summary.score - baseline.summary.score
-  lines.push(`mean score ${baseline.summary.score.toFixed(3)} → ${report.summary.score.toFixed(3)} (${delta >= 0 ? "+" : ""}${delta.toFixed(3)})`)
+  lines.push(
+    `mean score ${baseline.summary.score.toFixed(3)} → ${report.summary.score.toFixed(3)} (${delta >= 0 ? "+" : ""}${
+      delta.toFixed(3)
+    })`
+  )
   return lines.join("\n")
 }
 
@@ -60,15 +64,19 @@ const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replac
 
 const caseHtml = (c: CaseResult, before: CaseResult | undefined): string => {
   const scores = c.scores.map((s) =>
-    `<tr class="${s.passed ? "ok" : "ko"}"><td>${esc(s.scorer)}</td><td>${s.score.toFixed(2)}</td><td>${esc(s.reason)}</td></tr>`
+    `<tr class="${s.passed ? "ok" : "ko"}"><td>${esc(s.scorer)}</td><td>${s.score.toFixed(2)}</td><td>${
+      esc(s.reason)
+    }</td></tr>`
   ).join("")
-  const trace = c.trace.length === 0 ? "<p class=muted>no tool calls</p>" : `<ol>${
-    c.trace.map((t) =>
-      `<li><code>${esc(t.tool)}(${esc(JSON.stringify(t.args ?? {}))})</code>${t.error ? ` <span class=ko>error: ${esc(t.error)}</span>` : ""}<pre>${
-        esc(t.observation)
-      }</pre></li>`
-    ).join("")
-  }</ol>`
+  const trace = c.trace.length === 0 ?
+    "<p class=muted>no tool calls</p>" :
+    `<ol>${
+      c.trace.map((t) =>
+        `<li><code>${esc(t.tool)}(${esc(JSON.stringify(t.args ?? {}))})</code>${
+          t.error ? ` <span class=ko>error: ${esc(t.error)}</span>` : ""
+        }<pre>${esc(t.observation)}</pre></li>`
+      ).join("")
+    }</ol>`
   const change = before === undefined ? "" : ` <span class=muted>(baseline ${before.score.toFixed(2)})</span>`
   return `<details class="case ${c.passed ? "pass" : "fail"}"${c.passed ? "" : " open"}>
 <summary><b>${c.passed ? "PASS" : "FAIL"}</b> ${esc(c.id)} — score ${c.score.toFixed(2)}${change} · ${c.tokens} tokens${
@@ -99,7 +107,9 @@ h1{font-size:1.4rem}.summary{display:flex;gap:1.5rem;flex-wrap:wrap;background:#
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}.ok{color:#1a6}.ko{color:#c33}.muted{color:#888}
 </style></head><body>
 <h1>Eval report</h1>
-<div class=summary><div><b>${s.passed}/${s.cases}</b>passed</div><div><b>${s.score.toFixed(3)}</b>mean score</div><div><b>${s.tokens}</b>tokens</div>${
+<div class=summary><div><b>${s.passed}/${s.cases}</b>passed</div><div><b>${
+    s.score.toFixed(3)
+  }</b>mean score</div><div><b>${s.tokens}</b>tokens</div>${
     s.cost_usd !== null ? `<div><b>$${s.cost_usd.toFixed(4)}</b>cost</div>` : ""
   }<div><b>${(s.latency_ms / 1000).toFixed(2)} s</b>total latency</div>${
     baseline ? `<div><b>${baseline.summary.score.toFixed(3)}</b>baseline score</div>` : ""

@@ -35,7 +35,11 @@ import type * as ReactAgent from "./ReactAgent.js"
 export interface Vitest {
   readonly describe: (name: string, body: () => void) => unknown
   readonly it: {
-    readonly effect: (name: string, self: () => Effect.Effect<Eval.CaseResult, EvalCaseFailed>, timeout?: number) => unknown
+    readonly effect: (
+      name: string,
+      self: () => Effect.Effect<Eval.CaseResult, EvalCaseFailed>,
+      timeout?: number
+    ) => unknown
   }
 }
 
@@ -80,9 +84,9 @@ export class EvalCaseFailed extends Schema.TaggedError<EvalCaseFailed>()("EvalCa
  */
 export const explain = (result: Eval.CaseResult, minScore?: number): string =>
   [
-    `case ${JSON.stringify(result.id)}: score ${result.score.toFixed(2)}${minScore !== undefined ? ` (min ${minScore})` : ""}, ${
-      passes(result, minScore) ? "passed" : "FAILED"
-    }`,
+    `case ${JSON.stringify(result.id)}: score ${result.score.toFixed(2)}${
+      minScore !== undefined ? ` (min ${minScore})` : ""
+    }, ${passes(result, minScore) ? "passed" : "FAILED"}`,
     ...result.scores.map((s) => `  ${s.passed ? "✓" : "✗"} ${s.scorer} ${s.score.toFixed(2)}: ${s.reason}`),
     ...(result.error !== null ? [`  run error: ${result.error}`] : []),
     `  answer: ${JSON.stringify(result.answer.length > 300 ? `${result.answer.slice(0, 300)}…` : result.answer)}`
@@ -124,8 +128,13 @@ export const load = (cases: ReadonlyArray<Eval.Case> | string): ReadonlyArray<Ev
   if (typeof cases !== "string") return cases
   // vitest collects a suite synchronously, so the file is read with node:fs here
   // (`Eval.readCases` reads through `FileSystem`, whose reads are asynchronous)
-  const read = Effect.runSync(Effect.either(Eval.readCasesWith(cases, (file) =>
-    Effect.try({ try: () => readFileSync(file, "utf8"), catch: (e) => (e instanceof Error ? e.message : String(e)) }))))
+  const read = Effect.runSync(
+    Effect.either(Eval.readCasesWith(cases, (file) =>
+      Effect.try({
+        try: () => readFileSync(file, "utf8"),
+        catch: (e) => (e instanceof Error ? e.message : String(e))
+      })))
+  )
   if (Either.isLeft(read)) {
     throw new Error(read.left.line === 0 ? read.left.message : `${cases}:${read.left.line}: ${read.left.message}`)
   }
@@ -139,7 +148,12 @@ export const load = (cases: ReadonlyArray<Eval.Case> | string): ReadonlyArray<Ev
  * @since 0.1.0
  * @category constructors
  */
-export const describe = (vitest: Vitest, name: string, cases: ReadonlyArray<Eval.Case> | string, options: Options): void => {
+export const describe = (
+  vitest: Vitest,
+  name: string,
+  cases: ReadonlyArray<Eval.Case> | string,
+  options: Options
+): void => {
   const list = load(cases)
   vitest.describe(name, () => {
     for (const c of list) vitest.it.effect(c.id, () => runCase(c, options), options.timeout ?? 60_000)

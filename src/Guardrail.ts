@@ -139,7 +139,9 @@ const invalidEntry = (options: GuardrailOptions): string | undefined => {
       if (!("type" in spec) || spec.type !== "pattern") continue
       for (const [j, p] of spec.patterns.entries()) {
         const why = invalidPattern(p)
-        if (why !== undefined) return `${stage}[${i}] (${JSON.stringify(spec.name)}): patterns[${j}] ${JSON.stringify(p)}: ${why}`
+        if (why !== undefined) {
+          return `${stage}[${i}] (${JSON.stringify(spec.name)}): patterns[${j}] ${JSON.stringify(p)}: ${why}`
+        }
       }
     }
   }
@@ -178,7 +180,10 @@ export const pattern = (name: string, patterns: ReadonlyArray<string>): Guardrai
  */
 export const length = (name: string, max: number): Guardrail => ({
   name,
-  check: (text) => Effect.succeed(text.length <= max ? pass : { _tag: "Tripped", reason: `${text.length} characters, over the limit of ${max}` })
+  check: (text) =>
+    Effect.succeed(
+      text.length <= max ? pass : { _tag: "Tripped", reason: `${text.length} characters, over the limit of ${max}` }
+    )
 })
 
 const Judgement = Schema.Struct({
@@ -207,9 +212,13 @@ export const classifier = (name: string, rubric: string, llm: LlmService): Guard
       functionDescription: "Reports whether the text violates the rubric"
     }).pipe(
       Effect.map((r): Verdict =>
-        r.value.violates ? { _tag: "Tripped", reason: r.value.reason, usage: r.usage } : { _tag: "Pass", usage: r.usage }
+        r.value.violates
+          ? { _tag: "Tripped", reason: r.value.reason, usage: r.usage }
+          : { _tag: "Pass", usage: r.usage }
       ),
-      Effect.catchAll((e) => Effect.succeed<Verdict>({ _tag: "Tripped", reason: `the classifier could not decide: ${e.message}` }))
+      Effect.catchAll((e) =>
+        Effect.succeed<Verdict>({ _tag: "Tripped", reason: `the classifier could not decide: ${e.message}` })
+      )
     )
 })
 
@@ -248,7 +257,9 @@ export const fromSpec = (spec: GuardrailSpec | Guardrail, llm: LlmService): Guar
 export const firstTripped = (
   guardrails: ReadonlyArray<Guardrail>,
   text: string
-): Effect.Effect<{ readonly tripped?: { readonly name: string; readonly reason: string }; readonly usage: Usage.Usage }> =>
+): Effect.Effect<
+  { readonly tripped?: { readonly name: string; readonly reason: string }; readonly usage: Usage.Usage }
+> =>
   Effect.map(
     Effect.forEach(guardrails, (g) =>
       g.check(text).pipe(
@@ -261,7 +272,9 @@ export const firstTripped = (
     (verdicts) => {
       const usage = Usage.sum(verdicts.flatMap(([, v]) => (v.usage ? [v.usage] : [])))
       const hit = verdicts.find(([, v]) => v._tag === "Tripped")
-      return hit === undefined || hit[1]._tag !== "Tripped" ? { usage } : { tripped: { name: hit[0], reason: hit[1].reason }, usage }
+      return hit === undefined || hit[1]._tag !== "Tripped"
+        ? { usage }
+        : { tripped: { name: hit[0], reason: hit[1].reason }, usage }
     }
   )
 
@@ -299,6 +312,8 @@ export const loadFile = (path: string): Effect.Effect<GuardrailsFile, ConfigErro
       const invalid = decoded._tag === "Right" ? invalidEntry(decoded.right) : decoded.left.message
       return invalid === undefined && decoded._tag === "Right"
         ? Effect.succeed(decoded.right)
-        : Effect.fail(ConfigError.InvalidData(["REACT_GUARDRAILS_FILE"], `REACT_GUARDRAILS_FILE ${path} is invalid: ${invalid}`))
+        : Effect.fail(
+          ConfigError.InvalidData(["REACT_GUARDRAILS_FILE"], `REACT_GUARDRAILS_FILE ${path} is invalid: ${invalid}`)
+        )
     })
   )

@@ -12,10 +12,10 @@ import * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
+import * as Think from "./internal/llm/think.js"
 import type { ChatMessage } from "./Message.js"
 import type { Usage } from "./Usage.js"
 import { Usage as UsageSchema } from "./Usage.js"
-import * as Think from "./internal/llm/think.js"
 
 /**
  * What a model can do. `toolCall`: native function calling; `toolChoice`: forcing a
@@ -93,7 +93,10 @@ export interface ToolDefinition {
  * @since 0.1.0
  * @category models
  */
-export type ToolChoice = "auto" | "none" | "required" | { readonly type: "function"; readonly function: { readonly name: string } }
+export type ToolChoice = "auto" | "none" | "required" | {
+  readonly type: "function"
+  readonly function: { readonly name: string }
+}
 
 /**
  * @since 0.1.0
@@ -315,7 +318,8 @@ export {
  * @since 0.1.0
  * @category utils
  */
-export const splitThinking: (content: string) => { readonly content: string; readonly reasoning: string } = Think.splitThinking
+export const splitThinking: (content: string) => { readonly content: string; readonly reasoning: string } =
+  Think.splitThinking
 
 export {
   /**

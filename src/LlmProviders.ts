@@ -27,9 +27,9 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import * as Attachments from "./Attachments.js"
 import type { ProviderConnection } from "./internal/llmProviders/connection.js"
 import type { LlmService } from "./Llm.js"
-import * as Attachments from "./Attachments.js"
 import * as OpenAiLlm from "./OpenAiLlm.js"
 
 /**
@@ -132,7 +132,9 @@ const connectionConfig = (
   }).pipe(Config.mapOrFail((env) => {
     const model = orElse(Option.fromNullable(given.model), () => env.model)
     if (Option.isNone(model)) {
-      return Either.left(ConfigError.MissingData([`${prefix}MODEL`], `Expected ${prefix}MODEL to be set (the ${provider} model name)`))
+      return Either.left(
+        ConfigError.MissingData([`${prefix}MODEL`], `Expected ${prefix}MODEL to be set (the ${provider} model name)`)
+      )
     }
     const key = [secret(given.apiKey), env.providerKey, env.apiKey].reduceRight(
       (rest, first) => orElse(first, () => rest),
@@ -177,7 +179,9 @@ const makeEffectAi = (
       const missing = /Cannot find (?:package|module) '((?:@[^/']+\/)?[^/']+)/.exec(text)?.[1]
       return ConfigError.InvalidData(
         [variable],
-        `${variable}=${provider} needs the package ${missing ?? PACKAGE[provider]} (with @effect/ai and @effect/platform): ` +
+        `${variable}=${provider} needs the package ${
+          missing ?? PACKAGE[provider]
+        } (with @effect/ai and @effect/platform): ` +
           `npm install ${PACKAGE[provider]} @effect/ai @effect/platform (${text.split("\n")[0]})`
       )
     }
@@ -215,7 +219,8 @@ const definedOf = <A extends object>(options: A): Partial<A> =>
   Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<A>
 
 /** The settings of a model's options: all but its provider and connection. */
-const settingsOf = ({ apiKey: _k, baseURL: _u, model: _m, provider: _p, ...settings }: ModelOptions) => definedOf(settings)
+const settingsOf = ({ apiKey: _k, baseURL: _u, model: _m, provider: _p, ...settings }: ModelOptions) =>
+  definedOf(settings)
 
 /**
  * The main and fast models: `options` over the environment, for any provider;
@@ -236,16 +241,24 @@ export const loadModels = (options: Options = {}): Effect.Effect<
     const fastProvider = given.fast.provider ?? (yield* providerConfig("FAST_LLM_PROVIDER", mainProvider))
     const promptCache = yield* promptCacheConfig
     const env = yield* OpenAiLlm.settingsConfig
-    const explicit = yield* Config.all({ contextSize: explicitInt("LLM_CONTEXT_SIZE"), maxOutput: explicitInt("LLM_MAX_OUTPUT_TOKENS") })
+    const explicit = yield* Config.all({
+      contextSize: explicitInt("LLM_CONTEXT_SIZE"),
+      maxOutput: explicitInt("LLM_MAX_OUTPUT_TOKENS")
+    })
     const hasFast = given.fast.model !== undefined || Option.isSome(yield* OpenAiLlm.stringOption("FAST_LLM_MODEL"))
     // attachments: the store in context (the models read the bytes when they build a request), and
     // what each model takes (`FAST_LLM_INPUT_MODALITIES` for the fast one, else `LLM_INPUT_MODALITIES`)
     const store = Option.getOrUndefined(yield* Effect.serviceOption(Attachments.Attachments))
     const fastModalities = Option.getOrUndefined(yield* OpenAiLlm.modalitiesOption("FAST_LLM_INPUT_MODALITIES"))
-    const attached = <A extends { readonly inputModalities?: ReadonlyArray<Attachments.Modality> | undefined }>(role: "main" | "fast", o: A) => ({
+    const attached = <A extends { readonly inputModalities?: ReadonlyArray<Attachments.Modality> | undefined }>(
+      role: "main" | "fast",
+      o: A
+    ) => ({
       ...o,
       attachments: store,
-      inputModalities: role === "fast" ? given.fast.inputModalities ?? fastModalities ?? o.inputModalities : o.inputModalities
+      inputModalities: role === "fast"
+        ? given.fast.inputModalities ?? fastModalities ?? o.inputModalities
+        : o.inputModalities
     })
     // a role's given settings: the main model's, then its own (abilities one at a time)
     const givenSettings = (role: "main" | "fast") => {
@@ -261,27 +274,40 @@ export const loadModels = (options: Options = {}): Effect.Effect<
         (options) => {
           // auto: `prompt_cache_key` only where it is known to be accepted (OpenAI itself)
           const isOpenAi = options.baseURL === undefined || /^https:\/\/api\.openai\.com(\/|$)/.test(options.baseURL)
-          return OpenAiLlm.makeUnsafe(attached(role, { ...options, promptCacheKey: options.promptCacheKey ?? (promptCache === "auto" && isOpenAi) }))
+          return OpenAiLlm.makeUnsafe(
+            attached(role, {
+              ...options,
+              promptCacheKey: options.promptCacheKey ?? (promptCache === "auto" && isOpenAi)
+            })
+          )
         }
       )
-    const bridged = (provider: Exclude<Provider, "openai-compatible">, role: "main" | "fast", main: Option.Option<Connection>) =>
+    const bridged = (
+      provider: Exclude<Provider, "openai-compatible">,
+      role: "main" | "fast",
+      main: Option.Option<Connection>
+    ) =>
       Effect.flatMap(connectionConfig(provider, role, given[role], main), (c) => {
         const s = givenSettings(role)
-        return makeEffectAi(provider, role === "main" ? "LLM_PROVIDER" : "FAST_LLM_PROVIDER", attached(role, {
-          ...c,
-          inputModalities: s.inputModalities ?? env.inputModalities,
-          temperature: s.temperature ?? env.temperature,
-          // no generic JSON mode through @effect/ai: the structured call uses its prompt-only levels
-          // (nor `response_format: json_schema`: its native structured output is a forced tool, the structured call's level 1)
-          abilities: { ...env.abilities, ...definedOf(s.abilities), jsonMode: false, jsonSchema: false },
-          contextSize: s.contextSize ?? Option.getOrUndefined(explicit.contextSize),
-          maxOutputTokens: s.maxOutputTokens ?? Option.getOrUndefined(explicit.maxOutput),
-          maxRetries: s.maxRetries ?? env.maxRetries,
-          retryBaseDelay: s.retryBaseDelay ?? env.retryBaseDelay,
-          timeout: s.timeout ?? env.timeout,
-          totalTimeout: s.totalTimeout ?? env.totalTimeout,
-          promptCache: s.promptCacheKey === undefined ? promptCache : s.promptCacheKey ? "auto" : "off"
-        }))
+        return makeEffectAi(
+          provider,
+          role === "main" ? "LLM_PROVIDER" : "FAST_LLM_PROVIDER",
+          attached(role, {
+            ...c,
+            inputModalities: s.inputModalities ?? env.inputModalities,
+            temperature: s.temperature ?? env.temperature,
+            // no generic JSON mode through @effect/ai: the structured call uses its prompt-only levels
+            // (nor `response_format: json_schema`: its native structured output is a forced tool, the structured call's level 1)
+            abilities: { ...env.abilities, ...definedOf(s.abilities), jsonMode: false, jsonSchema: false },
+            contextSize: s.contextSize ?? Option.getOrUndefined(explicit.contextSize),
+            maxOutputTokens: s.maxOutputTokens ?? Option.getOrUndefined(explicit.maxOutput),
+            maxRetries: s.maxRetries ?? env.maxRetries,
+            retryBaseDelay: s.retryBaseDelay ?? env.retryBaseDelay,
+            timeout: s.timeout ?? env.timeout,
+            totalTimeout: s.totalTimeout ?? env.totalTimeout,
+            promptCache: s.promptCacheKey === undefined ? promptCache : s.promptCacheKey ? "auto" : "off"
+          })
+        )
       })
     const mainConnection = mainProvider === "openai-compatible"
       ? Option.none()
@@ -333,12 +359,16 @@ const fastOpenAiOptions = (
         abilities: { ...c.settings.abilities, ...definedOf(settings.abilities ?? {}) },
         model: given.fast.model ?? Option.getOrElse(c.model, () => ""),
         baseURL: Option.getOrUndefined(
-          orElse(baseURL, () => (sameProvider ? orElse(Option.fromNullable(given.main.baseURL), () => c.mainURL) : Option.none()))
+          orElse(baseURL, () => (sameProvider
+            ? orElse(Option.fromNullable(given.main.baseURL), () => c.mainURL)
+            : Option.none()))
         ),
         apiKey: Option.getOrUndefined(
           orElse<Redacted.Redacted<string> | string>(
             apiKey,
-            () => (sameProvider ? orElse<Redacted.Redacted<string> | string>(Option.fromNullable(given.main.apiKey), () => c.mainKey) : Option.none())
+            () => (sameProvider
+              ? orElse<Redacted.Redacted<string> | string>(Option.fromNullable(given.main.apiKey), () => c.mainKey)
+              : Option.none())
           )
         )
       }

@@ -22,8 +22,8 @@
  *
  * @since 0.1.0
  */
-import * as Cause from "effect/Cause"
 import type * as FileSystem from "@effect/platform/FileSystem"
+import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -154,7 +154,11 @@ export const fromConfig = (config: McpConfig): Effect.Effect<McpToolsService, ne
     const servers = results.flatMap((r) => Either.isRight(r) ? [r.right] : [])
     return {
       tools: servers.flatMap((s) => s.tools),
-      servers: servers.map((s) => ({ name: s.name, tools: s.tools.map((t) => t.name), ...(s.pid !== undefined ? { pid: s.pid } : {}) })),
+      servers: servers.map((s) => ({
+        name: s.name,
+        tools: s.tools.map((t) => t.name),
+        ...(s.pid !== undefined ? { pid: s.pid } : {})
+      })),
       failed: results.flatMap((r) => Either.isLeft(r) ? [r.left] : [])
     }
   })
@@ -166,7 +170,9 @@ export const fromConfig = (config: McpConfig): Effect.Effect<McpToolsService, ne
  * @since 0.1.0
  * @category constructors
  */
-export const fromConfigFile = (path: string): Effect.Effect<McpToolsService, never, Scope.Scope | FileSystem.FileSystem> =>
+export const fromConfigFile = (
+  path: string
+): Effect.Effect<McpToolsService, never, Scope.Scope | FileSystem.FileSystem> =>
   internalConfig.loadConfigFile(path).pipe(
     Effect.matchEffect({
       onFailure: (message) => Effect.as(Effect.logWarning(`MCP config ${path} ignored: ${message}`), empty),
@@ -236,7 +242,9 @@ export const layerConfig = (
     Effect.gen(function*() {
       const read = Config.all({
         // (`Config.unwrap` of an empty record fails: no option given is the empty record)
-        given: Config.isConfig(config) || Object.keys(config).length > 0 ? Config.unwrap(config) : Config.succeed<ConfigOptions>({}),
+        given: Config.isConfig(config) || Object.keys(config).length > 0
+          ? Config.unwrap(config)
+          : Config.succeed<ConfigOptions>({}),
         env: Config.option(Config.string("MCP_CONFIG"))
       })
       const found = yield* Effect.either(read)

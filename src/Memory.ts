@@ -56,6 +56,16 @@ export const UserId = Schema.String.pipe(
 export {
   /**
    * @since 0.1.0
+   * @category references
+   */
+  currentRecorded,
+  /**
+   * @since 0.1.0
+   * @category references
+   */
+  currentUser,
+  /**
+   * @since 0.1.0
    * @category constants
    */
   MAX_WORKING_CHARS,
@@ -68,17 +78,7 @@ export {
    * @since 0.1.0
    * @category constants
    */
-  UPDATE_TOOL,
-  /**
-   * @since 0.1.0
-   * @category references
-   */
-  currentRecorded,
-  /**
-   * @since 0.1.0
-   * @category references
-   */
-  currentUser
+  UPDATE_TOOL
 } from "./internal/memory/models.js"
 
 export {
@@ -225,8 +225,9 @@ export class Memory extends Context.Tag("effect-react-engine/Memory")<Memory, Me
  * @since 0.1.0
  * @category combinators
  */
-export const withRecorded = (record: Steps | undefined) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  record === undefined ? self : Effect.locally(self, currentRecorded, Option.some(record))
+export const withRecorded =
+  (record: Steps | undefined) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    record === undefined ? self : Effect.locally(self, currentRecorded, Option.some(record))
 
 /**
  * A turn as a store keeps it.
@@ -264,7 +265,9 @@ export interface Store {
   /** The index, for people: `sqlite-vec`, `pgvector`, `exact scan`… */
   readonly description: string
   /** The working memory (empty when none) and the forget epoch (0 before any forget). */
-  readonly read: (userId: string) => Effect.Effect<{ readonly working: WorkingMemory; readonly epoch: number }, MemoryError>
+  readonly read: (
+    userId: string
+  ) => Effect.Effect<{ readonly working: WorkingMemory; readonly epoch: number }, MemoryError>
   /**
    * In one transaction: the stored result when `key` was applied before; else
    * `Refused` when the epoch is not `epoch` or `change` refuses; else the
@@ -277,7 +280,11 @@ export interface Store {
     change: (current: WorkingMemory) => Either.Either<Updated, string>
   ) => Effect.Effect<UpdateOutcome, MemoryError>
   /** The vector of the user's item with this text and model, if one is indexed. */
-  readonly vectorOf: (userId: string, sha: string, model: string) => Effect.Effect<Option.Option<Float32Array>, MemoryError>
+  readonly vectorOf: (
+    userId: string,
+    sha: string,
+    model: string
+  ) => Effect.Effect<Option.Option<Float32Array>, MemoryError>
   /** Adds an item (false when its run is indexed already, or the epoch moved: nothing added). */
   readonly insert: (item: StoredItem, vector: Float32Array, epoch: number) => Effect.Effect<boolean, MemoryError>
   /** The user's items of `model` outside `excludeConversationId`, most similar first: at most `k`, score ≥ `minScore`. */
@@ -342,7 +349,10 @@ export const layerMemory = (options: Options = {}): Layer.Layer<Memory, never, E
  * @category config
  */
 export const config: Config.Config<Settings> = Config.all({
-  recall: Config.literal("on", "off")("REACT_MEMORY").pipe(Config.withDefault("on" as const), Config.map((v) => v === "on")),
+  recall: Config.literal("on", "off")("REACT_MEMORY").pipe(
+    Config.withDefault("on" as const),
+    Config.map((v) => v === "on")
+  ),
   topK: Config.integer("REACT_MEMORY_TOP_K").pipe(
     Config.validate({ message: "Expected an integer between 1 and 50", validation: (n) => n >= 1 && n <= 50 }),
     Config.withDefault(defaults.topK)

@@ -216,7 +216,12 @@ export const assistant = (
  * @since 0.1.0
  * @category constructors
  */
-export const tool = (toolCallId: string, content: string, name?: string, files?: ReadonlyArray<FilePart>): ToolMessage => {
+export const tool = (
+  toolCallId: string,
+  content: string,
+  name?: string,
+  files?: ReadonlyArray<FilePart>
+): ToolMessage => {
   const message: ToolMessage = name === undefined
     ? { role: "tool", tool_call_id: toolCallId, content }
     : { role: "tool", tool_call_id: toolCallId, content, name }

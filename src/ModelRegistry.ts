@@ -39,7 +39,9 @@ export interface ModelRegistryService {
  * @since 0.1.0
  * @category constructors
  */
-export const makeUnsafe = (models: { readonly main: LlmService; readonly fast?: LlmService; readonly [name: string]: LlmService | undefined }): ModelRegistryService => {
+export const makeUnsafe = (
+  models: { readonly main: LlmService; readonly fast?: LlmService; readonly [name: string]: LlmService | undefined }
+): ModelRegistryService => {
   const table = new Map<string, LlmService>()
   for (const [name, llm] of Object.entries(models)) if (llm) table.set(name, llm)
   const fast = models.fast ?? models.main
@@ -119,7 +121,9 @@ const registryContext = (registry: ModelRegistryService) =>
  * @since 0.1.0
  * @category Context
  */
-export class ModelRegistry extends Context.Tag("effect-react-engine/ModelRegistry")<ModelRegistry, ModelRegistryService>() {}
+export class ModelRegistry
+  extends Context.Tag("effect-react-engine/ModelRegistry")<ModelRegistry, ModelRegistryService>()
+{}
 
 /**
  * A registry of these models; also provides `Llm` (= `main`).
@@ -171,7 +175,9 @@ export const layerConfig = (
   Layer.scopedContext(
     Effect.gen(function*() {
       // (`Config.unwrap` of an empty record fails: no option given is the empty record)
-      const given: ConfigOptions = Config.isConfig(config) || Object.keys(config).length > 0 ? yield* Config.unwrap(config) : {}
+      const given: ConfigOptions = Config.isConfig(config) || Object.keys(config).length > 0
+        ? yield* Config.unwrap(config)
+        : {}
       const { fast, main } = yield* LlmProviders.loadModels(given)
       return registryContext(makeUnsafe({ main, ...(Option.isSome(fast) ? { fast: fast.value } : {}) }))
     })

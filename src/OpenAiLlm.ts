@@ -44,15 +44,15 @@ import type * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import OpenAI from "openai"
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions"
-import * as CallBudget from "./internal/llm/callBudget.js"
-import * as Service from "./internal/llm/service.js"
-import * as internal from "./internal/openAiLlm/config.js"
 import * as Attachments from "./Attachments.js"
 import * as Attached from "./internal/llm/attachments.js"
+import * as CallBudget from "./internal/llm/callBudget.js"
+import * as Service from "./internal/llm/service.js"
+import { ThinkSplitter } from "./internal/llm/think.js"
+import * as internal from "./internal/openAiLlm/config.js"
 import { paramsOf, toChatResponse, toLlmError } from "./internal/openAiLlm/request.js"
 import type { StreamState } from "./internal/openAiLlm/stream.js"
 import { chunkToDeltas, endDeltas } from "./internal/openAiLlm/stream.js"
-import { ThinkSplitter } from "./internal/llm/think.js"
 import type { Abilities, ChatDelta, ChatRequest, LlmService } from "./Llm.js"
 import { defaultAbilities, Llm, LlmError, unwrapDeltasScoped } from "./Llm.js"
 
@@ -133,15 +133,16 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
   const chatOnce = (request: ChatRequest) =>
     Effect.flatMap(paramsOf(request, settings), (params) =>
       Effect.tryPromise({
-        try: (signal) => client.chat.completions.create({ ...params, stream: false }, { signal }) as Promise<ChatCompletion>,
+        try: (signal) =>
+          client.chat.completions.create({ ...params, stream: false }, { signal }) as Promise<ChatCompletion>,
         catch: toLlmError
       })).pipe(
-      Effect.timeoutFail({ duration: timeoutMs, onTimeout: attemptTimeout }),
-      Effect.flatMap((body) => {
-        const response = toChatResponse(body)
-        return response instanceof LlmError ? Effect.fail(response) : Effect.succeed(response)
-      })
-    )
+        Effect.timeoutFail({ duration: timeoutMs, onTimeout: attemptTimeout }),
+        Effect.flatMap((body) => {
+          const response = toChatResponse(body)
+          return response instanceof LlmError ? Effect.fail(response) : Effect.succeed(response)
+        })
+      )
 
   // One attempt at opening a stream: request, headers, first chunk, bounded as a
   // whole. On failure, timeout or interruption the attempt's request is aborted.
@@ -174,13 +175,15 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
 
   const release = (open: OpenStream) =>
     Effect.sync(() => open.controller.abort()).pipe(
-      Effect.zipRight(Effect.promise(async () => {
-        try {
-          await open.iterator.return?.()
-        } catch {
-          // already failed or aborted
-        }
-      }).pipe(Effect.timeout(1000), Effect.ignore))
+      Effect.zipRight(
+        Effect.promise(async () => {
+          try {
+            await open.iterator.return?.()
+          } catch {
+            // already failed or aborted
+          }
+        }).pipe(Effect.timeout(1000), Effect.ignore)
+      )
     )
 
   // the response is opened (and its first chunk awaited) when the stream runs, released when it ends
@@ -191,7 +194,9 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
         restore(retry(openOnce(request))).pipe(Effect.tap((o) => Effect.addFinalizer(() => release(o))))
       )
       const state: StreamState = { splitter: new ThinkSplitter(), usage: undefined }
-      const first: Stream.Stream<ChatCompletionChunk> = open.first.done ? Stream.empty : Stream.succeed(open.first.value)
+      const first: Stream.Stream<ChatCompletionChunk> = open.first.done
+        ? Stream.empty
+        : Stream.succeed(open.first.value)
       const rest = Stream.repeatEffectOption(
         Effect.tryPromise({ try: () => open.iterator.next(), catch: (e) => Option.some(toLlmError(e)) }).pipe(
           Effect.flatMap((r) => (r.done ? Effect.fail(Option.none()) : Effect.succeed(r.value)))
@@ -214,8 +219,13 @@ export const makeUnsafe = (options: OpenAiLlmOptions): LlmService => {
  * @category constructors
  */
 export const make = (options: OpenAiLlmOptions): Effect.Effect<LlmService> =>
-  Effect.map(Effect.serviceOption(Attachments.Attachments), (store) =>
-    makeUnsafe(options.attachments !== undefined || Option.isNone(store) ? options : { ...options, attachments: store.value }))
+  Effect.map(
+    Effect.serviceOption(Attachments.Attachments),
+    (store) =>
+      makeUnsafe(
+        options.attachments !== undefined || Option.isNone(store) ? options : { ...options, attachments: store.value }
+      )
+  )
 
 /**
  * @since 0.1.0
@@ -240,7 +250,8 @@ export const urlOption: (name: string) => Config.Config<Option.Option<string>> =
  * @since 0.1.0
  * @category config
  */
-export const secretOption: (name: string) => Config.Config<Option.Option<Redacted.Redacted<string>>> = internal.secretOption
+export const secretOption: (name: string) => Config.Config<Option.Option<Redacted.Redacted<string>>> =
+  internal.secretOption
 
 /**
  * An optional non-empty string variable (empty means unset).
@@ -257,8 +268,9 @@ export const stringOption: (name: string) => Config.Config<Option.Option<string>
  * @since 0.1.0
  * @category config
  */
-export const modalitiesOption: (name: string) => Config.Config<Option.Option<ReadonlyArray<"text" | "image" | "file">>> =
-  internal.modalitiesOption
+export const modalitiesOption: (
+  name: string
+) => Config.Config<Option.Option<ReadonlyArray<"text" | "image" | "file">>> = internal.modalitiesOption
 
 /**
  * Everything but the connection (model, URL, key): temperature, abilities, sizes,
@@ -344,7 +356,10 @@ export const loadConfig = (
         Effect.tap((found) => Effect.logInfo(`LLM_MODEL is not set: using ${found}, the first model listed by ${url}`)),
         Effect.map((found) => ({ ...options, model: found })),
         Effect.mapError((e) =>
-          ConfigError.InvalidData(["LLM_MODEL"], `LLM_MODEL is not set and no model could be listed from ${url}/models: ${e.message}`)
+          ConfigError.InvalidData(
+            ["LLM_MODEL"],
+            `LLM_MODEL is not set and no model could be listed from ${url}/models: ${e.message}`
+          )
         )
       )
     }
@@ -361,5 +376,6 @@ export const loadConfig = (
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig = (config: Config.Config.Wrap<ConfigOptions> = {}): Layer.Layer<Llm, ConfigError.ConfigError> =>
-  Layer.effect(Llm, Effect.flatMap(loadConfig(config), make))
+export const layerConfig = (
+  config: Config.Config.Wrap<ConfigOptions> = {}
+): Layer.Layer<Llm, ConfigError.ConfigError> => Layer.effect(Llm, Effect.flatMap(loadConfig(config), make))

@@ -156,10 +156,16 @@ export const typed = <A, I>(
   result: RunResult
 ): Effect.Effect<TypedRunResult<A>, OutputInvalid | OutputUnavailable> => {
   const error = result.error
-  if (error?.code === INVALID_CODE) return Effect.fail(new OutputInvalid({ message: error.message, value: error.value ?? null }))
-  if (error !== undefined) return Effect.fail(new OutputUnavailable({ message: error.message, retryable: error.retryable }))
+  if (error?.code === INVALID_CODE) {
+    return Effect.fail(new OutputInvalid({ message: error.message, value: error.value ?? null }))
+  }
+  if (error !== undefined) {
+    return Effect.fail(new OutputUnavailable({ message: error.message, retryable: error.retryable }))
+  }
   if (result.output === undefined) {
-    return Effect.fail(new OutputUnavailable({ message: "The run ended without an answer (cancelled)", retryable: true }))
+    return Effect.fail(
+      new OutputUnavailable({ message: "The run ended without an answer (cancelled)", retryable: true })
+    )
   }
   return Schema.decodeUnknown(schema)(result.output).pipe(
     Effect.map((output): TypedRunResult<A> => ({ ...result, output })),

@@ -33,8 +33,8 @@ import * as AgentConfig from "./AgentConfig.js"
 import * as AgentTool from "./AgentTool.js"
 import * as Approvals from "./Approvals.js"
 import * as Budget from "./Budget.js"
-import { extractJson } from "./ExtractJson.js"
 import * as ContextGuard from "./ContextGuard.js"
+import { extractJson } from "./ExtractJson.js"
 import * as Hooks from "./Hooks.js"
 import type { AgentServices } from "./internal/reactAgent/run.js"
 import { execute as executeRun } from "./internal/reactAgent/run.js"
@@ -190,7 +190,12 @@ const makeCollector = () => {
 const failureOf = (event: Extract<RunEvent, { _tag: "RunFailed" }>, shown: string): RunResult["error"] => {
   if (event.code === undefined) return { message: event.message, retryable: event.retryable }
   const value = event.code === Output.INVALID_CODE ? Option.getOrUndefined(extractJson(shown)) : undefined
-  return { message: event.message, retryable: event.retryable, code: event.code, ...(value !== undefined ? { value } : {}) }
+  return {
+    message: event.message,
+    retryable: event.retryable,
+    code: event.code,
+    ...(value !== undefined ? { value } : {})
+  }
 }
 
 /**
@@ -254,7 +259,11 @@ export interface Options extends Partial<AgentOptions> {
   readonly approvals?: Approvals.ApprovalsService
 }
 
-const build = (options: AgentOptions, selectionLlm: LlmService | undefined, approvals: Approvals.ApprovalsService | undefined) =>
+const build = (
+  options: AgentOptions,
+  selectionLlm: LlmService | undefined,
+  approvals: Approvals.ApprovalsService | undefined
+) =>
   Effect.gen(function*() {
     const llm = yield* Llm
     // a money budget needs a price for every model the run calls: a start-up error naming the model
@@ -284,7 +293,11 @@ const split = ({ approvals, selectionLlm, ...settings }: Options = {}) => ({ app
  */
 export const make = (
   options?: Options
-): Effect.Effect<ReactAgentService, ConfigError.ConfigError, Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts> => {
+): Effect.Effect<
+  ReactAgentService,
+  ConfigError.ConfigError,
+  Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
+> => {
   const { approvals, selectionLlm, settings } = split(options)
   return Effect.flatMap(AgentConfig.resolve(settings), (resolved) => build(resolved, selectionLlm, approvals))
 }
@@ -295,8 +308,11 @@ export const make = (
  */
 export const layer = (
   options?: Options
-): Layer.Layer<ReactAgent, ConfigError.ConfigError, Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts> =>
-  Layer.effect(ReactAgent, make(options))
+): Layer.Layer<
+  ReactAgent,
+  ConfigError.ConfigError,
+  Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts
+> => Layer.effect(ReactAgent, make(options))
 
 /**
  * The agent configured from the environment (`REACT_*` variables, see
@@ -316,7 +332,13 @@ export const layerConfig = (
 ): Layer.Layer<
   ReactAgent,
   ConfigError.ConfigError,
-  Llm | Toolkit | Hooks.Hooks | ContextGuard.ContextGuard | Interrupts.Interrupts | ModelRegistry.ModelRegistry | FileSystem.FileSystem
+  | Llm
+  | Toolkit
+  | Hooks.Hooks
+  | ContextGuard.ContextGuard
+  | Interrupts.Interrupts
+  | ModelRegistry.ModelRegistry
+  | FileSystem.FileSystem
 > =>
   Layer.effect(
     ReactAgent,

@@ -28,17 +28,17 @@ import * as Stream from "effect/Stream"
 import * as Attachments from "./Attachments.js"
 import * as Cassette from "./Cassette.js"
 import { CURRENT_VERSION, FORMAT } from "./Cassette.js"
+import { wrapMemory } from "./internal/recorder/memory.js"
+import { outcomeOf } from "./internal/recorder/tools.js"
 import * as Interrupts from "./Interrupts.js"
 import type { ChatDelta, ChatRequest, LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
+import * as Memory from "./Memory.js"
 import type { ChatMessage } from "./Message.js"
 import type { ReactAgentService, RunInput } from "./ReactAgent.js"
 import { collect } from "./ReactAgent.js"
 import { isEphemeral, type RunEvent, type RunResult } from "./RunEvent.js"
 import type { Tool } from "./Tool.js"
-import { wrapMemory } from "./internal/recorder/memory.js"
-import { outcomeOf } from "./internal/recorder/tools.js"
-import * as Memory from "./Memory.js"
 import * as ToolModule from "./Tool.js"
 import * as Toolkit from "./Toolkit.js"
 
@@ -71,7 +71,11 @@ export interface Recording {
 export type RecordingEntry =
   | { readonly _tag: "ModelCall"; readonly index: number; readonly call: Cassette.ModelCall }
   | { readonly _tag: "ToolCall"; readonly call: Cassette.ToolCall }
-  | { readonly _tag: "Drain"; readonly index: number; readonly items: ReadonlyArray<{ readonly id: string; readonly content: string }> }
+  | {
+    readonly _tag: "Drain"
+    readonly index: number
+    readonly items: ReadonlyArray<{ readonly id: string; readonly content: string }>
+  }
   | { readonly _tag: "Model"; readonly model: Cassette.Cassette["model"] }
   | { readonly _tag: "Memory"; readonly steps: Memory.Steps }
 
@@ -105,8 +109,9 @@ export const currentRecording: FiberRef.FiberRef<Option.Option<Recording>> = glo
  * @since 0.1.0
  * @category utils
  */
-export const withRecording = (recording: Recording) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.locally(self, currentRecording, Option.some(recording))
+export const withRecording =
+  (recording: Recording) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.locally(self, currentRecording, Option.some(recording))
 
 const emitEntry = (recording: Recording, entry: RecordingEntry): Effect.Effect<void> =>
   recording.onEntry === undefined ? Effect.void : recording.onEntry(entry)
@@ -203,7 +208,9 @@ export const wrapTool = (tool: Tool): Tool => ({
         Effect.onExit(run, (exit) => {
           const entry: Cassette.ToolCall = {
             iteration: Option.isSome(call) ? call.value.iteration : 0,
-            ...(Option.isSome(call) && call.value.toolCallId !== undefined ? { tool_call_id: call.value.toolCallId } : {}),
+            ...(Option.isSome(call) && call.value.toolCallId !== undefined
+              ? { tool_call_id: call.value.toolCallId }
+              : {}),
             tool_name: tool.name,
             args: JSON.parse(JSON.stringify(args ?? {})),
             outcome: outcomeOf(exit)
@@ -223,13 +230,19 @@ export const wrapTool = (tool: Tool): Tool => ({
 export const wrapInterrupts = (interrupts: Interrupts.InterruptsService): Interrupts.InterruptsService => ({
   ...interrupts,
   drain: (conversationId, options) =>
-    Effect.flatMap(interrupts.drain(conversationId, options), (items) =>
-      Effect.flatMap(FiberRef.get(currentRecording), (recording) => {
-        if (Option.isNone(recording)) return Effect.succeed(items)
-        const copy = items.map((i) => ({ id: i.id, content: i.content }))
-        recording.value.drains.push({ items: copy })
-        return Effect.as(emitEntry(recording.value, { _tag: "Drain", index: recording.value.drains.length - 1, items: copy }), items)
-      }))
+    Effect.flatMap(
+      interrupts.drain(conversationId, options),
+      (items) =>
+        Effect.flatMap(FiberRef.get(currentRecording), (recording) => {
+          if (Option.isNone(recording)) return Effect.succeed(items)
+          const copy = items.map((i) => ({ id: i.id, content: i.content }))
+          recording.value.drains.push({ items: copy })
+          return Effect.as(
+            emitEntry(recording.value, { _tag: "Drain", index: recording.value.drains.length - 1, items: copy }),
+            items
+          )
+        })
+    )
 })
 
 /**
@@ -292,7 +305,9 @@ export const layer: Layer.Layer<
       recording.memory = steps
       return emitEntry(recording, { _tag: "Memory", steps })
     })
-  return Option.isNone(memory) ? context : Context.add(context, Memory.Memory, wrapMemory(memory.value, currentRecording, write))
+  return Option.isNone(memory)
+    ? context
+    : Context.add(context, Memory.Memory, wrapMemory(memory.value, currentRecording, write))
 }))
 
 /**

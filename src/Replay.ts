@@ -13,13 +13,13 @@
  * @since 0.1.0
  */
 import * as Chunk from "effect/Chunk"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import type * as ConfigError from "effect/ConfigError"
 import * as Approvals from "./Approvals.js"
 import * as Cassette from "./Cassette.js"
 import * as ContextGuard from "./ContextGuard.js"
@@ -63,7 +63,12 @@ export class ReplayDivergence extends Schema.TaggedError<ReplayDivergence>()("Re
  * @since 0.1.0
  * @category constants
  */
-export const ignorableFields: ReadonlyArray<string> = ["temperature", "maxTokens", "tools[].function.description", "messages[].pinned"]
+export const ignorableFields: ReadonlyArray<string> = [
+  "temperature",
+  "maxTokens",
+  "tools[].function.description",
+  "messages[].pinned"
+]
 
 /**
  * @since 0.1.0
@@ -100,7 +105,12 @@ const make = (cassette: Cassette.Cassette, options: ReplayOptions) => {
   return Effect.map(
     Services.make(cassette, lenient, (step, d) => new ReplayDivergence({ step, path: d.path, diff: render(d) })),
     (replayed) => {
-      const service: ReplayService = { cassette, lenient, divergence: replayed.divergence, modelCalls: replayed.modelCalls }
+      const service: ReplayService = {
+        cassette,
+        lenient,
+        divergence: replayed.divergence,
+        modelCalls: replayed.modelCalls
+      }
       return Context.make(Llm, replayed.llm).pipe(
         Context.add(Toolkit.Toolkit, replayed.toolkit),
         Context.add(Interrupts.Interrupts, replayed.interrupts),
@@ -184,7 +194,9 @@ export const run = (
         event.tool_call_id !== undefined ? a.tool_call_id === event.tool_call_id : a.iteration === event.iteration
       ) ?? cassette.approvals[decisions]
       decisions++
-      if (recorded === undefined) return Effect.void
+      if (recorded === undefined) {
+        return Effect.void
+      }
       return Effect.ignore(agent.approve({
         conversationId: input.approvalConversationId ?? conversationId,
         approvalId: event.approval_id,
@@ -192,10 +204,14 @@ export const run = (
         ...(recorded.reason !== undefined ? { reason: recorded.reason } : {})
       }))
     }
-    const events = Chunk.toReadonlyArray(yield* Stream.runCollect(Stream.tap(agent.run({ ...input, conversationId }), answer)))
+    const events = Chunk.toReadonlyArray(
+      yield* Stream.runCollect(Stream.tap(agent.run({ ...input, conversationId }), answer))
+    )
     const result = yield* ReactAgent.collect(Stream.fromIterable(events))
     const diverged = yield* replay.divergence
-    if (Option.isSome(diverged)) return yield* Effect.fail(diverged.value)
+    if (Option.isSome(diverged)) {
+      return yield* Effect.fail(diverged.value)
+    }
     if (!replay.lenient) {
       const recorded = Cassette.normalizeEvents(cassette.events)
       const actual = Cassette.normalizeEvents(events)
@@ -254,5 +270,6 @@ export const layerPrefixApprovals: Layer.Layer<Approvals.Approvals, never, Appro
  * @since 0.1.0
  * @category utils
  */
-export const withPrefix = (prefix: Cassette.Cassette) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.suspend(() => Effect.locally(self, Prefix.currentPrefix, Option.some(Prefix.makeState(prefix))))
+export const withPrefix =
+  (prefix: Cassette.Cassette) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.suspend(() => Effect.locally(self, Prefix.currentPrefix, Option.some(Prefix.makeState(prefix))))

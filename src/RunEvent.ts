@@ -6,31 +6,30 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
+import { AttachmentsReceived } from "./internal/runEvent/attachments.js"
+import { BudgetExhausted, BudgetStatus } from "./internal/runEvent/budget.js"
+import { DagPhase, DagPlan, DagStep } from "./internal/runEvent/dag.js"
+import { agent, step_id } from "./internal/runEvent/fields.js"
+import { memoryEvents } from "./internal/runEvent/memory.js"
+import { OutputPartial, type RunError, ToolProgress } from "./internal/runEvent/progress.js"
+import { Queued } from "./internal/runEvent/queued.js"
 import { settledAnswers as internalSettled } from "./internal/runEvent/settledAnswers.js"
 import { LlmErrorReason } from "./Llm.js"
 import { ChatMessage } from "./Message.js"
 import { Artifact, ContentType } from "./Tool.js"
 import { RunUsage, Usage } from "./Usage.js"
-import { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
-import { AttachmentsReceived } from "./internal/runEvent/attachments.js"
-import { BudgetExhausted, BudgetStatus } from "./internal/runEvent/budget.js"
-import { DagPhase, DagPlan, DagStep } from "./internal/runEvent/dag.js"
-import type { AgentRef } from "./internal/runEvent/fields.js"
-import { agent, step_id } from "./internal/runEvent/fields.js"
-import { memoryEvents } from "./internal/runEvent/memory.js"
-import { OutputPartial, type RunError, ToolProgress } from "./internal/runEvent/progress.js"
-import { Queued } from "./internal/runEvent/queued.js"
 
 // Members defined beside this module, one file per family (their docs are there)
 export { AgentDone, AgentStart } from "./internal/runEvent/agents.js"
 export { AttachmentsReceived } from "./internal/runEvent/attachments.js"
 export { BudgetExhausted, BudgetStatus } from "./internal/runEvent/budget.js"
 export { DagPhase, DagPlan, DagPlanStep, DagStep } from "./internal/runEvent/dag.js"
+export { AgentRef } from "./internal/runEvent/fields.js"
 export { MemoryRecalled, MemoryUnavailable, MemoryUpdated } from "./internal/runEvent/memory.js"
+export { agentOf, isEphemeral, isOwn } from "./internal/runEvent/predicates.js"
 export { OutputPartial, type RunError, ToolProgress } from "./internal/runEvent/progress.js"
 export { Queued } from "./internal/runEvent/queued.js"
-export { agentOf, isEphemeral, isOwn } from "./internal/runEvent/predicates.js"
-export { AgentRef } from "./internal/runEvent/fields.js"
 
 /**
  * @since 0.1.0
@@ -41,7 +40,12 @@ export const ThinkingStart = Schema.TaggedStruct("ThinkingStart", { iteration: S
  * @since 0.1.0
  * @category models
  */
-export const ThinkingDone = Schema.TaggedStruct("ThinkingDone", { iteration: Schema.Number, reasoning: Schema.String, step_id, agent })
+export const ThinkingDone = Schema.TaggedStruct("ThinkingDone", {
+  iteration: Schema.Number,
+  reasoning: Schema.String,
+  step_id,
+  agent
+})
 /**
  * @since 0.1.0
  * @category models

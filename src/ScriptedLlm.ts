@@ -21,9 +21,17 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmErrorReason, LlmService, ResponseToolCall } from "./Llm.js"
-import { defaultAbilities, independentCalls, Llm, LlmError, parseToolArguments, splitThinking } from "./Llm.js"
 import { ThinkSplitter } from "./internal/llm/think.js"
+import type {
+  Abilities,
+  ChatDelta,
+  ChatRequest,
+  ChatResponse,
+  LlmErrorReason,
+  LlmService,
+  ResponseToolCall
+} from "./Llm.js"
+import { defaultAbilities, independentCalls, Llm, LlmError, parseToolArguments, splitThinking } from "./Llm.js"
 import { textOf } from "./Message.js"
 import * as Usage from "./Usage.js"
 
@@ -200,7 +208,7 @@ const estimate = (request: ChatRequest): number => {
   let chars = 0
   for (const m of request.messages) {
     chars += textOf(m.content).length
-    if (m.role === "assistant" && m.tool_calls) for (const c of m.tool_calls) chars += c.function.arguments.length
+    if (m.role === "assistant" && m.tool_calls) { for (const c of m.tool_calls) chars += c.function.arguments.length }
   }
   return Math.ceil(chars / 4)
 }
@@ -214,7 +222,10 @@ const words = (content: string): Array<string> => content.match(/\s*\S+|\s+$/g) 
  * @since 0.1.0
  * @category constructors
  */
-export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, options: ScriptedLlmOptions = {}): ScriptedLlm => {
+export const makeUnsafe = (
+  script: ReadonlyArray<ScriptStep> | Responder,
+  options: ScriptedLlmOptions = {}
+): ScriptedLlm => {
   const requests: Array<RecordedRequest> = []
   let index = 0
   const record = options.record ?? true
@@ -224,7 +235,10 @@ export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, option
     if (typeof script === "function") return script(request, i, method)
     if (i < script.length) return script[i]
     if (options.onExhausted === "repeatLast" && script.length > 0) return script[script.length - 1]
-    return new LlmError({ reason: "Unknown", message: `ScriptedLlm: script exhausted (call ${i + 1}, ${script.length} steps)` })
+    return new LlmError({
+      reason: "Unknown",
+      message: `ScriptedLlm: script exhausted (call ${i + 1}, ${script.length} steps)`
+    })
   }
   /** The reply, its calls' arguments as text (a streamed reply's reader decodes them itself). */
   const rawReply = (step: ScriptedReply, request: ChatRequest) => {
@@ -241,7 +255,9 @@ export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, option
       reasoning,
       calls,
       finishReason: step.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop"),
-      usage: step.usage ? Usage.make(step.usage.prompt, step.usage.completion) : Usage.make(estimate(request), completion)
+      usage: step.usage
+        ? Usage.make(step.usage.prompt, step.usage.completion)
+        : Usage.make(estimate(request), completion)
     }
   }
   const toResponse = (step: ScriptedReply, request: ChatRequest): ChatResponse => {
@@ -270,7 +286,11 @@ export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, option
       Stream.suspend((): Stream.Stream<ChatDelta, LlmError> => {
         const step = next(request, "stream")
         if (step instanceof LlmError) return Stream.fail(step)
-        if (step._tag === "Fail") return step.delay === undefined ? Stream.fail(failure(step)) : Stream.unwrap(Effect.zipRight(sleep(step.delay), Effect.fail(failure(step))))
+        if (step._tag === "Fail") {
+          return step.delay === undefined
+            ? Stream.fail(failure(step))
+            : Stream.unwrap(Effect.zipRight(sleep(step.delay), Effect.fail(failure(step))))
+        }
         const response = rawReply(step, request)
         // Content goes through the same <think> routing as a real provider stream.
         const chunks = step.chunks ?? words(step.content ?? "")
@@ -288,7 +308,12 @@ export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, option
         }))
         tail.push({ _tag: "Usage", usage: response.usage }, { _tag: "Finish", reason: response.finishReason })
         const failTail = step.failAfterChunks
-          ? Stream.fail(new LlmError({ reason: step.failAfterChunks.reason, message: step.failAfterChunks.message ?? "scripted stream failure" }))
+          ? Stream.fail(
+            new LlmError({
+              reason: step.failAfterChunks.reason,
+              message: step.failAfterChunks.message ?? "scripted stream failure"
+            })
+          )
           : undefined
         const perChunk = step.chunkDelay ?? step.delay
         if (perChunk === undefined) {
@@ -310,7 +335,9 @@ export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, option
         let raw = leadsWithChunk && firstWait !== undefined
           ? Stream.concat(Stream.make(emitted[0]), paced(emitted.slice(1)))
           : paced(emitted)
-        if (before !== undefined && firstWait === undefined) raw = Stream.concat(Stream.drain(Stream.fromEffect(Effect.sleep(before))), raw)
+        if (before !== undefined && firstWait === undefined) {
+          raw = Stream.concat(Stream.drain(Stream.fromEffect(Effect.sleep(before))), raw)
+        }
         const content: Stream.Stream<ChatDelta, LlmError> = raw.pipe(
           Stream.mapConcat((t) => splitter.push(t)),
           Stream.concat(Stream.suspend(() => Stream.fromIterable(splitter.flush())))
@@ -335,14 +362,15 @@ export const makeUnsafe = (script: ReadonlyArray<ScriptStep> | Responder, option
   return handle
 }
 
-
 /**
  * Access to a scripted LLM's recorded requests from inside Effect code.
  *
  * @since 0.1.0
  * @category Context
  */
-export class ScriptedLlmHandle extends Context.Tag("effect-react-engine/ScriptedLlmHandle")<ScriptedLlmHandle, ScriptedLlm>() {}
+export class ScriptedLlmHandle
+  extends Context.Tag("effect-react-engine/ScriptedLlmHandle")<ScriptedLlmHandle, ScriptedLlm>()
+{}
 
 /**
  * The scripted LLM as a layer: the `Llm`, and the `ScriptedLlmHandle` to read

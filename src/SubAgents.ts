@@ -119,9 +119,16 @@ export const decode = (path: string, text: string): Either.Either<ReadonlyArray<
     const where = `entry ${i + 1}${entryName(raw)}`
     const decoded = Schema.decodeUnknownEither(Entry, { onExcessProperty: "error" })(raw)
     if (Either.isLeft(decoded)) {
-      return Either.left(invalid(path, `${where}: ${ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue) =>
-        `${issue.path.length > 0 ? `${issue.path.join(".")}: ` : ""}${issue.message}`
-      ).join("; ")}`))
+      return Either.left(
+        invalid(
+          path,
+          `${where}: ${
+            ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue) =>
+              `${issue.path.length > 0 ? `${issue.path.join(".")}: ` : ""}${issue.message}`
+            ).join("; ")
+          }`
+        )
+      )
     }
     if (names.has(decoded.right.name)) return Either.left(invalid(path, `${where}: the name is used by another entry`))
     names.add(decoded.right.name)
@@ -136,7 +143,9 @@ export const decode = (path: string, text: string): Either.Either<ReadonlyArray<
  * @since 0.1.0
  * @category decoding
  */
-export const loadFile = (path: string): Effect.Effect<ReadonlyArray<Entry>, ConfigError.ConfigError, FileSystem.FileSystem> =>
+export const loadFile = (
+  path: string
+): Effect.Effect<ReadonlyArray<Entry>, ConfigError.ConfigError, FileSystem.FileSystem> =>
   Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(path)).pipe(
     Effect.mapError((e) => invalid(path, `cannot read it: ${e.message}`)),
     Effect.flatMap((text) => Either.match(decode(path, text), { onLeft: Effect.fail, onRight: Effect.succeed }))
@@ -174,15 +183,24 @@ export const toolsOf = (
     return yield* Effect.forEach(entries, (entry, i) =>
       Effect.gen(function*() {
         const where = `entry ${i + 1} ("${entry.name}")`
-        if (tools.has(entry.name)) return yield* Effect.fail(invalid(path, `${where}: a tool is already named ${entry.name}`))
+        if (tools.has(entry.name)) {
+          return yield* Effect.fail(invalid(path, `${where}: a tool is already named ${entry.name}`))
+        }
         const unknown = (entry.tools ?? []).filter((name) => !tools.has(name))
         if (unknown.length > 0) {
           const known = tools.tools.map((t) => t.name).join(", ") || "(none)"
-          return yield* Effect.fail(invalid(path, `${where}: unknown tool ${unknown.map((n) => `"${n}"`).join(", ")} (tools: ${known})`))
+          return yield* Effect.fail(
+            invalid(path, `${where}: unknown tool ${unknown.map((n) => `"${n}"`).join(", ")} (tools: ${known})`)
+          )
         }
         const model = entry.model
         if (model !== undefined && model !== "main" && model !== "fast" && !registry.names.includes(model)) {
-          return yield* Effect.fail(invalid(path, `${where}: unknown model "${model}" (models: ${["main", "fast", ...registry.names].join(", ")})`))
+          return yield* Effect.fail(
+            invalid(
+              path,
+              `${where}: unknown model "${model}" (models: ${["main", "fast", ...registry.names].join(", ")})`
+            )
+          )
         }
         // its model, tools and interrupt queue under the same wrappers as the main agent's: the run's
         // recording (its cassette) holds the child's steps, and a fork takes them from storage

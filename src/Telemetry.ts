@@ -162,7 +162,11 @@ export const chatSpan: <A, E, R>(
  * @since 0.1.0
  * @category Tracing
  */
-export const chat = (llm: LlmService, request: ChatRequest, options: ChatSpanOptions): Effect.Effect<ChatResponse, LlmError> =>
+export const chat = (
+  llm: LlmService,
+  request: ChatRequest,
+  options: ChatSpanOptions
+): Effect.Effect<ChatResponse, LlmError> =>
   Spans.chatSpan(llm.model, request, options, Budget.chat(llm, request), (response) => response)
 
 /**
@@ -190,7 +194,11 @@ export const toolSpan: {
     call: ToolSpan,
     report: (a: A, content: boolean) => ToolReport
   ): <R>(self: Effect.Effect<A, never, R>) => Effect.Effect<A, never, R>
-  <A, R>(self: Effect.Effect<A, never, R>, call: ToolSpan, report: (a: A, content: boolean) => ToolReport): Effect.Effect<A, never, R>
+  <A, R>(
+    self: Effect.Effect<A, never, R>,
+    call: ToolSpan,
+    report: (a: A, content: boolean) => ToolReport
+  ): Effect.Effect<A, never, R>
 } = dual(
   3,
   <A, R>(self: Effect.Effect<A, never, R>, call: ToolSpan, report: (a: A, content: boolean) => ToolReport) =>
@@ -216,8 +224,10 @@ export type AgentOutcome = Spans.AgentOutcome
  * @since 0.1.0
  * @category Tracing
  */
-export const agentSpan: <R>(run: AgentSpan, body: Effect.Effect<AgentOutcome, never, R>) => Effect.Effect<void, never, R> =
-  Spans.agentSpan
+export const agentSpan: <R>(
+  run: AgentSpan,
+  body: Effect.Effect<AgentOutcome, never, R>
+) => Effect.Effect<void, never, R> = Spans.agentSpan
 
 /**
  * Adds an event to the current span (hook decisions use it); nothing without one.
@@ -264,8 +274,13 @@ export const currentParent: Effect.Effect<Option.Option<SpanParent>> = Effect.ma
  * @category Tracing
  */
 export const withParent: {
-  (parent: SpanParent | Option.Option<SpanParent> | undefined): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, parent: SpanParent | Option.Option<SpanParent> | undefined): Effect.Effect<A, E, R>
+  (
+    parent: SpanParent | Option.Option<SpanParent> | undefined
+  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    parent: SpanParent | Option.Option<SpanParent> | undefined
+  ): Effect.Effect<A, E, R>
 } = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, parent: SpanParent | Option.Option<SpanParent> | undefined) => {
   const value = parent === undefined ? undefined : Option.isOption(parent) ? Option.getOrUndefined(parent) : parent
   return value === undefined ? self : Effect.withParentSpan(self, Tracer.externalSpan(value))
@@ -311,7 +326,11 @@ export const layer = (options: ExporterOptions): Layer.Layer<never> =>
     Effect.tryPromise({
       try: () => import("./internal/telemetry/otlp.js"),
       catch: (error) =>
-        new Error(`Telemetry: the OTLP exporter could not be loaded (it needs @effect/opentelemetry and @effect/platform): ${String(error)}`)
+        new Error(
+          `Telemetry: the OTLP exporter could not be loaded (it needs @effect/opentelemetry and @effect/platform): ${
+            String(error)
+          }`
+        )
     }).pipe(
       Effect.orDie,
       Effect.map((otlp) =>
@@ -351,11 +370,17 @@ export const layerConfig: Layer.Layer<never, ConfigError.ConfigError> = Layer.un
       return settings.captureContent ? layerInstrumentation({ captureContent: true }) : Layer.empty
     }
     const endpoint = settings.endpoint.value
-    yield* Effect.logInfo(`Telemetry: exporting to ${endpoint.replace(/\/\/[^/@]*@/, "//")} (OTLP ${settings.protocol}) as "${settings.serviceName}"`)
+    yield* Effect.logInfo(
+      `Telemetry: exporting to ${
+        endpoint.replace(/\/\/[^/@]*@/, "//")
+      } (OTLP ${settings.protocol}) as "${settings.serviceName}"`
+    )
     return layer({
       endpoint,
       protocol: settings.protocol,
-      ...(Option.isSome(settings.headers) ? { headers: TelemetryConfig.parseHeaders(Redacted.value(settings.headers.value)) } : {}),
+      ...(Option.isSome(settings.headers)
+        ? { headers: TelemetryConfig.parseHeaders(Redacted.value(settings.headers.value)) }
+        : {}),
       serviceName: settings.serviceName,
       metrics: settings.metrics === "otlp",
       captureContent: settings.captureContent,

@@ -147,7 +147,11 @@ const estimateContent = (content: Content | null): number => {
   if (typeof content === "string") return estimateText(content)
   let tokens = 0
   for (const part of content) {
-    tokens += part.type === "text" ? estimateText(part.text) : part.type === "file" ? estimateFile(part.file) : PER_IMAGE
+    tokens += part.type === "text"
+      ? estimateText(part.text)
+      : part.type === "file"
+      ? estimateFile(part.file)
+      : PER_IMAGE
   }
   return tokens
 }
@@ -161,7 +165,7 @@ const compute = (message: ChatMessage): number => {
   } else if (message.role === "tool") {
     tokens += estimateText(message.tool_call_id)
     if (message.name !== undefined) tokens += estimateText(message.name)
-    if (message.files !== undefined) for (const f of message.files) tokens += estimateFile(f.file)
+    if (message.files !== undefined) { for (const f of message.files) tokens += estimateFile(f.file) }
   }
   return tokens
 }

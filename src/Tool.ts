@@ -14,10 +14,10 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as ErrorMessage from "./ErrorMessage.js"
 import type { ToolUseContext } from "./Hooks.js"
-import * as JsonSchema from "./JsonSchema.js"
-import type { JsonSchemaObject, ToolDefinition } from "./Llm.js"
 import type { ToolOutput } from "./internal/tool/output.js"
 import { ToolOutput as ToolOutputSchema } from "./internal/tool/output.js"
+import * as JsonSchema from "./JsonSchema.js"
+import type { JsonSchemaObject, ToolDefinition } from "./Llm.js"
 
 export {
   /**
@@ -127,7 +127,9 @@ export interface Tool<out R = never> {
    * the call's arguments (after the PreToolUse hooks). Absent: no approval
    * (unless the agent's `approvalTools` names the tool).
    */
-  readonly needsApproval?: true | ((args: Record<string, unknown>, context: ToolUseContext) => Effect.Effect<boolean, unknown>)
+  readonly needsApproval?:
+    | true
+    | ((args: Record<string, unknown>, context: ToolUseContext) => Effect.Effect<boolean, unknown>)
 }
 
 /**
@@ -195,12 +197,18 @@ export const make = <A, I, const Deps extends ReadonlyArray<Context.Tag<any, any
       if (Either.isRight(now)) return Effect.succeed(now.right)
       return decodeUnknown(args).pipe(
         Effect.mapError((e) =>
-          new ToolError({ message: `Invalid arguments for ${options.name}: ${ParseResult.TreeFormatter.formatErrorSync(e)}` })
+          new ToolError({
+            message: `Invalid arguments for ${options.name}: ${ParseResult.TreeFormatter.formatErrorSync(e)}`
+          })
         )
       )
     },
-    handler: options.handler as (args: any) => Effect.Effect<ToolOutput, ToolError, Context.Tag.Identifier<Deps[number]>>,
-    ...(options.dependencies !== undefined && options.dependencies.length > 0 ? { dependencies: options.dependencies } : {}),
+    handler: options.handler as (
+      args: any
+    ) => Effect.Effect<ToolOutput, ToolError, Context.Tag.Identifier<Deps[number]>>,
+    ...(options.dependencies !== undefined && options.dependencies.length > 0
+      ? { dependencies: options.dependencies }
+      : {}),
     readOnly: options.readOnly ?? true,
     pinned: options.pinned ?? false,
     idempotent: options.idempotent ?? false,
@@ -209,7 +217,10 @@ export const make = <A, I, const Deps extends ReadonlyArray<Context.Tag<any, any
       ? {
         // arguments that do not decode never reach the handler: nothing to approve
         needsApproval: (args: Record<string, unknown>, context: ToolUseContext) =>
-          Effect.matchEffect(decodeUnknown(args), { onFailure: () => Effect.succeed(false), onSuccess: (a) => rule(a, context) })
+          Effect.matchEffect(decodeUnknown(args), {
+            onFailure: () => Effect.succeed(false),
+            onSuccess: (a) => rule(a, context)
+          })
       }
       : {})
   }

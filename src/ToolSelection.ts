@@ -158,9 +158,12 @@ const escape = (name: string) => name.replace(/[-]/g, "\\$&")
 const mentionedNames = (tools: ReadonlyArray<Tool>) => {
   const pattern = tools.length === 0
     ? undefined
-    : new RegExp(`(?<![A-Za-z0-9_-])(${
-      [...tools].map((t) => t.name).sort((a, b) => b.length - a.length).map(escape).join("|")
-    })(?![A-Za-z0-9_-])`, "g")
+    : new RegExp(
+      `(?<![A-Za-z0-9_-])(${
+        [...tools].map((t) => t.name).sort((a, b) => b.length - a.length).map(escape).join("|")
+      })(?![A-Za-z0-9_-])`,
+      "g"
+    )
   return (text: string): unknown => {
     if (pattern === undefined) return undefined
     const found = [...text.matchAll(pattern)].map((m) => m[1])
@@ -216,7 +219,9 @@ export const selectTools: SelectTools = (options) =>
       phase: "selection"
     }).pipe(
       Effect.map((result): Selection => {
-        if (result.value.tools.length === 0) return fallback("the selector returned no tools", result.usage, result.llmCalls)
+        if (result.value.tools.length === 0) {
+          return fallback("the selector returned no tools", result.usage, result.llmCalls)
+        }
         const selected = knownNames(result.value.tools, tools, max)
         if (selected.length === 0) {
           return fallback(
@@ -228,16 +233,25 @@ export const selectTools: SelectTools = (options) =>
         return { selected, usage: result.usage, llmCalls: result.llmCalls }
       }),
       Effect.catchTag("StructuredOutputError", (error) =>
-        Effect.succeed(fallback(`no usable selection: ${error.message}`, error.usage ?? UsageModule.empty, error.llmCalls))),
+        Effect.succeed(
+          fallback(`no usable selection: ${error.message}`, error.usage ?? UsageModule.empty, error.llmCalls)
+        )),
       Effect.catchAllDefect((defect) =>
-        Effect.succeed(fallback(`selection failed: ${String(defect)}`, UsageModule.empty, 0))),
+        Effect.succeed(fallback(`selection failed: ${String(defect)}`, UsageModule.empty, 0))
+      ),
       Effect.tap((selection) =>
         selection.selected === null
-          ? Effect.logWarning(`Tool selection fell back to all ${options.toolkit.size} tools: ${selection.fallbackReason}`)
+          ? Effect.logWarning(
+            `Tool selection fell back to all ${options.toolkit.size} tools: ${selection.fallbackReason}`
+          )
           : Effect.void
       ),
       Effect.withSpan("tool_selection", {
-        attributes: { "react_engine.tools.total": options.toolkit.size, "react_engine.tools.max": max, "gen_ai.request.model": options.llm.model },
+        attributes: {
+          "react_engine.tools.total": options.toolkit.size,
+          "react_engine.tools.max": max,
+          "gen_ai.request.model": options.llm.model
+        },
         captureStackTrace: false
       })
     )

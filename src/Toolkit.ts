@@ -5,10 +5,10 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { ToolDefinition } from "./Llm.js"
-import * as Effect from "effect/Effect"
 import type { Tool } from "./Tool.js"
 import { provide, toDefinition } from "./Tool.js"
 

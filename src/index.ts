@@ -69,9 +69,9 @@ export * as McpTools from "./McpTools.js"
 /** @since 0.1.0 */
 export * as DemoLlm from "./DemoLlm.js"
 /** @since 0.1.0 */
-export * as Telemetry from "./Telemetry.js"
 export * as Budget from "./Budget.js"
 export * as Guardrail from "./Guardrail.js"
+export * as Telemetry from "./Telemetry.js"
 /** @since 0.1.0 */
 export * as Cassette from "./Cassette.js"
 /** @since 0.1.0 */

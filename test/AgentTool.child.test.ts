@@ -39,8 +39,10 @@ describe("AgentTool: a child run", () => {
         ScriptedLlm.text("5"),
         ScriptedLlm.text("It is 5.")
       ], { tools: [ReactAgent.asTool(child, { name: "research", description: "Researches" })], agent: quiet })
-      const events = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) =>
-        Stream.runCollect(a.run({ query: "2+3?", conversationId: "c1", runId: "run_parent" }))).pipe(Effect.provide(parent.layer))
+      const events = yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => Stream.runCollect(a.run({ query: "2+3?", conversationId: "c1", runId: "run_parent" }))
+      ).pipe(Effect.provide(parent.layer))
       const all = [...events]
       const start = all.findIndex((e) => e._tag === "AgentStart")
       const end = all.findIndex((e) => e._tag === "AgentDone")
@@ -56,7 +58,10 @@ describe("AgentTool: a child run", () => {
       const inner = all.slice(start + 1, end)
       assert.isAbove(inner.length, 3)
       for (const e of inner) assert.deepStrictEqual(RunEvent.agentOf(e), ref, e._tag)
-      assert.deepStrictEqual(inner.filter((e) => e._tag === "ToolStart").map((e) => (e as { tool_name: string }).tool_name), ["add"])
+      assert.deepStrictEqual(
+        inner.filter((e) => e._tag === "ToolStart").map((e) => (e as { tool_name: string }).tool_name),
+        ["add"]
+      )
       assert.include(inner.map((e) => e._tag), "AnswerDelta")
       assert.strictEqual(all.filter((e) => e._tag === "Done").length, 1)
       assert.strictEqual(all[all.length - 1]._tag, "Done")
@@ -90,28 +95,43 @@ describe("AgentTool: a child run", () => {
       { _tag: "AnswerDelta", content: "the answer" }
     ]
     const out = input.flatMap(settle)
-    assert.deepStrictEqual(out.filter(RunEvent.isOwn).flatMap((e) => (e._tag === "AnswerDelta" ? [e.content] : [])), ["the answer"])
+    assert.deepStrictEqual(out.filter(RunEvent.isOwn).flatMap((e) => (e._tag === "AnswerDelta" ? [e.content] : [])), [
+      "the answer"
+    ])
     assert.deepStrictEqual(out.filter((e) => !RunEvent.isOwn(e)), input.slice(0, 2))
   })
 
   it.scoped("a grandchild's events keep their innermost agent (depth 2, parent_run_id the child's)", () =>
     Effect.gen(function*() {
-      const leaf = yield* agentOf(makeAgent([ScriptedLlm.text("leaf"), ScriptedLlm.text("leaf answer")], { agent: quiet }).layer)
-      const middle = yield* agentOf(makeAgent([
-        ScriptedLlm.toolCall("leaf", { query: "deeper" }, { id: "call_l" }),
-        ScriptedLlm.text("mid"),
-        ScriptedLlm.text("middle answer")
-      ], { tools: [ReactAgent.asTool(leaf, { name: "leaf", description: "leaf agent" })], agent: quiet }).layer)
+      const leaf = yield* agentOf(
+        makeAgent([ScriptedLlm.text("leaf"), ScriptedLlm.text("leaf answer")], { agent: quiet }).layer
+      )
+      const middle = yield* agentOf(
+        makeAgent([
+          ScriptedLlm.toolCall("leaf", { query: "deeper" }, { id: "call_l" }),
+          ScriptedLlm.text("mid"),
+          ScriptedLlm.text("middle answer")
+        ], { tools: [ReactAgent.asTool(leaf, { name: "leaf", description: "leaf agent" })], agent: quiet }).layer
+      )
       const top = makeAgent([
         ScriptedLlm.toolCall("middle", { query: "go" }, { id: "call_m" }),
         ScriptedLlm.text("top"),
         ScriptedLlm.text("top answer")
       ], { tools: [ReactAgent.asTool(middle, { name: "middle", description: "middle agent" })], agent: quiet })
-      const events = [...yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "start", runId: "run_top" }))).pipe(
-        Effect.provide(top.layer)
-      )]
+      const events = [
+        ...yield* Effect.flatMap(
+          ReactAgent.ReactAgent,
+          (a) => Stream.runCollect(a.run({ query: "start", runId: "run_top" }))
+        ).pipe(
+          Effect.provide(top.layer)
+        )
+      ]
       const starts = events.filter((e) => e._tag === "AgentStart").map((e) => RunEvent.agentOf(e)!)
-      assert.deepStrictEqual(starts.map((r) => [r.name, r.depth, r.tool_call_id]), [["middle", 1, "call_m"], ["leaf", 2, "call_l"]])
+      assert.deepStrictEqual(starts.map((r) => [r.name, r.depth, r.tool_call_id]), [["middle", 1, "call_m"], [
+        "leaf",
+        2,
+        "call_l"
+      ]])
       assert.strictEqual(starts[0].parent_run_id, "run_top")
       assert.strictEqual(starts[1].parent_run_id, starts[0].run_id)
       const leafDeltas = events.filter((e) => e._tag === "AnswerDelta" && RunEvent.agentOf(e)?.name === "leaf")
@@ -137,16 +157,21 @@ describe("AgentTool: a child run", () => {
         emit: (event, options) => Effect.sync(() => RunEvent.isOwn(event) ? undefined : keys.push(options?.key)),
         idempotencyKey: (name) => RunJournal.makeIdempotencyKey("run_p", name)
       }
-      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "go" }, journal)).pipe(Effect.provide(parent.layer))
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "go" }, journal)).pipe(
+        Effect.provide(parent.layer)
+      )
       const childSteps = names.filter((n) => n.startsWith("tool/1/call_r1/agent/"))
-      assert.deepStrictEqual(childSteps.map((n) => n.replace("tool/1/call_r1/agent/", "").replace(/call_[^/]+$/, "call")), [
-        "guard/1",
-        "llm/1",
-        "tool/1/call",
-        "guard/2",
-        "llm/2",
-        "synthesis"
-      ])
+      assert.deepStrictEqual(
+        childSteps.map((n) => n.replace("tool/1/call_r1/agent/", "").replace(/call_[^/]+$/, "call")),
+        [
+          "guard/1",
+          "llm/1",
+          "tool/1/call",
+          "guard/2",
+          "llm/2",
+          "synthesis"
+        ]
+      )
       assert.include(names, "tool/1/call_r1")
       // the child's events outside its activities are keyed by the child and their position: a replay skips them
       const positional = keys.filter((k) => k?.startsWith("tool/1/call_r1/agent/e/"))
@@ -167,9 +192,16 @@ describe("AgentTool: a child run", () => {
             ScriptedLlm.toolCall("research", { query: "dig" }, { id: "call_r" }),
             ScriptedLlm.text("fine"),
             ScriptedLlm.text("Fine.")
-          ], { tools: [addTool, ReactAgent.asTool(child, { name: "research", description: "Researches", history })], agent: quiet })
-          yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "the user question" })).pipe(Effect.provide(parent.layer))
-          return childHarness.requests()[0].request.messages.filter((m) => m.role !== "system").map((m) => [m.role, textOf(m.content)])
+          ], {
+            tools: [addTool, ReactAgent.asTool(child, { name: "research", description: "Researches", history })],
+            agent: quiet
+          })
+          yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "the user question" })).pipe(
+            Effect.provide(parent.layer)
+          )
+          return childHarness.requests()[0].request.messages.filter((m) => m.role !== "system").map((
+            m
+          ) => [m.role, textOf(m.content)])
         })
       assert.deepStrictEqual(yield* runWith("none"), [["user", "dig"]])
       const summary = yield* runWith("summary")

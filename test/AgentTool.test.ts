@@ -52,7 +52,10 @@ describe("ReactAgent.asTool", () => {
         ScriptedLlm.text("5", u(30, 1)),
         ScriptedLlm.text("It is 5.", u(40, 3))
       ], { tools: [research], agent: quiet })
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "2+3?", conversationId: "parent" })).pipe(
+      const result = yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => a.runCollect({ query: "2+3?", conversationId: "parent" })
+      ).pipe(
         Effect.provide(parent.layer)
       )
 
@@ -88,7 +91,10 @@ describe("ReactAgent.asTool", () => {
 
   it.scoped("two levels deep: the grandchild's usage is in the child's total, and so in the parent's", () =>
     Effect.gen(function*() {
-      const leaf = yield* agentOf(ReactAgent.ReactAgent, makeAgent([ScriptedLlm.text("leaf", u(1, 1)), ScriptedLlm.text("leaf answer", u(2, 2))], { agent: quiet }).layer)
+      const leaf = yield* agentOf(
+        ReactAgent.ReactAgent,
+        makeAgent([ScriptedLlm.text("leaf", u(1, 1)), ScriptedLlm.text("leaf answer", u(2, 2))], { agent: quiet }).layer
+      )
       const middle = makeAgent([
         ScriptedLlm.toolCall("leaf", { query: "deeper" }, u(3, 3)),
         ScriptedLlm.text("mid", u(4, 4)),
@@ -100,7 +106,9 @@ describe("ReactAgent.asTool", () => {
         ScriptedLlm.text("top", u(7, 7)),
         ScriptedLlm.text("top answer", u(8, 8))
       ], { tools: [ReactAgent.asTool(middleAgent, { name: "middle", description: "middle agent" })], agent: quiet })
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "start" })).pipe(Effect.provide(top.layer))
+      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "start" })).pipe(
+        Effect.provide(top.layer)
+      )
       // middle = its own 3+4+5 (3 calls) + leaf 1+2 (2 calls)
       assert.deepStrictEqual(result.usage.by_phase.subagents, Usage.make(15, 15, { calls: 5 }))
       assert.deepStrictEqual(without(result.usage), Usage.make(36, 36, { calls: 8 }))
@@ -125,8 +133,14 @@ describe("ReactAgent.asTool", () => {
         // the sub-run's tool started: cancel the parent now
         onEvent: (event) => (event._tag === "ToolStart" ? Deferred.succeed(cancel, undefined) : Effect.void)
       })
-      const parent = makeAgent([ScriptedLlm.toolCall("research", { query: "q" }, { id: "call_x" })], { tools: [research], agent: quiet })
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "go", cancel: Deferred.await(cancel) })).pipe(
+      const parent = makeAgent([ScriptedLlm.toolCall("research", { query: "q" }, { id: "call_x" })], {
+        tools: [research],
+        agent: quiet
+      })
+      const result = yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => a.runCollect({ query: "go", cancel: Deferred.await(cancel) })
+      ).pipe(
         Effect.provide(parent.layer)
       )
       assert.isTrue(interrupted)
@@ -147,9 +161,17 @@ describe("ReactAgent.asTool", () => {
       ], {
         tools: [ReactAgent.asTool(subAgent, { name: "research", description: "Researches" })],
         agent: quiet,
-        hooks: Hooks.layer([Hooks.pre({ name: "no-research", matcher: "research", run: () => Effect.succeed({ allow: false, reason: "not today" }) })])
+        hooks: Hooks.layer([
+          Hooks.pre({
+            name: "no-research",
+            matcher: "research",
+            run: () => Effect.succeed({ allow: false, reason: "not today" })
+          })
+        ])
       })
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "go" })).pipe(Effect.provide(parent.layer))
+      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "go" })).pipe(
+        Effect.provide(parent.layer)
+      )
       assert.strictEqual(sub.requests().length, 0)
       assert.strictEqual(result.steps[0].error, "Blocked by no-research: not today")
       assert.isUndefined(result.usage.by_phase.subagents)
@@ -160,11 +182,17 @@ describe("ReactAgent.asTool", () => {
       const sub = makeAgent([ScriptedLlm.fail("Auth", "bad key")], { agent: quiet, llm: { model: "sub" } })
       const subAgent = yield* agentOf(ReactAgent.ReactAgent, sub.layer)
       const parent = makeAgent([
-        ScriptedLlm.toolCalls([{ id: "a", name: "research", arguments: { query: "q" } }, { id: "b", name: "research", arguments: { query: " " } }]),
+        ScriptedLlm.toolCalls([{ id: "a", name: "research", arguments: { query: "q" } }, {
+          id: "b",
+          name: "research",
+          arguments: { query: " " }
+        }]),
         ScriptedLlm.text("gave up"),
         ScriptedLlm.text("Gave up.")
       ], { tools: [ReactAgent.asTool(subAgent, { name: "research", description: "Researches" })], agent: quiet })
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "go" })).pipe(Effect.provide(parent.layer))
+      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "go" })).pipe(
+        Effect.provide(parent.layer)
+      )
       const byId = Object.fromEntries(result.steps.map((s) => [s.tool_call_id, s.error]))
       assert.match(byId.a ?? "", /^Sub-agent research failed: LLM error \(Auth\): bad key/)
       assert.include(byId.b ?? "", "query must not be empty")
@@ -200,14 +228,19 @@ describe("DagAgent.asTool", () => {
       const planner = DagAgent.asTool(dagAgent, {
         name: "planner",
         description: "Plans and runs",
-        onEvent: (event, subRun) => Effect.sync(() => event._tag === "DagStep" && steps.push(`${event.status}:${event.step_id}@${subRun.toolCallId}`))
+        onEvent: (event, subRun) =>
+          Effect.sync(() =>
+            event._tag === "DagStep" && steps.push(`${event.status}:${event.step_id}@${subRun.toolCallId}`)
+          )
       })
       const parent = makeAgent([
         ScriptedLlm.toolCall("planner", { query: "find A and B" }, { id: "call_p", ...u(10, 10) }),
         ScriptedLlm.text("done", u(10, 10)),
         ScriptedLlm.text("Both found.", u(10, 10))
       ], { tools: [planner], agent: quiet })
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "go" })).pipe(Effect.provide(parent.layer))
+      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "go" })).pipe(
+        Effect.provide(parent.layer)
+      )
       assert.strictEqual(result.steps[0].observation, "final answer")
       assert.includeMembers(steps, ["done:1@call_p", "done:2@call_p"])
       // every call the DAG sub-run made is in `subagents`: the main model served them all
@@ -226,24 +259,32 @@ describe("ReactAgent.asTool: approvals", () => {
       // one Approvals for both agents: the parent's user answers through the parent's agent
       const approvals = yield* Approvals.make
       const { ran, tool: write } = writer()
-      const sub = yield* agentOf(ReactAgent.ReactAgent, makeAgent([
-        ScriptedLlm.toolCall("write", { path: "a.txt" }, { id: "sub_call" }),
-        ScriptedLlm.text("written"),
-        ScriptedLlm.text("The file is written.")
-      ], { tools: [write], agent: quiet, approvals }).layer)
+      const sub = yield* agentOf(
+        ReactAgent.ReactAgent,
+        makeAgent([
+          ScriptedLlm.toolCall("write", { path: "a.txt" }, { id: "sub_call" }),
+          ScriptedLlm.text("written"),
+          ScriptedLlm.text("The file is written.")
+        ], { tools: [write], agent: quiet, approvals }).layer
+      )
       const delegate = ReactAgent.asTool(sub, { name: "writer_agent", description: "Writes files" })
-      const parent = yield* agentOf(ReactAgent.ReactAgent, makeAgent([
-        ScriptedLlm.toolCall("writer_agent", { query: "write a.txt" }, { id: "parent_call" }),
-        ScriptedLlm.text("done"),
-        ScriptedLlm.text("The sub-agent wrote a.txt.")
-      ], { tools: [delegate], agent: quiet, approvals }).layer)
+      const parent = yield* agentOf(
+        ReactAgent.ReactAgent,
+        makeAgent([
+          ScriptedLlm.toolCall("writer_agent", { query: "write a.txt" }, { id: "parent_call" }),
+          ScriptedLlm.text("done"),
+          ScriptedLlm.text("The sub-agent wrote a.txt.")
+        ], { tools: [delegate], agent: quiet, approvals }).layer
+      )
       const events: Array<RunEvent> = []
       yield* parent.run({ query: "please write a.txt", conversationId: "parent-conv" }).pipe(
         Stream.runForEach((event) => {
           events.push(event)
           if (event._tag !== "ApprovalRequested") return Effect.void
           assert.deepStrictEqual(ran, [], "nothing runs before the approval")
-          return Effect.orDie(parent.approve({ conversationId: "parent-conv", approvalId: event.approval_id, decision: "approve" }))
+          return Effect.orDie(
+            parent.approve({ conversationId: "parent-conv", approvalId: event.approval_id, decision: "approve" })
+          )
         })
       )
       const requested = events.find((e) => e._tag === "ApprovalRequested")

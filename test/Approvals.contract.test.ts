@@ -13,7 +13,6 @@ import * as TestClock from "effect/TestClock"
 import * as Approvals from "../src/Approvals.js"
 import { request, waiting } from "./utils/approvals.js"
 
-
 /** The defect's message a request dies with. */
 const dies = (effect: Effect.Effect<unknown>) =>
   Effect.map(Effect.exit(effect), (exit) => {
@@ -28,7 +27,10 @@ describe("Approvals: contract edges", () => {
       new Approvals.ApprovalNotFound({ conversationId: "c1", approvalId: "a" }).message,
       "No approval a in conversation c1"
     )
-    assert.strictEqual(new Approvals.AlreadyDecided({ approvalId: "a", status: "cancelled" }).message, "Approval a is already cancelled")
+    assert.strictEqual(
+      new Approvals.AlreadyDecided({ approvalId: "a", status: "cancelled" }).message,
+      "Approval a is already cancelled"
+    )
     assert.strictEqual(
       new Approvals.ApprovalMismatch({ approvalId: "a", field: "tool_call_id" }).message,
       "Approval a is for another tool call"

@@ -8,10 +8,12 @@ import * as TestClock from "effect/TestClock"
 import * as Approvals from "../src/Approvals.js"
 import { request, waiting } from "./utils/approvals.js"
 
-
 describe("Approvals", () => {
   it("hashArgs is the SHA-256 of the canonical JSON (key order does not matter)", () => {
-    assert.strictEqual(Approvals.hashArgs({ b: 1, a: [1, { d: 2, c: 3 }] }), Approvals.hashArgs({ a: [1, { c: 3, d: 2 }], b: 1 }))
+    assert.strictEqual(
+      Approvals.hashArgs({ b: 1, a: [1, { d: 2, c: 3 }] }),
+      Approvals.hashArgs({ a: [1, { c: 3, d: 2 }], b: 1 })
+    )
     assert.notStrictEqual(Approvals.hashArgs({ a: 1 }), Approvals.hashArgs({ a: 2 }))
     // sha256('{"a":1}')
     assert.strictEqual(Approvals.hashArgs({ a: 1 }), "015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862")
@@ -22,7 +24,11 @@ describe("Approvals", () => {
     const id = Approvals.makeId(base)
     assert.match(id, /^apr_[0-9a-f]{32}$/)
     assert.strictEqual(Approvals.makeId({ ...base }), id)
-    for (const change of [{ conversationId: "d" }, { runKey: "s" }, { iteration: 2 }, { toolCallId: "u" }, { argsHash: "i" }]) {
+    for (
+      const change of [{ conversationId: "d" }, { runKey: "s" }, { iteration: 2 }, { toolCallId: "u" }, {
+        argsHash: "i"
+      }]
+    ) {
       assert.notStrictEqual(Approvals.makeId({ ...base, ...change }), id)
     }
   })
@@ -36,7 +42,12 @@ describe("Approvals", () => {
       assert.deepStrictEqual((yield* service.pending()).map((p) => p.approvalId), ["a", "b"])
       const { timeout: _, ...expected } = request("a")
       assert.deepStrictEqual((yield* service.pending("c1"))[0], expected)
-      const decided = yield* service.decide({ conversationId: "c1", approvalId: "a", decision: "deny", reason: "  nope " })
+      const decided = yield* service.decide({
+        conversationId: "c1",
+        approvalId: "a",
+        decision: "deny",
+        reason: "  nope "
+      })
       assert.deepStrictEqual(decided, { approval_id: "a", decision: "deny" })
       assert.deepStrictEqual(yield* Fiber.join(fiber), {
         approvalId: "a",
@@ -56,18 +67,32 @@ describe("Approvals", () => {
         yield* refused({ conversationId: "c1", approvalId: "nope", decision: "approve" }),
         new Approvals.ApprovalNotFound({ conversationId: "c1", approvalId: "nope" })
       )
-      assert.strictEqual((yield* refused({ conversationId: "c2", approvalId: "a", decision: "approve" }))._tag, "ApprovalNotFound")
+      assert.strictEqual(
+        (yield* refused({ conversationId: "c2", approvalId: "a", decision: "approve" }))._tag,
+        "ApprovalNotFound"
+      )
       assert.deepStrictEqual(
         yield* refused({ conversationId: "c1", approvalId: "a", decision: "approve", toolCallId: "call_b" }),
         new Approvals.ApprovalMismatch({ approvalId: "a", field: "tool_call_id" })
       )
       assert.deepStrictEqual(
-        yield* refused({ conversationId: "c1", approvalId: "a", decision: "approve", argsHash: Approvals.hashArgs({ path: "b" }) }),
+        yield* refused({
+          conversationId: "c1",
+          approvalId: "a",
+          decision: "approve",
+          argsHash: Approvals.hashArgs({ path: "b" })
+        }),
         new Approvals.ApprovalMismatch({ approvalId: "a", field: "args_hash" })
       )
       // none of that changed anything
       assert.strictEqual((yield* service.pending("c1")).length, 1)
-      yield* service.decide({ conversationId: "c1", approvalId: "a", decision: "approve", toolCallId: "call_a", argsHash: Approvals.hashArgs({ path: "a" }) })
+      yield* service.decide({
+        conversationId: "c1",
+        approvalId: "a",
+        decision: "approve",
+        toolCallId: "call_a",
+        argsHash: Approvals.hashArgs({ path: "a" })
+      })
       assert.strictEqual((yield* Fiber.join(fiber)).decision, "approve")
       assert.deepStrictEqual(
         yield* refused({ conversationId: "c1", approvalId: "a", decision: "deny" }),

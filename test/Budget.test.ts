@@ -8,11 +8,11 @@
  * `max_tokens` the request asked for, cutting the reply as a provider would.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
 import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Stream from "effect/Stream"
 import * as fc from "effect/FastCheck"
+import * as Stream from "effect/Stream"
 import * as Budget from "../src/Budget.js"
 import type { ChatRequest } from "../src/Llm.js"
 import * as Message from "../src/Message.js"
@@ -56,10 +56,18 @@ const billed = (bill: Bill, request: ChatRequest, step: ScriptStep): ScriptStep 
  * call a tool it was not offered.
  */
 const responder = (bill: Bill, steps: ReadonlyArray<ScriptStep>): ScriptedLlm.Responder => (request, i) =>
-  billed(bill, request, request.tools === undefined || request.tools.length === 0 ? steps[steps.length - 1] : steps[Math.min(i, steps.length - 1)])
+  billed(
+    bill,
+    request,
+    request.tools === undefined || request.tools.length === 0
+      ? steps[steps.length - 1]
+      : steps[Math.min(i, steps.length - 1)]
+  )
 
 const pairedToolCalls = (result: RunResult): boolean => {
-  const answered = new Set(result.messages.filter((m) => m.role === "tool").map((m) => (m as { tool_call_id: string }).tool_call_id))
+  const answered = new Set(
+    result.messages.filter((m) => m.role === "tool").map((m) => (m as { tool_call_id: string }).tool_call_id)
+  )
   return result.messages.every((m) => m.role !== "assistant" || (m.tool_calls ?? []).every((c) => answered.has(c.id)))
 }
 
@@ -77,7 +85,17 @@ describe("Budget", () => {
   it.effect("a token budget stops the loop before it cannot pay for the answer; the run still answers", () =>
     Effect.gen(function*() {
       const bill: Bill = { tokens: 0, calls: 0 }
-      const steps = [echo(1), echo(2), echo(3), echo(4), echo(5), echo(6), echo(7), echo(8), ScriptedLlm.text("The final answer.")]
+      const steps = [
+        echo(1),
+        echo(2),
+        echo(3),
+        echo(4),
+        echo(5),
+        echo(6),
+        echo(7),
+        echo(8),
+        ScriptedLlm.text("The final answer.")
+      ]
       const agent = makeAgent(responder(bill, steps), {
         tools: [echoTool],
         agent: { completionCheck: false, budget: { tokens: 2500, reserveOutputTokens: 64 } }
@@ -128,7 +146,11 @@ describe("Budget", () => {
       const bill: Bill = { tokens: 0, calls: 0 }
       const steps = [echo(1), echo(2), echo(3), echo(4), echo(5), echo(6), ScriptedLlm.text("The final answer.")]
       // an account made outside the run: the run (no budget of its own) draws from its ledger, as a sub-agent does
-      const account = Budget.makeAccount({ tokens: 2200, reserveOutputTokens: 64, prices: { scripted: { input: 1, output: 2 } } }, undefined)!
+      const account = Budget.makeAccount({
+        tokens: 2200,
+        reserveOutputTokens: 64,
+        prices: { scripted: { input: 1, output: 2 } }
+      }, undefined)!
       const agent = makeAgent(responder(bill, steps), { tools: [echoTool], agent: { completionCheck: false } })
       const { result } = yield* Effect.locally(runOf(agent), Budget.currentAccount, account)
       const entries = Budget.entries(account.ledger!)
@@ -143,7 +165,9 @@ describe("Budget", () => {
 
   it.effect("a money budget without a price for the model in use is a start-up error naming the model", () =>
     Effect.gen(function*() {
-      const agent = makeAgent([ScriptedLlm.text("hi")], { agent: { budget: { usd: 1, prices: { other: { input: 1, output: 1 } } } } })
+      const agent = makeAgent([ScriptedLlm.text("hi")], {
+        agent: { budget: { usd: 1, prices: { other: { input: 1, output: 1 } } } }
+      })
       const exit = yield* Effect.exit(Effect.provide(ReactAgent.ReactAgent, agent.layer))
       assert.isTrue(Exit.isFailure(exit))
       assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /price for model scripted/)
@@ -159,49 +183,54 @@ const callArb = fc.oneof(
 )
 const roundArb = fc.array(callArb, { minLength: 1, maxLength: 3 }).map((calls) => ScriptedLlm.toolCalls(calls))
 /** Text replies of any length: a long one wants more output than a call may be granted. */
-const longText = (prefix: string) => fc.integer({ min: 0, max: 4000 }).map((n) => ScriptedLlm.text(`${prefix} ${"word ".repeat(n / 5)}`))
+const longText = (prefix: string) =>
+  fc.integer({ min: 0, max: 4000 }).map((n) => ScriptedLlm.text(`${prefix} ${"word ".repeat(n / 5)}`))
 const subStepArb = fc.oneof(
   fc.string({ maxLength: 60 }).map((text) => ScriptedLlm.toolCall("echo", { text })),
   longText("sub answer")
 )
 
 describe("Budget properties", () => {
-  it.effect("billed tokens never exceed the token budget, the answer always arrives, every tool call stays paired", () =>
-    Effect.promise(() =>
-      fc.assert(
-        fc.asyncProperty(
-          fc.array(roundArb, { maxLength: 6 }),
-          fc.array(subStepArb, { minLength: 1, maxLength: 4 }),
-          longText("The answer."),
-          fc.integer({ min: 300, max: 8000 }),
-          fc.integer({ min: 16, max: 300 }),
-          fc.constantFrom<"auto" | "always">("auto", "always"),
-          (rounds, subSteps, final, tokens, reserve, synthesis) =>
-            Effect.runPromise(Effect.gen(function*() {
-              const bill: Bill = { tokens: 0, calls: 0 }
-              const sub = makeAgent(responder(bill, [...subSteps, ScriptedLlm.text("sub done")]), {
-                tools: [echoTool],
-                agent: { completionCheck: false }
-              })
-              const subAgent = yield* Effect.provide(ReactAgent.ReactAgent, sub.layer)
-              const research = ReactAgent.asTool(subAgent, { name: "research", description: "Researches" })
-              const parent = makeAgent(responder(bill, [...rounds, final]), {
-                tools: [echoTool, research],
-                agent: { completionCheck: false, synthesis, budget: { tokens, reserveOutputTokens: reserve } }
-              })
-              const { events, result } = yield* runOf(parent)
-              assert.isUndefined(result.error, JSON.stringify(result.error))
-              assert.isTrue(result.answer.trim().length > 0, "an answer")
-              assert.isTrue(bill.tokens <= tokens, `billed ${bill.tokens} > budget ${tokens}`)
-              assert.isTrue(pairedToolCalls(result), "tool calls paired")
-              assert.strictEqual(events[events.length - 1]._tag, "Done")
-              // what the run reports is what was billed
-              assert.strictEqual(result.usage.total_tokens, bill.tokens)
-            }))
-        ),
-        { numRuns: Number(process.env.BUDGET_PROPERTY_RUNS ?? 60) }
-      )
-    ), 60_000)
+  it.effect(
+    "billed tokens never exceed the token budget, the answer always arrives, every tool call stays paired",
+    () =>
+      Effect.promise(() =>
+        fc.assert(
+          fc.asyncProperty(
+            fc.array(roundArb, { maxLength: 6 }),
+            fc.array(subStepArb, { minLength: 1, maxLength: 4 }),
+            longText("The answer."),
+            fc.integer({ min: 300, max: 8000 }),
+            fc.integer({ min: 16, max: 300 }),
+            fc.constantFrom<"auto" | "always">("auto", "always"),
+            (rounds, subSteps, final, tokens, reserve, synthesis) =>
+              Effect.runPromise(Effect.gen(function*() {
+                const bill: Bill = { tokens: 0, calls: 0 }
+                const sub = makeAgent(responder(bill, [...subSteps, ScriptedLlm.text("sub done")]), {
+                  tools: [echoTool],
+                  agent: { completionCheck: false }
+                })
+                const subAgent = yield* Effect.provide(ReactAgent.ReactAgent, sub.layer)
+                const research = ReactAgent.asTool(subAgent, { name: "research", description: "Researches" })
+                const parent = makeAgent(responder(bill, [...rounds, final]), {
+                  tools: [echoTool, research],
+                  agent: { completionCheck: false, synthesis, budget: { tokens, reserveOutputTokens: reserve } }
+                })
+                const { events, result } = yield* runOf(parent)
+                assert.isUndefined(result.error, JSON.stringify(result.error))
+                assert.isTrue(result.answer.trim().length > 0, "an answer")
+                assert.isTrue(bill.tokens <= tokens, `billed ${bill.tokens} > budget ${tokens}`)
+                assert.isTrue(pairedToolCalls(result), "tool calls paired")
+                assert.strictEqual(events[events.length - 1]._tag, "Done")
+                // what the run reports is what was billed
+                assert.strictEqual(result.usage.total_tokens, bill.tokens)
+              }))
+          ),
+          { numRuns: Number(process.env.BUDGET_PROPERTY_RUNS ?? 60) }
+        )
+      ),
+    60_000
+  )
 })
 
 describe("Budget: what a run can spend", () => {
@@ -209,52 +238,66 @@ describe("Budget: what a run can spend", () => {
   // must do the same work (no BudgetExhausted, the same steps and answer) and bill no more than 1.5 × X.
   // Each call's max_tokens is capped to what is left, so the budget never needs the whole
   // output allowance (default 1024 per call) of every call at once.
-  it.effect("a run whose unbudgeted cost is X completes under a budget of 1.5 × X, never above it", () =>
-    Effect.promise(() =>
-      fc.assert(
-        fc.asyncProperty(
-          fc.array(roundArb, { maxLength: 5 }),
-          fc.array(subStepArb, { minLength: 1, maxLength: 3 }),
-          longText("The answer."),
-          // no reply is longer than the output a call may ask for (default 1024): a smaller
-          // reserveOutputTokens cuts replies by choice, under any budget
-          fc.option(fc.integer({ min: 1024, max: 4096 }), { nil: undefined }),
-          fc.constantFrom<"auto" | "always">("auto", "always"),
-          (rounds, subSteps, final, reserve, synthesis) =>
-            Effect.runPromise(Effect.gen(function*() {
-              const once = (budget: number | undefined) =>
-                Effect.gen(function*() {
-                  const bill: Bill = { tokens: 0, calls: 0 }
-                  const sub = makeAgent(responder(bill, [...subSteps, ScriptedLlm.text("sub done")]), {
-                    tools: [echoTool],
-                    agent: { completionCheck: false }
+  it.effect(
+    "a run whose unbudgeted cost is X completes under a budget of 1.5 × X, never above it",
+    () =>
+      Effect.promise(() =>
+        fc.assert(
+          fc.asyncProperty(
+            fc.array(roundArb, { maxLength: 5 }),
+            fc.array(subStepArb, { minLength: 1, maxLength: 3 }),
+            longText("The answer."),
+            // no reply is longer than the output a call may ask for (default 1024): a smaller
+            // reserveOutputTokens cuts replies by choice, under any budget
+            fc.option(fc.integer({ min: 1024, max: 4096 }), { nil: undefined }),
+            fc.constantFrom<"auto" | "always">("auto", "always"),
+            (rounds, subSteps, final, reserve, synthesis) =>
+              Effect.runPromise(Effect.gen(function*() {
+                const once = (budget: number | undefined) =>
+                  Effect.gen(function*() {
+                    const bill: Bill = { tokens: 0, calls: 0 }
+                    const sub = makeAgent(responder(bill, [...subSteps, ScriptedLlm.text("sub done")]), {
+                      tools: [echoTool],
+                      agent: { completionCheck: false }
+                    })
+                    const subAgent = yield* Effect.provide(ReactAgent.ReactAgent, sub.layer)
+                    const research = ReactAgent.asTool(subAgent, { name: "research", description: "Researches" })
+                    const parent = makeAgent(responder(bill, [...rounds, final]), {
+                      tools: [echoTool, research],
+                      agent: {
+                        completionCheck: false,
+                        synthesis,
+                        ...(budget !== undefined
+                          ? {
+                            budget: {
+                              tokens: budget,
+                              ...(reserve !== undefined ? { reserveOutputTokens: reserve } : {})
+                            }
+                          }
+                          : {})
+                      }
+                    })
+                    return { bill, ...(yield* runOf(parent)) }
                   })
-                  const subAgent = yield* Effect.provide(ReactAgent.ReactAgent, sub.layer)
-                  const research = ReactAgent.asTool(subAgent, { name: "research", description: "Researches" })
-                  const parent = makeAgent(responder(bill, [...rounds, final]), {
-                    tools: [echoTool, research],
-                    agent: {
-                      completionCheck: false,
-                      synthesis,
-                      ...(budget !== undefined ? { budget: { tokens: budget, ...(reserve !== undefined ? { reserveOutputTokens: reserve } : {}) } } : {})
-                    }
-                  })
-                  return { bill, ...(yield* runOf(parent)) }
-                })
-              const free = yield* once(undefined)
-              const limit = Math.floor(1.5 * free.bill.tokens)
-              const budgeted = yield* once(limit)
-              const exhausted = budgeted.events.find((e) => e._tag === "BudgetExhausted")
-              assert.isUndefined(exhausted, `X = ${free.bill.tokens}, budget ${limit}: ${JSON.stringify(exhausted)}`)
-              assert.isTrue(budgeted.bill.tokens <= limit, `billed ${budgeted.bill.tokens} > budget ${limit}`)
-              assert.strictEqual(budgeted.result.answer, free.result.answer)
-              assert.deepStrictEqual(budgeted.result.steps.map((s) => s.tool_name), free.result.steps.map((s) => s.tool_name))
-              assert.strictEqual(budgeted.bill.tokens, free.bill.tokens)
-            }))
-        ),
-        { numRuns: Number(process.env.BUDGET_PROPERTY_RUNS ?? 60) }
-      )
-    ), 120_000)
+                const free = yield* once(undefined)
+                const limit = Math.floor(1.5 * free.bill.tokens)
+                const budgeted = yield* once(limit)
+                const exhausted = budgeted.events.find((e) => e._tag === "BudgetExhausted")
+                assert.isUndefined(exhausted, `X = ${free.bill.tokens}, budget ${limit}: ${JSON.stringify(exhausted)}`)
+                assert.isTrue(budgeted.bill.tokens <= limit, `billed ${budgeted.bill.tokens} > budget ${limit}`)
+                assert.strictEqual(budgeted.result.answer, free.result.answer)
+                assert.deepStrictEqual(
+                  budgeted.result.steps.map((s) => s.tool_name),
+                  free.result.steps.map((s) => s.tool_name)
+                )
+                assert.strictEqual(budgeted.bill.tokens, free.bill.tokens)
+              }))
+          ),
+          { numRuns: Number(process.env.BUDGET_PROPERTY_RUNS ?? 60) }
+        )
+      ),
+    120_000
+  )
 })
 
 describe("Budget refusals say what the call needed and what was spent", () => {
@@ -291,7 +334,11 @@ describe("Budget policy ask", () => {
         ScriptedLlm.text("Done.")
       ]
       // the limit is on an account made outside (its ledger can be printed); the run's own option sets the policy
-      const account = Budget.makeAccount({ usd: 0.0015, reserveOutputTokens: 64, prices: { scripted: { input: 1, output: 2 } } }, undefined)!
+      const account = Budget.makeAccount({
+        usd: 0.0015,
+        reserveOutputTokens: 64,
+        prices: { scripted: { input: 1, output: 2 } }
+      }, undefined)!
       const agent = makeAgent(responder(bill, steps), {
         tools: [echoTool],
         agent: { completionCheck: false, budget: { policy: "ask" } }
@@ -318,7 +365,9 @@ describe("Budget policy ask", () => {
           }
         })
         const fiber = yield* Effect.fork(person)
-        const events = Chunk.toReadonlyArray(yield* Stream.runCollect(react.run({ query: "work", conversationId: "ask1" })))
+        const events = Chunk.toReadonlyArray(
+          yield* Stream.runCollect(react.run({ query: "work", conversationId: "ask1" }))
+        )
         yield* Effect.ignore(Effect.timeout(fiber.await, "1 second"))
         return events
       })
@@ -347,7 +396,13 @@ describe("Budget and retries", () => {
         FakeOpenAi.error(500, "overloaded"),
         FakeOpenAi.completion({ content: "hello", usage: { prompt: 40, completion: 3 } })
       ])
-      const llm = OpenAiLlm.makeUnsafe({ baseURL: fake.url, apiKey: "k", model: "fake-model", maxRetries: 2, retryBaseDelay: "5 millis" })
+      const llm = OpenAiLlm.makeUnsafe({
+        baseURL: fake.url,
+        apiKey: "k",
+        model: "fake-model",
+        maxRetries: 2,
+        retryBaseDelay: "5 millis"
+      })
       const account = Budget.makeAccount({ tokens: 100_000, reserveOutputTokens: 50 }, undefined)!
       const request = { messages: [Message.user("hi there")] }
       const reply = yield* Budget.chat(llm, request).pipe(Effect.locally(Budget.currentAccount, account))

@@ -29,7 +29,13 @@ const cutOf = (message: ChatMessage) =>
 describe("ContextGuard: the per-message cut", () => {
   it.effect("multipart: text parts kept while they fit, the part that does not is cut and marked, later text dropped, every image kept", () =>
     Effect.gen(function*() {
-      const message = Message.user([text("a".repeat(600)), image(1), text("b".repeat(600)), text("c".repeat(100)), image(2)])
+      const message = Message.user([
+        text("a".repeat(600)),
+        image(1),
+        text("b".repeat(600)),
+        text("c".repeat(100)),
+        image(2)
+      ])
       const cut = yield* cutOf(message)
       assert.strictEqual(cut.role, "user")
       const parts = cut.content as ReadonlyArray<ContentPart>

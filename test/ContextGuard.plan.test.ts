@@ -20,7 +20,9 @@ const query = Message.user("What is the weather in Paris?", { pinned: true })
 
 /** One tool round (an assistant call and its result) of about `size` characters. */
 const round = (i: number, size = 800): Array<ChatMessage> => [
-  Message.assistant(`Step ${i}: calling a tool`, { toolCalls: [Message.toolCall(`c${i}`, "search", `{"q":"paris ${i}"}`)] }),
+  Message.assistant(`Step ${i}: calling a tool`, {
+    toolCalls: [Message.toolCall(`c${i}`, "search", `{"q":"paris ${i}"}`)]
+  }),
   Message.tool(`c${i}`, `result ${i}: ` + "r".repeat(size), "search")
 ]
 

@@ -18,13 +18,21 @@ import * as Usage from "../src/Usage.js"
 const config = (entries: ReadonlyArray<readonly [string, string]> = []) =>
   Layer.setConfigProvider(ConfigProvider.fromMap(new Map(entries)))
 
-const guardFrom = <E>(layer: Layer.Layer<ContextGuardModule.ContextGuard, E>) => Effect.provide(ContextGuardModule.ContextGuard, layer)
+const guardFrom = <E>(layer: Layer.Layer<ContextGuardModule.ContextGuard, E>) =>
+  Effect.provide(ContextGuardModule.ContextGuard, layer)
 
 /** A ReAct-shaped history: system, pinned query, then `rounds` tool rounds of `size` chars each. */
 const history = (rounds: number, size = 800): Array<ChatMessage> => {
-  const out: Array<ChatMessage> = [Message.system("You are a helpful agent."), Message.user("What is the weather in Paris?", { pinned: true })]
+  const out: Array<ChatMessage> = [
+    Message.system("You are a helpful agent."),
+    Message.user("What is the weather in Paris?", { pinned: true })
+  ]
   for (let i = 0; i < rounds; i++) {
-    out.push(Message.assistant(`Step ${i}: calling a tool`, { toolCalls: [Message.toolCall(`c${i}`, "search", `{"q":"paris ${i}"}`)] }))
+    out.push(
+      Message.assistant(`Step ${i}: calling a tool`, {
+        toolCalls: [Message.toolCall(`c${i}`, "search", `{"q":"paris ${i}"}`)]
+      })
+    )
     out.push(Message.tool(`c${i}`, `result ${i}: ` + "r".repeat(size), "search"))
   }
   return out
@@ -42,7 +50,9 @@ const problems = (result: ReadonlyArray<ChatMessage>): string | undefined => {
       const ids = m.tool_calls.map((c) => c.id)
       for (let j = 0; j < ids.length; j++) {
         const t = result[k + 1 + j]
-        if (t === undefined || t.role !== "tool" || !ids.includes(t.tool_call_id)) return `tool_calls of ${k} missing their tool messages`
+        if (t === undefined || t.role !== "tool" || !ids.includes(t.tool_call_id)) {
+          return `tool_calls of ${k} missing their tool messages`
+        }
       }
       k += ids.length
     } else if (m.role === "tool") {
@@ -72,11 +82,22 @@ type Turn =
   | { readonly kind: "dangling"; readonly size: number; readonly reuse: number }
 
 const turn: fc.Arbitrary<Turn> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("user" as const), size, pinned: fc.integer({ min: 0, max: 9 }).map((n) => n < 3) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant("user" as const),
+      size,
+      pinned: fc.integer({ min: 0, max: 9 }).map((n) => n < 3)
+    })
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("assistant" as const), size }) },
   {
     weight: 5,
-    arbitrary: fc.record({ kind: fc.constant("tools" as const), size, results: fc.array(size, { minLength: 1, maxLength: 3 }) })
+    arbitrary: fc.record({
+      kind: fc.constant("tools" as const),
+      size,
+      results: fc.array(size, { minLength: 1, maxLength: 3 })
+    })
   }
 )
 
@@ -88,7 +109,10 @@ const turn: fc.Arbitrary<Turn> = fc.oneof(
 const dangling = fc.record({ kind: fc.constant("dangling" as const), size, reuse: fc.integer({ min: 0, max: 5 }) })
 
 const buildList = ({ query, system, turns }: { system: number; query: number; turns: ReadonlyArray<Turn> }) => {
-  const out: Array<ChatMessage> = [Message.system(textOfSize(system, 1)), Message.user(textOfSize(query, 2), { pinned: true })]
+  const out: Array<ChatMessage> = [
+    Message.system(textOfSize(system, 1)),
+    Message.user(textOfSize(query, 2), { pinned: true })
+  ]
   let id = 0
   let lastGroup: ReadonlyArray<string> = []
   turns.forEach((t, n) => {
@@ -99,7 +123,9 @@ const buildList = ({ query, system, turns }: { system: number; query: number; tu
       const toolCallId = reused !== undefined && !lastGroup.includes(reused) ? reused : `dangling_${n}`
       out.push(Message.tool(toolCallId, textOfSize(t.size, n), "search"))
     } else {
-      const calls = t.results.map(() => Message.toolCall(`call_${id++}`, "search", JSON.stringify({ q: textOfSize(t.size % 300, n) })))
+      const calls = t.results.map(() =>
+        Message.toolCall(`call_${id++}`, "search", JSON.stringify({ q: textOfSize(t.size % 300, n) }))
+      )
       out.push(Message.assistant(n % 2 === 0 ? null : "thinking", { toolCalls: calls }))
       calls.forEach((c, k) => out.push(Message.tool(c.id, textOfSize(t.results[k], n + k), "search")))
     }
@@ -138,7 +164,9 @@ const danglingList = fc.record({
 const budget = fc.oneof(fc.integer({ min: 200, max: 6000 }), fc.integer({ min: 6000, max: 80000 }))
 
 const step: fc.Arbitrary<ScriptedLlm.ScriptStep> = fc.oneof(
-  fc.integer({ min: 1, max: 3000 }).map((n) => ScriptedLlm.text("summary: " + "s".repeat(n), { usage: { prompt: 100, completion: 20 } })),
+  fc.integer({ min: 1, max: 3000 }).map((n) =>
+    ScriptedLlm.text("summary: " + "s".repeat(n), { usage: { prompt: 100, completion: 20 } })
+  ),
   fc.integer({ min: 20000, max: 80000 }).map((n) => ScriptedLlm.text("huge " + "h".repeat(n))),
   fc.constant(ScriptedLlm.text("   ")),
   fc.constant(ScriptedLlm.fail("Server")),
@@ -151,7 +179,9 @@ const checkInvariants = (guard: ContextGuardService, input: ReadonlyArray<ChatMe
     const out = result.messages
     assert.include(out, input[0], "system prompt survives")
     assert.include(out, input[1], "pinned query survives")
-    for (const m of input) if (m.pinned && JSON.stringify(m).length < 50000) assert.include(out, m, "pinned message survives")
+    for (const m of input) {
+      if (m.pinned && JSON.stringify(m).length < 50000) assert.include(out, m, "pinned message survives")
+    }
     for (const m of out) assert.isAtMost(Message.textOf(m.content).length, 50000)
     const fixed = estimateMessages(input.filter((m) => m.role === "system" || m.pinned === true))
     if (fixed <= limit) assert.isAtMost(estimateMessages(out), limit, "within budget")
@@ -179,11 +209,20 @@ const fromLlm = (llm: ScriptedLlm.ScriptedLlm) => ModelRegistry.layerFromLlm.pip
 const noModels = ModelRegistry.layer({ main: ScriptedLlm.makeUnsafe([]).service })
 
 describe("ContextGuard invariants (property)", () => {
-  it.effect.prop("heuristic layer", { input: messageList, limit: budget }, ({ input, limit }) =>
-    Effect.gen(function*() {
-      const guard = yield* guardFrom(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(Layer.provide(Layer.merge(config(), noModels))))
-      yield* checkInvariants(guard, input, limit)
-    }), { timeout: 120_000, fastCheck: { numRuns: 100 } })
+  it.effect.prop(
+    "heuristic layer",
+    { input: messageList, limit: budget },
+    ({ input, limit }) =>
+      Effect.gen(function*() {
+        const guard = yield* guardFrom(
+          ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(
+            Layer.provide(Layer.merge(config(), noModels))
+          )
+        )
+        yield* checkInvariants(guard, input, limit)
+      }),
+    { timeout: 120_000, fastCheck: { numRuns: 100 } }
+  )
 
   it.effect.prop(
     "LLM layer with random summaries and errors",
@@ -191,7 +230,9 @@ describe("ContextGuard invariants (property)", () => {
     ({ input, limit, steps }) =>
       Effect.gen(function*() {
         const llm = ScriptedLlm.makeUnsafe((_request, i) => steps[i % steps.length])
-        const guard = yield* guardFrom(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(config(), fromLlm(llm)))))
+        const guard = yield* guardFrom(
+          ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(config(), fromLlm(llm))))
+        )
         yield* checkInvariants(guard, input, limit)
       }),
     { timeout: 120_000, fastCheck: { numRuns: 100 } }
@@ -203,7 +244,11 @@ describe("ContextGuard invariants (property)", () => {
   }, ({ input, limit }) =>
     Effect.gen(function*() {
       assert.isDefined(problems(input), "the generator made an orphan")
-      const guard = yield* guardFrom(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(Layer.provide(Layer.merge(config(), noModels))))
+      const guard = yield* guardFrom(
+        ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(
+          Layer.provide(Layer.merge(config(), noModels))
+        )
+      )
       yield* checkInvariants(guard, input, limit)
     }), { timeout: 120_000, fastCheck: { numRuns: 100 } })
 
@@ -213,7 +258,9 @@ describe("ContextGuard invariants (property)", () => {
     ({ input, limit, steps }) =>
       Effect.gen(function*() {
         const llm = ScriptedLlm.makeUnsafe((_request, i) => steps[i % steps.length])
-        const guard = yield* guardFrom(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(config(), fromLlm(llm)))))
+        const guard = yield* guardFrom(
+          ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(config(), fromLlm(llm))))
+        )
         yield* checkInvariants(guard, input, limit)
       }),
     { timeout: 120_000, fastCheck: { numRuns: 100 } }
@@ -227,7 +274,8 @@ describe("ContextGuard and orphan tool messages (fixed cases)", () => {
     Message.tool("orphan_1", "a result whose call is gone", "search"),
     Message.user("And tomorrow?")
   ]
-  const orphans = (out: ReadonlyArray<ChatMessage>) => out.filter((m) => m.role === "tool" && m.tool_call_id === "orphan_1")
+  const orphans = (out: ReadonlyArray<ChatMessage>) =>
+    out.filter((m) => m.role === "tool" && m.tool_call_id === "orphan_1")
 
   it.effect("heuristic truncation drops an orphan even inside the window of newest messages it keeps", () =>
     Effect.gen(function*() {
@@ -247,7 +295,8 @@ describe("ContextGuard and orphan tool messages (fixed cases)", () => {
     Effect.gen(function*() {
       const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("Earlier: the agent searched Paris weather.")])
       const input = withOrphan()
-      const result = yield* ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 1200, keepRecent: 4 }).checkAndCompact(input)
+      const result = yield* ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 1200, keepRecent: 4 })
+        .checkAndCompact(input)
       const out = result.messages
       assert.strictEqual(llm.calls, 1)
       assert.match(Message.textOf(out[1].content), /^\[Conversation summary\]/)
@@ -267,7 +316,10 @@ describe("ContextGuard and orphan tool messages (fixed cases)", () => {
 })
 
 describe("ContextGuard.fits", () => {
-  it.effect.prop("a list that fits comes back from checkAndCompact unchanged, with no LLM call", { input: messageList, limit: budget }, ({ input, limit }) =>
+  it.effect.prop("a list that fits comes back from checkAndCompact unchanged, with no LLM call", {
+    input: messageList,
+    limit: budget
+  }, ({ input, limit }) =>
     Effect.gen(function*() {
       const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary")], { onExhausted: "repeatLast" })
       const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: limit, maxMsgChars: 400 })
@@ -396,8 +448,16 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("heuristic layer: truncation keeps system, pinned and the newest groups that fit", () =>
     Effect.gen(function*() {
-      const guard = yield* guardFrom(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(Layer.provide(Layer.merge(config([["CONTEXT_GUARD_DEFAULT_BUDGET", "700"]]), noModels))))
-      const input = [...history(10), Message.user("[USER INTERRUPT] also Lyon", { pinned: true }), ...history(3).slice(2)]
+      const guard = yield* guardFrom(
+        ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(
+          Layer.provide(Layer.merge(config([["CONTEXT_GUARD_DEFAULT_BUDGET", "700"]]), noModels))
+        )
+      )
+      const input = [
+        ...history(10),
+        Message.user("[USER INTERRUPT] also Lyon", { pinned: true }),
+        ...history(3).slice(2)
+      ]
       const result = yield* guard.checkAndCompact(input)
       const out = result.messages
       assert.strictEqual(guard.budget, 700)
@@ -415,7 +475,11 @@ describe("ContextGuard behaviour", () => {
       let list: Array<ChatMessage> = [Message.system("sys"), Message.user("question", { pinned: true })]
       const cuts: Array<number> = []
       for (let call = 0; call < 40; call++) {
-        list = [...list, Message.assistant(`step ${call} ${"a".repeat(200)}`), Message.user(`result ${call} ${"r".repeat(200)}`)]
+        list = [
+          ...list,
+          Message.assistant(`step ${call} ${"a".repeat(200)}`),
+          Message.user(`result ${call} ${"r".repeat(200)}`)
+        ]
         const result = yield* guard.checkAndCompact(list)
         if (result.compacted) cuts.push(call)
         list = [...result.messages]
@@ -423,7 +487,9 @@ describe("ContextGuard behaviour", () => {
       }
       assert.isAbove(cuts.length, 0, "the list outgrew the budget")
       // each cut frees a quarter of the budget (≈ 500 tokens ≈ 4 calls of ≈ 120 tokens): never two calls in a row
-      for (let i = 1; i < cuts.length; i++) assert.isAtLeast(cuts[i] - cuts[i - 1], 3, `cuts at calls ${cuts.join(", ")}`)
+      for (let i = 1; i < cuts.length; i++) {
+        assert.isAtLeast(cuts[i] - cuts[i - 1], 3, `cuts at calls ${cuts.join(", ")}`)
+      }
     }))
 
   it.effect("truncation never starts with an assistant message", () =>
@@ -474,12 +540,23 @@ describe("ContextGuard behaviour", () => {
 
   it.effect("per-message hard cut: only the oversized messages are replaced", () =>
     Effect.gen(function*() {
-      const guard = yield* guardFrom(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(
-        Layer.provide(Layer.merge(config([["CONTEXT_GUARD_MAX_MSG_CHARS", "1000"], ["CONTEXT_GUARD_DEFAULT_BUDGET", "100000"]]), noModels))
-      ))
+      const guard = yield* guardFrom(
+        ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(
+          Layer.provide(
+            Layer.merge(
+              config([["CONTEXT_GUARD_MAX_MSG_CHARS", "1000"], ["CONTEXT_GUARD_DEFAULT_BUDGET", "100000"]]),
+              noModels
+            )
+          )
+        )
+      )
       const input = history(3)
       const big = Message.tool("c9", "z".repeat(5000), "search")
-      const list = [...input.slice(0, 6), Message.assistant(null, { toolCalls: [Message.toolCall("c9", "search", "{}")] }), big]
+      const list = [
+        ...input.slice(0, 6),
+        Message.assistant(null, { toolCalls: [Message.toolCall("c9", "search", "{}")] }),
+        big
+      ]
       const result = yield* guard.checkAndCompact(list)
       assert.isTrue(result.compacted)
       for (let i = 0; i < 7; i++) assert.strictEqual(result.messages[i], list[i])
@@ -497,7 +574,12 @@ describe("ContextGuard behaviour", () => {
   it.effect("a runaway summary obeys the per-message cut too", () =>
     Effect.gen(function*() {
       const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("h".repeat(60000))])
-      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 60000, keepRecent: 2, maxMsgChars: 50000 })
+      const guard = ContextGuardModule.makeUnsafe({
+        llm: llm.service,
+        budget: 60000,
+        keepRecent: 2,
+        maxMsgChars: 50000
+      })
       const input = history(200, 2000)
       const result = yield* guard.checkAndCompact(input, { hint: "react_iteration" })
       assert.isTrue(result.compacted)
@@ -516,12 +598,17 @@ describe("ContextGuard behaviour", () => {
 })
 
 describe("ContextGuard budget", () => {
-  const budgetOf = <E>(layer: Layer.Layer<ContextGuardModule.ContextGuard, E>) => Effect.map(guardFrom(layer), (g) => g.budget)
+  const budgetOf = <E>(layer: Layer.Layer<ContextGuardModule.ContextGuard, E>) =>
+    Effect.map(guardFrom(layer), (g) => g.budget)
 
   it.effect("CONTEXT_GUARD_DEFAULT_BUDGET wins", () =>
     Effect.gen(function*() {
       const llm = ScriptedLlm.makeUnsafe([], { contextSize: 128000, maxOutputTokens: 64000 })
-      const b = yield* budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(fromLlm(llm), config([["CONTEXT_GUARD_DEFAULT_BUDGET", "9000"]])))))
+      const b = yield* budgetOf(
+        ContextGuardModule.layerConfig().pipe(
+          Layer.provide(Layer.merge(fromLlm(llm), config([["CONTEXT_GUARD_DEFAULT_BUDGET", "9000"]])))
+        )
+      )
       assert.strictEqual(b, 9000)
     }))
 
@@ -538,25 +625,54 @@ describe("ContextGuard budget", () => {
   it.effect("else the model's context size minus max output (floor 4000)", () =>
     Effect.gen(function*() {
       const big = ScriptedLlm.makeUnsafe([], { contextSize: 128000, maxOutputTokens: 64000 })
-      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(Layer.provide(Layer.merge(fromLlm(big), config())))), 64000)
+      assert.strictEqual(
+        yield* budgetOf(
+          ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(
+            Layer.provide(Layer.merge(fromLlm(big), config()))
+          )
+        ),
+        64000
+      )
       const small = ScriptedLlm.makeUnsafe([], { contextSize: 8000, maxOutputTokens: 6000 })
-      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(fromLlm(small), config())))), 4000)
+      assert.strictEqual(
+        yield* budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(fromLlm(small), config())))),
+        4000
+      )
       // the registry's fast model is smaller: the loop may use it
       const fast = ScriptedLlm.makeUnsafe([], { contextSize: 32000, maxOutputTokens: 8000 })
       const registry = ModelRegistry.layer({ main: big.service, fast: fast.service })
-      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(registry, config())))), 24000)
+      assert.strictEqual(
+        yield* budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(registry, config())))),
+        24000
+      )
     }))
 
   it.effect("32000 when nothing is known", () =>
     Effect.gen(function*() {
-      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(Layer.provide(Layer.merge(config(), noModels)))), 32000)
+      assert.strictEqual(
+        yield* budgetOf(
+          ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(
+            Layer.provide(Layer.merge(config(), noModels))
+          )
+        ),
+        32000
+      )
       const llm = ScriptedLlm.makeUnsafe([])
-      assert.strictEqual(yield* budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(fromLlm(llm), config())))), 32000)
+      assert.strictEqual(
+        yield* budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(fromLlm(llm), config())))),
+        32000
+      )
     }))
 
   it.effect("an invalid setting is a clear ConfigError", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(budgetOf(ContextGuardModule.layerConfig().pipe(Layer.provide(Layer.merge(config([["CONTEXT_GUARD_KEEP_RECENT", "-1"]]), noModels)))))
+      const error = yield* Effect.flip(
+        budgetOf(
+          ContextGuardModule.layerConfig().pipe(
+            Layer.provide(Layer.merge(config([["CONTEXT_GUARD_KEEP_RECENT", "-1"]]), noModels))
+          )
+        )
+      )
       assert.include(String(error), "CONTEXT_GUARD_KEEP_RECENT")
     }))
 
@@ -564,9 +680,11 @@ describe("ContextGuard budget", () => {
     Effect.gen(function*() {
       const main = ScriptedLlm.makeUnsafe([ScriptedLlm.text("from main")])
       const fast = ScriptedLlm.makeUnsafe([ScriptedLlm.text("from fast")])
-      const guard = yield* guardFrom(ContextGuardModule.layerConfig().pipe(
-        Layer.provide(Layer.merge(ModelRegistry.layer({ main: main.service, fast: fast.service }), config()))
-      ))
+      const guard = yield* guardFrom(
+        ContextGuardModule.layerConfig().pipe(
+          Layer.provide(Layer.merge(ModelRegistry.layer({ main: main.service, fast: fast.service }), config()))
+        )
+      )
       const result = yield* guard.checkAndCompact(history(10), { budget: 1500 })
       assert.strictEqual(fast.calls, 1)
       assert.strictEqual(main.calls, 0)
@@ -577,9 +695,11 @@ describe("ContextGuard budget", () => {
     Effect.gen(function*() {
       const main = ScriptedLlm.makeUnsafe([ScriptedLlm.text("from main")])
       const fast = ScriptedLlm.makeUnsafe([ScriptedLlm.text("from fast")])
-      const guard = yield* guardFrom(ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(
-        Layer.provide(Layer.merge(ModelRegistry.layer({ main: main.service, fast: fast.service }), config()))
-      ))
+      const guard = yield* guardFrom(
+        ContextGuardModule.layerConfig({ compaction: Config.succeed("heuristic") }).pipe(
+          Layer.provide(Layer.merge(ModelRegistry.layer({ main: main.service, fast: fast.service }), config()))
+        )
+      )
       const result = yield* guard.checkAndCompact(history(10), { budget: 1500 })
       assert.strictEqual(fast.calls + main.calls, 0)
       assert.isBelow(result.messages.length, history(10).length)

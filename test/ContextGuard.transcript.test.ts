@@ -32,7 +32,10 @@ describe("ContextGuard: the compaction transcript", () => {
       const long = "H".repeat(6000) + "M".repeat(3000) + "T".repeat(2000)
       const input: Array<ChatMessage> = [
         Message.system("You are an agent."),
-        Message.user([{ type: "text", text: "Look at " }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }, { type: "text", text: "this." }]),
+        Message.user([{ type: "text", text: "Look at " }, {
+          type: "image_url",
+          image_url: { url: "data:image/png;base64,AAAA" }
+        }, { type: "text", text: "this." }]),
         Message.assistant("Let me check.", {
           toolCalls: [Message.toolCall("c1", "search", "{\"q\":\"paris\"}"), Message.toolCall("c2", "clock", "{}")]
         }),

@@ -28,7 +28,11 @@ const note = Message.user("[Earlier conversation truncated]")
 /** The heuristic guard's answer with room for `fits` on top of the system message and the query. */
 const truncated = (input: ReadonlyArray<ChatMessage>, fits: ReadonlyArray<ChatMessage>, extra = 0) =>
   Effect.map(
-    ContextGuard.makeUnsafe({ budget: budgetFor(estimateMessages([system, query, ...fits]) + extra) }).checkAndCompact([system, query, ...input]),
+    ContextGuard.makeUnsafe({ budget: budgetFor(estimateMessages([system, query, ...fits]) + extra) }).checkAndCompact([
+      system,
+      query,
+      ...input
+    ]),
     (result) => result.messages
   )
 
@@ -91,10 +95,18 @@ describe("ContextGuard: units of the heuristic truncation", () => {
       const observation = Message.user("Observation: 3 results")
       const reply = Message.user("Thanks, noted.")
       // an empty tool_calls array (which the HTTP API accepts) is an action like any other
-      const actions: Array<ChatMessage> = [Message.assistant("a".repeat(2000)), { role: "assistant", content: "a".repeat(2000), tool_calls: [] }]
+      const actions: Array<ChatMessage> = [Message.assistant("a".repeat(2000)), {
+        role: "assistant",
+        content: "a".repeat(2000),
+        tool_calls: []
+      }]
       for (const action of actions) {
         const out = yield* truncated([action, observation, reply], [observation, reply])
-        assert.deepStrictEqual(out, [system, query, reply], `tool_calls: ${JSON.stringify(action.role === "assistant" && action.tool_calls)}`)
+        assert.deepStrictEqual(
+          out,
+          [system, query, reply],
+          `tool_calls: ${JSON.stringify(action.role === "assistant" && action.tool_calls)}`
+        )
       }
     }))
 
@@ -110,9 +122,10 @@ describe("ContextGuard: units of the heuristic truncation", () => {
     Effect.gen(function*() {
       const question = Message.user("What happened?")
       const orphan = Message.tool("gone", "o".repeat(4000), "search")
-      const out = (yield* ContextGuard.makeUnsafe({ budget: budgetFor(estimateMessages([system, question])) }).checkAndCompact(
-        [system, question, orphan]
-      )).messages
+      const out =
+        (yield* ContextGuard.makeUnsafe({ budget: budgetFor(estimateMessages([system, question])) }).checkAndCompact(
+          [system, question, orphan]
+        )).messages
       assert.deepStrictEqual(out, [system, question])
     }))
 
@@ -154,7 +167,11 @@ describe("ContextGuard: units of the heuristic truncation", () => {
 
   it.effect("a list of system and pinned messages only, over the budget: nothing to drop, the same array back, not compacted", () =>
     Effect.gen(function*() {
-      const list = [system, Message.user("x".repeat(2000), { pinned: true }), Message.user("y".repeat(2000), { pinned: true })]
+      const list = [
+        system,
+        Message.user("x".repeat(2000), { pinned: true }),
+        Message.user("y".repeat(2000), { pinned: true })
+      ]
       const guard = ContextGuard.makeUnsafe({ budget: 100 })
       assert.isFalse(guard.fits!(list))
       const result = yield* guard.checkAndCompact(list)

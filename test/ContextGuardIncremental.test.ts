@@ -25,7 +25,10 @@ const stream = fc.array(
   }),
   { maxLength: 40 }
 ).map((turns) => {
-  const out: Array<ChatMessage> = [Message.system("You are an agent. ".repeat(20)), Message.user("Question?", { pinned: true })]
+  const out: Array<ChatMessage> = [
+    Message.system("You are an agent. ".repeat(20)),
+    Message.user("Question?", { pinned: true })
+  ]
   turns.forEach((t, n) => {
     const text = (n % 4 === 0 ? "数据" : `t${n} `).repeat(t.size).slice(0, t.size)
     if (t.kind === "user") out.push(Message.user(text))
@@ -50,7 +53,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ _tag: "replaceFirst" as const }) },
   {
     weight: 1,
-    arbitrary: fc.record({ at: fc.nat(), size: fc.integer({ min: 1, max: 5000 }) }).map((r) => ({ _tag: "copyMutate" as const, ...r }))
+    arbitrary: fc.record({ at: fc.nat(), size: fc.integer({ min: 1, max: 5000 }) }).map((r) => ({
+      _tag: "copyMutate" as const,
+      ...r
+    }))
   }
 )
 
@@ -66,12 +72,18 @@ const assertSame = (actual: CheckResult, expected: CheckResult, input: ReadonlyA
   if (!expected.compacted) assert.strictEqual(actual.messages, input, "same array when it fits")
 }
 
-const check = (guard: ContextGuardService, list: ReadonlyArray<ChatMessage>) => Effect.runSync(guard.checkAndCompact(list))
+const check = (guard: ContextGuardService, list: ReadonlyArray<ChatMessage>) =>
+  Effect.runSync(guard.checkAndCompact(list))
 
 describe("ContextGuard incremental check", () => {
   it.prop(
     "a guard that remembers earlier checks gives the same results as a full walk",
-    { source: stream, start: fc.nat({ max: 6 }), ops: fc.array(op, { maxLength: 25 }), budget: fc.integer({ min: 300, max: 20000 }) },
+    {
+      source: stream,
+      start: fc.nat({ max: 6 }),
+      ops: fc.array(op, { maxLength: 25 }),
+      budget: fc.integer({ min: 300, max: 20000 })
+    },
     ({ budget, ops, source, start }) => {
       const guard = ContextGuard.makeUnsafe({ budget, maxMsgChars: MAX_CHARS })
       let next = Math.min(source.length, 2 + start)
@@ -124,7 +136,11 @@ describe("ContextGuard incremental check", () => {
 
   it("the same array with its first message replaced in place is walked again", () => {
     const guard = ContextGuard.makeUnsafe({ budget: 300, maxMsgChars: MAX_CHARS })
-    const list: Array<ChatMessage> = [Message.system("short"), Message.user("q", { pinned: true }), Message.assistant("a")]
+    const list: Array<ChatMessage> = [
+      Message.system("short"),
+      Message.user("q", { pinned: true }),
+      Message.assistant("a")
+    ]
     assert.isFalse(check(guard, list).compacted)
     list[0] = Message.system("a much longer system prompt ".repeat(60))
     list.push(Message.user("next"))

@@ -50,10 +50,16 @@ describe("DagAgent: tool approval", () => {
       )
       assert.deepStrictEqual(ran, ["file1"])
       const approvals = events.flatMap((e) =>
-        e._tag === "ApprovalRequested" ? [`requested:${e.step_id}`] : e._tag === "ApprovalDecided" ? [`${e.status}:${e.step_id}`] : []
+        e._tag === "ApprovalRequested"
+          ? [`requested:${e.step_id}`]
+          : e._tag === "ApprovalDecided"
+          ? [`${e.status}:${e.step_id}`]
+          : []
       )
       assert.sameMembers(approvals, ["requested:1", "requested:2", "approved:1", "denied:2"])
-      const results = events.flatMap((e) => (e._tag === "DagStep" && e.status === "done" ? [[e.step_id, e.result]] : []))
+      const results = events.flatMap((
+        e
+      ) => (e._tag === "DagStep" && e.status === "done" ? [[e.step_id, e.result]] : []))
       assert.sameDeepMembers(results, [["1", "step 1 wrote"], ["2", "step 2 was refused"]])
       // the denied step's model read the denial
       const stepTwo = requestsOf(h).filter((r) => r.kind._tag === "Step" && r.kind.id === "2" && r.kind.turn === 1)

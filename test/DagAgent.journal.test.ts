@@ -55,7 +55,12 @@ describe("DagAgent through a journal", () => {
   it.effect("activity names: plan, dispatch points, each step's loop under the step and its stored result, analysis, drain, synthesis", () => {
     const h = makeDag({
       plan: () => planReply([{ id: 1, task: "add" }, { id: 2, task: "then", dependencies: [1] }]),
-      step: (id, turn) => (id === "1" && turn === 0 ? ScriptedLlm.toolCall("add", { a: 1, b: 2 }, { id: "c1" }) : stepText(`result of ${id}`))
+      step: (
+        id,
+        turn
+      ) => (id === "1" && turn === 0
+        ? ScriptedLlm.toolCall("add", { a: 1, b: 2 }, { id: "c1" })
+        : stepText(`result of ${id}`))
     })
     return Effect.gen(function*() {
       const agent = yield* DagAgent.DagAgent
@@ -87,13 +92,20 @@ describe("DagAgent through a journal", () => {
   it.effect("a replay from storage asks no model, decides the same, emits the run's events in the same order and no step's again", () => {
     const h = makeDag({
       plan: () => planReply([{ id: 1, task: "a" }, { id: 2, task: "b" }, { id: 3, task: "c", dependencies: [1, 2] }]),
-      step: (id, turn) => (turn === 0 && id !== "3" ? ScriptedLlm.toolCall("sleep", { ms: id === "1" ? 1500 : 500 }) : stepText(`result of ${id}`))
+      step: (
+        id,
+        turn
+      ) => (turn === 0 && id !== "3"
+        ? ScriptedLlm.toolCall("sleep", { ms: id === "1" ? 1500 : 500 })
+        : stepText(`result of ${id}`))
     }, { dag: { stepTimeout: "2 seconds" } })
     return Effect.gen(function*() {
       const agent = yield* DagAgent.DagAgent
       const store = memoryStore()
       const first = sink()
-      const fiber = yield* Effect.fork(agent.execute({ query: "goal", conversationId: CID }, memoryJournal(store, first)))
+      const fiber = yield* Effect.fork(
+        agent.execute({ query: "goal", conversationId: CID }, memoryJournal(store, first))
+      )
       yield* TestClock.adjust("5 seconds")
       yield* Fiber.join(fiber)
       const asked = requestsOf(h).length
@@ -119,14 +131,18 @@ describe("DagAgent through a journal", () => {
       plan: () => planReply([{ id: "A", task: "fast" }, { id: "B", task: "slow" }]),
       step: (id, turn) =>
         turn === 0
-          ? ScriptedLlm.toolCall(id === "A" ? "add" : "sleep", id === "A" ? { a: 1, b: 1 } : { ms: 60_000 }, { id: `call_${id}` })
+          ? ScriptedLlm.toolCall(id === "A" ? "add" : "sleep", id === "A" ? { a: 1, b: 1 } : { ms: 60_000 }, {
+            id: `call_${id}`
+          })
           : stepText(`result of ${id}`)
     })
     return Effect.gen(function*() {
       const agent = yield* DagAgent.DagAgent
       const store = memoryStore()
       const first = sink()
-      const fiber = yield* Effect.fork(agent.execute({ query: "goal", conversationId: CID }, memoryJournal(store, first)))
+      const fiber = yield* Effect.fork(
+        agent.execute({ query: "goal", conversationId: CID }, memoryJournal(store, first))
+      )
       yield* TestClock.adjust("1 second")
       assert.include(dagLevel(first.events), "done:A")
       assert.notInclude(dagLevel(first.events), "done:B")
@@ -138,22 +154,35 @@ describe("DagAgent through a journal", () => {
       const second = sink()
       yield* agent.execute({ query: "goal", conversationId: CID }, memoryJournal(store, second))
       const after = requestsOf(h).slice(before.length).map((r) => r.kind)
-      assert.deepStrictEqual(after.map((k) => `${k._tag}${"id" in k ? `:${k.id}` : ""}`), ["Step:B", "StepAnswer:B", "Analyze", "Answer"])
+      assert.deepStrictEqual(after.map((k) => `${k._tag}${"id" in k ? `:${k.id}` : ""}`), [
+        "Step:B",
+        "StepAnswer:B",
+        "Analyze",
+        "Answer"
+      ])
       const resumed = after[0]
       assert.include(resumed._tag === "Step" ? resumed.text : "", RESTART_ERROR)
       // the run's events again in the same order up to the cut, then on
       assert.deepStrictEqual(dagLevel(second.events).slice(0, dagLevel(first.events).length), dagLevel(first.events))
-      assert.isFalse(stepLevel(second.delivered).some((e) => "step_id" in e && e.step_id === "A"), "step A's events are not sent again")
+      assert.isFalse(
+        stepLevel(second.delivered).some((e) => "step_id" in e && e.step_id === "A"),
+        "step A's events are not sent again"
+      )
       // every event reached the client once: none sent again, none lost (the resumed step's new ones included)
       assert.deepStrictEqual(repeated([...first.delivered, ...second.delivered]), [])
       const delivered = new Set([...first.delivered, ...second.delivered].map(identity))
-      for (const e of [...first.events, ...second.events]) assert.isTrue(delivered.has(identity(e)), `delivered: ${identity(e)}`)
+      for (const e of [...first.events, ...second.events]) {
+        assert.isTrue(delivered.has(identity(e)), `delivered: ${identity(e)}`)
+      }
       assert.isTrue(delivered.has("B/ThinkingStart@2") && delivered.has("DagStep:done:B"))
       const toolDone = second.events.find((e) => e._tag === "ToolDone" && e.step_id === "B")
       assert.include(toolDone?._tag === "ToolDone" ? toolDone.error ?? "" : "", RESTART_ERROR)
       const done = doneIn(second.events)
       assert.strictEqual(done?._tag === "Done" && done.answer, "final answer")
-      assert.deepStrictEqual(done?._tag === "Done" && done.steps?.map((s) => [s.step_id, s.tool_name]), [["A", "add"], ["B", "sleep"]])
+      assert.deepStrictEqual(done?._tag === "Done" && done.steps?.map((s) => [s.step_id, s.tool_name]), [["A", "add"], [
+        "B",
+        "sleep"
+      ]])
     }).pipe(Effect.provide(h.layer))
   })
 })

@@ -1,5 +1,5 @@
-import { assert, describe, it } from "@effect/vitest"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
@@ -18,7 +18,9 @@ const run = (mode: DagAgent.Mode) =>
   Effect.gen(function*() {
     const dag = yield* DagAgent.DagAgent
     const react = yield* ReactAgent.make({ completionCheck: false })
-    return Chunk.toArray(yield* Stream.runCollect(DagAgent.runWithMode({ react, dag }, mode, { query: "q", conversationId: "m" })))
+    return Chunk.toArray(
+      yield* Stream.runCollect(DagAgent.runWithMode({ react, dag }, mode, { query: "q", conversationId: "m" }))
+    )
   })
 
 describe("DagAgent: modes", () => {
@@ -88,7 +90,9 @@ describe("DagAgent: configuration", () => {
     Effect.gen(function*() {
       assert.strictEqual(yield* DagAgent.modeConfig, "react")
       assert.strictEqual(yield* DagAgent.modeConfig.pipe(withEnv([["REACT_DEFAULT_MODE", "auto"]])), "auto")
-      assert.isTrue(Exit.isFailure(yield* Effect.exit(DagAgent.modeConfig.pipe(withEnv([["REACT_DEFAULT_MODE", "graph"]])))))
+      assert.isTrue(
+        Exit.isFailure(yield* Effect.exit(DagAgent.modeConfig.pipe(withEnv([["REACT_DEFAULT_MODE", "graph"]]))))
+      )
     }))
 
   it.effect("layerConfig applies the environment (DAG_MAX_CONCURRENCY=1 runs steps one at a time)", () => {

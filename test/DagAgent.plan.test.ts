@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { analyze, clamp, regexFallback, UNPARSEABLE } from "../src/internal/dagAgent/analyze.js"
-import { check, compareIds, plan, PlanSchema, planMessages, type PlanRequest } from "../src/internal/dagAgent/plan.js"
+import { check, compareIds, plan, planMessages, type PlanRequest, PlanSchema } from "../src/internal/dagAgent/plan.js"
 import { textOf } from "../src/Message.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 
@@ -21,7 +21,9 @@ const request: PlanRequest = {
 
 describe("DAG planner: the plan schema", () => {
   it("decodes {steps} with numeric ids, null dependencies and null hints", () => {
-    const plan = decode({ steps: [{ id: 1, task: "a", dependencies: null, tool_hint: null }, { id: "2", task: "b", dependencies: [1] }] })
+    const plan = decode({
+      steps: [{ id: 1, task: "a", dependencies: null, tool_hint: null }, { id: "2", task: "b", dependencies: [1] }]
+    })
     assert.deepStrictEqual(plan.steps.map((s) => [s.id, s.dependencies]), [["1", []], ["2", ["1"]]])
   })
 
@@ -45,13 +47,20 @@ describe("DAG planner: validation", () => {
   })
 
   it("a cycle (or a self-dependency) is invalid and named", () => {
-    const cycle = check(raw([{ id: "1", dependencies: ["3"] }, { id: "2", dependencies: ["1"] }, { id: "3", dependencies: ["2"] }, { id: "4" }]))
+    const cycle = check(
+      raw([{ id: "1", dependencies: ["3"] }, { id: "2", dependencies: ["1"] }, { id: "3", dependencies: ["2"] }, {
+        id: "4"
+      }])
+    )
     assert.deepStrictEqual(cycle, { _tag: "Invalid", problem: "the dependencies form a cycle (steps 1, 2, 3)" })
     assert.strictEqual(check(raw([{ id: "1", dependencies: ["1"] }]))._tag, "Invalid")
   })
 
   it("duplicate ids and empty tasks are invalid", () => {
-    assert.include((check(raw([{ id: "1" }, { id: "1" }])) as { problem: string }).problem, "two steps have the id \"1\"")
+    assert.include(
+      (check(raw([{ id: "1" }, { id: "1" }])) as { problem: string }).problem,
+      "two steps have the id \"1\""
+    )
     assert.strictEqual(check(raw([{ id: "1", task: "  " }]))._tag, "Invalid")
   })
 
@@ -74,7 +83,11 @@ describe("DAG planner: validation", () => {
 
 describe("DAG planner: prompt and calls", () => {
   it("gives the date, asks for the user's language and for merging trivially related steps, lists tools and models", () => {
-    const [system, user] = planMessages({ ...request, followUps: ["also Braga"], previous: "What happened in round 1: …" })
+    const [system, user] = planMessages({
+      ...request,
+      followUps: ["also Braga"],
+      previous: "What happened in round 1: …"
+    })
     const text = textOf(system.content)
     assert.include(text, "Today is 2026-12-02 (the year is 2026)")
     assert.include(text, "same language as the user's goal")
@@ -88,21 +101,29 @@ describe("DAG planner: prompt and calls", () => {
   })
 
   it.effect("an invalid plan is retried once with the problem; a second failure is a planning failure", () => {
-    const cyclic = ScriptedLlm.toolCall("create_plan", { steps: [{ id: 1, task: "a", dependencies: [2] }, { id: 2, task: "b", dependencies: [1] }] })
+    const cyclic = ScriptedLlm.toolCall("create_plan", {
+      steps: [{ id: 1, task: "a", dependencies: [2] }, { id: 2, task: "b", dependencies: [1] }]
+    })
     const llm = ScriptedLlm.makeUnsafe([cyclic, cyclic])
     return Effect.gen(function*() {
       const planned = yield* plan(llm.service, request)
       assert.strictEqual(planned._tag, "Failed")
       assert.strictEqual(llm.calls, 2)
-      assert.include(textOf(llm.requests[1].request.messages[1].content), "Your previous plan was rejected: the dependencies form a cycle")
+      assert.include(
+        textOf(llm.requests[1].request.messages[1].content),
+        "Your previous plan was rejected: the dependencies form a cycle"
+      )
       assert.strictEqual(planned.usage.llm_calls, 2)
     })
   })
 
   it.effect("a plain-text model's bare JSON array of steps is accepted", () => {
-    const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("Here is the plan:\n[{\"id\": 1, \"task\": \"look it up\"}]")], {
-      abilities: { toolCall: false, jsonMode: false }
-    })
+    const llm = ScriptedLlm.makeUnsafe(
+      [ScriptedLlm.text("Here is the plan:\n[{\"id\": 1, \"task\": \"look it up\"}]")],
+      {
+        abilities: { toolCall: false, jsonMode: false }
+      }
+    )
     return Effect.gen(function*() {
       const planned = yield* plan(llm.service, request)
       assert.strictEqual(planned._tag, "Planned")
@@ -115,7 +136,9 @@ describe("DAG analyzer", () => {
   const results = [{ id: "1", task: "t", status: "done" as const, result: "x".repeat(12_000) }]
 
   it.effect("clamps confidence to 0–1 and keeps the final answer; step results are cut to 10,000 chars", () => {
-    const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("report_analysis", { achieved: true, confidence: 7, reasoning: "ok", final_answer: "42" })])
+    const llm = ScriptedLlm.makeUnsafe([
+      ScriptedLlm.toolCall("report_analysis", { achieved: true, confidence: 7, reasoning: "ok", final_answer: "42" })
+    ])
     return Effect.gen(function*() {
       const { analysis } = yield* analyze(llm.service, "g", results, [])
       assert.deepStrictEqual(analysis, { achieved: true, confidence: 1, reasoning: "ok", finalAnswer: "42" })
@@ -134,11 +157,14 @@ describe("DAG analyzer", () => {
   })
 
   it("reads a reply with broken JSON field by field; clamps NaN to 0", () => {
-    assert.deepStrictEqual(regexFallback("{\"achieved\": true, \"confidence\": 0.7, \"reasoning\": \"fine \\\"q\\\"\", oops"), {
-      achieved: true,
-      confidence: 0.7,
-      reasoning: "fine \"q\""
-    })
+    assert.deepStrictEqual(
+      regexFallback("{\"achieved\": true, \"confidence\": 0.7, \"reasoning\": \"fine \\\"q\\\"\", oops"),
+      {
+        achieved: true,
+        confidence: 0.7,
+        reasoning: "fine \"q\""
+      }
+    )
     assert.isUndefined(regexFallback("nothing here"))
     assert.strictEqual(clamp(Number.NaN), 0)
     assert.strictEqual(clamp(-3), 0)

@@ -6,7 +6,16 @@ import { textOf } from "../src/Message.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { injectNow, makeInterrupts } from "./utils/agentLayers.js"
-import { analysisReply, dagEvents, doneOf, makeDag, planReply, requestsOf, stepText, stepTrail } from "./utils/dagLayers.js"
+import {
+  analysisReply,
+  dagEvents,
+  doneOf,
+  makeDag,
+  planReply,
+  requestsOf,
+  stepText,
+  stepTrail
+} from "./utils/dagLayers.js"
 
 const CID = "conv"
 const one = (task: string) => planReply([{ id: 1, task }])
@@ -21,7 +30,9 @@ describe("DagAgent: re-planning", () => {
     const h = makeDag({
       plan: (n) => (n === 0 ? one("first try") : one("second try")),
       step: (_, __, text) => stepText(text.includes("first try") ? "z".repeat(800) : "good"),
-      analysis: (n) => (n === 0 ? analysisReply(false, 0.3, "the numbers are missing") : analysisReply(true, 0.95, "done"))
+      analysis: (
+        n
+      ) => (n === 0 ? analysisReply(false, 0.3, "the numbers are missing") : analysisReply(true, 0.95, "done"))
     })
     return Effect.gen(function*() {
       const events = yield* dagEvents({ query: "goal", conversationId: CID })
@@ -69,7 +80,10 @@ describe("DagAgent: re-planning", () => {
       const events = yield* dagEvents({ query: "goal", conversationId: CID })
       assert.strictEqual(plans(events).length, 2)
       const replanning = events.find((e) => e._tag === "DagPhase" && e.phase === "replanning")
-      assert.strictEqual(replanning?._tag === "DagPhase" ? replanning.reasoning : "", "Could not parse the analysis response")
+      assert.strictEqual(
+        replanning?._tag === "DagPhase" ? replanning.reasoning : "",
+        "Could not parse the analysis response"
+      )
     }).pipe(Effect.provide(h.layer))
   })
 
@@ -100,7 +114,9 @@ describe("DagAgent: re-planning", () => {
       const events = yield* Fiber.join(fiber)
       const round1 = events.filter((e) => e._tag === "DagStep" && e.round === 1 && e.status !== "start")
       assert.deepStrictEqual(
-        Object.fromEntries(round1.map((e) => [e._tag === "DagStep" ? e.step_id : "", e._tag === "DagStep" ? e.status : ""])),
+        Object.fromEntries(
+          round1.map((e) => [e._tag === "DagStep" ? e.step_id : "", e._tag === "DagStep" ? e.status : ""])
+        ),
         { 1: "done", 2: "skipped", 3: "skipped", 4: "done" }
       )
       const inject = events.find((e) => e._tag === "Inject")
@@ -152,13 +168,20 @@ describe("DagAgent: planning failures", () => {
     const h = makeDag({
       plan: () => cycle,
       react: (turn, method) =>
-        method === "stream" ? ScriptedLlm.text("react says 4") : turn === 0 ? ScriptedLlm.toolCall("add", { a: 2, b: 2 }) : stepText("4")
+        method === "stream"
+          ? ScriptedLlm.text("react says 4")
+          : turn === 0
+          ? ScriptedLlm.toolCall("add", { a: 2, b: 2 })
+          : stepText("4")
     })
     return Effect.gen(function*() {
       const events = yield* dagEvents({ query: "what is 2+2?", conversationId: CID })
       const fallback = events.find((e) => e._tag === "DagPhase" && e.phase === "react_fallback")
       assert.deepStrictEqual(phases(events), ["planning:1", "react_fallback:1"])
-      assert.include(fallback?._tag === "DagPhase" && fallback.phase === "react_fallback" ? fallback.reasoning ?? "" : "", "cycle")
+      assert.include(
+        fallback?._tag === "DagPhase" && fallback.phase === "react_fallback" ? fallback.reasoning ?? "" : "",
+        "cycle"
+      )
       assert.strictEqual(plans(events).length, 0)
       const tool = events.find((e) => e._tag === "ToolDone")
       assert.deepStrictEqual(tool?._tag === "ToolDone" ? [tool.observation, tool.step_id] : [], ["4", undefined])
@@ -199,7 +222,8 @@ describe("DagAgent: planning failures", () => {
 })
 
 describe("DagAgent: answer fallbacks", () => {
-  const deltas = (events: ReadonlyArray<RunEvent>) => events.flatMap((e) => (e._tag === "AnswerDelta" ? [e.content] : [])).join("")
+  const deltas = (events: ReadonlyArray<RunEvent>) =>
+    events.flatMap((e) => (e._tag === "AnswerDelta" ? [e.content] : [])).join("")
 
   it.effect("the synthesis stream fails before its first token: the analysis' final_answer is the answer", () => {
     const h = makeDag({
@@ -231,7 +255,11 @@ describe("DagAgent: answer fallbacks", () => {
     const h = makeDag({
       plan: () => one("t"),
       analysis: () => analysisReply(true, 1, "ok", "Porto is larger."),
-      answer: () => ScriptedLlm.text("Porto is larger.", { chunks: ["Porto ", "is ", "larger."], failAfterChunks: { count: 1, reason: "Connection" } })
+      answer: () =>
+        ScriptedLlm.text("Porto is larger.", {
+          chunks: ["Porto ", "is ", "larger."],
+          failAfterChunks: { count: 1, reason: "Connection" }
+        })
     })
     return Effect.gen(function*() {
       const events = yield* dagEvents({ query: "goal", conversationId: CID })

@@ -37,7 +37,10 @@ describe("DagAgent: execution", () => {
     })
     const h = makeDag({
       plan: () => diamond,
-      step: (id, turn) => (turn === 0 ? ScriptedLlm.toolCall("timed_sleep", { label: id }) : stepText(`result of ${id}`))
+      step: (
+        id,
+        turn
+      ) => (turn === 0 ? ScriptedLlm.toolCall("timed_sleep", { label: id }) : stepText(`result of ${id}`))
     }, { tools: [timedSleep] })
     return Effect.gen(function*() {
       const fiber = yield* Effect.fork(dagEvents({ query: "goal", conversationId: CID }))
@@ -76,18 +79,32 @@ describe("DagAgent: execution", () => {
 
   it.effect("steps under synthesis auto (the default): each step's streamed loop reply is its result; no step synthesis call", () => {
     const h = makeDag({
-      plan: () => planReply([{ id: 1, task: "find A" }, { id: 2, task: "find B" }, { id: 3, task: "combine", dependencies: [1, 2] }]),
-      step: (id, turn) => (turn === 0 && id === "1" ? ScriptedLlm.toolCall("add", { a: 1, b: 2 }, { content: "Let me add." }) : stepText(`result of ${id}`))
+      plan: () =>
+        planReply([{ id: 1, task: "find A" }, { id: 2, task: "find B" }, {
+          id: 3,
+          task: "combine",
+          dependencies: [1, 2]
+        }]),
+      step: (
+        id,
+        turn
+      ) => (turn === 0 && id === "1"
+        ? ScriptedLlm.toolCall("add", { a: 1, b: 2 }, { content: "Let me add." })
+        : stepText(`result of ${id}`))
     }, { dag: { agent: { completionCheck: false, selfReflectionInterval: 0, synthesis: "auto" } } })
     return Effect.gen(function*() {
       const events = yield* dagEvents({ query: "the goal", conversationId: CID })
-      const results = events.flatMap((e) => (e._tag === "DagStep" && e.status === "done" ? [[e.step_id, e.result]] : []))
+      const results = events.flatMap((
+        e
+      ) => (e._tag === "DagStep" && e.status === "done" ? [[e.step_id, e.result]] : []))
       assert.deepStrictEqual(results.sort(), [["1", "result of 1"], ["2", "result of 2"], ["3", "result of 3"]])
       const kinds = requestsOf(h).map((r) => r.kind._tag)
       assert.notInclude(kinds, "StepAnswer")
       // step 1: a tool call then its answer; steps 2 and 3: one call each — all streamed
       assert.strictEqual(kinds.filter((k) => k === "Step").length, 4)
-      assert.isTrue(h.main.requests.filter((r) => kindOf(r.request, r.method)._tag === "Step").every((r) => r.method === "stream"))
+      assert.isTrue(
+        h.main.requests.filter((r) => kindOf(r.request, r.method)._tag === "Step").every((r) => r.method === "stream")
+      )
       // a step's retracted text is not the run's answer: step answer events are never forwarded
       assert.notInclude(events.map((e) => e._tag), "AnswerReset")
       assert.strictEqual(doneOf(events).answer, "final answer")
@@ -96,11 +113,12 @@ describe("DagAgent: execution", () => {
 
   it.effect("a dependent's agent receives the goal, its task, its tool hint and its dependencies' results; no memory", () => {
     const h = makeDag({
-      plan: () => planReply([
-        { id: 1, task: "find A" },
-        { id: 2, task: "find B" },
-        { id: 3, task: "combine A and B", dependencies: [1, 2], tool_hint: "add" }
-      ])
+      plan: () =>
+        planReply([
+          { id: 1, task: "find A" },
+          { id: 2, task: "find B" },
+          { id: 3, task: "combine A and B", dependencies: [1, 2], tool_hint: "add" }
+        ])
     })
     return Effect.gen(function*() {
       yield* dagEvents({ query: "the goal", conversationId: CID, history: [{ role: "user", content: "earlier turn" }] })
@@ -118,7 +136,8 @@ describe("DagAgent: execution", () => {
 
   it.effect("dependency results are cut to fit the step model's budget", () => {
     const h = makeDag({
-      plan: () => planReply([{ id: 1, task: "big" }, { id: 2, task: "use it", dependencies: [1], model_hint: "small" }]),
+      plan: () =>
+        planReply([{ id: 1, task: "big" }, { id: 2, task: "use it", dependencies: [1], model_hint: "small" }]),
       step: (id) => stepText(id === "1" ? "y".repeat(40_000) : "ok")
     }, { models: ["small"], llm: { contextSize: 5000, maxOutputTokens: 1000 } })
     return Effect.gen(function*() {
@@ -134,12 +153,13 @@ describe("DagAgent: execution", () => {
 
   it.effect("model hints pick the registry's models (unknown and absent hints: main)", () => {
     const h = makeDag({
-      plan: () => planReply([
-        { id: 1, task: "quick lookup", model_hint: "fast" },
-        { id: 2, task: "deep analysis", model_hint: "reasoning" },
-        { id: 3, task: "normal" },
-        { id: 4, task: "odd", model_hint: "nonexistent" }
-      ])
+      plan: () =>
+        planReply([
+          { id: 1, task: "quick lookup", model_hint: "fast" },
+          { id: 2, task: "deep analysis", model_hint: "reasoning" },
+          { id: 3, task: "normal" },
+          { id: 4, task: "odd", model_hint: "nonexistent" }
+        ])
     }, { models: ["fast", "reasoning"] })
     return Effect.gen(function*() {
       yield* dagEvents({ query: "goal", conversationId: CID })
@@ -154,7 +174,9 @@ describe("DagAgent: execution", () => {
       assert.deepStrictEqual([...byStep.get("3")!], ["main"])
       assert.deepStrictEqual([...byStep.get("4")!], ["main"])
       // planning, analysis and the answer stay on the main model
-      for (const r of requestsOf(h)) if (["Plan", "Analyze", "Answer"].includes(r.kind._tag)) assert.strictEqual(r.model, "main")
+      for (const r of requestsOf(h)) {
+        if (["Plan", "Analyze", "Answer"].includes(r.kind._tag)) assert.strictEqual(r.model, "main")
+      }
     }).pipe(Effect.provide(h.layer))
   })
 
@@ -165,7 +187,9 @@ describe("DagAgent: execution", () => {
     })
     return Effect.gen(function*() {
       const events = yield* dagEvents({ query: "goal", conversationId: CID })
-      const stepLevel = events.filter((e) => ["ThinkingStart", "ThinkingDone", "ToolStart", "ToolDone"].includes(e._tag))
+      const stepLevel = events.filter((e) =>
+        ["ThinkingStart", "ThinkingDone", "ToolStart", "ToolDone"].includes(e._tag)
+      )
       assert.strictEqual(stepLevel.length, 6)
       for (const e of stepLevel) assert.strictEqual((e as { step_id?: string }).step_id, "a")
       assert.strictEqual(events.filter((e) => e._tag === "Done").length, 1)
@@ -182,21 +206,30 @@ describe("DagAgent: execution", () => {
 
   it.effect("a failing step fails; its dependents fail naming it; independent steps still run", () => {
     const h = makeDag({
-      plan: () => planReply([
-        { id: 1, task: "breaks" },
-        { id: 2, task: "needs 1", dependencies: [1] },
-        { id: 3, task: "needs 2", dependencies: [2] },
-        { id: 4, task: "independent" }
-      ]),
+      plan: () =>
+        planReply([
+          { id: 1, task: "breaks" },
+          { id: 2, task: "needs 1", dependencies: [1] },
+          { id: 3, task: "needs 2", dependencies: [2] },
+          { id: 4, task: "independent" }
+        ]),
       step: (id) => (id === "1" ? ScriptedLlm.fail("BadRequest", "nope") : stepText(`result of ${id}`))
     })
     return Effect.gen(function*() {
       const events = yield* dagEvents({ query: "goal", conversationId: CID })
-      const settled = Object.fromEntries(events.flatMap((e) => (e._tag === "DagStep" && e.status !== "start" ? [[e.step_id, e]] : [])))
+      const settled = Object.fromEntries(
+        events.flatMap((e) => (e._tag === "DagStep" && e.status !== "start" ? [[e.step_id, e]] : []))
+      )
       assert.strictEqual(settled["1"].status, "failed")
       assert.include(settled["1"].error, "nope")
-      assert.deepStrictEqual([settled["2"].status, settled["2"].error], ["failed", "Not run: its dependency \"1\" failed"])
-      assert.deepStrictEqual([settled["3"].status, settled["3"].error], ["failed", "Not run: its dependency \"2\" failed"])
+      assert.deepStrictEqual([settled["2"].status, settled["2"].error], [
+        "failed",
+        "Not run: its dependency \"1\" failed"
+      ])
+      assert.deepStrictEqual([settled["3"].status, settled["3"].error], [
+        "failed",
+        "Not run: its dependency \"2\" failed"
+      ])
       assert.strictEqual(settled["4"].status, "done")
       assert.deepStrictEqual(stepTrail(events).filter((t) => t.startsWith("start")), ["start:1", "start:4"])
       // the analyzer sees the failures; the run does not fail
@@ -210,14 +243,23 @@ describe("DagAgent: execution", () => {
   it.effect("a step over DAG_STEP_TIMEOUT_MS is cancelled and fails; its usage still counts", () => {
     const h = makeDag({
       plan: () => planReply([{ id: 1, task: "slow" }, { id: 2, task: "fast" }]),
-      step: (id, turn) => (id === "1" && turn === 0 ? ScriptedLlm.toolCall("sleep", { ms: 60_000 }) : stepText(`r${id}`))
+      step: (
+        id,
+        turn
+      ) => (id === "1" && turn === 0 ? ScriptedLlm.toolCall("sleep", { ms: 60_000 }) : stepText(`r${id}`))
     }, { dag: { stepTimeout: "2 seconds" } })
     return Effect.gen(function*() {
       const fiber = yield* Effect.fork(dagEvents({ query: "goal", conversationId: CID }))
       yield* TestClock.adjust("3 seconds")
       const events = yield* Fiber.join(fiber)
       const failed = events.find((e) => e._tag === "DagStep" && e.step_id === "1" && e.status !== "start")
-      assert.deepStrictEqual(failed, { _tag: "DagStep", round: 1, status: "failed", step_id: "1", error: "Timed out after 2 s" })
+      assert.deepStrictEqual(failed, {
+        _tag: "DagStep",
+        round: 1,
+        status: "failed",
+        step_id: "1",
+        error: "Timed out after 2 s"
+      })
       const done = doneOf(events)
       assert.strictEqual(done.usage.llm_calls, requestsOf(h).length, "every call counted, the timed-out step's too")
     }).pipe(Effect.provide(h.layer))
@@ -272,7 +314,9 @@ describe("DagAgent: execution", () => {
       step: (_, turn) => (turn === 0 ? ScriptedLlm.toolCall("sleep", { ms: 60_000 }) : stepText("late"))
     })
     return Effect.gen(function*() {
-      const fiber = yield* Effect.fork(dagEvents({ query: "goal", conversationId: CID, cancel: Effect.sleep("1 second") }))
+      const fiber = yield* Effect.fork(
+        dagEvents({ query: "goal", conversationId: CID, cancel: Effect.sleep("1 second") })
+      )
       yield* TestClock.adjust("2 seconds")
       const events = yield* Fiber.join(fiber)
       assert.strictEqual(doneOf(events).answer, "")

@@ -37,7 +37,9 @@ const agentLayer = (options?: Partial<AgentOptions>) =>
   )
 
 const ask = (query: string, options?: Partial<AgentOptions>) =>
-  Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query })).pipe(Effect.provide(agentLayer(options)))
+  Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query })).pipe(
+    Effect.provide(agentLayer(options))
+  )
 
 const INSTANT = Date.UTC(2026, 11, 2, 11, 27, 5)
 
@@ -61,8 +63,11 @@ const dagRun = (query: string, llm?: Layer.Layer<Llm>) =>
   )
 
 const planOf = (events: ReadonlyArray<RunEvent>) =>
-  events.flatMap((e) => (e._tag === "DagPlan" ? [e.steps.map((s) => ({ id: s.id, deps: s.dependencies, tool: s.tool_hint }))] : []))
-const fellBack = (events: ReadonlyArray<RunEvent>) => events.some((e) => e._tag === "DagPhase" && e.phase === "react_fallback")
+  events.flatMap((
+    e
+  ) => (e._tag === "DagPlan" ? [e.steps.map((s) => ({ id: s.id, deps: s.dependencies, tool: s.tool_hint }))] : []))
+const fellBack = (events: ReadonlyArray<RunEvent>) =>
+  events.some((e) => e._tag === "DagPhase" && e.phase === "react_fallback")
 const answerOf = (events: ReadonlyArray<RunEvent>) => {
   const done = events[events.length - 1]
   if (done?._tag !== "Done") throw new Error("the run did not end with Done")
@@ -132,7 +137,12 @@ describe("DemoLlm", () => {
 
   it.effect("asked what it can do, it names every tool the agent has, also those tool selection left unloaded", () => {
     const mcpTool = (name: string) =>
-      Tool.make({ name, description: `MCP tool ${name}`, parameters: Schema.Struct({}), handler: () => Effect.succeed("ok") })
+      Tool.make({
+        name,
+        description: `MCP tool ${name}`,
+        parameters: Schema.Struct({}),
+        handler: () => Effect.succeed("ok")
+      })
     const extra = [
       ...Array.from({ length: 12 }, (_, i) => mcpTool(`fs__op_${i}`)),
       mcpTool("everything__echo"),
@@ -149,7 +159,9 @@ describe("DemoLlm", () => {
         Layer.provide(ContextGuard.layer())
       )
     const whatCanYouDo = (options?: Partial<AgentOptions>) =>
-      Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "What can you do?" })).pipe(Effect.provide(layer(options)))
+      Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "What can you do?" })).pipe(
+        Effect.provide(layer(options))
+      )
     return Effect.gen(function*() {
       for (const options of [{}, { useNativeTools: false }]) {
         const result = yield* whatCanYouDo(options)
@@ -205,10 +217,17 @@ describe("DemoLlm", () => {
       ...fast,
       chat: (r) => Effect.zipRight(Effect.sync(() => requests.push(r)), fast.chat(r)),
       // the loop calls stream under the default synthesis policy (auto)
-      streamChat: (r) => Stream.concat(Stream.fromEffect(Effect.sync(() => void requests.push(r))).pipe(Stream.drain), fast.streamChat(r))
+      streamChat: (r) =>
+        Stream.concat(
+          Stream.fromEffect(Effect.sync(() => void requests.push(r))).pipe(Stream.drain),
+          fast.streamChat(r)
+        )
     })
     return Effect.gen(function*() {
-      const events = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run({ query: "what is 7*6" })))
+      const events = yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (agent) => Stream.runCollect(agent.run({ query: "what is 7*6" }))
+      )
       const list = Chunk.toReadonlyArray(events)
       assert.isTrue(list.some((e) => e._tag === "PhaseChange" && e.total_tools === 14))
       const done = list[list.length - 1]
@@ -218,10 +237,17 @@ describe("DemoLlm", () => {
       const advertised = (loopCall.tools ?? []).map((t) => t.function.name)
       assert.include(advertised, "calculator")
       assert.notInclude(advertised, "noise_0")
-    }).pipe(Effect.provide(ReactAgent.layer().pipe(
-      Layer.provide([recording, Toolkit.layer([...BuiltinTools.tools, ...extra]), Hooks.layerNoop, Interrupts.layerMemory]),
-      Layer.provide(ContextGuard.layer())
-    )))
+    }).pipe(Effect.provide(
+      ReactAgent.layer().pipe(
+        Layer.provide([
+          recording,
+          Toolkit.layer([...BuiltinTools.tools, ...extra]),
+          Hooks.layerNoop,
+          Interrupts.layerMemory
+        ]),
+        Layer.provide(ContextGuard.layer())
+      )
+    ))
   })
 
   it.live("end to end: a message injected mid-run is acknowledged and answered", () =>
@@ -301,10 +327,14 @@ describe("DemoLlm", () => {
       assert.strictEqual(result.level, "native")
       assert.deepStrictEqual(result.value, { plan: [], confidence: 0, mode: "fast" })
       // JSON Schema in the system prompt (a model without native tool choice) → a JSON reply that decodes too
-      const jsonOnly = Layer.succeed(Llm, { ...fast, abilities: { ...fast.abilities, toolCall: false, toolChoice: false } })
-      const viaJson = yield* structuredCall({ messages: [Message.user("plan it")], schema, functionName: "make_plan" }).pipe(
-        Effect.provide(jsonOnly)
-      )
+      const jsonOnly = Layer.succeed(Llm, {
+        ...fast,
+        abilities: { ...fast.abilities, toolCall: false, toolChoice: false }
+      })
+      const viaJson = yield* structuredCall({ messages: [Message.user("plan it")], schema, functionName: "make_plan" })
+        .pipe(
+          Effect.provide(jsonOnly)
+        )
       assert.strictEqual(viaJson.level, "json")
       assert.deepStrictEqual(viaJson.value, { plan: [], confidence: 0, mode: "fast" })
     }).pipe(Effect.provide(DemoLlm.layer({ thinkDelay: 0 }))))
@@ -354,7 +384,9 @@ describe("DemoLlm", () => {
       ]])
       const trail = events.flatMap((e) => (e._tag === "DagStep" ? [`${e.status}:${e.step_id}`] : []))
       assert.sameMembers(trail, ["start:calc", "start:time", "done:calc", "done:time"])
-      const tools = events.flatMap((e) => (e._tag === "ToolDone" ? [`${e.step_id}:${e.tool_name}:${e.observation.split("\n")[0]}`] : []))
+      const tools = events.flatMap((
+        e
+      ) => (e._tag === "ToolDone" ? [`${e.step_id}:${e.tool_name}:${e.observation.split("\n")[0]}`] : []))
       assert.sameMembers(tools, ["calc:calculator:6*7 = 42", "time:current_time:Time zone: Europe/Paris"])
       const done = answerOf(events)
       assert.include(done.answer, "6*7 = **42**")

@@ -47,9 +47,15 @@ interface Turn {
 }
 
 const round: fc.Arbitrary<Round> = fc.record({
-  calls: fc.array(fc.record({ tool: fc.integer({ min: 0, max: 4 }), size: fc.integer({ min: 0, max: 3000 }) }), { minLength: 1, maxLength: 3 })
+  calls: fc.array(fc.record({ tool: fc.integer({ min: 0, max: 4 }), size: fc.integer({ min: 0, max: 3000 }) }), {
+    minLength: 1,
+    maxLength: 3
+  })
 })
-const turn: fc.Arbitrary<Turn> = fc.record({ rounds: fc.array(round, { maxLength: 3 }), answerSize: fc.integer({ min: 1, max: 400 }) })
+const turn: fc.Arbitrary<Turn> = fc.record({
+  rounds: fc.array(round, { maxLength: 3 }),
+  answerSize: fc.integer({ min: 1, max: 400 })
+})
 
 const tools = Array.from({ length: 5 }, (_, i) =>
   Tool.make({
@@ -75,14 +81,26 @@ describe("prompt caching (property)", () => {
           // (also to any further request of the turn, e.g. the completion checklist's)
           const model = (body: any): FakeAnthropic.FakeAnthropicReply => {
             const messages: Array<any> = body.messages
-            const texts = (m: any) => (typeof m.content === "string" ? [m.content] : m.content.filter((c: any) => c.type === "text").map((c: any) => c.text))
-            const at = messages.map((m) => m.role === "user" && texts(m).some((t: string) => t.startsWith("Question "))).lastIndexOf(true)
-            const ti = Number(/Question (\d+)/.exec(texts(messages[at]).find((t: string) => t.startsWith("Question ")))![1])
-            const done = messages.slice(at).filter((m) => m.role === "assistant" && m.content.some((c: any) => c.type === "tool_use")).length
+            const texts = (m: any) => (typeof m.content === "string"
+              ? [m.content]
+              : m.content.filter((c: any) => c.type === "text").map((c: any) => c.text))
+            const at = messages.map((m) => m.role === "user" && texts(m).some((t: string) => t.startsWith("Question ")))
+              .lastIndexOf(true)
+            const ti = Number(
+              /Question (\d+)/.exec(texts(messages[at]).find((t: string) => t.startsWith("Question ")))![1]
+            )
+            const done = messages.slice(at).filter((m) =>
+              m.role === "assistant" && m.content.some((c: any) => c.type === "tool_use")
+            ).length
             const r = turns[ti].rounds[done]
             return r === undefined
               ? FakeAnthropic.text(`Answer ${ti}: ${"y".repeat(turns[ti].answerSize)}`)
-              : FakeAnthropic.toolUse(r.calls.map((c, ci) => ({ name: `tool_${c.tool}`, input: { size: c.size, label: `t${ti}r${done}c${ci}` } })))
+              : FakeAnthropic.toolUse(
+                r.calls.map((c, ci) => ({
+                  name: `tool_${c.tool}`,
+                  input: { size: c.size, label: `t${ti}r${done}c${ci}` }
+                }))
+              )
           }
           const fake = await FakeAnthropic.start(model, { minCacheTokens: MIN })
           try {
@@ -107,10 +125,18 @@ describe("prompt caching (property)", () => {
               for (let ti = 0; ti < turns.length; ti++) {
                 firstOfTurn.push(fake.requests.length)
                 const query = `Question ${ti}: please use the tools as needed.`
-                const events = Chunk.toArray(yield* Stream.runCollect(agent.run({ query, history, conversationId: "prop" }).pipe(
-                  // the next request is the first one after this compaction
-                  Stream.tap((e) => Effect.sync(() => e._tag === "Compact" && afterCompaction.add(fake.requests.length)))
-                ))) as Array<RunEvent>
+                const events = Chunk.toArray(
+                  yield* Stream.runCollect(
+                    agent.run({ query, history, conversationId: "prop" }).pipe(
+                      // the next request is the first one after this compaction
+                      Stream.tap((e) =>
+                        Effect.sync(() =>
+                          e._tag === "Compact" && afterCompaction.add(fake.requests.length)
+                        )
+                      )
+                    )
+                  )
+                ) as Array<RunEvent>
                 const done = events.at(-1)!
                 assert.strictEqual(done._tag, "Done")
                 const answer = done._tag === "Done" ? done.answer : ""
@@ -132,10 +158,16 @@ describe("prompt caching (property)", () => {
               const b = blocks(fake.requests[next].body)
               const last = a.map((x) => x.breakpoint).lastIndexOf(true)
               assert.isAtLeast(last, 0, `request ${prev} has a breakpoint`)
-              assert.deepStrictEqual(b.slice(0, last + 1).map((x) => x.key), a.slice(0, last + 1).map((x) => x.key), `request ${next} starts with request ${prev} up to its breakpoint`)
+              assert.deepStrictEqual(
+                b.slice(0, last + 1).map((x) => x.key),
+                a.slice(0, last + 1).map((x) => x.key),
+                `request ${next} starts with request ${prev} up to its breakpoint`
+              )
               const prefixTokens = a.slice(0, last + 1).reduce((s, x) => s + x.tokens, 0)
               const read = fake.requests[next].usage!.cache_read_input_tokens
-              if (prefixTokens >= MIN) assert.isAtLeast(read, prefixTokens, `request ${next} reads request ${prev}'s prefix`)
+              if (prefixTokens >= MIN) {
+                assert.isAtLeast(read, prefixTokens, `request ${next} reads request ${prev}'s prefix`)
+              }
             }
           } finally {
             await fake.close()

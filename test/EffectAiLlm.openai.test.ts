@@ -37,13 +37,32 @@ const toReply = (r: ContractReply): FakeResponses.FakeResponsesReply => {
       const headers = r.retryAfterS !== undefined ? { "retry-after": String(r.retryAfterS) } : undefined
       switch (r.kind) {
         case "rate_limit":
-          return { _tag: "Error", status: r.status, type: "requests", code: "rate_limit_exceeded", message: "Rate limit reached", ...(headers ? { headers } : {}) }
+          return {
+            _tag: "Error",
+            status: r.status,
+            type: "requests",
+            code: "rate_limit_exceeded",
+            message: "Rate limit reached",
+            ...(headers ? { headers } : {})
+          }
         case "overloaded":
           return { _tag: "Error", status: r.status, type: "server_error", message: "The server is overloaded" }
         case "overflow":
-          return { _tag: "Error", status: r.status, type: "invalid_request_error", code: "context_length_exceeded", message: "Your input exceeds the context window of this model." }
+          return {
+            _tag: "Error",
+            status: r.status,
+            type: "invalid_request_error",
+            code: "context_length_exceeded",
+            message: "Your input exceeds the context window of this model."
+          }
         case "auth":
-          return { _tag: "Error", status: r.status, type: "invalid_request_error", code: "invalid_api_key", message: "Incorrect API key provided" }
+          return {
+            _tag: "Error",
+            status: r.status,
+            type: "invalid_request_error",
+            code: "invalid_api_key",
+            message: "Incorrect API key provided"
+          }
         case "bad":
           return { _tag: "Error", status: r.status, type: "invalid_request_error", message: "input: required" }
       }
@@ -54,12 +73,20 @@ const toReply = (r: ContractReply): FakeResponses.FakeResponsesReply => {
 const backend: ContractBackend = {
   name: "EffectAiLlm over @effect/ai-openai (Responses)",
   start: (script) =>
-    Effect.map(FakeResponses.scoped(typeof script === "function" ? (b, i) => toReply(script(b, i)) : (_b, i) => toReply(script[i] ?? { _tag: "Error", status: 500, kind: "overloaded" })), (server) => ({
-      requests: () => server.requests.length,
-      advertised: (i) => (server.requests[i].body.tools ?? []).map((t: any) => ({ name: t.name, schema: t.parameters })),
-      streamed: (i) => server.requests[i].body.stream === true,
-      llm: (o) => llmOver(server.url, o)
-    }))
+    Effect.map(
+      FakeResponses.scoped(
+        typeof script === "function"
+          ? (b, i) => toReply(script(b, i))
+          : (_b, i) => toReply(script[i] ?? { _tag: "Error", status: 500, kind: "overloaded" })
+      ),
+      (server) => ({
+        requests: () => server.requests.length,
+        advertised: (i) =>
+          (server.requests[i].body.tools ?? []).map((t: any) => ({ name: t.name, schema: t.parameters })),
+        streamed: (i) => server.requests[i].body.stream === true,
+        llm: (o) => llmOver(server.url, o)
+      })
+    )
 }
 
 contract(backend)

@@ -33,7 +33,10 @@ describe("Embedder", () => {
   it.scoped("openai SDK: the server's vectors and billed tokens; an outage is a retryable EmbeddingError", () =>
     Effect.gen(function*() {
       const fake = yield* server
-      const embedder = yield* Effect.provide(Embedder.Embedder, Embedder.layer({ baseURL: fake.url, apiKey: "test", model: "fake-embed" }))
+      const embedder = yield* Effect.provide(
+        Embedder.Embedder,
+        Embedder.layer({ baseURL: fake.url, apiKey: "test", model: "fake-embed" })
+      )
       const result = yield* embedder.embed(texts)
       assertVectors(result.vectors)
       assert.strictEqual(result.tokens, texts.reduce((sum, t) => sum + t.length, 0))
@@ -52,7 +55,10 @@ describe("Embedder", () => {
         Layer.provide(OpenAiClient.layer({ apiUrl: fake.url, apiKey: Redacted.make("test") })),
         Layer.provide(FetchHttpClient.layer)
       )
-      const embedder = yield* Effect.provide(Embedder.Embedder, Embedder.layerEmbeddingModel({ model: "fake-embed" }).pipe(Layer.provide(model)))
+      const embedder = yield* Effect.provide(
+        Embedder.Embedder,
+        Embedder.layerEmbeddingModel({ model: "fake-embed" }).pipe(Layer.provide(model))
+      )
       assert.strictEqual(embedder.model, "fake-embed")
       const result = yield* embedder.embed(texts)
       assertVectors(result.vectors)

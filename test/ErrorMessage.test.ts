@@ -8,11 +8,14 @@ class StoreDown extends Data.TaggedError("StoreDown")<{ readonly message: string
 
 describe("ErrorMessage.runFailure (what RunFailed says, one rule for ReactAgent and DagAgent)", () => {
   it("an LLM error keeps its reason, retryability and message", () => {
-    assert.deepStrictEqual(ErrorMessage.runFailure(Cause.fail(new LlmError({ reason: "RateLimited", message: "slow down" }))), {
-      message: "LLM error (RateLimited): slow down",
-      retryable: true,
-      type: "RateLimited"
-    })
+    assert.deepStrictEqual(
+      ErrorMessage.runFailure(Cause.fail(new LlmError({ reason: "RateLimited", message: "slow down" }))),
+      {
+        message: "LLM error (RateLimited): slow down",
+        retryable: true,
+        type: "RateLimited"
+      }
+    )
     assert.isFalse(ErrorMessage.runFailure(Cause.fail(new LlmError({ reason: "Auth", message: "no key" }))).retryable)
   })
 
@@ -23,6 +26,9 @@ describe("ErrorMessage.runFailure (what RunFailed says, one rule for ReactAgent 
       type: "internal"
     })
     assert.strictEqual(ErrorMessage.runFailure(Cause.die(new Error("boom"))).message, "Internal error: boom")
-    assert.strictEqual(ErrorMessage.runFailure(Cause.die(new TypeError("x is undefined"))).message, "Internal error: TypeError: x is undefined")
+    assert.strictEqual(
+      ErrorMessage.runFailure(Cause.die(new TypeError("x is undefined"))).message,
+      "Internal error: TypeError: x is undefined"
+    )
   })
 })

@@ -10,7 +10,8 @@ import * as Eval from "../src/Eval.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { addTool, echoTool, makeAgent } from "./utils/agentLayers.js"
 
-const agentFor = (script: ReadonlyArray<ScriptedLlm.ScriptStep>) => makeAgent(script, { tools: [addTool, echoTool] }).layer
+const agentFor = (script: ReadonlyArray<ScriptedLlm.ScriptStep>) =>
+  makeAgent(script, { tools: [addTool, echoTool] }).layer
 
 describe("Eval scorers", () => {
   it.effect("scores the answer, the tool calls and the limits, with reasons", () =>
@@ -27,7 +28,10 @@ describe("Eval scorers", () => {
           { type: "contains", value: "\"sum\": 5" },
           { type: "exact", value: "nope" },
           { type: "regex", pattern: "other\"?:\\s*8" },
-          { type: "json_schema", schema: { type: "object", required: ["sum"], properties: { sum: { type: "integer", maximum: 4 } } } },
+          {
+            type: "json_schema",
+            schema: { type: "object", required: ["sum"], properties: { sum: { type: "integer", maximum: 4 } } }
+          },
           { type: "tool_calls", name: "add", args: "\"a\":2", count: 1 },
           { type: "tool_calls", name: "add", count: { min: 3 } },
           { type: "limits", max_tokens: 1 },
@@ -69,7 +73,11 @@ describe("Eval scorers", () => {
   it.effect("the judge on the offline demo model says it judged nothing (not an empty reason)", () =>
     Effect.gen(function*() {
       const result = yield* Eval.runCase(
-        { id: "j", input: "What is 2 + 2?", scorers: [{ type: "judge", rubric: "States that 2 + 2 is 4.", pass_score: 0 }] },
+        {
+          id: "j",
+          input: "What is 2 + 2?",
+          scorers: [{ type: "judge", rubric: "States that 2 + 2 is 4.", pass_score: 0 }]
+        },
         { agent: agentFor([ScriptedLlm.text("4")]), judge: DemoLlm.makeUnsafe({ thinkDelay: 0, chunkDelay: 0 }) }
       )
       assert.strictEqual(result.scores[0].score, 0)
@@ -91,7 +99,9 @@ describe("Eval scorers", () => {
     }))
 
   it("a malformed case is refused with its line number", () => {
-    const parsed = Eval.parseCases("{\"id\":\"a\",\"input\":\"x\",\"scorers\":[]}\n\n{\"id\":\"b\",\"scorers\":[{\"type\":\"contains\"}]}")
+    const parsed = Eval.parseCases(
+      "{\"id\":\"a\",\"input\":\"x\",\"scorers\":[]}\n\n{\"id\":\"b\",\"scorers\":[{\"type\":\"contains\"}]}"
+    )
     assert.isTrue(Either.isLeft(parsed))
     if (Either.isLeft(parsed)) {
       assert.strictEqual(parsed.left.line, 3)
@@ -101,25 +111,43 @@ describe("Eval scorers", () => {
 })
 
 describe("npm run eval", () => {
-  it.live("runs the example suite offline, writes both reports, compares with a baseline and exits 1 below --min-score", () =>
-    Effect.gen(function*() {
-      const dir = mkdtempSync(join(tmpdir(), "eval-"))
-      const report = join(dir, "report.json")
-      const ok = yield* main(["examples/evals/cases.jsonl", "--report", report, "--concurrency", "2"])
-      assert.strictEqual(ok, 0)
-      const json = JSON.parse(readFileSync(report, "utf8")) as Eval.Report
-      assert.strictEqual(json.summary.cases, 5)
-      assert.strictEqual(json.summary.passed, 5)
-      assert.deepStrictEqual(json.cases.map((c) => c.id), ["arithmetic", "arithmetic-regex", "greeting", "judged", "replayed-cassette"])
-      const judged = json.cases[3].scores.find((s) => s.scorer === "judge")
-      assert.match(judged?.reason ?? "", /^the offline demo model does not judge/)
-      const page = readFileSync(join(dir, "report.html"), "utf8")
-      assert.include(page, "<title>Eval report — 5/5 passed</title>")
-      assert.include(page, "calculator(")
-      assert.notInclude(page, "<script")
-      const low = yield* main(["examples/evals/cases.jsonl", "--baseline", report, "--min-score", "0.95", "--html", join(dir, "b.html")])
-      assert.strictEqual(low, 1)
-      assert.isTrue(existsSync(join(dir, "b.html")))
-      assert.strictEqual(yield* main(["missing.jsonl"]), 2)
-    }), 120_000)
+  it.live(
+    "runs the example suite offline, writes both reports, compares with a baseline and exits 1 below --min-score",
+    () =>
+      Effect.gen(function*() {
+        const dir = mkdtempSync(join(tmpdir(), "eval-"))
+        const report = join(dir, "report.json")
+        const ok = yield* main(["examples/evals/cases.jsonl", "--report", report, "--concurrency", "2"])
+        assert.strictEqual(ok, 0)
+        const json = JSON.parse(readFileSync(report, "utf8")) as Eval.Report
+        assert.strictEqual(json.summary.cases, 5)
+        assert.strictEqual(json.summary.passed, 5)
+        assert.deepStrictEqual(json.cases.map((c) => c.id), [
+          "arithmetic",
+          "arithmetic-regex",
+          "greeting",
+          "judged",
+          "replayed-cassette"
+        ])
+        const judged = json.cases[3].scores.find((s) => s.scorer === "judge")
+        assert.match(judged?.reason ?? "", /^the offline demo model does not judge/)
+        const page = readFileSync(join(dir, "report.html"), "utf8")
+        assert.include(page, "<title>Eval report — 5/5 passed</title>")
+        assert.include(page, "calculator(")
+        assert.notInclude(page, "<script")
+        const low = yield* main([
+          "examples/evals/cases.jsonl",
+          "--baseline",
+          report,
+          "--min-score",
+          "0.95",
+          "--html",
+          join(dir, "b.html")
+        ])
+        assert.strictEqual(low, 1)
+        assert.isTrue(existsSync(join(dir, "b.html")))
+        assert.strictEqual(yield* main(["missing.jsonl"]), 2)
+      }),
+    120_000
+  )
 })

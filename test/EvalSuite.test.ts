@@ -14,7 +14,10 @@ import * as EvalSuite from "../src/EvalSuite.js"
 import { demoAgentLayer, demoLlm } from "./utils/demoAgent.js"
 
 // the example suite: five tests, each green only when its case passes
-EvalSuite.describe(vitest, "examples/evals/cases.jsonl", "examples/evals/cases.jsonl", { agent: demoAgentLayer, judge: demoLlm })
+EvalSuite.describe(vitest, "examples/evals/cases.jsonl", "examples/evals/cases.jsonl", {
+  agent: demoAgentLayer,
+  judge: demoLlm
+})
 
 const ROOT = resolve(import.meta.dirname, "..")
 
@@ -42,7 +45,11 @@ describe("EvalSuite: a case that does not pass", () => {
 
   it.effect("minScore: the mean decides — the same case passes at 0.5 and fails at 0.6", () =>
     Effect.gen(function*() {
-      const c = { id: "half", input: "What is 12 * 7?", scorers: [{ type: "contains" as const, value: "85" }, { type: "contains" as const, value: "84" }] }
+      const c = {
+        id: "half",
+        input: "What is 12 * 7?",
+        scorers: [{ type: "contains" as const, value: "85" }, { type: "contains" as const, value: "84" }]
+      }
       const ok = yield* EvalSuite.runCase(c, { agent: demoAgentLayer, minScore: 0.5 })
       assert.strictEqual(ok.score, 0.5)
       const failure = yield* Effect.flip(EvalSuite.runCase(c, { agent: demoAgentLayer, minScore: 0.6 }))
@@ -52,20 +59,34 @@ describe("EvalSuite: a case that does not pass", () => {
   it("a malformed cases file is refused at collection, naming the file and line", () => {
     const dir = mkdtempSync(join(tmpdir(), "eval-suite-"))
     const file = join(dir, "cases.jsonl")
-    writeFileSync(file, "{\"id\":\"a\",\"input\":\"x\",\"scorers\":[]}\n{\"id\":\"b\",\"cassette\":\"missing.cassette.json\",\"scorers\":[]}\n")
+    writeFileSync(
+      file,
+      "{\"id\":\"a\",\"input\":\"x\",\"scorers\":[]}\n{\"id\":\"b\",\"cassette\":\"missing.cassette.json\",\"scorers\":[]}\n"
+    )
     assert.throws(() => EvalSuite.load(file), `${file}:2: cassette missing.cassette.json: ENOENT`)
   })
 
-  it("in vitest itself: the failing case's test fails and the output shows its scores and reasons", { timeout: 120_000 }, async () => {
+  it("in vitest itself: the failing case's test fails and the output shows its scores and reasons", {
+    timeout: 120_000
+  }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "eval-suite-"))
     const config = join(dir, "vitest.config.mjs")
-    writeFileSync(config, `export default { test: { include: ["test/fixtures/evalSuiteFailing.ts"], reporters: ["default"] } }\n`)
+    writeFileSync(
+      config,
+      `export default { test: { include: ["test/fixtures/evalSuiteFailing.ts"], reporters: ["default"] } }\n`
+    )
     const run = await new Promise<{ code: number | null; out: string }>((done) =>
       execFile(
         process.execPath,
         [join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--config", config, "--root", ROOT],
-        { cwd: ROOT, env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" }, timeout: 110_000, maxBuffer: 16 * 1024 * 1024 },
-        (error, stdout, stderr) => done({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, out: stdout + stderr })
+        {
+          cwd: ROOT,
+          env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
+          timeout: 110_000,
+          maxBuffer: 16 * 1024 * 1024
+        },
+        (error, stdout, stderr) =>
+          done({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, out: stdout + stderr })
       )
     )
     const out = run.out.replace(/\x1b\[[0-9;]*m/g, "")

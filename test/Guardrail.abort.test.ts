@@ -46,18 +46,28 @@ describe("input guardrail beside the first model call", () => {
         handler: ({ q }) => Effect.sync(() => (ran.push(q), "found"))
       })
       const judge = ScriptedLlm.makeUnsafe([
-        ScriptedLlm.toolCall("classify", { violates: true, reason: "asks for credentials" }, { delay: "400 millis", usage: { prompt: 40, completion: 8 } })
+        ScriptedLlm.toolCall("classify", { violates: true, reason: "asks for credentials" }, {
+          delay: "400 millis",
+          usage: { prompt: 40, completion: 8 }
+        })
       ], { model: "judge" })
       const llm = OpenAiLlm.layer({ baseURL: fake.url, apiKey: "test-key", model: "fake-model", maxRetries: 0 })
       const layer = ReactAgent.layer({
         synthesis: "auto",
         guardrails: { input: [Guardrail.classifier("policy", "No credential theft.", judge.service)] }
-      }).pipe(Layer.provide(Layer.mergeAll(llm, Toolkit.layer([tool]), Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory)))
+      }).pipe(
+        Layer.provide(
+          Layer.mergeAll(llm, Toolkit.layer([tool]), Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory)
+        )
+      )
       // the run draws from this account (a caller's), so the test can read its ledger
       const account = Budget.makeAccount({ tokens: 1_000_000 }, undefined)!
       const started = Date.now()
       const events = Chunk.toReadonlyArray(
-        yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run({ query: "give me the admin password" }))).pipe(
+        yield* Effect.flatMap(
+          ReactAgent.ReactAgent,
+          (agent) => Stream.runCollect(agent.run({ query: "give me the admin password" }))
+        ).pipe(
           Effect.provide(layer),
           Effect.locally(Budget.currentAccount, account)
         )
@@ -65,7 +75,10 @@ describe("input guardrail beside the first model call", () => {
       const elapsed = Date.now() - started
 
       // the provider saw its request closed by the client before the reply was complete
-      assert.isTrue(yield* Effect.promise(() => fake.waitForClientAbort(3000)), "the fake saw the client close the request")
+      assert.isTrue(
+        yield* Effect.promise(() => fake.waitForClientAbort(3000)),
+        "the fake saw the client close the request"
+      )
       assert.strictEqual(fake.requests.length, 1)
       assert.isTrue(fake.requests[0].abortedByClient)
       assert.isFalse(fake.requests[0].finished)
@@ -76,7 +89,11 @@ describe("input guardrail beside the first model call", () => {
       assert.deepStrictEqual(ran, [])
       assert.isFalse(tags.includes("ToolStart"))
       assert.isFalse(events.some((e) => e._tag === "AnswerDelta" && e.content.startsWith("word")), tags.join(","))
-      assert.deepInclude(events.find((e) => e._tag === "GuardrailTripped"), { stage: "input", name: "policy", reason: "asks for credentials" })
+      assert.deepInclude(events.find((e) => e._tag === "GuardrailTripped"), {
+        stage: "input",
+        name: "policy",
+        reason: "asks for credentials"
+      })
       const done = events[events.length - 1]
       assert.strictEqual(done._tag, "Done")
       assert.strictEqual(done._tag === "Done" && done.answer, Guardrail.DEFAULT_REFUSAL)
@@ -85,7 +102,10 @@ describe("input guardrail beside the first model call", () => {
       const entries = Budget.entries(account.ledger!)
       const loop = entries.find((e) => e.model === "fake-model")!
       assert.strictEqual(loop.outcome, "interrupted")
-      const input = Budget.estimateInput({ messages: fake.requests[0].body.messages, tools: fake.requests[0].body.tools })
+      const input = Budget.estimateInput({
+        messages: fake.requests[0].body.messages,
+        tools: fake.requests[0].body.tools
+      })
       const output = loop.settled_tokens! - input
       assert.isAtMost(output, 2, `output charged: ${output} tokens (${JSON.stringify(entries)})`)
       // the classifier's call counted against the same budget

@@ -13,9 +13,9 @@ import * as Stream from "effect/Stream"
 import * as Guardrail from "../src/Guardrail.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
-import { toWire } from "../src/server/EventWire.js"
 import * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
+import { toWire } from "../src/server/EventWire.js"
 import * as Tool from "../src/Tool.js"
 import * as Usage from "../src/Usage.js"
 import { injectNow, makeAgent, makeInterrupts } from "./utils/agentLayers.js"
@@ -33,11 +33,14 @@ const recorder = () => {
 }
 
 const runOf = (agent: ReturnType<typeof makeAgent>, query: string, conversationId = "c1") =>
-  Effect.flatMap(ReactAgent.ReactAgent, (a) =>
-    Effect.flatMap(Stream.runCollect(a.run({ query, conversationId })), (chunk) => {
-      const events = Chunk.toReadonlyArray(chunk)
-      return Effect.map(ReactAgent.collect(Stream.fromIterable(events)), (result) => ({ events, result }))
-    })).pipe(Effect.provide(agent.layer))
+  Effect.flatMap(
+    ReactAgent.ReactAgent,
+    (a) =>
+      Effect.flatMap(Stream.runCollect(a.run({ query, conversationId })), (chunk) => {
+        const events = Chunk.toReadonlyArray(chunk)
+        return Effect.map(ReactAgent.collect(Stream.fromIterable(events)), (result) => ({ events, result }))
+      })
+  ).pipe(Effect.provide(agent.layer))
 
 /** What the user read: the answer deltas after the last reset. */
 const shownAnswer = (events: ReadonlyArray<RunEvent>): string => {
@@ -50,13 +53,20 @@ const shownAnswer = (events: ReadonlyArray<RunEvent>): string => {
 }
 
 const REFUSAL = "I won't help with that."
-const secrets = { input: [{ type: "pattern" as const, name: "secrets", patterns: ["password", "/api[_-]?key/i"] }], refusal: REFUSAL }
+const secrets = {
+  input: [{ type: "pattern" as const, name: "secrets", patterns: ["password", "/api[_-]?key/i"] }],
+  refusal: REFUSAL
+}
 
 describe("input guardrails", () => {
   it.effect("a tripped query: no tool runs, guardrail event, the refusal as the answer, done", () =>
     Effect.gen(function*() {
       const { ran, tool } = recorder()
-      const agent = makeAgent([ScriptedLlm.toolCall("lookup", { q: "x" }), ScriptedLlm.text("done"), ScriptedLlm.text("done")], {
+      const agent = makeAgent([
+        ScriptedLlm.toolCall("lookup", { q: "x" }),
+        ScriptedLlm.text("done"),
+        ScriptedLlm.text("done")
+      ], {
         tools: [tool],
         agent: { guardrails: secrets }
       })
@@ -67,7 +77,13 @@ describe("input guardrails", () => {
       assert.deepInclude(trip, { stage: "input", name: "secrets", reason: "matched pattern \"password\"" })
       assert.deepStrictEqual(toWire(trip!), {
         channel: "guardrail",
-        data: { type: "guardrail", status: "tripped", stage: "input", name: "secrets", reason: "matched pattern \"password\"" }
+        data: {
+          type: "guardrail",
+          status: "tripped",
+          stage: "input",
+          name: "secrets",
+          reason: "matched pattern \"password\""
+        }
       })
       assert.strictEqual(result.answer, REFUSAL)
       assert.strictEqual(shownAnswer(events), REFUSAL)
@@ -78,7 +94,11 @@ describe("input guardrails", () => {
   it.effect("a query that passes runs as usual (regex patterns too)", () =>
     Effect.gen(function*() {
       const { ran, tool } = recorder()
-      const agent = makeAgent([ScriptedLlm.toolCall("lookup", { q: "x" }), ScriptedLlm.text("done"), ScriptedLlm.text("All good.")], {
+      const agent = makeAgent([
+        ScriptedLlm.toolCall("lookup", { q: "x" }),
+        ScriptedLlm.text("done"),
+        ScriptedLlm.text("All good.")
+      ], {
         tools: [tool],
         agent: { guardrails: secrets, completionCheck: false }
       })
@@ -113,8 +133,14 @@ describe("output guardrails", () => {
   for (const synthesis of ["auto", "always"] as const) {
     it.effect(`synthesis ${synthesis}: a tripped answer is retracted and replaced with the refusal`, () =>
       Effect.gen(function*() {
-        const agent = makeAgent([ScriptedLlm.text("The password is hunter2."), ScriptedLlm.text("The password is hunter2.")], {
-          agent: { synthesis, guardrails: { output: [{ type: "pattern", name: "leak", patterns: ["hunter2"] }], refusal: REFUSAL } }
+        const agent = makeAgent([
+          ScriptedLlm.text("The password is hunter2."),
+          ScriptedLlm.text("The password is hunter2.")
+        ], {
+          agent: {
+            synthesis,
+            guardrails: { output: [{ type: "pattern", name: "leak", patterns: ["hunter2"] }], refusal: REFUSAL }
+          }
         })
         const { events, result } = yield* runOf(agent, "tell me")
         const tags = events.map((e) => e._tag)
@@ -130,13 +156,18 @@ describe("output guardrails", () => {
 
   it.effect("an answer that passes is left alone; a length limit trips on a long one", () =>
     Effect.gen(function*() {
-      const ok = makeAgent([ScriptedLlm.text("Short.")], { agent: { synthesis: "auto", guardrails: { output: [Guardrail.length("short", 10)] } } })
+      const ok = makeAgent([ScriptedLlm.text("Short.")], {
+        agent: { synthesis: "auto", guardrails: { output: [Guardrail.length("short", 10)] } }
+      })
       assert.strictEqual((yield* runOf(ok, "q")).result.answer, "Short.")
       const long = makeAgent([ScriptedLlm.text("This answer is far too long.")], {
         agent: { synthesis: "auto", guardrails: { output: [Guardrail.length("short", 10)] } }
       })
       const { events, result } = yield* runOf(long, "q")
-      assert.deepInclude(events.find((e) => e._tag === "GuardrailTripped"), { stage: "output", reason: "28 characters, over the limit of 10" })
+      assert.deepInclude(events.find((e) => e._tag === "GuardrailTripped"), {
+        stage: "output",
+        reason: "28 characters, over the limit of 10"
+      })
       assert.strictEqual(result.answer, Guardrail.DEFAULT_REFUSAL)
     }))
 })
@@ -145,7 +176,9 @@ describe("classifier guardrail", () => {
   it.effect("a guardrail that dies trips the run (fail closed) instead of holding it forever", () =>
     Effect.gen(function*() {
       const broken: Guardrail.Guardrail = { name: "broken", check: () => Effect.die(new Error("bug in the check")) }
-      const agent = makeAgent([ScriptedLlm.text("hello")], { agent: { synthesis: "auto", guardrails: { input: [broken] } } })
+      const agent = makeAgent([ScriptedLlm.text("hello")], {
+        agent: { synthesis: "auto", guardrails: { input: [broken] } }
+      })
       const { events, result } = yield* runOf(agent, "hi")
       assert.deepInclude(events.find((e) => e._tag === "GuardrailTripped"), { stage: "input", name: "broken" })
       assert.strictEqual(result.answer, Guardrail.DEFAULT_REFUSAL)
@@ -153,14 +186,22 @@ describe("classifier guardrail", () => {
 
   it.live("judges with its own model through structuredCall against the rubric; its usage counts in by_phase.guardrails", () =>
     Effect.gen(function*() {
-      const judge = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("classify", { violates: true, reason: "asks for malware" }, { usage: { prompt: 50, completion: 9 } })])
+      const judge = ScriptedLlm.makeUnsafe([
+        ScriptedLlm.toolCall("classify", { violates: true, reason: "asks for malware" }, {
+          usage: { prompt: 50, completion: 9 }
+        })
+      ])
       const { tool } = recorder()
       const agent = makeAgent([ScriptedLlm.text("sure", { delay: "50 millis" })], {
         tools: [tool],
         agent: { guardrails: { input: [Guardrail.classifier("policy", "No help writing malware.", judge.service)] } }
       })
       const { events, result } = yield* runOf(agent, "write me a keylogger")
-      assert.deepInclude(events.find((e) => e._tag === "GuardrailTripped"), { stage: "input", name: "policy", reason: "asks for malware" })
+      assert.deepInclude(events.find((e) => e._tag === "GuardrailTripped"), {
+        stage: "input",
+        name: "policy",
+        reason: "asks for malware"
+      })
       const asked = judge.requests[0].request.messages.map((m) => String(m.content)).join("\n")
       assert.include(asked, "No help writing malware.")
       assert.include(asked, "write me a keylogger")
@@ -184,11 +225,20 @@ describe("guardrails in a journaled run", () => {
         }
       }
       const agent = makeAgent([ScriptedLlm.text("hello", { delay: "10 millis" })], {
-        agent: { synthesis: "auto", guardrails: { input: [Guardrail.length("long", 1000)], output: [Guardrail.length("out", 1000)] } }
+        agent: {
+          synthesis: "auto",
+          guardrails: { input: [Guardrail.length("long", 1000)], output: [Guardrail.length("out", 1000)] }
+        }
       })
-      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "a harmless question" }, journal)).pipe(Effect.provide(agent.layer))
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "a harmless question" }, journal)).pipe(
+        Effect.provide(agent.layer)
+      )
       assert.include(names, "guardrail/input")
-      assert.deepInclude(events.find((e) => e._tag === "GuardrailTripped"), { stage: "input", name: "policy", reason: "stored verdict" })
+      assert.deepInclude(events.find((e) => e._tag === "GuardrailTripped"), {
+        stage: "input",
+        name: "policy",
+        reason: "stored verdict"
+      })
 
       // a passing run checks its answer in an activity too
       const passing: Array<string> = []
@@ -197,9 +247,14 @@ describe("guardrails in a journaled run", () => {
         activity: (activity) => (passing.push(activity.name), activity.execute({ restarted: false }))
       }
       const agent2 = makeAgent([ScriptedLlm.text("hello")], {
-        agent: { synthesis: "auto", guardrails: { input: [Guardrail.length("long", 1000)], output: [Guardrail.length("out", 1000)] } }
+        agent: {
+          synthesis: "auto",
+          guardrails: { input: [Guardrail.length("long", 1000)], output: [Guardrail.length("out", 1000)] }
+        }
       })
-      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "q" }, journal2)).pipe(Effect.provide(agent2.layer))
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "q" }, journal2)).pipe(
+        Effect.provide(agent2.layer)
+      )
       assert.includeMembers(passing, ["guardrail/input", "guardrail/output"])
     }))
 })

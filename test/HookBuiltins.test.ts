@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Logger, Ref, Schema, TestClock } from "effect"
 import type { AuditEntry } from "../src/HookBuiltins.js"
-import { auditLog, readOnlyMode, rateLimiter, resultTruncator, truncateOutput } from "../src/HookBuiltins.js"
+import { auditLog, rateLimiter, readOnlyMode, resultTruncator, truncateOutput } from "../src/HookBuiltins.js"
 import type { Hook, PreDecision, ToolOutcome, ToolUseContext } from "../src/Hooks.js"
 import * as Hooks from "../src/Hooks.js"
 import * as Tool from "../src/Tool.js"
@@ -60,8 +60,15 @@ describe("resultTruncator", () => {
     Effect.gen(function*() {
       const hooks = [resultTruncator({ maxChars: 5 })]
       const artifacts = [{ name: "report.pdf", mimeType: "application/pdf", path: "/tmp/report.pdf" }]
-      const md = yield* post(hooks, ctx(readTool), success({ content: "# Title\nbody", contentType: "markdown", artifacts }))
-      assert.deepStrictEqual(md, success({ content: "# Tit\n\n[truncated 7 chars]", contentType: "markdown", artifacts }))
+      const md = yield* post(
+        hooks,
+        ctx(readTool),
+        success({ content: "# Title\nbody", contentType: "markdown", artifacts })
+      )
+      assert.deepStrictEqual(
+        md,
+        success({ content: "# Tit\n\n[truncated 7 chars]", contentType: "markdown", artifacts })
+      )
       const json = yield* post(hooks, ctx(readTool), success({ content: "{\"a\":12345}", contentType: "json" }))
       assert.deepStrictEqual(json, success({ content: "{\"a\":\n\n[truncated 6 chars]", contentType: "text" }))
     }))
@@ -69,7 +76,10 @@ describe("resultTruncator", () => {
   it.effect("only applies to matching tools", () =>
     Effect.gen(function*() {
       const hooks = [resultTruncator({ maxChars: 3, matcher: "sql_*" })]
-      assert.deepStrictEqual(yield* post(hooks, ctx("sql_query"), success("123456")), success("123\n\n[truncated 3 chars]"))
+      assert.deepStrictEqual(
+        yield* post(hooks, ctx("sql_query"), success("123456")),
+        success("123\n\n[truncated 3 chars]")
+      )
       assert.deepStrictEqual(yield* post(hooks, ctx(readTool), success("123456")), success("123456"))
     }))
 

@@ -12,7 +12,13 @@ import { Effect, Logger } from "effect"
 import type { Hook, ToolOutcome, ToolUseContext } from "../src/Hooks.js"
 import * as Hooks from "../src/Hooks.js"
 
-const ctx: ToolUseContext = { toolName: "lookup", args: { q: "tides" }, toolCallId: "call_1", iteration: 1, conversationId: "conv-1" }
+const ctx: ToolUseContext = {
+  toolName: "lookup",
+  args: { q: "tides" },
+  toolCallId: "call_1",
+  iteration: 1,
+  conversationId: "conv-1"
+}
 const ORIGINAL: ToolOutcome = { _tag: "Success", output: "original" }
 
 /** The exact message `Hooks.make` throws for these hooks. */
@@ -27,7 +33,13 @@ const makeError = (hooks: ReadonlyArray<unknown>): string => {
 }
 
 const valid = Hooks.pre({ name: "ok", run: () => Effect.void })
-const raw = (fields: Record<string, unknown>) => ({ _tag: "PreToolUse", name: "h", priority: 0, run: () => Effect.void, ...fields })
+const raw = (fields: Record<string, unknown>) => ({
+  _tag: "PreToolUse",
+  name: "h",
+  priority: 0,
+  run: () => Effect.void,
+  ...fields
+})
 
 /** Runs the Post chain of one hook returning `result`, with the warnings it logged. */
 const post = (result: () => unknown) => {
@@ -35,7 +47,9 @@ const post = (result: () => unknown) => {
   const logger = Logger.make(({ logLevel, message }) => {
     if (logLevel._tag === "Warning") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
   })
-  const service = Hooks.makeUnsafe([Hooks.post({ name: "rewrite", run: () => result() as Effect.Effect<ToolOutcome | void> })])
+  const service = Hooks.makeUnsafe([
+    Hooks.post({ name: "rewrite", run: () => result() as Effect.Effect<ToolOutcome | void> })
+  ])
   return service.runPostToolUse(ctx, ORIGINAL).pipe(
     Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
     Effect.map((outcome) => ({ outcome, warnings }))
@@ -47,43 +61,49 @@ const pre = (run: () => unknown) =>
 
 describe("Hooks.make: each bad definition gets its own message", () => {
   it("not an object, at its index", () => {
-    assert.strictEqual(makeError([valid, null]), "Invalid hook: hook #1 is not a hook object (use Hooks.pre / Hooks.post)")
+    assert.strictEqual(
+      makeError([valid, null]),
+      "Invalid hook: hook #1 is not a hook object (use Hooks.pre / Hooks.post)"
+    )
     assert.strictEqual(makeError([42]), "Invalid hook: hook #0 is not a hook object (use Hooks.pre / Hooks.post)")
   })
 
   it("a wrong _tag names the hook by its name when it has one, else by its index", () => {
     assert.strictEqual(
       makeError([raw({ _tag: "Pre", name: "audit" })]),
-      'Invalid hook: hook "audit" has _tag "Pre"; expected "PreToolUse" or "PostToolUse" (use Hooks.pre / Hooks.post)'
+      "Invalid hook: hook \"audit\" has _tag \"Pre\"; expected \"PreToolUse\" or \"PostToolUse\" (use Hooks.pre / Hooks.post)"
     )
     assert.strictEqual(
       makeError([valid, raw({ _tag: "Pre", name: "" })]),
-      'Invalid hook: hook #1 has _tag "Pre"; expected "PreToolUse" or "PostToolUse" (use Hooks.pre / Hooks.post)'
+      "Invalid hook: hook #1 has _tag \"Pre\"; expected \"PreToolUse\" or \"PostToolUse\" (use Hooks.pre / Hooks.post)"
     )
   })
 
   it("a name that is not a string labels the hook by its index", () => {
     assert.strictEqual(
       makeError([raw({ _tag: "Pre", name: ["audit"] })]),
-      'Invalid hook: hook #0 has _tag "Pre"; expected "PreToolUse" or "PostToolUse" (use Hooks.pre / Hooks.post)'
+      "Invalid hook: hook #0 has _tag \"Pre\"; expected \"PreToolUse\" or \"PostToolUse\" (use Hooks.pre / Hooks.post)"
     )
     assert.strictEqual(makeError([raw({ name: 42 })]), "Invalid hook: hook #0 needs a non-empty name")
   })
 
   it("a blank name, a priority that is not finite, a failOpen that is not a boolean", () => {
     assert.strictEqual(makeError([raw({ name: "   " })]), "Invalid hook: hook #0 needs a non-empty name")
-    assert.strictEqual(makeError([raw({ priority: Infinity })]), 'Invalid hook: hook "h" needs a finite number as priority, got Infinity')
-    assert.strictEqual(makeError([raw({ failOpen: "yes" })]), 'Invalid hook: hook "h": failOpen must be a boolean')
+    assert.strictEqual(
+      makeError([raw({ priority: Infinity })]),
+      "Invalid hook: hook \"h\" needs a finite number as priority, got Infinity"
+    )
+    assert.strictEqual(makeError([raw({ failOpen: "yes" })]), "Invalid hook: hook \"h\": failOpen must be a boolean")
   })
 
   it("a matcher entry that is not a non-empty string", () => {
     assert.strictEqual(
       makeError([raw({ matcher: ["fs__*", 42] })]),
-      'Invalid hook: hook "h": matcher must be a non-empty glob string or a list of them, got 42'
+      "Invalid hook: hook \"h\": matcher must be a non-empty glob string or a list of them, got 42"
     )
     assert.strictEqual(
       makeError([raw({ matcher: [""] })]),
-      'Invalid hook: hook "h": matcher must be a non-empty glob string or a list of them, got ""'
+      "Invalid hook: hook \"h\": matcher must be a non-empty glob string or a list of them, got \"\""
     )
   })
 })
@@ -98,7 +118,7 @@ describe("Pre chain: results", () => {
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* pre(() => Effect.succeed({ allow: false, reason: "  " })), {
         allow: false,
-        reason: 'Blocked by hook "policy"',
+        reason: "Blocked by hook \"policy\"",
         hook: "policy"
       })
     }))
@@ -154,7 +174,7 @@ describe("Post chain: only a ToolOutcome replaces the outcome", () => {
         const { outcome, warnings } = yield* post(() => Effect.succeed(result))
         assert.deepStrictEqual(outcome, ORIGINAL, JSON.stringify(result))
         assert.deepStrictEqual(warnings, [
-          'PostToolUse hook "rewrite" returned something that is not a ToolOutcome; the observation is kept unchanged'
+          "PostToolUse hook \"rewrite\" returned something that is not a ToolOutcome; the observation is kept unchanged"
         ], JSON.stringify(result))
       }
     }))

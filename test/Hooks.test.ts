@@ -16,8 +16,10 @@ const ctx = (toolName = "fs__read", args: Record<string, unknown> = { path: "/a"
 
 const success = (output: string): ToolOutcome => ({ _tag: "Success", output })
 
-const withHooks = <A, E>(hooks: ReadonlyArray<Hook>, body: (hooks: Context.Tag.Service<Hooks.Hooks>) => Effect.Effect<A, E>) =>
-  Effect.flatMap(Hooks.Hooks, body).pipe(Effect.provide(Hooks.layer(hooks)))
+const withHooks = <A, E>(
+  hooks: ReadonlyArray<Hook>,
+  body: (hooks: Context.Tag.Service<Hooks.Hooks>) => Effect.Effect<A, E>
+) => Effect.flatMap(Hooks.Hooks, body).pipe(Effect.provide(Hooks.layer(hooks)))
 
 /** Pre and Post hooks that append their name to a log and change nothing. */
 const recordingPre = (log: Array<string>, name: string, priority: number, matcher?: string) =>
@@ -109,7 +111,11 @@ describe("Hooks", () => {
     const log: Array<string> = []
     const hooks = [
       recordingPre(log, "first", 0),
-      Hooks.pre({ name: "gate", priority: 1, run: () => Effect.succeed({ allow: false, reason: "Waiting for approval" }) }),
+      Hooks.pre({
+        name: "gate",
+        priority: 1,
+        run: () => Effect.succeed({ allow: false, reason: "Waiting for approval" })
+      }),
       recordingPre(log, "after", 2)
     ]
     return withHooks(hooks, (h) =>
@@ -123,9 +129,17 @@ describe("Hooks", () => {
   it.effect("replaced arguments are seen by later hooks and returned", () => {
     const seen: Array<Record<string, unknown>> = []
     const hooks = [
-      Hooks.pre({ name: "normalise", priority: 0, run: (c) => Effect.succeed({ allow: true, args: { ...c.args, path: "/safe/a" } }) }),
+      Hooks.pre({
+        name: "normalise",
+        priority: 0,
+        run: (c) => Effect.succeed({ allow: true, args: { ...c.args, path: "/safe/a" } })
+      }),
       Hooks.pre({ name: "observe", priority: 1, run: (c) => Effect.sync(() => void seen.push(c.args)) }),
-      Hooks.pre({ name: "limit", priority: 2, run: (c) => Effect.succeed({ allow: true, args: { ...c.args, limit: 10 } }) })
+      Hooks.pre({
+        name: "limit",
+        priority: 2,
+        run: (c) => Effect.succeed({ allow: true, args: { ...c.args, limit: 10 } })
+      })
     ]
     return withHooks(hooks, (h) =>
       Effect.gen(function*() {
@@ -193,13 +207,16 @@ describe("Hooks", () => {
 
   it.effect("defects, throwing run functions and non-Effect returns are handled like failures", () => {
     const hooks = (run: () => any, failOpen = false) => [Hooks.pre({ name: "bad", failOpen, run })]
-    const decide = (run: () => any, failOpen = false) =>
-      withHooks(hooks(run, failOpen), (h) => h.runPreToolUse(ctx()))
+    const decide = (run: () => any, failOpen = false) => withHooks(hooks(run, failOpen), (h) => h.runPreToolUse(ctx()))
     return Effect.gen(function*() {
       assertBlocked(yield* decide(() => Effect.die(new TypeError("x is undefined"))), "bad", "defect", "x is undefined")
-      assertBlocked(yield* decide(() => {
-        throw new Error("thrown synchronously")
-      }), "bad", "thrown synchronously")
+      assertBlocked(
+        yield* decide(() => {
+          throw new Error("thrown synchronously")
+        }),
+        "bad",
+        "thrown synchronously"
+      )
       assertBlocked(yield* decide(() => Promise.resolve(undefined)), "bad", "not an Effect")
       assert.isTrue((yield* decide(() => Effect.dieMessage("oops"), true)).allow)
     })
@@ -244,8 +261,11 @@ describe("Hooks", () => {
       const pre = yield* withHooks([Hooks.pre({ name: "stop", failOpen: true, run: () => Effect.interrupt })], (h) =>
         h.runPreToolUse(ctx())).pipe(Effect.exit)
       assert.isTrue(Exit.isInterrupted(pre))
-      const post = yield* withHooks([Hooks.post({ name: "stop", run: () => Effect.interrupt })], (h) =>
-        h.runPostToolUse(ctx(), success("x"))).pipe(Effect.exit)
+      const post = yield* withHooks([Hooks.post({
+        name: "stop",
+        run: () =>
+          Effect.interrupt
+      })], (h) => h.runPostToolUse(ctx(), success("x"))).pipe(Effect.exit)
       assert.isTrue(Exit.isInterrupted(post))
     }))
 
@@ -255,8 +275,7 @@ describe("Hooks", () => {
       const started = yield* Effect.makeLatch(false)
       const slow = Hooks.pre({
         name: "approval",
-        run: () =>
-          started.open.pipe(Effect.zipRight(Effect.never), Effect.onInterrupt(() => Ref.set(released, true)))
+        run: () => started.open.pipe(Effect.zipRight(Effect.never), Effect.onInterrupt(() => Ref.set(released, true)))
       })
       const fiber = yield* withHooks([slow], (h) => h.runPreToolUse(ctx())).pipe(Effect.fork)
       yield* started.await
@@ -270,7 +289,10 @@ describe("Hooks", () => {
     const hook = Hooks.pre({
       name: "policy",
       run: (c) =>
-        Effect.map(Policy, (p) => (p.denied.includes(c.toolName) ? { allow: false as const, reason: "denied" } : undefined))
+        Effect.map(
+          Policy,
+          (p) => (p.denied.includes(c.toolName) ? { allow: false as const, reason: "denied" } : undefined)
+        )
     })
     const layer = Hooks.layer([hook]).pipe(Layer.provide(Layer.succeed(Policy, { denied: ["rm"] })))
     return Effect.gen(function*() {
@@ -306,7 +328,10 @@ describe("Hooks", () => {
           const order = log.map((name) => Number(name.slice(1)))
           for (let k = 1; k < order.length; k++) {
             const [a, b] = [order[k - 1], order[k]]
-            assert.isTrue(priorities[a] < priorities[b] || (priorities[a] === priorities[b] && a < b), `h${a} before h${b}`)
+            assert.isTrue(
+              priorities[a] < priorities[b] || (priorities[a] === priorities[b] && a < b),
+              `h${a} before h${b}`
+            )
           }
         }))
     }
@@ -324,7 +349,13 @@ describe("Hooks: applies", () => {
       const log: Array<string> = []
       const hooks = [
         ...pre.map((m, i) => recordingPre(log, `pre${i}`, 0, m)),
-        ...post.map((m, i) => Hooks.post({ name: `post${i}`, ...(m ? { matcher: m } : {}), run: () => Effect.sync(() => void log.push(`post${i}`)) }))
+        ...post.map((m, i) =>
+          Hooks.post({
+            name: `post${i}`,
+            ...(m ? { matcher: m } : {}),
+            run: () => Effect.sync(() => void log.push(`post${i}`))
+          })
+        )
       ]
       return withHooks(hooks, (h) =>
         Effect.gen(function*() {

@@ -107,51 +107,56 @@ describe("Interrupts", () => {
     FastCheck.record({ op: FastCheck.constant("unregister" as const), conv })
   )
 
-  it.effect.prop("behaves like a model of per-conversation FIFO queues", [FastCheck.array(op, { maxLength: 60 })], ([ops]) =>
-    run(Effect.gen(function*() {
-      const interrupts = yield* Interrupts.Interrupts
-      const model = new Map<string, Array<{ id: string; content: string }>>()
-      const issued: Array<string> = []
-      for (const o of ops) {
-        const id = `c${o.conv}`
-        switch (o.op) {
-          case "register":
-            yield* interrupts.register(id)
-            if (!model.has(id)) model.set(id, [])
-            break
-          case "inject": {
-            const result = yield* Effect.either(interrupts.inject(id, o.text))
-            const queue = model.get(id)
-            if (queue === undefined) {
-              assert.isTrue(Either.isLeft(result))
-            } else {
-              assert.isTrue(Either.isRight(result))
-              if (Either.isRight(result)) {
-                assert.notInclude(issued, result.right.id)
-                issued.push(result.right.id)
-                queue.push(result.right)
+  it.effect.prop(
+    "behaves like a model of per-conversation FIFO queues",
+    [FastCheck.array(op, { maxLength: 60 })],
+    ([ops]) =>
+      run(Effect.gen(function*() {
+        const interrupts = yield* Interrupts.Interrupts
+        const model = new Map<string, Array<{ id: string; content: string }>>()
+        const issued: Array<string> = []
+        for (const o of ops) {
+          const id = `c${o.conv}`
+          switch (o.op) {
+            case "register":
+              yield* interrupts.register(id)
+              if (!model.has(id)) model.set(id, [])
+              break
+            case "inject": {
+              const result = yield* Effect.either(interrupts.inject(id, o.text))
+              const queue = model.get(id)
+              if (queue === undefined) {
+                assert.isTrue(Either.isLeft(result))
+              } else {
+                assert.isTrue(Either.isRight(result))
+                if (Either.isRight(result)) {
+                  assert.notInclude(issued, result.right.id)
+                  issued.push(result.right.id)
+                  queue.push(result.right)
+                }
               }
+              break
             }
-            break
+            case "recall": {
+              const target = issued.length > 0 ? issued[o.pick % issued.length] : "inj_0"
+              const queue = model.get(id)
+              const expected = queue !== undefined && queue.some((i) => i.id === target)
+              assert.strictEqual(yield* interrupts.recall(id, target), expected)
+              if (expected) model.set(id, queue!.filter((i) => i.id !== target))
+              break
+            }
+            case "drain":
+              assert.deepStrictEqual(yield* interrupts.drain(id), model.get(id) ?? [])
+              if (model.has(id)) model.set(id, [])
+              break
+            case "unregister":
+              assert.deepStrictEqual(yield* interrupts.unregister(id), model.get(id) ?? [])
+              model.delete(id)
+              break
           }
-          case "recall": {
-            const target = issued.length > 0 ? issued[o.pick % issued.length] : "inj_0"
-            const queue = model.get(id)
-            const expected = queue !== undefined && queue.some((i) => i.id === target)
-            assert.strictEqual(yield* interrupts.recall(id, target), expected)
-            if (expected) model.set(id, queue!.filter((i) => i.id !== target))
-            break
-          }
-          case "drain":
-            assert.deepStrictEqual(yield* interrupts.drain(id), model.get(id) ?? [])
-            if (model.has(id)) model.set(id, [])
-            break
-          case "unregister":
-            assert.deepStrictEqual(yield* interrupts.unregister(id), model.get(id) ?? [])
-            model.delete(id)
-            break
+          assert.strictEqual(yield* interrupts.isActive(id), model.has(id))
         }
-        assert.strictEqual(yield* interrupts.isActive(id), model.has(id))
-      }
-    })), { fastCheck: { numRuns: 40 } })
+      })),
+    { fastCheck: { numRuns: 40 } }
+  )
 })

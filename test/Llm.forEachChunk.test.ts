@@ -45,13 +45,17 @@ describe("Llm.forEachChunk", () => {
       assert.deepStrictEqual(ours.log, reference.log)
       assert.deepStrictEqual(ours.log[0], "open")
       assert.deepStrictEqual(ours.log[ours.log.length - 1], "close")
-      assert.strictEqual(ours.log.filter((l) => l.startsWith("chunk")).join(";"), reference.log.filter((l) => l.startsWith("chunk")).join(";"))
+      assert.strictEqual(
+        ours.log.filter((l) => l.startsWith("chunk")).join(";"),
+        reference.log.filter((l) => l.startsWith("chunk")).join(";")
+      )
     }))
 
   it.effect("one chunk known whole: one call", () =>
     Effect.gen(function*() {
       const log: Array<string> = []
-      yield* Llm.forEachChunk(Stream.fromChunk(Chunk.make(1, 2, 3)), (chunk) => Effect.sync(() => log.push(Chunk.join(Chunk.map(chunk, String), ","))))
+      yield* Llm.forEachChunk(Stream.fromChunk(Chunk.make(1, 2, 3)), (chunk) =>
+        Effect.sync(() => log.push(Chunk.join(Chunk.map(chunk, String), ","))))
       assert.deepStrictEqual(log, ["1,2,3"])
     }))
 

@@ -46,7 +46,12 @@ describe("Llm.unwrapDeltas", () => {
       assert.deepStrictEqual(yield* consume(wrapped), reply)
       assert.deepStrictEqual(tapped, ["Content", "Content", "Finish"])
       const prefixed = Stream.concat(Stream.make<Array<ChatDelta>>({ _tag: "Reasoning", text: "hm" }), stream)
-      assert.deepStrictEqual((yield* consume(prefixed)).map((d) => d._tag), ["Reasoning", "Content", "Content", "Finish"])
+      assert.deepStrictEqual((yield* consume(prefixed)).map((d) => d._tag), [
+        "Reasoning",
+        "Content",
+        "Content",
+        "Finish"
+      ])
     }))
 
   it.effect("the effect may decide on a stream instead, and its failure fails the consumer", () =>
@@ -74,10 +79,12 @@ describe("Llm.unwrapDeltas", () => {
         Effect.acquireRelease(
           Effect.sync(() => void log.push("open")),
           () => Effect.sync(() => void log.push("close"))
-        ).pipe(Effect.as(Stream.fromIterable(reply).pipe(
-          Stream.rechunk(1),
-          Stream.tap((d) => Effect.sync(() => void log.push(d._tag)))
-        )))
+        ).pipe(Effect.as(
+          Stream.fromIterable(reply).pipe(
+            Stream.rechunk(1),
+            Stream.tap((d) => Effect.sync(() => void log.push(d._tag)))
+          )
+        ))
       )
       assert.deepStrictEqual(yield* consume(opened), reply)
       assert.deepStrictEqual(log, ["open", "Content", "Content", "Finish", "close"])
@@ -86,7 +93,11 @@ describe("Llm.unwrapDeltas", () => {
       assert.deepStrictEqual(log, ["open", "Content", "Content", "Finish", "close"])
       // a consumer that fails midway still releases
       log.length = 0
-      const failed = yield* Effect.either(Stream.runForEach(opened, (d) => d._tag === "Finish" ? Effect.die("stop") : Effect.void).pipe(Effect.catchAllDefect(Effect.fail)))
+      const failed = yield* Effect.either(
+        Stream.runForEach(opened, (d) => d._tag === "Finish" ? Effect.die("stop") : Effect.void).pipe(
+          Effect.catchAllDefect(Effect.fail)
+        )
+      )
       assert.isTrue(Either.isLeft(failed))
       assert.strictEqual(log[log.length - 1], "close")
     }))

@@ -42,7 +42,9 @@ const cut = (s: string, at: ReadonlyArray<number>): Array<string> => {
 
 const streamed = (content: string, chunks: ReadonlyArray<string>) =>
   Effect.map(
-    Stream.runCollect(ScriptedLlm.makeUnsafe([ScriptedLlm.text(content, { chunks })]).service.streamChat({ messages: [] })),
+    Stream.runCollect(
+      ScriptedLlm.makeUnsafe([ScriptedLlm.text(content, { chunks })]).service.streamChat({ messages: [] })
+    ),
     (deltas) => {
       let c = ""
       let r = ""
@@ -56,7 +58,10 @@ const streamed = (content: string, chunks: ReadonlyArray<string>) =>
 
 describe("<think> blocks", () => {
   it("a whole reply: blocks out, trimmed, joined by a blank line", () => {
-    assert.deepStrictEqual(Llm.splitThinking("<think>\n plan \n</think>\n\nAnswer"), { content: "Answer", reasoning: "plan" })
+    assert.deepStrictEqual(Llm.splitThinking("<think>\n plan \n</think>\n\nAnswer"), {
+      content: "Answer",
+      reasoning: "plan"
+    })
     assert.deepStrictEqual(Llm.splitThinking("a <think>x</think> b<think>y"), { content: "a  b", reasoning: "x\n\ny" })
     assert.deepStrictEqual(Llm.splitThinking("no tags"), { content: "no tags", reasoning: "" })
     fc.assert(fc.property(text, (s) => assert.deepStrictEqual(Llm.splitThinking(s), reference(s))), { numRuns: 2000 })
@@ -70,7 +75,9 @@ describe("<think> blocks", () => {
           const chunked = await Effect.runPromise(streamed(s, cut(s, at)))
           assert.deepStrictEqual(chunked, whole)
           // streamed, the blocks' text comes untrimmed: but for white space, both splits agree
-          const bare = (x: { content: string; reasoning: string }) => [x.content.replace(/\s/g, ""), x.reasoning.replace(/\s/g, "")]
+          const bare = (
+            x: { content: string; reasoning: string }
+          ) => [x.content.replace(/\s/g, ""), x.reasoning.replace(/\s/g, "")]
           assert.deepStrictEqual(bare(whole), bare(reference(s)))
         }),
         { numRuns: 300 }

@@ -18,8 +18,13 @@ import * as FakeOpenAi from "./utils/fakeOpenAiServer.js"
 
 const registry = (env: Record<string, string>) =>
   Effect.flatMap(
-    Layer.build(ModelRegistry.layerConfig().pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))),
-    (context) => Effect.succeed(context.unsafeMap.get(ModelRegistry.ModelRegistry.key) as ModelRegistry.ModelRegistryService)
+    Layer.build(
+      ModelRegistry.layerConfig().pipe(
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))
+      )
+    ),
+    (context) =>
+      Effect.succeed(context.unsafeMap.get(ModelRegistry.ModelRegistry.key) as ModelRegistry.ModelRegistryService)
   )
 
 const ask = (q: string) => ({ messages: [Message.system("Be terse."), Message.user(q)] })
@@ -55,32 +60,45 @@ describe("LlmProviders (LLM_PROVIDER, FAST_LLM_PROVIDER)", () => {
   it.scopedLive("a fast Anthropic model falls back to the main one's key and URL; LLM_API_KEY is read when ANTHROPIC_API_KEY is unset", () =>
     Effect.gen(function*() {
       const claude = yield* FakeAnthropic.scoped(() => FakeAnthropic.text("ok"))
-      const models = yield* registry({ LLM_PROVIDER: "anthropic", LLM_MODEL: "big", LLM_API_KEY: "sk-shared", ANTHROPIC_BASE_URL: claude.url, FAST_LLM_MODEL: "small" })
+      const models = yield* registry({
+        LLM_PROVIDER: "anthropic",
+        LLM_MODEL: "big",
+        LLM_API_KEY: "sk-shared",
+        ANTHROPIC_BASE_URL: claude.url,
+        FAST_LLM_MODEL: "small"
+      })
       yield* models.fast.chat(ask("hi"))
       yield* models.main.chat(ask("hi"))
-      assert.deepStrictEqual(claude.requests.map((r) => [r.body.model, r.headers["x-api-key"]]), [["small", "sk-shared"], ["big", "sk-shared"]])
+      assert.deepStrictEqual(claude.requests.map((r) => [r.body.model, r.headers["x-api-key"]]), [[
+        "small",
+        "sk-shared"
+      ], ["big", "sk-shared"]])
     }))
 
   it.scopedLive("ModelRegistry.layerConfig options: a given provider, model, key and settings win over the variables", () =>
     Effect.gen(function*() {
       const claude = yield* FakeAnthropic.scoped(() => FakeAnthropic.text("from claude"))
-      const context = yield* Layer.build(ModelRegistry.layerConfig({
-        main: {
-          provider: Config.succeed("anthropic" as const),
-          model: Config.string("MY_MODEL"),
-          baseURL: Config.succeed(claude.url),
-          apiKey: Config.redacted("MY_KEY"),
-          maxOutputTokens: Config.succeed(777)
-        },
-        fast: { model: Config.succeed("claude-small") }
-      }).pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({
-        MY_MODEL: "claude-given",
-        MY_KEY: "sk-given",
-        LLM_PROVIDER: "openai-compatible",
-        LLM_MODEL: "env-model",
-        LLM_API_KEY: "sk-env",
-        LLM_MAX_OUTPUT_TOKENS: "2048"
-      })))))))
+      const context = yield* Layer.build(
+        ModelRegistry.layerConfig({
+          main: {
+            provider: Config.succeed("anthropic" as const),
+            model: Config.string("MY_MODEL"),
+            baseURL: Config.succeed(claude.url),
+            apiKey: Config.redacted("MY_KEY"),
+            maxOutputTokens: Config.succeed(777)
+          },
+          fast: { model: Config.succeed("claude-small") }
+        }).pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
+          new Map(Object.entries({
+            MY_MODEL: "claude-given",
+            MY_KEY: "sk-given",
+            LLM_PROVIDER: "openai-compatible",
+            LLM_MODEL: "env-model",
+            LLM_API_KEY: "sk-env",
+            LLM_MAX_OUTPUT_TOKENS: "2048"
+          }))
+        ))))
+      )
       const models = context.unsafeMap.get(ModelRegistry.ModelRegistry.key) as ModelRegistry.ModelRegistryService
       assert.deepStrictEqual([models.main.model, models.fast.model], ["claude-given", "claude-small"])
       yield* models.main.chat(ask("hi"))
@@ -100,11 +118,17 @@ describe("LlmProviders (LLM_PROVIDER, FAST_LLM_PROVIDER)", () => {
       assert.include(openrouter, "LLM_PROVIDER=openrouter is not supported")
       assert.include(openrouter, "@effect/ai-openrouter (latest 0.10.1) requires @effect/ai ^0.35")
       assert.include(yield* error({ LLM_PROVIDER: "bedrock", LLM_MODEL: "m" }), "@effect/ai-amazon-bedrock")
-      assert.include(yield* error({ LLM_PROVIDER: "claude", LLM_MODEL: "m" }), "Expected one of openai-compatible, anthropic, openai")
+      assert.include(
+        yield* error({ LLM_PROVIDER: "claude", LLM_MODEL: "m" }),
+        "Expected one of openai-compatible, anthropic, openai"
+      )
       assert.include(yield* error({ LLM_PROVIDER: "anthropic", ANTHROPIC_API_KEY: "k" }), "LLM_MODEL")
       assert.include(yield* error({ LLM_PROVIDER: "anthropic", LLM_MODEL: "m" }), "ANTHROPIC_API_KEY")
       assert.include(yield* error({ LLM_PROVIDER: "openai", LLM_MODEL: "m" }), "OPENAI_API_KEY")
-      assert.include(yield* error({ LLM_MODEL: "m", FAST_LLM_PROVIDER: "google", FAST_LLM_MODEL: "f" }), "FAST_LLM_PROVIDER=google")
+      assert.include(
+        yield* error({ LLM_MODEL: "m", FAST_LLM_PROVIDER: "google", FAST_LLM_MODEL: "f" }),
+        "FAST_LLM_PROVIDER=google"
+      )
       assert.include(yield* error({ LLM_MODEL: "m", LLM_PROMPT_CACHE: "sometimes" }), "LLM_PROMPT_CACHE")
     }))
 

@@ -25,7 +25,13 @@ describe("retry notification", () => {
         FakeOpenAi.error(503, "overloaded"),
         FakeOpenAi.completion({ content: "after retries" })
       ])
-      const llm = OpenAiLlm.makeUnsafe({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 3 })
+      const llm = OpenAiLlm.makeUnsafe({
+        model: "m",
+        baseURL: server.url,
+        apiKey: "k",
+        retryBaseDelay: "5 millis",
+        maxRetries: 3
+      })
       const notices: Array<Llm.RetryNotice> = []
       // forked inside the observed region: the observer is inherited
       const response = yield* Effect.fork(llm.chat({ messages: message })).pipe(
@@ -102,7 +108,13 @@ describe("one retry budget and one deadline per model call (stream-to-plain fall
   it.scopedLive("a refusing model with maxRetries 1: 2 requests in all (the streamed attempt and 1 retry), then the run fails", () =>
     Effect.gen(function*() {
       const server = yield* FakeOpenAi.scoped(() => FakeOpenAi.error(503, "overloaded"))
-      const llm = OpenAiLlm.makeUnsafe({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 1 })
+      const llm = OpenAiLlm.makeUnsafe({
+        model: "m",
+        baseURL: server.url,
+        apiKey: "k",
+        retryBaseDelay: "5 millis",
+        maxRetries: 1
+      })
       const es = yield* run(llm)
       assert.strictEqual(server.requests.length, 2, "1 + LLM_MAX_RETRIES requests, the fallback included")
       assert.strictEqual(server.requests[0].body.stream, true, "the loop call streams")
@@ -118,7 +130,13 @@ describe("one retry budget and one deadline per model call (stream-to-plain fall
         FakeOpenAi.sse([FakeOpenAi.chunk.role(), FakeOpenAi.chunk.content("partial "), FakeOpenAi.chunk.error("boom")]),
         FakeOpenAi.completion({ content: "the whole answer" })
       ])
-      const llm = OpenAiLlm.makeUnsafe({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 2 })
+      const llm = OpenAiLlm.makeUnsafe({
+        model: "m",
+        baseURL: server.url,
+        apiKey: "k",
+        retryBaseDelay: "5 millis",
+        maxRetries: 2
+      })
       const es = yield* run(llm)
       assert.deepStrictEqual(server.requests.map((r) => r.body.stream === true), [true, true, false])
       assert.deepStrictEqual(retries(es).map(([attempt]) => attempt), [1, 2], "numbered across the fallback")
@@ -134,7 +152,13 @@ describe("one retry budget and one deadline per model call (stream-to-plain fall
         FakeOpenAi.sse([FakeOpenAi.chunk.role(), FakeOpenAi.chunk.content("partial "), FakeOpenAi.chunk.error("boom")]),
         FakeOpenAi.completion({ content: "never asked" })
       ])
-      const llm = OpenAiLlm.makeUnsafe({ model: "m", baseURL: server.url, apiKey: "k", retryBaseDelay: "5 millis", maxRetries: 1 })
+      const llm = OpenAiLlm.makeUnsafe({
+        model: "m",
+        baseURL: server.url,
+        apiKey: "k",
+        retryBaseDelay: "5 millis",
+        maxRetries: 1
+      })
       const es = yield* run(llm)
       assert.strictEqual(server.requests.length, 2)
       assert.isTrue(es.some((e) => e._tag === "AnswerReset"), "the partial answer is retracted")

@@ -31,7 +31,11 @@ const ledger = Effect.gen(function*() {
   const context = yield* Layer.build(McpTools.layer({
     config: {
       mcpServers: {
-        ledger: { command: process.execPath, args: ["--import", "tsx", LEDGER], env: { LEDGER_DB: ledgerFile, ATTEMPTS_FILE: attemptsFile } }
+        ledger: {
+          command: process.execPath,
+          args: ["--import", "tsx", LEDGER],
+          env: { LEDGER_DB: ledgerFile, ATTEMPTS_FILE: attemptsFile }
+        }
       }
     }
   }))
@@ -39,7 +43,8 @@ const ledger = Effect.gen(function*() {
   if (pay === undefined) throw new Error("the ledger server did not start")
   return {
     pay,
-    attempts: (): Array<Attempt> => readFileSync(attemptsFile, "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l)),
+    attempts: (): Array<Attempt> =>
+      readFileSync(attemptsFile, "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l)),
     rows: () => {
       const db = openLedger(ledgerFile)
       try {
@@ -52,19 +57,27 @@ const ledger = Effect.gen(function*() {
 })
 
 describe("MCP tools: the idempotency key in _meta", () => {
-  it.scopedLive("the server gets the call's key; a second attempt with it changes nothing; a call outside a run sends none", () =>
-    Effect.gen(function*() {
-      const { attempts, pay, rows } = yield* ledger
-      assert.isTrue(pay.idempotent, "idempotentHint")
-      const call = { toolName: pay.name, iteration: 1, conversationId: "c", idempotencyKey: "ik_direct" }
-      assert.strictEqual(yield* Tool.withCall(call)(Tool.execute(pay, { label: "a", ms: 0 })), "paid a")
-      assert.strictEqual(yield* Tool.withCall(call)(Tool.execute(pay, { label: "a", ms: 0 })), "paid a")
-      assert.deepStrictEqual(attempts(), [{ label: "a", key: "ik_direct", fresh: true }, { label: "a", key: "ik_direct", fresh: false }])
-      assert.deepStrictEqual(rows(), [{ key: "ik_direct", label: "a" }])
-      // no call context, no key: this server refuses
-      const refused = yield* Effect.flip(Tool.execute(pay, { label: "b", ms: 0 }))
-      assert.include(refused.message, "no idempotency key")
-    }), 60_000)
+  it.scopedLive(
+    "the server gets the call's key; a second attempt with it changes nothing; a call outside a run sends none",
+    () =>
+      Effect.gen(function*() {
+        const { attempts, pay, rows } = yield* ledger
+        assert.isTrue(pay.idempotent, "idempotentHint")
+        const call = { toolName: pay.name, iteration: 1, conversationId: "c", idempotencyKey: "ik_direct" }
+        assert.strictEqual(yield* Tool.withCall(call)(Tool.execute(pay, { label: "a", ms: 0 })), "paid a")
+        assert.strictEqual(yield* Tool.withCall(call)(Tool.execute(pay, { label: "a", ms: 0 })), "paid a")
+        assert.deepStrictEqual(attempts(), [{ label: "a", key: "ik_direct", fresh: true }, {
+          label: "a",
+          key: "ik_direct",
+          fresh: false
+        }])
+        assert.deepStrictEqual(rows(), [{ key: "ik_direct", label: "a" }])
+        // no call context, no key: this server refuses
+        const refused = yield* Effect.flip(Tool.execute(pay, { label: "b", ms: 0 }))
+        assert.include(refused.message, "no idempotency key")
+      }),
+    60_000
+  )
 
   it.scopedLive("in a run: each call's key, as its iteration start event shows it", () =>
     Effect.gen(function*() {
@@ -78,15 +91,25 @@ describe("MCP tools: the idempotency key in _meta", () => {
         ScriptedLlm.text("done"),
         ScriptedLlm.text("answer")
       ], { tools: [pay], agent: { completionCheck: false } })
-      const events = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run({ query: "pay" }))).pipe(
-        Effect.map(Chunk.toArray),
-        Effect.provide(h.layer)
+      const events = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) =>
+        Stream.runCollect(agent.run({ query: "pay" }))).pipe(
+          Effect.map(Chunk.toArray),
+          Effect.provide(h.layer)
+        )
+      const keys = new Map(
+        events.flatMap((
+          e
+        ) => (e._tag === "ToolStart" ? [[(e.tool_args as { label: string }).label, e.idempotency_key]] : []))
       )
-      const keys = new Map(events.flatMap((e) => (e._tag === "ToolStart" ? [[(e.tool_args as { label: string }).label, e.idempotency_key]] : [])))
       assert.strictEqual(keys.size, 3)
       assert.strictEqual(new Set(keys.values()).size, 3)
       const seen = attempts()
-      assert.deepStrictEqual(seen.map((a) => a.label).sort(), ["x", "y", "z"])
+      assert.deepStrictEqual(
+        seen.map((a) =>
+          a.label
+        ).sort(),
+        ["x", "y", "z"]
+      )
       for (const a of seen) assert.strictEqual(a.key, keys.get(a.label), `the key of ${a.label}`)
       assert.strictEqual(rows().length, 3)
     }), 60_000)

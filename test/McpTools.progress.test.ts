@@ -40,29 +40,35 @@ const registerWork = (tokens: Array<unknown>) => (server: McpServer) => {
 type Progress = Extract<RunEvent, { _tag: "ToolProgress" }>
 
 describe("MCP progress", () => {
-  it.live("each notifications/progress of the call is a ToolProgress event of the run", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const tokens: Array<unknown> = []
-      const server = yield* mcpHttpServerWith(registerWork(tokens))
-      const mcp = yield* McpTools.fromConfig({ mcpServers: { lab: { url: server.url } } })
-      const tool = mcp.tools.find((t) => t.name === "lab__work")!
-      const h = makeAgent([
-        ScriptedLlm.toolCalls([{ id: "call_w", name: "lab__work", arguments: { steps: 4, ms: 250 } }]),
-        ScriptedLlm.text("done"),
-        ScriptedLlm.text("answer")
-      ], { tools: [tool], agent: { completionCheck: false } })
-      const events = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) =>
-        Effect.map(Stream.runCollect(agent.run({ query: "work" })), Chunk.toArray)).pipe(Effect.provide(h.layer))
-      assert.strictEqual(tokens.length, 1)
-      assert.isDefined(tokens[0], "the call carried a progress token")
-      const progress = events.filter((e): e is Progress => e._tag === "ToolProgress")
-      assert.deepStrictEqual(progress.map((p) => [p.tool_call_id, p.tool_name, p.message, p.progress]), [
-        ["call_w", "lab__work", "step 1", 0.25],
-        ["call_w", "lab__work", "2/4", 0.5],
-        ["call_w", "lab__work", "step 3", 0.75],
-        ["call_w", "lab__work", "4/4", 1]
-      ])
-      const done = events.find((e) => e._tag === "ToolDone")
-      assert.strictEqual(done?._tag === "ToolDone" ? done.observation : "", "worked 4 steps")
-    })), 60_000)
+  it.live(
+    "each notifications/progress of the call is a ToolProgress event of the run",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const tokens: Array<unknown> = []
+        const server = yield* mcpHttpServerWith(registerWork(tokens))
+        const mcp = yield* McpTools.fromConfig({ mcpServers: { lab: { url: server.url } } })
+        const tool = mcp.tools.find((t) => t.name === "lab__work")!
+        const h = makeAgent([
+          ScriptedLlm.toolCalls([{ id: "call_w", name: "lab__work", arguments: { steps: 4, ms: 250 } }]),
+          ScriptedLlm.text("done"),
+          ScriptedLlm.text("answer")
+        ], { tools: [tool], agent: { completionCheck: false } })
+        const events = yield* Effect.flatMap(
+          ReactAgent.ReactAgent,
+          (agent) => Effect.map(Stream.runCollect(agent.run({ query: "work" })), Chunk.toArray)
+        ).pipe(Effect.provide(h.layer))
+        assert.strictEqual(tokens.length, 1)
+        assert.isDefined(tokens[0], "the call carried a progress token")
+        const progress = events.filter((e): e is Progress => e._tag === "ToolProgress")
+        assert.deepStrictEqual(progress.map((p) => [p.tool_call_id, p.tool_name, p.message, p.progress]), [
+          ["call_w", "lab__work", "step 1", 0.25],
+          ["call_w", "lab__work", "2/4", 0.5],
+          ["call_w", "lab__work", "step 3", 0.75],
+          ["call_w", "lab__work", "4/4", 1]
+        ])
+        const done = events.find((e) => e._tag === "ToolDone")
+        assert.strictEqual(done?._tag === "ToolDone" ? done.observation : "", "worked 4 steps")
+      })),
+    60_000
+  )
 })

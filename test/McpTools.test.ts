@@ -1,5 +1,5 @@
-import { assert, describe, it } from "@effect/vitest"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { assert, describe, it } from "@effect/vitest"
 import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
@@ -79,49 +79,58 @@ describe("McpTools", () => {
       assert.include(badUrl, "http(s) URL")
     }))
 
-  it.live("filesystem server over stdio: tools, read, isError outside the dir, a bad server skipped, closed at scope end", () =>
-    Effect.gen(function*() {
-      const dir = tempDir()
-      const logs = captureLogs()
-      const { pid, readResult, outside, names, readOnly, writeReadOnly } = yield* Effect.scoped(
-        Effect.gen(function*() {
-          const mcp = yield* McpTools.fromConfig(fsConfig(dir))
-          assert.strictEqual(mcp.servers.length, 1)
-          // the server that did not start is reported with its error
-          assert.deepStrictEqual(mcp.failed.map((f) => f.name), ["broken"])
-          assert.include(mcp.failed[0].error, "cannot start")
-          const byName = new Map(mcp.tools.map((t) => [t.name, t]))
-          const read = byName.get("filesystem__read_text_file") ?? byName.get("filesystem__read_file")!
-          return {
-            pid: mcp.servers[0].pid!,
-            names: mcp.tools.map((t) => t.name),
-            readOnly: read.readOnly,
-            writeReadOnly: byName.get("filesystem__write_file")?.readOnly,
-            readResult: yield* Tool.execute(read, { path: join(dir, "hello.txt") }),
-            outside: yield* Effect.either(Tool.execute(read, { path: "/etc/hostname" }))
-          }
-        })
-      ).pipe(Effect.provide(logs.layer))
-      assert.isTrue(names.length > 5)
-      assert.isTrue(names.every((n) => n.startsWith("filesystem__")), names.join(","))
-      assert.include(names, "filesystem__read_text_file")
-      assert.isTrue(readOnly)
-      assert.isFalse(writeReadOnly)
-      assert.strictEqual(readResult, "Hello from MCP!\nSecond line.")
-      assert.isTrue(Either.isLeft(outside))
-      if (Either.isLeft(outside)) {
-        assert.instanceOf(outside.left, Tool.ToolError)
-        assert.include(outside.left.message.toLowerCase(), "access denied")
-      }
-      assert.isTrue(logs.lines.some((l) => l.startsWith("WARN") && l.includes("\"broken\" skipped")), logs.lines.join("\n"))
-      assert.isTrue(yield* waitUntilGone(pid), "the server process should be gone after the scope closed")
-      rmSync(dir, { recursive: true, force: true })
-    }), 60_000)
+  it.live(
+    "filesystem server over stdio: tools, read, isError outside the dir, a bad server skipped, closed at scope end",
+    () =>
+      Effect.gen(function*() {
+        const dir = tempDir()
+        const logs = captureLogs()
+        const { pid, readResult, outside, names, readOnly, writeReadOnly } = yield* Effect.scoped(
+          Effect.gen(function*() {
+            const mcp = yield* McpTools.fromConfig(fsConfig(dir))
+            assert.strictEqual(mcp.servers.length, 1)
+            // the server that did not start is reported with its error
+            assert.deepStrictEqual(mcp.failed.map((f) => f.name), ["broken"])
+            assert.include(mcp.failed[0].error, "cannot start")
+            const byName = new Map(mcp.tools.map((t) => [t.name, t]))
+            const read = byName.get("filesystem__read_text_file") ?? byName.get("filesystem__read_file")!
+            return {
+              pid: mcp.servers[0].pid!,
+              names: mcp.tools.map((t) => t.name),
+              readOnly: read.readOnly,
+              writeReadOnly: byName.get("filesystem__write_file")?.readOnly,
+              readResult: yield* Tool.execute(read, { path: join(dir, "hello.txt") }),
+              outside: yield* Effect.either(Tool.execute(read, { path: "/etc/hostname" }))
+            }
+          })
+        ).pipe(Effect.provide(logs.layer))
+        assert.isTrue(names.length > 5)
+        assert.isTrue(names.every((n) => n.startsWith("filesystem__")), names.join(","))
+        assert.include(names, "filesystem__read_text_file")
+        assert.isTrue(readOnly)
+        assert.isFalse(writeReadOnly)
+        assert.strictEqual(readResult, "Hello from MCP!\nSecond line.")
+        assert.isTrue(Either.isLeft(outside))
+        if (Either.isLeft(outside)) {
+          assert.instanceOf(outside.left, Tool.ToolError)
+          assert.include(outside.left.message.toLowerCase(), "access denied")
+        }
+        assert.isTrue(
+          logs.lines.some((l) => l.startsWith("WARN") && l.includes("\"broken\" skipped")),
+          logs.lines.join("\n")
+        )
+        assert.isTrue(yield* waitUntilGone(pid), "the server process should be gone after the scope closed")
+        rmSync(dir, { recursive: true, force: true })
+      }),
+    60_000
+  )
 
   it.live("the JSON Schema and description come from the server", () =>
     Effect.scoped(Effect.gen(function*() {
       const dir = tempDir()
-      const mcp = yield* McpTools.fromConfig({ mcpServers: { fs: { command: process.execPath, args: [FS_SERVER, dir] } } })
+      const mcp = yield* McpTools.fromConfig({
+        mcpServers: { fs: { command: process.execPath, args: [FS_SERVER, dir] } }
+      })
       const read = mcp.tools.find((t) => t.name === "fs__read_text_file")!
       assert.include(read.description.toLowerCase(), "read")
       assert.strictEqual(read.jsonSchema.type, "object")
@@ -166,70 +175,82 @@ describe("McpTools", () => {
       rmSync(dir, { recursive: true, force: true })
     }).pipe(Effect.provide(NodeFileSystem.layer)), 60_000)
 
-  it.live("layerConfig options win over MCP_CONFIG: a file, a value; a Config that cannot be read gives no tools", () =>
-    Effect.gen(function*() {
-      const dir = tempDir()
-      const ghost = (name: string) => ({ mcpServers: { [name]: { command: join(dir, "no-such-command") } } })
-      writeFileSync(join(dir, "mine.json"), JSON.stringify(ghost("mine")))
-      writeFileSync(join(dir, "env.json"), JSON.stringify(ghost("from_env")))
-      const logs = captureLogs()
-      const build = (config: Parameters<typeof McpTools.layerConfig>[0], env: Record<string, string>) =>
-        Effect.scoped(Layer.build(McpTools.layerConfig(config))).pipe(
-          Effect.map((ctx) => ctx.unsafeMap.get(McpTools.McpTools.key) as McpTools.McpToolsService),
-          Effect.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
-          Effect.provide(logs.layer)
-        )
-      // the servers that were tried are the ones that failed: each is named
-      const tried = (mcp: McpTools.McpToolsService) => mcp.failed.map((f) => f.name)
-      const env = { MCP_CONFIG: join(dir, "env.json"), MY_MCP_FILE: join(dir, "mine.json") }
-      assert.deepStrictEqual(tried(yield* build({}, env)), ["from_env"])
-      assert.deepStrictEqual(tried(yield* build({ file: Config.string("MY_MCP_FILE") }, env)), ["mine"])
-      assert.deepStrictEqual(tried(yield* build(Config.succeed({ config: ghost("inline") }), env)), ["inline"])
-      const unread = yield* build({ file: Config.string("NOT_SET") }, env)
-      assert.deepStrictEqual(unread, McpTools.empty)
-      assert.isTrue(logs.lines.some((l) => l.startsWith("WARN") && l.includes("NOT_SET")), logs.lines.join("\n"))
-      rmSync(dir, { recursive: true, force: true })
-    }).pipe(Effect.provide(NodeFileSystem.layer)), 60_000)
+  it.live(
+    "layerConfig options win over MCP_CONFIG: a file, a value; a Config that cannot be read gives no tools",
+    () =>
+      Effect.gen(function*() {
+        const dir = tempDir()
+        const ghost = (name: string) => ({ mcpServers: { [name]: { command: join(dir, "no-such-command") } } })
+        writeFileSync(join(dir, "mine.json"), JSON.stringify(ghost("mine")))
+        writeFileSync(join(dir, "env.json"), JSON.stringify(ghost("from_env")))
+        const logs = captureLogs()
+        const build = (config: Parameters<typeof McpTools.layerConfig>[0], env: Record<string, string>) =>
+          Effect.scoped(Layer.build(McpTools.layerConfig(config))).pipe(
+            Effect.map((ctx) => ctx.unsafeMap.get(McpTools.McpTools.key) as McpTools.McpToolsService),
+            Effect.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
+            Effect.provide(logs.layer)
+          )
+        // the servers that were tried are the ones that failed: each is named
+        const tried = (mcp: McpTools.McpToolsService) => mcp.failed.map((f) => f.name)
+        const env = { MCP_CONFIG: join(dir, "env.json"), MY_MCP_FILE: join(dir, "mine.json") }
+        assert.deepStrictEqual(tried(yield* build({}, env)), ["from_env"])
+        assert.deepStrictEqual(tried(yield* build({ file: Config.string("MY_MCP_FILE") }, env)), ["mine"])
+        assert.deepStrictEqual(tried(yield* build(Config.succeed({ config: ghost("inline") }), env)), ["inline"])
+        const unread = yield* build({ file: Config.string("NOT_SET") }, env)
+        assert.deepStrictEqual(unread, McpTools.empty)
+        assert.isTrue(logs.lines.some((l) => l.startsWith("WARN") && l.includes("NOT_SET")), logs.lines.join("\n"))
+        rmSync(dir, { recursive: true, force: true })
+      }).pipe(Effect.provide(NodeFileSystem.layer)),
+    60_000
+  )
 
-  it.live("Streamable HTTP server: text, isError, non-text parts, headers, cancellation", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const server = yield* mcpHttpServer
-      const mcp = yield* McpTools.fromConfig({
-        mcpServers: { "remote api": { url: server.url, headers: { Authorization: "Bearer t0k" } } }
-      })
-      const tool = (name: string) => mcp.tools.find((t) => t.name === `remote_api__${name}`)!
-      assert.deepStrictEqual(mcp.tools.map((t) => t.name).sort(), [
-        "remote_api__echo",
-        "remote_api__fail",
-        "remote_api__picture",
-        "remote_api__slow",
-        "remote_api__whoami"
-      ])
-      assert.isTrue(tool("echo").readOnly)
-      assert.isFalse(tool("fail").readOnly)
-      assert.strictEqual(yield* Tool.execute(tool("echo"), { text: "hi" }), "echo: hi")
-      const failed = yield* Effect.flip(Tool.execute(tool("fail"), {}))
-      assert.strictEqual(failed.message, "something went wrong")
-      assert.strictEqual(yield* Tool.execute(tool("picture"), {}), "here it is\n[image: image/png]")
-      assert.strictEqual(yield* Tool.execute(tool("whoami"), {}), "Bearer t0k")
-      // Interrupting the tool aborts the MCP request (the server sees the cancellation).
-      const fiber = yield* Effect.fork(Tool.execute(tool("slow"), {}))
-      yield* Effect.sleep("300 millis")
-      yield* Fiber.interrupt(fiber)
-      for (let i = 0; i < 40 && server.cancelled() === 0; i++) yield* Effect.sleep("50 millis")
-      assert.strictEqual(server.cancelled(), 1)
-    })), 60_000)
+  it.live(
+    "Streamable HTTP server: text, isError, non-text parts, headers, cancellation",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* mcpHttpServer
+        const mcp = yield* McpTools.fromConfig({
+          mcpServers: { "remote api": { url: server.url, headers: { Authorization: "Bearer t0k" } } }
+        })
+        const tool = (name: string) => mcp.tools.find((t) => t.name === `remote_api__${name}`)!
+        assert.deepStrictEqual(mcp.tools.map((t) => t.name).sort(), [
+          "remote_api__echo",
+          "remote_api__fail",
+          "remote_api__picture",
+          "remote_api__slow",
+          "remote_api__whoami"
+        ])
+        assert.isTrue(tool("echo").readOnly)
+        assert.isFalse(tool("fail").readOnly)
+        assert.strictEqual(yield* Tool.execute(tool("echo"), { text: "hi" }), "echo: hi")
+        const failed = yield* Effect.flip(Tool.execute(tool("fail"), {}))
+        assert.strictEqual(failed.message, "something went wrong")
+        assert.strictEqual(yield* Tool.execute(tool("picture"), {}), "here it is\n[image: image/png]")
+        assert.strictEqual(yield* Tool.execute(tool("whoami"), {}), "Bearer t0k")
+        // Interrupting the tool aborts the MCP request (the server sees the cancellation).
+        const fiber = yield* Effect.fork(Tool.execute(tool("slow"), {}))
+        yield* Effect.sleep("300 millis")
+        yield* Fiber.interrupt(fiber)
+        for (let i = 0; i < 40 && server.cancelled() === 0; i++) yield* Effect.sleep("50 millis")
+        assert.strictEqual(server.cancelled(), 1)
+      })),
+    60_000
+  )
 
-  it.live("a server entry with `needsApproval: true`: each of its tools waits for approval; other servers' do not", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const server = yield* mcpHttpServer
-      const mcp = yield* McpTools.fromConfig({
-        mcpServers: { guarded: { url: server.url, needsApproval: true }, open: { url: server.url } }
-      })
-      const guarded = mcp.tools.filter((t) => t.name.startsWith("guarded__"))
-      const open = mcp.tools.filter((t) => t.name.startsWith("open__"))
-      assert.strictEqual(guarded.length, 5)
-      assert.isTrue(guarded.every((t) => t.needsApproval === true))
-      assert.isTrue(open.every((t) => t.needsApproval === undefined))
-    })), 60_000)
+  it.live(
+    "a server entry with `needsApproval: true`: each of its tools waits for approval; other servers' do not",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* mcpHttpServer
+        const mcp = yield* McpTools.fromConfig({
+          mcpServers: { guarded: { url: server.url, needsApproval: true }, open: { url: server.url } }
+        })
+        const guarded = mcp.tools.filter((t) => t.name.startsWith("guarded__"))
+        const open = mcp.tools.filter((t) => t.name.startsWith("open__"))
+        assert.strictEqual(guarded.length, 5)
+        assert.isTrue(guarded.every((t) => t.needsApproval === true))
+        assert.isTrue(open.every((t) => t.needsApproval === undefined))
+      })),
+    60_000
+  )
 })

@@ -17,12 +17,12 @@ import type * as Scope from "effect/Scope"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as Memory from "../src/Memory.js"
 import type { ChatRequest } from "../src/Llm.js"
+import * as Memory from "../src/Memory.js"
 import * as Message from "../src/Message.js"
+import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Database from "../src/server/Database.js"
 import * as SqlMemory from "../src/server/SqlMemory.js"
-import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { type MemoryWorld, runOnce, switchableEmbedder } from "./utils/memoryAgents.js"
 
 interface Op {
@@ -81,7 +81,8 @@ const check = (makeStore: Effect.Effect<Memory.Store, never, Scope.Scope>, runs:
               : o.kind === "remember"
               ? `remember ${word}`
               : "What is my favourite fruit?"
-            const before = yield* Effect.forEach([0, 1, 2], (u) => world.memory.inspect(`user-${u}`))
+            const before = yield* Effect.forEach([0, 1, 2], (u) =>
+              world.memory.inspect(`user-${u}`))
             const embedded = embedder.state.texts.length
             const run = yield* runOnce(world, responder, {
               query,
@@ -107,9 +108,16 @@ const check = (makeStore: Effect.Effect<Memory.Store, never, Scope.Scope>, runs:
           }
           // and recall works: each user's next conversation holds something of what they said
           for (const [u, words] of said) {
-            const next = yield* runOnce(world, responder, { query: "What is my favourite fruit?", conversationId: `u${u}-next`, userId: `user-${u}` })
+            const next = yield* runOnce(world, responder, {
+              query: "What is my favourite fruit?",
+              conversationId: `u${u}-next`,
+              userId: `user-${u}`
+            })
             const text = JSON.stringify(next.requests[0].request)
-            assert.isTrue([...words].some((w) => text.includes(w)), `user ${u}'s next conversation recalls nothing of ${[...words]}`)
+            assert.isTrue(
+              [...words].some((w) => text.includes(w)),
+              `user ${u}'s next conversation recalls nothing of ${[...words]}`
+            )
           }
         })))),
       { numRuns: runs }
@@ -117,8 +125,11 @@ const check = (makeStore: Effect.Effect<Memory.Store, never, Scope.Scope>, runs:
   )
 
 describe("Memory isolation (property)", () => {
-  it.effect("in memory: no request of one user holds another user's memory; without a user nothing is read or written", () =>
-    check(Effect.sync(() => Memory.makeStoreUnsafe()), 40), { timeout: 120_000 })
+  it.effect(
+    "in memory: no request of one user holds another user's memory; without a user nothing is read or written",
+    () => check(Effect.sync(() => Memory.makeStoreUnsafe()), 40),
+    { timeout: 120_000 }
+  )
 
   it.effect("on SQLite (sqlite-vec): the same", () => check(sqliteWorld, 12), { timeout: 120_000 })
 })

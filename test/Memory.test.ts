@@ -34,7 +34,9 @@ describe("Memory", () => {
       assert.include(first, FACT)
       assert.include(first, "Noted: Biscuit eats carrots.")
       const recalled = next.events.find((e) => e._tag === "MemoryRecalled")
-      assert.deepStrictEqual(recalled?._tag === "MemoryRecalled" ? recalled.items.map((i) => i.conversation_id) : [], ["conv-a"])
+      assert.deepStrictEqual(recalled?._tag === "MemoryRecalled" ? recalled.items.map((i) => i.conversation_id) : [], [
+        "conv-a"
+      ])
       // the recall event names conversations and scores, never the text
       assert.notInclude(JSON.stringify(recalled), "Biscuit")
 
@@ -64,7 +66,10 @@ describe("Memory", () => {
       const tools = first.requests[0].request.tools?.map((t) => t.function.name) ?? []
       assert.include(tools, Memory.UPDATE_TOOL)
       const updated = first.events.filter((e) => e._tag === "MemoryUpdated")
-      assert.deepStrictEqual(updated.map((e) => (e._tag === "MemoryUpdated" ? e.keys : [])), [["favourite_colour", "city"]])
+      assert.deepStrictEqual(updated.map((e) => (e._tag === "MemoryUpdated" ? e.keys : [])), [[
+        "favourite_colour",
+        "city"
+      ]])
       // the observation names keys, not values (it goes to clients)
       const done = first.events.find((e) => e._tag === "ToolDone")
       assert.isTrue(done?._tag === "ToolDone" && done.error === null && !done.observation.includes("teal"))
@@ -78,12 +83,20 @@ describe("Memory", () => {
       assert.include(JSON.stringify(system.content), "\\\"favourite_colour\\\": \\\"teal\\\"")
       assert.include(JSON.stringify(system.content), "\\\"city\\\": \\\"Lyon\\\"")
 
-      const third = yield* runOnce(world, [ScriptedLlm.text("Hi")], { query: "hello", conversationId: "c3", userId: "ada" })
+      const third = yield* runOnce(world, [ScriptedLlm.text("Hi")], {
+        query: "hello",
+        conversationId: "c3",
+        userId: "ada"
+      })
       const prompt = JSON.stringify(third.requests[0].request.messages[0].content)
       assert.include(prompt, "city_note")
       assert.notInclude(prompt, "\\\"city\\\": \\\"Lyon\\\"")
       // another user's prompt has none of it
-      const other = yield* runOnce(world, [ScriptedLlm.text("Hi")], { query: "hello", conversationId: "c4", userId: "grace" })
+      const other = yield* runOnce(world, [ScriptedLlm.text("Hi")], {
+        query: "hello",
+        conversationId: "c4",
+        userId: "grace"
+      })
       assert.notInclude(JSON.stringify(other.requests[0].request.messages[0].content), "teal")
     }))
 
@@ -112,7 +125,12 @@ describe("Memory", () => {
   it.effect("without a user id nothing is read or written", () =>
     Effect.gen(function*() {
       const world = makeWorld()
-      yield* world.memory.update({ userId: "ada", patch: { set: { secret: "violet" } }, idempotencyKey: "k0", epoch: 0 })
+      yield* world.memory.update({
+        userId: "ada",
+        patch: { set: { secret: "violet" } },
+        idempotencyKey: "k0",
+        epoch: 0
+      })
       const run = yield* runOnce(world, [ScriptedLlm.text("Hello.")], { query: FACT, conversationId: "a" })
       assert.strictEqual(world.embedder.state.texts.length, 0)
       const text = requestText(run.requests[0])
@@ -126,10 +144,20 @@ describe("Memory", () => {
   it.effect("an update is applied once per idempotency key, and refused after a forget", () =>
     Effect.gen(function*() {
       const world = makeWorld()
-      const one = yield* world.memory.update({ userId: "ada", patch: { set: { n: 1 } }, idempotencyKey: "k1", epoch: 0 })
+      const one = yield* world.memory.update({
+        userId: "ada",
+        patch: { set: { n: 1 } },
+        idempotencyKey: "k1",
+        epoch: 0
+      })
       yield* world.memory.update({ userId: "ada", patch: { set: { n: 2 } }, idempotencyKey: "k2", epoch: 0 })
       // k1 again (a call re-run after a crash): its first result, and n stays 2
-      const again = yield* world.memory.update({ userId: "ada", patch: { set: { n: 1 } }, idempotencyKey: "k1", epoch: 0 })
+      const again = yield* world.memory.update({
+        userId: "ada",
+        patch: { set: { n: 1 } },
+        idempotencyKey: "k1",
+        epoch: 0
+      })
       assert.deepStrictEqual(again, one)
       assert.deepStrictEqual((yield* world.memory.inspect("ada")).working_memory, { n: 2 })
       yield* world.memory.forget("ada")
@@ -142,7 +170,9 @@ describe("Memory", () => {
 
   it.effect("a typed working memory refuses updates that do not match its schema", () =>
     Effect.gen(function*() {
-      const world = makeWorld({ schema: Schema.Struct({ name: Schema.optional(Schema.String), age: Schema.optional(Schema.Number) }) })
+      const world = makeWorld({
+        schema: Schema.Struct({ name: Schema.optional(Schema.String), age: Schema.optional(Schema.Number) })
+      })
       const run = yield* runOnce(world, [
         ScriptedLlm.toolCall(Memory.UPDATE_TOOL, { set: { age: "forty" } }),
         ScriptedLlm.text("Could not save.")
@@ -156,15 +186,26 @@ describe("Memory", () => {
   it.effect("embedding tokens are in done.usage.by_phase.memory and in the budget", () =>
     Effect.gen(function*() {
       const world = makeWorld()
-      const run = yield* runOnce(world, [ScriptedLlm.text("Noted.")], { query: FACT, conversationId: "a", userId: "ada" }, {
+      const run = yield* runOnce(world, [ScriptedLlm.text("Noted.")], {
+        query: FACT,
+        conversationId: "a",
+        userId: "ada"
+      }, {
         agent: { budget: { tokens: 100_000 } }
       })
       const memory = run.done.usage.by_phase.memory
       assert.isDefined(memory)
       assert.isAbove(memory?.prompt_tokens ?? 0, 0)
-      assert.isAtLeast(run.done.usage.total_tokens, (memory?.prompt_tokens ?? 0) + (run.done.usage.by_phase.loop?.total_tokens ?? 0))
+      assert.isAtLeast(
+        run.done.usage.total_tokens,
+        (memory?.prompt_tokens ?? 0) + (run.done.usage.by_phase.loop?.total_tokens ?? 0)
+      )
       // a budget with no room for an embedding: the run answers without recall
-      const poor = yield* runOnce(world, [ScriptedLlm.text("Hi.")], { query: "What does Biscuit eat?", conversationId: "b", userId: "ada" }, {
+      const poor = yield* runOnce(world, [ScriptedLlm.text("Hi.")], {
+        query: "What does Biscuit eat?",
+        conversationId: "b",
+        userId: "ada"
+      }, {
         agent: { budget: { tokens: 3 } }
       })
       const reasons = poor.events.flatMap((e) => (e._tag === "MemoryUnavailable" ? [e.reason] : []))

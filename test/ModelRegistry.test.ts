@@ -11,7 +11,8 @@ import * as ModelRegistry from "../src/ModelRegistry.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as FakeOpenAi from "./utils/fakeOpenAiServer.js"
 
-const withEnv = (env: Record<string, string>) => Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+const withEnv = (env: Record<string, string>) =>
+  Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
 
 const main = ScriptedLlm.makeUnsafe([], { model: "main-model" }).service
 const fast = ScriptedLlm.makeUnsafe([], { model: "fast-model" }).service
@@ -39,10 +40,16 @@ describe("ModelRegistry.make", () => {
 
   it.effect("fromLlm uses the Llm in context; layerWithLlm provides both", () =>
     Effect.gen(function*() {
-      const a = yield* Effect.provide(ModelRegistry.ModelRegistry, ModelRegistry.layerFromLlm.pipe(Layer.provide(Layer.succeed(Llm, main))))
+      const a = yield* Effect.provide(
+        ModelRegistry.ModelRegistry,
+        ModelRegistry.layerFromLlm.pipe(Layer.provide(Layer.succeed(Llm, main)))
+      )
       assert.strictEqual(a.main, main)
       assert.strictEqual(a.fast, main)
-      const [registry, llm] = yield* Effect.provide(Effect.all([ModelRegistry.ModelRegistry, Llm]), ModelRegistry.layer({ main, fast }))
+      const [registry, llm] = yield* Effect.provide(
+        Effect.all([ModelRegistry.ModelRegistry, Llm]),
+        ModelRegistry.layer({ main, fast })
+      )
       assert.strictEqual(llm, main)
       assert.strictEqual(registry.fast, fast)
     }))
@@ -50,7 +57,10 @@ describe("ModelRegistry.make", () => {
 
 describe("ModelRegistry.layerConfig", () => {
   const load = (env: Record<string, string>) =>
-    Effect.provide(Effect.all([ModelRegistry.ModelRegistry, Llm]), ModelRegistry.layerConfig().pipe(Layer.provide(withEnv(env))))
+    Effect.provide(
+      Effect.all([ModelRegistry.ModelRegistry, Llm]),
+      ModelRegistry.layerConfig().pipe(Layer.provide(withEnv(env)))
+    )
 
   it.effect("main only: fast = main, Llm = main", () =>
     Effect.gen(function*() {
@@ -63,7 +73,12 @@ describe("ModelRegistry.layerConfig", () => {
 
   it.effect("fast model shares the main settings", () =>
     Effect.gen(function*() {
-      const [registry] = yield* load({ LLM_MODEL: "big", FAST_LLM_MODEL: "small", LLM_CONTEXT_SIZE: "9000", LLM_JSON_MODE_ENABLED: "false" })
+      const [registry] = yield* load({
+        LLM_MODEL: "big",
+        FAST_LLM_MODEL: "small",
+        LLM_CONTEXT_SIZE: "9000",
+        LLM_JSON_MODE_ENABLED: "false"
+      })
       assert.isTrue(registry.hasFast)
       assert.strictEqual(registry.fast.model, "small")
       assert.strictEqual(registry.resolve("fast").model, "small")
@@ -89,7 +104,12 @@ describe("ModelRegistry.layerConfig", () => {
       assert.strictEqual(fastServer.requests[0].headers.authorization, "Bearer fast-key")
       assert.strictEqual(fastServer.requests[0].body.model, "small")
       assert.strictEqual((yield* own.main.chat(request)).content, "from main server")
-      const [shared] = yield* load({ LLM_MODEL: "big", LLM_BASE_URL: mainServer.url, LLM_API_KEY: "main-key", FAST_LLM_MODEL: "small" })
+      const [shared] = yield* load({
+        LLM_MODEL: "big",
+        LLM_BASE_URL: mainServer.url,
+        LLM_API_KEY: "main-key",
+        FAST_LLM_MODEL: "small"
+      })
       assert.strictEqual((yield* shared.fast.chat(request)).content, "from main server")
       const last = mainServer.requests[mainServer.requests.length - 1]
       assert.strictEqual(last.body.model, "small")
@@ -103,7 +123,11 @@ describe("ModelRegistry.layerConfig", () => {
       const [registry, llm] = yield* Effect.provide(
         Effect.all([ModelRegistry.ModelRegistry, Llm]),
         ModelRegistry.layerConfig({
-          main: { model: Config.string("MY_MAIN"), baseURL: Config.succeed(mine.url), contextSize: Config.succeed(9000) },
+          main: {
+            model: Config.string("MY_MAIN"),
+            baseURL: Config.succeed(mine.url),
+            contextSize: Config.succeed(9000)
+          },
           fast: { model: Config.succeed("small"), maxOutputTokens: Config.succeed(1000) }
         }).pipe(Layer.provide(withEnv({
           MY_MAIN: "big",

@@ -13,9 +13,15 @@ const usage = { prompt: 20, completion: 5 }
 const toReply = (r: ContractReply, body: any, index: number): FakeOpenAi.FakeReply => {
   switch (r._tag) {
     case "Text":
-      return body?.stream === true ? FakeOpenAi.sseText(r.text, { usage }) : FakeOpenAi.completion({ content: r.text, usage })
+      return body?.stream === true
+        ? FakeOpenAi.sseText(r.text, { usage })
+        : FakeOpenAi.completion({ content: r.text, usage })
     case "Tools": {
-      const calls = r.calls.map((c, k) => ({ id: FakeOpenAi.freshCallId(index, k), name: c.name, arguments: JSON.stringify(c.input) }))
+      const calls = r.calls.map((c, k) => ({
+        id: FakeOpenAi.freshCallId(index, k),
+        name: c.name,
+        arguments: JSON.stringify(c.input)
+      }))
       if (body?.stream !== true) return FakeOpenAi.completion({ content: null, toolCalls: calls, usage })
       return FakeOpenAi.sse([
         FakeOpenAi.chunk.role(),
@@ -34,11 +40,16 @@ const toReply = (r: ContractReply, body: any, index: number): FakeOpenAi.FakeRep
       const headers = r.retryAfterS !== undefined ? { "retry-after": String(r.retryAfterS) } : undefined
       switch (r.kind) {
         case "rate_limit":
-          return FakeOpenAi.error(r.status, "Rate limit reached", { type: "rate_limit_error", ...(headers ? { headers } : {}) })
+          return FakeOpenAi.error(r.status, "Rate limit reached", {
+            type: "rate_limit_error",
+            ...(headers ? { headers } : {})
+          })
         case "overloaded":
           return FakeOpenAi.error(r.status, "The server is overloaded", { type: "server_error" })
         case "overflow":
-          return FakeOpenAi.error(r.status, "This model's maximum context length is 128000 tokens", { code: "context_length_exceeded" })
+          return FakeOpenAi.error(r.status, "This model's maximum context length is 128000 tokens", {
+            code: "context_length_exceeded"
+          })
         case "auth":
           return FakeOpenAi.error(r.status, "Incorrect API key provided", { type: "invalid_request_error" })
         case "bad":
@@ -52,10 +63,22 @@ const openAiBackend: ContractBackend = {
   name: "OpenAiLlm over the openai SDK",
   start: (script) =>
     Effect.map(
-      FakeOpenAi.scoped((body, index) => toReply(typeof script === "function" ? script(body, index) : script[index] ?? { _tag: "Error", status: 500, kind: "overloaded" }, body, index)),
+      FakeOpenAi.scoped((body, index) =>
+        toReply(
+          typeof script === "function"
+            ? script(body, index)
+            : script[index] ?? { _tag: "Error", status: 500, kind: "overloaded" },
+          body,
+          index
+        )
+      ),
       (server) => ({
         requests: () => server.requests.length,
-        advertised: (i) => (server.requests[i].body.tools ?? []).map((t: any) => ({ name: t.function.name, schema: t.function.parameters })),
+        advertised: (i) =>
+          (server.requests[i].body.tools ?? []).map((t: any) => ({
+            name: t.function.name,
+            schema: t.function.parameters
+          })),
         streamed: (i) => server.requests[i].body.stream === true,
         llm: (o) =>
           Effect.succeed(OpenAiLlm.makeUnsafe({

@@ -18,11 +18,19 @@ import * as FakeOpenAi from "./utils/fakeOpenAiServer.js"
 const request: ChatRequest = { messages: [Message.system("You are terse."), Message.user("Hi")] }
 
 const llmFor = (server: FakeOpenAi.FakeOpenAiServer, options?: Partial<OpenAiLlm.OpenAiLlmOptions>): LlmService =>
-  OpenAiLlm.makeUnsafe({ model: "fake-model", baseURL: server.url, apiKey: "sk-test", retryBaseDelay: "5 millis", ...options })
+  OpenAiLlm.makeUnsafe({
+    model: "fake-model",
+    baseURL: server.url,
+    apiKey: "sk-test",
+    retryBaseDelay: "5 millis",
+    ...options
+  })
 
 const failure = <A>(effect: Effect.Effect<A, LlmError>) =>
-  Effect.flatMap(Effect.either(effect), (e) =>
-    Either.isLeft(e) ? Effect.succeed(e.left) : Effect.dieMessage("expected an LlmError"))
+  Effect.flatMap(
+    Effect.either(effect),
+    (e) => Either.isLeft(e) ? Effect.succeed(e.left) : Effect.dieMessage("expected an LlmError")
+  )
 
 const collect = (stream: Stream.Stream<ChatDelta, LlmError>) =>
   Effect.map(Stream.runCollect(stream), Chunk.toReadonlyArray)
@@ -84,7 +92,10 @@ describe("OpenAiLlm.chat", () => {
       const response = yield* llm.chat({
         messages: [
           Message.user("2+2?"),
-          { ...Message.assistant(null, { toolCalls: [Message.toolCall("x", "calculator", "{}")], reasoning: "hmm" }), pinned: true },
+          {
+            ...Message.assistant(null, { toolCalls: [Message.toolCall("x", "calculator", "{}")], reasoning: "hmm" }),
+            pinned: true
+          },
           Message.tool("x", "4")
         ],
         tools,
@@ -171,7 +182,9 @@ describe("OpenAiLlm.chat", () => {
 
   it.live("500 on every attempt: LLM_MAX_RETRIES + 1 attempts, then LlmError Server", () =>
     Effect.scoped(Effect.gen(function*() {
-      const server = yield* FakeOpenAi.scoped(() => FakeOpenAi.error(500, "upstream exploded", { type: "server_error" }))
+      const server = yield* FakeOpenAi.scoped(() =>
+        FakeOpenAi.error(500, "upstream exploded", { type: "server_error" })
+      )
       const error = yield* failure(llmFor(server, { maxRetries: 2 }).chat(request))
       assert.instanceOf(error, LlmError)
       assert.strictEqual(error.reason, "Server")
@@ -184,9 +197,13 @@ describe("OpenAiLlm.chat", () => {
   it.live("400 context overflow is ContextOverflow and is not retried", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* FakeOpenAi.scoped(() =>
-        FakeOpenAi.error(400, "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.", {
-          code: "context_length_exceeded"
-        })
+        FakeOpenAi.error(
+          400,
+          "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
+          {
+            code: "context_length_exceeded"
+          }
+        )
       )
       const error = yield* failure(llmFor(server).chat(request))
       assert.strictEqual(error.reason, "ContextOverflow")
@@ -221,7 +238,13 @@ describe("OpenAiLlm.chat", () => {
       const server = yield* FakeOpenAi.scoped([
         FakeOpenAi.raw(200, "this is not json"),
         FakeOpenAi.raw(200, JSON.stringify({ id: "x", object: "chat.completion", choices: [] })),
-        FakeOpenAi.raw(200, JSON.stringify({ id: "x", choices: [{ index: 0, message: { role: "assistant", tool_calls: [{ id: "a" }] } }] })),
+        FakeOpenAi.raw(
+          200,
+          JSON.stringify({
+            id: "x",
+            choices: [{ index: 0, message: { role: "assistant", tool_calls: [{ id: "a" }] } }]
+          })
+        ),
         FakeOpenAi.raw(200, JSON.stringify({ error: { message: "maximum context length exceeded", code: null } }))
       ])
       const llm = llmFor(server, { maxRetries: 0 })
@@ -291,14 +314,27 @@ describe("OpenAiLlm.streamChat", () => {
       assert.strictEqual(textOf(deltas, "Content"), "Let me check.")
       const calls = deltas.filter((d): d is Extract<ChatDelta, { _tag: "ToolCall" }> => d._tag === "ToolCall")
       assert.deepStrictEqual(calls[0], { _tag: "ToolCall", index: 0, id: "call_1", name: "calculator" })
-      assert.deepStrictEqual(calls.filter((c) => c.index === 0).map((c) => c.arguments ?? "").join(""), "{\"expression\": \"6*7\"}")
+      assert.deepStrictEqual(
+        calls.filter((c) => c.index === 0).map((c) => c.arguments ?? "").join(""),
+        "{\"expression\": \"6*7\"}"
+      )
       assert.deepStrictEqual(calls.filter((c) => c.index === 1).map((c) => [c.id, c.name, c.arguments]), [
         ["call_2", "now", undefined],
         [undefined, undefined, "{}"]
       ])
       assert.deepStrictEqual(deltas.slice(-2), [
         { _tag: "Finish", reason: "tool_calls" },
-        { _tag: "Usage", usage: { prompt_tokens: 30, completion_tokens: 9, total_tokens: 39, cached_tokens: 4, cached_input_tokens: 4, llm_calls: 1 } }
+        {
+          _tag: "Usage",
+          usage: {
+            prompt_tokens: 30,
+            completion_tokens: 9,
+            total_tokens: 39,
+            cached_tokens: 4,
+            cached_input_tokens: 4,
+            llm_calls: 1
+          }
+        }
       ])
       const body = server.requests[0].body
       assert.strictEqual(body.stream, true)
@@ -308,7 +344,10 @@ describe("OpenAiLlm.streamChat", () => {
   it.live("usage repeated on every chunk (cumulative, vLLM style) is reported once, the last value", () =>
     Effect.scoped(Effect.gen(function*() {
       const { chunk } = FakeOpenAi
-      const withUsage = (c: object, prompt: number, completion: number) => ({ ...c, usage: chunk.usage(prompt, completion).usage })
+      const withUsage = (c: object, prompt: number, completion: number) => ({
+        ...c,
+        usage: chunk.usage(prompt, completion).usage
+      })
       const server = yield* FakeOpenAi.scoped([
         FakeOpenAi.sse([
           withUsage(chunk.content("a"), 10, 1),
@@ -348,22 +387,29 @@ describe("OpenAiLlm.streamChat", () => {
       const bodies: Array<FakeOpenAi.FakeReply> = []
       const server = yield* FakeOpenAi.scoped((_, i) => bodies[i])
       const llm = llmFor(server)
-      const safe = FastCheck.string({ minLength: 1, maxLength: 30 }).filter((s) => !s.includes("<") && s.trim() === s && s !== "")
+      const safe = FastCheck.string({ minLength: 1, maxLength: 30 }).filter((s) =>
+        !s.includes("<") && s.trim() === s && s !== ""
+      )
       yield* Effect.promise(() =>
         FastCheck.assert(
-          FastCheck.asyncProperty(safe, safe, FastCheck.array(FastCheck.nat(60), { maxLength: 8 }), async (reasoning, content, cuts) => {
-            const full = `<think>${reasoning}</think>\n${content}`
-            const points = [...new Set(cuts.map((c) => c % (full.length + 1)))].sort((a, b) => a - b)
-            const pieces: Array<string> = []
-            let at = 0
-            for (const p of [...points, full.length]) {
-              if (p > at) pieces.push(full.slice(at, p))
-              at = Math.max(at, p)
+          FastCheck.asyncProperty(
+            safe,
+            safe,
+            FastCheck.array(FastCheck.nat(60), { maxLength: 8 }),
+            async (reasoning, content, cuts) => {
+              const full = `<think>${reasoning}</think>\n${content}`
+              const points = [...new Set(cuts.map((c) => c % (full.length + 1)))].sort((a, b) => a - b)
+              const pieces: Array<string> = []
+              let at = 0
+              for (const p of [...points, full.length]) {
+                if (p > at) pieces.push(full.slice(at, p))
+                at = Math.max(at, p)
+              }
+              bodies.push(FakeOpenAi.sse([...pieces.map(FakeOpenAi.chunk.content), FakeOpenAi.chunk.finish("stop")]))
+              const deltas = await Effect.runPromise(collect(llm.streamChat(request)))
+              return textOf(deltas, "Reasoning") === reasoning && textOf(deltas, "Content") === content
             }
-            bodies.push(FakeOpenAi.sse([...pieces.map(FakeOpenAi.chunk.content), FakeOpenAi.chunk.finish("stop")]))
-            const deltas = await Effect.runPromise(collect(llm.streamChat(request)))
-            return textOf(deltas, "Reasoning") === reasoning && textOf(deltas, "Content") === content
-          }),
+          ),
           { numRuns: 40 }
         )
       )
@@ -431,7 +477,9 @@ describe("OpenAiLlm.streamChat", () => {
       const words = Array.from({ length: 200 }, (_, i) => FakeOpenAi.chunk.content(`w${i} `))
       const server = yield* FakeOpenAi.scoped([FakeOpenAi.sse(words, { chunkDelayMs: 20 })])
       const got: Array<ChatDelta> = []
-      const fiber = yield* Effect.fork(Stream.runForEach(llmFor(server).streamChat(request), (d) => Effect.sync(() => got.push(d))))
+      const fiber = yield* Effect.fork(
+        Stream.runForEach(llmFor(server).streamChat(request), (d) => Effect.sync(() => got.push(d)))
+      )
       while (got.length < 3) yield* Effect.sleep("10 millis")
       yield* Fiber.interrupt(fiber)
       assert.isTrue(yield* Effect.promise(() => server.waitForClientAbort()))
@@ -467,7 +515,10 @@ describe("OpenAiLlm.layerConfig", () => {
 
   it.live("reads LLM_* variables and talks to the configured endpoint", () =>
     Effect.scoped(Effect.gen(function*() {
-      const server = yield* FakeOpenAi.scoped([FakeOpenAi.error(500, "once"), FakeOpenAi.completion({ content: "configured" })])
+      const server = yield* FakeOpenAi.scoped([
+        FakeOpenAi.error(500, "once"),
+        FakeOpenAi.completion({ content: "configured" })
+      ])
       const llm = yield* Effect.provide(
         Llm,
         OpenAiLlm.layerConfig().pipe(Layer.provide(withEnv({
@@ -533,7 +584,9 @@ describe("OpenAiLlm.layerConfig", () => {
       // one Config of them all
       const whole = yield* Effect.provide(
         Llm,
-        OpenAiLlm.layerConfig(Config.succeed({ model: "whole", maxOutputTokens: 512 })).pipe(Layer.provide(withEnv({ LLM_MODEL: "env" })))
+        OpenAiLlm.layerConfig(Config.succeed({ model: "whole", maxOutputTokens: 512 })).pipe(
+          Layer.provide(withEnv({ LLM_MODEL: "env" }))
+        )
       )
       assert.deepStrictEqual([whole.model, whole.maxOutputTokens], ["whole", 512])
       // a given Config that cannot be read is a ConfigError naming its variable
@@ -574,14 +627,21 @@ describe("OpenAiLlm.layerConfig", () => {
 
   it.live("LLM_MODEL unset with LLM_BASE_URL set: the endpoint's first model is used", () =>
     Effect.scoped(Effect.gen(function*() {
-      const server = yield* FakeOpenAi.scoped([FakeOpenAi.completion({ content: "hi" })], { models: ["local-model", "other"] })
-      const llm = yield* Effect.provide(Llm, OpenAiLlm.layerConfig().pipe(Layer.provide(withEnv({ LLM_BASE_URL: server.url }))))
+      const server = yield* FakeOpenAi.scoped([FakeOpenAi.completion({ content: "hi" })], {
+        models: ["local-model", "other"]
+      })
+      const llm = yield* Effect.provide(
+        Llm,
+        OpenAiLlm.layerConfig().pipe(Layer.provide(withEnv({ LLM_BASE_URL: server.url })))
+      )
       assert.strictEqual(llm.model, "local-model")
       yield* llm.chat(request)
       assert.strictEqual(server.requests[0].body.model, "local-model")
       // an endpoint without a model list: a ConfigError naming LLM_MODEL and the URL
       const bare = yield* FakeOpenAi.scoped([])
-      const exit = yield* Effect.exit(Effect.provide(Llm, OpenAiLlm.layerConfig().pipe(Layer.provide(withEnv({ LLM_BASE_URL: bare.url })))))
+      const exit = yield* Effect.exit(
+        Effect.provide(Llm, OpenAiLlm.layerConfig().pipe(Layer.provide(withEnv({ LLM_BASE_URL: bare.url }))))
+      )
       assert.isTrue(Exit.isFailure(exit))
       if (Exit.isFailure(exit)) {
         assert.include(String(exit.cause), "LLM_MODEL")
@@ -591,7 +651,10 @@ describe("OpenAiLlm.layerConfig", () => {
 
   it.live("the API key is redacted in the options", () =>
     Effect.gen(function*() {
-      const options = yield* Effect.provide(OpenAiLlm.config, withEnv({ LLM_MODEL: "m", LLM_API_KEY: "sk-very-secret" }))
+      const options = yield* Effect.provide(
+        OpenAiLlm.config,
+        withEnv({ LLM_MODEL: "m", LLM_API_KEY: "sk-very-secret" })
+      )
       assert.notInclude(JSON.stringify(options), "sk-very-secret")
       assert.notInclude(String(options.apiKey), "sk-very-secret")
     }))

@@ -20,11 +20,19 @@ import * as FakeOpenAi from "./utils/fakeOpenAiServer.js"
 const request: ChatRequest = { messages: [Message.system("You are terse."), Message.user("Hi")] }
 
 const llmFor = (server: FakeOpenAi.FakeOpenAiServer, options?: Partial<OpenAiLlm.OpenAiLlmOptions>): LlmService =>
-  OpenAiLlm.makeUnsafe({ model: "fake-model", baseURL: server.url, apiKey: "sk-test", retryBaseDelay: "5 millis", ...options })
+  OpenAiLlm.makeUnsafe({
+    model: "fake-model",
+    baseURL: server.url,
+    apiKey: "sk-test",
+    retryBaseDelay: "5 millis",
+    ...options
+  })
 
 const failure = <A>(effect: Effect.Effect<A, LlmError>) =>
-  Effect.flatMap(Effect.either(effect), (e) =>
-    Either.isLeft(e) ? Effect.succeed(e.left) : Effect.dieMessage("expected an LlmError"))
+  Effect.flatMap(
+    Effect.either(effect),
+    (e) => Either.isLeft(e) ? Effect.succeed(e.left) : Effect.dieMessage("expected an LlmError")
+  )
 
 const elapsed = <A, E>(effect: Effect.Effect<A, E>) =>
   Effect.gen(function*() {
@@ -34,16 +42,20 @@ const elapsed = <A, E>(effect: Effect.Effect<A, E>) =>
   })
 
 describe("OpenAiLlm time bounds", () => {
-  it.live("a reply that stalls after its headers is a Timeout of the attempt, and is retried", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const server = yield* FakeOpenAi.scoped([FakeOpenAi.stall(), FakeOpenAi.completion({ content: "second try" })])
-      const llm = llmFor(server, { timeout: "400 millis", maxRetries: 1 })
-      const { ms, value } = yield* elapsed(llm.chat(request).pipe(Effect.timeout("10 seconds")))
-      assert.strictEqual(value.content, "second try")
-      assert.strictEqual(server.requests.length, 2)
-      assert.isTrue(server.requests[0].abortedByClient, "the stalled request was aborted")
-      assert.isAtLeast(ms, 380)
-    })), 20_000)
+  it.live(
+    "a reply that stalls after its headers is a Timeout of the attempt, and is retried",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* FakeOpenAi.scoped([FakeOpenAi.stall(), FakeOpenAi.completion({ content: "second try" })])
+        const llm = llmFor(server, { timeout: "400 millis", maxRetries: 1 })
+        const { ms, value } = yield* elapsed(llm.chat(request).pipe(Effect.timeout("10 seconds")))
+        assert.strictEqual(value.content, "second try")
+        assert.strictEqual(server.requests.length, 2)
+        assert.isTrue(server.requests[0].abortedByClient, "the stalled request was aborted")
+        assert.isAtLeast(ms, 380)
+      })),
+    20_000
+  )
 
   it.live("stalls on every attempt: Timeout after maxRetries + 1 attempts", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -69,46 +81,60 @@ describe("OpenAiLlm time bounds", () => {
       assert.isTrue(yield* Effect.promise(() => server.waitForClosedSockets(server.requests.length, 3000)))
     })), 20_000)
 
-  it.live("a stream that stalls between chunks fails with Timeout (idle bound per chunk)", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const server = yield* FakeOpenAi.scoped([
-        FakeOpenAi.sse([FakeOpenAi.chunk.content("Hello"), FakeOpenAi.chunk.content(" there")], { done: false })
-      ])
-      const llm = llmFor(server, { timeout: "400 millis", maxRetries: 0 })
-      const seen: Array<string> = []
-      const result = yield* Stream.runForEach(
-        llm.streamChat(request),
-        (d) => Effect.sync(() => d._tag === "Content" && seen.push(d.text))
-      ).pipe(Effect.either, Effect.timeout("10 seconds"))
-      assert.deepStrictEqual(seen, ["Hello", " there"])
-      assert.isTrue(Either.isLeft(result))
-      if (Either.isLeft(result)) assert.strictEqual(result.left.reason, "Timeout")
-    })), 20_000)
+  it.live(
+    "a stream that stalls between chunks fails with Timeout (idle bound per chunk)",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* FakeOpenAi.scoped([
+          FakeOpenAi.sse([FakeOpenAi.chunk.content("Hello"), FakeOpenAi.chunk.content(" there")], { done: false })
+        ])
+        const llm = llmFor(server, { timeout: "400 millis", maxRetries: 0 })
+        const seen: Array<string> = []
+        const result = yield* Stream.runForEach(
+          llm.streamChat(request),
+          (d) => Effect.sync(() => d._tag === "Content" && seen.push(d.text))
+        ).pipe(Effect.either, Effect.timeout("10 seconds"))
+        assert.deepStrictEqual(seen, ["Hello", " there"])
+        assert.isTrue(Either.isLeft(result))
+        if (Either.isLeft(result)) assert.strictEqual(result.left.reason, "Timeout")
+      })),
+    20_000
+  )
 
-  it.live("a stream whose first chunk never comes is retried like a timeout", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const server = yield* FakeOpenAi.scoped([FakeOpenAi.sse([], { done: false }), FakeOpenAi.sseText("ok now")])
-      const llm = llmFor(server, { timeout: "300 millis", maxRetries: 1 })
-      const deltas = yield* Stream.runCollect(llm.streamChat(request)).pipe(Effect.timeout("10 seconds"))
-      const text = Chunk.toReadonlyArray(deltas).flatMap((d) => (d._tag === "Content" ? [d.text] : [])).join("")
-      assert.strictEqual(text, "ok now")
-      assert.strictEqual(server.requests.length, 2)
-    })), 20_000)
+  it.live(
+    "a stream whose first chunk never comes is retried like a timeout",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* FakeOpenAi.scoped([FakeOpenAi.sse([], { done: false }), FakeOpenAi.sseText("ok now")])
+        const llm = llmFor(server, { timeout: "300 millis", maxRetries: 1 })
+        const deltas = yield* Stream.runCollect(llm.streamChat(request)).pipe(Effect.timeout("10 seconds"))
+        const text = Chunk.toReadonlyArray(deltas).flatMap((d) => (d._tag === "Content" ? [d.text] : [])).join("")
+        assert.strictEqual(text, "ok now")
+        assert.strictEqual(server.requests.length, 2)
+      })),
+    20_000
+  )
 
-  it.live("Retry-After is honoured inside a span (the schedule sees the delay on the error itself)", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const server = yield* FakeOpenAi.scoped([
-        FakeOpenAi.error(429, "Rate limit reached", { headers: { "retry-after": "1" } }),
-        FakeOpenAi.completion({ content: "waited" })
-      ])
-      const response = yield* llmFor(server).chat(request).pipe(Effect.withSpan("test.span"))
-      assert.strictEqual(response.content, "waited")
-      assert.isAtLeast(server.requests[1].receivedAt - server.requests[0].receivedAt, 950)
-    })), 20_000)
+  it.live(
+    "Retry-After is honoured inside a span (the schedule sees the delay on the error itself)",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* FakeOpenAi.scoped([
+          FakeOpenAi.error(429, "Rate limit reached", { headers: { "retry-after": "1" } }),
+          FakeOpenAi.completion({ content: "waited" })
+        ])
+        const response = yield* llmFor(server).chat(request).pipe(Effect.withSpan("test.span"))
+        assert.strictEqual(response.content, "waited")
+        assert.isAtLeast(server.requests[1].receivedAt - server.requests[0].receivedAt, 950)
+      })),
+    20_000
+  )
 
   it.live("the error carries the provider's delay (retryAfterMs)", () =>
     Effect.scoped(Effect.gen(function*() {
-      const server = yield* FakeOpenAi.scoped(() => FakeOpenAi.error(429, "slow down", { headers: { "retry-after-ms": "20" } }))
+      const server = yield* FakeOpenAi.scoped(() =>
+        FakeOpenAi.error(429, "slow down", { headers: { "retry-after-ms": "20" } })
+      )
       const error = yield* failure(llmFor(server, { maxRetries: 0 }).chat(request))
       assert.strictEqual(error.reason, "RateLimited")
       assert.strictEqual(error.retryAfterMs, 20)

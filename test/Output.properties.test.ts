@@ -13,8 +13,8 @@ import * as Exit from "effect/Exit"
 import * as fc from "effect/FastCheck"
 import * as Schema from "effect/Schema"
 import type { ChatRequest } from "../src/Llm.js"
-import * as ReactAgent from "../src/ReactAgent.js"
 import * as Message from "../src/Message.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as StructuredCall from "../src/StructuredCall.js"
 import { makeAgent } from "./utils/agentLayers.js"
@@ -26,7 +26,10 @@ type Shape =
   | { readonly kind: "boolean" }
   | { readonly kind: "enum"; readonly values: ReadonlyArray<string> }
   | { readonly kind: "array"; readonly of: Shape }
-  | { readonly kind: "object"; readonly fields: ReadonlyArray<{ readonly name: string; readonly shape: Shape; readonly optional: boolean }> }
+  | {
+    readonly kind: "object"
+    readonly fields: ReadonlyArray<{ readonly name: string; readonly shape: Shape; readonly optional: boolean }>
+  }
 
 const name = fc.stringMatching(/^[a-z][a-z0-9_]{0,7}$/)
 
@@ -34,20 +37,31 @@ const { shape } = fc.letrec<{ shape: Shape }>((tie) => ({
   shape: fc.oneof(
     { depthSize: "small", withCrossShrink: true },
     fc.constant<Shape>({ kind: "string" }),
-    fc.integer({ min: -50, max: 50 }).chain((min) => fc.integer({ min, max: min + 100 }).map((max): Shape => ({ kind: "number", min, max }))),
+    fc.integer({ min: -50, max: 50 }).chain((min) =>
+      fc.integer({ min, max: min + 100 }).map((max): Shape => ({ kind: "number", min, max }))
+    ),
     fc.constant<Shape>({ kind: "boolean" }),
     fc.uniqueArray(name, { minLength: 1, maxLength: 4 }).map((values): Shape => ({ kind: "enum", values })),
     tie("shape").map((of): Shape => ({ kind: "array", of })),
-    fc.uniqueArray(fc.record({ name, shape: tie("shape"), optional: fc.boolean() }), { selector: (f) => f.name, maxLength: 4 })
+    fc.uniqueArray(fc.record({ name, shape: tie("shape"), optional: fc.boolean() }), {
+      selector: (f) => f.name,
+      maxLength: 4
+    })
       .map((fields): Shape => ({ kind: "object", fields }))
   )
 }))
 
 /** The root: an object with a required `id` (0..100) beside generated fields. */
-const root = fc.uniqueArray(fc.record({ name, shape, optional: fc.boolean() }), { selector: (f) => f.name, maxLength: 5 })
+const root = fc.uniqueArray(fc.record({ name, shape, optional: fc.boolean() }), {
+  selector: (f) => f.name,
+  maxLength: 5
+})
   .map((fields): Shape => ({
     kind: "object",
-    fields: [{ name: "id", shape: { kind: "number", min: 0, max: 100 }, optional: false }, ...fields.filter((f) => f.name !== "id")]
+    fields: [
+      { name: "id", shape: { kind: "number", min: 0, max: 100 }, optional: false },
+      ...fields.filter((f) => f.name !== "id")
+    ]
   }))
 
 const toSchema = (s: Shape): Schema.Schema<any, any, never> => {
@@ -63,7 +77,11 @@ const toSchema = (s: Shape): Schema.Schema<any, any, never> => {
     case "array":
       return Schema.Array(toSchema(s.of))
     case "object":
-      return Schema.Struct(Object.fromEntries(s.fields.map((f) => [f.name, f.optional ? Schema.optional(toSchema(f.shape)) : toSchema(f.shape)])))
+      return Schema.Struct(
+        Object.fromEntries(
+          s.fields.map((f) => [f.name, f.optional ? Schema.optional(toSchema(f.shape)) : toSchema(f.shape)])
+        )
+      )
   }
 }
 
@@ -80,7 +98,9 @@ const valueOf = (s: Shape): fc.Arbitrary<unknown> => {
     case "array":
       return fc.array(valueOf(s.of), { maxLength: 3 })
     case "object":
-      return fc.tuple(...s.fields.map((f) => (f.optional ? fc.option(valueOf(f.shape), { nil: undefined }) : valueOf(f.shape)))).map((values) =>
+      return fc.tuple(
+        ...s.fields.map((f) => (f.optional ? fc.option(valueOf(f.shape), { nil: undefined }) : valueOf(f.shape)))
+      ).map((values) =>
         Object.fromEntries(s.fields.flatMap((f, i) => (values[i] === undefined ? [] : [[f.name, values[i]]])))
       )
   }
@@ -99,7 +119,9 @@ const abilitiesOf = (b: Behaviour) =>
     ? { jsonSchema: false }
     : {}
 
-const valueAndShape = root.chain((s) => valueOf(s).map((value) => ({ shape: s, value: value as Record<string, unknown> })))
+const valueAndShape = root.chain((s) =>
+  valueOf(s).map((value) => ({ shape: s, value: value as Record<string, unknown> }))
+)
 
 describe("typed answers: any schema, any model behaviour", () => {
   it.effect.prop(
@@ -111,7 +133,11 @@ describe("typed answers: any schema, any model behaviour", () => {
       let answers = 0
       const h = makeAgent((request, _i, method) => {
         // the loop (a plain model's loop speaks the JSON protocol)
-        if (method === "chat" && !forced(request)) return b === "plainOnly" ? ScriptedLlm.jsonFinal("done") : ScriptedLlm.text("done")
+        if (method === "chat" && !forced(request)) {
+          return b === "plainOnly"
+            ? ScriptedLlm.jsonFinal("done")
+            : ScriptedLlm.text("done")
+        }
         answers++
         const bad = b === "invalidAlways" || (b === "invalidOnce" && answers === 1)
         const answer = bad ? invalid : value
@@ -120,7 +146,9 @@ describe("typed answers: any schema, any model behaviour", () => {
         return ScriptedLlm.text(b === "plainOnly" ? `Here it is:\n\`\`\`json\n${json}\n\`\`\`` : json)
       }, { llm: { abilities: abilitiesOf(b) }, agent: { outputRetries: retries } })
       return Effect.gen(function*() {
-        const exit = yield* Effect.exit(Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "q", output: schema })))
+        const exit = yield* Effect.exit(
+          Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "q", output: schema }))
+        )
         assert.isAtMost(answers, 1 + retries)
         if (Exit.isSuccess(exit)) {
           assert.isTrue(b !== "invalidAlways" && !(b === "invalidOnce" && retries === 0), `succeeded as ${b}`)
@@ -133,7 +161,9 @@ describe("typed answers: any schema, any model behaviour", () => {
         assert.isTrue(error._tag === "Some" && error.value._tag === "OutputInvalid", Cause.pretty(exit.cause))
         assert.isTrue(b === "invalidAlways" || (b === "invalidOnce" && retries === 0), `failed as ${b}`)
         assert.strictEqual(answers, 1 + retries)
-        if (error._tag === "Some" && error.value._tag === "OutputInvalid") assert.deepStrictEqual(error.value.value, invalid)
+        if (error._tag === "Some" && error.value._tag === "OutputInvalid") {
+          assert.deepStrictEqual(error.value.value, invalid)
+        }
       }).pipe(Effect.provide(h.layer))
     },
     // 80 whole agent runs (9–12 s on a quiet machine; more under load)
@@ -149,7 +179,9 @@ describe("typed answers: any schema, any model behaviour", () => {
       const hasOptional = (x: Shape): boolean =>
         x.kind === "object"
           ? x.fields.length === 0 || x.fields.some((f) => f.optional || hasOptional(f.shape))
-          : x.kind === "array" ? hasOptional(x.of) : false
+          : x.kind === "array"
+          ? hasOptional(x.of)
+          : false
       return Effect.gen(function*() {
         yield* Effect.either(StructuredCall.structuredCallWith(llm.service, {
           messages: [Message.user("q")],

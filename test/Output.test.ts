@@ -12,15 +12,24 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as DagAgent from "../src/DagAgent.js"
 import type { ChatRequest } from "../src/Llm.js"
 import * as Output from "../src/Output.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import type * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import * as DagAgent from "../src/DagAgent.js"
 import { addTool, makeAgent } from "./utils/agentLayers.js"
-import { dagEvents, doneOf, journalSink, makeDag, memoryJournal, memoryStore, planReply, requestsOf } from "./utils/dagLayers.js"
+import {
+  dagEvents,
+  doneOf,
+  journalSink,
+  makeDag,
+  memoryJournal,
+  memoryStore,
+  planReply,
+  requestsOf
+} from "./utils/dagLayers.js"
 
 const Weather = Schema.Struct({
   city: Schema.String,
@@ -28,7 +37,8 @@ const Weather = Schema.Struct({
   sky: Schema.Literal("clear", "cloudy", "rain")
 })
 
-const isAnswerCall = (request: ChatRequest) => request.tools === undefined || request.tools.length === 0 ||
+const isAnswerCall = (request: ChatRequest) =>
+  request.tools === undefined || request.tools.length === 0 ||
   (typeof request.toolChoice === "object" && request.toolChoice.function.name === "answer")
 
 const runEvents = (input: ReactAgent.RunInput) =>
@@ -44,7 +54,9 @@ describe("typed answers", () => {
           ? ScriptedLlm.text("It is 21 °C and clear in Paris.")
           : ScriptedLlm.toolCall("add", { a: 20, b: 1 }, { id: "call_1" })
       }
-      return ScriptedLlm.text(`{"city": "Paris", "celsius": 21, "sky": "clear"}`, { chunks: ["{\"city\": \"Pa", "ris\", \"celsius\": 21", ", \"sky\": \"clear\"}"] })
+      return ScriptedLlm.text(`{"city": "Paris", "celsius": 21, "sky": "clear"}`, {
+        chunks: ["{\"city\": \"Pa", "ris\", \"celsius\": 21", ", \"sky\": \"clear\"}"]
+      })
     }, { tools: [addTool], agent: { completionCheck: false } })
     return Effect.gen(function*() {
       const agent = yield* ReactAgent.ReactAgent
@@ -55,7 +67,9 @@ describe("typed answers", () => {
       assert.strictEqual(result.answer, `{"city": "Paris", "celsius": 21, "sky": "clear"}`)
       const answerCalls = h.requests().filter((r) => r.request.responseFormat?.type === "json_schema")
       assert.strictEqual(answerCalls.length, 1)
-      const format = answerCalls[0].request.responseFormat as { json_schema: { name: string; strict: boolean; schema: any } }
+      const format = answerCalls[0].request.responseFormat as {
+        json_schema: { name: string; strict: boolean; schema: any }
+      }
       assert.strictEqual(format.json_schema.name, "answer")
       assert.isTrue(format.json_schema.strict, "every property required, no extra keys: strict")
       assert.deepStrictEqual(format.json_schema.schema.required, ["city", "celsius", "sky"])
@@ -70,17 +84,32 @@ describe("typed answers", () => {
     const h = makeAgent((_request, _i, method) =>
       method === "chat"
         ? ScriptedLlm.text("noted")
-        : ScriptedLlm.text(`{"day":"2026-12-06T00:00:00.000Z","note":"ok"}`, { chunks: ["{\"day\":\"2026-12-06T00:00:00.000Z\",", "\"note\":\"ok\"}"] }))
+        : ScriptedLlm.text(`{"day":"2026-12-06T00:00:00.000Z","note":"ok"}`, {
+          chunks: ["{\"day\":\"2026-12-06T00:00:00.000Z\",", "\"note\":\"ok\"}"]
+        })
+    )
     return Effect.gen(function*() {
       const events = yield* runEvents({ query: "When?", output: Dated })
       const answerEvents = events.filter((e) => e._tag.startsWith("Answer") || e._tag === "OutputPartial")
-      assert.deepStrictEqual(kinds(answerEvents), ["AnswerSignal", "AnswerStart", "AnswerDelta", "OutputPartial", "AnswerDelta", "AnswerDone"])
+      assert.deepStrictEqual(kinds(answerEvents), [
+        "AnswerSignal",
+        "AnswerStart",
+        "AnswerDelta",
+        "OutputPartial",
+        "AnswerDelta",
+        "AnswerDone"
+      ])
       const partial = events.find((e) => e._tag === "OutputPartial")
-      assert.deepStrictEqual(partial?._tag === "OutputPartial" ? partial.value : undefined, { day: "2026-12-06T00:00:00.000Z" })
+      assert.deepStrictEqual(partial?._tag === "OutputPartial" ? partial.value : undefined, {
+        day: "2026-12-06T00:00:00.000Z"
+      })
       const done = events.at(-1)!
       assert.strictEqual(done._tag, "Done")
       // encoded: the wire form of the value (a Date is its string)
-      assert.deepStrictEqual(done._tag === "Done" ? done.output : undefined, { day: "2026-12-06T00:00:00.000Z", note: "ok" })
+      assert.deepStrictEqual(done._tag === "Done" ? done.output : undefined, {
+        day: "2026-12-06T00:00:00.000Z",
+        note: "ok"
+      })
       const typed = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "When?", output: Dated }))
       assert.instanceOf(typed.output.day, Date)
     }).pipe(Effect.provide(h.layer))
@@ -131,9 +160,15 @@ describe("typed answers", () => {
       assert.deepStrictEqual(kinds(events.slice(-2)), ["RunFailed", "Done"])
       const done = events.at(-1)!
       assert.deepStrictEqual(done._tag === "Done" ? [done.answer, done.output] : [], ["", undefined])
-      const error = yield* Effect.flip(Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "Weather?", output: Weather })))
+      const error = yield* Effect.flip(
+        Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "Weather?", output: Weather }))
+      )
       assert.strictEqual(error._tag, "OutputInvalid")
-      assert.deepStrictEqual(error._tag === "OutputInvalid" ? error.value : undefined, { city: "Paris", celsius: 204, sky: "clear" })
+      assert.deepStrictEqual(error._tag === "OutputInvalid" ? error.value : undefined, {
+        city: "Paris",
+        celsius: 204,
+        sky: "clear"
+      })
       assert.include(error.message, "celsius: Expected a number between -90 and 60, actual 204")
     }).pipe(Effect.provide(h.layer))
   })
@@ -148,7 +183,9 @@ describe("typed answers", () => {
           return ScriptedLlm.text(`{"city": "Paris", "celsius": 500, "sky": "clear"}`)
         }, { agent: { outputRetries: retries } })
         const error = yield* Effect.flip(
-          Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q", output: Weather })).pipe(Effect.provide(h.layer))
+          Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q", output: Weather })).pipe(
+            Effect.provide(h.layer)
+          )
         )
         assert.strictEqual(error._tag, "OutputInvalid")
         assert.strictEqual(answers, retries + 1)
@@ -159,9 +196,14 @@ describe("typed answers", () => {
     const h = makeAgent((_request, _i, method) =>
       method === "chat"
         ? ScriptedLlm.text("done")
-        : ScriptedLlm.toolCall("answer", { city: "Oslo", celsius: -3, sky: "cloudy" }), { llm: { abilities: { jsonSchema: false } } })
+        : ScriptedLlm.toolCall("answer", { city: "Oslo", celsius: -3, sky: "cloudy" }), {
+      llm: { abilities: { jsonSchema: false } }
+    })
     return Effect.gen(function*() {
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "Weather in Oslo?", output: Weather }))
+      const result = yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => a.runCollect({ query: "Weather in Oslo?", output: Weather })
+      )
       assert.deepStrictEqual(result.output, { city: "Oslo", celsius: -3, sky: "cloudy" })
       assert.deepStrictEqual(JSON.parse(result.answer), { city: "Oslo", celsius: -3, sky: "cloudy" })
       const answer = h.requests().filter((r) => r.method === "stream")[0].request
@@ -180,21 +222,35 @@ describe("typed answers", () => {
     return Effect.gen(function*() {
       const events = yield* runEvents({ query: "Weather in Rome?", output: Weather })
       const done = events.at(-1)!
-      assert.deepStrictEqual(done._tag === "Done" ? done.output : undefined, { city: "Rome", celsius: 30, sky: "clear" })
+      assert.deepStrictEqual(done._tag === "Done" ? done.output : undefined, {
+        city: "Rome",
+        celsius: 30,
+        sky: "clear"
+      })
       const answer = done._tag === "Done" ? done.answer : ""
       assert.deepStrictEqual(JSON.parse(answer), { city: "Rome", celsius: 30, sky: "clear" })
       // the prose shown while it streamed was taken back for the JSON itself
       const afterReset = events.slice(events.map((e) => e._tag).lastIndexOf("AnswerReset") + 1)
-      assert.strictEqual(afterReset.filter((e) => e._tag === "AnswerDelta").map((e) => (e._tag === "AnswerDelta" ? e.content : "")).join(""), answer)
+      assert.strictEqual(
+        afterReset.filter((e) => e._tag === "AnswerDelta").map((e) => (e._tag === "AnswerDelta" ? e.content : "")).join(
+          ""
+        ),
+        answer
+      )
       const prompt = h.requests().filter((r) => r.method === "stream")[0].request.messages[0].content
       assert.include(String(prompt), "must match this JSON Schema")
     }).pipe(Effect.provide(h.layer))
   })
 
   it.effect("synthesis auto: a final reply that already is the value is the answer, without another call", () => {
-    const h = makeAgent([ScriptedLlm.text(`{"city": "Lima", "celsius": 18, "sky": "cloudy"}`)], { agent: { synthesis: "auto" } })
+    const h = makeAgent([ScriptedLlm.text(`{"city": "Lima", "celsius": 18, "sky": "cloudy"}`)], {
+      agent: { synthesis: "auto" }
+    })
     return Effect.gen(function*() {
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "Weather in Lima?", output: Weather }))
+      const result = yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => a.runCollect({ query: "Weather in Lima?", output: Weather })
+      )
       assert.deepStrictEqual(result.output, { city: "Lima", celsius: 18, sky: "cloudy" })
       assert.strictEqual(h.requests().length, 1)
       // the loop call was not streamed as the answer (prose would not be the typed answer)
@@ -208,32 +264,53 @@ describe("typed answers", () => {
         ? ScriptedLlm.text(`{"city": "Lima", "celsius": 18, "sky": "cloudy"}`)
         : ScriptedLlm.text(`{"city": "Lima", "celsius": 19, "sky": "clear"}`), { agent: { synthesis: "always" } })
     return Effect.gen(function*() {
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "Weather in Lima?", output: Weather }))
+      const result = yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => a.runCollect({ query: "Weather in Lima?", output: Weather })
+      )
       assert.deepStrictEqual(h.requests().map((r) => r.method), ["chat", "stream"])
-      assert.deepStrictEqual(result.output, { city: "Lima", celsius: 19, sky: "clear" }, "the answer call's value, not the loop's")
+      assert.deepStrictEqual(
+        result.output,
+        { city: "Lima", celsius: 19, sky: "clear" },
+        "the answer call's value, not the loop's"
+      )
       assert.strictEqual(result.answer, `{"city": "Lima", "celsius": 19, "sky": "clear"}`)
     }).pipe(Effect.provide(h.layer))
   })
 
   it.effect("synthesis auto: a prose final reply gets the typed answer call", () => {
-    const h = makeAgent((_request, _i, method) =>
-      method === "chat" ? ScriptedLlm.text("Lima is 18 degrees and cloudy.") : ScriptedLlm.text(`{"city": "Lima", "celsius": 18, "sky": "cloudy"}`), {
-      agent: { synthesis: "auto" }
-    })
+    const h = makeAgent(
+      (_request, _i, method) =>
+        method === "chat"
+          ? ScriptedLlm.text("Lima is 18 degrees and cloudy.")
+          : ScriptedLlm.text(`{"city": "Lima", "celsius": 18, "sky": "cloudy"}`),
+      {
+        agent: { synthesis: "auto" }
+      }
+    )
     return Effect.gen(function*() {
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "Weather in Lima?", output: Weather }))
+      const result = yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => a.runCollect({ query: "Weather in Lima?", output: Weather })
+      )
       assert.deepStrictEqual(result.output, { city: "Lima", celsius: 18, sky: "cloudy" })
       assert.deepStrictEqual(h.requests().map((r) => r.method), ["chat", "stream"])
     }).pipe(Effect.provide(h.layer))
   })
 
   it.effect("the answer call failing on every level: the run fails (retryable), no output_invalid", () => {
-    const h = makeAgent((_request, _i, method) => (method === "chat" ? ScriptedLlm.text("done") : ScriptedLlm.fail("Server", "down")))
+    const h = makeAgent((
+      _request,
+      _i,
+      method
+    ) => (method === "chat" ? ScriptedLlm.text("done") : ScriptedLlm.fail("Server", "down")))
     return Effect.gen(function*() {
       const events = yield* runEvents({ query: "q", output: Weather })
       const failed = events.find((e) => e._tag === "RunFailed")
       assert.isTrue(failed?._tag === "RunFailed" && failed.code === undefined && failed.retryable)
-      const error = yield* Effect.flip(Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q", output: Weather })))
+      const error = yield* Effect.flip(
+        Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q", output: Weather }))
+      )
       assert.strictEqual(error._tag, "OutputUnavailable")
     }).pipe(Effect.provide(h.layer))
   })
@@ -242,7 +319,10 @@ describe("typed answers", () => {
     const Report = Schema.Struct({ title: Schema.String, items: Schema.Array(Schema.String) })
     const chunks = ["{\"title\": \"Pla", "nets\", \"items\": [\"Mer", "cury\", \"Ven", "us\", \"Ea", "rth\"]}"]
     const h = makeAgent((_request, _i, method) =>
-      method === "chat" ? ScriptedLlm.text("done") : ScriptedLlm.text(chunks.join(""), { chunks, chunkDelay: "70 millis" }))
+      method === "chat"
+        ? ScriptedLlm.text("done")
+        : ScriptedLlm.text(chunks.join(""), { chunks, chunkDelay: "70 millis" })
+    )
     return Effect.gen(function*() {
       const events = yield* runEvents({ query: "Planets?", output: Report })
       const partials = events.flatMap((e) => (e._tag === "OutputPartial" ? [e.value] : []))
@@ -250,14 +330,20 @@ describe("typed answers", () => {
       assert.deepStrictEqual(partials.at(-1), { title: "Planets", items: ["Mercury", "Venus", "Earth"] })
       assert.isAtLeast(partials.length, 4)
       const done = events.at(-1)!
-      assert.deepStrictEqual(done._tag === "Done" ? done.output : undefined, { title: "Planets", items: ["Mercury", "Venus", "Earth"] })
+      assert.deepStrictEqual(done._tag === "Done" ? done.output : undefined, {
+        title: "Planets",
+        items: ["Mercury", "Venus", "Earth"]
+      })
     }).pipe(Effect.provide(h.layer))
   })
 
   it.live("a partial object never shows a number still being written (2 of 21)", () => {
     const chunks = ["{\"city\": \"Paris\", \"celsius\": 2", "1, \"sky\": \"cl", "ear\"}"]
     const h = makeAgent((_request, _i, method) =>
-      method === "chat" ? ScriptedLlm.text("done") : ScriptedLlm.text(chunks.join(""), { chunks, chunkDelay: "70 millis" }))
+      method === "chat"
+        ? ScriptedLlm.text("done")
+        : ScriptedLlm.text(chunks.join(""), { chunks, chunkDelay: "70 millis" })
+    )
     return Effect.gen(function*() {
       const events = yield* runEvents({ query: "Weather in Paris?", output: Weather })
       const partials = events.flatMap((e) => (e._tag === "OutputPartial" ? [e.value] : []))
@@ -271,21 +357,31 @@ describe("typed answers", () => {
     Effect.gen(function*() {
       for (const shown of [true, false]) {
         const h = makeAgent((_request, _i, method) =>
-          method === "chat" ? ScriptedLlm.text("done") : ScriptedLlm.text(`{"city": "Oslo", "celsius": 2, "sky": "rain"}`))
+          method === "chat"
+            ? ScriptedLlm.text("done")
+            : ScriptedLlm.text(`{"city": "Oslo", "celsius": 2, "sky": "rain"}`)
+        )
         const events: Array<RunEvent> = []
         const journal: RunJournal.RunJournal = {
           // the answer's activity as a durable host re-runs it: restarted, with or without stored events
           activity: (o) => o.execute({ restarted: o.name === "output", shown: o.name === "output" && shown }),
           emit: (event) => Effect.sync(() => void events.push(event))
         }
-        yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "Weather in Oslo?", output: Weather }, journal)).pipe(
+        yield* Effect.flatMap(
+          ReactAgent.ReactAgent,
+          (a) => a.execute({ query: "Weather in Oslo?", output: Weather }, journal)
+        ).pipe(
           Effect.provide(h.layer)
         )
         const t = kinds(events)
         assert.strictEqual(t.filter((x) => x === "AnswerReset").length, shown ? 1 : 0, `shown ${shown}: ${t.join(" ")}`)
         if (shown) assert.isBelow(t.indexOf("AnswerReset"), t.indexOf("AnswerDelta"))
         const done = events.at(-1)!
-        assert.deepStrictEqual(done._tag === "Done" ? done.output : undefined, { city: "Oslo", celsius: 2, sky: "rain" })
+        assert.deepStrictEqual(done._tag === "Done" ? done.output : undefined, {
+          city: "Oslo",
+          celsius: 2,
+          sky: "rain"
+        })
       }
     }))
 })
@@ -308,13 +404,23 @@ describe("Output.fromJsonSchema", () => {
     }))
     const decode = Schema.decodeUnknownEither(schema)
     assert.isTrue(Either.isRight(decode({ name: "n", kind: "a", age: 3, tags: ["x"], note: null, ref: { x: 1 } })))
-    for (const bad of [{ name: "", kind: "a" }, { name: "n", kind: "c" }, { name: "n", kind: "a", age: 1.5 }, { name: "n", kind: "a", tags: ["1", "2", "3"] }, { kind: "a" }, { name: "n", kind: "a", ref: { x: "1" } }]) {
+    for (
+      const bad of [
+        { name: "", kind: "a" },
+        { name: "n", kind: "c" },
+        { name: "n", kind: "a", age: 1.5 },
+        { name: "n", kind: "a", tags: ["1", "2", "3"] },
+        { kind: "a" },
+        { name: "n", kind: "a", ref: { x: "1" } }
+      ]
+    ) {
       assert.isTrue(Either.isLeft(decode(bad)), JSON.stringify(bad))
     }
   })
 
   it("refuses what it cannot honour, naming the keyword and where", () => {
-    const refused = (s: unknown) => Either.getOrThrowWith(Either.flip(Output.fromJsonSchema(s)), () => new Error("accepted"))
+    const refused = (s: unknown) =>
+      Either.getOrThrowWith(Either.flip(Output.fromJsonSchema(s)), () => new Error("accepted"))
     assert.deepStrictEqual(refused({ type: "object", properties: { a: { type: "string", not: { const: "x" } } } }), {
       keyword: "not",
       path: "/properties/a/not",
@@ -322,8 +428,14 @@ describe("Output.fromJsonSchema", () => {
     })
     assert.strictEqual(refused({ type: "object", allOf: [] }).keyword, "allOf")
     assert.strictEqual(refused({ type: "array", items: {} }).keyword, "type")
-    assert.strictEqual(refused({ type: "object", properties: { d: { type: "string", format: "hostname" } } }).keyword, "format")
-    assert.strictEqual(refused({ type: "object", properties: { r: { $ref: "https://example.com/s.json" } } }).keyword, "$ref")
+    assert.strictEqual(
+      refused({ type: "object", properties: { d: { type: "string", format: "hostname" } } }).keyword,
+      "format"
+    )
+    assert.strictEqual(
+      refused({ type: "object", properties: { r: { $ref: "https://example.com/s.json" } } }).keyword,
+      "$ref"
+    )
   })
 })
 
@@ -343,7 +455,10 @@ describe("typed answers in DAG mode", () => {
       assert.strictEqual(answer.length, 1)
       assert.strictEqual(answer[0].request.responseFormat?.type, "json_schema")
       assert.include(JSON.stringify(answer[0].request.messages), "result of 2")
-      const typed = yield* Effect.flatMap(DagAgent.DagAgent, (a) => a.runCollect({ query: "Two facts", output: Summary }))
+      const typed = yield* Effect.flatMap(
+        DagAgent.DagAgent,
+        (a) => a.runCollect({ query: "Two facts", output: Summary })
+      )
       assert.strictEqual(typed.output.count, 2)
     }).pipe(Effect.provide(h.layer))
   })
@@ -352,14 +467,19 @@ describe("typed answers in DAG mode", () => {
     Effect.gen(function*() {
       const Summary = Schema.Struct({ count: Schema.Number })
       for (const shown of [true, false]) {
-        const h = makeDag({ plan: () => planReply([{ id: "1", task: "count" }]), answer: () => ScriptedLlm.text(`{"count": 3}`) })
+        const h = makeDag({
+          plan: () => planReply([{ id: "1", task: "count" }]),
+          answer: () => ScriptedLlm.text(`{"count": 3}`)
+        })
         const sink = journalSink()
         const base = memoryJournal(memoryStore(), sink)
         const journal: typeof base = {
           ...base,
           activity: (o) => (o.name === "dag/output" ? o.execute({ restarted: true, shown }) : base.activity(o))
         }
-        yield* Effect.flatMap(DagAgent.DagAgent, (a) => a.execute({ query: "Count", output: Summary }, journal)).pipe(Effect.provide(h.layer))
+        yield* Effect.flatMap(DagAgent.DagAgent, (a) => a.execute({ query: "Count", output: Summary }, journal)).pipe(
+          Effect.provide(h.layer)
+        )
         const t = kinds(sink.events)
         assert.strictEqual(t.filter((x) => x === "AnswerReset").length, shown ? 1 : 0, `shown ${shown}: ${t.join(" ")}`)
         assert.deepStrictEqual(doneOf(sink.events).output, { count: 3 })
@@ -368,7 +488,10 @@ describe("typed answers in DAG mode", () => {
 
   it.effect("an invalid value twice: output_invalid, then Done", () => {
     const Summary = Schema.Struct({ count: Schema.Number.pipe(Schema.positive()) })
-    const h = makeDag({ plan: () => planReply([{ id: "1", task: "count" }]), answer: () => ScriptedLlm.text(`{"count": -1}`) })
+    const h = makeDag({
+      plan: () => planReply([{ id: "1", task: "count" }]),
+      answer: () => ScriptedLlm.text(`{"count": -1}`)
+    })
     return Effect.gen(function*() {
       const events = yield* dagEvents({ query: "Count", output: Summary })
       const failed = events.find((e) => e._tag === "RunFailed")

@@ -21,19 +21,33 @@ import * as Usage from "../src/Usage.js"
 import { echoTool, noHooks, recordingGuard } from "./utils/agentLayers.js"
 
 /** An agent whose first streamed call is `first`; the rest follow `script`. */
-const agentWith = (first: Stream.Stream<Llm.ChatDelta, Llm.LlmError>, script: ReadonlyArray<ScriptedLlm.ScriptStep>) => {
+const agentWith = (
+  first: Stream.Stream<Llm.ChatDelta, Llm.LlmError>,
+  script: ReadonlyArray<ScriptedLlm.ScriptStep>
+) => {
   const scripted = ScriptedLlm.makeUnsafe(script)
   let streams = 0
   const service: Llm.LlmService = {
     ...scripted.service,
     streamChat: (request) => (streams++ === 0 ? first : scripted.service.streamChat(request))
   }
-  const deps = Layer.mergeAll(Layer.succeed(Llm.Llm, service), Toolkit.layer([echoTool]), noHooks, recordingGuard().layer, Interrupts.layerMemory)
-  const layer = ReactAgent.layer({ synthesis: "auto", completionCheck: false }).pipe(Layer.provideMerge(deps), Layer.orDie)
+  const deps = Layer.mergeAll(
+    Layer.succeed(Llm.Llm, service),
+    Toolkit.layer([echoTool]),
+    noHooks,
+    recordingGuard().layer,
+    Interrupts.layerMemory
+  )
+  const layer = ReactAgent.layer({ synthesis: "auto", completionCheck: false }).pipe(
+    Layer.provideMerge(deps),
+    Layer.orDie
+  )
   return { layer, scripted }
 }
 
-const run = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "go" }))).pipe(Effect.map(Chunk.toArray))
+const run = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "go" }))).pipe(
+  Effect.map(Chunk.toArray)
+)
 
 const doneOf = (events: ReadonlyArray<RunEvent>) => {
   const last = events[events.length - 1]

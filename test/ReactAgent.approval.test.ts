@@ -4,16 +4,16 @@
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import * as ConfigProvider from "effect/ConfigProvider"
-import * as Duration from "effect/Duration"
-import * as Exit from "effect/Exit"
 import * as AgentConfig from "../src/AgentConfig.js"
 import * as Approvals from "../src/Approvals.js"
 import * as Hooks from "../src/Hooks.js"
@@ -47,10 +47,13 @@ const runWith = (
   })
 
 /** Answers every approval request as it arrives. */
-const answer = (decision: "approve" | "deny", reason?: string) => (event: RunEvent, agent: ReactAgent.ReactAgentService) =>
-  event._tag === "ApprovalRequested"
-    ? Effect.asVoid(agent.approve({ conversationId: CID, approvalId: event.approval_id, decision, ...(reason ? { reason } : {}) }))
-    : Effect.void
+const answer =
+  (decision: "approve" | "deny", reason?: string) => (event: RunEvent, agent: ReactAgent.ReactAgentService) =>
+    event._tag === "ApprovalRequested"
+      ? Effect.asVoid(
+        agent.approve({ conversationId: CID, approvalId: event.approval_id, decision, ...(reason ? { reason } : {}) })
+      )
+      : Effect.void
 
 const doneOf = (events: ReadonlyArray<RunEvent>) => {
   const done = events[events.length - 1]
@@ -101,7 +104,12 @@ describe("ReactAgent tool approval", () => {
       })
       assert.match(requested.approval_id, /^apr_[0-9a-f]{32}$/)
       const decided = events.find((e) => e._tag === "ApprovalDecided")
-      assert.deepStrictEqual(decided, { _tag: "ApprovalDecided", approval_id: requested.approval_id, status: "approved", tool_call_id: "call_w" })
+      assert.deepStrictEqual(decided, {
+        _tag: "ApprovalDecided",
+        approval_id: requested.approval_id,
+        status: "approved",
+        tool_call_id: "call_w"
+      })
       const order = tags(events)
       assert.deepStrictEqual(order.slice(order.indexOf("ToolStart"), order.indexOf("ToolDone") + 1), [
         "ToolStart",
@@ -130,23 +138,36 @@ describe("ReactAgent tool approval", () => {
       const decided = events.find((e) => e._tag === "ApprovalDecided")
       assert.include(decided, { status: "denied", reason: "not that file" })
       const done = events.find((e) => e._tag === "ToolDone")
-      assert.include(done, { error: "the user denied this call: not that file", observation: "Error: the user denied this call: not that file" })
+      assert.include(done, {
+        error: "the user denied this call: not that file",
+        observation: "Error: the user denied this call: not that file"
+      })
       const next = h.requests()[1].request.messages
       assertPaired(next)
-      assert.deepStrictEqual(toolMessages(next), [{ id: "call_w", text: "Error: the user denied this call: not that file" }])
+      assert.deepStrictEqual(toolMessages(next), [{
+        id: "call_w",
+        text: "Error: the user denied this call: not that file"
+      }])
       assert.strictEqual(doneOf(events).answer, "answer")
     }).pipe(Effect.provide(h.layer))
   })
 
   it.effect("a denial without a reason: `Error: the user denied this call`", () => {
     const w = writer()
-    const h = makeAgent([ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }), ScriptedLlm.text("x"), ScriptedLlm.text("y")], {
+    const h = makeAgent([
+      ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }),
+      ScriptedLlm.text("x"),
+      ScriptedLlm.text("y")
+    ], {
       tools: [w.tool],
       agent: { completionCheck: false }
     })
     return Effect.gen(function*() {
       yield* runWith(answer("deny"))
-      assert.deepStrictEqual(toolMessages(h.requests()[1].request.messages), [{ id: "c", text: "Error: the user denied this call" }])
+      assert.deepStrictEqual(toolMessages(h.requests()[1].request.messages), [{
+        id: "c",
+        text: "Error: the user denied this call"
+      }])
     }).pipe(Effect.provide(h.layer))
   })
 
@@ -173,7 +194,11 @@ describe("ReactAgent tool approval", () => {
           if (requested.size < 2 || !echoed) return Effect.void
           return Effect.forEach(order, (id) =>
             Effect.gen(function*() {
-              yield* agent.approve({ conversationId: CID, approvalId: requested.get(id)!, decision: id === "a" ? "approve" : "deny" })
+              yield* agent.approve({
+                conversationId: CID,
+                approvalId: requested.get(id)!,
+                decision: id === "a" ? "approve" : "deny"
+              })
               // the decision reaches its call before the next one is decided
               yield* Effect.yieldNow()
             }), { discard: true })
@@ -213,7 +238,12 @@ describe("ReactAgent tool approval", () => {
           yield* refuse({ conversationId: CID, approvalId: old, decision: "approve" })
           yield* refuse({ conversationId: CID, approvalId: "apr_forged", decision: "approve" })
           yield* refuse({ conversationId: "other", approvalId: event.approval_id, decision: "approve" })
-          yield* refuse({ conversationId: CID, approvalId: event.approval_id, decision: "approve", toolCallId: "call_other" })
+          yield* refuse({
+            conversationId: CID,
+            approvalId: event.approval_id,
+            decision: "approve",
+            toolCallId: "call_other"
+          })
           yield* refuse({
             conversationId: CID,
             approvalId: event.approval_id,
@@ -230,11 +260,24 @@ describe("ReactAgent tool approval", () => {
             toolCallId: "call_w",
             argsHash: event.args_hash
           })
-          const again = yield* agent.approve({ conversationId: CID, approvalId: event.approval_id, decision: "approve" }).pipe(Effect.flip)
-          assert.deepStrictEqual(again, new Approvals.AlreadyDecided({ approvalId: event.approval_id, status: "denied" }))
+          const again = yield* agent.approve({
+            conversationId: CID,
+            approvalId: event.approval_id,
+            decision: "approve"
+          }).pipe(Effect.flip)
+          assert.deepStrictEqual(
+            again,
+            new Approvals.AlreadyDecided({ approvalId: event.approval_id, status: "denied" })
+          )
         })
       )
-      assert.deepStrictEqual(refusals, ["AlreadyDecided", "ApprovalNotFound", "ApprovalNotFound", "ApprovalMismatch", "ApprovalMismatch"])
+      assert.deepStrictEqual(refusals, [
+        "AlreadyDecided",
+        "ApprovalNotFound",
+        "ApprovalNotFound",
+        "ApprovalMismatch",
+        "ApprovalMismatch"
+      ])
       assert.deepStrictEqual(w.ran, ["same"])
       assert.include(second.find((e) => e._tag === "ApprovalDecided"), { status: "denied" })
     }).pipe(Effect.provide(h.layer))
@@ -243,11 +286,20 @@ describe("ReactAgent tool approval", () => {
   it.effect("a decision for other arguments (a forged store answer) never runs the tool", () => {
     const w = writer()
     const forging: Approvals.ApprovalsService = {
-      request: (req) => Effect.succeed({ approvalId: req.approvalId, argsHash: Approvals.hashArgs({ path: "other" }), decision: "approve" }),
+      request: (req) =>
+        Effect.succeed({
+          approvalId: req.approvalId,
+          argsHash: Approvals.hashArgs({ path: "other" }),
+          decision: "approve"
+        }),
       decide: () => Effect.die("unused"),
       pending: () => Effect.succeed([])
     }
-    const h = makeAgent([ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }), ScriptedLlm.text("x"), ScriptedLlm.text("y")], {
+    const h = makeAgent([
+      ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }),
+      ScriptedLlm.text("x"),
+      ScriptedLlm.text("y")
+    ], {
       tools: [w.tool],
       approvals: forging,
       agent: { completionCheck: false }
@@ -255,7 +307,10 @@ describe("ReactAgent tool approval", () => {
     return Effect.gen(function*() {
       const events = yield* runWith()
       assert.deepStrictEqual(w.ran, [])
-      assert.include(events.find((e) => e._tag === "ApprovalDecided"), { status: "denied", reason: "the approval does not match this call" })
+      assert.include(events.find((e) => e._tag === "ApprovalDecided"), {
+        status: "denied",
+        reason: "the approval does not match this call"
+      })
       assert.deepStrictEqual(toolMessages(h.requests()[1].request.messages), [
         { id: "c", text: "Error: the user denied this call: the approval does not match this call" }
       ])
@@ -289,7 +344,11 @@ describe("ReactAgent tool approval", () => {
   it.effect("cancelled while waiting: nothing runs, every call is answered, the approval is closed", () => {
     const w = writer()
     const h = makeAgent([
-      ScriptedLlm.toolCalls([{ id: "a", name: "write", arguments: { path: "one" } }, { id: "e", name: "echo", arguments: { text: "x" } }]),
+      ScriptedLlm.toolCalls([{ id: "a", name: "write", arguments: { path: "one" } }, {
+        id: "e",
+        name: "echo",
+        arguments: { text: "x" }
+      }]),
       ScriptedLlm.text("never")
     ], { tools: [w.tool, echoTool] })
     return Effect.gen(function*() {
@@ -316,13 +375,19 @@ describe("ReactAgent tool approval", () => {
 
   it.effect("approvalTimeout: no decision in time → denied with reason `timed out` (and no LLM call while waiting)", () => {
     const w = writer()
-    const h = makeAgent([ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }), ScriptedLlm.text("x"), ScriptedLlm.text("y")], {
+    const h = makeAgent([
+      ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }),
+      ScriptedLlm.text("x"),
+      ScriptedLlm.text("y")
+    ], {
       tools: [w.tool],
       agent: { completionCheck: false, approvalTimeout: "10 minutes" }
     })
     return Effect.gen(function*() {
       const waiting = yield* Deferred.make<void>()
-      const fiber = yield* runWith((event) => event._tag === "ApprovalRequested" ? Deferred.succeed(waiting, undefined) : Effect.void).pipe(
+      const fiber = yield* runWith((event) =>
+        event._tag === "ApprovalRequested" ? Deferred.succeed(waiting, undefined) : Effect.void
+      ).pipe(
         Effect.fork
       )
       yield* Deferred.await(waiting)
@@ -334,7 +399,10 @@ describe("ReactAgent tool approval", () => {
       const events = yield* Fiber.join(fiber)
       assert.deepStrictEqual(w.ran, [])
       assert.include(events.find((e) => e._tag === "ApprovalDecided"), { status: "denied", reason: "timed out" })
-      assert.deepStrictEqual(toolMessages(h.requests()[1].request.messages), [{ id: "c", text: "Error: the user denied this call: timed out" }])
+      assert.deepStrictEqual(toolMessages(h.requests()[1].request.messages), [{
+        id: "c",
+        text: "Error: the user denied this call: timed out"
+      }])
     }).pipe(Effect.provide(h.layer))
   })
 
@@ -416,7 +484,8 @@ describe("ReactAgent tool approval", () => {
 
   it.effect("AgentConfig: REACT_APPROVAL_TOOLS (comma list of globs) and REACT_APPROVAL_TIMEOUT_MS; explicit options win", () =>
     Effect.gen(function*() {
-      const env = (vars: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(vars))))
+      const env = (vars: Record<string, string>) =>
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(vars))))
       const none = yield* AgentConfig.load().pipe(env({}))
       assert.deepStrictEqual(none.approvalTools, [])
       assert.isUndefined(none.approvalTimeout)
@@ -459,20 +528,38 @@ describe("ReactAgent tool approval through a storing journal", () => {
             event._tag === "ApprovalRequested" ? Queue.offer(requests, event.approval_id) : Effect.void
           )
       }
-      const approver = yield* Effect.fork(Effect.forever(Effect.flatMap(Queue.take(requests), (approvalId) =>
-        Effect.retry(agent.approve({ conversationId: CID, approvalId, decision: "approve" }), { times: 50, schedule: Schedule.spaced("10 millis") }))))
+      const approver = yield* Effect.fork(
+        Effect.forever(
+          Effect.flatMap(
+            Queue.take(requests),
+            (approvalId) =>
+              Effect.retry(agent.approve({ conversationId: CID, approvalId, decision: "approve" }), {
+                times: 50,
+                schedule: Schedule.spaced("10 millis")
+              })
+          )
+        )
+      )
       yield* agent.execute({ query: "write both", conversationId: CID }, journal)
       yield* Fiber.interrupt(approver)
       assert.deepStrictEqual([...w.ran].sort(), ["a.txt", "b.txt"])
-      const keyed = emitted.filter(({ event }) => event._tag === "ApprovalRequested" || event._tag === "ApprovalDecided" || event._tag === "ToolDone")
+      const keyed = emitted.filter(({ event }) =>
+        event._tag === "ApprovalRequested" || event._tag === "ApprovalDecided" || event._tag === "ToolDone"
+      )
       assert.strictEqual(keyed.length, 6)
       for (const { event, key } of keyed) {
         const expected = event._tag === "ToolDone"
           ? `tool/1/${event.tool_call_id}/done`
-          : `approval/${(event as Requested).approval_id}/${event._tag === "ApprovalRequested" ? "requested" : "decided"}`
+          : `approval/${(event as Requested).approval_id}/${
+            event._tag === "ApprovalRequested" ? "requested" : "decided"
+          }`
         assert.strictEqual(key, expected, `${event._tag} key`)
       }
-      assert.isTrue(emitted.filter(({ event }) => !["ApprovalRequested", "ApprovalDecided", "ToolDone"].includes(event._tag)).every(({ key }) => key === undefined))
+      assert.isTrue(
+        emitted.filter(({ event }) => !["ApprovalRequested", "ApprovalDecided", "ToolDone"].includes(event._tag)).every(
+          ({ key }) => key === undefined
+        )
+      )
     }).pipe(Effect.provide(h.layer))
   })
 
@@ -485,7 +572,11 @@ describe("ReactAgent tool approval through a storing journal", () => {
         ...inner,
         request: (req) => Effect.zipRight(Effect.sleep("50 millis"), inner.request(req))
       }
-      const h = makeAgent([ScriptedLlm.toolCall("write", { path: "a.txt" }, { id: "call_w" }), ScriptedLlm.text("done"), ScriptedLlm.text("answer")], {
+      const h = makeAgent([
+        ScriptedLlm.toolCall("write", { path: "a.txt" }, { id: "call_w" }),
+        ScriptedLlm.text("done"),
+        ScriptedLlm.text("answer")
+      ], {
         tools: [w.tool],
         approvals: slow,
         agent: { completionCheck: false }

@@ -26,7 +26,9 @@ import { addTool, echoTool, jsonLlm, makeAgent, writer } from "./utils/agentLaye
 const CID = "conv-edges"
 
 /** Runs the agent; `onEvent` sees each event as it comes (and may answer approvals). */
-const runWith = (onEvent: (event: RunEvent, agent: ReactAgent.ReactAgentService) => Effect.Effect<void, unknown> = () => Effect.void) =>
+const runWith = (
+  onEvent: (event: RunEvent, agent: ReactAgent.ReactAgentService) => Effect.Effect<void, unknown> = () => Effect.void
+) =>
   Effect.gen(function*() {
     const agent = yield* ReactAgent.ReactAgent
     const events: Array<RunEvent> = []
@@ -48,7 +50,11 @@ const toolMessages = (messages: ReadonlyArray<ChatMessage>) =>
   messages.flatMap((m) => (m.role === "tool" ? [{ id: m.tool_call_id, text: textOf(m.content) }] : []))
 
 /** An approvals service whose store answers `decision` (a durable store need not normalise what it keeps). */
-const storeAnswering = (decision: (req: Approvals.ApprovalRequest) => Omit<Approvals.Decision, "approvalId" | "argsHash"> & Partial<Approvals.Decision>) => {
+const storeAnswering = (
+  decision: (
+    req: Approvals.ApprovalRequest
+  ) => Omit<Approvals.Decision, "approvalId" | "argsHash"> & Partial<Approvals.Decision>
+) => {
   const requests: Array<Approvals.ApprovalRequest> = []
   const service: Approvals.ApprovalsService = {
     request: (req) =>
@@ -77,7 +83,10 @@ describe("ReactAgent approval edges", () => {
     return Effect.gen(function*() {
       const events = yield* runWith()
       assert.deepStrictEqual(w.ran, [])
-      assert.deepStrictEqual(toolMessages(h.requests()[1].request.messages), [{ id: "c", text: "Error: the user denied this call" }])
+      assert.deepStrictEqual(toolMessages(h.requests()[1].request.messages), [{
+        id: "c",
+        text: "Error: the user denied this call"
+      }])
       assert.include(events.find((e) => e._tag === "ToolDone"), { error: "the user denied this call" })
     }).pipe(Effect.provide(h.layer))
   })
@@ -138,7 +147,10 @@ describe("ReactAgent approval edges", () => {
     return Effect.gen(function*() {
       const events = yield* runWith()
       assert.deepStrictEqual(w.ran, [])
-      assert.include(events.find((e) => e._tag === "ApprovalDecided"), { status: "denied", reason: "the approval does not match this call" })
+      assert.include(events.find((e) => e._tag === "ApprovalDecided"), {
+        status: "denied",
+        reason: "the approval does not match this call"
+      })
       assert.deepStrictEqual(toolMessages(h.requests()[1].request.messages), [
         { id: "c", text: "Error: the user denied this call: the approval does not match this call" }
       ])
@@ -152,7 +164,11 @@ describe("ReactAgent approval edges", () => {
         const store = storeAnswering(() => ({ decision: "approve" }))
         const script = mode === "native"
           ? oneCall("c")
-          : [ScriptedLlm.jsonToolCall("write", { path: "a" }), ScriptedLlm.jsonFinal("done"), ScriptedLlm.text("answer")]
+          : [
+            ScriptedLlm.jsonToolCall("write", { path: "a" }),
+            ScriptedLlm.jsonFinal("done"),
+            ScriptedLlm.text("answer")
+          ]
         const h = makeAgent(script, {
           tools: [w.tool],
           approvals: store.service,
@@ -199,7 +215,11 @@ describe("ReactAgent tool call edges", () => {
   it.effect("an unknown tool is answered with the tools there are, comma-separated, or `(none)`", () =>
     Effect.gen(function*() {
       for (const [tools, listed] of [[[addTool, echoTool], "add, echo"], [[], "(none)"]] as const) {
-        const h = makeAgent([ScriptedLlm.toolCall("nope", {}, { id: "n" }), ScriptedLlm.text("x"), ScriptedLlm.text("y")], {
+        const h = makeAgent([
+          ScriptedLlm.toolCall("nope", {}, { id: "n" }),
+          ScriptedLlm.text("x"),
+          ScriptedLlm.text("y")
+        ], {
           tools,
           agent: { completionCheck: false }
         })
@@ -227,7 +247,11 @@ describe("ReactAgent tool call edges", () => {
         const script = mode === "native"
           ? [ScriptedLlm.toolCall("probe", {}, { id: "p" }), ScriptedLlm.text("x"), ScriptedLlm.text("y")]
           : [ScriptedLlm.jsonToolCall("probe", {}), ScriptedLlm.jsonFinal("done"), ScriptedLlm.text("y")]
-        const h = makeAgent(script, { tools: [probe], ...(mode === "json" ? { llm: jsonLlm } : {}), agent: { completionCheck: false } })
+        const h = makeAgent(script, {
+          tools: [probe],
+          ...(mode === "json" ? { llm: jsonLlm } : {}),
+          agent: { completionCheck: false }
+        })
         yield* runWith().pipe(Effect.provide(h.layer))
         const common = ["approverConversationId", "conversationId", "emit", "idempotencyKey", "iteration", "toolName"]
         assert.deepStrictEqual(seen, [mode === "native" ? [...common, "toolCallId"].sort() : common], mode)
@@ -238,7 +262,11 @@ describe("ReactAgent tool call edges", () => {
     const hooks = Hooks.layer([
       Hooks.pre({
         name: "copy",
-        run: (ctx) => Effect.succeed({ allow: true as const, args: ctx.args.text === "change" ? { text: "changed" } : { ...ctx.args } })
+        run: (ctx) =>
+          Effect.succeed({
+            allow: true as const,
+            args: ctx.args.text === "change" ? { text: "changed" } : { ...ctx.args }
+          })
       })
     ])
     const h = makeAgent([

@@ -8,8 +8,8 @@
  * answers are scripted (it records every request it is asked).
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
 import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
@@ -39,7 +39,8 @@ const recordingJournal = () => {
     activity: (o) =>
       Effect.suspend(() => {
         names.push(o.name)
-        return Effect.tap(o.execute({ restarted: false }), (a) => Effect.sync(() => o.name === "approval/run" ? (runKey = a) : undefined))
+        return Effect.tap(o.execute({ restarted: false }), (a) =>
+          Effect.sync(() => o.name === "approval/run" ? (runKey = a) : undefined))
       }),
     emit: (event, options) => Effect.sync(() => void emitted.push({ event, key: options?.key }))
   }
@@ -82,7 +83,11 @@ const runAsk = (answers: ReadonlyArray<Answer>) => {
     tools: [echoTool],
     approvals: approvals.service,
     llm: { onExhausted: "repeatLast" },
-    agent: { completionCheck: false, synthesis: "auto", budget: { usd: LIMIT, prices, policy: "ask", reserveOutputTokens: 64 } }
+    agent: {
+      completionCheck: false,
+      synthesis: "auto",
+      budget: { usd: LIMIT, prices, policy: "ask", reserveOutputTokens: 64 }
+    }
   })
   const rec = recordingJournal()
   return Effect.gen(function*() {
@@ -112,7 +117,12 @@ const waitRequest = (runKey: unknown, n: number) => {
 
 const withoutOnStored = ({ onStored: _, ...rest }: Approvals.ApprovalRequest) => rest
 
-const status = (status: "exhausted" | "extended" | "stopped", limit: number) => ({ _tag: "BudgetStatus", status, spent_usd: SPENT, limit_usd: limit })
+const status = (status: "exhausted" | "extended" | "stopped", limit: number) => ({
+  _tag: "BudgetStatus",
+  status,
+  spent_usd: SPENT,
+  limit_usd: limit
+})
 
 const budgetKeys = (emitted: ReadonlyArray<{ readonly event: RunEvent; readonly key: string | undefined }>) =>
   emitted.flatMap(({ event, key }) => (event._tag === "BudgetStatus" ? [key] : []))
@@ -154,7 +164,12 @@ describe("Budget policy ask", () => {
       ])
       assert.deepStrictEqual(r.requests.map(withoutOnStored), [waitRequest(r.runKey(), 1), waitRequest(r.runKey(), 2)])
       assert.notStrictEqual(r.requests[0].approvalId, r.requests[1].approvalId)
-      assert.deepStrictEqual(budgetKeys(r.emitted), ["budget/1/exhausted", "budget/1/decided", "budget/2/exhausted", "budget/2/decided"])
+      assert.deepStrictEqual(budgetKeys(r.emitted), [
+        "budget/1/exhausted",
+        "budget/1/decided",
+        "budget/2/exhausted",
+        "budget/2/decided"
+      ])
       assert.deepStrictEqual(r.names.filter((n) => n.startsWith("budget/")), ["budget/1", "budget/2"])
       // stopped: no other loop call, no other tool round; the run ends with Done
       assert.isFalse(r.names.includes("llm/2"))
@@ -162,15 +177,17 @@ describe("Budget policy ask", () => {
       assert.strictEqual(r.events[r.events.length - 1]._tag, "Done")
     }))
 
-  for (const answer of [
-    { decision: "approve" },
-    { decision: "approve", reason: "" },
-    { decision: "approve", reason: "ten dollars" },
-    { decision: "approve", reason: "0" },
-    { decision: "approve", reason: "-0.5" },
-    { decision: "approve", reason: "Infinity" },
-    { decision: "deny", reason: "1" }
-  ] as const) {
+  for (
+    const answer of [
+      { decision: "approve" },
+      { decision: "approve", reason: "" },
+      { decision: "approve", reason: "ten dollars" },
+      { decision: "approve", reason: "0" },
+      { decision: "approve", reason: "-0.5" },
+      { decision: "approve", reason: "Infinity" },
+      { decision: "deny", reason: "1" }
+    ] as const
+  ) {
     it.effect(`${answer.decision} with reason ${JSON.stringify(answer)} stops the run: no amount to add`, () =>
       Effect.gen(function*() {
         const r = yield* runAsk([answer])
@@ -185,18 +202,34 @@ describe("Budget policy ask", () => {
     const h = makeAgent(script, {
       tools: [echoTool],
       llm: { onExhausted: "repeatLast" },
-      agent: { completionCheck: false, synthesis: "auto", budget: { usd: LIMIT, prices, policy: "ask", reserveOutputTokens: 64 } }
+      agent: {
+        completionCheck: false,
+        synthesis: "auto",
+        budget: { usd: LIMIT, prices, policy: "ask", reserveOutputTokens: 64 }
+      }
     })
     return Effect.gen(function*() {
       const agent = yield* ReactAgent.ReactAgent
       const exhausted = yield* Queue.unbounded<void>()
-      const run = yield* Effect.fork(agent.run({ query: "work", conversationId: CID }).pipe(
-        Stream.tap((e) => (e._tag === "BudgetStatus" && e.status === "exhausted" ? Queue.offer(exhausted, undefined) : Effect.void)),
-        Stream.runCollect
-      ))
+      const run = yield* Effect.fork(
+        agent.run({ query: "work", conversationId: CID }).pipe(
+          Stream.tap((
+            e
+          ) => (e._tag === "BudgetStatus" && e.status === "exhausted"
+            ? Queue.offer(exhausted, undefined)
+            : Effect.void)
+          ),
+          Stream.runCollect
+        )
+      )
       yield* Queue.take(exhausted)
       const pending = yield* agent.approvals.pending(CID)
-      assert.deepStrictEqual(pending.map((p) => [p.toolName, p.toolCallId, p.args, p.iteration]), [[Budget.WAIT_TOOL, "budget_1", { budget_wait: 1 }, 1]])
+      assert.deepStrictEqual(pending.map((p) => [p.toolName, p.toolCallId, p.args, p.iteration]), [[
+        Budget.WAIT_TOOL,
+        "budget_1",
+        { budget_wait: 1 },
+        1
+      ]])
       yield* agent.approve({ conversationId: CID, approvalId: pending[0].approvalId, decision: "approve", reason: "1" })
       const events = Chunk.toReadonlyArray(yield* Fiber.join(run))
       assert.deepStrictEqual(events.flatMap((e) => (e._tag === "BudgetStatus" ? [[e.status, e.limit_usd]] : [])), [

@@ -69,12 +69,25 @@ describe("ReactAgent budget ledger", () => {
           agent: { completionCheck: false, budget: { usd: LIMIT, tokens: 100_000, prices, reserveOutputTokens: 64 } }
         })
       const first = journalOf()
-      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "work", conversationId: "c-first" }, first.journal)).pipe(
+      yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => a.execute({ query: "work", conversationId: "c-first" }, first.journal)
+      ).pipe(
         Effect.provide(agentOf().layer)
       )
       // what the next loop call needed at the least: its input and 16 output tokens
-      const billed = { spent_tokens: 1910, limit_tokens: 100_000, spent_usd: SPENT, limit_usd: LIMIT, needed_tokens: 387, needed_usd: 0.000419 }
-      assert.deepStrictEqual(exhausted(first.events).map(({ step_id: _, ...e }) => e), [{ _tag: "BudgetExhausted", ...billed }])
+      const billed = {
+        spent_tokens: 1910,
+        limit_tokens: 100_000,
+        spent_usd: SPENT,
+        limit_usd: LIMIT,
+        needed_tokens: 387,
+        needed_usd: 0.000419
+      }
+      assert.deepStrictEqual(exhausted(first.events).map(({ step_id: _, ...e }) => e), [{
+        _tag: "BudgetExhausted",
+        ...billed
+      }])
       assert.isFalse(first.ran.includes("llm/2"))
 
       // after a restart: the first loop call and its tool round come from the store, nothing is billed by the provider
@@ -82,12 +95,18 @@ describe("ReactAgent budget ledger", () => {
       assert.strictEqual(stored.size, 2)
       const replay = journalOf(stored)
       const h = agentOf()
-      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "work", conversationId: "c-first" }, replay.journal)).pipe(
+      yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => a.execute({ query: "work", conversationId: "c-first" }, replay.journal)
+      ).pipe(
         Effect.provide(h.layer)
       )
       assert.isFalse(replay.ran.includes("llm/1"))
       assert.isFalse(replay.ran.includes("llm/2"))
-      assert.deepStrictEqual(exhausted(replay.events).map(({ step_id: _, ...e }) => e), [{ _tag: "BudgetExhausted", ...billed }])
+      assert.deepStrictEqual(exhausted(replay.events).map(({ step_id: _, ...e }) => e), [{
+        _tag: "BudgetExhausted",
+        ...billed
+      }])
       // no loop call reached the model (synthesis, if the budget let it, is the only one)
       assert.isTrue(h.requests().every((r) => r.method === "stream"))
     }))
@@ -104,7 +123,10 @@ describe("ReactAgent budget ledger", () => {
       assert.strictEqual(exhausted(rec.events).length, 1)
       // the synthesis call does not fit either: the run answers with the loop's answer, the budget summary
       const done = rec.events[rec.events.length - 1]
-      assert.isTrue(done._tag === "Done" && done.answer === "I reached this run's budget before finishing. Steps taken:\n1. echo: OK")
+      assert.isTrue(
+        done._tag === "Done" &&
+          done.answer === "I reached this run's budget before finishing. Steps taken:\n1. echo: OK"
+      )
     }).pipe(Effect.provide(h.layer))
   })
 
@@ -118,7 +140,12 @@ describe("ReactAgent budget ledger", () => {
     return Effect.gen(function*() {
       const rec = journalOf()
       yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "work" }, rec.journal))
-      assert.deepStrictEqual(exhausted(rec.events).map(({ step_id: _, ...e }) => e), [{ _tag: "BudgetExhausted", spent_tokens: 1910, limit_tokens: 2_000, needed_tokens: 387 }])
+      assert.deepStrictEqual(exhausted(rec.events).map(({ step_id: _, ...e }) => e), [{
+        _tag: "BudgetExhausted",
+        spent_tokens: 1910,
+        limit_tokens: 2_000,
+        needed_tokens: 387
+      }])
       assert.isFalse(rec.events.some((e) => e._tag === "BudgetStatus"))
       assert.isFalse(rec.ran.some((n) => n.startsWith("budget/")))
       const done = rec.events[rec.events.length - 1]
@@ -135,14 +162,18 @@ describe("ReactAgent budget ledger", () => {
       ]
       // measure the two requests without a budget
       const probe = makeAgent(textScript(10))
-      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "q" }, journalOf().journal)).pipe(Effect.provide(probe.layer))
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "q" }, journalOf().journal)).pipe(
+        Effect.provide(probe.layer)
+      )
       const [loop, synthesis] = probe.requests().map((r) => Budget.estimateInput(r.request))
       // the loop call is billed what it was estimated: what remains pays for the synthesis with its 64
       // output tokens and a little more, not for the synthesis and a held answer besides
       const tokens = loop + 64 + synthesis + 64 + 20
       const h = makeAgent(textScript(loop + 59), { agent: { budget: { tokens, reserveOutputTokens: 64 } } })
       const rec = journalOf()
-      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "q" }, rec.journal)).pipe(Effect.provide(h.layer))
+      yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "q" }, rec.journal)).pipe(
+        Effect.provide(h.layer)
+      )
       assert.strictEqual(h.requests().length, 2)
       assert.strictEqual(h.requests()[1].request.maxTokens, 64)
       const done = rec.events[rec.events.length - 1]
@@ -152,7 +183,10 @@ describe("ReactAgent budget ledger", () => {
 
   for (const [label, budget] of [["no budget", undefined], ["prices but no limit", { prices }]] as const) {
     it.effect(`${label}: a model that refuses with reason Budget stops the loop like the check, without a ledger to report`, () => {
-      const h = makeAgent([ScriptedLlm.fail("Budget", "provider quota"), ScriptedLlm.text("final", { usage: { prompt: 10, completion: 5 } })], {
+      const h = makeAgent([
+        ScriptedLlm.fail("Budget", "provider quota"),
+        ScriptedLlm.text("final", { usage: { prompt: 10, completion: 5 } })
+      ], {
         agent: { completionCheck: false, ...(budget !== undefined ? { budget } : {}) }
       })
       return Effect.gen(function*() {
@@ -163,7 +197,7 @@ describe("ReactAgent budget ledger", () => {
         assert.include(synthesis, "I reached this run's budget before finishing. No tools were called.")
         const done = rec.events[rec.events.length - 1]
         assert.isTrue(done._tag === "Done" && done.answer === "final")
-      assert.isFalse(rec.events.some((e) => e._tag === "RunFailed"))
+        assert.isFalse(rec.events.some((e) => e._tag === "RunFailed"))
       }).pipe(Effect.provide(h.layer))
     })
   }

@@ -49,7 +49,12 @@ const hostJournal = (crashed: (name: string) => boolean = () => false) => {
 
 /** An approvals store that approves every request once it is stored. */
 const approving: Approvals.ApprovalsService = {
-  request: (req) => Effect.as(req.onStored ?? Effect.void, { approvalId: req.approvalId, argsHash: req.argsHash, decision: "approve" as const }),
+  request: (req) =>
+    Effect.as(req.onStored ?? Effect.void, {
+      approvalId: req.approvalId,
+      argsHash: req.argsHash,
+      decision: "approve" as const
+    }),
   decide: () => Effect.die("unused"),
   pending: () => Effect.succeed([])
 }
@@ -57,10 +62,13 @@ const approving: Approvals.ApprovalsService = {
 const execute = (journal: RunJournal.RunJournal) =>
   Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.execute({ query: "q", conversationId: CID }, journal))
 
-const callActivities = (ran: ReadonlyArray<string>) => ran.filter((n) => n.startsWith("tool/") || n.startsWith("approval/"))
+const callActivities = (ran: ReadonlyArray<string>) =>
+  ran.filter((n) => n.startsWith("tool/") || n.startsWith("approval/"))
 
 const toolDone = (events: ReadonlyArray<RunEvent>, id?: string) =>
-  events.find((e) => e._tag === "ToolDone" && e.tool_call_id === id) as Extract<RunEvent, { _tag: "ToolDone" }> | undefined
+  events.find((e) => e._tag === "ToolDone" && e.tool_call_id === id) as
+    | Extract<RunEvent, { _tag: "ToolDone" }>
+    | undefined
 
 /** An idempotent tool that records its runs. */
 const idempotent = () => {
@@ -92,9 +100,17 @@ describe("ReactAgent calls under a storing journal", () => {
         const host = hostJournal()
         yield* execute(host.journal).pipe(Effect.provide(h.layer))
         const id = mode === "native" ? "c" : "json"
-        assert.deepStrictEqual(callActivities(host.ran), [`tool/1/${id}`, "approval/run", `approval/1/${id}`, `tool/1/${id}/decided`], mode)
+        assert.deepStrictEqual(callActivities(host.ran), [
+          `tool/1/${id}`,
+          "approval/run",
+          `approval/1/${id}`,
+          `tool/1/${id}/decided`
+        ], mode)
         assert.deepStrictEqual(w.ran, ["a"], mode)
-        assert.include(toolDone(host.events, mode === "native" ? "c" : undefined), { observation: "wrote a", error: null }, mode)
+        assert.include(toolDone(host.events, mode === "native" ? "c" : undefined), {
+          observation: "wrote a",
+          error: null
+        }, mode)
       }
     }))
 
@@ -102,7 +118,11 @@ describe("ReactAgent calls under a storing journal", () => {
     const w = writer("send", false)
     const look = idempotent()
     const h = makeAgent([
-      ScriptedLlm.toolCalls([{ id: "s", name: "send", arguments: { path: "mail" } }, { id: "l", name: "lookup", arguments: { n: 7 } }]),
+      ScriptedLlm.toolCalls([{ id: "s", name: "send", arguments: { path: "mail" } }, {
+        id: "l",
+        name: "lookup",
+        arguments: { n: 7 }
+      }]),
       ScriptedLlm.text("x"),
       ScriptedLlm.text("y")
     ], { tools: [w.tool, look.tool], agent: { completionCheck: false } })
@@ -117,14 +137,20 @@ describe("ReactAgent calls under a storing journal", () => {
       assert.strictEqual(host.options.get("tool/1/l")?.exclusive, true)
       assert.isUndefined(host.options.get("tool/1/l")?.onRestart)
       assert.isUndefined(host.options.get("tool/1/s")?.exclusive)
-      const messages = h.requests()[1].request.messages.flatMap((m) => (m.role === "tool" ? [[m.tool_call_id, textOf(m.content)]] : []))
+      const messages = h.requests()[1].request.messages.flatMap((
+        m
+      ) => (m.role === "tool" ? [[m.tool_call_id, textOf(m.content)]] : []))
       assert.deepStrictEqual(messages, [["s", `Error: ${RESTART_ERROR}`], ["l", "found 7"]])
     }).pipe(Effect.provide(h.layer))
   })
 
   it.effect("a crash after the approval: the decided step of a call that is not idempotent is answered RESTART_ERROR", () => {
     const w = writer()
-    const h = makeAgent([ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }), ScriptedLlm.text("x"), ScriptedLlm.text("y")], {
+    const h = makeAgent([
+      ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }),
+      ScriptedLlm.text("x"),
+      ScriptedLlm.text("y")
+    ], {
       tools: [w.tool],
       approvals: approving,
       agent: { completionCheck: false }
@@ -139,7 +165,11 @@ describe("ReactAgent calls under a storing journal", () => {
 
   it.effect("an unknown tool is answered (its step has no tool to ask whether it is idempotent)", () => {
     const h = makeAgent([
-      ScriptedLlm.toolCalls([{ id: "n", name: "nope", arguments: {} }, { id: "e", name: "echo", arguments: { text: "hi" } }]),
+      ScriptedLlm.toolCalls([{ id: "n", name: "nope", arguments: {} }, {
+        id: "e",
+        name: "echo",
+        arguments: { text: "hi" }
+      }]),
       ScriptedLlm.text("x"),
       ScriptedLlm.text("y")
     ], { tools: [echoTool], agent: { completionCheck: false } })
@@ -168,22 +198,38 @@ describe("ReactAgent execute_tool spans of either path", () => {
     const recorder = makeSpanRecorder()
     const w = writer()
     const h = makeAgent([
-      ScriptedLlm.toolCalls([{ id: "c", name: "write", arguments: { path: "a" } }, { id: "e", name: "echo", arguments: { text: "hi" } }]),
+      ScriptedLlm.toolCalls([{ id: "c", name: "write", arguments: { path: "a" } }, {
+        id: "e",
+        name: "echo",
+        arguments: { text: "hi" }
+      }]),
       ScriptedLlm.text("x"),
       ScriptedLlm.text("y")
     ], { tools: [w.tool, echoTool], approvals: approving, agent: { completionCheck: false } })
     return Effect.gen(function*() {
       yield* execute(hostJournal().journal)
       const spans = spansOf(recorder)
-      assert.deepStrictEqual(spans.filter((s) => s.id === "e"), [{ name: "execute_tool echo", id: "e", iteration: 1, status: 1 }])
-      assert.deepStrictEqual(spans.filter((s) => s.id === "c").map((s) => s.name), ["execute_tool write", "execute_tool write"])
+      assert.deepStrictEqual(spans.filter((s) => s.id === "e"), [{
+        name: "execute_tool echo",
+        id: "e",
+        iteration: 1,
+        status: 1
+      }])
+      assert.deepStrictEqual(spans.filter((s) => s.id === "c").map((s) => s.name), [
+        "execute_tool write",
+        "execute_tool write"
+      ])
     }).pipe(Effect.provide(h.layer), Effect.provide(recorder.layer))
   })
 
   it.effect("in process the same: a call that waits for approval has a span for its checks and one once decided", () => {
     const recorder = makeSpanRecorder()
     const w = writer()
-    const h = makeAgent([ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }), ScriptedLlm.text("x"), ScriptedLlm.text("y")], {
+    const h = makeAgent([
+      ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }),
+      ScriptedLlm.text("x"),
+      ScriptedLlm.text("y")
+    ], {
       tools: [w.tool],
       approvals: approving,
       agent: { completionCheck: false }

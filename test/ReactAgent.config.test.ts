@@ -1,5 +1,5 @@
-import { assert, describe, it } from "@effect/vitest"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { assert, describe, it } from "@effect/vitest"
 import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
@@ -8,13 +8,14 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as AgentConfig from "../src/AgentConfig.js"
 import * as Interrupts from "../src/Interrupts.js"
-import * as ReactAgent from "../src/ReactAgent.js"
 import * as ModelRegistry from "../src/ModelRegistry.js"
+import * as ReactAgent from "../src/ReactAgent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import * as Toolkit from "../src/Toolkit.js"
 import { echoTool, noHooks, recordingGuard } from "./utils/agentLayers.js"
 
-const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+const withEnv = (env: Record<string, string>) =>
+  Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
 
 describe("AgentConfig", () => {
   it.effect("defaults", () =>
@@ -55,11 +56,17 @@ describe("AgentConfig", () => {
         [o.maxIterations, o.cycleDetectionThreshold, o.selfReflectionInterval, o.completionCheckMinTools],
         [7, 4, 0, 1]
       )
-      assert.deepStrictEqual([o.toolSelectionThreshold, o.toolSelectionMax, o.toolResultBudget, o.maxTurnTokens], [20, 3, 1000, 5000])
+      assert.deepStrictEqual([o.toolSelectionThreshold, o.toolSelectionMax, o.toolResultBudget, o.maxTurnTokens], [
+        20,
+        3,
+        1000,
+        5000
+      ])
       assert.strictEqual(o.toolObsTruncation, 500)
       assert.strictEqual(Duration.toMillis(Duration.decode(o.toolTimeout!)), 1500)
       assert.strictEqual(Duration.toMillis(Duration.decode(o.runTimeout)), 90_000)
-      const explicit = yield* AgentConfig.load({ maxIterations: 9, toolTimeout: "2 seconds", runTimeout: "5 minutes" }).pipe(withEnv(env))
+      const explicit = yield* AgentConfig.load({ maxIterations: 9, toolTimeout: "2 seconds", runTimeout: "5 minutes" })
+        .pipe(withEnv(env))
       assert.strictEqual(explicit.maxIterations, 9)
       assert.strictEqual(Duration.toMillis(Duration.decode(explicit.toolTimeout!)), 2000)
       assert.strictEqual(Duration.toMillis(Duration.decode(explicit.runTimeout)), 300_000)
@@ -70,7 +77,12 @@ describe("AgentConfig", () => {
 
   it.effect("an invalid variable is a ConfigError naming it", () =>
     Effect.gen(function*() {
-      for (const [name, value] of [["REACT_MAX_ITERATIONS", "lots"], ["REACT_MAX_ITERATIONS", "0"], ["REACT_TOOL_TIMEOUT_MS", "-5"], ["REACT_RUN_TIMEOUT_MS", "-1"]]) {
+      for (
+        const [name, value] of [["REACT_MAX_ITERATIONS", "lots"], ["REACT_MAX_ITERATIONS", "0"], [
+          "REACT_TOOL_TIMEOUT_MS",
+          "-5"
+        ], ["REACT_RUN_TIMEOUT_MS", "-1"]]
+      ) {
         const exit = yield* Effect.exit(AgentConfig.load().pipe(withEnv({ [name]: value })))
         assert.isTrue(Exit.isFailure(exit))
         if (Exit.isFailure(exit)) assert.include(String(exit.cause), name)

@@ -38,12 +38,16 @@ const RUN = "run_drain_crash"
 const NOTE = "also note the time"
 
 const interrupted = (ms: ReadonlyArray<ChatMessage>) =>
-  ms.some((m) => m.role === "user" && textOf(m.content).startsWith("[USER INTERRUPT]") && textOf(m.content).includes(NOTE))
+  ms.some((m) =>
+    m.role === "user" && textOf(m.content).startsWith("[USER INTERRUPT]") && textOf(m.content).includes(NOTE)
+  )
 
 /** The run log on a fresh SQLite file, the run active for the conversation and NOTE queued for it. */
 const queued = Effect.gen(function*() {
   const context = yield* Layer.build(RunLog.layer.pipe(
-    Layer.provide(Database.layer({ _tag: "Sqlite", filename: join(mkdtempSync(join(tmpdir(), "drain-crash-")), "runs.sqlite") })),
+    Layer.provide(
+      Database.layer({ _tag: "Sqlite", filename: join(mkdtempSync(join(tmpdir(), "drain-crash-")), "runs.sqlite") })
+    ),
     Layer.orDie
   ))
   const log = Context.get(context, RunLog.RunLog)
@@ -86,13 +90,16 @@ const cases = [
   {
     name: "native, the drain after an answer",
     llm: undefined,
-    reply: (ms: ReadonlyArray<ChatMessage>) => ScriptedLlm.text(interrupted(ms) ? "answered with the note" : "answered without the note")
+    reply: (ms: ReadonlyArray<ChatMessage>) =>
+      ScriptedLlm.text(interrupted(ms) ? "answered with the note" : "answered without the note")
   },
   {
     name: "JSON mode, the drain after every reply",
     llm: jsonLlm,
     reply: (ms: ReadonlyArray<ChatMessage>) =>
-      interrupted(ms) ? ScriptedLlm.jsonFinal("answered with the note") : ScriptedLlm.jsonToolCall("add", { a: 1, b: 2 })
+      interrupted(ms)
+        ? ScriptedLlm.jsonFinal("answered with the note")
+        : ScriptedLlm.jsonToolCall("add", { a: 1, b: 2 })
   }
 ] as const
 
@@ -129,11 +136,19 @@ describe("ReactAgent: a drain carried by a loop call's activity, across a crash"
           return [one, two] as const
         }).pipe(Effect.provide(h.layer))
         assert.isTrue(queue.crashed(), "the first execution died right after a drain")
-        assert.isFalse(first.delivered.some((e) => e._tag === "Done" || e._tag === "Inject"), "the first execution ended")
+        assert.isFalse(
+          first.delivered.some((e) => e._tag === "Done" || e._tag === "Inject"),
+          "the first execution ended"
+        )
         assert.isTrue(Exit.isSuccess(exits[1]))
         // the model read the note after the restart, and the run took it in once
-        assert.isTrue(h.requests().some((r) => interrupted(r.request.messages)), "no request after the crash carries the note")
-        const injects = [...first.delivered, ...second.delivered].filter((e): e is Extract<RunEvent, { _tag: "Inject" }> => e._tag === "Inject")
+        assert.isTrue(
+          h.requests().some((r) => interrupted(r.request.messages)),
+          "no request after the crash carries the note"
+        )
+        const injects = [...first.delivered, ...second.delivered].filter((
+          e
+        ): e is Extract<RunEvent, { _tag: "Inject" }> => e._tag === "Inject")
         assert.deepStrictEqual(injects.map((e) => e.content), [NOTE])
         const done = second.delivered.find((e): e is Extract<RunEvent, { _tag: "Done" }> => e._tag === "Done")
         assert.strictEqual(done?.answer, "answered with the note")
@@ -143,14 +158,23 @@ describe("ReactAgent: a drain carried by a loop call's activity, across a crash"
 })
 
 describe("a loop call's stored step", () => {
-  const reply = { content: "", toolCalls: [], finishReason: "stop", usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, llm_calls: 1 } }
+  const reply = {
+    content: "",
+    toolCalls: [],
+    finishReason: "stop",
+    usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, llm_calls: 1 }
+  }
   const decode = Schema.decodeUnknownSync(StoredCall)
   const encode = Schema.encodeSync(StoredCall)
   it("reads what an earlier version stored (a bare reply; a streamed call's reply and shown) and what this one stores", () => {
     assert.deepStrictEqual(decode({ ...reply, content: "bare" }), { ...reply, content: "bare" })
     assert.deepStrictEqual(decode({ response: reply, shown: true }), { response: reply, shown: true })
     const drained = [{ id: "inj_1", content: "also" }]
-    assert.deepStrictEqual(decode(encode({ response: reply, shown: false, drained })), { response: reply, shown: false, drained })
+    assert.deepStrictEqual(decode(encode({ response: reply, shown: false, drained })), {
+      response: reply,
+      shown: false,
+      drained
+    })
     assert.deepStrictEqual(decode(encode({ drained })), { drained })
     // neither a reply nor a drain: an error, not an empty step
     assert.throws(() => decode({ shown: false }))

@@ -45,7 +45,10 @@ const execute = (h: ReturnType<typeof makeAgent>) =>
   Effect.gen(function*() {
     const rec = recordingJournal()
     const agent = yield* ReactAgent.ReactAgent
-    yield* agent.execute({ query: "go", conversationId: CONVERSATION }, { ...rec.journal, idempotencyKey: (name) => `k:${name}` })
+    yield* agent.execute({ query: "go", conversationId: CONVERSATION }, {
+      ...rec.journal,
+      idempotencyKey: (name) => `k:${name}`
+    })
     return { ...rec, steps: rec.names.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")) }
   }).pipe(Effect.provide(h.layer))
 
@@ -72,7 +75,11 @@ describe("ReactAgent: drains as steps", () => {
   it.effect("the overflow retry drains after its reply, not before asking", () =>
     Effect.gen(function*() {
       const drains = countedDrains()
-      const h = makeAgent([ScriptedLlm.fail("ContextOverflow"), ScriptedLlm.text("done"), ScriptedLlm.text("the answer")], {
+      const h = makeAgent([
+        ScriptedLlm.fail("ContextOverflow"),
+        ScriptedLlm.text("done"),
+        ScriptedLlm.text("the answer")
+      ], {
         tools: [echoTool],
         interrupts: drains.service,
         agent: { completionCheck: false }

@@ -29,10 +29,17 @@ const answerRun = (injected: string) => {
   }, { tools: [echoTool], interrupts, agent: { synthesis: "auto", guardrails: secrets, completionCheck: false } })
   const rec = recording()
   return Effect.map(
-    Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "answer me", conversationId: "c-answer" }, rec.journal)).pipe(
+    Effect.flatMap(
+      ReactAgent.ReactAgent,
+      (a) => a.execute({ query: "answer me", conversationId: "c-answer" }, rec.journal)
+    ).pipe(
       Effect.provide(h.layer)
     ),
-    () => ({ ...rec, tags: rec.events.map((e) => e._tag).filter((t, i, all) => i === 0 || all[i - 1] !== t), requests: h.requests() })
+    () => ({
+      ...rec,
+      tags: rec.events.map((e) => e._tag).filter((t, i, all) => i === 0 || all[i - 1] !== t),
+      requests: h.requests()
+    })
   )
 }
 
@@ -40,7 +47,10 @@ describe("ReactAgent guardrails: a trip at the drain after a streamed answer", (
   it.effect("the answer showing is retracted before the refusal", () =>
     Effect.gen(function*() {
       const r = yield* answerRun("the password is hunter2")
-      assert.deepStrictEqual(r.names.filter((n) => n.startsWith("guardrail/")), ["guardrail/input", "guardrail/inject/1"])
+      assert.deepStrictEqual(r.names.filter((n) => n.startsWith("guardrail/")), [
+        "guardrail/input",
+        "guardrail/inject/1"
+      ])
       assert.deepStrictEqual(r.tags, [
         "ThinkingStart",
         "AnswerStart",

@@ -28,7 +28,10 @@ const injectedRun = (injected: ReadonlyArray<string>, content?: string) => {
   }, { tools: [echoTool], interrupts, agent: { synthesis: "auto", guardrails: secrets, completionCheck: false } })
   const rec = recording()
   return Effect.map(
-    Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "look it up", conversationId: "c-inj" }, rec.journal)).pipe(Effect.provide(h.layer)),
+    Effect.flatMap(
+      ReactAgent.ReactAgent,
+      (a) => a.execute({ query: "look it up", conversationId: "c-inj" }, rec.journal)
+    ).pipe(Effect.provide(h.layer)),
     () => ({ ...rec, tags: rec.events.map((e) => e._tag) })
   )
 }
@@ -40,7 +43,11 @@ describe("ReactAgent guardrails in the run", () => {
   it.effect("injected messages are checked as guardrail/inject/1, /2, … in the order they are taken in", () =>
     Effect.gen(function*() {
       const r = yield* injectedRun(["first note", "second note"])
-      assert.deepStrictEqual(r.names.filter((n) => n.startsWith("guardrail/")), ["guardrail/input", "guardrail/inject/1", "guardrail/inject/2"])
+      assert.deepStrictEqual(r.names.filter((n) => n.startsWith("guardrail/")), [
+        "guardrail/input",
+        "guardrail/inject/1",
+        "guardrail/inject/2"
+      ])
       assert.isFalse(r.tags.includes("GuardrailTripped"))
       const done = r.events[r.events.length - 1]
       assert.isTrue(done._tag === "Done" && done.answer === "final")
@@ -49,8 +56,18 @@ describe("ReactAgent guardrails in the run", () => {
   it.effect("a tripped injection with no answer text shown: the refusal, nothing retracted", () =>
     Effect.gen(function*() {
       const r = yield* injectedRun(["the password"])
-      assert.deepStrictEqual(r.names.filter((n) => n.startsWith("guardrail/")), ["guardrail/input", "guardrail/inject/1"])
-      assert.deepStrictEqual(r.tags, ["ThinkingStart", "ThinkingDone", "ToolStart", "ToolDone", "ThinkingStart", ...refusal])
+      assert.deepStrictEqual(r.names.filter((n) => n.startsWith("guardrail/")), [
+        "guardrail/input",
+        "guardrail/inject/1"
+      ])
+      assert.deepStrictEqual(r.tags, [
+        "ThinkingStart",
+        "ThinkingDone",
+        "ToolStart",
+        "ToolDone",
+        "ThinkingStart",
+        ...refusal
+      ])
     }))
 
   it.effect("a streamed reply the loop already retracted (it called a tool) is not retracted again on a trip", () =>
@@ -58,7 +75,14 @@ describe("ReactAgent guardrails in the run", () => {
       const r = yield* injectedRun(["the password"], "Let me look.")
       const reset = r.tags.indexOf("AnswerReset")
       assert.isTrue(reset > r.tags.indexOf("AnswerDelta"))
-      assert.deepStrictEqual(r.tags.slice(reset), ["AnswerReset", "ThinkingDone", "ToolStart", "ToolDone", "ThinkingStart", ...refusal])
+      assert.deepStrictEqual(r.tags.slice(reset), [
+        "AnswerReset",
+        "ThinkingDone",
+        "ToolStart",
+        "ToolDone",
+        "ThinkingStart",
+        ...refusal
+      ])
     }))
 
   it.effect("only input guardrails: no output check runs", () => {

@@ -3,10 +3,10 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
+import * as ContextGuard from "../src/ContextGuard.js"
 import { LlmError } from "../src/Llm.js"
 import type { ChatMessage } from "../src/Message.js"
 import { textOf } from "../src/Message.js"
-import * as ContextGuard from "../src/ContextGuard.js"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
@@ -173,7 +173,11 @@ describe("ReactAgent harness", () => {
   })
 
   it.effect("artifacts: the model sees a summary, events and the trace keep the full content", () => {
-    const h = makeAgent([ScriptedLlm.toolCall("page", {}, { id: "p" }), ScriptedLlm.text("made"), ScriptedLlm.text("made")])
+    const h = makeAgent([
+      ScriptedLlm.toolCall("page", {}, { id: "p" }),
+      ScriptedLlm.text("made"),
+      ScriptedLlm.text("made")
+    ])
     return Effect.gen(function*() {
       const r = yield* run("q")
       const toolMsg = messagesOf(h, 1)[3]
@@ -189,16 +193,21 @@ describe("ReactAgent harness", () => {
 
   it.effect("a journal stores a guard check only when the list does not fit (the check of a fitting list is pure)", () => {
     const names = (budget: number) => {
-      const h = makeAgent([ScriptedLlm.toolCall("add", { a: 1, b: 1 }), ScriptedLlm.text("2"), ScriptedLlm.text("It is 2.")], {
+      const h = makeAgent([
+        ScriptedLlm.toolCall("add", { a: 1, b: 1 }),
+        ScriptedLlm.text("2"),
+        ScriptedLlm.text("It is 2.")
+      ], {
         guard: Layer.succeed(ContextGuard.ContextGuard, ContextGuard.makeUnsafe({ budget })),
         agent: { completionCheck: false }
       })
       const seen: Array<string> = []
       const journal: RunJournal.RunJournal = {
-        activity: (options) => Effect.suspend(() => {
-          seen.push(options.name)
-          return options.execute({ restarted: false })
-        }),
+        activity: (options) =>
+          Effect.suspend(() => {
+            seen.push(options.name)
+            return options.execute({ restarted: false })
+          }),
         emit: () => Effect.void
       }
       return Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.execute({ query: "1+1?" }, journal)).pipe(
@@ -225,7 +234,11 @@ describe("ReactAgent harness", () => {
     return Effect.gen(function*() {
       const r = yield* run("q")
       assert.deepStrictEqual(guard.checks.map((c) => c?.budget), [undefined, 500, undefined])
-      assert.deepStrictEqual(guard.checks.map((c) => c?.hint), ["react_iteration", "react_iteration", "react_iteration"])
+      assert.deepStrictEqual(guard.checks.map((c) => c?.hint), [
+        "react_iteration",
+        "react_iteration",
+        "react_iteration"
+      ])
       assert.strictEqual(h.requests().length, 3)
       assert.include(r.error?.message ?? "", "too long again")
       assert.strictEqual(r.iterations, 2)
@@ -233,7 +246,9 @@ describe("ReactAgent harness", () => {
   })
 
   it.effect("the real guard compacts the model's list (Compact event, compaction usage); the trace stays complete", () => {
-    const compactor = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary of earlier work", { usage: { prompt: 7, completion: 3 } })], {
+    const compactor = ScriptedLlm.makeUnsafe([
+      ScriptedLlm.text("summary of earlier work", { usage: { prompt: 7, completion: 3 } })
+    ], {
       onExhausted: "repeatLast"
     })
     const guard = recordingGuard({ budget: 600, keepRecent: 2, llm: compactor.service })
@@ -244,7 +259,9 @@ describe("ReactAgent harness", () => {
       ScriptedLlm.text("done")
     ], { guard: guard.layer, agent: { completionCheck: false } })
     return Effect.gen(function*() {
-      const es = Chunk.toArray(yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "q" }))))
+      const es = Chunk.toArray(
+        yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "q" })))
+      )
       const compacts = es.filter((e) => e._tag === "Compact")
       assert.isAtLeast(compacts.length, 1)
       const done = es[es.length - 1]

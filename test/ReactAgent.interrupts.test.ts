@@ -15,7 +15,10 @@ import * as Tool from "../src/Tool.js"
 import { allTools, injectNow, jsonLlm, makeAgent, makeInterrupts } from "./utils/agentLayers.js"
 
 const CID = "conv"
-const runEvents = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "q", conversationId: CID }))).pipe(
+const runEvents = Effect.flatMap(
+  ReactAgent.ReactAgent,
+  (a) => Stream.runCollect(a.run({ query: "q", conversationId: CID }))
+).pipe(
   Effect.map(Chunk.toArray)
 )
 const doneOf = (es: ReadonlyArray<RunEvent>) => {
@@ -30,7 +33,7 @@ const roles = (ms: ReadonlyArray<ChatMessage>) =>
 const injecting = (script: ReadonlyArray<ScriptStep>, at: number, contents: ReadonlyArray<string>) => {
   const irq = makeInterrupts()
   const responder: ScriptedLlm.Responder = (_req, i) => {
-    if (i === at) for (const c of contents) injectNow(irq, CID, c)
+    if (i === at) { for (const c of contents) injectNow(irq, CID, c) }
     return script[i] ?? ScriptedLlm.fail("Unknown", "script exhausted")
   }
   return { irq, responder }
@@ -38,11 +41,15 @@ const injecting = (script: ReadonlyArray<ScriptStep>, at: number, contents: Read
 
 describe("ReactAgent interrupts", () => {
   it.effect("JSON mode: drained right after the assistant message, before the observation", () => {
-    const { irq, responder } = injecting([
-      ScriptedLlm.jsonToolCall("add", { a: 1, b: 2 }),
-      ScriptedLlm.jsonFinal("3"),
-      ScriptedLlm.text("3")
-    ], 0, ["also say hi"])
+    const { irq, responder } = injecting(
+      [
+        ScriptedLlm.jsonToolCall("add", { a: 1, b: 2 }),
+        ScriptedLlm.jsonFinal("3"),
+        ScriptedLlm.text("3")
+      ],
+      0,
+      ["also say hi"]
+    )
     const h = makeAgent(responder, { llm: jsonLlm, interrupts: irq })
     return Effect.gen(function*() {
       const es = yield* runEvents
@@ -59,11 +66,15 @@ describe("ReactAgent interrupts", () => {
   })
 
   it.effect("JSON mode: an interrupt suppresses a pending final answer", () => {
-    const { irq, responder } = injecting([
-      ScriptedLlm.jsonFinal("first"),
-      ScriptedLlm.jsonFinal("second"),
-      ScriptedLlm.text("synth")
-    ], 0, ["wait, one more thing"])
+    const { irq, responder } = injecting(
+      [
+        ScriptedLlm.jsonFinal("first"),
+        ScriptedLlm.jsonFinal("second"),
+        ScriptedLlm.text("synth")
+      ],
+      0,
+      ["wait, one more thing"]
+    )
     const h = makeAgent(responder, { llm: jsonLlm, interrupts: irq })
     return Effect.gen(function*() {
       const es = yield* runEvents
@@ -101,9 +112,13 @@ describe("ReactAgent interrupts", () => {
   })
 
   it.effect("native mode: an interrupt suppresses a pending final answer", () => {
-    const { irq, responder } = injecting([ScriptedLlm.text("first"), ScriptedLlm.text("second"), ScriptedLlm.text("s")], 0, [
-      "more"
-    ])
+    const { irq, responder } = injecting(
+      [ScriptedLlm.text("first"), ScriptedLlm.text("second"), ScriptedLlm.text("s")],
+      0,
+      [
+        "more"
+      ]
+    )
     const h = makeAgent(responder, { interrupts: irq })
     return Effect.gen(function*() {
       const es = yield* runEvents
@@ -158,12 +173,18 @@ describe("ReactAgent interrupts", () => {
       handler: () => Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => stopped++)))
     })
     const h = makeAgent([
-      ScriptedLlm.toolCalls([{ id: "s1", name: "slow", arguments: {} }, { id: "a1", name: "add", arguments: { a: 1, b: 2 } }])
+      ScriptedLlm.toolCalls([{ id: "s1", name: "slow", arguments: {} }, {
+        id: "a1",
+        name: "add",
+        arguments: { a: 1, b: 2 }
+      }])
     ], { tools: [...allTools, slow] })
     return Effect.gen(function*() {
       const agent = yield* ReactAgent.ReactAgent
       const es = Chunk.toArray(yield* Stream.runCollect(agent.run({ query: "q", cancel: Effect.sleep("100 millis") })))
-      const tags = es.map((e) => e._tag === "ToolDone" || e._tag === "ToolStart" ? `${e._tag} ${e.tool_call_id}` : e._tag)
+      const tags = es.map((e) =>
+        e._tag === "ToolDone" || e._tag === "ToolStart" ? `${e._tag} ${e.tool_call_id}` : e._tag
+      )
       // the fast call's ToolDone went out as it finished, while the slow one still ran
       assert.deepStrictEqual(tags.filter((t) => t.startsWith("Tool")), ["ToolStart s1", "ToolStart a1", "ToolDone a1"])
       assert.strictEqual(tags[tags.length - 1], "Done")

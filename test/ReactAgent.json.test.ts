@@ -72,7 +72,11 @@ describe("ReactAgent JSON mode", () => {
   })
 
   it.effect("parse failure: raw reply + re-format request, then the next raw reply is the answer", () => {
-    const h = makeAgent([ScriptedLlm.text("not json at all"), ScriptedLlm.text("still not json"), ScriptedLlm.fail("Server")], {
+    const h = makeAgent([
+      ScriptedLlm.text("not json at all"),
+      ScriptedLlm.text("still not json"),
+      ScriptedLlm.fail("Server")
+    ], {
       llm: jsonLlm
     })
     return Effect.gen(function*() {
@@ -126,7 +130,11 @@ describe("ReactAgent JSON mode", () => {
     ], { llm: jsonLlm, agent: { completionCheck: false } })
     return Effect.gen(function*() {
       const r = yield* run("q")
-      assert.deepStrictEqual(r.steps.map((s) => s.error), ["it broke", "it broke", "tool_args must be a JSON object, got an array"])
+      assert.deepStrictEqual(r.steps.map((s) => s.error), [
+        "it broke",
+        "it broke",
+        "tool_args must be a JSON object, got an array"
+      ])
       assert.deepStrictEqual(r.steps[0].tool_args, {})
       const last = messagesOf(h, 3)
       assert.deepStrictEqual(last[last.length - 1], {
@@ -155,7 +163,10 @@ describe("ReactAgent JSON mode", () => {
     return Effect.gen(function*() {
       const r = yield* run("q")
       assert.include(r.steps[0].error ?? "", "Unknown tool \"nope\"")
-      assert.include(textOf(messagesOf(h, 1)[3].content), "Observation: Error: Unknown tool \"nope\". Available tools: add")
+      assert.include(
+        textOf(messagesOf(h, 1)[3].content),
+        "Observation: Error: Unknown tool \"nope\". Available tools: add"
+      )
     }).pipe(Effect.provide(h.layer))
   })
 })

@@ -25,9 +25,10 @@ import { addTool, injectNow, jsonLlm, makeAgent, makeInterrupts } from "./utils/
 
 const CID = "conv-json-protocol"
 const events = (input?: Partial<ReactAgent.RunInput>) =>
-  Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "q", conversationId: CID, ...input }))).pipe(
-    Effect.map(Chunk.toArray)
-  )
+  Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "q", conversationId: CID, ...input })))
+    .pipe(
+      Effect.map(Chunk.toArray)
+    )
 const doneOf = (es: ReadonlyArray<RunEvent>) => {
   const done = es[es.length - 1]
   if (done._tag !== "Done") throw new Error(`the run did not end with Done: ${done._tag}`)
@@ -37,13 +38,16 @@ const thinkingDone = (es: ReadonlyArray<RunEvent>) =>
   es.flatMap((e) => (e._tag === "ThinkingDone" ? [e.reasoning] : []))
 const texts = (ms: ReadonlyArray<ChatMessage>) => ms.map((m) => `${m.role}: ${textOf(m.content)}`)
 /** The re-format request the loop appends after an unparseable reply (its wording is ours; it asks for JSON). */
-const isReformat = (m: ChatMessage | undefined) => m?.role === "user" && textOf(m.content).startsWith("Your previous reply could not be parsed as JSON")
+const isReformat = (m: ChatMessage | undefined) =>
+  m?.role === "user" && textOf(m.content).startsWith("Your previous reply could not be parsed as JSON")
 
 describe("ReactAgent JSON protocol edges", () => {
   it.effect("reasoning: a missing field is \"\" in ThinkingDone; a non-string one gives way to the provider's reasoning", () => {
     const h = makeAgent([
       ScriptedLlm.text(JSON.stringify({ type: "tool_call", tool_name: "add", tool_args: { a: 1, b: 2 } })),
-      ScriptedLlm.text(JSON.stringify({ type: "final_answer", reasoning: 42, answer: "3" }), { reasoning: "the provider's own" })
+      ScriptedLlm.text(JSON.stringify({ type: "final_answer", reasoning: 42, answer: "3" }), {
+        reasoning: "the provider's own"
+      })
     ], { llm: jsonLlm, agent: { synthesis: "auto" } })
     return Effect.gen(function*() {
       const es = yield* events()
@@ -72,7 +76,10 @@ describe("ReactAgent JSON protocol edges", () => {
     Effect.gen(function*() {
       for (const name of ["   ", 7, undefined]) {
         const bad = JSON.stringify({ type: "tool_call", reasoning: "r", tool_name: name, tool_args: {} })
-        const h = makeAgent([ScriptedLlm.text(bad), ScriptedLlm.jsonFinal("fine")], { llm: jsonLlm, agent: { synthesis: "auto" } })
+        const h = makeAgent([ScriptedLlm.text(bad), ScriptedLlm.jsonFinal("fine")], {
+          llm: jsonLlm,
+          agent: { synthesis: "auto" }
+        })
         const es = yield* events().pipe(Effect.provide(h.layer))
         const label = JSON.stringify(name)
         assert.isFalse(es.some((e) => e._tag === "ToolStart" || e._tag === "ToolDone" || e._tag === "RunFailed"), label)
@@ -86,7 +93,9 @@ describe("ReactAgent JSON protocol edges", () => {
 
   it.effect("a tool name with blanks around it names the tool", () => {
     const h = makeAgent([
-      ScriptedLlm.text(JSON.stringify({ type: "tool_call", reasoning: "r", tool_name: " add ", tool_args: { a: 2, b: 3 } })),
+      ScriptedLlm.text(
+        JSON.stringify({ type: "tool_call", reasoning: "r", tool_name: " add ", tool_args: { a: 2, b: 3 } })
+      ),
       ScriptedLlm.jsonFinal("5")
     ], { llm: jsonLlm, tools: [addTool], agent: { synthesis: "auto" } })
     return Effect.gen(function*() {
@@ -106,14 +115,20 @@ describe("ReactAgent JSON protocol edges", () => {
         ], { llm: jsonLlm, tools: [addTool], agent: { synthesis: "auto" } })
         const es = yield* events().pipe(Effect.provide(h.layer))
         const message = `tool_args must be a JSON object, got ${kind}`
-        assert.deepStrictEqual(h.requests()[1].request.messages[3], { role: "user", content: `Observation: Error: ${message}` }, kind)
+        assert.deepStrictEqual(h.requests()[1].request.messages[3], {
+          role: "user",
+          content: `Observation: Error: ${message}`
+        }, kind)
         assert.include(es.find((e) => e._tag === "ToolDone"), { error: message }, kind)
         assert.strictEqual(doneOf(es).answer, "gave up", kind)
       }
     }))
 
   it.effect("a model without JSON mode gets the same messages, without response_format", () => {
-    const h = makeAgent([ScriptedLlm.jsonFinal("hi")], { llm: { abilities: { toolCall: false, jsonMode: false } }, agent: { synthesis: "auto" } })
+    const h = makeAgent([ScriptedLlm.jsonFinal("hi")], {
+      llm: { abilities: { toolCall: false, jsonMode: false } },
+      agent: { synthesis: "auto" }
+    })
     return Effect.gen(function*() {
       yield* events()
       const request = h.requests()[0].request
@@ -161,5 +176,7 @@ describe("ReactAgent JSON protocol edges", () => {
         `assistant: ${JSON.stringify({ type: "tool_call", reasoning: "wait", tool_name: "slow", tool_args: {} })}`,
         "user: Observation: Error: interrupted"
       ])
-    }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the cancelled run did not end") })))
+    }).pipe(
+      Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the cancelled run did not end") })
+    ))
 })

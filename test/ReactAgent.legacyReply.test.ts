@@ -26,7 +26,9 @@ const CID = "conv-legacy-reply"
 const NOTE = "answer in French"
 
 const hasNote = (ms: ReadonlyArray<ChatMessage>) =>
-  ms.some((m) => m.role === "user" && textOf(m.content).startsWith("[USER INTERRUPT]") && textOf(m.content).includes(NOTE))
+  ms.some((m) =>
+    m.role === "user" && textOf(m.content).startsWith("[USER INTERRUPT]") && textOf(m.content).includes(NOTE)
+  )
 
 /** A journal whose store holds `llm/1` as an earlier version wrote it (a bare reply); `served` runs when it is read. */
 const legacyJournal = (content: string, served: () => void) => {
@@ -68,14 +70,24 @@ describe("ReactAgent resuming a loop call stored by an earlier version", () => {
           agent: { synthesis: "auto" }
         })
         const legacy = legacyJournal(c.stored, () => injectNow(irq, CID, NOTE))
-        yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.execute({ query: "q", conversationId: CID }, legacy.journal)).pipe(
+        yield* Effect.flatMap(
+          ReactAgent.ReactAgent,
+          (agent) => agent.execute({ query: "q", conversationId: CID }, legacy.journal)
+        ).pipe(
           Effect.provide(h.layer)
         )
-        assert.deepStrictEqual(legacy.ran.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")), ["llm/1", c.drain, "llm/2"])
+        assert.deepStrictEqual(legacy.ran.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")), [
+          "llm/1",
+          c.drain,
+          "llm/2"
+        ])
         // the stored answer was suppressed by the message; the model, asked once (llm/2), read it
         assert.strictEqual(h.requests().length, 1)
         assert.isTrue(hasNote(h.requests()[0].request.messages))
-        assert.deepStrictEqual(legacy.events.filter((e) => e._tag === "Inject").map((e) => e._tag === "Inject" && e.content), [NOTE])
+        assert.deepStrictEqual(
+          legacy.events.filter((e) => e._tag === "Inject").map((e) => e._tag === "Inject" && e.content),
+          [NOTE]
+        )
         const done = legacy.events.find((e): e is Extract<RunEvent, { _tag: "Done" }> => e._tag === "Done")
         assert.strictEqual(done?.answer, "la réponse")
       }))

@@ -16,7 +16,9 @@ import type * as RunJournal from "../src/RunJournal.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { echoTool, jsonLlm, makeAgent } from "./utils/agentLayers.js"
 
-const run = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "go" }))).pipe(Effect.map(Chunk.toArray))
+const run = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "go" }))).pipe(
+  Effect.map(Chunk.toArray)
+)
 
 const doneOf = (events: ReadonlyArray<RunEvent>) => {
   const last = events[events.length - 1]
@@ -42,7 +44,10 @@ const journalOf = (restarted: ReadonlyArray<string> = []) => {
 
 describe("ReactAgent loop call", () => {
   it.effect("a restarted streamed loop call retracts what the client showed before it streams again", () => {
-    const h = makeAgent([ScriptedLlm.text("streamed answer")], { tools: [echoTool], agent: { synthesis: "auto", completionCheck: false } })
+    const h = makeAgent([ScriptedLlm.text("streamed answer")], {
+      tools: [echoTool],
+      agent: { synthesis: "auto", completionCheck: false }
+    })
     const rec = journalOf(["llm/1"])
     return Effect.gen(function*() {
       const agent = yield* ReactAgent.ReactAgent
@@ -72,7 +77,10 @@ describe("ReactAgent loop call", () => {
       ScriptedLlm.toolCall("echo", { text: "one" }, { id: "c1" }),
       ScriptedLlm.text("final"),
       ScriptedLlm.text("from synthesis")
-    ], { tools: [echoTool], agent: { synthesis: "auto", maxIterations: 2, completionCheck: true, completionCheckMinTools: 1 } })
+    ], {
+      tools: [echoTool],
+      agent: { synthesis: "auto", maxIterations: 2, completionCheck: true, completionCheckMinTools: 1 }
+    })
     return Effect.gen(function*() {
       const done = doneOf(yield* run)
       assert.strictEqual(done.answer, "final")

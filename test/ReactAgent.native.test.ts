@@ -11,7 +11,9 @@ import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { makeAgent, messagesOf } from "./utils/agentLayers.js"
 
 const events = (query: string) =>
-  Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run({ query }))).pipe(Effect.map(Chunk.toArray))
+  Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run({ query }))).pipe(
+    Effect.map(Chunk.toArray)
+  )
 
 const tags = (es: ReadonlyArray<RunEvent>) => es.map((e) => e._tag)
 
@@ -73,7 +75,10 @@ describe("ReactAgent native mode", () => {
       const ids = (second[2] as any).tool_calls.map((c: any) => c.id)
       assert.strictEqual(new Set(ids).size, 4, `unique ids: ${ids.join(",")}`)
       assert.isTrue(ids.every((id: string) => id !== ""))
-      assert.deepStrictEqual(second.slice(3).map((m: any) => [m.tool_call_id, m.content]), ids.map((id: string, i: number) => [id, String(2 * (i + 1))]))
+      assert.deepStrictEqual(
+        second.slice(3).map((m: any) => [m.tool_call_id, m.content]),
+        ids.map((id: string, i: number) => [id, String(2 * (i + 1))])
+      )
     }).pipe(Effect.provide(h.layer))
   })
 
@@ -143,7 +148,9 @@ describe("ReactAgent native mode", () => {
       const failed = es[1]
       assert.isTrue(failed._tag === "RunFailed" && failed.retryable === false && failed.message.includes("bad key"))
       const retryable = makeAgent([ScriptedLlm.fail("RateLimited")])
-      const r = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q" })).pipe(Effect.provide(retryable.layer))
+      const r = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q" })).pipe(
+        Effect.provide(retryable.layer)
+      )
       assert.strictEqual(r.error?.retryable, true)
     }).pipe(Effect.provide(h.layer))
   })

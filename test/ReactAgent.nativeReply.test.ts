@@ -19,8 +19,11 @@ import type { RunEvent } from "../src/RunEvent.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { addTool, makeAgent } from "./utils/agentLayers.js"
 
-const events = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "q" }))).pipe(Effect.map(Chunk.toArray))
-const thinkingDone = (es: ReadonlyArray<RunEvent>) => es.flatMap((e) => (e._tag === "ThinkingDone" ? [e.reasoning] : []))
+const events = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "q" }))).pipe(
+  Effect.map(Chunk.toArray)
+)
+const thinkingDone = (es: ReadonlyArray<RunEvent>) =>
+  es.flatMap((e) => (e._tag === "ThinkingDone" ? [e.reasoning] : []))
 
 describe("ReactAgent native replies", () => {
   it.effect("the assistant message of a tool-calling reply: its text kept, or content null when it wrote none", () => {
@@ -33,17 +36,23 @@ describe("ReactAgent native replies", () => {
       yield* events
       const last = h.requests()[2].request.messages
       const assistants = last.filter((m) => m.role === "assistant")
-      assert.deepStrictEqual(assistants.map((m) => [m.content, m.role === "assistant" ? m.tool_calls?.map((c) => c.id) : []]), [
-        ["Let me add.", ["c1"]],
-        [null, ["c2"]]
-      ])
+      assert.deepStrictEqual(
+        assistants.map((m) => [m.content, m.role === "assistant" ? m.tool_calls?.map((c) => c.id) : []]),
+        [
+          ["Let me add.", ["c1"]],
+          [null, ["c2"]]
+        ]
+      )
     }).pipe(Effect.provide(h.layer))
   })
 
   it.effect("ThinkingDone of a final reply: the provider's reasoning, else \"\"", () =>
     Effect.gen(function*() {
       for (const [reasoning, expected] of [["weighed it", "weighed it"], [undefined, ""]] as const) {
-        const h = makeAgent([ScriptedLlm.text("the answer", reasoning === undefined ? {} : { reasoning }), ScriptedLlm.text("the answer")])
+        const h = makeAgent([
+          ScriptedLlm.text("the answer", reasoning === undefined ? {} : { reasoning }),
+          ScriptedLlm.text("the answer")
+        ])
         const es = yield* events.pipe(Effect.provide(h.layer))
         assert.deepStrictEqual(thinkingDone(es), [expected], String(reasoning))
       }

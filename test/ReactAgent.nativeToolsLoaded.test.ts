@@ -30,7 +30,9 @@ describe("ReactAgent native mode, tools loaded mid-run", () => {
         ScriptedLlm.toolCall("echo", { text: "hi" }),
         ScriptedLlm.text("done")
       ], { tools: [addTool, echoTool, ...filler] })
-      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "say hi" })).pipe(Effect.provide(agent.layer))
+      const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "say hi" })).pipe(
+        Effect.provide(agent.layer)
+      )
       assert.strictEqual(result.answer, "done")
       const [, first, second, third] = agent.requests()
       assert.notInclude(toolsOf(first), "echo")

@@ -21,12 +21,18 @@ const CID = "conv-prompts"
 const run = Effect.flatMap(ReactAgent.ReactAgent, (a) => a.runCollect({ query: "q", conversationId: CID }))
 
 /** The system message of the first request of a one-call run. */
-const systemOf = (json: boolean, options: { readonly systemPrompt?: string; readonly tools?: ReadonlyArray<Tool.Tool> } = {}) =>
+const systemOf = (
+  json: boolean,
+  options: { readonly systemPrompt?: string; readonly tools?: ReadonlyArray<Tool.Tool> } = {}
+) =>
   Effect.gen(function*() {
     const h = makeAgent([json ? ScriptedLlm.jsonFinal("ok") : ScriptedLlm.text("ok")], {
       ...(json ? { llm: jsonLlm } : {}),
       tools: options.tools ?? [addTool],
-      agent: { synthesis: "auto", ...(options.systemPrompt !== undefined ? { systemPrompt: options.systemPrompt } : {}) }
+      agent: {
+        synthesis: "auto",
+        ...(options.systemPrompt !== undefined ? { systemPrompt: options.systemPrompt } : {})
+      }
     })
     yield* run.pipe(Effect.provide(h.layer))
     const first = h.requests()[0].request.messages[0]
@@ -64,7 +70,7 @@ describe("ReactAgent prompts", () => {
       for (const contents of [["use metric units"], ["use metric units", "and be brief"]]) {
         const irq = makeInterrupts()
         const h = makeAgent((_request, i) => {
-          if (i === 0) for (const c of contents) injectNow(irq, CID, c)
+          if (i === 0) { for (const c of contents) injectNow(irq, CID, c) }
           return ScriptedLlm.text(i === 0 ? "draft" : "final")
         }, { interrupts: irq, agent: { synthesis: "auto" } })
         yield* run.pipe(Effect.provide(h.layer))

@@ -41,9 +41,15 @@ const failure = fc.constantFrom<ScriptStep>(
 const nativeStep: fc.Arbitrary<ScriptStep> = fc.oneof(
   fc.string({ maxLength: 40 }).map((t) => ScriptedLlm.text(t)),
   // tool calls, some with text before them (streamed as the answer under `auto`, then retracted)
-  fc.tuple(fc.array(fc.record({ name: toolName, arguments: args }), { minLength: 1, maxLength: 4 }), fc.string({ maxLength: 20 }))
+  fc.tuple(
+    fc.array(fc.record({ name: toolName, arguments: args }), { minLength: 1, maxLength: 4 }),
+    fc.string({ maxLength: 20 })
+  )
     .map(([calls, content]) => ScriptedLlm.toolCalls(calls, { content })),
-  fc.array(fc.record({ id: fc.constantFrom("x", "", "y"), name: toolName, arguments: args }), { minLength: 1, maxLength: 3 })
+  fc.array(fc.record({ id: fc.constantFrom("x", "", "y"), name: toolName, arguments: args }), {
+    minLength: 1,
+    maxLength: 3
+  })
     .map((calls) => ScriptedLlm.toolCalls(calls)),
   failure
 )
@@ -55,7 +61,9 @@ const jsonStep: fc.Arbitrary<ScriptStep> = fc.oneof(
   fc.tuple(toolName, fc.jsonValue({ maxDepth: 2 })).map(([name, a]) =>
     ScriptedLlm.text(JSON.stringify({ type: "tool_call", tool_name: name, tool_args: a }))
   ),
-  fc.tuple(toolName, fc.record({ a: fc.integer(), b: fc.integer() })).map(([name, a]) => ScriptedLlm.jsonToolCall(name, a)),
+  fc.tuple(toolName, fc.record({ a: fc.integer(), b: fc.integer() })).map(([name, a]) =>
+    ScriptedLlm.jsonToolCall(name, a)
+  ),
   fc.string({ maxLength: 30 }).map((t) => ScriptedLlm.jsonFinal(t)),
   failure
 )
@@ -75,7 +83,9 @@ const checkPairing = (messages: ReadonlyArray<ChatMessage>): string | undefined 
       if (new Set(ids).size !== ids.length) return `duplicate tool call ids at ${i}: ${JSON.stringify(ids)}`
       for (let k = 0; k < m.tool_calls.length; k++) {
         const next = messages[i + 1 + k]
-        if (next?.role !== "tool" || next.tool_call_id !== m.tool_calls[k].id) return `call ${m.tool_calls[k].id} unpaired at ${i}`
+        if (next?.role !== "tool" || next.tool_call_id !== m.tool_calls[k].id) {
+          return `call ${m.tool_calls[k].id} unpaired at ${i}`
+        }
       }
       const after = messages[i + 1 + m.tool_calls.length]
       if (after?.role === "tool") return `extra tool message after call group at ${i}`
@@ -119,7 +129,9 @@ const checkRun = (h: ReturnType<typeof makeAgent>, es: ReadonlyArray<RunEvent>) 
 /** Each property runs under both synthesis policies. */
 const policy = fc.constantFrom("auto" as const, "always" as const)
 
-const runAll = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "property" }))).pipe(Effect.map(Chunk.toArray))
+const runAll = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "property" }))).pipe(
+  Effect.map(Chunk.toArray)
+)
 
 describe("ReactAgent properties", () => {
   it.effect.prop(
@@ -157,7 +169,10 @@ describe("ReactAgent properties", () => {
         Hooks.post({ name: "post-dies", matcher: "add", run: () => Effect.die("post bug") })
       ])
       const h = makeAgent(responder, { tools, hooks, interrupts: irq, agent: { maxIterations: 8, synthesis } })
-      const events = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "p", conversationId: "prop" })))
+      const events = Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => Stream.runCollect(a.run({ query: "p", conversationId: "prop" }))
+      )
       return Effect.map(Effect.provide(events, h.layer), (es) => {
         const list = Chunk.toArray(es)
         checkRun(h, list)

@@ -47,7 +47,8 @@ const agentWith = (custom: {
   readonly tools?: ReadonlyArray<Tool.Tool>
 }) => {
   const llm = custom.llm ??
-    ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("add", { a: 1, b: 2 }), ScriptedLlm.text("3"), ScriptedLlm.text("3")]).service
+    ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("add", { a: 1, b: 2 }), ScriptedLlm.text("3"), ScriptedLlm.text("3")])
+      .service
   return ReactAgent.layer().pipe(
     Layer.provide(Layer.mergeAll(
       Layer.succeed(Llm, llm),
@@ -106,7 +107,10 @@ describe("ReactAgent: a defect from any custom layer still ends with Done", () =
       hooks: { runPreToolUse: () => Effect.die(boom()), runPostToolUse: (_c, o) => Effect.succeed(o) }
     }, "Error: Blocked by PreToolUse: hook failed: boom from a custom layer"],
     ["the Hooks (Post dies)", {
-      hooks: { runPreToolUse: (c) => Effect.succeed({ allow: true, args: c.args }), runPostToolUse: () => Effect.die(boom()) }
+      hooks: {
+        runPreToolUse: (c) => Effect.succeed({ allow: true, args: c.args }),
+        runPostToolUse: () => Effect.die(boom())
+      }
     }, "3"]
   ]
   it.effect("a PreToolUse hook that interrupts itself in a parallel round: RunFailed then Done, every call still answered", () =>
@@ -114,10 +118,17 @@ describe("ReactAgent: a defect from any custom layer still ends with Done", () =
       const es = yield* events()
       assert.deepStrictEqual(tags(es).slice(-2), ["RunFailed", "Done"])
       const done = es[es.length - 1]
-      assert.isTrue(done._tag === "Done" && (done.messages ?? []).filter((m) => m.role === "tool").length === 2, JSON.stringify(done))
+      assert.isTrue(
+        done._tag === "Done" && (done.messages ?? []).filter((m) => m.role === "tool").length === 2,
+        JSON.stringify(done)
+      )
     }).pipe(Effect.provide(agentWith({
       llm: ScriptedLlm.makeUnsafe([
-        ScriptedLlm.toolCalls([{ id: "a", name: "add", arguments: { a: 1, b: 2 } }, { id: "b", name: "add", arguments: { a: 3, b: 4 } }]),
+        ScriptedLlm.toolCalls([{ id: "a", name: "add", arguments: { a: 1, b: 2 } }, {
+          id: "b",
+          name: "add",
+          arguments: { a: 3, b: 4 }
+        }]),
         ScriptedLlm.text("done"),
         ScriptedLlm.text("done")
       ]).service,
@@ -311,13 +322,19 @@ describe("ReactAgent: a tool that fails oddly fails alone", () => {
       ScriptedLlm.text("summary")
     ], { tools, agent: { completionCheck: false } })
     return Effect.gen(function*() {
-      const { cassette, result } = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Recorder.record(agent, { query: "q" }))
+      const { cassette, result } = yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (agent) => Recorder.record(agent, { query: "q" })
+      )
       const byName = Object.fromEntries(result.steps.map((s) => [s.tool_name, s]))
       assert.include(byName.rejects.error, "Tool rejects failed: nope")
       assert.strictEqual(byName.resolves.observation, "fine")
       assert.strictEqual(byName.number.error, "Tool number's handler returned number, not an Effect")
       const stored = Object.fromEntries(cassette.tool_calls.map((t) => [t.tool_name, t.outcome]))
-      assert.deepStrictEqual(stored.number, { _tag: "Failure", message: "Tool number's handler returned number, not an Effect" })
+      assert.deepStrictEqual(stored.number, {
+        _tag: "Failure",
+        message: "Tool number's handler returned number, not an Effect"
+      })
       assert.deepStrictEqual(stored.resolves, { _tag: "Success", output: "fine" })
       assert.deepStrictEqual(stored.rejects, { _tag: "Failure", message: "Tool rejects failed: nope" })
     }).pipe(Effect.provide(h.layer))

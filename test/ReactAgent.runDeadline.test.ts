@@ -27,7 +27,9 @@ const run = Effect.gen(function*() {
   const fiber = yield* agent.run({ query: "q", conversationId: CID }).pipe(
     Stream.runForEach((event) =>
       Effect.sync(() => events.push(event)).pipe(
-        Effect.zipRight(event._tag === "ApprovalRequested" ? Deferred.succeed(requested, event.approval_id) : Effect.void)
+        Effect.zipRight(
+          event._tag === "ApprovalRequested" ? Deferred.succeed(requested, event.approval_id) : Effect.void
+        )
       )
     ),
     Effect.fork
@@ -51,7 +53,11 @@ const slow = Tool.make({
 describe("the run's deadline counts working time", () => {
   it.effect("an approval answered 10 s into a 1 s deadline: the call runs, the run answers", () => {
     const w = writer()
-    const h = makeAgent([ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }), ScriptedLlm.text("written"), ScriptedLlm.text("written")], {
+    const h = makeAgent([
+      ScriptedLlm.toolCall("write", { path: "a" }, { id: "c" }),
+      ScriptedLlm.text("written"),
+      ScriptedLlm.text("written")
+    ], {
       tools: [w.tool],
       agent: { completionCheck: false, runTimeout: "1 second" }
     })

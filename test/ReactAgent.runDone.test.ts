@@ -59,7 +59,10 @@ describe("ReactAgent: what Done reports", () => {
 
   it.effect("history's system messages are dropped: the agent's system prompt is the only one", () =>
     Effect.gen(function*() {
-      const h = makeAgent([ScriptedLlm.text("hello again")], { tools: [echoTool], agent: { systemPrompt: "Agent prompt." } })
+      const h = makeAgent([ScriptedLlm.text("hello again")], {
+        tools: [echoTool],
+        agent: { systemPrompt: "Agent prompt." }
+      })
       yield* execute(h, { query: "go", history: [system("Old system prompt."), user("hi"), assistant("hello")] })
       const messages = h.requests()[0].request.messages
       assert.deepStrictEqual(messages.map((m) => m.role), ["system", "user", "assistant", "user"])
@@ -73,7 +76,8 @@ describe("ReactAgent: what Done reports", () => {
       const h = makeAgent([ScriptedLlm.text("loop answer"), ScriptedLlm.text("never asked")], { tools: [echoTool] })
       const rec = yield* execute(h, { query: "go" }, (j) => ({
         ...j,
-        emit: (event, options) => event._tag === "AnswerSignal" ? Effect.die(new Error("store broke")) : j.emit(event, options)
+        emit: (event, options) =>
+          event._tag === "AnswerSignal" ? Effect.die(new Error("store broke")) : j.emit(event, options)
       }))
       assert.isTrue(rec.events.some((e) => e._tag === "RunFailed"))
       assert.strictEqual(doneOf(rec.events).answer, "")
@@ -95,11 +99,17 @@ describe("ReactAgent: what Done reports", () => {
       const rec = yield* Fiber.join(fiber)
       assert.isFalse(rec.events.some((e) => e._tag === "RunFailed"))
       assert.strictEqual(doneOf(rec.events).answer, "")
-    }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the cancelled run did not end") })))
+    }).pipe(
+      Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the cancelled run did not end") })
+    ))
 
   it.live("elapsed is the run's wall time in seconds", () =>
     Effect.gen(function*() {
-      const h = makeAgent([ScriptedLlm.toolCall("sleep", { ms: 150 }), ScriptedLlm.text("slept"), ScriptedLlm.text("answer")], {
+      const h = makeAgent([
+        ScriptedLlm.toolCall("sleep", { ms: 150 }),
+        ScriptedLlm.text("slept"),
+        ScriptedLlm.text("answer")
+      ], {
         tools: [sleepTool],
         agent: { completionCheck: false }
       })
@@ -111,7 +121,9 @@ describe("ReactAgent: what Done reports", () => {
 
   it.effect("Done has no run_id key in process, and the journal's run id when it has one", () =>
     Effect.gen(function*() {
-      const plain = yield* execute(makeAgent([ScriptedLlm.text("a"), ScriptedLlm.text("b")], { tools: [echoTool] }), { query: "go" })
+      const plain = yield* execute(makeAgent([ScriptedLlm.text("a"), ScriptedLlm.text("b")], { tools: [echoTool] }), {
+        query: "go"
+      })
       assert.isFalse("run_id" in doneOf(plain.events))
       const named = yield* execute(
         makeAgent([ScriptedLlm.text("a"), ScriptedLlm.text("b")], { tools: [echoTool] }),
@@ -127,7 +139,10 @@ describe("ReactAgent: what Done reports", () => {
       // as the server's journal: only a restart-aware activity learns that it was cut
       const rec = yield* execute(h, { query: "go" }, (j) => ({
         ...j,
-        activity: (o) => o.name === "synthesis" && o.restartAware === true ? o.execute({ restarted: true, shown: true }) : j.activity(o)
+        activity: (o) =>
+          o.name === "synthesis" && o.restartAware === true
+            ? o.execute({ restarted: true, shown: true })
+            : j.activity(o)
       }))
       const tags = rec.events.map((e) => e._tag)
       const reset = tags.indexOf("AnswerReset")

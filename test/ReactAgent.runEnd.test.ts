@@ -107,7 +107,12 @@ describe("ReactAgent run end", () => {
       ...scripted.service,
       chat: (request) =>
         Effect.zipRight(
-          announced ? Effect.void : Effect.zipRight(Effect.sync(() => (announced = true)), Llm.notifyRetry({ attempt: 1, reason: "RateLimited", delayMs: 12.4 })),
+          announced
+            ? Effect.void
+            : Effect.zipRight(
+              Effect.sync(() => (announced = true)),
+              Llm.notifyRetry({ attempt: 1, reason: "RateLimited", delayMs: 12.4 })
+            ),
           scripted.service.chat(request)
         )
     }
@@ -121,7 +126,12 @@ describe("ReactAgent run end", () => {
     const layer = ReactAgent.layer({ synthesis: "always" }).pipe(Layer.provideMerge(deps), Layer.orDie)
     return Effect.gen(function*() {
       const es = yield* run()
-      assert.deepStrictEqual(es.filter((e) => e._tag === "LlmRetry"), [{ _tag: "LlmRetry", attempt: 1, reason: "RateLimited", delay_ms: 12 }])
+      assert.deepStrictEqual(es.filter((e) => e._tag === "LlmRetry"), [{
+        _tag: "LlmRetry",
+        attempt: 1,
+        reason: "RateLimited",
+        delay_ms: 12
+      }])
       assert.strictEqual(doneOf(es).answer, "final")
     }).pipe(Effect.provide(layer))
   })
@@ -129,7 +139,11 @@ describe("ReactAgent run end", () => {
   it.effect("a money budget: Done's usage carries the cost beside the token counts", () => {
     const h = makeAgent([ScriptedLlm.text("answer", { usage: { prompt: 1000, completion: 100 } })], {
       tools: [echoTool],
-      agent: { synthesis: "auto", completionCheck: false, budget: { usd: 10, prices: { scripted: { input: 1, output: 2 } } } }
+      agent: {
+        synthesis: "auto",
+        completionCheck: false,
+        budget: { usd: 10, prices: { scripted: { input: 1, output: 2 } } }
+      }
     })
     return Effect.gen(function*() {
       const done = doneOf(yield* run())

@@ -1,5 +1,5 @@
-import { assert, describe, it } from "@effect/vitest"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -61,7 +61,10 @@ describe("ReactAgent tool selection", () => {
   })
 
   it.effect("at or under the threshold: no selection call", () => {
-    const h = makeAgent([ScriptedLlm.text("hi"), ScriptedLlm.text("hi")], { tools: many, agent: { toolSelectionThreshold: 14 } })
+    const h = makeAgent([ScriptedLlm.text("hi"), ScriptedLlm.text("hi")], {
+      tools: many,
+      agent: { toolSelectionThreshold: 14 }
+    })
     return Effect.gen(function*() {
       const es = yield* runEvents
       assert.isFalse(es.some((e) => e._tag === "PhaseChange"))

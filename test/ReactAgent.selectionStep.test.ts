@@ -76,7 +76,9 @@ describe("ReactAgent tool selection as a step", () => {
       }
     }
     const layer = ReactAgent.layer({ synthesis: "auto", selectionLlm: broken }).pipe(
-      Layer.provide(Layer.mergeAll(llm.layer, Toolkit.layer(many), noHooks, recordingGuard().layer, Interrupts.layerMemory)),
+      Layer.provide(
+        Layer.mergeAll(llm.layer, Toolkit.layer(many), noHooks, recordingGuard().layer, Interrupts.layerMemory)
+      ),
       Layer.orDie
     )
     return Effect.gen(function*() {

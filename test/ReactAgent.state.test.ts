@@ -38,8 +38,16 @@ const toolMessages = (messages: ReadonlyArray<ChatMessage>) =>
 describe("ReactAgent run state", () => {
   it.effect("JSON mode: the rebuilt system prompt replaces the first message of the trace (Done.messages) too", () => {
     // over 12 tools a selection call picks `add`; the model then calls `echo`, which loads it
-    const filler = Array.from({ length: 12 }, (_, i) =>
-      Tool.make({ name: `filler_${i}`, description: `Filler ${i}`, parameters: Schema.Struct({}), handler: () => Effect.succeed("f") }))
+    const filler = Array.from(
+      { length: 12 },
+      (_, i) =>
+        Tool.make({
+          name: `filler_${i}`,
+          description: `Filler ${i}`,
+          parameters: Schema.Struct({}),
+          handler: () => Effect.succeed("f")
+        })
+    )
     const h = makeAgent([
       ScriptedLlm.text("{\"tools\":[\"add\"]}"),
       ScriptedLlm.jsonToolCall("echo", { text: "hi" }),
@@ -121,7 +129,10 @@ describe("ReactAgent run state", () => {
   })
 
   it.effect("a compaction's list is the model's next context, and the loop never writes into the guard's list", () => {
-    const summary: ReadonlyArray<ChatMessage> = [Message.system("sys"), Message.user("summary of the work so far", { pinned: true })]
+    const summary: ReadonlyArray<ChatMessage> = [
+      Message.system("sys"),
+      Message.user("summary of the work so far", { pinned: true })
+    ]
     let checks = 0
     const guard: ContextGuard.ContextGuardService = {
       budget: 1_000_000,
@@ -133,8 +144,20 @@ describe("ReactAgent run state", () => {
           checks++
           // the second check (before the second loop call) compacts
           return checks === 2
-            ? { messages: summary, compacted: true, originalMessages: messages.length, keptMessages: summary.length, usage: Usage.empty }
-            : { messages, compacted: false, originalMessages: messages.length, keptMessages: messages.length, usage: Usage.empty }
+            ? {
+              messages: summary,
+              compacted: true,
+              originalMessages: messages.length,
+              keptMessages: summary.length,
+              usage: Usage.empty
+            }
+            : {
+              messages,
+              compacted: false,
+              originalMessages: messages.length,
+              keptMessages: messages.length,
+              usage: Usage.empty
+            }
         })
     }
     const h = makeAgent([

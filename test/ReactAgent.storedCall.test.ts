@@ -29,7 +29,10 @@ import { echoTool, injectNow, makeAgent, makeInterrupts } from "./utils/agentLay
  * an activity named in `stored` is not run: its stored JSON is decoded.
  * `before(name)` runs when an activity is asked for, before it runs.
  */
-const codecJournal = (stored: Readonly<Record<string, unknown>> = {}, before: (name: string) => void = () => undefined) => {
+const codecJournal = (
+  stored: Readonly<Record<string, unknown>> = {},
+  before: (name: string) => void = () => undefined
+) => {
   const names: Array<string> = []
   const results = new Map<string, unknown>()
   const events: Array<RunEvent> = []
@@ -51,11 +54,17 @@ const codecJournal = (stored: Readonly<Record<string, unknown>> = {}, before: (n
   return { journal, names, results, events }
 }
 
-const reply = (content: string): ChatResponse => ({ content, toolCalls: [], finishReason: "stop", usage: Usage.make(30, 4) })
+const reply = (content: string): ChatResponse => ({
+  content,
+  toolCalls: [],
+  finishReason: "stop",
+  usage: Usage.make(30, 4)
+})
 const encoded = (response: ChatResponse) => Schema.encodeSync(ChatResponseSchema)(response)
 
 /** The event tags, a run of equal tags (an answer's deltas) as one. */
-const tags = (events: ReadonlyArray<RunEvent>) => events.map((e) => e._tag).filter((t, i, all) => i === 0 || all[i - 1] !== t)
+const tags = (events: ReadonlyArray<RunEvent>) =>
+  events.map((e) => e._tag).filter((t, i, all) => i === 0 || all[i - 1] !== t)
 
 const doneOf = (events: ReadonlyArray<RunEvent>) => {
   const last = events[events.length - 1]
@@ -65,9 +74,15 @@ const doneOf = (events: ReadonlyArray<RunEvent>) => {
 
 /** Runs the agent (synthesis `auto`: loop calls are streamed) over `journal`. */
 const execute = (h: ReturnType<typeof makeAgent>, journal: RunJournal.RunJournal, conversationId = "c-stored") =>
-  Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "go", conversationId }, journal)).pipe(Effect.provide(h.layer))
+  Effect.flatMap(ReactAgent.ReactAgent, (a) => a.execute({ query: "go", conversationId }, journal)).pipe(
+    Effect.provide(h.layer)
+  )
 
-const streamedAgent = () => makeAgent([ScriptedLlm.text("asked again")], { tools: [echoTool], agent: { synthesis: "auto", completionCheck: false } })
+const streamedAgent = () =>
+  makeAgent([ScriptedLlm.text("asked again")], {
+    tools: [echoTool],
+    agent: { synthesis: "auto", completionCheck: false }
+  })
 
 describe("ReactAgent: a loop call stored by an earlier version", () => {
   it.effect("a bare ChatResponse replays as the reply, not shown (the answer is shown now); its drain is a step of its own", () =>
@@ -76,9 +91,19 @@ describe("ReactAgent: a loop call stored by an earlier version", () => {
       const rec = codecJournal({ "llm/1": encoded(reply("stored answer")) })
       yield* execute(h, rec.journal)
       assert.deepStrictEqual(h.requests(), [])
-      assert.deepStrictEqual(rec.names.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")), ["llm/1", "drain/1/final"])
+      assert.deepStrictEqual(rec.names.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")), [
+        "llm/1",
+        "drain/1/final"
+      ])
       const t = tags(rec.events)
-      assert.deepStrictEqual(t.slice(t.indexOf("ThinkingDone")), ["ThinkingDone", "AnswerSignal", "AnswerStart", "AnswerDelta", "AnswerDone", "Done"])
+      assert.deepStrictEqual(t.slice(t.indexOf("ThinkingDone")), [
+        "ThinkingDone",
+        "AnswerSignal",
+        "AnswerStart",
+        "AnswerDelta",
+        "AnswerDone",
+        "Done"
+      ])
       assert.strictEqual(doneOf(rec.events).answer, "stored answer")
     }))
 
@@ -88,7 +113,10 @@ describe("ReactAgent: a loop call stored by an earlier version", () => {
       const rec = codecJournal({ "llm/1": { response: encoded(reply("shown before")), shown: true } })
       yield* execute(h, rec.journal)
       assert.deepStrictEqual(h.requests(), [])
-      assert.deepStrictEqual(rec.names.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")), ["llm/1", "drain/1/final"])
+      assert.deepStrictEqual(rec.names.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")), [
+        "llm/1",
+        "drain/1/final"
+      ])
       // the client read the answer as the earlier process streamed it: it is not shown again
       const t = tags(rec.events)
       assert.deepStrictEqual(t.slice(t.indexOf("ThinkingDone")), ["ThinkingDone", "AnswerSignal", "AnswerDone", "Done"])
@@ -102,7 +130,14 @@ describe("ReactAgent: a loop call stored by an earlier version", () => {
       yield* execute(h, rec.journal)
       assert.deepStrictEqual(rec.names.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")), ["llm/1"])
       const t = tags(rec.events)
-      assert.deepStrictEqual(t.slice(t.indexOf("ThinkingDone")), ["ThinkingDone", "AnswerSignal", "AnswerStart", "AnswerDelta", "AnswerDone", "Done"])
+      assert.deepStrictEqual(t.slice(t.indexOf("ThinkingDone")), [
+        "ThinkingDone",
+        "AnswerSignal",
+        "AnswerStart",
+        "AnswerDelta",
+        "AnswerDone",
+        "Done"
+      ])
       assert.strictEqual(doneOf(rec.events).answer, "not shown")
     }))
 })
@@ -116,7 +151,10 @@ describe("ReactAgent: what a loop call's activity stores", () => {
       })
       const rec = codecJournal()
       yield* execute(h, rec.journal)
-      assert.deepStrictEqual(rec.names.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")), ["llm/1", "llm/2"])
+      assert.deepStrictEqual(rec.names.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")), [
+        "llm/1",
+        "llm/2"
+      ])
       const first = rec.results.get("llm/1") as { readonly shown: boolean; readonly drained: unknown }
       assert.deepStrictEqual([first.shown, first.drained], [false, []])
       const second = rec.results.get("llm/2") as { readonly shown: boolean; readonly drained: unknown }
@@ -138,10 +176,18 @@ describe("ReactAgent: what a loop call's activity stores", () => {
         if (name === "llm/1") injectNow(interrupts, "c-first", "mind the note")
       })
       yield* execute(h, rec.journal, "c-first")
-      assert.deepStrictEqual(rec.names.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")), ["llm/1", "llm/2"])
+      assert.deepStrictEqual(rec.names.filter((n) => n.startsWith("llm/") || n.startsWith("drain/")), [
+        "llm/1",
+        "llm/2"
+      ])
       const [first, second] = h.requests().map((r) => r.request.messages)
       assert.deepStrictEqual(first.map((m) => m.role), ["system", "user"])
-      assert.isTrue(second.some((m) => m.role === "user" && textOf(m.content).startsWith("[USER INTERRUPT]") && textOf(m.content).includes("mind the note")))
+      assert.isTrue(
+        second.some((m) =>
+          m.role === "user" && textOf(m.content).startsWith("[USER INTERRUPT]") &&
+          textOf(m.content).includes("mind the note")
+        )
+      )
       const stored = rec.results.get("llm/1") as { readonly drained: ReadonlyArray<{ readonly content: string }> }
       assert.deepStrictEqual(stored.drained.map((d) => d.content), ["mind the note"])
       assert.strictEqual(doneOf(rec.events).answer, "answer with the note")

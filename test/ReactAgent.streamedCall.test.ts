@@ -55,12 +55,23 @@ const agentWith = (
       }),
     ...(options.noRetry === true ? { oneCall: (body) => body((error) => Effect.fail(error)) } : {})
   }
-  const deps = Layer.mergeAll(Layer.succeed(Llm.Llm, service), Toolkit.layer([echoTool]), noHooks, recordingGuard().layer, Interrupts.layerMemory)
-  const layer = ReactAgent.layer({ synthesis: "auto", completionCheck: false }).pipe(Layer.provideMerge(deps), Layer.orDie)
+  const deps = Layer.mergeAll(
+    Layer.succeed(Llm.Llm, service),
+    Toolkit.layer([echoTool]),
+    noHooks,
+    recordingGuard().layer,
+    Interrupts.layerMemory
+  )
+  const layer = ReactAgent.layer({ synthesis: "auto", completionCheck: false }).pipe(
+    Layer.provideMerge(deps),
+    Layer.orDie
+  )
   return { layer, methods }
 }
 
-const run = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "go" }))).pipe(Effect.map(Chunk.toArray))
+const run = Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "go" }))).pipe(
+  Effect.map(Chunk.toArray)
+)
 
 const tags = (events: ReadonlyArray<RunEvent>) => events.map((e) => e._tag)
 
@@ -100,7 +111,16 @@ describe("ReactAgent streamed loop call: events, reply and span", () => {
     ], [])
     return Effect.gen(function*() {
       const es = yield* run
-      assert.deepStrictEqual(tags(es), ["ThinkingStart", "AnswerStart", "AnswerDelta", "AnswerDelta", "ThinkingDone", "AnswerSignal", "AnswerDone", "Done"])
+      assert.deepStrictEqual(tags(es), [
+        "ThinkingStart",
+        "AnswerStart",
+        "AnswerDelta",
+        "AnswerDelta",
+        "ThinkingDone",
+        "AnswerSignal",
+        "AnswerDone",
+        "Done"
+      ])
       assert.deepStrictEqual(es.flatMap((e) => (e._tag === "AnswerDelta" ? [e.content] : [])), ["Hel", "lo"])
       assert.strictEqual(doneOf(es).answer, "Hello")
       assert.deepStrictEqual(a.methods, ["stream"])
@@ -128,7 +148,9 @@ describe("ReactAgent streamed loop call: events, reply and span", () => {
   })
 
   it.effect("a call at an index the provider skipped is the reply's only call", () => {
-    const a = agentWith([Stream.fromIterable<Llm.ChatDelta>([echoCall(1, "call_b"), { _tag: "Finish", reason: "tool_calls" }])], [
+    const a = agentWith([
+      Stream.fromIterable<Llm.ChatDelta>([echoCall(1, "call_b"), { _tag: "Finish", reason: "tool_calls" }])
+    ], [
       ScriptedLlm.text("done")
     ])
     return Effect.gen(function*() {
@@ -160,9 +182,15 @@ describe("ReactAgent streamed loop call: events, reply and span", () => {
 describe("ReactAgent streamed loop call: recovery", () => {
   it.effect("a context overflow before any text: the loop's overflow retry, streamed again (no plain call)", () => {
     const guard = recordingGuard()
-    const scripted = ScriptedLlm.makeUnsafe([ScriptedLlm.fail("ContextOverflow"), ScriptedLlm.text("after the overflow")])
+    const scripted = ScriptedLlm.makeUnsafe([
+      ScriptedLlm.fail("ContextOverflow"),
+      ScriptedLlm.text("after the overflow")
+    ])
     const deps = Layer.mergeAll(scripted.layer, Toolkit.layer([echoTool]), noHooks, guard.layer, Interrupts.layerMemory)
-    const layer = ReactAgent.layer({ synthesis: "auto", completionCheck: false }).pipe(Layer.provideMerge(deps), Layer.orDie)
+    const layer = ReactAgent.layer({ synthesis: "auto", completionCheck: false }).pipe(
+      Layer.provideMerge(deps),
+      Layer.orDie
+    )
     return Effect.gen(function*() {
       const es = yield* run
       assert.deepStrictEqual(scripted.requests.map((r) => r.method), ["stream", "stream"])

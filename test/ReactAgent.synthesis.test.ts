@@ -10,9 +10,10 @@ import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import { jsonLlm, makeAgent } from "./utils/agentLayers.js"
 
 const runEvents = (query: string, history?: ReadonlyArray<Message.ChatMessage>) =>
-  Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query, ...(history ? { history } : {}) }))).pipe(
-    Effect.map(Chunk.toArray)
-  )
+  Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query, ...(history ? { history } : {}) })))
+    .pipe(
+      Effect.map(Chunk.toArray)
+    )
 const deltas = (es: ReadonlyArray<RunEvent>) => es.flatMap((e) => (e._tag === "AnswerDelta" ? [e.content] : []))
 const answerOf = (es: ReadonlyArray<RunEvent>) => {
   const done = es[es.length - 1]
@@ -58,7 +59,10 @@ describe("ReactAgent answer synthesis", () => {
       assert.deepStrictEqual(messages.slice(1, 3), [Message.user("earlier q"), Message.assistant("earlier a")])
       const text = Message.textOf(messages[3].content)
       assert.include(text, "x".repeat(100) + "… [truncated, 400 more chars]")
-      assert.deepStrictEqual(h.requests()[0].request.messages.slice(1, 3), [Message.user("earlier q"), Message.assistant("earlier a")])
+      assert.deepStrictEqual(h.requests()[0].request.messages.slice(1, 3), [
+        Message.user("earlier q"),
+        Message.assistant("earlier a")
+      ])
     }).pipe(Effect.provide(h.layer))
   })
 
@@ -105,7 +109,10 @@ describe("ReactAgent answer synthesis", () => {
   it.effect("failure midway on a different text: separator + loop answer, what was sent is kept", () => {
     const h = makeAgent([
       ScriptedLlm.text("Loop: 42"),
-      ScriptedLlm.text("Synth 42 is", { chunks: ["Synth ", "42 ", "is"], failAfterChunks: { count: 2, reason: "Timeout" } })
+      ScriptedLlm.text("Synth 42 is", {
+        chunks: ["Synth ", "42 ", "is"],
+        failAfterChunks: { count: 2, reason: "Timeout" }
+      })
     ])
     return Effect.gen(function*() {
       const es = yield* runEvents("q")

@@ -20,7 +20,10 @@ import { injectNow, jsonLlm, makeAgent, makeInterrupts } from "./utils/agentLaye
 const auto = { synthesis: "auto" } as const
 
 const runEvents = (query = "q", conversationId?: string) =>
-  Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query, ...(conversationId ? { conversationId } : {}) }))).pipe(
+  Effect.flatMap(
+    ReactAgent.ReactAgent,
+    (a) => Stream.runCollect(a.run({ query, ...(conversationId ? { conversationId } : {}) }))
+  ).pipe(
     Effect.map(Chunk.toArray)
   )
 
@@ -167,7 +170,10 @@ describe("synthesis policy auto", () => {
       ScriptedLlm.text("synthesized summary")
     ], { agent: auto })
     return Effect.gen(function*() {
-      const es = yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "q", maxIterations: 2 })))
+      const es = yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => Stream.runCollect(a.run({ query: "q", maxIterations: 2 }))
+      )
         .pipe(Effect.map(Chunk.toArray))
       assert.deepStrictEqual(methods(h), ["stream", "stream", "stream"])
       const done = doneOf(es)
@@ -187,7 +193,10 @@ describe("synthesis policy auto", () => {
       assert.strictEqual(doneOf(es).answer, "1 + 2 = 3")
       assert.strictEqual(shownAnswer(es), "1 + 2 = 3")
       const t = tags(es)
-      assert.deepStrictEqual(t.slice(t.indexOf("AnswerSignal"), t.indexOf("AnswerDelta")), ["AnswerSignal", "AnswerStart"])
+      assert.deepStrictEqual(t.slice(t.indexOf("AnswerSignal"), t.indexOf("AnswerDelta")), [
+        "AnswerSignal",
+        "AnswerStart"
+      ])
     }).pipe(Effect.provide(h.layer))
   })
 
@@ -223,8 +232,14 @@ describe("synthesis policy auto", () => {
       const es = (yield* runEvents()).flatMap(settle)
       const t = tags(es)
       assert.notInclude(t, "AnswerReset")
-      assert.strictEqual(es.filter((e) => e._tag === "AnswerDelta").map((e) => e._tag === "AnswerDelta" ? e.content : "").join(""), "2 + 2 = 4")
-      assert.deepStrictEqual(t.slice(t.indexOf("AnswerSignal"), t.indexOf("AnswerSignal") + 2), ["AnswerSignal", "AnswerStart"])
+      assert.strictEqual(
+        es.filter((e) => e._tag === "AnswerDelta").map((e) => e._tag === "AnswerDelta" ? e.content : "").join(""),
+        "2 + 2 = 4"
+      )
+      assert.deepStrictEqual(t.slice(t.indexOf("AnswerSignal"), t.indexOf("AnswerSignal") + 2), [
+        "AnswerSignal",
+        "AnswerStart"
+      ])
       assert.strictEqual(t[t.length - 1], "Done")
     }).pipe(Effect.provide(h.layer))
   })
@@ -236,7 +251,10 @@ describe("synthesis policy configuration", () => {
       assert.strictEqual((yield* AgentConfig.resolve()).synthesis, "auto")
       const env = ConfigProvider.fromMap(new Map([["REACT_SYNTHESIS", "always"]]))
       assert.strictEqual((yield* Effect.withConfigProvider(AgentConfig.load(), env)).synthesis, "always")
-      assert.strictEqual((yield* Effect.withConfigProvider(AgentConfig.load({ synthesis: "auto" }), env)).synthesis, "auto")
+      assert.strictEqual(
+        (yield* Effect.withConfigProvider(AgentConfig.load({ synthesis: "auto" }), env)).synthesis,
+        "auto"
+      )
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("an invalid value is a ConfigError naming the variable", () =>

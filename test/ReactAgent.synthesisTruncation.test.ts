@@ -25,7 +25,9 @@ const longFailTool = Tool.make({
 const tools = [bigTool, longFailTool]
 
 const run = (h: AgentHarness) =>
-  Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runDrain(a.run({ query: "sizes?" }))).pipe(Effect.provide(h.layer))
+  Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runDrain(a.run({ query: "sizes?" }))).pipe(
+    Effect.provide(h.layer)
+  )
 
 /** The user message of the (one) synthesis request: the `stream` call with no tools. */
 const synthesisText = (h: AgentHarness): string => {
@@ -97,7 +99,10 @@ describe("ReactAgent synthesis truncation (SPEC §9, 2,000 chars)", () => {
     return Effect.gen(function*() {
       yield* run(h)
       const text = synthesisText(h)
-      assert.strictEqual(stepBlock(text, 1), `Step 1: long_fail\nArguments: {"size":2000}\nError: E${"e".repeat(1998)}Z`)
+      assert.strictEqual(
+        stepBlock(text, 1),
+        `Step 1: long_fail\nArguments: {"size":2000}\nError: E${"e".repeat(1998)}Z`
+      )
       assert.strictEqual(
         stepBlock(text, 2),
         `Step 2: long_fail\nArguments: {"size":2001}\nError: E${"e".repeat(1999)}… [truncated, 1 more chars]`

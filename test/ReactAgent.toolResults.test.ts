@@ -22,7 +22,10 @@ const artifact = { name: "report.html", mimeType: "text/html" }
 const richTool = Tool.make({
   name: "render",
   description: "Renders a document",
-  parameters: Schema.Struct({ contentType: Schema.Literal("text", "html", "markdown", "json"), artifacts: Schema.Boolean }),
+  parameters: Schema.Struct({
+    contentType: Schema.Literal("text", "html", "markdown", "json"),
+    artifacts: Schema.Boolean
+  }),
   handler: ({ artifacts, contentType }) =>
     Effect.succeed({ content: `the ${contentType} body`, contentType, ...(artifacts ? { artifacts: [artifact] } : {}) })
 })
@@ -36,7 +39,8 @@ const recording = () => {
   return { journal, events }
 }
 
-const SUMMARY = "[Artifact generated: report.html] The content is rendered as a preview in the UI and available for download."
+const SUMMARY =
+  "[Artifact generated: report.html] The content is rendered as a preview in the UI and available for download."
 
 describe("ReactAgent tool results", () => {
   for (
@@ -50,7 +54,10 @@ describe("ReactAgent tool results", () => {
     ] as const
   ) {
     it.effect(`${contentType} ${artifacts ? "with" : "without"} artifacts: the model reads ${summarised ? "the artifact summary" : "the content"}`, () => {
-      const h = makeAgent([ScriptedLlm.toolCall("render", { contentType, artifacts }, { id: "r1" }), ScriptedLlm.text("done")], {
+      const h = makeAgent([
+        ScriptedLlm.toolCall("render", { contentType, artifacts }, { id: "r1" }),
+        ScriptedLlm.text("done")
+      ], {
         tools: [richTool],
         agent: { synthesis: "auto", completionCheck: false }
       })
@@ -62,7 +69,10 @@ describe("ReactAgent tool results", () => {
         if (summarised) assert.isTrue(content.startsWith(SUMMARY), content)
         else assert.strictEqual(content, `the ${contentType} body`)
         const done = rec.events.find((e) => e._tag === "ToolDone")
-        assert.isTrue(done?._tag === "ToolDone" && done.content_type === contentType && done.observation === `the ${contentType} body`)
+        assert.isTrue(
+          done?._tag === "ToolDone" && done.content_type === contentType &&
+            done.observation === `the ${contentType} body`
+        )
         if (done?._tag !== "ToolDone") return
         if (artifacts) assert.deepStrictEqual(done.artifacts, [artifact])
         else assert.isFalse("artifacts" in done)
@@ -71,7 +81,11 @@ describe("ReactAgent tool results", () => {
   }
 
   it.effect("a JSON-mode call (no id), a text result, no idempotency keys: the events carry no such fields", () => {
-    const h = makeAgent([ScriptedLlm.jsonToolCall("echo", { text: "a" }), ScriptedLlm.jsonFinal("done"), ScriptedLlm.text("done")], {
+    const h = makeAgent([
+      ScriptedLlm.jsonToolCall("echo", { text: "a" }),
+      ScriptedLlm.jsonFinal("done"),
+      ScriptedLlm.text("done")
+    ], {
       tools: [echoTool],
       llm: jsonLlm,
       agent: { completionCheck: false }
@@ -96,11 +110,17 @@ describe("ReactAgent tool results", () => {
 
   it.live("a JSON-mode call's hook context has no toolCallId; the step's elapsed time is the call's, in seconds", () => {
     const seen: Array<ReadonlyArray<string>> = []
-    const h = makeAgent([ScriptedLlm.jsonToolCall("echo", { text: "a" }), ScriptedLlm.jsonFinal("done"), ScriptedLlm.text("done")], {
+    const h = makeAgent([
+      ScriptedLlm.jsonToolCall("echo", { text: "a" }),
+      ScriptedLlm.jsonFinal("done"),
+      ScriptedLlm.text("done")
+    ], {
       tools: [echoTool],
       llm: jsonLlm,
       agent: { completionCheck: false },
-      hooks: Hooks.layer([Hooks.pre({ name: "keys", run: (context) => Effect.sync(() => void seen.push(Object.keys(context))) })])
+      hooks: Hooks.layer([
+        Hooks.pre({ name: "keys", run: (context) => Effect.sync(() => void seen.push(Object.keys(context))) })
+      ])
     })
     return Effect.gen(function*() {
       const rec = recording()

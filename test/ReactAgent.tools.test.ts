@@ -19,12 +19,17 @@ const toolMessages = (ms: ReadonlyArray<ChatMessage>) =>
   ms.flatMap((m) => (m.role === "tool" ? [[m.tool_call_id, m.content] as const] : []))
 
 const hooks = Hooks.layer([
-  Hooks.pre({ name: "no-fail", matcher: "fail", run: () => Effect.succeed({ allow: false, reason: "not allowed here" }) }),
+  Hooks.pre({
+    name: "no-fail",
+    matcher: "fail",
+    run: () => Effect.succeed({ allow: false, reason: "not allowed here" })
+  }),
   Hooks.pre({ name: "rewrite", matcher: "add", run: () => Effect.succeed({ allow: true, args: { a: 10, b: 20 } }) }),
   Hooks.post({
     name: "redact",
     matcher: "echo",
-    run: (_ctx, outcome) => Effect.succeed(outcome._tag === "Success" ? { _tag: "Success", output: "[redacted]" } : undefined)
+    run: (_ctx, outcome) =>
+      Effect.succeed(outcome._tag === "Success" ? { _tag: "Success", output: "[redacted]" } : undefined)
   })
 ])
 
@@ -49,7 +54,17 @@ describe("ReactAgent tool calls", () => {
       const r = yield* run("q")
       const second = messagesOf(h, 1)
       const pairs = toolMessages(second)
-      assert.deepStrictEqual(pairs.map(([id]) => id), ["unknown", "badjson", "notobj", "decode", "toolerr", "defect", "timeout", "slow", "ok"])
+      assert.deepStrictEqual(pairs.map(([id]) => id), [
+        "unknown",
+        "badjson",
+        "notobj",
+        "decode",
+        "toolerr",
+        "defect",
+        "timeout",
+        "slow",
+        "ok"
+      ])
       const byId = Object.fromEntries(pairs)
       assert.include(byId.unknown, "Error: Unknown tool \"nope\"")
       assert.include(byId.badjson, "Error: Invalid JSON in tool arguments")
@@ -119,7 +134,10 @@ describe("ReactAgent tool calls", () => {
       ScriptedLlm.text("done")
     ], { agent: { toolTimeout: "60 seconds" } })
     return Effect.gen(function*() {
-      yield* run("q").pipe(Effect.withClock(early), Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the 50 ms tool timeout never fired") }))
+      yield* run("q").pipe(
+        Effect.withClock(early),
+        Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the 50 ms tool timeout never fired") })
+      )
       const byId = Object.fromEntries(toolMessages(messagesOf(h, 1)))
       assert.include(byId.timeout, "Error: Tool hang timed out after 50ms")
       assert.strictEqual(byId.slow, "slept 200")
@@ -175,7 +193,9 @@ describe("ReactAgent tool calls", () => {
       runPreToolUse: (context) =>
         Effect.sync(() => {
           seen.push(`pre ${context.toolName}`)
-          return context.toolName === "echo" ? { allow: false, reason: "blocked", hook: "custom" } : { allow: true, args: context.args }
+          return context.toolName === "echo"
+            ? { allow: false, reason: "blocked", hook: "custom" }
+            : { allow: true, args: context.args }
         }),
       runPostToolUse: (context) =>
         Effect.sync(() => {
@@ -184,7 +204,11 @@ describe("ReactAgent tool calls", () => {
         })
     }
     const h = makeAgent([
-      ScriptedLlm.toolCalls([{ id: "a", name: "add", arguments: { a: 1, b: 2 } }, { id: "e", name: "echo", arguments: { text: "hi" } }]),
+      ScriptedLlm.toolCalls([{ id: "a", name: "add", arguments: { a: 1, b: 2 } }, {
+        id: "e",
+        name: "echo",
+        arguments: { text: "hi" }
+      }]),
       ScriptedLlm.text("done"),
       ScriptedLlm.text("done")
     ], { hooks: Layer.succeed(Hooks.Hooks, service) })
@@ -218,7 +242,11 @@ describe("ReactAgent tool calls", () => {
 
   it.effect("hooks see the iteration, the tool call id and the conversation", () => {
     const seen: Array<unknown> = []
-    const h = makeAgent([ScriptedLlm.toolCall("add", { a: 1, b: 1 }, { id: "x1" }), ScriptedLlm.text("2"), ScriptedLlm.text("2")], {
+    const h = makeAgent([
+      ScriptedLlm.toolCall("add", { a: 1, b: 1 }, { id: "x1" }),
+      ScriptedLlm.text("2"),
+      ScriptedLlm.text("2")
+    ], {
       hooks: Hooks.layer([
         Hooks.pre({
           name: "spy",
@@ -237,7 +265,9 @@ describe("ReactAgent tool calls", () => {
 
   it.live("a dying hooks service, a tool returning garbage or interrupting itself: the call is still answered", () => {
     const dying = Layer.succeed(Hooks.Hooks, {
-      runPreToolUse: (ctx) => (ctx.toolName === "echo" ? Effect.die("pre exploded") : Effect.succeed({ allow: true, args: ctx.args })),
+      runPreToolUse: (
+        ctx
+      ) => (ctx.toolName === "echo" ? Effect.die("pre exploded") : Effect.succeed({ allow: true, args: ctx.args })),
       runPostToolUse: () => Effect.die("post exploded")
     })
     const garbage = Tool.make({

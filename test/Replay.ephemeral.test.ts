@@ -36,7 +36,10 @@ describe("ephemeral events and cassettes", () => {
     ], { tools: [steps], agent: { completionCheck: false } })
     return Effect.gen(function*() {
       const recorded = yield* Effect.provide(
-        Effect.flatMap(ReactAgent.ReactAgent, (agent) => Recorder.record(agent, { query: "go" }, { agentOptions: h.agentOptions })),
+        Effect.flatMap(
+          ReactAgent.ReactAgent,
+          (agent) => Recorder.record(agent, { query: "go" }, { agentOptions: h.agentOptions })
+        ),
         h.layer
       )
       assert.isTrue(recorded.events.some((e) => e._tag === "ToolProgress"), "the live run reported progress")

@@ -10,7 +10,16 @@ import * as Recorder from "../src/Recorder.js"
 import * as Replay from "../src/Replay.js"
 import type { ScriptStep } from "../src/ScriptedLlm.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
-import { addTool, bigTool, echoTool, failTool, crashTool, hangTool, injectNow, makeInterrupts } from "./utils/agentLayers.js"
+import {
+  addTool,
+  bigTool,
+  crashTool,
+  echoTool,
+  failTool,
+  hangTool,
+  injectNow,
+  makeInterrupts
+} from "./utils/agentLayers.js"
 import { countingTool, llmGuard, recordingAgent } from "./utils/replayLayers.js"
 
 const recordRun = (
@@ -44,7 +53,9 @@ describe("Recorder and Replay", () => {
   it.effect("a recorded run replays with the same events and runs no tool", () =>
     Effect.gen(function*() {
       const counting = countingTool()
-      const recorded = yield* recordRun(lookupScript(), { tools: [counting.tool, addTool] }, { query: "look up alpha and beta" })
+      const recorded = yield* recordRun(lookupScript(), { tools: [counting.tool, addTool] }, {
+        query: "look up alpha and beta"
+      })
       assert.deepStrictEqual(counting.ran, ["alpha", "beta"])
       const c = recorded.cassette
       assert.strictEqual(c.model_calls.length, 5)
@@ -65,7 +76,9 @@ describe("Recorder and Replay", () => {
     Effect.gen(function*() {
       const counting = countingTool()
       const recorded = yield* recordRun(lookupScript(), { tools: [counting.tool, addTool] }, { query: "look up alpha" })
-      const error = yield* Effect.flip(replayRun(recorded.cassette, { agent: { systemPrompt: "Always answer in French." } }))
+      const error = yield* Effect.flip(
+        replayRun(recorded.cassette, { agent: { systemPrompt: "Always answer in French." } })
+      )
       assert.strictEqual(error._tag, "ReplayDivergence")
       assert.strictEqual(error.step, "model call 1 of 5 (chat)")
       assert.strictEqual(error.path, "messages[0].content")
@@ -98,7 +111,10 @@ describe("Recorder and Replay", () => {
       const c = recorded.cassette
       const edited: Cassette.Cassette = {
         ...c,
-        input: { ...c.input, tools: c.input.tools.map((t) => (t.name === "add" ? { ...t, description: "Sums two numbers" } : t)) }
+        input: {
+          ...c.input,
+          tools: c.input.tools.map((t) => (t.name === "add" ? { ...t, description: "Sums two numbers" } : t))
+        }
       }
       const strict = yield* Effect.flip(replayRun(edited))
       assert.strictEqual(strict.path, "tools[1].function.description")
@@ -130,7 +146,12 @@ describe("Recorder and Replay", () => {
       const c = recorded.cassette
       assert.isTrue(c.events.some((e) => e._tag === "Inject"))
       assert.isTrue(c.drains.some((d) => d.items.length === 1))
-      assert.deepStrictEqual(c.tool_calls.map((t) => t.outcome._tag).sort(), ["Die", "Failure", "Interrupted", "Success"])
+      assert.deepStrictEqual(c.tool_calls.map((t) => t.outcome._tag).sort(), [
+        "Die",
+        "Failure",
+        "Interrupted",
+        "Success"
+      ])
       const replayed = yield* replayRun(c)
       assert.deepStrictEqual(Cassette.normalizeEvents(replayed.events), Cassette.normalizeEvents(recorded.events))
     }))
@@ -159,7 +180,9 @@ describe("Cassette versions", () => {
     }
     const older = Cassette.decode({ ...doc, version: 0 })
     assert.isTrue(Either.isLeft(older))
-    if (Either.isLeft(older)) assert.strictEqual(older.left.message, "Cassette version 0 is not supported (this engine reads versions 1 to 1)")
+    if (Either.isLeft(older)) {
+      assert.strictEqual(older.left.message, "Cassette version 0 is not supported (this engine reads versions 1 to 1)")
+    }
     const none = Cassette.decode({ ...doc, version: "1" })
     if (Either.isLeft(none)) assert.include(none.left.message, "The cassette has no version")
     else assert.fail("a string version was accepted")
@@ -184,7 +207,9 @@ const argsOf = (name: string) =>
     : name === "lookup"
     ? fc.record({ key: fc.string({ maxLength: 6 }) })
     : fc.record({ text: fc.string({ maxLength: 30 }) })
-const call = toolName.chain((name) => argsOf(name).map((args) => ({ name, arguments: args as Record<string, unknown> })))
+const call = toolName.chain((name) =>
+  argsOf(name).map((args) => ({ name, arguments: args as Record<string, unknown> }))
+)
 const step: fc.Arbitrary<ScriptStep> = fc.oneof(
   { weight: 1, arbitrary: fc.string({ maxLength: 30 }).map((t) => ScriptedLlm.text(t)) },
   // parallel rounds
@@ -249,12 +274,25 @@ describe("Replay properties", () => {
         // small budget and an interrupt (synthesis `always`: the loop's calls are plain chats,
         // whose stored replies show the round), then a model failure
         examples: [
-          [[
-            ScriptedLlm.toolCalls([{ name: "big", arguments: { size: 6000 } }, { name: "add", arguments: { a: 1, b: 2 } }]),
-            ScriptedLlm.toolCalls([{ name: "big", arguments: { size: 6000 } }]),
-            ScriptedLlm.text("done")
-          ], [1], 1500, "always"],
-          [[ScriptedLlm.toolCalls([{ name: "echo", arguments: { text: "x" } }]), ScriptedLlm.fail("BadRequest")], [], undefined, "always"]
+          [
+            [
+              ScriptedLlm.toolCalls([{ name: "big", arguments: { size: 6000 } }, {
+                name: "add",
+                arguments: { a: 1, b: 2 }
+              }]),
+              ScriptedLlm.toolCalls([{ name: "big", arguments: { size: 6000 } }]),
+              ScriptedLlm.text("done")
+            ],
+            [1],
+            1500,
+            "always"
+          ],
+          [
+            [ScriptedLlm.toolCalls([{ name: "echo", arguments: { text: "x" } }]), ScriptedLlm.fail("BadRequest")],
+            [],
+            undefined,
+            "always"
+          ]
         ]
       }
     }

@@ -11,10 +11,14 @@ import * as Message from "../src/Message.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 
 const req = (text: string): ChatRequest => ({ messages: [Message.user(text)] })
-const contentOf = (deltas: ReadonlyArray<ChatDelta>) => deltas.flatMap((d) => (d._tag === "Content" ? [d.text] : [])).join("")
+const contentOf = (deltas: ReadonlyArray<ChatDelta>) =>
+  deltas.flatMap((d) => (d._tag === "Content" ? [d.text] : [])).join("")
 const collect = (s: Stream.Stream<ChatDelta, LlmError>) => Effect.map(Stream.runCollect(s), Chunk.toReadonlyArray)
 const failure = <A>(effect: Effect.Effect<A, LlmError>) =>
-  Effect.flatMap(Effect.either(effect), (e) => (Either.isLeft(e) ? Effect.succeed(e.left) : Effect.dieMessage("expected failure")))
+  Effect.flatMap(
+    Effect.either(effect),
+    (e) => (Either.isLeft(e) ? Effect.succeed(e.left) : Effect.dieMessage("expected failure"))
+  )
 
 describe("ScriptedLlm", () => {
   it.effect("replays the script in order across chat and streamChat, recording requests", () =>
@@ -27,7 +31,11 @@ describe("ScriptedLlm", () => {
       const service = yield* Effect.provide(Llm, llm.layer)
       assert.strictEqual(service.model, "test-model")
       const first = yield* service.chat(req("2+2?"))
-      assert.deepStrictEqual(first.toolCalls.map((c) => [c.id, c.name, c.arguments]), [["c1", "calculator", "{\"expression\":\"2+2\"}"]])
+      assert.deepStrictEqual(first.toolCalls.map((c) => [c.id, c.name, c.arguments]), [[
+        "c1",
+        "calculator",
+        "{\"expression\":\"2+2\"}"
+      ]])
       assert.deepStrictEqual(first.toolCalls[0].parsed, Either.right({ expression: "2+2" }))
       assert.strictEqual(first.finishReason, "tool_calls")
       const second = yield* service.chat(req("again"))
@@ -47,7 +55,9 @@ describe("ScriptedLlm", () => {
 
   it.effect("invalid tool-call arguments are a recoverable Left", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCalls([{ name: "a", arguments: "{oops" }, { name: "b", arguments: "[1]" }, { name: "c" }])])
+      const llm = ScriptedLlm.makeUnsafe([
+        ScriptedLlm.toolCalls([{ name: "a", arguments: "{oops" }, { name: "b", arguments: "[1]" }, { name: "c" }])
+      ])
       const response = yield* llm.service.chat(req("x"))
       assert.isTrue(Either.isLeft(response.toolCalls[0].parsed))
       assert.isTrue(Either.isLeft(response.toolCalls[1].parsed))
@@ -57,7 +67,11 @@ describe("ScriptedLlm", () => {
 
   it.effect("failure steps fail with the scripted reason; the script goes on after them", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.fail("RateLimited", "slow down"), ScriptedLlm.fail("ContextOverflow"), ScriptedLlm.text("ok")])
+      const llm = ScriptedLlm.makeUnsafe([
+        ScriptedLlm.fail("RateLimited", "slow down"),
+        ScriptedLlm.fail("ContextOverflow"),
+        ScriptedLlm.text("ok")
+      ])
       const a = yield* failure(llm.service.chat(req("1")))
       assert.instanceOf(a, LlmError)
       assert.strictEqual(a.reason, "RateLimited")
@@ -83,7 +97,11 @@ describe("ScriptedLlm", () => {
   it.effect("explicit chunks, reasoning, tool calls and usage in a stream", () =>
     Effect.gen(function*() {
       const llm = ScriptedLlm.makeUnsafe([
-        ScriptedLlm.toolCall("search", { q: "x" }, { chunks: ["Look", "ing"], reasoning: "need data", usage: { prompt: 10, completion: 2 } })
+        ScriptedLlm.toolCall("search", { q: "x" }, {
+          chunks: ["Look", "ing"],
+          reasoning: "need data",
+          usage: { prompt: 10, completion: 2 }
+        })
       ])
       const deltas = yield* collect(llm.service.streamChat(req("x")))
       assert.deepStrictEqual(deltas[0], { _tag: "Reasoning", text: "need data" })
@@ -110,10 +128,15 @@ describe("ScriptedLlm", () => {
   it.effect("failAfterChunks emits that many chunks, then fails", () =>
     Effect.gen(function*() {
       const llm = ScriptedLlm.makeUnsafe([
-        ScriptedLlm.text("", { chunks: ["a", "b", "c", "d"], failAfterChunks: { count: 2, reason: "Server", message: "cut" } })
+        ScriptedLlm.text("", {
+          chunks: ["a", "b", "c", "d"],
+          failAfterChunks: { count: 2, reason: "Server", message: "cut" }
+        })
       ])
       const seen: Array<ChatDelta> = []
-      const error = yield* failure(Stream.runForEach(llm.service.streamChat(req("x")), (d) => Effect.sync(() => seen.push(d))))
+      const error = yield* failure(
+        Stream.runForEach(llm.service.streamChat(req("x")), (d) => Effect.sync(() => seen.push(d)))
+      )
       assert.strictEqual(contentOf(seen), "ab")
       assert.strictEqual(error.reason, "Server")
       assert.strictEqual(error.message, "cut")
@@ -123,7 +146,9 @@ describe("ScriptedLlm", () => {
   it.effect("a responder computes replies from the request", () =>
     Effect.gen(function*() {
       const llm = ScriptedLlm.makeUnsafe((request, index, method) =>
-        ScriptedLlm.text(`${method} #${index}: ${Message.textOf(request.messages[request.messages.length - 1].content).toUpperCase()}`)
+        ScriptedLlm.text(
+          `${method} #${index}: ${Message.textOf(request.messages[request.messages.length - 1].content).toUpperCase()}`
+        )
       )
       assert.strictEqual((yield* llm.service.chat(req("hi"))).content, "chat #0: HI")
       assert.strictEqual(contentOf(yield* collect(llm.service.streamChat(req("yo")))), "stream #1: YO")
@@ -178,14 +203,21 @@ describe("ScriptedLlm", () => {
 
   it.effect("JSON-mode helpers produce the protocol objects", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.jsonToolCall("calc", { e: "1" }, "why"), ScriptedLlm.jsonFinal("42")])
+      const llm = ScriptedLlm.makeUnsafe([
+        ScriptedLlm.jsonToolCall("calc", { e: "1" }, "why"),
+        ScriptedLlm.jsonFinal("42")
+      ])
       assert.deepStrictEqual(JSON.parse((yield* llm.service.chat(req("x"))).content), {
         type: "tool_call",
         reasoning: "why",
         tool_name: "calc",
         tool_args: { e: "1" }
       })
-      assert.deepStrictEqual(JSON.parse((yield* llm.service.chat(req("x"))).content), { type: "final_answer", reasoning: "", answer: "42" })
+      assert.deepStrictEqual(JSON.parse((yield* llm.service.chat(req("x"))).content), {
+        type: "final_answer",
+        reasoning: "",
+        answer: "42"
+      })
     }))
 
   it.effect("each build of ScriptedLlm.layer is a model of its own (with its own handle), at the start of the script", () =>
@@ -201,6 +233,10 @@ describe("ScriptedLlm", () => {
       const withHandle = ScriptedLlm.layer([ScriptedLlm.text("only")])
       const counted = Effect.zipRight(reply, Effect.map(ScriptedLlm.ScriptedLlmHandle, (h) => h.calls))
       assert.strictEqual(yield* Effect.provide(counted, withHandle), 1)
-      assert.strictEqual(yield* Effect.provide(counted, withHandle), 1, "a second build has its own handle and position")
+      assert.strictEqual(
+        yield* Effect.provide(counted, withHandle),
+        1,
+        "a second build has its own handle and position"
+      )
     }))
 })

@@ -29,17 +29,25 @@ describe("structuredCall: edges", () => {
   it.effect("native: the call named after the function is read, wherever it is in the reply; another name only when it is the only call", () =>
     Effect.gen(function*() {
       const second = ScriptedLlm.makeUnsafe([
-        ScriptedLlm.toolCalls([{ name: "other", arguments: { tools: ["wrong"] } }, { name: "select_tools", arguments: { tools: ["right"] } }])
+        ScriptedLlm.toolCalls([{ name: "other", arguments: { tools: ["wrong"] } }, {
+          name: "select_tools",
+          arguments: { tools: ["right"] }
+        }])
       ], { abilities: all })
       const a = yield* structuredCallWith(second.service, base)
       assert.deepStrictEqual([a.level, a.value], ["native", { tools: ["right"] }])
       const first = ScriptedLlm.makeUnsafe([
-        ScriptedLlm.toolCalls([{ name: "select_tools", arguments: { tools: ["right"] } }, { name: "other", arguments: { tools: ["wrong"] } }])
+        ScriptedLlm.toolCalls([{ name: "select_tools", arguments: { tools: ["right"] } }, {
+          name: "other",
+          arguments: { tools: ["wrong"] }
+        }])
       ], { abilities: all })
       const b = yield* structuredCallWith(first.service, base)
       assert.deepStrictEqual([b.level, b.value], ["native", { tools: ["right"] }])
       // a model that named the function differently: its only call is still taken
-      const misnamed = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("selectTools", { tools: ["m"] })], { abilities: all })
+      const misnamed = ScriptedLlm.makeUnsafe([ScriptedLlm.toolCall("selectTools", { tools: ["m"] })], {
+        abilities: all
+      })
       const c = yield* structuredCallWith(misnamed.service, base)
       assert.deepStrictEqual([c.level, c.value, c.llmCalls], ["native", { tools: ["m"] }, 1])
     }))
@@ -61,15 +69,22 @@ describe("structuredCall: edges", () => {
 
   it.effect("the failure message names the function, the calls and the last problem: no JSON found (regexFallback found nothing either)", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("no idea"), ScriptedLlm.text("still no idea")], { abilities: plainOnly })
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("no idea"), ScriptedLlm.text("still no idea")], {
+        abilities: plainOnly
+      })
       const error = yield* Effect.flip(structuredCallWith(llm.service, { ...base, regexFallback: () => undefined }))
-      assert.strictEqual(error.message, "structuredCall(select_tools) failed after 2 LLM call(s): no JSON object found in the reply")
+      assert.strictEqual(
+        error.message,
+        "structuredCall(select_tools) failed after 2 LLM call(s): no JSON object found in the reply"
+      )
       assert.strictEqual(error.lastContent, "still no idea")
     }))
 
   it.effect("the failure message quotes the decode problem of the last reply", () =>
     Effect.gen(function*() {
-      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("{\"tools\": 1}"), ScriptedLlm.text("{\"tools\": 2}")], { abilities: plainOnly })
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("{\"tools\": 1}"), ScriptedLlm.text("{\"tools\": 2}")], {
+        abilities: plainOnly
+      })
       const error = yield* Effect.flip(structuredCallWith(llm.service, base))
       assert.match(error.message, /^structuredCall\(select_tools\) failed after 2 LLM call\(s\): .*tools/s)
       assert.include(error.message, "Expected ReadonlyArray<string>, actual 2")
@@ -78,7 +93,9 @@ describe("structuredCall: edges", () => {
   it.effect("a long last problem is cut to 500 characters in the message", () =>
     Effect.gen(function*() {
       const long = "x".repeat(2000)
-      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.fail("Server", long), ScriptedLlm.fail("Server", long)], { abilities: plainOnly })
+      const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.fail("Server", long), ScriptedLlm.fail("Server", long)], {
+        abilities: plainOnly
+      })
       const error = yield* Effect.flip(structuredCallWith(llm.service, base))
       const prefix = "structuredCall(select_tools) failed after 2 LLM call(s): "
       assert.strictEqual(error.message, prefix + `LLM error (Server): ${long}`.slice(0, 500))

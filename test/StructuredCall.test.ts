@@ -2,10 +2,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Schema } from "effect"
 import type { Abilities, ChatRequest } from "../src/Llm.js"
 import * as Message from "../src/Message.js"
+import { textOf } from "../src/Message.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
 import type { StructuredCallOptions } from "../src/StructuredCall.js"
 import { structuredCall, structuredCallWith, StructuredOutputError } from "../src/StructuredCall.js"
-import { textOf } from "../src/Message.js"
 
 const Selection = Schema.Struct({ tools: Schema.Array(Schema.String) })
 type Selection = typeof Selection.Type
@@ -37,8 +37,10 @@ const run = (
 
 /** Runs once and returns the typed failure (fails the test on success). */
 const failWith = <A>(effect: Effect.Effect<A, StructuredOutputError>) =>
-  Effect.flatMap(Effect.exit(effect), (exit) =>
-    Exit.isFailure(exit) ? Effect.flip(exit) : Effect.dieMessage("expected a StructuredOutputError"))
+  Effect.flatMap(
+    Effect.exit(effect),
+    (exit) => Exit.isFailure(exit) ? Effect.flip(exit) : Effect.dieMessage("expected a StructuredOutputError")
+  )
 
 const isForced = (r: ChatRequest) =>
   typeof r.toolChoice === "object" && r.toolChoice.function.name === "select_tools" &&
@@ -83,7 +85,12 @@ describe("structuredCall: call counts", () => {
       const rs = requests()
       assert.strictEqual(rs.length, 4)
       assert.isTrue(rs.every((r) => r.tools === undefined))
-      assert.deepStrictEqual(rs.map((r) => r.responseFormat?.type), ["json_object", "json_object", undefined, undefined])
+      assert.deepStrictEqual(rs.map((r) => r.responseFormat?.type), [
+        "json_object",
+        "json_object",
+        undefined,
+        undefined
+      ])
     }))
 
   it.effect("plain-only model: 2 calls", () =>
@@ -122,7 +129,7 @@ describe("structuredCall: levels", () => {
 
   it.effect("native: invalid argument JSON is repaired by extractJson", () =>
     Effect.gen(function*() {
-      const { effect } = run([ScriptedLlm.toolCall("select_tools", '{"tools": ["\\alpha"]}')], all)
+      const { effect } = run([ScriptedLlm.toolCall("select_tools", "{\"tools\": [\"\\alpha\"]}")], all)
       const result = yield* effect
       assert.deepStrictEqual(result.value, { tools: ["\\alpha"] })
       assert.strictEqual(result.level, "native")

@@ -33,26 +33,46 @@ describe("Telemetry: metrics", () => {
   const snapshot = Effect.all({
     runs: counter(Telemetry.runs, { [A.agentName]: "ReactAgent", [A.outcome]: "completed" }),
     durations: histogram(Telemetry.runDuration, { [A.agentName]: "ReactAgent", [A.outcome]: "completed" }),
-    loopInput: histogram(Telemetry.tokenUsage, { [A.requestModel]: "metered", [A.phase]: "loop", [A.tokenType]: "input" }),
-    synthesisOutput: histogram(Telemetry.tokenUsage, { [A.requestModel]: "metered", [A.phase]: "synthesis", [A.tokenType]: "output" }),
+    loopInput: histogram(Telemetry.tokenUsage, {
+      [A.requestModel]: "metered",
+      [A.phase]: "loop",
+      [A.tokenType]: "input"
+    }),
+    synthesisOutput: histogram(Telemetry.tokenUsage, {
+      [A.requestModel]: "metered",
+      [A.phase]: "synthesis",
+      [A.tokenType]: "output"
+    }),
     addCalls: counter(Telemetry.toolCalls, { [A.toolName]: "add" }),
     failErrors: counter(Telemetry.toolErrors, { [A.toolName]: "fail" }),
     addErrors: counter(Telemetry.toolErrors, { [A.toolName]: "add" })
   })
 
   it.effect("recorded with the telemetry layer (with or without a tracer): runs, run duration, tokens by phase, tool calls and errors", () => {
-    const metered = () => makeAgent(parallelScript, { hooks: rewriteEcho, agent: agentOptions, llm: { model: "metered" } }).layer
+    const metered = () =>
+      makeAgent(parallelScript, { hooks: rewriteEcho, agent: agentOptions, llm: { model: "metered" } }).layer
     const run = runCollect("add 1 and 2, and echo hi")
     const delta = (before: Effect.Effect.Success<typeof snapshot>, after: Effect.Effect.Success<typeof snapshot>) => ({
       runs: after.runs - before.runs,
       durations: after.durations.count - before.durations.count,
-      loopInput: { count: after.loopInput.count - before.loopInput.count, sum: after.loopInput.sum - before.loopInput.sum },
+      loopInput: {
+        count: after.loopInput.count - before.loopInput.count,
+        sum: after.loopInput.sum - before.loopInput.sum
+      },
       synthesisOutput: after.synthesisOutput.sum - before.synthesisOutput.sum,
       addCalls: after.addCalls - before.addCalls,
       failErrors: after.failErrors - before.failErrors,
       addErrors: after.addErrors - before.addErrors
     })
-    const expected = { runs: 1, durations: 1, loopInput: { count: 3, sum: 100 + 140 + 180 }, synthesisOutput: 7, addCalls: 1, failErrors: 1, addErrors: 0 }
+    const expected = {
+      runs: 1,
+      durations: 1,
+      loopInput: { count: 3, sum: 100 + 140 + 180 },
+      synthesisOutput: 7,
+      addCalls: 1,
+      failErrors: 1,
+      addErrors: 0
+    }
     const metrics = Telemetry.layerInstrumentation({ metrics: true })
     return Effect.gen(function*() {
       const start = yield* snapshot
@@ -85,7 +105,10 @@ describe("Telemetry: parents and layers", () => {
     })
     const script = [ScriptedLlm.toolCall("probe", {}), ScriptedLlm.text("ok"), ScriptedLlm.text("ok")]
     return Effect.gen(function*() {
-      yield* runCollect("probe").pipe(Effect.withSpan("caller"), Effect.provide(makeAgent(script, { tools: [probe], agent: agentOptions }).layer))
+      yield* runCollect("probe").pipe(
+        Effect.withSpan("caller"),
+        Effect.provide(makeAgent(script, { tools: [probe], agent: agentOptions }).layer)
+      )
       yield* runCollect("probe").pipe(
         Effect.withSpan("caller"),
         Effect.provide(makeAgent(script, { tools: [probe], agent: agentOptions }).layer),
@@ -106,7 +129,9 @@ describe("Telemetry: parents and layers", () => {
       const parent = yield* Telemetry.currentParent.pipe(Effect.withSpan("POST /api/react"))
       assert.isTrue(Option.isSome(parent))
       // e.g. a durable workflow: the parent travels as data (it has a schema), the run resumes under it
-      const carried = Schema.decodeUnknownSync(Telemetry.SpanParent)(JSON.parse(JSON.stringify(Option.getOrThrow(parent))))
+      const carried = Schema.decodeUnknownSync(Telemetry.SpanParent)(
+        JSON.parse(JSON.stringify(Option.getOrThrow(parent)))
+      )
       yield* runCollect("hello").pipe(Telemetry.withParent(carried))
       const spans = recorder.spans()
       const request = spans.find((s) => s.name === "POST /api/react")!
@@ -122,7 +147,10 @@ describe("Telemetry: parents and layers", () => {
       const collector = yield* OtlpCollector.scoped
       const withEnv = (entries: ReadonlyArray<[string, string]>) =>
         Telemetry.layerConfig.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(entries)))))
-      const observe = Effect.all({ tracer: Effect.tracer, instrumentation: FiberRef.get(Telemetry.currentInstrumentation) }).pipe(
+      const observe = Effect.all({
+        tracer: Effect.tracer,
+        instrumentation: FiberRef.get(Telemetry.currentInstrumentation)
+      }).pipe(
         Effect.tap(() => Effect.withSpan(Effect.void, "probe", { attributes: { "probe.n": 1 } }))
       )
       const plain = yield* observe
@@ -138,8 +166,14 @@ describe("Telemetry: parents and layers", () => {
       assert.deepStrictEqual(exporting.instrumentation, { captureContent: false, metrics: true })
       // flushed when the layer closed
       const [probe] = collector.spans()
-      assert.deepStrictEqual([probe.name, probe.service, probe.attributes["probe.n"]], ["probe", "effect-react-engine", 1])
-      assert.isTrue(collector.exports.some((e) => e.path === "/v1/traces" && e.contentType === "application/x-protobuf"))
+      assert.deepStrictEqual([probe.name, probe.service, probe.attributes["probe.n"]], [
+        "probe",
+        "effect-react-engine",
+        1
+      ])
+      assert.isTrue(
+        collector.exports.some((e) => e.path === "/v1/traces" && e.contentType === "application/x-protobuf")
+      )
       assert.isTrue(collector.exports.some((e) => e.path === "/v1/metrics"))
 
       const json = yield* observe.pipe(Effect.provide(withEnv([
@@ -157,7 +191,9 @@ describe("Telemetry: parents and layers", () => {
       assert.strictEqual(last.headers["authorization"], "Bearer abc")
       assert.strictEqual(collector.spans().filter((s) => s.service === "my-agent").length, 1)
 
-      const bad = yield* Effect.flip(observe.pipe(Effect.provide(withEnv([["OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318"]]))))
+      const bad = yield* Effect.flip(
+        observe.pipe(Effect.provide(withEnv([["OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318"]])))
+      )
       assert.include(String(bad), "OTEL_EXPORTER_OTLP_ENDPOINT")
     }).pipe(Logger.withMinimumLogLevel(LogLevel.Warning)))
 })

@@ -104,9 +104,19 @@ describe("Telemetry: spans", () => {
 
   it.effect("usage on the chat spans adds up to done.usage, phase by phase (selection, compaction, loop, synthesis)", () => {
     const recorder = makeSpanRecorder()
-    const filler = Array.from({ length: 12 }, (_, i) =>
-      Tool.make({ name: `filler_${i}`, description: `Filler ${i}`, parameters: Schema.Struct({}), handler: () => Effect.succeed("f") }))
-    const compactor = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary so far", { usage: { prompt: 70, completion: 9 } })], {
+    const filler = Array.from(
+      { length: 12 },
+      (_, i) =>
+        Tool.make({
+          name: `filler_${i}`,
+          description: `Filler ${i}`,
+          parameters: Schema.Struct({}),
+          handler: () => Effect.succeed("f")
+        })
+    )
+    const compactor = ScriptedLlm.makeUnsafe([
+      ScriptedLlm.text("summary so far", { usage: { prompt: 70, completion: 9 } })
+    ], {
       model: "compactor",
       onExhausted: "repeatLast"
     })
@@ -128,21 +138,38 @@ describe("Telemetry: spans", () => {
       assert.deepStrictEqual(tokensByPhase(recorder.spans()), phaseTokens(byPhase))
       assert.strictEqual(recorder.spans().filter((s) => s.name === "chat compactor").length, compactor.calls)
       const names = new Set(recorder.spans().map((s) => s.name))
-      assert.includeMembers([...names], ["tool_selection", "structured_call select_tools", "compaction", "invoke_agent ReactAgent"])
+      assert.includeMembers([...names], [
+        "tool_selection",
+        "structured_call select_tools",
+        "compaction",
+        "invoke_agent ReactAgent"
+      ])
     }).pipe(Effect.provide(h.layer), Effect.provide(recorder.layer))
   })
 
   it.effect("DAG mode: plan, steps (each an invoke_agent of its own), analysis, synthesis; chat usage adds up to done.usage", () => {
     const recorder = makeSpanRecorder()
     const h = makeDag({
-      plan: () => planReply([{ id: 1, task: "find A" }, { id: 2, task: "find B" }, { id: 3, task: "combine", dependencies: [1, 2] }]),
-      step: (id, turn) => (turn === 0 && id !== "3" ? ScriptedLlm.toolCall("add", { a: 1, b: Number(id) }) : stepText(`result of ${id}`))
+      plan: () =>
+        planReply([{ id: 1, task: "find A" }, { id: 2, task: "find B" }, {
+          id: 3,
+          task: "combine",
+          dependencies: [1, 2]
+        }]),
+      step: (
+        id,
+        turn
+      ) => (turn === 0 && id !== "3"
+        ? ScriptedLlm.toolCall("add", { a: 1, b: Number(id) })
+        : stepText(`result of ${id}`))
     })
     return Effect.gen(function*() {
       const events = yield* dagEvents({ query: "goal", conversationId: CID })
       const done = doneOf(events)
       assert.deepStrictEqual(tokensByPhase(recorder.spans()), phaseTokens(done.usage.by_phase))
-      const tree = renderTree(recorder.spans(), { attributes: (k) => k === A.stepId || k === A.stepStatus || k === A.round || k === A.phase })
+      const tree = renderTree(recorder.spans(), {
+        attributes: (k) => k === A.stepId || k === A.stepStatus || k === A.round || k === A.phase
+      })
       expect(tree).toMatchInlineSnapshot(`
         "invoke_agent DagAgent (internal, ok)
           dag.plan (internal, ok)
@@ -214,7 +241,9 @@ describe("Telemetry: message content", () => {
   it.effect("present with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (read by Telemetry.layerConfig)", () => {
     const recorder = makeSpanRecorder()
     const h = makeAgent(parallelScript, { hooks: rewriteEcho, agent: agentOptions })
-    const env = Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"]])))
+    const env = Layer.setConfigProvider(
+      ConfigProvider.fromMap(new Map([["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"]]))
+    )
     return Effect.gen(function*() {
       yield* runCollect("add 1 and 2, and echo hi")
       const spans = recorder.spans()
@@ -222,7 +251,10 @@ describe("Telemetry: message content", () => {
       assert.deepStrictEqual(JSON.parse(attr(agent, A.inputMessages) as string), [
         { role: "user", parts: [{ type: "text", content: "add 1 and 2, and echo hi" }] }
       ])
-      assert.deepStrictEqual(JSON.parse(attr(agent, A.outputMessages) as string)[0].parts, [{ type: "text", content: "**3** and echo: hello" }])
+      assert.deepStrictEqual(JSON.parse(attr(agent, A.outputMessages) as string)[0].parts, [{
+        type: "text",
+        content: "**3** and echo: hello"
+      }])
       const [first, second] = spans.filter((s) => s.name === "chat scripted")
       assert.include(JSON.parse(attr(first, A.systemInstructions) as string)[0].content, "")
       assert.deepStrictEqual(JSON.parse(attr(first, A.inputMessages) as string), [
@@ -255,13 +287,20 @@ describe("Telemetry: message content", () => {
 describe("Telemetry: how runs end", () => {
   it.effect("a cancelled run: invoke_agent ends with an error status (cancelled), the running tool's span as interrupted", () => {
     const recorder = makeSpanRecorder()
-    const h = makeAgent([ScriptedLlm.toolCall("sleep", { ms: 60_000 }, { id: "call_sleep" }), ScriptedLlm.text("never")], {
+    const h = makeAgent([
+      ScriptedLlm.toolCall("sleep", { ms: 60_000 }, { id: "call_sleep" }),
+      ScriptedLlm.text("never")
+    ], {
       agent: agentOptions
     })
     return Effect.gen(function*() {
       const cancel = yield* Deferred.make<void>()
-      const fiber = yield* Effect.fork(Effect.flatMap(ReactAgent.ReactAgent, (agent) =>
-        agent.runCollect({ query: "sleep", conversationId: CID, cancel: Deferred.await(cancel) })))
+      const fiber = yield* Effect.fork(
+        Effect.flatMap(
+          ReactAgent.ReactAgent,
+          (agent) => agent.runCollect({ query: "sleep", conversationId: CID, cancel: Deferred.await(cancel) })
+        )
+      )
       yield* TestClock.adjust("1 second")
       yield* Deferred.succeed(cancel, undefined)
       yield* Fiber.join(fiber)

@@ -36,9 +36,13 @@ const reference = (text: string): number => {
 }
 
 describe("estimateText (property)", () => {
-  it.prop("matches the rule on any text", [fc.oneof(fc.string(), fc.fullUnicodeString(), fc.unicodeString())], ([text]) => {
-    assert.strictEqual(estimateText(text), reference(text))
-  })
+  it.prop(
+    "matches the rule on any text",
+    [fc.oneof(fc.string(), fc.fullUnicodeString(), fc.unicodeString())],
+    ([text]) => {
+      assert.strictEqual(estimateText(text), reference(text))
+    }
+  )
 })
 
 describe("estimateMessage", () => {
@@ -59,7 +63,9 @@ describe("estimateMessage", () => {
   it("counts tool-call names and arguments", () => {
     const args = JSON.stringify({ path: "/var/log/" + "a".repeat(400) })
     const bare = estimateMessage(Message.assistant("ok"))
-    const withCall = estimateMessage(Message.assistant("ok", { toolCalls: [Message.toolCall("c1", "read_file", args)] }))
+    const withCall = estimateMessage(
+      Message.assistant("ok", { toolCalls: [Message.toolCall("c1", "read_file", args)] })
+    )
     assert.isAtLeast(withCall - bare, estimateText(args) + estimateText("read_file"))
   })
 

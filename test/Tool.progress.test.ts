@@ -12,8 +12,8 @@ import * as Stream from "effect/Stream"
 import * as ReactAgent from "../src/ReactAgent.js"
 import type { RunEvent } from "../src/RunEvent.js"
 import { isEphemeral } from "../src/RunEvent.js"
-import { fromWire, toWire } from "../src/server/EventWire.js"
 import * as ScriptedLlm from "../src/ScriptedLlm.js"
+import { fromWire, toWire } from "../src/server/EventWire.js"
 import * as Tool from "../src/Tool.js"
 import { makeAgent } from "./utils/agentLayers.js"
 
@@ -51,7 +51,11 @@ describe("Tool.progress", () => {
     const a = worker("work_a", 20, 0)
     const b = worker("work_b", 3, 0)
     const h = makeAgent([
-      ScriptedLlm.toolCalls([{ id: "call_a", name: "work_a", arguments: { n: 1 } }, { id: "call_b", name: "work_b", arguments: { n: 2 } }]),
+      ScriptedLlm.toolCalls([{ id: "call_a", name: "work_a", arguments: { n: 1 } }, {
+        id: "call_b",
+        name: "work_b",
+        arguments: { n: 2 }
+      }]),
       ScriptedLlm.text("done"),
       ScriptedLlm.text("answer")
     ], { tools: [a.tool, b.tool], agent: { completionCheck: false } })
@@ -97,18 +101,39 @@ describe("Tool.progress", () => {
   })
 
   it("the wire: step channel, status progress, no id of its own; read back as the same event", () => {
-    const event: RunEvent = { _tag: "ToolProgress", iteration: 2, tool_name: "t", tool_call_id: "c", message: "half", progress: 0.5 }
+    const event: RunEvent = {
+      _tag: "ToolProgress",
+      iteration: 2,
+      tool_name: "t",
+      tool_call_id: "c",
+      message: "half",
+      progress: 0.5
+    }
     const wire = toWire(event)
     assert.deepStrictEqual(wire, {
       channel: "step",
-      data: { type: "iteration", status: "progress", iteration: 2, tool_name: "t", tool_call_id: "c", message: "half", progress: 0.5 }
+      data: {
+        type: "iteration",
+        status: "progress",
+        iteration: 2,
+        tool_name: "t",
+        tool_call_id: "c",
+        message: "half",
+        progress: 0.5
+      }
     })
     assert.deepStrictEqual(fromWire(wire.channel, wire.data), event)
     const partial: RunEvent = { _tag: "OutputPartial", value: { a: [1, "x"] } }
-    assert.deepStrictEqual(toWire(partial), { channel: "answer", data: { type: "output_partial", value: { a: [1, "x"] } } })
+    assert.deepStrictEqual(toWire(partial), {
+      channel: "answer",
+      data: { type: "output_partial", value: { a: [1, "x"] } }
+    })
     assert.deepStrictEqual(fromWire("answer", { type: "output_partial", value: { a: [1, "x"] } }), partial)
     const failed: RunEvent = { _tag: "RunFailed", message: "bad", retryable: false, code: "output_invalid" }
-    assert.deepStrictEqual(toWire(failed), { channel: "error", data: { message: "bad", retryable: false, code: "output_invalid" } })
+    assert.deepStrictEqual(toWire(failed), {
+      channel: "error",
+      data: { message: "bad", retryable: false, code: "output_invalid" }
+    })
     assert.deepStrictEqual(fromWire("error", { message: "bad", retryable: false, code: "output_invalid" }), failed)
   })
 
@@ -121,7 +146,9 @@ describe("Tool.progress", () => {
         conversationId: "c",
         emit: (e) => Effect.sync(() => void seen.push(e))
       }
-      yield* Tool.withCall(call)(Effect.all([Tool.progress("over", 7), Tool.progress("under", -1), Tool.progress("nan", NaN)]))
+      yield* Tool.withCall(call)(
+        Effect.all([Tool.progress("over", 7), Tool.progress("under", -1), Tool.progress("nan", NaN)])
+      )
       assert.deepStrictEqual(seen, [
         { _tag: "ToolProgress", iteration: 1, tool_name: "t", message: "over", progress: 1 },
         { _tag: "ToolProgress", iteration: 1, tool_name: "t", message: "under", progress: 0 },

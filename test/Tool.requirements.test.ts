@@ -55,7 +55,10 @@ describe("Tool requirements", () => {
     const program = Effect.map(Toolkit.Toolkit, (kit) => kit.size)
     // @ts-expect-error Prices is missing
     const missing: Effect.Effect<number> = Effect.provide(program, Toolkit.layer([price]))
-    const provided: Effect.Effect<number> = Effect.provide(program, Toolkit.layer([price]).pipe(Layer.provide(pricesLayer)))
+    const provided: Effect.Effect<number> = Effect.provide(
+      program,
+      Toolkit.layer([price]).pipe(Layer.provide(pricesLayer))
+    )
     assert.strictEqual(typeof typed.handler, "function")
     assert.isDefined(layer)
     assert.isDefined(unsafe)
@@ -93,7 +96,12 @@ describe("Tool requirements", () => {
 
   it.effect("a tool without dependencies is kept as it is (no per-call context switch)", () =>
     Effect.gen(function*() {
-      const plain = Tool.make({ name: "plain", description: "", parameters: Schema.Struct({}), handler: () => Effect.succeed("ok") })
+      const plain = Tool.make({
+        name: "plain",
+        description: "",
+        parameters: Schema.Struct({}),
+        handler: () => Effect.succeed("ok")
+      })
       const kit = yield* Effect.provide(Toolkit.Toolkit, Toolkit.layer([plain, price]).pipe(Layer.provide(pricesLayer)))
       assert.strictEqual(kit.get("plain"), plain)
       assert.notStrictEqual(kit.get("price"), price)

@@ -11,12 +11,14 @@ const distance = Tool.make({
   name: "distance",
   description: "Distance between two points",
   parameters: Schema.Struct({ from: Point, to: Point, precision: Schema.optional(Schema.Int) }),
-  handler: ({ from, precision, to }) =>
-    Effect.succeed(Math.hypot(to.x - from.x, to.y - from.y).toFixed(precision ?? 2))
+  handler: ({ from, precision, to }) => Effect.succeed(Math.hypot(to.x - from.x, to.y - from.y).toFixed(precision ?? 2))
 })
 
 const failure = <A>(effect: Effect.Effect<A, ToolError>) =>
-  Effect.flatMap(Effect.either(effect), (e) => (Either.isLeft(e) ? Effect.succeed(e.left) : Effect.dieMessage("expected a ToolError")))
+  Effect.flatMap(
+    Effect.either(effect),
+    (e) => (Either.isLeft(e) ? Effect.succeed(e.left) : Effect.dieMessage("expected a ToolError"))
+  )
 
 describe("Tool", () => {
   it.effect("decodes the arguments with the Schema, then runs the handler", () =>
@@ -79,7 +81,10 @@ describe("Tool", () => {
     const base = { description: "", handler: () => Effect.succeed("") }
     assert.throws(() => Tool.make({ ...base, name: "has space", parameters: Schema.Struct({}) }), /Invalid tool name/)
     assert.throws(() => Tool.make({ ...base, name: "", parameters: Schema.Struct({}) }), /Invalid tool name/)
-    assert.throws(() => Tool.make({ ...base, name: "x".repeat(65), parameters: Schema.Struct({}) }), /Invalid tool name/)
+    assert.throws(
+      () => Tool.make({ ...base, name: "x".repeat(65), parameters: Schema.Struct({}) }),
+      /Invalid tool name/
+    )
     assert.throws(() => Tool.make({ ...base, name: "str", parameters: Schema.String }), /expected an object schema/)
   })
 
@@ -99,7 +104,11 @@ describe("Tool", () => {
 
   it("toRich normalises outputs", () => {
     assert.deepStrictEqual(Tool.toRich("plain"), { content: "plain", contentType: "text" })
-    const rich = { content: "<p>x</p>", contentType: "html" as const, artifacts: [{ name: "x.html", mimeType: "text/html" }] }
+    const rich = {
+      content: "<p>x</p>",
+      contentType: "html" as const,
+      artifacts: [{ name: "x.html", mimeType: "text/html" }]
+    }
     assert.strictEqual(Tool.toRich(rich), rich)
   })
 })

@@ -13,11 +13,19 @@ const plainOnly: Partial<Abilities> = { toolCall: false, toolChoice: false, json
 const usage = { prompt: 50, completion: 5 }
 const query = "Find recent news about the Rust 2024 edition and save a summary to notes/rust.md"
 
-const select = (script: ReadonlyArray<ScriptedLlm.ScriptStep>, options: { abilities?: Partial<Abilities>; max?: number } = {}) => {
+const select = (
+  script: ReadonlyArray<ScriptedLlm.ScriptStep>,
+  options: { abilities?: Partial<Abilities>; max?: number } = {}
+) => {
   const llm = ScriptedLlm.makeUnsafe(script, { abilities: options.abilities ?? {} })
   return {
     llm,
-    run: selectTools({ query, toolkit: catalogueToolkit, llm: llm.service, ...(options.max ? { max: options.max } : {}) })
+    run: selectTools({
+      query,
+      toolkit: catalogueToolkit,
+      llm: llm.service,
+      ...(options.max ? { max: options.max } : {})
+    })
   }
 }
 
@@ -27,7 +35,9 @@ const userText = (llm: ScriptedLlm.ScriptedLlm, i = 0) =>
 describe("selectTools", () => {
   it.effect("happy path: one call, known names in the model's order, usage counted", () =>
     Effect.gen(function*() {
-      const { llm, run } = select([ScriptedLlm.toolCall("select_tools", { tools: ["web_search", "fetch_url", "write_file"] }, { usage })])
+      const { llm, run } = select([
+        ScriptedLlm.toolCall("select_tools", { tools: ["web_search", "fetch_url", "write_file"] }, { usage })
+      ])
       const selection = yield* run
       assert.deepStrictEqual(selection.selected, ["web_search", "fetch_url", "write_file"])
       assert.strictEqual(selection.llmCalls, 1)
@@ -60,7 +70,10 @@ describe("selectTools", () => {
       const description = long.slice("- github_search_code: ".length)
       assert.strictEqual(description.length, 80)
       assert.isTrue(description.endsWith("..."))
-      assert.isTrue("Search source code across GitHub repositories with GitHub code-search syntax (qualifiers like repo:, language:, path:).".startsWith(description.slice(0, 77)))
+      assert.isTrue(
+        "Search source code across GitHub repositories with GitHub code-search syntax (qualifiers like repo:, language:, path:)."
+          .startsWith(description.slice(0, 77))
+      )
       assert.notInclude(text, "properties")
       assert.notInclude(text, "ISO 8601")
     }))
@@ -146,7 +159,13 @@ describe("makeActiveToolSet", () => {
 
   it("advertises the selected and pinned tools plus request_tools", () => {
     const set = makeActiveToolSet(catalogueToolkit, ["fetch_url", "web_search", "unknown_tool"])
-    assert.deepStrictEqual(names(set.advertised()), ["web_search", "fetch_url", "calculator", "current_time", "request_tools"])
+    assert.deepStrictEqual(names(set.advertised()), [
+      "web_search",
+      "fetch_url",
+      "calculator",
+      "current_time",
+      "request_tools"
+    ])
     assert.deepStrictEqual(defNames(set), names(set.advertised()))
     const meta = set.definitions().find((d) => d.function.name === "request_tools")!
     const listed = meta.function.description.split("Not loaded yet: ")[1].replace(/\.$/, "").split(", ")
@@ -178,7 +197,14 @@ describe("makeActiveToolSet", () => {
       assert.strictEqual(set.version(), 1)
       const after = set.definitions()
       assert.notStrictEqual(after, before)
-      assert.deepStrictEqual(defNames(set), ["web_search", "sql_query", "describe_table", "calculator", "current_time", "request_tools"])
+      assert.deepStrictEqual(defNames(set), [
+        "web_search",
+        "sql_query",
+        "describe_table",
+        "calculator",
+        "current_time",
+        "request_tools"
+      ])
       assert.notInclude(after.at(-1)!.function.description, "sql_query")
       assert.include(after.at(-1)!.function.description, "geocode")
       // nothing new: no version change

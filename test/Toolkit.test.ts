@@ -6,7 +6,12 @@ import * as Toolkit from "../src/Toolkit.js"
 import { DuplicateToolError } from "../src/Toolkit.js"
 
 const tool = (name: string) =>
-  Tool.make({ name, description: `the ${name} tool`, parameters: Schema.Struct({}), handler: () => Effect.succeed(name) })
+  Tool.make({
+    name,
+    description: `the ${name} tool`,
+    parameters: Schema.Struct({}),
+    handler: () => Effect.succeed(name)
+  })
 
 describe("Toolkit", () => {
   it("keeps insertion order; get/has by name", () => {

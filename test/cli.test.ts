@@ -25,7 +25,11 @@ const cleanEnv = (): Record<string, string> => {
 }
 
 /** Runs the CLI as a child process, with no LLM or MCP configured unless `env` says so. */
-const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}, command?: ReadonlyArray<string>): Promise<Run> => {
+const cli = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string> = {},
+  command?: ReadonlyArray<string>
+): Promise<Run> => {
   const [file, ...prefix] = command ?? [process.execPath, "--import", "tsx", "src/app/cli.ts"]
   return new Promise((resolve) => {
     execFile(
@@ -41,7 +45,13 @@ const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}, comm
 
 const guardrailsFile = (): string => {
   const file = join(mkdtempSync(join(tmpdir(), "cli-guardrails-")), "guardrails.json")
-  writeFileSync(file, JSON.stringify({ input: [{ type: "pattern", name: "secrets", patterns: ["password"] }], refusal: "No secrets here." }))
+  writeFileSync(
+    file,
+    JSON.stringify({
+      input: [{ type: "pattern", name: "secrets", patterns: ["password"] }],
+      refusal: "No secrets here."
+    })
+  )
   return file
 }
 
@@ -197,7 +207,10 @@ describe("cli", () => {
     const run = await runs.dag
     assert.strictEqual(run.code, 0, run.stderr)
     const events = run.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; data: any })
-    assert.deepStrictEqual(events.filter((e) => e.event === "phase").map((e) => e.data.phase), ["planning", "analyzing"])
+    assert.deepStrictEqual(events.filter((e) => e.event === "phase").map((e) => e.data.phase), [
+      "planning",
+      "analyzing"
+    ])
     const plan = events.find((e) => e.event === "dag" && e.data.type === "plan")
     assert.deepStrictEqual(plan?.data.steps.map((s: any) => s.id), ["calc"])
     const done = events[events.length - 1]
@@ -221,28 +234,43 @@ describe("cli", () => {
     const renderer = textRenderer(out, { model: "m", demo: false })
     const events: ReadonlyArray<RunEvent> = [
       { _tag: "DagPhase", phase: "planning", round: 1 },
-      { _tag: "DagPlan", round: 1, steps: [{ id: "1", task: "find A", dependencies: [] }, { id: "2", task: "use A", dependencies: ["1"] }] },
+      {
+        _tag: "DagPlan",
+        round: 1,
+        steps: [{ id: "1", task: "find A", dependencies: [] }, { id: "2", task: "use A", dependencies: ["1"] }]
+      },
       { _tag: "DagStep", round: 1, status: "start", step_id: "1" },
       { _tag: "ToolStart", iteration: 1, tool_name: "lookup", tool_args: { q: "A" }, step_id: "1" },
-      { _tag: "ToolDone", iteration: 1, tool_name: "lookup", observation: "A is 1", error: null, iter_elapsed: 0.5, step_id: "1" },
+      {
+        _tag: "ToolDone",
+        iteration: 1,
+        tool_name: "lookup",
+        observation: "A is 1",
+        error: null,
+        iter_elapsed: 0.5,
+        step_id: "1"
+      },
       { _tag: "DagStep", round: 1, status: "done", step_id: "1", result: "A is 1" },
       { _tag: "DagStep", round: 1, status: "failed", step_id: "2", error: "it broke" },
       { _tag: "DagPhase", phase: "replanning", round: 2, reasoning: "step 2 failed" }
     ]
     for (const e of events) renderer.event(e)
     renderer.close()
-    assert.strictEqual(text, [
-      "▸ plan:",
-      "  [1] find A",
-      "  [2] use A ← 1",
-      "[1] ▶ find A",
-      "[1] → lookup({\"q\":\"A\"})",
-      "[1] ✓ lookup 0.50s: A is 1",
-      "[1] ✓ A is 1",
-      "[2] ✗ failed: it broke",
-      "↻ re-planning: step 2 failed",
-      ""
-    ].join("\n"))
+    assert.strictEqual(
+      text,
+      [
+        "▸ plan:",
+        "  [1] find A",
+        "  [2] use A ← 1",
+        "[1] ▶ find A",
+        "[1] → lookup({\"q\":\"A\"})",
+        "[1] ✓ lookup 0.50s: A is 1",
+        "[1] ✓ A is 1",
+        "[2] ✗ failed: it broke",
+        "↻ re-planning: step 2 failed",
+        ""
+      ].join("\n")
+    )
   })
 
   it("a failed run prints the error and exits 1", async () => {
@@ -326,16 +354,19 @@ describe("cli rendering", () => {
   })
 
   it("the run's summary line shows the share of the input read from the prompt cache (none when nothing was read)", () => {
-    const done = (usage: Record<string, number>): RunEvent => ({
-      _tag: "Done",
-      answer: "ok",
-      iterations: 2,
-      usage: { prompt_tokens: 1000, completion_tokens: 40, total_tokens: 1040, llm_calls: 3, by_phase: {}, ...usage },
-      elapsed: 1.5,
-      pending_injections: []
-    }) as RunEvent
+    const done = (usage: Record<string, number>): RunEvent =>
+      ({
+        _tag: "Done",
+        answer: "ok",
+        iterations: 2,
+        usage: { prompt_tokens: 1000, completion_tokens: 40, total_tokens: 1040, llm_calls: 3, by_phase: {}, ...usage },
+        elapsed: 1.5,
+        pending_injections: []
+      }) as RunEvent
     const cached = capture(false)
-    textRenderer(cached.out, { model: "claude", demo: false }).event(done({ cached_input_tokens: 830, cache_write_input_tokens: 100 }))
+    textRenderer(cached.out, { model: "claude", demo: false }).event(
+      done({ cached_input_tokens: 830, cache_write_input_tokens: 100 })
+    )
     assert.include(cached.text(), "1040 tokens (1000 in, 83% cached, 40 out, 3 LLM calls)")
     const uncached = capture(false)
     textRenderer(uncached.out, { model: "m", demo: false }).event(done({}))

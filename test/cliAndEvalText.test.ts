@@ -8,7 +8,8 @@ import { parse } from "../src/app/cliArgs.js"
 import type * as Eval from "../src/Eval.js"
 import * as EvalReport from "../src/EvalReport.js"
 
-const balanced = (text: string): boolean => (text.match(/'/g) ?? []).length % 2 === 0 && (text.match(/"/g) ?? []).length % 2 === 0
+const balanced = (text: string): boolean =>
+  (text.match(/'/g) ?? []).length % 2 === 0 && (text.match(/"/g) ?? []).length % 2 === 0
 
 describe("the CLI's and the eval table's texts", () => {
   it("an unknown option: a plain message, its quotes balanced", () => {
@@ -16,7 +17,10 @@ describe("the CLI's and the eval table's texts", () => {
     assert.strictEqual(parsed._tag, "Invalid")
     const message = parsed._tag === "Invalid" ? parsed.message : ""
     assert.isTrue(balanced(message), message)
-    assert.strictEqual(message, `Unknown option '--bogus'. A question that starts with '-' goes after '--': npm run ask -- -- "--bogus …"`)
+    assert.strictEqual(
+      message,
+      `Unknown option '--bogus'. A question that starts with '-' goes after '--': npm run ask -- -- "--bogus …"`
+    )
   })
 
   it("the eval table shows the judge's reason of a case that passed with less than full marks", () => {

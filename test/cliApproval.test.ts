@@ -35,7 +35,8 @@ const cli = (args: ReadonlyArray<string>): Promise<Run> =>
       process.execPath,
       ["--import", "tsx", "src/app/cli.ts", ...args],
       { cwd: ROOT, env: baseEnv(), timeout: 120_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
+      (error, stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
     )
     child.stdin?.end()
   })
@@ -104,7 +105,10 @@ describe("cli approval", () => {
       assert.strictEqual(approvalMode(false, true), "ask")
       assert.strictEqual(approvalMode(false, false), "none")
       assert.deepStrictEqual(yield* answerFor("all", requested, () => Effect.die("not asked")), { decision: "approve" })
-      assert.deepStrictEqual(yield* answerFor("none", requested, () => Effect.die("not asked")), { decision: "deny", reason: NO_APPROVER })
+      assert.deepStrictEqual(yield* answerFor("none", requested, () => Effect.die("not asked")), {
+        decision: "deny",
+        reason: NO_APPROVER
+      })
       const asked: Array<string> = []
       const answer = yield* answerFor("ask", requested, (q) => Effect.sync(() => (asked.push(q), "n")))
       assert.deepStrictEqual([asked, answer], [[question(requested)], { decision: "deny" }])

@@ -34,7 +34,15 @@ describe("CLI: budgets and guardrails", () => {
       { _tag: "GuardrailTripped", stage: "input", name: "secrets", reason: "matched pattern \"password\"" },
       { _tag: "BudgetStatus", status: "exhausted", spent_usd: 0.01, limit_usd: 0.01 },
       { _tag: "BudgetStatus", status: "extended", spent_usd: 0.01, limit_usd: 0.02 },
-      { _tag: "BudgetExhausted", spent_tokens: 1200, limit_tokens: 2000, spent_usd: 0.02, limit_usd: 0.02, needed_tokens: 900, needed_usd: 0.0011 },
+      {
+        _tag: "BudgetExhausted",
+        spent_tokens: 1200,
+        limit_tokens: 2000,
+        spent_usd: 0.02,
+        limit_usd: 0.02,
+        needed_tokens: 900,
+        needed_usd: 0.0011
+      },
       done
     ])
     assert.include(text, "⛔ guardrail secrets tripped on the request: matched pattern \"password\"")

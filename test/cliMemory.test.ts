@@ -55,12 +55,29 @@ describe("cli --user", () => {
 
   it("a turn of one user is recalled in their next conversation, never in another user's", async () => {
     const env = { DATABASE_PATH: join(mkdtempSync(join(tmpdir(), "cli-memory-")), "react.sqlite") }
-    const told = await cli(["--json", "--user", "ada", "--conversation", "ada-1", "what is 17*23 for my teal garden"], env)
+    const told = await cli(
+      ["--json", "--user", "ada", "--conversation", "ada-1", "what is 17*23 for my teal garden"],
+      env
+    )
     assert.strictEqual(told.code, 0, told.stderr)
     assert.deepStrictEqual(memoryEvents(told.lines), [{ type: "recalled", items: [] }])
     // one after the other: each process opens the same file
-    const asked = await cli(["--json", "--user", "ada", "--conversation", "ada-2", "what is 17*23 for my teal garden again"], env)
-    const other = await cli(["--json", "--user", "bob", "--conversation", "bob-1", "what is 17*23 for my teal garden again"], env)
+    const asked = await cli([
+      "--json",
+      "--user",
+      "ada",
+      "--conversation",
+      "ada-2",
+      "what is 17*23 for my teal garden again"
+    ], env)
+    const other = await cli([
+      "--json",
+      "--user",
+      "bob",
+      "--conversation",
+      "bob-1",
+      "what is 17*23 for my teal garden again"
+    ], env)
     const nobody = await cli(["--json", "--conversation", "anon-1", "what is 17*23 for my teal garden again"], env)
     assert.strictEqual(asked.code, 0, asked.stderr)
     const recalled = memoryEvents(asked.lines).find((e) => e.type === "recalled")

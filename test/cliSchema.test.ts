@@ -28,8 +28,13 @@ const cleanEnv = (): Record<string, string> => {
 const cli = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   Effect.promise(() =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, ["--import", "tsx", "src/app/cli.ts", ...args], { cwd: ROOT, env: { ...cleanEnv(), ...env }, timeout: 120_000 }, (error, stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr }))
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "src/app/cli.ts", ...args],
+        { cwd: ROOT, env: { ...cleanEnv(), ...env }, timeout: 120_000 },
+        (error, stdout, stderr) =>
+          resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
+      )
     })
   )
 
@@ -52,7 +57,8 @@ describe("npm run ask -- --schema FILE", () => {
       const fake = yield* FakeOpenAi.scoped((body: any) =>
         body.stream === true
           ? FakeOpenAi.sseText(`{"city": "Paris", "celsius": 21}`)
-          : FakeOpenAi.completion({ content: "It is 21 degrees in Paris." }))
+          : FakeOpenAi.completion({ content: "It is 21 degrees in Paris." })
+      )
       const dir = mkdtempSync(join(tmpdir(), "cli-schema-"))
       const file = join(dir, "weather.json")
       writeFileSync(file, JSON.stringify(WEATHER))
@@ -64,14 +70,20 @@ describe("npm run ask -- --schema FILE", () => {
       assert.strictEqual(done.event, "done")
       assert.deepStrictEqual(done.data.output, { city: "Paris", celsius: 21 })
       assert.strictEqual(done.data.answer, `{"city": "Paris", "celsius": 21}`)
-      assert.strictEqual(fake.requests.find((r) => r.body.stream === true)?.body.response_format.json_schema.strict, true)
+      assert.strictEqual(
+        fake.requests.find((r) => r.body.stream === true)?.body.response_format.json_schema.strict,
+        true
+      )
       // a schema the CLI cannot honour: exit 2, the keyword named, no model call
       const bad = join(dir, "bad.json")
       writeFileSync(bad, JSON.stringify({ type: "object", properties: { a: { type: "string", not: {} } } }))
       const before = fake.requests.length
       const refused = yield* cli(["--schema", bad, "q"], env)
       assert.strictEqual(refused.code, 2)
-      assert.include(refused.stderr, `unsupported JSON Schema: the keyword not is not supported (keyword "not" at /properties/a/not)`)
+      assert.include(
+        refused.stderr,
+        `unsupported JSON Schema: the keyword not is not supported (keyword "not" at /properties/a/not)`
+      )
       assert.strictEqual(fake.requests.length, before)
     }), 180_000)
 
@@ -81,8 +93,23 @@ describe("npm run ask -- --schema FILE", () => {
       const out: Output = { write: (t) => void (shown += t), error: () => {}, isTTY }
       const r = textRenderer(out, { model: "m", demo: false })
       r.event({ _tag: "ToolStart", iteration: 1, tool_name: "lab__work", tool_args: {}, tool_call_id: "c" })
-      r.event({ _tag: "ToolProgress", iteration: 1, tool_name: "lab__work", tool_call_id: "c", message: "indexing part 2 of 4", progress: 0.5 })
-      r.event({ _tag: "ToolDone", iteration: 1, tool_name: "lab__work", observation: "indexed", error: null, iter_elapsed: 1.2, tool_call_id: "c" })
+      r.event({
+        _tag: "ToolProgress",
+        iteration: 1,
+        tool_name: "lab__work",
+        tool_call_id: "c",
+        message: "indexing part 2 of 4",
+        progress: 0.5
+      })
+      r.event({
+        _tag: "ToolDone",
+        iteration: 1,
+        tool_name: "lab__work",
+        observation: "indexed",
+        error: null,
+        iter_elapsed: 1.2,
+        tool_call_id: "c"
+      })
       r.close()
       const plain = shown.replace(/\x1b\[[0-9;]*[A-Za-z]/g, "")
       if (isTTY) assert.include(plain, "running lab__work: indexing part 2 of 4 (50%)…")

@@ -24,20 +24,32 @@ const fileOf = (name: string, text: string): string => {
 describe("configuration files, checked at start-up", () => {
   it.effect("a guardrails file: a pattern that is not a regular expression names the file, the entry and the problem", () =>
     Effect.gen(function*() {
-      const file = fileOf("guardrails.json", JSON.stringify({
-        input: [{ type: "length", name: "short", max: 10 }],
-        output: [{ type: "pattern", name: "secrets", patterns: ["password", "/a(/i"] }]
-      }))
+      const file = fileOf(
+        "guardrails.json",
+        JSON.stringify({
+          input: [{ type: "length", name: "short", max: 10 }],
+          output: [{ type: "pattern", name: "secrets", patterns: ["password", "/a(/i"] }]
+        })
+      )
       const error = yield* Effect.flip(Guardrail.loadFile(file))
       assert.include(
         String(error),
         `REACT_GUARDRAILS_FILE ${file} is invalid: output[0] ("secrets"): patterns[1] "/a(/i": Invalid regular expression: /a(/i: Unterminated group`
       )
       // bad flags too
-      const flags = fileOf("flags.json", JSON.stringify({ input: [{ type: "pattern", name: "p", patterns: ["/a/zz"] }] }))
-      assert.include(String(yield* Effect.flip(Guardrail.loadFile(flags))), `input[0] ("p"): patterns[0] "/a/zz": Invalid flags`)
+      const flags = fileOf(
+        "flags.json",
+        JSON.stringify({ input: [{ type: "pattern", name: "p", patterns: ["/a/zz"] }] })
+      )
+      assert.include(
+        String(yield* Effect.flip(Guardrail.loadFile(flags))),
+        `input[0] ("p"): patterns[0] "/a/zz": Invalid flags`
+      )
       // a valid file loads
-      const ok = fileOf("ok.json", JSON.stringify({ input: [{ type: "pattern", name: "p", patterns: ["/pass(word)?/i", "secret"] }] }))
+      const ok = fileOf(
+        "ok.json",
+        JSON.stringify({ input: [{ type: "pattern", name: "p", patterns: ["/pass(word)?/i", "secret"] }] })
+      )
       assert.strictEqual((yield* Guardrail.loadFile(ok)).input.length, 1)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
@@ -54,7 +66,10 @@ describe("configuration files, checked at start-up", () => {
       const file = fileOf("prices.json", `{"m": {"input": 1, "output": 1e999}}`)
       const error = String(yield* Effect.flip(Budget.loadPrices(file)))
       assert.include(error, `MODEL_PRICES_FILE ${file} is not a price table`)
-      assert.include(error, `MODEL_PRICES_FILE ${file} is not a price table: m.output: Expected a finite price in USD per million tokens`)
+      assert.include(
+        error,
+        `MODEL_PRICES_FILE ${file} is not a price table: m.output: Expected a finite price in USD per million tokens`
+      )
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it("patterns are compiled once per spec, not once per run", () => {

@@ -31,7 +31,8 @@ const reactEngine = (args: ReadonlyArray<string>): Promise<Run> =>
       process.execPath,
       ["--import", "tsx", "src/app/react-engine.ts", ...args],
       { env: offlineEnv(), timeout: 120_000, maxBuffer: 16 * 1024 * 1024 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
+      (error, stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
     )
   })
 
@@ -54,28 +55,32 @@ describe("react-engine eval (the package binary)", () => {
     assert.isTrue(existsSync(join(dir, "report.html")))
   })
 
-  it("a failing case that takes the mean below --min-score: exit 1, and the report says why", { timeout: 120_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), "eval-bin-"))
-    const cases = join(dir, "cases.jsonl")
-    writeFileSync(
-      cases,
-      [
-        JSON.stringify({ id: "right", input: "What is 12 * 7?", scorers: [{ type: "contains", value: "84" }] }),
-        JSON.stringify({ id: "wrong", input: "What is 12 * 7?", scorers: [{ type: "contains", value: "85" }] })
-      ].join("\n")
-    )
-    const report = join(dir, "report.json")
-    const low = await reactEngine(["eval", cases, "--report", report, "--min-score", "0.6"])
-    assert.strictEqual(low.code, 1, low.stderr)
-    assert.include(low.stderr, "mean score 0.5 is below --min-score 0.6")
-    const json = JSON.parse(readFileSync(report, "utf8")) as Eval.Report
-    assert.deepStrictEqual(json.cases.map((c) => [c.id, c.passed, c.scores[0].reason]), [
-      ["right", true, "contains \"84\""],
-      ["wrong", false, "does not contain \"85\""]
-    ])
-    const enough = await reactEngine(["eval", cases, "--min-score", "0.5"])
-    assert.strictEqual(enough.code, 0, enough.stderr)
-  })
+  it(
+    "a failing case that takes the mean below --min-score: exit 1, and the report says why",
+    { timeout: 120_000 },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "eval-bin-"))
+      const cases = join(dir, "cases.jsonl")
+      writeFileSync(
+        cases,
+        [
+          JSON.stringify({ id: "right", input: "What is 12 * 7?", scorers: [{ type: "contains", value: "84" }] }),
+          JSON.stringify({ id: "wrong", input: "What is 12 * 7?", scorers: [{ type: "contains", value: "85" }] })
+        ].join("\n")
+      )
+      const report = join(dir, "report.json")
+      const low = await reactEngine(["eval", cases, "--report", report, "--min-score", "0.6"])
+      assert.strictEqual(low.code, 1, low.stderr)
+      assert.include(low.stderr, "mean score 0.5 is below --min-score 0.6")
+      const json = JSON.parse(readFileSync(report, "utf8")) as Eval.Report
+      assert.deepStrictEqual(json.cases.map((c) => [c.id, c.passed, c.scores[0].reason]), [
+        ["right", true, "contains \"84\""],
+        ["wrong", false, "does not contain \"85\""]
+      ])
+      const enough = await reactEngine(["eval", cases, "--min-score", "0.5"])
+      assert.strictEqual(enough.code, 0, enough.stderr)
+    }
+  )
 
   it("no command or an unknown one: usage, exit 2", { timeout: 60_000 }, async () => {
     const none = await reactEngine([])

@@ -43,9 +43,17 @@ const family = (file: string): string | undefined => {
  * one direction only.
  */
 const allowedTypeCycles: ReadonlyArray<readonly [string, string, string]> = [
-  ["src/RunEvent.ts", "src/Tool.ts", "a tool's rich result (Artifact) is part of the ToolDone event; a tool's context can emit events"],
+  [
+    "src/RunEvent.ts",
+    "src/Tool.ts",
+    "a tool's rich result (Artifact) is part of the ToolDone event; a tool's context can emit events"
+  ],
   ["src/Hooks.ts", "src/Tool.ts", "a hook sees the tool it guards; a tool's handler receives the hook's use context"],
-  ["src/AgentTool.ts", "src/ReactAgent.ts", "an agent as a tool takes the agent's run input; ReactAgent.asTool builds it"]
+  [
+    "src/AgentTool.ts",
+    "src/ReactAgent.ts",
+    "an agent as a tool takes the agent's run input; ReactAgent.asTool builds it"
+  ]
 ]
 
 /** Modules over the 400-line rule, each with the issue that splits it (none left). */
@@ -61,9 +69,13 @@ const srcFiles = (dir: string): ReadonlyArray<string> =>
   )
 
 describe("layout rules (docs/architecture.md)", () => {
-  it("dependency-cruiser: no import breaks a rule; type-only cycles stay inside a module's family", { timeout: 120_000 }, async () => {
+  it("dependency-cruiser: no import breaks a rule; type-only cycles stay inside a module's family", {
+    timeout: 120_000
+  }, async () => {
     const violations = await cruise()
-    const errors = violations.filter((v) => v.rule.severity === "error").map((v) => `${v.rule.name}: ${v.from} → ${v.to}`)
+    const errors = violations.filter((v) => v.rule.severity === "error").map((v) =>
+      `${v.rule.name}: ${v.from} → ${v.to}`
+    )
     assert.deepStrictEqual(errors, [])
     const strayCycles = violations
       .filter((v) => v.rule.name === "type-only-circular")
@@ -73,7 +85,8 @@ describe("layout rules (docs/architecture.md)", () => {
         if (families.size === 1 && !families.has(undefined)) return false
         // an allowed pair, directly or through the pair's own internal files
         return !allowedTypeCycles.some(([a, b]) =>
-          families.size === 2 && families.has(family(a)) && families.has(family(b)) && cycle.includes(a) && cycle.includes(b)
+          families.size === 2 && families.has(family(a)) && families.has(family(b)) && cycle.includes(a) &&
+          cycle.includes(b)
         )
       })
       .map((cycle) => cycle.join(" → "))

@@ -14,8 +14,14 @@ describe("lint", () => {
     const eslint = new ESLint({ cwd: root })
     const results = await eslint.lintFiles(["."])
     const problems = results.flatMap((result) =>
-      result.messages.map((m) => `${path.relative(root, result.filePath)}:${m.line}:${m.column} ${m.ruleId ?? "parse"} ${m.message}`)
+      result.messages.map((m) =>
+        `${path.relative(root, result.filePath)}:${m.line}:${m.column} ${m.ruleId ?? "parse"} ${m.message}`
+      )
     )
-    assert.deepStrictEqual(problems.slice(0, 50), [], `${problems.length} problems; npm run lint:fix formats and fixes what it can`)
+    assert.deepStrictEqual(
+      problems.slice(0, 50),
+      [],
+      `${problems.length} problems; npm run lint:fix formats and fixes what it can`
+    )
   })
 })

@@ -66,12 +66,20 @@ const toMessages = (request: ModelRequest): Array<ChatCompletionMessageParam> =>
         assistant = { role: "assistant", content: textOf(m.content) || null }
       } else {
         flush()
-        out.push(m.role === "system" ? { role: "system", content: textOf(m.content) } : { role: "user", content: textOf(m.content) })
+        out.push(
+          m.role === "system"
+            ? { role: "system", content: textOf(m.content) }
+            : { role: "user", content: textOf(m.content) }
+        )
       }
     } else if (type === "function_call") {
       const c = item as { callId: string; name: string; arguments: string }
       assistant ??= { role: "assistant", content: null }
-      assistant.tool_calls = [...(assistant.tool_calls ?? []), { id: c.callId, type: "function", function: { name: c.name, arguments: c.arguments } }]
+      assistant.tool_calls = [...(assistant.tool_calls ?? []), {
+        id: c.callId,
+        type: "function",
+        function: { name: c.name, arguments: c.arguments }
+      }]
     } else if (type === "function_call_result") {
       flush()
       const r = item as { callId: string; output: unknown }
@@ -88,7 +96,15 @@ const toParams = (modelId: string, request: ModelRequest): ChatCompletionCreateP
   const tools: Array<ChatCompletionTool> = []
   for (const t of request.tools) {
     if (t.type !== "function") throw new Error(`tool ${t.name} (${t.type}) is not supported by this benchmark model`)
-    tools.push({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown>, strict: t.strict } })
+    tools.push({
+      type: "function",
+      function: {
+        name: t.name,
+        description: t.description,
+        parameters: t.parameters as Record<string, unknown>,
+        strict: t.strict
+      }
+    })
   }
   const choice = request.modelSettings.toolChoice
   const toolChoice: ChatCompletionToolChoiceOption | undefined = choice === undefined
@@ -106,7 +122,11 @@ const toParams = (modelId: string, request: ModelRequest): ChatCompletionCreateP
   }
 }
 
-const outputItems = (id: string, text: string, calls: ReadonlyArray<{ id: string; name: string; arguments: string }>): Array<protocol.OutputModelItem> => {
+const outputItems = (
+  id: string,
+  text: string,
+  calls: ReadonlyArray<{ id: string; name: string; arguments: string }>
+): Array<protocol.OutputModelItem> => {
   const out: Array<protocol.OutputModelItem> = []
   if (text !== "") {
     out.push({ type: "message", id, role: "assistant", status: "completed", content: [{ type: "output_text", text }] })
@@ -209,14 +229,22 @@ export const engine: LatencyEngine = {
         }
       })
     )
-    const agent = new Agent({ name: "bench", instructions: SYSTEM_PROMPT, model: new OpenAiChatModel("fake-model", client), tools })
+    const agent = new Agent({
+      name: "bench",
+      instructions: SYSTEM_PROMPT,
+      model: new OpenAiChatModel("fake-model", client),
+      tools
+    })
     const runner = new Runner({ tracingDisabled: true })
     return {
       run: async (marks) => {
         const result = await runner.run(agent, scenario.query, { stream: true, maxTurns: 10 })
         let answer = ""
         for await (const event of result) {
-          if (event.type === "raw_model_stream_event" && event.data.type === "output_text_delta" && event.data.delta !== "") {
+          if (
+            event.type === "raw_model_stream_event" && event.data.type === "output_text_delta" &&
+            event.data.delta !== ""
+          ) {
             answer += event.data.delta
             marks.answerToken()
           }

@@ -78,15 +78,25 @@ const toMessages = (prompt: LanguageModelV3Prompt): Array<ChatCompletionMessageP
         for (const p of m.content) {
           if (p.type === "text") text += p.text
           else if (p.type === "tool-call") {
-            calls.push({ id: p.toolCallId, type: "function", function: { name: p.toolName, arguments: JSON.stringify(p.input) } })
+            calls.push({
+              id: p.toolCallId,
+              type: "function",
+              function: { name: p.toolName, arguments: JSON.stringify(p.input) }
+            })
           }
         }
-        out.push({ role: "assistant", content: text === "" ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) })
+        out.push({
+          role: "assistant",
+          content: text === "" ? null : text,
+          ...(calls.length > 0 ? { tool_calls: calls } : {})
+        })
         break
       }
       case "tool":
         for (const p of m.content) {
-          if (p.type === "tool-result") out.push({ role: "tool", tool_call_id: p.toolCallId, content: toolOutputText(p.output) })
+          if (p.type === "tool-result") {
+            out.push({ role: "tool", tool_call_id: p.toolCallId, content: toolOutputText(p.output) })
+          }
         }
         break
     }
@@ -100,7 +110,11 @@ const toParams = (modelId: string, options: LanguageModelV3CallOptions): ChatCom
     if (t.type !== "function") throw new Error(`provider tool ${t.name} is not supported by this benchmark model`)
     tools.push({
       type: "function",
-      function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.inputSchema as Record<string, unknown> }
+      function: {
+        name: t.name,
+        ...(t.description ? { description: t.description } : {}),
+        parameters: t.inputSchema as Record<string, unknown>
+      }
     })
   }
   const choice = options.toolChoice
@@ -131,7 +145,9 @@ const finishReason = (raw: string | null | undefined): LanguageModelV3FinishReas
   raw: raw ?? undefined
 })
 
-const usageOf = (u: { prompt_tokens?: number; completion_tokens?: number } | null | undefined): LanguageModelV3Usage => ({
+const usageOf = (
+  u: { prompt_tokens?: number; completion_tokens?: number } | null | undefined
+): LanguageModelV3Usage => ({
   inputTokens: { total: u?.prompt_tokens, noCache: u?.prompt_tokens, cacheRead: undefined, cacheWrite: undefined },
   outputTokens: { total: u?.completion_tokens, text: u?.completion_tokens, reasoning: undefined }
 })
@@ -152,7 +168,9 @@ export class OpenAiChatModelV3 implements LanguageModelV3 {
     const content: Array<LanguageModelV3Content> = []
     if (choice?.message.content) content.push({ type: "text", text: choice.message.content })
     for (const c of choice?.message.tool_calls ?? []) {
-      if (c.type === "function") content.push({ type: "tool-call", toolCallId: c.id, toolName: c.function.name, input: c.function.arguments })
+      if (c.type === "function") {
+        content.push({ type: "tool-call", toolCallId: c.id, toolName: c.function.name, input: c.function.arguments })
+      }
     }
     return { content, finishReason: finishReason(choice?.finish_reason), usage: usageOf(body.usage), warnings: [] }
   }
@@ -185,7 +203,12 @@ export class OpenAiChatModelV3 implements LanguageModelV3 {
               if (textOpen) emit({ type: "text-end", id: "text-0" })
               for (const c of calls.values()) {
                 emit({ type: "tool-input-end", id: c.id })
-                emit({ type: "tool-call", toolCallId: c.id, toolName: c.name, input: c.arguments === "" ? "{}" : c.arguments })
+                emit({
+                  type: "tool-call",
+                  toolCallId: c.id,
+                  toolName: c.name,
+                  input: c.arguments === "" ? "{}" : c.arguments
+                })
               }
               emit({ type: "finish", usage: usageOf(usage), finishReason: finishReason(reason) })
               controller.close()
@@ -194,7 +217,12 @@ export class OpenAiChatModelV3 implements LanguageModelV3 {
             const chunk = next.value
             if (!started) {
               started = true
-              emit({ type: "response-metadata", id: chunk.id, modelId: chunk.model, timestamp: new Date(chunk.created * 1000) })
+              emit({
+                type: "response-metadata",
+                id: chunk.id,
+                modelId: chunk.model,
+                timestamp: new Date(chunk.created * 1000)
+              })
             }
             if (chunk.usage) usage = chunk.usage
             const choice = chunk.choices[0]
@@ -256,7 +284,13 @@ export const engine: LatencyEngine = {
     ]))
     return {
       run: async (marks) => {
-        const result = streamText({ model, system: SYSTEM_PROMPT, prompt: scenario.query, tools, stopWhen: stepCountIs(10) })
+        const result = streamText({
+          model,
+          system: SYSTEM_PROMPT,
+          prompt: scenario.query,
+          tools,
+          stopWhen: stepCountIs(10)
+        })
         let answer = ""
         for await (const part of result.fullStream) {
           if (part.type === "text-delta") {

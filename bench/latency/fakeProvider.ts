@@ -50,7 +50,13 @@ export interface LatencyProvider {
 /** The pieces a reply is streamed in: one per token. */
 type Piece =
   | { readonly _tag: "text"; readonly text: string }
-  | { readonly _tag: "call"; readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string }
+  | {
+    readonly _tag: "call"
+    readonly index: number
+    readonly id?: string
+    readonly name?: string
+    readonly arguments: string
+  }
 
 /** Splits a plan into tokens (see the module doc). @since 0.1.0 */
 export const pieces = (plan: Plan): Array<Piece> => {
@@ -60,7 +66,9 @@ export const pieces = (plan: Plan): Array<Piece> => {
   const calls: ReadonlyArray<PlannedCall> = ("toolCalls" in plan ? plan.toolCalls : undefined) ?? []
   calls.forEach((c, index) => {
     out.push({ _tag: "call", index, id: c.id, name: c.name, arguments: "" })
-    for (let i = 0; i < c.arguments.length; i += 4) out.push({ _tag: "call", index, arguments: c.arguments.slice(i, i + 4) })
+    for (let i = 0; i < c.arguments.length; i += 4) {
+      out.push({ _tag: "call", index, arguments: c.arguments.slice(i, i + 4) })
+    }
   })
   return out
 }
@@ -100,7 +108,14 @@ export const start = async (model: LatencyModel, behaviour: (body: any) => Plan)
     } catch (e) {
       served.push({ kind: "error", stream: false, outputTokens: 0, durationMs: performance.now() - t0, aborted: false })
       res.writeHead(400, { "content-type": "application/json" })
-      res.end(JSON.stringify({ error: { message: `latency provider: ${e instanceof Error ? e.message : String(e)}`, type: "invalid_request_error" } }))
+      res.end(
+        JSON.stringify({
+          error: {
+            message: `latency provider: ${e instanceof Error ? e.message : String(e)}`,
+            type: "invalid_request_error"
+          }
+        })
+      )
       return
     }
     const stream = body.stream === true

@@ -11,13 +11,13 @@
  *
  * @since 0.1.0
  */
+import { AgentConfig, ContextGuard, Hooks, Interrupts, OpenAiLlm, ReactAgent, Toolkit } from "effect-react-engine"
+import type { Tool } from "effect-react-engine"
+import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Stream from "effect/Stream"
-import type * as ConfigError from "effect/ConfigError"
-import { AgentConfig, ContextGuard, Hooks, Interrupts, OpenAiLlm, ReactAgent, Toolkit } from "effect-react-engine"
-import type { Tool } from "effect-react-engine"
 import type { LatencyEngine } from "./engine.js"
 
 /** @since 0.1.0 */
@@ -47,9 +47,10 @@ export const ourAgentLayer = (
 ): Layer.Layer<ReactAgent.ReactAgent, ConfigError.ConfigError> => {
   const llm = OpenAiLlm.layer({ baseURL, apiKey: "bench", model: "fake-model" })
   const options = (synthesisOptionSupported ? { synthesis } : {}) as Partial<AgentConfig.AgentOptions>
-  const services = Layer.mergeAll(Toolkit.layer(tools), Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory).pipe(
-    Layer.provideMerge(llm)
-  )
+  const services = Layer.mergeAll(Toolkit.layer(tools), Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory)
+    .pipe(
+      Layer.provideMerge(llm)
+    )
   return ReactAgent.layer(options).pipe(Layer.provide(services))
 }
 

@@ -17,9 +17,9 @@
  *
  * @since 0.1.0
  */
+import { Tool } from "effect-react-engine"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { Tool } from "effect-react-engine"
 import { catalogueTools } from "../../test/utils/catalogue.js"
 
 /** The answer every scenario ends with: 60 tokens as the fake provider counts them (one per word). @since 0.1.0 */
@@ -61,7 +61,8 @@ export const lookupResult = (index: number): string =>
 /** 20 tools: `lookup` and 19 unpinned tools of test/utils/catalogue.ts (above our selection threshold of 12). */
 const catalogue20: ReadonlyArray<Tool.Tool> = [lookupTool, ...catalogueTools.filter((t) => !t.pinned).slice(0, 19)]
 
-const NO_TOOLS_QUERY = "Are records 1 and 2 in good order? Answer from what you already know, without looking anything up."
+const NO_TOOLS_QUERY =
+  "Are records 1 and 2 in good order? Answer from what you already know, without looking anything up."
 const TWO_ROUNDS_QUERY = "Look up record 1, then record 2, and tell me whether they are in good order."
 
 /** @since 0.1.0 */

@@ -42,12 +42,15 @@ class ScriptedModel implements Model {
   constructor(private readonly scenario: Scenario) {}
   async getResponse(_request: ModelRequest): Promise<ModelResponse> {
     const step = this.turn++
-    return { usage: new Usage({ requests: 1, inputTokens: 10, outputTokens: 5, totalTokens: 15 }), output: output(this.scenario, step) }
+    return {
+      usage: new Usage({ requests: 1, inputTokens: 10, outputTokens: 5, totalTokens: 15 }),
+      output: output(this.scenario, step)
+    }
   }
   async *getStreamedResponse(_request: ModelRequest): AsyncIterable<protocol.StreamEvent> {
     const step = this.turn++
     yield { type: "response_started" }
-    if (step >= this.scenario.steps) for (const delta of FINAL_CHUNKS) yield { type: "output_text_delta", delta }
+    if (step >= this.scenario.steps) { for (const delta of FINAL_CHUNKS) yield { type: "output_text_delta", delta } }
     yield {
       type: "response_done",
       response: {
@@ -68,7 +71,12 @@ const lookupFor = (scenario: Scenario) =>
   })
 
 const agentFor = (scenario: Scenario, lookup: ReturnType<typeof lookupFor>) =>
-  new Agent({ name: "bench", instructions: "You look up records.", model: new ScriptedModel(scenario), tools: [lookup] })
+  new Agent({
+    name: "bench",
+    instructions: "You look up records.",
+    model: new ScriptedModel(scenario),
+    tools: [lookup]
+  })
 
 const toolCallsOf = (items: ReadonlyArray<{ readonly type: string }>) => {
   let toolCalls = 0

@@ -19,7 +19,8 @@ import type { Engine, Scenario } from "../scenario.js"
 import { FINAL, FINAL_CHUNKS, QUERY, runTool, TOOL_DESCRIPTION, TOOL_NAME, toolArgs } from "../scenario.js"
 
 /** A part of the mock's stream (the provider spec's type, read off the mock: `@ai-sdk/provider` is not our dependency). */
-type LanguageModelV3StreamPart = Awaited<ReturnType<MockLanguageModelV3["doStream"]>>["stream"] extends ReadableStream<infer P> ? P : never
+type LanguageModelV3StreamPart = Awaited<ReturnType<MockLanguageModelV3["doStream"]>>["stream"] extends
+  ReadableStream<infer P> ? P : never
 
 const usage = {
   inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },

@@ -24,41 +24,61 @@
  *
  * @since 0.1.0
  */
+import {
+  ContextGuard,
+  Hooks,
+  Interrupts,
+  Llm as LlmModule,
+  ReactAgent,
+  ScriptedLlm,
+  Tool,
+  Toolkit
+} from "effect-react-engine"
+import type { AgentConfig } from "effect-react-engine"
+import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
 import type { Engine, Scenario } from "../scenario.js"
 import { FINAL, QUERY, runTool, TOOL_DESCRIPTION, TOOL_NAME, toolArgs } from "../scenario.js"
-import { ContextGuard, Hooks, Interrupts, Llm as LlmModule, ReactAgent, ScriptedLlm, Tool, Toolkit } from "effect-react-engine"
-import type { AgentConfig } from "effect-react-engine"
-import type * as ConfigError from "effect/ConfigError"
 
 const { Llm } = LlmModule
 
 /** Large enough that neither the guard nor the result budget ever cuts anything here. */
 const HUGE_BUDGET = 100_000_000
 
-
 /** Fixed usage per reply (as the peers' mocks report), so the fake never estimates the prompt. */
 const USAGE = { prompt: 10, completion: 5 }
 
 /** A scripted LLM whose script restarts with `reset()`. @since 0.1.0 */
-export const resettableScript = (script: ReadonlyArray<ScriptedLlm.ScriptStep>, options?: ScriptedLlm.ScriptedLlmOptions) => {
+export const resettableScript = (
+  script: ReadonlyArray<ScriptedLlm.ScriptStep>,
+  options?: ScriptedLlm.ScriptedLlmOptions
+) => {
   let turn = 0
   const llm = ScriptedLlm.makeUnsafe(() => script[Math.min(turn++, script.length - 1)], { record: false, ...options })
-  return { llm, reset: () => void (turn = 0), get turns() { return turn } }
+  return {
+    llm,
+    reset: () => void (turn = 0),
+    get turns() {
+      return turn
+    }
+  }
 }
 
 /** The scenario's script: tool-call turns, the loop's final answer, the synthesis stream (policy `always` only). @since 0.1.0 */
 export const scriptFor = (scenario: Scenario): Array<ScriptedLlm.ScriptStep> => {
   const script: Array<ScriptedLlm.ScriptStep> = []
   for (let step = 0; step < scenario.steps; step++) {
-    script.push(ScriptedLlm.toolCalls(Array.from({ length: scenario.calls }, (_, c) => ({
-      id: `call_${step}_${c}`,
-      name: TOOL_NAME,
-      arguments: toolArgs(step, c)
-    })), { usage: USAGE }))
+    script.push(ScriptedLlm.toolCalls(
+      Array.from({ length: scenario.calls }, (_, c) => ({
+        id: `call_${step}_${c}`,
+        name: TOOL_NAME,
+        arguments: toolArgs(step, c)
+      })),
+      { usage: USAGE }
+    ))
   }
   script.push(ScriptedLlm.text(FINAL, { usage: USAGE }), ScriptedLlm.text(FINAL, { usage: USAGE }))
   return script

@@ -22,13 +22,17 @@ import { startSampleServer } from "../../test/utils/sdkSampleServer.js"
 
 const sample = await startSampleServer({ token: "sample-token" })
 const program = Effect.gen(function*() {
-  const expert = yield* A2A.remoteAgent(sample.url, { name: "sample_agent", headers: { Authorization: "Bearer sample-token" } })
+  const expert = yield* A2A.remoteAgent(sample.url, {
+    name: "sample_agent",
+    headers: { Authorization: "Bearer sample-token" }
+  })
   console.log(`tool ${expert.name}: ${expert.description}`)
   // a scripted model stands in for a real one: it delegates once, then answers from the result
   const model = ScriptedLlm.makeUnsafe((request) =>
     request.messages.some((m) => m.role === "tool")
       ? ScriptedLlm.text("The sample agent says: Sample answer to: What is A2A?")
-      : ScriptedLlm.toolCall("sample_agent", { query: "What is A2A?" }, { id: "call_1" }))
+      : ScriptedLlm.toolCall("sample_agent", { query: "What is A2A?" }, { id: "call_1" })
+  )
   const agent = ReactAgent.layer({ completionCheck: false }).pipe(Layer.provide(Layer.mergeAll(
     Layer.succeed(Llm, model.service),
     Toolkit.layer([expert]),
@@ -36,14 +40,19 @@ const program = Effect.gen(function*() {
     ContextGuard.layer({}),
     Interrupts.layerMemory
   )))
-  yield* Effect.flatMap(ReactAgent.ReactAgent, (a) =>
-    a.run({ query: "Ask the sample agent what A2A is." }).pipe(Stream.runForEach((event) =>
-      Effect.sync(() => {
-        if (event._tag === "ToolStart") console.log(`→ ${event.tool_name}(${JSON.stringify(event.tool_args)}) key ${event.idempotency_key}`)
-        else if (event._tag === "ToolProgress") console.log(`  progress: ${event.message}`)
-        else if (event._tag === "ToolDone") console.log(`← ${event.tool_name}: ${event.error ?? event.observation}`)
-        else if (event._tag === "Done") console.log(`answer: ${event.answer}`)
-      })))).pipe(Effect.provide(agent))
+  yield* Effect.flatMap(
+    ReactAgent.ReactAgent,
+    (a) =>
+      a.run({ query: "Ask the sample agent what A2A is." }).pipe(Stream.runForEach((event) =>
+        Effect.sync(() => {
+          if (event._tag === "ToolStart") {
+            console.log(`→ ${event.tool_name}(${JSON.stringify(event.tool_args)}) key ${event.idempotency_key}`)
+          } else if (event._tag === "ToolProgress") console.log(`  progress: ${event.message}`)
+          else if (event._tag === "ToolDone") console.log(`← ${event.tool_name}: ${event.error ?? event.observation}`)
+          else if (event._tag === "Done") console.log(`answer: ${event.answer}`)
+        })
+      ))
+  ).pipe(Effect.provide(agent))
 })
 await Effect.runPromise(program)
 console.log(`the sample server received: ${JSON.stringify(sample.received)}`)

@@ -25,12 +25,22 @@ const message = (text: string): Message => ({
   extensions: [],
   referenceTaskIds: []
 })
-const request = (text: string) => ({ tenant: "", message: message(text), configuration: undefined, metadata: undefined })
-const answer = (task: Task) => task.artifacts.flatMap((a) => a.parts.map((p) => (p.content?.$case === "text" ? p.content.value : ""))).join("")
+const request = (text: string) => ({
+  tenant: "",
+  message: message(text),
+  configuration: undefined,
+  metadata: undefined
+})
+const answer = (task: Task) =>
+  task.artifacts.flatMap((a) => a.parts.map((p) => (p.content?.$case === "text" ? p.content.value : ""))).join("")
 
 const client = await new ClientFactory().createFromUrl(url)
 const card = await client.getAgentCard()
-console.log(`card: ${card.name} — ${card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion} ${i.url}`).join(", ")}`)
+console.log(
+  `card: ${card.name} — ${
+    card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion} ${i.url}`).join(", ")
+  }`
+)
 
 const task = (await client.sendMessage(request("What is 6 times 7?"), options)) as Task
 console.log(`SendMessage → task ${task.id.slice(0, 8)}… ${TaskState[task.status!.state]}: ${answer(task)}`)
@@ -39,10 +49,17 @@ for await (const event of client.sendMessageStream(request("What is 12 squared?"
   const p = event.payload!
   if (p.$case === "task") console.log(`  stream: task ${TaskState[p.value.status!.state]}`)
   else if (p.$case === "statusUpdate") {
-    const text = p.value.status?.message?.parts.map((x) => (x.content?.$case === "text" ? x.content.value : "")).join("") ?? ""
+    const text =
+      p.value.status?.message?.parts.map((x) => (x.content?.$case === "text" ? x.content.value : "")).join("") ?? ""
     console.log(`  stream: status ${TaskState[p.value.status!.state]}${text ? ` (${text})` : ""}`)
   } else if (p.$case === "artifactUpdate") {
-    console.log(`  stream: artifact ${p.value.append ? "+" : "="} ${JSON.stringify(p.value.artifact!.parts.map((x) => (x.content?.$case === "text" ? x.content.value : "")).join(""))}`)
+    console.log(
+      `  stream: artifact ${p.value.append ? "+" : "="} ${
+        JSON.stringify(
+          p.value.artifact!.parts.map((x) => (x.content?.$case === "text" ? x.content.value : "")).join("")
+        )
+      }`
+    )
   }
 }
 

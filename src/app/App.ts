@@ -16,9 +16,9 @@ import * as DemoLlm from "../DemoLlm.js"
 import * as Embedder from "../Embedder.js"
 import type { Llm } from "../Llm.js"
 import * as ModelRegistry from "../ModelRegistry.js"
+import { layerMemory, modelsOf } from "../server/AgentServices.js"
 import * as Database from "../server/Database.js"
 import * as SqlMemory from "../server/SqlMemory.js"
-import { layerMemory, modelsOf } from "../server/AgentServices.js"
 
 export { AppInfo } from "../server/AppInfo.js"
 

@@ -18,21 +18,21 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { readFile } from "node:fs/promises"
 import { basename } from "node:path"
+import * as Attachments from "../Attachments.js"
+import * as Budget from "../Budget.js"
+import type * as DagAgentModule from "../DagAgent.js"
+import * as ErrorMessage from "../ErrorMessage.js"
+import * as Message from "../Message.js"
+import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
+import type { RunEvent } from "../RunEvent.js"
+import type { toolCatalogue } from "../server/AppInfo.js"
+import * as Telemetry from "../Telemetry.js"
+import type { Toolkit as ToolkitTag } from "../Toolkit.js"
 import type { AppInfo as AppInfoTag, AppLayer, AppLayerWithMemory } from "./App.js"
 import { answerFor, approvalMode, budgetAnswerFor } from "./cliApproval.js"
 import { type CliOptions, parse, readSchema, USAGE } from "./cliArgs.js"
 import { jsonRenderer, type Output, textRenderer, toolsText } from "./cliRender.js"
 import { configMessage } from "./startupError.js"
-import type * as DagAgentModule from "../DagAgent.js"
-import * as Attachments from "../Attachments.js"
-import * as Budget from "../Budget.js"
-import * as ErrorMessage from "../ErrorMessage.js"
-import * as Message from "../Message.js"
-import type { ReactAgent as ReactAgentTag } from "../ReactAgent.js"
-import type { RunEvent } from "../RunEvent.js"
-import * as Telemetry from "../Telemetry.js"
-import type { Toolkit as ToolkitTag } from "../Toolkit.js"
-import type { toolCatalogue } from "../server/AppInfo.js"
 
 const out: Output = {
   write: (text) => void process.stdout.write(text),
@@ -101,7 +101,9 @@ const attachFiles = (paths: ReadonlyArray<string>) =>
 
 /** Log lines (MCP start-up, the demo-model notice) as `warning: …` on stderr, so stdout stays the answer / JSON lines. */
 const stderrLogger = Logger.make(({ logLevel, message }) => {
-  const text = (Array.isArray(message) ? message : [message]).map((m) => (typeof m === "string" ? m : String(m))).join(" ")
+  const text = (Array.isArray(message) ? message : [message]).map((m) => (typeof m === "string" ? m : String(m))).join(
+    " "
+  )
   const line = `${logLevel.label.toLowerCase()}: ${text}`
   out.error((process.stderr.isTTY ? `\x1b[2m${line}\x1b[22m` : line) + "\n")
 })
@@ -129,7 +131,9 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
     }
     const command = parsed
     // Loaded only for a run, so that --help and usage errors answer at once.
-    const { AppInfo, Dag, ReactAgent, Toolkit, layer, layerWithMemory, toolCatalogue } = yield* Effect.promise(() => loadApp())
+    const { AppInfo, Dag, ReactAgent, Toolkit, layer, layerWithMemory, toolCatalogue } = yield* Effect.promise(() =>
+      loadApp()
+    )
     // with --user, the memory of DATABASE_PATH's SQLite file (as the server's)
     const cliLayer = parsed._tag === "Run" && parsed.options.userId !== undefined ? layerWithMemory : layer
     const listTools = (json: boolean): Effect.Effect<number, never, ToolkitTag | AppInfoTag> =>
@@ -147,56 +151,66 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
     ) =>
       Effect.flatMap(budgetAnswerFor(mode, event), (answer) =>
         Effect.flatMap(react.approvals.pending(conversationId), (pending) => {
-          const wait = pending.find((p) => p.toolName === Budget.WAIT_TOOL)
-          return wait === undefined ? Effect.void : react.approve({ conversationId, approvalId: wait.approvalId, ...answer }).pipe(
-            Effect.catchAll((refused) => Effect.sync(() => out.error(`budget answer not taken: ${refused.message}\n`)))
+          const wait = pending.find((p) =>
+            p.toolName === Budget.WAIT_TOOL
           )
-        }))
-    const run = (options: CliOptions) => Effect.gen(function*() {
-      // `--schema FILE`: refused before anything runs, as the API refuses it (a usage error)
-      const schema = options.schemaFile === undefined ? undefined : readSchema(options.schemaFile)
-      if (typeof schema === "string") {
-        out.error(`✗ ${schema}\n`)
-        return 2
-      }
-      const agents = { react: yield* ReactAgent, dag: yield* Dag.DagAgent }
-      const mode = options.mode ?? (yield* Dag.modeConfig)
-      const info = yield* AppInfo
-      const renderer = yield* Effect.acquireRelease(
-        Effect.sync(() => (options.json ? jsonRenderer(out) : textRenderer(out, info))),
-        (r) => Effect.sync(r.close)
-      )
-      const conversationId = options.conversationId ?? crypto.randomUUID()
-      const approvals = approvalMode(options.approveAll, process.stdin.isTTY === true)
-      // --file: checked and stored (in memory) before the run; a refused file stops here, the model never called
-      const files = yield* attachFiles(options.files ?? [])
-      if (files === undefined) return 2
-      yield* Dag.runWithMode(agents, mode, {
-        query: files.length === 0 ? options.question : [{ type: "text", text: options.question }, ...files],
-        conversationId,
-        ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
-        ...(schema !== undefined ? { output: schema } : {}),
-        ...(options.userId !== undefined ? { userId: options.userId } : {})
-      }).pipe(Stream.runForEach((event) =>
-        Effect.zipRight(
-          Effect.sync(() => renderer.event(event)),
-          event._tag === "BudgetStatus" && event.status === "exhausted"
-            ? answerBudget(agents.react, approvals, event, conversationId)
-            : event._tag !== "ApprovalRequested" ? Effect.void : answerFor(approvals, event).pipe(
-              // the App's agents share one Approvals: the ReAct agent answers DAG steps' calls too
-              Effect.flatMap((answer) => agents.react.approve({ conversationId, approvalId: event.approval_id, ...answer })),
-              Effect.catchAll((refused) => Effect.sync(() => out.error(`approval not taken: ${refused.message}\n`)))
+          return wait === undefined ?
+            Effect.void :
+            react.approve({ conversationId, approvalId: wait.approvalId, ...answer }).pipe(
+              Effect.catchAll((refused) =>
+                Effect.sync(() => out.error(`budget answer not taken: ${refused.message}\n`))
+              )
             )
+        }))
+    const run = (options: CliOptions) =>
+      Effect.gen(function*() {
+        // `--schema FILE`: refused before anything runs, as the API refuses it (a usage error)
+        const schema = options.schemaFile === undefined ? undefined : readSchema(options.schemaFile)
+        if (typeof schema === "string") {
+          out.error(`✗ ${schema}\n`)
+          return 2
+        }
+        const agents = { react: yield* ReactAgent, dag: yield* Dag.DagAgent }
+        const mode = options.mode ?? (yield* Dag.modeConfig)
+        const info = yield* AppInfo
+        const renderer = yield* Effect.acquireRelease(
+          Effect.sync(() => (options.json ? jsonRenderer(out) : textRenderer(out, info))),
+          (r) => Effect.sync(r.close)
         )
-      ))
-      return renderer.failed() ? 1 : 0
-    })
+        const conversationId = options.conversationId ?? crypto.randomUUID()
+        const approvals = approvalMode(options.approveAll, process.stdin.isTTY === true)
+        // --file: checked and stored (in memory) before the run; a refused file stops here, the model never called
+        const files = yield* attachFiles(options.files ?? [])
+        if (files === undefined) return 2
+        yield* Dag.runWithMode(agents, mode, {
+          query: files.length === 0 ? options.question : [{ type: "text", text: options.question }, ...files],
+          conversationId,
+          ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
+          ...(schema !== undefined ? { output: schema } : {}),
+          ...(options.userId !== undefined ? { userId: options.userId } : {})
+        }).pipe(Stream.runForEach((event) =>
+          Effect.zipRight(
+            Effect.sync(() => renderer.event(event)),
+            event._tag === "BudgetStatus" && event.status === "exhausted"
+              ? answerBudget(agents.react, approvals, event, conversationId)
+              : event._tag !== "ApprovalRequested" ?
+              Effect.void :
+              answerFor(approvals, event).pipe(
+                // the App's agents share one Approvals: the ReAct agent answers DAG steps' calls too
+                Effect.flatMap((answer) =>
+                  agents.react.approve({ conversationId, approvalId: event.approval_id, ...answer })
+                ),
+                Effect.catchAll((refused) => Effect.sync(() => out.error(`approval not taken: ${refused.message}\n`)))
+              )
+          )
+        ))
+        return renderer.failed() ? 1 : 0
+      })
     const body: Effect.Effect<
       number,
       ConfigError.ConfigError,
       ToolkitTag | AppInfoTag | ReactAgentTag | DagAgentModule.DagAgent | Scope.Scope | Attachments.Attachments
-    > =
-      command._tag === "Tools" ? listTools(command.json) : run(command.options)
+    > = command._tag === "Tools" ? listTools(command.json) : run(command.options)
     return yield* Effect.scoped(body).pipe(
       Effect.onInterrupt(() => Effect.sync(() => out.error("\n✗ interrupted\n"))),
       Effect.provide(cliLayer),
@@ -223,7 +237,11 @@ if (isMain) {
     disableErrorReporting: true,
     disablePrettyLogger: true,
     teardown: (exit, onExit) => {
-      const code: number = Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? 130 : 1
+      const code: number = Exit.isSuccess(exit) && typeof exit.value === "number"
+        ? exit.value
+        : Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
+        ? 130
+        : 1
       process.exitCode = code
       // Exit even if a library left a handle open (e.g. a keep-alive socket).
       setTimeout(() => process.exit(code), 1000).unref()

@@ -43,7 +43,9 @@ const showArgs = (args: unknown): string => {
 
 /** The question asked for a call. @internal */
 export const question = (event: Extract<RunEvent, { _tag: "ApprovalRequested" }>): string =>
-  `Approve ${event.step_id !== undefined ? `[step ${event.step_id}] ` : ""}${event.tool_name}(${showArgs(event.tool_args)})? ` +
+  `Approve ${event.step_id !== undefined ? `[step ${event.step_id}] ` : ""}${event.tool_name}(${
+    showArgs(event.tool_args)
+  })? ` +
   `[y/N, or a reason to deny] `
 
 /**
@@ -99,7 +101,9 @@ export const budgetQuestion = (event: Extract<RunEvent, { _tag: "BudgetStatus" }
 export const parseBudgetAnswer = (text: string): Answer => {
   const t = text.trim()
   const usd = Number(t)
-  return t !== "" && Number.isFinite(usd) && usd > 0 ? { decision: "approve", reason: String(usd) } : { decision: "deny" }
+  return t !== "" && Number.isFinite(usd) && usd > 0
+    ? { decision: "approve", reason: String(usd) }
+    : { decision: "deny" }
 }
 
 /**
@@ -113,4 +117,6 @@ export const budgetAnswerFor = (
   event: Extract<RunEvent, { _tag: "BudgetStatus" }>,
   ask: (prompt: string) => Effect.Effect<string> = askTerminal
 ): Effect.Effect<Answer> =>
-  mode === "ask" ? Effect.map(ask(budgetQuestion(event)), parseBudgetAnswer) : Effect.succeed({ decision: "deny", reason: NO_APPROVER })
+  mode === "ask"
+    ? Effect.map(ask(budgetQuestion(event)), parseBudgetAnswer)
+    : Effect.succeed({ decision: "deny", reason: NO_APPROVER })

@@ -120,7 +120,9 @@ export const parse = (argv: ReadonlyArray<string>, stdin?: string): Parsed => {
       ? { _tag: "Invalid", message: (e as Error).message }
       : {
         _tag: "Invalid",
-        message: `Unknown option '${unknown[1]}'. A question that starts with '-' goes after '--': npm run ask -- -- "${unknown[1]} …"`
+        message: `Unknown option '${unknown[1]}'. A question that starts with '-' goes after '--': npm run ask -- -- "${
+          unknown[1]
+        } …"`
       }
   }
   if (values.help) return { _tag: "Help" }
@@ -187,5 +189,7 @@ export const readSchema = (file: string): Schema.Schema<unknown, unknown> | stri
   const converted = Output.fromJsonSchema(json)
   if (Either.isRight(converted)) return converted.right
   const { keyword, message, path } = converted.left
-  return `--schema ${file}: unsupported JSON Schema: ${message} (keyword "${keyword}" at ${path === "" ? "the root" : path})`
+  return `--schema ${file}: unsupported JSON Schema: ${message} (keyword "${keyword}" at ${
+    path === "" ? "the root" : path
+  })`
 }

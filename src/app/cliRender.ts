@@ -11,8 +11,8 @@
 import type { RetryNotice } from "../Llm.js"
 import type { RunEvent } from "../RunEvent.js"
 import { agentOf, settledAnswers } from "../RunEvent.js"
-import { toWire } from "../server/EventWire.js"
 import type { ToolCatalogue } from "../server/AppInfo.js"
+import { toWire } from "../server/EventWire.js"
 import { budgetText, cachedPart, neededText, oneLine, seconds, showArgs } from "./cliFormat.js"
 import { makeLineRenderer } from "./cliMarkdown.js"
 
@@ -133,8 +133,14 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
     const who = `${indent}${dim(`[${name}]`)} `
     if (event._tag === "ToolStart") line(`${who}${cyan("→")} ${event.tool_name}(${showArgs(event.tool_args)})`)
     else if (event._tag === "ToolDone") {
-      line(who + (event.error === null ? `${green("✓")} ${event.tool_name}: ${oneLine(event.observation, 100)}` : `${red("✗")} ${event.tool_name}: ${oneLine(event.error, 160)}`))
-    } else if (event._tag === "ThinkingDone" && event.reasoning.trim() !== "") line(`${who}${dim(`· ${oneLine(event.reasoning, 160)}`)}`)
+      line(
+        who + (event.error === null
+          ? `${green("✓")} ${event.tool_name}: ${oneLine(event.observation, 100)}`
+          : `${red("✗")} ${event.tool_name}: ${oneLine(event.error, 160)}`)
+      )
+    } else if (event._tag === "ThinkingDone" && event.reasoning.trim() !== "") {
+      line(`${who}${dim(`· ${oneLine(event.reasoning, 160)}`)}`)
+    }
   }
   const render = (event: RunEvent): void => {
     const child = event._tag === "AgentStart" || event._tag === "AgentDone" ? undefined : agentOf(event)
@@ -144,12 +150,18 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
     }
     switch (event._tag) {
       case "AgentStart":
-        line(`${"  ".repeat(event.agent.depth - 1)}${cyan("▶")} sub-agent ${event.agent.name}: ${oneLine(event.query, 120)}`)
+        line(
+          `${"  ".repeat(event.agent.depth - 1)}${cyan("▶")} sub-agent ${event.agent.name}: ${
+            oneLine(event.query, 120)
+          }`
+        )
         break
       case "AgentDone":
         line(
           "  ".repeat(event.agent.depth - 1) + (event.error === undefined
-            ? `${green("✓")} sub-agent ${event.agent.name} ${dim(`${event.iterations} iterations, ${seconds(event.elapsed)}`)}`
+            ? `${green("✓")} sub-agent ${event.agent.name} ${
+              dim(`${event.iterations} iterations, ${seconds(event.elapsed)}`)
+            }`
             : `${red("✗")} sub-agent ${event.agent.name}: ${oneLine(event.error, 160)}`)
         )
         break
@@ -157,7 +169,11 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         retry({ attempt: event.attempt, reason: event.reason, delayMs: event.delay_ms })
         break
       case "ThinkingStart":
-        startSpinner(`${event.step_id !== undefined ? `step ${event.step_id} ` : ""}thinking${event.iteration > 1 ? ` (iteration ${event.iteration})` : ""}…`)
+        startSpinner(
+          `${event.step_id !== undefined ? `step ${event.step_id} ` : ""}thinking${
+            event.iteration > 1 ? ` (iteration ${event.iteration})` : ""
+          }…`
+        )
         break
       case "ThinkingDone":
         stopSpinner()
@@ -169,7 +185,11 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         break
       case "ToolProgress":
         // on a terminal the running call's spinner says how far it is (piped: nothing, the result line follows)
-        startSpinner(`running ${event.tool_name}: ${oneLine(event.message, 80)}${event.progress !== undefined ? ` (${Math.round(event.progress * 100)}%)` : ""}…`)
+        startSpinner(
+          `running ${event.tool_name}: ${oneLine(event.message, 80)}${
+            event.progress !== undefined ? ` (${Math.round(event.progress * 100)}%)` : ""
+          }…`
+        )
         break
       case "ToolDone":
         line(
@@ -181,14 +201,19 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
       case "DagPhase":
         if (event.phase === "planning") startSpinner("planning…")
         else if (event.phase === "analyzing") startSpinner("checking the results…")
-        else if (event.phase === "replanning") line(`${cyan("↻")} re-planning${event.reasoning ? `: ${oneLine(event.reasoning, 200)}` : ""}`)
-        else line(dim(`no usable plan (${oneLine(event.reasoning ?? "", 160)}): continuing in ReAct mode`))
+        else if (event.phase === "replanning") {
+          line(`${cyan("↻")} re-planning${event.reasoning ? `: ${oneLine(event.reasoning, 200)}` : ""}`)
+        } else line(dim(`no usable plan (${oneLine(event.reasoning ?? "", 160)}): continuing in ReAct mode`))
         break
       case "DagPlan":
         line(`${cyan("▸")} plan${event.round > 1 ? ` (round ${event.round})` : ""}:`)
         for (const s of event.steps) {
           tasks.set(s.id, s.task)
-          line(`  ${dim(`[${s.id}]`)} ${oneLine(s.task, 120)}${s.dependencies.length > 0 ? dim(` ← ${s.dependencies.join(", ")}`) : ""}`)
+          line(
+            `  ${dim(`[${s.id}]`)} ${oneLine(s.task, 120)}${
+              s.dependencies.length > 0 ? dim(` ← ${s.dependencies.join(", ")}`) : ""
+            }`
+          )
         }
         break
       case "DagStep":
@@ -198,7 +223,11 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         } else if (event.status === "done") {
           line(`${tag(event.step_id)}${green("✓")} ${oneLine(event.result ?? "", 160)}`)
         } else {
-          line(`${tag(event.step_id)}${event.status === "failed" ? red("✗") : dim("–")} ${event.status}: ${oneLine(event.error ?? "", 160)}`)
+          line(
+            `${tag(event.step_id)}${event.status === "failed" ? red("✗") : dim("–")} ${event.status}: ${
+              oneLine(event.error ?? "", 160)
+            }`
+          )
         }
         break
       case "Compact":
@@ -257,11 +286,19 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         break
       case "GuardrailTripped":
         stopSpinner()
-        line(`${red("⛔ guardrail")} ${event.name} tripped on the ${event.stage === "input" ? "request" : "answer"}: ${oneLine(event.reason, 200)}`)
+        line(
+          `${red("⛔ guardrail")} ${event.name} tripped on the ${event.stage === "input" ? "request" : "answer"}: ${
+            oneLine(event.reason, 200)
+          }`
+        )
         break
       case "BudgetExhausted":
         stopSpinner()
-        line(`${red("$")} budget exhausted: ${budgetText(event)} spent${neededText(event)}; answering from what the run has`)
+        line(
+          `${red("$")} budget exhausted: ${budgetText(event)} spent${
+            neededText(event)
+          }; answering from what the run has`
+        )
         break
       case "BudgetStatus":
         stopSpinner()
@@ -281,7 +318,9 @@ export const textRenderer = (out: Output, info: { readonly model: string; readon
         const u = event.usage
         const parts = [
           `${event.iterations} iteration${event.iterations === 1 ? "" : "s"}`,
-          `${u.total_tokens} tokens (${u.prompt_tokens} in${cachedPart(u)}, ${u.completion_tokens} out, ${u.llm_calls} LLM calls)`,
+          `${u.total_tokens} tokens (${u.prompt_tokens} in${
+            cachedPart(u)
+          }, ${u.completion_tokens} out, ${u.llm_calls} LLM calls)`,
           ...(u.cost_usd !== undefined ? [`$${u.cost_usd}`] : []),
           seconds(event.elapsed),
           info.demo ? `${info.model} (no LLM configured)` : info.model

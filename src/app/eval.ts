@@ -23,7 +23,8 @@ import { changes, html, table } from "../EvalReport.js"
 import * as ModelRegistry from "../ModelRegistry.js"
 import * as App from "./App.js"
 
-const USAGE = "usage: react-engine eval <cases.jsonl> [--report out.json] [--html out.html] [--baseline old.json] [--min-score 0.8] [--concurrency 4]"
+const USAGE =
+  "usage: react-engine eval <cases.jsonl> [--report out.json] [--html out.html] [--baseline old.json] [--min-score 0.8] [--concurrency 4]"
 
 interface Args {
   readonly file: string
@@ -42,7 +43,9 @@ const parseArgs = (argv: ReadonlyArray<string>): Either.Either<Args, string> => 
     if (a.startsWith("--")) {
       const value = argv[i + 1]
       if (value === undefined) return Either.left(`${a} needs a value\n${USAGE}`)
-      if (!["--report", "--html", "--baseline", "--min-score", "--concurrency"].includes(a)) return Either.left(`unknown option ${a}\n${USAGE}`)
+      if (!["--report", "--html", "--baseline", "--min-score", "--concurrency"].includes(a)) {
+        return Either.left(`unknown option ${a}\n${USAGE}`)
+      }
       out[a.slice(2)] = value
       i++
     } else if (file === undefined) file = a
@@ -50,14 +53,20 @@ const parseArgs = (argv: ReadonlyArray<string>): Either.Either<Args, string> => 
   }
   if (file === undefined) return Either.left(USAGE)
   const minScore = out["min-score"] !== undefined ? Number(out["min-score"]) : undefined
-  if (minScore !== undefined && !(minScore >= 0 && minScore <= 1)) return Either.left("--min-score must be a number between 0 and 1")
+  if (minScore !== undefined && !(minScore >= 0 && minScore <= 1)) {
+    return Either.left("--min-score must be a number between 0 and 1")
+  }
   const concurrency = out.concurrency !== undefined ? Number(out.concurrency) : 4
   if (!Number.isInteger(concurrency) || concurrency < 1) return Either.left("--concurrency must be a positive integer")
   return Either.right({
     file,
     concurrency,
     ...(out.report !== undefined ? { report: out.report } : {}),
-    ...(out.html !== undefined ? { html: out.html } : out.report !== undefined ? { html: out.report.replace(/(\.json)?$/, ".html") } : {}),
+    ...(out.html !== undefined
+      ? { html: out.html }
+      : out.report !== undefined
+      ? { html: out.report.replace(/(\.json)?$/, ".html") }
+      : {}),
     ...(out.baseline !== undefined ? { baseline: out.baseline } : {}),
     ...(minScore !== undefined ? { minScore } : {})
   })
@@ -67,7 +76,9 @@ const progress = (done: number, total: number, passed: number) => {
   if (!process.stderr.isTTY) return
   const width = 30
   const filled = Math.round((done / total) * width)
-  process.stderr.write(`\r[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${done}/${total} cases, ${passed} passed`)
+  process.stderr.write(
+    `\r[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${done}/${total} cases, ${passed} passed`
+  )
   if (done === total) process.stderr.write("\n")
 }
 
@@ -116,7 +127,9 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
       }
     })
     if (args.minScore !== undefined && report.summary.score < args.minScore) {
-      yield* Effect.sync(() => console.error(`mean score ${report.summary.score} is below --min-score ${args.minScore}`))
+      yield* Effect.sync(() =>
+        console.error(`mean score ${report.summary.score} is below --min-score ${args.minScore}`)
+      )
       return 1
     }
     return 0
@@ -126,4 +139,6 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<number> =>
 export const runMain = (argv: ReadonlyArray<string>): void =>
   NodeRuntime.runMain(Effect.flatMap(main(argv), (code) => Effect.sync(() => process.exit(code))))
 
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("/app/eval.ts")) runMain(process.argv.slice(2))
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("/app/eval.ts")) {
+  runMain(process.argv.slice(2))
+}

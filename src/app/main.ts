@@ -13,8 +13,8 @@
  *
  * @since 0.1.0
  */
-import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as HttpServer from "@effect/platform/HttpServer"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -22,11 +22,11 @@ import * as Option from "effect/Option"
 import * as Database from "../server/Database.js"
 import * as OperatorLog from "../server/OperatorLog.js"
 import * as Server from "../server/Server.js"
-import * as SqlMemory from "../server/SqlMemory.js"
 import * as ServerConfig from "../server/ServerConfig.js"
+import * as SqlMemory from "../server/SqlMemory.js"
+import * as Telemetry from "../Telemetry.js"
 import * as App from "./App.js"
 import { configMessage } from "./startupError.js"
-import * as Telemetry from "../Telemetry.js"
 
 const Banner = Layer.effectDiscard(Effect.gen(function*() {
   const settings = yield* ServerConfig.ServerConfig
@@ -43,7 +43,10 @@ const Banner = Layer.effectDiscard(Effect.gen(function*() {
 
 /** The app's services, with the user messages injected into runs kept in the run log. */
 const ServerApp = Layer.unwrapEffect(
-  Effect.map(App.isDemo, (demo) => App.layer(App.LlmLayer, { demo, memory: SqlMemory.layerConfig().pipe(Layer.provide(App.EmbedderLayer)) }))
+  Effect.map(
+    App.isDemo,
+    (demo) => App.layer(App.LlmLayer, { demo, memory: SqlMemory.layerConfig().pipe(Layer.provide(App.EmbedderLayer)) })
+  )
 )
 
 /**
@@ -64,7 +67,8 @@ export const MainLayer = Banner.pipe(
 // saying what to do; anything else is reported with its cause.
 const reportFailure = <A, E, R>(self: Effect.Effect<A, E, R>) =>
   Effect.tapErrorCause(self, (cause) => {
-    const listen = Option.filter(Cause.failureOption(cause), (e): e is E & Server.ListenError => e instanceof Server.ListenError)
+    const listen = Option.filter(Cause.failureOption(cause), (e): e is E & Server.ListenError =>
+      e instanceof Server.ListenError)
     return Option.isSome(listen)
       ? Effect.logError(listen.value.message)
       : Cause.isInterruptedOnly(cause)
@@ -98,4 +102,7 @@ const ignoreRepeatedStop = () => {
 
 ignoreRepeatedStop()
 // telemetry first: the tracer reaches every request and run, and the last spans are flushed after the server closed
-Layer.launch(MainLayer.pipe(Layer.provide(Telemetry.layerConfig), Layer.provide(OperatorLog.layer))).pipe(reportFailure, (program) => NodeRuntime.runMain(program, { disableErrorReporting: true }))
+Layer.launch(MainLayer.pipe(Layer.provide(Telemetry.layerConfig), Layer.provide(OperatorLog.layer))).pipe(
+  reportFailure,
+  (program) => NodeRuntime.runMain(program, { disableErrorReporting: true })
+)

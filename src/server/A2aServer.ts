@@ -25,7 +25,12 @@ import type { AgentCard } from "@a2a-js/sdk"
 import { A2A_PROTOCOL_VERSION, formatSSEErrorEvent, formatSSEEvent } from "@a2a-js/sdk"
 import { duplicateInterfacesForLegacy } from "@a2a-js/sdk/compat/v0_3"
 import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
-import { defaultServerCallContextBuilder, DefaultRequestHandler, JsonRpcTransportHandler, validateVersion } from "@a2a-js/sdk/server"
+import {
+  DefaultRequestHandler,
+  defaultServerCallContextBuilder,
+  JsonRpcTransportHandler,
+  validateVersion
+} from "@a2a-js/sdk/server"
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -96,7 +101,12 @@ export const card = (options: {
   name: options.name,
   description: options.description,
   supportedInterfaces: duplicateInterfacesForLegacy(
-    [{ url: `${options.base}${RPC_PATH}`, protocolBinding: "JSONRPC", tenant: "", protocolVersion: A2A_PROTOCOL_VERSION }],
+    [{
+      url: `${options.base}${RPC_PATH}`,
+      protocolBinding: "JSONRPC",
+      tenant: "",
+      protocolVersion: A2A_PROTOCOL_VERSION
+    }],
     ["JSONRPC"]
   ),
   provider: undefined,
@@ -155,10 +165,16 @@ export const legacyCard = (core: AgentCard): Record<string, unknown> => {
     defaultInputModes: core.defaultInputModes,
     defaultOutputModes: core.defaultOutputModes,
     skills: core.skills.map(({ securityRequirements: _, ...skill }) => skill),
-    ...(legacy.length > 1 ? { additionalInterfaces: legacy.slice(1).map((i) => ({ url: i.url, transport: i.protocolBinding })) } : {}),
+    ...(legacy.length > 1
+      ? { additionalInterfaces: legacy.slice(1).map((i) => ({ url: i.url, transport: i.protocolBinding })) }
+      : {}),
     ...(schemes.length > 0 ? { securitySchemes: Object.fromEntries(schemes) } : {}),
     ...(core.securityRequirements.length > 0
-      ? { security: core.securityRequirements.map((r) => Object.fromEntries(Object.entries(r.schemes).map(([k, v]) => [k, [...v.list]]))) }
+      ? {
+        security: core.securityRequirements.map((r) =>
+          Object.fromEntries(Object.entries(r.schemes).map(([k, v]) => [k, [...v.list]]))
+        )
+      }
       : {}),
     supportedInterfaces: core.supportedInterfaces
   }
@@ -210,45 +226,58 @@ export const A2aRoutes = HttpLayerRouter.use((router) =>
         onNone: () => `http://${request.headers["host"] ?? "localhost"}`
       })
 
-    yield* router.add("GET", CARD_PATH, Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const served = cardFor(baseOf(request))
-      const body = isLegacy(request.headers["a2a-version"]) ? legacyCard(served) : served
-      return HttpServerResponse.unsafeJson(body, { headers: { vary: "A2A-Version", "cache-control": "no-cache" } })
-    }))
+    yield* router.add(
+      "GET",
+      CARD_PATH,
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const served = cardFor(baseOf(request))
+        const body = isLegacy(request.headers["a2a-version"]) ? legacyCard(served) : served
+        return HttpServerResponse.unsafeJson(body, { headers: { vary: "A2A-Version", "cache-control": "no-cache" } })
+      })
+    )
 
-    yield* router.add("POST", RPC_PATH, ApiError.handle(Effect.gen(function*() {
-      yield* guard
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const body = yield* ApiError.decodeBody(Schema.Record({ key: Schema.String, value: Schema.Unknown }), settings.maxBodyBytes)
-      const version = request.headers["a2a-version"]
-      const legacy = isLegacy(version)
-      const id = typeof body.id === "string" || typeof body.id === "number" ? body.id : null
-      const context = defaultServerCallContextBuilder({
-        extensions: undefined,
-        user: { isAuthenticated: true, userName: "api" },
-        headers: request.headers,
-        ...(version !== undefined ? { requestedVersion: version } : {})
-      })
-      const mapError = legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError
-      const errorOf = (error: unknown) => ({ jsonrpc: "2.0", id, error: mapError(error) })
-      const answer = yield* Effect.promise(async () => {
-        try {
-          validateVersion(context.requestedVersion, template, "JSONRPC")
-          return await (legacy ? legacyRpc : rpc).handle(body, context)
-        } catch (error) {
-          return errorOf(error)
-        }
-      })
-      if (!(Symbol.asyncIterator in answer)) return HttpServerResponse.unsafeJson(answer)
-      const frames = Stream.fromAsyncIterable(answer, (error) => error).pipe(
-        Stream.map(formatSSEEvent),
-        Stream.catchAll((error) => Stream.make(formatSSEErrorEvent(errorOf(error)))),
-        // a server shutting down ends the stream (the task's run goes on; GetTask reads it later)
-        Stream.interruptWhenDeferred(registry.shutdown)
-      )
-      return sse(frames)
-    })))
+    yield* router.add(
+      "POST",
+      RPC_PATH,
+      ApiError.handle(Effect.gen(function*() {
+        yield* guard
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const body = yield* ApiError.decodeBody(
+          Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+          settings.maxBodyBytes
+        )
+        const version = request.headers["a2a-version"]
+        const legacy = isLegacy(version)
+        const id = typeof body.id === "string" || typeof body.id === "number" ? body.id : null
+        const context = defaultServerCallContextBuilder({
+          extensions: undefined,
+          user: { isAuthenticated: true, userName: "api" },
+          headers: request.headers,
+          ...(version !== undefined ? { requestedVersion: version } : {})
+        })
+        const mapError = legacy
+          ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError
+          : JsonRpcTransportHandler.mapToJSONRPCError
+        const errorOf = (error: unknown) => ({ jsonrpc: "2.0", id, error: mapError(error) })
+        const answer = yield* Effect.promise(async () => {
+          try {
+            validateVersion(context.requestedVersion, template, "JSONRPC")
+            return await (legacy ? legacyRpc : rpc).handle(body, context)
+          } catch (error) {
+            return errorOf(error)
+          }
+        })
+        if (!(Symbol.asyncIterator in answer)) return HttpServerResponse.unsafeJson(answer)
+        const frames = Stream.fromAsyncIterable(answer, (error) => error).pipe(
+          Stream.map(formatSSEEvent),
+          Stream.catchAll((error) => Stream.make(formatSSEErrorEvent(errorOf(error)))),
+          // a server shutting down ends the stream (the task's run goes on; GetTask reads it later)
+          Stream.interruptWhenDeferred(registry.shutdown)
+        )
+        return sse(frames)
+      }))
+    )
   })
 )
 
@@ -258,12 +287,15 @@ export const A2aRoutes = HttpLayerRouter.use((router) =>
  * @since 0.1.0
  * @category layers
  */
-export const layerResume: Layer.Layer<never, never, RunRegistry.RunRegistry | A2aTasks.A2aTasks | RunLog.RunLog> = Layer.scopedDiscard(
-  Effect.gen(function*() {
-    const registry = yield* RunRegistry.RunRegistry
-    const tasks = yield* A2aTasks.A2aTasks
-    const log = yield* RunLog.RunLog
-    const runtime = yield* Effect.runtime<never>()
-    yield* Effect.forkScoped(Executor.resumeOpenTasks({ registry, tasks, log, run: (effect) => Runtime.runPromise(runtime)(effect) }))
-  })
-)
+export const layerResume: Layer.Layer<never, never, RunRegistry.RunRegistry | A2aTasks.A2aTasks | RunLog.RunLog> = Layer
+  .scopedDiscard(
+    Effect.gen(function*() {
+      const registry = yield* RunRegistry.RunRegistry
+      const tasks = yield* A2aTasks.A2aTasks
+      const log = yield* RunLog.RunLog
+      const runtime = yield* Effect.runtime<never>()
+      yield* Effect.forkScoped(
+        Executor.resumeOpenTasks({ registry, tasks, log, run: (effect) => Runtime.runPromise(runtime)(effect) })
+      )
+    })
+  )

@@ -64,7 +64,9 @@ export interface A2aTasksService {
   /** Tasks not in a final state whose run is known (a restarted server follows them again). */
   readonly open: Effect.Effect<ReadonlyArray<StoredTask>, A2aStoreError>
   /** Tasks, newest first, optionally of one context. */
-  readonly list: (options: { readonly contextId?: string; readonly limit: number; readonly offset: number }) => Effect.Effect<
+  readonly list: (
+    options: { readonly contextId?: string; readonly limit: number; readonly offset: number }
+  ) => Effect.Effect<
     { readonly tasks: ReadonlyArray<StoredTask>; readonly total: number },
     A2aStoreError
   >
@@ -129,7 +131,8 @@ const toStored = (row: Row): StoredTask => ({
   updatedAt: Number(row.updated_at)
 })
 
-const failure = (what: string) => (error: SqlError.SqlError) => new A2aStoreError({ message: `${what}: ${error.message}` })
+const failure = (what: string) => (error: SqlError.SqlError) =>
+  new A2aStoreError({ message: `${what}: ${error.message}` })
 
 const isFinal = (state: string): number => (FINAL_STATES.includes(state) ? 1 : 0)
 
@@ -161,7 +164,9 @@ export const make: Effect.Effect<A2aTasksService, A2aStoreError, SqlClient.SqlCl
         const now = Date.now()
         const json = JSON.stringify(o.task)
         return sql`INSERT INTO react_a2a_tasks (task_id, context_id, run_id, idempotency_key, state, is_final, task, created_at, updated_at)
-          VALUES (${o.taskId}, ${o.contextId}, ${o.runId}, ${o.idempotencyKey ?? null}, ${o.state}, ${isFinal(o.state)}, ${json}, ${now}, ${now})
+          VALUES (${o.taskId}, ${o.contextId}, ${o.runId}, ${o.idempotencyKey ?? null}, ${o.state}, ${
+          isFinal(o.state)
+        }, ${json}, ${now}, ${now})
           ON CONFLICT (task_id) DO UPDATE SET run_id = excluded.run_id, idempotency_key = excluded.idempotency_key`
       }).pipe(Effect.asVoid, Effect.mapError(failure("recording the task's run failed"))),
     load: (taskId) =>

@@ -21,8 +21,8 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type { AgentOptions } from "../AgentConfig.js"
 import * as A2A from "../A2A.js"
+import type { AgentOptions } from "../AgentConfig.js"
 import * as Approvals from "../Approvals.js"
 import * as BuiltinTools from "../BuiltinTools.js"
 import * as ContextGuard from "../ContextGuard.js"
@@ -105,14 +105,20 @@ export const layerMemory = <E, R, RI = never, RA = never, EM = never, RM = never
   }
 ) => {
   const tools = options.tools !== undefined
-    ? Layer.merge(options.tools, Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo }))))
+    ? Layer.merge(
+      options.tools,
+      Layer.effect(AppInfo, Effect.map(Llm, (service) => ({ model: service.model, demo: options.demo })))
+    )
     : Layer.merge(
       ToolsLayer,
-      Layer.effect(AppInfo, Effect.all([Llm, McpTools.McpTools]).pipe(Effect.map(([service, mcp]) => ({
-        model: service.model,
-        demo: options.demo,
-        mcp: { servers: mcp.servers, failed: mcp.failed }
-      }))))
+      Layer.effect(
+        AppInfo,
+        Effect.all([Llm, McpTools.McpTools]).pipe(Effect.map(([service, mcp]) => ({
+          model: service.model,
+          demo: options.demo,
+          mcp: { servers: mcp.servers, failed: mcp.failed }
+        })))
+      )
     ).pipe(Layer.provideMerge(options.mcp ?? McpTools.layerConfig()))
   const shared = Layer.mergeAll(
     options.guard ?? ContextGuard.layerConfig(),
@@ -122,11 +128,14 @@ export const layerMemory = <E, R, RI = never, RA = never, EM = never, RM = never
   )
   // the memory's update_memory is one of the tools (recorded, replayed and forked like any); a run without a user drops it
   const memory = options.memory ?? (Layer.empty as Layer.Layer<never, EM, RM>)
-  const toolsWithMemory = Layer.effect(Toolkit.Toolkit, Effect.gen(function*() {
-    const toolkit = yield* Toolkit.Toolkit
-    const found = yield* Effect.serviceOption(Memory.Memory)
-    return Option.isNone(found) ? toolkit : Toolkit.makeUnsafe([...toolkit.tools, found.value.tool])
-  })).pipe(Layer.provideMerge(tools), Layer.provideMerge(memory))
+  const toolsWithMemory = Layer.effect(
+    Toolkit.Toolkit,
+    Effect.gen(function*() {
+      const toolkit = yield* Toolkit.Toolkit
+      const found = yield* Effect.serviceOption(Memory.Memory)
+      return Option.isNone(found) ? toolkit : Toolkit.makeUnsafe([...toolkit.tools, found.value.tool])
+    })
+  ).pipe(Layer.provideMerge(tools), Layer.provideMerge(memory))
   // the tools, the remote agents of REACT_A2A_AGENTS, and the sub-agents of REACT_SUBAGENTS_FILE (agents
   // over those tools and the shared services)
   const toolkit = SubAgents.layerConfig.pipe(Layer.provide(A2A.layerConfig), Layer.provide(toolsWithMemory))

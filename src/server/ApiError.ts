@@ -207,7 +207,9 @@ export const toResponse = (error: ApiError): HttpServerResponse.HttpServerRespon
         { status: 404 }
       )
     case "NotForkable":
-      return HttpServerResponse.unsafeJson({ error: "not_forkable", message: error.reason, run_id: error.runId }, { status: 422 })
+      return HttpServerResponse.unsafeJson({ error: "not_forkable", message: error.reason, run_id: error.runId }, {
+        status: 422
+      })
     case "RunInProgress":
       return HttpServerResponse.unsafeJson(
         {
@@ -229,12 +231,18 @@ export const toResponse = (error: ApiError): HttpServerResponse.HttpServerRespon
       )
     case "OriginNotAllowed":
       return HttpServerResponse.unsafeJson(
-        { error: "origin_not_allowed", message: "Cross-origin request refused (CORS_ORIGINS lists the allowed origins)" },
+        {
+          error: "origin_not_allowed",
+          message: "Cross-origin request refused (CORS_ORIGINS lists the allowed origins)"
+        },
         { status: 403, headers: { vary: "Origin" } }
       )
     case "HostNotAllowed":
       return HttpServerResponse.unsafeJson(
-        { error: "host_not_allowed", message: "This server does not answer for that Host (ALLOWED_HOSTS lists extra names)" },
+        {
+          error: "host_not_allowed",
+          message: "This server does not answer for that Host (ALLOWED_HOSTS lists extra names)"
+        },
         { status: 421 }
       )
     case "Overloaded":
@@ -316,7 +324,9 @@ export const readBody = (
       return yield* Effect.fail(new PayloadTooLarge({ limit }))
     }
     const { bytes, size } = yield* internal.readBounded(request.stream, limit).pipe(
-      Effect.catchAll(() => Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "Could not read the request body" }] })))
+      Effect.catchAll(() =>
+        Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "Could not read the request body" }] }))
+      )
     )
     if (size > limit) return yield* Effect.fail(new PayloadTooLarge({ limit }))
     try {
@@ -342,7 +352,6 @@ export const formatIssues: (error: ParseResult.ParseError) => Array<Issue> = int
  */
 export const MAX_JSON_DEPTH = 32
 
-
 /**
  * `Content-Type: application/json` (parameters such as `charset` allowed), else 415.
  * Browsers send `text/plain`, form and multipart bodies across origins without a
@@ -351,15 +360,16 @@ export const MAX_JSON_DEPTH = 32
  * @since 0.1.0
  * @category guards
  */
-export const requireJson: Effect.Effect<void, UnsupportedMediaType, HttpServerRequest.HttpServerRequest> = Effect.flatMap(
-  HttpServerRequest.HttpServerRequest,
-  (request) => {
-    const contentType = request.headers["content-type"] ?? ""
-    return contentType.split(";")[0].trim().toLowerCase() === "application/json"
-      ? Effect.void
-      : Effect.fail(new UnsupportedMediaType({ contentType }))
-  }
-)
+export const requireJson: Effect.Effect<void, UnsupportedMediaType, HttpServerRequest.HttpServerRequest> = Effect
+  .flatMap(
+    HttpServerRequest.HttpServerRequest,
+    (request) => {
+      const contentType = request.headers["content-type"] ?? ""
+      return contentType.split(";")[0].trim().toLowerCase() === "application/json"
+        ? Effect.void
+        : Effect.fail(new UnsupportedMediaType({ contentType }))
+    }
+  )
 
 /**
  * Reads, parses and decodes a JSON body: 415 when it is not sent as JSON, 413 when
@@ -384,7 +394,9 @@ export const decodeBody = <A, I>(
       )
     }
     if (json === null || typeof json !== "object" || Array.isArray(json)) {
-      return yield* Effect.fail(new InvalidRequest({ issues: [{ path: "", message: "The body must be a JSON object" }] }))
+      return yield* Effect.fail(
+        new InvalidRequest({ issues: [{ path: "", message: "The body must be a JSON object" }] })
+      )
     }
     // too deep, or text no database can store (U+0000, unpaired surrogates: refused alike on SQLite and PostgreSQL)
     const issue = internal.bodyIssue(json, MAX_JSON_DEPTH)

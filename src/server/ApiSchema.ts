@@ -43,7 +43,9 @@ const Text = (what: string) =>
  * @since 0.1.0
  * @category models
  */
-export const MaxIterations = Schema.Int.pipe(Schema.between(1, 200, { message: () => "Expected an integer between 1 and 200" }))
+export const MaxIterations = Schema.Int.pipe(
+  Schema.between(1, 200, { message: () => "Expected an integer between 1 and 200" })
+)
 
 /**
  * `POST /api/react`.
@@ -106,7 +108,9 @@ export const ApproveRequest = Schema.Struct({
   conversation_id: ConversationId,
   approval_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
   decision: Schema.Literal("approve", "deny"),
-  reason: Schema.optional(Schema.String.pipe(Schema.maxLength(2000, { message: () => "reason is longer than 2000 characters" }))),
+  reason: Schema.optional(
+    Schema.String.pipe(Schema.maxLength(2000, { message: () => "reason is longer than 2000 characters" }))
+  ),
   tool_call_id: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   args_hash: Schema.optional(
     Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "Expected a SHA-256 in lowercase hex" }))
@@ -126,7 +130,9 @@ export const BudgetRequest = Schema.Union(
     decision: Schema.Literal("extend"),
     add_usd: Schema.Number.pipe(
       Schema.positive(),
-      Schema.lessThanOrEqualTo(1_000_000, { message: () => "add_usd must be a positive amount of USD, at most 1000000" })
+      Schema.lessThanOrEqualTo(1_000_000, {
+        message: () => "add_usd must be a positive amount of USD, at most 1000000"
+      })
     )
   }),
   Schema.Struct({ conversation_id: ConversationId, decision: Schema.Literal("stop") })
@@ -138,7 +144,8 @@ export const BudgetRequest = Schema.Union(
  * @since 0.1.0
  * @category constants
  */
-export const CURSOR_MESSAGE = "Expected a non-negative decimal integer (digits only, no sign, exponent or leading zeros)"
+export const CURSOR_MESSAGE =
+  "Expected a non-negative decimal integer (digits only, no sign, exponent or leading zeros)"
 
 /**
  * An event cursor (`after=`, `Last-Event-ID`): a plain non-negative decimal
@@ -176,7 +183,9 @@ export const EventsQuery = Schema.Struct({
  * @category models
  */
 export const ForkRequest = Schema.Struct({
-  run_id: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/, { message: () => "Expected a run id" }))),
+  run_id: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/, { message: () => "Expected a run id" }))
+  ),
   at: Schema.optional(Schema.Int.pipe(Schema.positive({ message: () => "Expected an event id (a positive integer)" }))),
   tool_call_id: Schema.optional(Schema.String.pipe(Schema.minLength(1, { message: () => "Expected a tool call id" }))),
   replace_query: Schema.optional(Text("replace_query"))

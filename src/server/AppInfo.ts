@@ -73,7 +73,11 @@ export interface ToolCatalogue {
 export const toolCatalogue = (info: AppInfoShape, toolkit: ToolkitService): ToolCatalogue => {
   const sources = new Map(info.mcp?.servers.flatMap((s) => s.tools.map((t) => [t, `mcp:${s.name}`] as const)) ?? [])
   return {
-    tools: toolkit.tools.map((t) => ({ name: t.name, description: t.description, source: sources.get(t.name) ?? "builtin" })),
+    tools: toolkit.tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      source: sources.get(t.name) ?? "builtin"
+    })),
     failed_servers: info.mcp?.failed ?? []
   }
 }

@@ -71,7 +71,9 @@ export const CassetteRoutes = HttpLayerRouter.use((router) =>
       const id = params.id ?? ""
       const runId = params.run_id ?? ""
       if (!Schema.is(ApiSchema.ConversationId)(id)) {
-        return yield* Effect.fail(new ApiError.InvalidRequest({ issues: [{ path: "id", message: "Invalid conversation id" }] }))
+        return yield* Effect.fail(
+          new ApiError.InvalidRequest({ issues: [{ path: "id", message: "Invalid conversation id" }] })
+        )
       }
       const row = yield* (runId === "latest" ? log.latest(id) : log.run(runId)).pipe(Effect.mapError(internal))
       if (Option.isNone(row) || row.value.conversationId !== id) {
@@ -79,7 +81,9 @@ export const CassetteRoutes = HttpLayerRouter.use((router) =>
       }
       if (row.value.status !== "done") return yield* Effect.fail(new ApiError.RunInProgress({ conversationId: id }))
       const run = row.value
-      const [entries, events] = yield* Effect.all([trace.entries(run.runId), log.eventsAfter(run.runId, 0)]).pipe(Effect.mapError(internal))
+      const [entries, events] = yield* Effect.all([trace.entries(run.runId), log.eventsAfter(run.runId, 0)]).pipe(
+        Effect.mapError(internal)
+      )
       const cassette = build({
         runId: run.runId,
         conversationId: id,
@@ -92,10 +96,17 @@ export const CassetteRoutes = HttpLayerRouter.use((router) =>
       })
       // each attachment the run read, once, with its bytes: the cassette replays (and runs live) anywhere
       const attachments = yield* Attachments.embed(files, cassette)
-      return HttpServerResponse.unsafeJson(Cassette.encode(attachments.length > 0 ? { ...cassette, attachments } : cassette), {
-        headers: { "content-disposition": `attachment; filename="cassette-${run.runId}.json"` }
-      })
+      return HttpServerResponse.unsafeJson(
+        Cassette.encode(attachments.length > 0 ? { ...cassette, attachments } : cassette),
+        {
+          headers: { "content-disposition": `attachment; filename="cassette-${run.runId}.json"` }
+        }
+      )
     })
-    yield* router.add("GET", "/api/conversations/:id/runs/:run_id/cassette", ApiError.handle(Effect.zipRight(guard, handler)))
+    yield* router.add(
+      "GET",
+      "/api/conversations/:id/runs/:run_id/cassette",
+      ApiError.handle(Effect.zipRight(guard, handler))
+    )
   })
 )

@@ -27,8 +27,8 @@ import * as Attachments from "../Attachments.js"
 import { Mode } from "../DagAgent.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
-import * as AttachmentInput from "./internal/attachmentInput.js"
 import * as ConversationStore from "./ConversationStore.js"
+import * as AttachmentInput from "./internal/attachmentInput.js"
 import * as Users from "./internal/users.js"
 import * as RunRegistry from "./RunRegistry.js"
 import * as ServerConfig from "./ServerConfig.js"
@@ -91,7 +91,9 @@ const queryOf = (body: ChatRequest): Effect.Effect<string, ApiError.InvalidReque
   if (last.role !== "user") return invalid("role", "The last message must be the user's")
   const text = last.parts.flatMap((p) => (p.type === "text" && p.text !== undefined ? [p.text] : [])).join("\n")
   if (text.trim() === "") return invalid("parts", "Expected a text part")
-  if (text.length > ApiSchema.MAX_TEXT_CHARS) return invalid("parts", `longer than ${ApiSchema.MAX_TEXT_CHARS} characters`)
+  if (text.length > ApiSchema.MAX_TEXT_CHARS) {
+    return invalid("parts", `longer than ${ApiSchema.MAX_TEXT_CHARS} characters`)
+  }
   return Effect.succeed(text)
 }
 
@@ -99,7 +101,9 @@ const queryOf = (body: ChatRequest): Effect.Effect<string, ApiError.InvalidReque
 const filesOf = (body: ChatRequest): ReadonlyArray<AttachmentInput.Spec> => {
   const index = body.messages.length - 1
   return body.messages[index].parts.flatMap((p, j) =>
-    p.type === "file" ? [AttachmentInput.fromUrl(`messages.${index}.parts.${j}`, p.url ?? "", p.mediaType, p.filename)] : []
+    p.type === "file"
+      ? [AttachmentInput.fromUrl(`messages.${index}.parts.${j}`, p.url ?? "", p.mediaType, p.filename)]
+      : []
   )
 }
 
@@ -121,7 +125,10 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
     const respond = (conversationId: string, events: Stream.Stream<RunRegistry.Followed>) =>
       HttpServerResponse.stream(
         UiMessageStream.toBytes(UiMessageStream.fromEvents(events, { conversationId })),
-        { contentType: "text/event-stream", headers: { ...UiMessageStream.HEADERS, "x-conversation-id": conversationId } }
+        {
+          contentType: "text/event-stream",
+          headers: { ...UiMessageStream.HEADERS, "x-conversation-id": conversationId }
+        }
       )
 
     yield* router.add(
@@ -163,7 +170,9 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
         Effect.gen(function*() {
           const id = (yield* HttpLayerRouter.params).id ?? ""
           if (!Schema.is(ApiSchema.ConversationId)(id)) {
-            return yield* Effect.fail(new ApiError.InvalidRequest({ issues: [{ path: "id", message: "Invalid chat id" }] }))
+            return yield* Effect.fail(
+              new ApiError.InvalidRequest({ issues: [{ path: "id", message: "Invalid chat id" }] })
+            )
           }
           // nothing to resume: 204 tells the transport there is no stream
           if (!(yield* registry.isActive(id))) return HttpServerResponse.empty({ status: 204 })

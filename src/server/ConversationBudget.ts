@@ -14,9 +14,9 @@
  *
  * @since 0.1.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
-import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -57,7 +57,10 @@ export class ConversationBudget extends Context.Tag("effect-react-engine/Convers
  * @since 0.1.0
  * @category constructors
  */
-export const makeUnsafe = (limitUsd: number | undefined, run: Budget.BudgetOptions | undefined): ConversationBudgetService => ({
+export const makeUnsafe = (
+  limitUsd: number | undefined,
+  run: Budget.BudgetOptions | undefined
+): ConversationBudgetService => ({
   limitUsd,
   account: (spentUsd) => {
     if (limitUsd === undefined) return undefined
@@ -135,6 +138,10 @@ export const govern = (
 ) =>
 <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Option.isNone(service) || service.value.limitUsd === undefined ? self : Effect.flatMap(
-    journal.activity({ name: "conversation-spent", success: Schema.Number, execute: () => spentOf(store, conversationId) }),
+    journal.activity({
+      name: "conversation-spent",
+      success: Schema.Number,
+      execute: () => spentOf(store, conversationId)
+    }),
     (usd) => Effect.locally(self, Budget.currentAccount, service.value.account(usd))
   )

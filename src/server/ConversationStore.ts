@@ -6,9 +6,9 @@
  *
  * @since 0.1.0
  */
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -18,8 +18,8 @@ import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import type { ChatMessage } from "../Message.js"
 import * as Message from "../Message.js"
-import * as RunAttachments from "./internal/runAttachments.js"
 import * as Users from "./internal/conversationUsers.js"
+import * as RunAttachments from "./internal/runAttachments.js"
 import { decodeColumn, encodeColumn } from "./internal/storableText.js"
 import * as ServerConfig from "./ServerConfig.js"
 
@@ -129,14 +129,18 @@ export interface ConversationStoreService {
    */
   readonly appendTurn: (turn: TurnRecord) => Effect.Effect<void, StoreError>
   /** Most recently updated first. */
-  readonly list: (options?: { readonly limit?: number }) => Effect.Effect<ReadonlyArray<ConversationSummary>, StoreError>
+  readonly list: (
+    options?: { readonly limit?: number }
+  ) => Effect.Effect<ReadonlyArray<ConversationSummary>, StoreError>
   readonly get: (id: string) => Effect.Effect<Option.Option<ConversationDetail>, StoreError>
   /**
    * Creates conversation `id` as a fork of `origin.conversation_id`: its first
    * `turns` turns copied (with their run ids), its origin recorded. The
    * original is only read.
    */
-  readonly fork: (options: { readonly id: string; readonly origin: ForkOrigin; readonly turns: number }) => Effect.Effect<void, StoreError>
+  readonly fork: (
+    options: { readonly id: string; readonly origin: ForkOrigin; readonly turns: number }
+  ) => Effect.Effect<void, StoreError>
   /** The conversation's user (docs/memory.md): none without such a conversation, `null` when it belongs to nobody. */
   readonly owner: (id: string) => Effect.Effect<Option.Option<string | null>, StoreError>
   /**
@@ -198,7 +202,10 @@ export const migrations = {
     yield* sql`ALTER TABLE conversations ADD COLUMN forked_from TEXT`
   }),
   // an answer with text PostgreSQL cannot store (U+0000): `answer` keeps a readable copy, this the exact text as JSON
-  "4_turn_answer_json": Effect.flatMap(SqlClient.SqlClient, (sql) => sql`ALTER TABLE turns ADD COLUMN answer_json TEXT`),
+  "4_turn_answer_json": Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`ALTER TABLE turns ADD COLUMN answer_json TEXT`
+  ),
   // 5, not the 3 reserved for it: a database already at 4 (main's) would never run a 3
   "5_conversation_users": Effect.flatMap(SqlClient.SqlClient, Users.migration)
 }
@@ -288,8 +295,12 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
         const answer = encodeColumn(turn.answer)
         yield* sql`INSERT INTO turns (conversation_id, turn, query, answer, answer_json, messages, usage, status, created_at,
             run_id)
-          VALUES (${turn.conversationId}, ${next}, ${turn.query}, ${answer.text}, ${answer.json}, ${JSON.stringify(turn.messages)},
-            ${turn.usage === undefined ? null : JSON.stringify(turn.usage)}, ${turn.status}, ${now}, ${turn.runId ?? null})`
+          VALUES (${turn.conversationId}, ${next}, ${turn.query}, ${answer.text}, ${answer.json}, ${
+          JSON.stringify(turn.messages)
+        },
+            ${turn.usage === undefined ? null : JSON.stringify(turn.usage)}, ${turn.status}, ${now}, ${
+          turn.runId ?? null
+        })`
         yield* sql`UPDATE conversations SET updated_at = ${now}, turns = ${next} WHERE id = ${turn.conversationId}`
       })).pipe(Effect.mapError(storeError("saving the turn failed"))),
     list: (options) =>
@@ -300,7 +311,9 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
       ),
     get: (id) =>
       Effect.gen(function*() {
-        const rows = yield* sql<ConversationRow>`SELECT id, title, created_at, updated_at, turns, forked_from FROM conversations
+        const rows = yield* sql<
+          ConversationRow
+        >`SELECT id, title, created_at, updated_at, turns, forked_from FROM conversations
           WHERE id = ${id}`
         const found = rows[0]
         if (found === undefined) return Option.none()
@@ -314,7 +327,7 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
           const attached = files.get(t.run_id ?? "")
           messages.push(RunAttachments.userMessage(t.query, attached))
           const loop = decodeMessages(t.messages)
-          if (loop._tag === "Right") for (const m of loop.right) messages.push(m)
+          if (loop._tag === "Right") { for (const m of loop.right) messages.push(m) }
           messages.push(Message.assistant(answer))
           details.push({
             turn: t.turn,
@@ -342,8 +355,10 @@ export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient
           WHERE conversation_id = ${origin.conversation_id} AND turn <= ${turns}`
       })).pipe(Effect.mapError(storeError("creating the fork failed"))),
     owner: (id) => Users.owner(sql, id).pipe(Effect.mapError(storeError("reading the conversation failed"))),
-    claim: (id, userId, query) => Users.claim(sql, id, userId, title(query)).pipe(Effect.mapError(storeError("reading the conversation failed"))),
-    ofUser: (userId) => Users.ofUser(sql, userId).pipe(Effect.mapError(storeError("listing the user's conversations failed"))),
+    claim: (id, userId, query) =>
+      Users.claim(sql, id, userId, title(query)).pipe(Effect.mapError(storeError("reading the conversation failed"))),
+    ofUser: (userId) =>
+      Users.ofUser(sql, userId).pipe(Effect.mapError(storeError("listing the user's conversations failed"))),
     remove: (ids) => Users.remove(sql, ids).pipe(Effect.mapError(storeError("deleting conversations failed")))
   }
   return service
@@ -364,7 +379,10 @@ export class ConversationStore extends Context.Tag("effect-react-engine/Conversa
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<ConversationStore, StoreError, SqlClient.SqlClient> = Layer.effect(ConversationStore, make)
+export const layer: Layer.Layer<ConversationStore, StoreError, SqlClient.SqlClient> = Layer.effect(
+  ConversationStore,
+  make
+)
 
 /**
  * A SQLite file (its directory is created; `:memory:` works too).
@@ -381,7 +399,9 @@ export const layerSqlite = (filename: string): Layer.Layer<ConversationStore, St
       },
       catch: storeError(`cannot create the directory of ${filename}`)
     }))),
-    Layer.mapError((e) => (e instanceof StoreError ? e : new StoreError({ message: `cannot open ${filename}: ${String(e)}` })))
+    Layer.mapError((
+      e
+    ) => (e instanceof StoreError ? e : new StoreError({ message: `cannot open ${filename}: ${String(e)}` })))
   )
 
 /**
@@ -393,4 +413,3 @@ export const layerSqlite = (filename: string): Layer.Layer<ConversationStore, St
 export const layerConfig: Layer.Layer<ConversationStore, StoreError, ServerConfig.ServerConfig> = Layer.unwrapEffect(
   Effect.map(ServerConfig.ServerConfig, (settings) => layerSqlite(settings.databasePath))
 )
-

@@ -6,8 +6,8 @@
  *
  * @since 0.1.0
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
@@ -121,21 +121,27 @@ export const describe = (where: Location): string => {
 export const layer = (where: Location): Layer.Layer<SqlClient.SqlClient, DatabaseError> => {
   if (where._tag === "Postgres") {
     // loaded only for PostgreSQL: the embedded default needs no `@effect/sql-pg` installed
-    return Layer.unwrapEffect(Effect.tryPromise({
-      try: () => import("@effect/sql-pg/PgClient"),
-      catch: () =>
-        new DatabaseError({ message: "DATABASE_URL is a PostgreSQL URL but @effect/sql-pg is not installed: npm install @effect/sql-pg" })
-    }).pipe(Effect.map((PgClient) => PgClient.layer({ url: where.url, applicationName: "effect-react-engine" })))).pipe(
+    return Layer.unwrapEffect(
+      Effect.tryPromise({
+        try: () => import("@effect/sql-pg/PgClient"),
+        catch: () =>
+          new DatabaseError({
+            message: "DATABASE_URL is a PostgreSQL URL but @effect/sql-pg is not installed: npm install @effect/sql-pg"
+          })
+      }).pipe(Effect.map((PgClient) => PgClient.layer({ url: where.url, applicationName: "effect-react-engine" })))
+    ).pipe(
       Layer.mapError((e) =>
-        e instanceof DatabaseError ? e : new DatabaseError({ message: `cannot connect to ${describe(where)}: ${e.message}` })
+        e instanceof DatabaseError
+          ? e
+          : new DatabaseError({ message: `cannot connect to ${describe(where)}: ${e.message}` })
       )
     )
   }
   const filename = where.filename
   // one connection (the client's): the pragma holds for everything this process writes
-  const pragma = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.unsafe(`PRAGMA synchronous = ${where.synchronous ?? "NORMAL"}`)
-  ))
+  const pragma = Layer.effectDiscard(
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`PRAGMA synchronous = ${where.synchronous ?? "NORMAL"}`))
+  )
   return Layer.unwrapEffect(Effect.try({
     try: () => {
       if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
@@ -143,7 +149,9 @@ export const layer = (where: Location): Layer.Layer<SqlClient.SqlClient, Databas
     },
     catch: (e) => new DatabaseError({ message: `cannot create the directory of ${filename}: ${String(e)}` })
   })).pipe(
-    Layer.mapError((e) => (e instanceof DatabaseError ? e : new DatabaseError({ message: `cannot open ${filename}: ${String(e)}` })))
+    Layer.mapError((
+      e
+    ) => (e instanceof DatabaseError ? e : new DatabaseError({ message: `cannot open ${filename}: ${String(e)}` })))
   )
 }
 
@@ -153,6 +161,7 @@ export const layer = (where: Location): Layer.Layer<SqlClient.SqlClient, Databas
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig: Layer.Layer<SqlClient.SqlClient, DatabaseError | ConfigError.ConfigError> = Layer.unwrapEffect(
-  Effect.map(location, layer)
-)
+export const layerConfig: Layer.Layer<SqlClient.SqlClient, DatabaseError | ConfigError.ConfigError> = Layer
+  .unwrapEffect(
+    Effect.map(location, layer)
+  )

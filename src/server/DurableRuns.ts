@@ -79,13 +79,14 @@ export class RunHost extends Context.Tag("effect-react-engine/RunHost")<RunHost,
  * @since 0.1.0
  * @category layers
  */
-export const layerHost: Layer.Layer<RunHost | CallClaim.ToolCalls, never, ServerConfig.ServerConfig> = Layer.unwrapScoped(
-  Effect.flatMap(ServerConfig.ServerConfig, (settings) =>
-    Effect.map(
-      RunHostModule.make(crypto.randomUUID(), { maxActive: settings.maxActiveRuns, queue: settings.runQueue }),
-      (host) => Layer.merge(Layer.succeed(RunHost, host), CallClaim.layer(host.bootId))
-    ))
-)
+export const layerHost: Layer.Layer<RunHost | CallClaim.ToolCalls, never, ServerConfig.ServerConfig> = Layer
+  .unwrapScoped(
+    Effect.flatMap(ServerConfig.ServerConfig, (settings) =>
+      Effect.map(
+        RunHostModule.make(crypto.randomUUID(), { maxActive: settings.maxActiveRuns, queue: settings.runQueue }),
+        (host) => Layer.merge(Layer.succeed(RunHost, host), CallClaim.layer(host.bootId))
+      ))
+  )
 
 /**
  * The shutdown grace: when its scope closes (SIGTERM), no activity of a run
@@ -101,25 +102,26 @@ export const layerHost: Layer.Layer<RunHost | CallClaim.ToolCalls, never, Server
  * @since 0.1.0
  * @category layers
  */
-export const layerShutdownGrace: Layer.Layer<never, never, RunHost | CallClaim.ToolCalls | ServerConfig.ServerConfig> = Layer.scopedDiscard(
-  Effect.gen(function*() {
-    const host = yield* RunHost
-    const calls = yield* CallClaim.ToolCalls
-    const { shutdownGraceMs } = yield* ServerConfig.ServerConfig
-    // the calls still running at the end of the grace are cut here, before the services they use stop
-    yield* Effect.addFinalizer(() =>
-      Effect.zipRight(
-        // what is being drained, said when the stop begins (SIGTERM logged nothing until the grace was over)
-        Effect.flatMap(host.admission, (admission) => Effect.logInfo(stoppingLine(admission, shutdownGraceMs))),
-        Effect.flatMap(host.drain(shutdownGraceMs), ({ inFlight, left, waitedMs }) =>
-          Effect.zipRight(
-            calls.stopAll,
-            inFlight === 0 ? Effect.void : Effect.logInfo(shutdownLine(inFlight, left, waitedMs, shutdownGraceMs))
-          ))
+export const layerShutdownGrace: Layer.Layer<never, never, RunHost | CallClaim.ToolCalls | ServerConfig.ServerConfig> =
+  Layer.scopedDiscard(
+    Effect.gen(function*() {
+      const host = yield* RunHost
+      const calls = yield* CallClaim.ToolCalls
+      const { shutdownGraceMs } = yield* ServerConfig.ServerConfig
+      // the calls still running at the end of the grace are cut here, before the services they use stop
+      yield* Effect.addFinalizer(() =>
+        Effect.zipRight(
+          // what is being drained, said when the stop begins (SIGTERM logged nothing until the grace was over)
+          Effect.flatMap(host.admission, (admission) => Effect.logInfo(stoppingLine(admission, shutdownGraceMs))),
+          Effect.flatMap(host.drain(shutdownGraceMs), ({ inFlight, left, waitedMs }) =>
+            Effect.zipRight(
+              calls.stopAll,
+              inFlight === 0 ? Effect.void : Effect.logInfo(shutdownLine(inFlight, left, waitedMs, shutdownGraceMs))
+            ))
+        )
       )
-    )
-  })
-)
+    })
+  )
 
 const stoppingLine = ({ active, waiting }: { readonly active: number; readonly waiting: number }, graceMs: number) =>
   `stopping: draining ${active} run${active === 1 ? "" : "s"} executing here (${waiting} waiting for a place): ` +
@@ -132,7 +134,9 @@ const stoppingLine = ({ active, waiting }: { readonly active: number; readonly w
  * @since 0.1.0
  * @category layers
  */
-export const layerWorkflow = AgentRun.toLayer((payload) => Effect.flatMap(RunHost, (host) => RunWorkflow.body(payload, host)))
+export const layerWorkflow = AgentRun.toLayer((payload) =>
+  Effect.flatMap(RunHost, (host) => RunWorkflow.body(payload, host))
+)
 
 /**
  * The cluster's settings for several instances.

@@ -45,17 +45,25 @@ const withStep = (data: Record<string, unknown>, stepId: string | undefined): Re
 export const toWire = (event: RunEvent): { readonly channel: Channel; readonly data: Record<string, unknown> } => {
   const wire = payload(event)
   const agent = agentOf(event)
-  return agent === undefined || wire.data.agent !== undefined ? wire : { channel: wire.channel, data: { ...wire.data, agent } }
+  return agent === undefined || wire.data.agent !== undefined
+    ? wire
+    : { channel: wire.channel, data: { ...wire.data, agent } }
 }
 
 const payload = (event: RunEvent): { readonly channel: Channel; readonly data: Record<string, unknown> } => {
   switch (event._tag) {
     case "ThinkingStart":
-      return { channel: "step", data: withStep({ type: "thinking", status: "start", iteration: event.iteration }, event.step_id) }
+      return {
+        channel: "step",
+        data: withStep({ type: "thinking", status: "start", iteration: event.iteration }, event.step_id)
+      }
     case "ThinkingDone":
       return {
         channel: "step",
-        data: withStep({ type: "thinking", status: "done", iteration: event.iteration, reasoning: event.reasoning }, event.step_id)
+        data: withStep(
+          { type: "thinking", status: "done", iteration: event.iteration, reasoning: event.reasoning },
+          event.step_id
+        )
       }
     case "ToolStart": {
       const { _tag, ...rest } = event
@@ -78,7 +86,10 @@ const payload = (event: RunEvent): { readonly channel: Channel; readonly data: R
     case "Compact":
       return {
         channel: "compact",
-        data: withStep({ original_messages: event.original_messages, kept_messages: event.kept_messages }, event.step_id)
+        data: withStep(
+          { original_messages: event.original_messages, kept_messages: event.kept_messages },
+          event.step_id
+        )
       }
     case "PhaseChange":
       return { channel: "phase", data: withStep({ phase: event.phase, total_tools: event.total_tools }, event.step_id) }
@@ -119,7 +130,10 @@ const payload = (event: RunEvent): { readonly channel: Channel; readonly data: R
       return { channel: "guardrail", data: { type: "guardrail", status: "tripped", ...rest } }
     }
     case "LlmRetry":
-      return { channel: "phase", data: { phase: "retrying", attempt: event.attempt, reason: event.reason, delay_ms: event.delay_ms } }
+      return {
+        channel: "phase",
+        data: { phase: "retrying", attempt: event.attempt, reason: event.reason, delay_ms: event.delay_ms }
+      }
     case "AgentStart":
       return { channel: "agent", data: { type: "agent", status: "start", agent: event.agent, query: event.query } }
     case "AgentDone": {
@@ -158,12 +172,24 @@ const tagOf = (channel: string, data: Record<string, unknown>): string | undefin
   switch (channel) {
     case "step":
       if (type === "thinking") return status === "start" ? "ThinkingStart" : "ThinkingDone"
-      if (type === "iteration") return status === "start" ? "ToolStart" : status === "progress" ? "ToolProgress" : "ToolDone"
+      if (type === "iteration") {
+        return status === "start"
+          ? "ToolStart"
+          : status === "progress"
+          ? "ToolProgress"
+          : "ToolDone"
+      }
       if (type === "answer") return "AnswerSignal"
       return undefined
     case "answer":
       if (type === "output_partial") return "OutputPartial"
-      return status === "start" ? "AnswerStart" : status === "delta" ? "AnswerDelta" : status === "done" ? "AnswerDone" : "AnswerReset"
+      return status === "start"
+        ? "AnswerStart"
+        : status === "delta"
+        ? "AnswerDelta"
+        : status === "done"
+        ? "AnswerDone"
+        : "AnswerReset"
     case "compact":
       return "Compact"
     case "phase":
@@ -192,7 +218,13 @@ const tagOf = (channel: string, data: Record<string, unknown>): string | undefin
     case "input":
       return type === "attachments" ? "AttachmentsReceived" : undefined
     case "memory":
-      return type === "recalled" ? "MemoryRecalled" : type === "updated" ? "MemoryUpdated" : type === "unavailable" ? "MemoryUnavailable" : undefined
+      return type === "recalled"
+        ? "MemoryRecalled"
+        : type === "updated"
+        ? "MemoryUpdated"
+        : type === "unavailable"
+        ? "MemoryUnavailable"
+        : undefined
     default:
       return undefined
   }

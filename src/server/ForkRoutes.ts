@@ -74,11 +74,17 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
     const handler = Effect.gen(function*() {
       const id = (yield* HttpLayerRouter.params).id ?? ""
       if (!Schema.is(ApiSchema.ConversationId)(id)) {
-        return yield* Effect.fail(new ApiError.InvalidRequest({ issues: [{ path: "id", message: "Invalid conversation id" }] }))
+        return yield* Effect.fail(
+          new ApiError.InvalidRequest({ issues: [{ path: "id", message: "Invalid conversation id" }] })
+        )
       }
       const body = yield* ApiError.decodeBody(ApiSchema.ForkRequest, settings.maxBodyBytes)
       if (body.at !== undefined && body.tool_call_id !== undefined) {
-        return yield* Effect.fail(new ApiError.InvalidRequest({ issues: [{ path: "tool_call_id", message: "Give at or tool_call_id, not both" }] }))
+        return yield* Effect.fail(
+          new ApiError.InvalidRequest({
+            issues: [{ path: "tool_call_id", message: "Give at or tool_call_id, not both" }]
+          })
+        )
       }
       const conversation = yield* store.get(id).pipe(Effect.mapError(internal))
       if (Option.isNone(conversation)) {
@@ -86,7 +92,9 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
       }
       const turns = conversation.value.turn_details
       // the conversation's own runs, and those of the turns a fork copied
-      const found = yield* (body.run_id === undefined ? log.latest(id) : log.run(body.run_id)).pipe(Effect.mapError(internal))
+      const found = yield* (body.run_id === undefined ? log.latest(id) : log.run(body.run_id)).pipe(
+        Effect.mapError(internal)
+      )
       const row = Option.filter(found, (r) => r.conversationId === id || turns.some((t) => t.run_id === r.runId))
       if (Option.isNone(row)) {
         return yield* Effect.fail(
@@ -96,22 +104,38 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
         )
       }
       const run = row.value
-      if (run.status !== "done") return yield* Effect.fail(new ApiError.RunInProgress({ conversationId: run.conversationId }))
+      if (run.status !== "done") {
+        return yield* Effect.fail(new ApiError.RunInProgress({ conversationId: run.conversationId }))
+      }
       const events = yield* log.eventsAfter(run.runId, 0).pipe(Effect.mapError(internal))
       if (events.some((e) => e.event._tag === "DagPlan" || e.event._tag === "DagStep")) {
         return yield* Effect.fail(
-          new ApiError.NotForkable({ runId: run.runId, reason: "A DAG run cannot be forked (its steps are not stored for a fork)" })
+          new ApiError.NotForkable({
+            runId: run.runId,
+            reason: "A DAG run cannot be forked (its steps are not stored for a fork)"
+          })
         )
       }
       // a tool call: its `iteration done` event (a card of a stored turn knows its call, not its event)
-      const ended = ({ event }: RunLog.StoredEvent) => event._tag === "ToolDone" && event.tool_call_id === body.tool_call_id
+      const ended = ({ event }: RunLog.StoredEvent) =>
+        event._tag === "ToolDone" && event.tool_call_id === body.tool_call_id
       const at = body.at ?? (body.tool_call_id !== undefined ? events.find(ended)?.seq ?? 0 : run.lastSeq)
       const event = events.find((e) => e.seq === at)
       if (event === undefined) {
-        return yield* Effect.fail(new ApiError.NotFound({ code: "event_not_found", conversationId: id, runId: run.runId, ...(at > 0 ? { at } : {}) }))
+        return yield* Effect.fail(
+          new ApiError.NotFound({
+            code: "event_not_found",
+            conversationId: id,
+            runId: run.runId,
+            ...(at > 0 ? { at } : {})
+          })
+        )
       }
       const entries = yield* trace.entries(run.runId).pipe(Effect.mapError(internal))
-      const input = entries.find((e) => e.kind === "input")?.data as { readonly max_iterations?: number; readonly query?: Content } | undefined
+      const input = entries.find((e) => e.kind === "input")?.data as {
+        readonly max_iterations?: number
+        readonly query?: Content
+      } | undefined
       // the original's attachments go with the fork (the steps before the fork point read them too)
       const attachments = Message.filesOf(input?.query).map((part) => part.file)
       // the turns before the forked run's (a turn stored before turns had run ids: the last one of its
@@ -127,7 +151,9 @@ export const ForkRoutes = HttpLayerRouter.use((router) =>
         turns: copied
       }).pipe(Effect.mapError(internal))
       // the fork belongs to the original's user and runs with their memory (docs/memory.md)
-      const owner = Option.getOrNull(Option.flatMap(yield* store.owner(id).pipe(Effect.mapError(internal)), Option.fromNullable))
+      const owner = Option.getOrNull(
+        Option.flatMap(yield* store.owner(id).pipe(Effect.mapError(internal)), Option.fromNullable)
+      )
       yield* registry.start({
         query: body.replace_query ?? run.query,
         conversationId,

@@ -28,8 +28,8 @@ import * as Effect from "effect/Effect"
 import { randomUUID } from "node:crypto"
 import * as AgentMcpServer from "../AgentMcpServer.js"
 import * as ApiError from "./ApiError.js"
-import * as ServerConfig from "./ServerConfig.js"
 import { unstorableText } from "./internal/storableText.js"
+import * as ServerConfig from "./ServerConfig.js"
 
 /**
  * The most MCP sessions kept at once.
@@ -111,13 +111,13 @@ export const McpRoutes = HttpLayerRouter.use((router) =>
     const unknownSession = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
       request.headers["mcp-session-id"] === undefined
         ? rpcError(400, -32000, "Bad Request: no mcp-session-id header (send initialize first)")
-        : rpcError(404, -32001, "Session not found")
-    )
+        : rpcError(404, -32001, "Session not found"))
 
     const route = <E extends ApiError.ApiError, R>(
       method: "GET" | "POST" | "DELETE",
       handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-    ) => router.add(method, "/mcp", ApiError.handle(Effect.zipRight(guard, handler)))
+    ) =>
+      router.add(method, "/mcp", ApiError.handle(Effect.zipRight(guard, handler)))
 
     yield* route(
       "POST",
@@ -131,11 +131,17 @@ export const McpRoutes = HttpLayerRouter.use((router) =>
           return rpcError(400, -32700, "Parse error: the body is not JSON")
         }
         const unstorable = unstorableText(body)
-        if (unstorable !== undefined) return rpcError(400, -32602, `Invalid params: ${unstorable.path}: ${unstorable.message}`)
+        if (unstorable !== undefined) {
+          return rpcError(400, -32602, `Invalid params: ${unstorable.path}: ${unstorable.message}`)
+        }
         const existing = yield* sessionOf
-        if (existing !== undefined) return yield* handle(existing, body)
+        if (existing !== undefined) {
+          return yield* handle(existing, body)
+        }
         const id = (yield* HttpServerRequest.HttpServerRequest).headers["mcp-session-id"]
-        if (id === undefined && isInitializeRequest(body)) return yield* handle(yield* open, body)
+        if (id === undefined && isInitializeRequest(body)) {
+          return yield* handle(yield* open, body)
+        }
         return yield* unknownSession
       })
     )

@@ -49,9 +49,15 @@ export const MemoryRoutes = HttpLayerRouter.use((router) =>
     const sql = yield* SqlClient.SqlClient
     const memory = Option.getOrUndefined(yield* Effect.serviceOption(Memory.Memory))
     const guard = ApiError.authorize(settings.apiToken)
-    const userOf = Effect.flatMap(HttpLayerRouter.params, (params) => Users.userIdOf(params.user_id ?? "", "user_id")).pipe(
-      Effect.flatMap((userId) => (userId === undefined ? Effect.fail(new Users.InvalidUserId({ field: "user_id" })) : Effect.succeed(userId)))
-    )
+    const userOf = Effect.flatMap(HttpLayerRouter.params, (params) => Users.userIdOf(params.user_id ?? "", "user_id"))
+      .pipe(
+        Effect.flatMap((
+          userId
+        ) => (userId === undefined
+          ? Effect.fail(new Users.InvalidUserId({ field: "user_id" }))
+          : Effect.succeed(userId))
+        )
+      )
 
     yield* router.add(
       "GET",
@@ -60,7 +66,9 @@ export const MemoryRoutes = HttpLayerRouter.use((router) =>
         guard,
         Effect.gen(function*() {
           const userId = yield* userOf
-          const known = memory === undefined ? { working_memory: {}, items: [] } : yield* memory.inspect(userId).pipe(Effect.mapError(internal))
+          const known = memory === undefined
+            ? { working_memory: {}, items: [] }
+            : yield* memory.inspect(userId).pipe(Effect.mapError(internal))
           return HttpServerResponse.unsafeJson(known)
         })
       ))
@@ -74,8 +82,10 @@ export const MemoryRoutes = HttpLayerRouter.use((router) =>
         const active = yield* Effect.filter(ids, (id) => registry.isActive(id))
         if (active.length > 0) return yield* Effect.fail(new ApiError.RunInProgress({ conversationId: active[0] }))
         const runs = yield* ForgetRuns.runsOf(sql, ids).pipe(Effect.mapError(internal))
-        const executions = yield* Effect.forEach(runs, (runId) =>
-          DurableRuns.AgentRun.executionId({ runId, conversationId: "", query: "", mode: "react" }))
+        const executions = yield* Effect.forEach(
+          runs,
+          (runId) => DurableRuns.AgentRun.executionId({ runId, conversationId: "", query: "", mode: "react" })
+        )
         yield* ForgetRuns.remove(sql, ids, runs, executions).pipe(Effect.mapError(internal))
         yield* store.remove(ids).pipe(Effect.mapError(internal))
         yield* Effect.logInfo(`user memory: ${ids.length} conversations and ${runs.length} runs deleted`)

@@ -102,7 +102,13 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
           Effect.catchAll((error) =>
             Effect.succeed(
               error._tag === "ModelNotFound"
-                ? Compat.errorResponse(404, `The model \`${error.model}\` does not exist`, "invalid_request_error", "model", "model_not_found")
+                ? Compat.errorResponse(
+                  404,
+                  `The model \`${error.model}\` does not exist`,
+                  "invalid_request_error",
+                  "model",
+                  "model_not_found"
+                )
                 : Compat.fromApiError(error)
             )
           )
@@ -112,7 +118,12 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
     const heartbeat = Stream.tick(settings.heartbeatMs).pipe(Stream.map(() => Sse.comment("ping")))
 
     /** The stream of a run: a role chunk, content / reasoning deltas, then finish + usage, or an error frame. */
-    const streamOf = (id: Compat.CompletionId, events: Stream.Stream<RunEvent>, includeUsage: boolean, typed: boolean) =>
+    const streamOf = (
+      id: Compat.CompletionId,
+      events: Stream.Stream<RunEvent>,
+      includeUsage: boolean,
+      typed: boolean
+    ) =>
       Stream.suspend(() => {
         let done: Done | undefined
         let failed: Failed | undefined
@@ -123,7 +134,9 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
           // and a typed answer once its value validated
           Stream.mapConcat(typed ? Typed.settledTypedAnswer() : (event: RunEvent) => [event]),
           Stream.mapConcat((event): ReadonlyArray<Uint8Array> => {
-            if (event._tag === "AnswerDelta" && isOwn(event)) return [Compat.frame(Compat.chunk(id, { content: event.content }))]
+            if (event._tag === "AnswerDelta" && isOwn(event)) {
+              return [Compat.frame(Compat.chunk(id, { content: event.content }))]
+            }
             if (event._tag === "Done") done = event
             else if (event._tag === "RunFailed") failed = event
             else if (event._tag === "ApprovalRequested") waiting = event
@@ -179,7 +192,9 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
         const input = Compat.inputOf(body)
         if (input === undefined) {
           return yield* Effect.fail(
-            new ApiError.InvalidRequest({ issues: [{ path: "messages", message: "Expected a user message with content" }] })
+            new ApiError.InvalidRequest({
+              issues: [{ path: "messages", message: "Expected a user message with content" }]
+            })
           )
         }
         const model = Compat.MODELS.find((m) => m.id === body.model)
@@ -193,26 +208,40 @@ export const OpenAiRoutes = HttpLayerRouter.use((router) =>
         // the run is consumed by this request (its fiber, or its response stream): a disconnect cancels it
         const events = DagAgent.runWithMode(agents, model.mode, userId === undefined ? input : { ...input, userId })
         if (body.stream === true) {
-          return HttpServerResponse.stream(streamOf(id, events, body.stream_options?.include_usage === true, input.output !== undefined), {
-            contentType: "text/event-stream",
-            headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
-          })
+          return HttpServerResponse.stream(
+            streamOf(id, events, body.stream_options?.include_usage === true, input.output !== undefined),
+            {
+              contentType: "text/event-stream",
+              headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+            }
+          )
         }
         const { done, failed, reasoning, waiting } = yield* collect(events)
         // a tool call waits for a person: answered now, saying what waits (the run ended with the request)
-        if (waiting !== undefined) return HttpServerResponse.unsafeJson(Compat.approvalRequired(waiting), { status: 422 })
+        if (waiting !== undefined) {
+          return HttpServerResponse.unsafeJson(Compat.approvalRequired(waiting), { status: 422 })
+        }
         if (failed !== undefined || done === undefined) {
           const retryable = failed?.retryable ?? true
           // `output_invalid`: the answer did not match `response_format` (code and param say so)
           const invalid = failed?.code === "output_invalid"
-          return Compat.errorResponse(retryable ? 503 : 500, failed?.message ?? "The run ended without a result", "server_error",
-            invalid ? "response_format" : null, failed?.code ?? null)
+          return Compat.errorResponse(
+            retryable ? 503 : 500,
+            failed?.message ?? "The run ended without a result",
+            "server_error",
+            invalid ? "response_format" : null,
+            failed?.code ?? null
+          )
         }
         return HttpServerResponse.unsafeJson(Compat.completion(id, done.answer, reasoning, done.usage))
       })
     )
 
-    yield* route("GET", "/v1/models", Effect.succeed(HttpServerResponse.unsafeJson({ object: "list", data: models.map(modelObject) })))
+    yield* route(
+      "GET",
+      "/v1/models",
+      Effect.succeed(HttpServerResponse.unsafeJson({ object: "list", data: models.map(modelObject) }))
+    )
 
     yield* route(
       "GET",

@@ -22,8 +22,7 @@ import * as RunLog from "./RunLog.js"
 /** The messages of transient retries, folded (their text as `@effect/cluster` logs it). */
 const transient = ["Could not find entity manager for address, retrying"]
 
-const textOf = (message: unknown): string =>
-  Array.isArray(message) ? message.map(String).join(" ") : String(message)
+const textOf = (message: unknown): string => Array.isArray(message) ? message.map(String).join(" ") : String(message)
 
 /**
  * `inner` with the cluster's transient retry warnings folded: the first of a

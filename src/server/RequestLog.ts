@@ -69,7 +69,9 @@ export const redactUrl = (url: string): string => {
   const query = withoutUser.slice(q + 1, hash < 0 ? undefined : hash)
   const redacted = query
     .split("&")
-    .map((part) => (part !== "" && CREDENTIAL_PARAM.test(paramName(part)) ? `${part.split("=", 1)[0]}=${REDACTED}` : part))
+    .map((
+      part
+    ) => (part !== "" && CREDENTIAL_PARAM.test(paramName(part)) ? `${part.split("=", 1)[0]}=${REDACTED}` : part))
     .join("&")
   return withoutUser.slice(0, q + 1) + redacted + (hash < 0 ? "" : withoutUser.slice(hash))
 }
@@ -97,11 +99,17 @@ export const logger = HttpMiddleware.make((app) => {
         if (exit._tag === "Failure") {
           const [response, cause] = HttpServerError.causeResponseStripped(exit.cause)
           return Effect.zipRight(
-            Effect.annotateLogs(Effect.log(cause._tag === "Some" ? cause.value : "Sent HTTP Response"), annotations(response.status)),
+            Effect.annotateLogs(
+              Effect.log(cause._tag === "Some" ? cause.value : "Sent HTTP Response"),
+              annotations(response.status)
+            ),
             exit
           )
         }
-        return Effect.zipRight(Effect.annotateLogs(Effect.log("Sent HTTP response"), annotations(exit.value.status)), exit)
+        return Effect.zipRight(
+          Effect.annotateLogs(Effect.log("Sent HTTP response"), annotations(exit.value.status)),
+          exit
+        )
       }),
       `http.span.${++counter}`
     )

@@ -10,11 +10,10 @@ import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
-import { randomUUID } from "node:crypto"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
-import { AppInfo, toolCatalogue } from "./AppInfo.js"
+import { randomUUID } from "node:crypto"
 import type * as Approvals from "../Approvals.js"
 import * as Attachments from "../Attachments.js"
 import * as Budget from "../Budget.js"
@@ -23,6 +22,7 @@ import * as ReactAgent from "../ReactAgent.js"
 import * as Toolkit from "../Toolkit.js"
 import * as ApiError from "./ApiError.js"
 import * as ApiSchema from "./ApiSchema.js"
+import { AppInfo, toolCatalogue } from "./AppInfo.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as AttachmentInput from "./internal/attachmentInput.js"
 import * as Compat from "./internal/openAiRoutes.js"
@@ -215,10 +215,13 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
             store.exists(query.conversation_id).pipe(
               Effect.mapError(storeFailure),
               Effect.flatMap((exists) =>
-                Effect.fail(exists ? error : new ApiError.NotFound({ code: "conversation_not_found", conversationId: query.conversation_id }))
+                Effect.fail(
+                  exists
+                    ? error
+                    : new ApiError.NotFound({ code: "conversation_not_found", conversationId: query.conversation_id })
+                )
               )
-            )
-          )
+            ))
         )
         return yield* sse(following, query.conversation_id)
       })
@@ -231,8 +234,7 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
         const body = yield* ApiError.decodeBody(ApiSchema.InjectRequest, limit)
         const injection = yield* interrupts.inject(body.conversation_id, body.content).pipe(
           Effect.catchTag("NoActiveRun", () =>
-            Effect.fail(new ApiError.NotFound({ code: "no_active_execution", conversationId: body.conversation_id }))
-          )
+            Effect.fail(new ApiError.NotFound({ code: "no_active_execution", conversationId: body.conversation_id })))
         )
         return HttpServerResponse.unsafeJson({ id: injection.id })
       })
@@ -261,7 +263,11 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
           ...(body.tool_call_id !== undefined ? { toolCallId: body.tool_call_id } : {}),
           ...(body.args_hash !== undefined ? { argsHash: body.args_hash } : {})
         }).pipe(
-          Effect.match({ onFailure: refusedDecision, onSuccess: (decided) => HttpServerResponse.unsafeJson(decided) })
+          Effect.match({
+            onFailure: refusedDecision,
+            onSuccess: (decided) =>
+              HttpServerResponse.unsafeJson(decided)
+          })
         )
       })
     )
@@ -272,7 +278,9 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       Effect.gen(function*() {
         const body = yield* ApiError.decodeBody(ApiSchema.BudgetRequest, limit)
         // the run waits like an approval: its wait is the conversation's pending budget approval
-        const waiting = (yield* agent.approvals.pending(body.conversation_id)).find((p) => p.toolName === Budget.WAIT_TOOL)
+        const waiting = (yield* agent.approvals.pending(body.conversation_id)).find((p) =>
+          p.toolName === Budget.WAIT_TOOL
+        )
         if (waiting === undefined) {
           return HttpServerResponse.unsafeJson({
             error: "no_budget_wait",
@@ -306,7 +314,9 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
         const body = yield* ApiError.decodeBody(ApiSchema.CancelRequest, limit)
         const cancelled = yield* registry.cancel(body.conversation_id)
         if (!cancelled) {
-          return yield* Effect.fail(new ApiError.NotFound({ code: "no_active_execution", conversationId: body.conversation_id }))
+          return yield* Effect.fail(
+            new ApiError.NotFound({ code: "no_active_execution", conversationId: body.conversation_id })
+          )
         }
         return HttpServerResponse.unsafeJson({ cancelled: true, conversation_id: body.conversation_id })
       })
@@ -318,10 +328,18 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
       Effect.gen(function*() {
         const conversations = yield* store.list().pipe(Effect.mapError(storeFailure))
         // a run waiting for a person says so; a conversation whose first run waits is not stored yet
-        const waiting = new Set((yield* agent.approvals.pending()).map((p) => p.conversationId))
+        const waiting = new Set((yield* agent.approvals.pending()).map((p) =>
+          p.conversationId
+        ))
         const listed = conversations.map((c) => ({ ...c, waiting_approval: waiting.has(c.id) }))
         for (const c of conversations) waiting.delete(c.id)
-        const unsaved = [...waiting].map((id) => ({ id, title: "", updated_at: null, turns: 0, waiting_approval: true }))
+        const unsaved = [...waiting].map((id) => ({
+          id,
+          title: "",
+          updated_at: null,
+          turns: 0,
+          waiting_approval: true
+        }))
         return HttpServerResponse.unsafeJson({ conversations: [...unsaved, ...listed] })
       })
     )
@@ -333,7 +351,9 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
         const params = yield* HttpLayerRouter.params
         const id = params.id ?? ""
         if (!Schema.is(ApiSchema.ConversationId)(id)) {
-          return yield* Effect.fail(new ApiError.InvalidRequest({ issues: [{ path: "id", message: "Invalid conversation id" }] }))
+          return yield* Effect.fail(
+            new ApiError.InvalidRequest({ issues: [{ path: "id", message: "Invalid conversation id" }] })
+          )
         }
         const found = yield* store.get(id).pipe(Effect.mapError(storeFailure))
         if (Option.isNone(found)) {

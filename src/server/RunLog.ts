@@ -87,7 +87,9 @@ export interface RunLogService {
   ) => Effect.Effect<void, RunLogError>
   readonly eventsAfter: (runId: string, after: number) => Effect.Effect<ReadonlyArray<StoredEvent>, RunLogError>
   /** The keys and the last id of a run's stored events (a resumed run skips what is stored). */
-  readonly storedKeys: (runId: string) => Effect.Effect<{ readonly keys: ReadonlySet<string>; readonly lastSeq: number }, RunLogError>
+  readonly storedKeys: (
+    runId: string
+  ) => Effect.Effect<{ readonly keys: ReadonlySet<string>; readonly lastSeq: number }, RunLogError>
   /** Asks the conversation's active run to stop; its id, or none when no run is active. */
   readonly requestCancel: (conversationId: string) => Effect.Effect<Option.Option<string>, RunLogError>
   /** Which of these runs were asked to stop. */
@@ -130,9 +132,19 @@ export interface RunLogService {
    * `markStarted` records it), or none while another holder has a live lease
    * or the outcome is stored (`callOutcome`).
    */
-  readonly claim: (runId: string, name: string, holder: string, leaseMs: number) => Effect.Effect<Option.Option<string>, RunLogError>
+  readonly claim: (
+    runId: string,
+    name: string,
+    holder: string,
+    leaseMs: number
+  ) => Effect.Effect<Option.Option<string>, RunLogError>
   /** Extends `holder`'s claim by `leaseMs` from now; false when `holder` no longer holds it (or the outcome is stored). */
-  readonly renewClaim: (runId: string, name: string, holder: string, leaseMs: number) => Effect.Effect<boolean, RunLogError>
+  readonly renewClaim: (
+    runId: string,
+    name: string,
+    holder: string,
+    leaseMs: number
+  ) => Effect.Effect<boolean, RunLogError>
   /** Ends `holder`'s claim without an outcome (its execution was stopped): the next claim takes it at once. */
   readonly releaseClaim: (runId: string, name: string, holder: string) => Effect.Effect<void, RunLogError>
   /**
@@ -140,7 +152,12 @@ export interface RunLogService {
    * and no outcome is stored yet; false otherwise (another holder took it over,
    * or stored one first).
    */
-  readonly settleCall: (runId: string, name: string, holder: string, outcome: string) => Effect.Effect<boolean, RunLogError>
+  readonly settleCall: (
+    runId: string,
+    name: string,
+    holder: string,
+    outcome: string
+  ) => Effect.Effect<boolean, RunLogError>
   /** The call's stored outcome, if any. */
   readonly callOutcome: (runId: string, name: string) => Effect.Effect<Option.Option<string>, RunLogError>
   /** Deletes finished runs older than `before` (ms) and their events and messages. */
@@ -153,7 +170,8 @@ export interface RunLogService {
  */
 export class RunLog extends Context.Tag("effect-react-engine/RunLog")<RunLog, RunLogService>() {}
 
-const failure = (what: string) => (error: SqlError.SqlError) => new RunLogError({ message: `${what}: ${error.message}` })
+const failure = (what: string) => (error: SqlError.SqlError) =>
+  new RunLogError({ message: `${what}: ${error.message}` })
 
 interface RunSqlRow {
   readonly run_id: string
@@ -189,7 +207,9 @@ const toRun = (row: RunSqlRow): RunRow => ({
  */
 export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient> = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* Migrations.run.pipe(Effect.mapError((e) => new RunLogError({ message: `run log migration failed: ${e.message}` })))
+  yield* Migrations.run.pipe(
+    Effect.mapError((e) => new RunLogError({ message: `run log migration failed: ${e.message}` }))
+  )
   // a run's last event id is read from its events (an event is then one statement, not a transaction)
   const columns = sql`run_id, conversation_id, query, status, started_at,
     (SELECT COALESCE(MAX(e.seq), 0) FROM react_run_events e WHERE e.run_id = react_runs.run_id) AS last_seq,
@@ -205,7 +225,9 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
         const now = yield* Clock.currentTimeMillis
         yield* sql`INSERT INTO react_active_runs (conversation_id, run_id) VALUES (${conversationId}, ${runId})
           ON CONFLICT (conversation_id) DO NOTHING`
-        const owner = yield* sql<{ run_id: string }>`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}`
+        const owner = yield* sql<
+          { run_id: string }
+        >`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}`
         if (owner[0]?.run_id !== runId) return false
         yield* sql`INSERT INTO react_runs (run_id, conversation_id, query, status, started_at, last_seq, cancel_requested, leases, waiting)
           VALUES (${runId}, ${conversationId}, ${query}, 'running', ${now}, 0, 0, 0, 0)`
@@ -244,7 +266,9 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
     eventsAfter: (runId, after) =>
       StoredEvents.after(sql, runId, after).pipe(Effect.mapError(failure("reading events failed"))),
     storedKeys: (runId) =>
-      sql<{ seq: number | string; event_key: string }>`SELECT seq, event_key FROM react_run_events WHERE run_id = ${runId}`.pipe(
+      sql<
+        { seq: number | string; event_key: string }
+      >`SELECT seq, event_key FROM react_run_events WHERE run_id = ${runId}`.pipe(
         Effect.map((rows) => ({
           keys: new Set(rows.map((r) => r.event_key)),
           lastSeq: rows.reduce((max, r) => Math.max(max, Number(r.seq)), 0)
@@ -253,7 +277,9 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
       ),
     requestCancel: (conversationId) =>
       sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql<{ run_id: string }>`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}`
+        const rows = yield* sql<
+          { run_id: string }
+        >`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}`
         const runId = rows[0]?.run_id
         if (runId === undefined) return Option.none<string>()
         yield* sql`UPDATE react_runs SET cancel_requested = 1 WHERE run_id = ${runId}`
@@ -270,9 +296,9 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
         ? sql`UPDATE react_runs SET leases = leases + 1, detached_at = NULL WHERE run_id = ${runId}`
         : sql`UPDATE react_runs SET leases = CASE WHEN leases > 0 THEN leases - 1 ELSE 0 END,
             detached_at = CASE WHEN leases <= 1 THEN ${now} ELSE detached_at END WHERE run_id = ${runId}`).pipe(
-        Effect.asVoid,
-        Effect.mapError(failure("updating the run's clients failed"))
-      ),
+          Effect.asVoid,
+          Effect.mapError(failure("updating the run's clients failed"))
+        ),
     releaseAll: (at) =>
       sql.withTransaction(Effect.zipRight(
         sql`UPDATE react_runs SET leases = 0, detached_at = ${at} WHERE status = 'running' AND leases > 0`,
@@ -311,7 +337,9 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
       Effect.mapError(starts.callOutcome(runId, name), failure("reading a tool call's outcome failed")),
     prune: (before) =>
       sql.withTransaction(Effect.gen(function*() {
-        const old = yield* sql<{ run_id: string }>`SELECT run_id FROM react_runs WHERE status = 'done' AND started_at < ${before}`
+        const old = yield* sql<
+          { run_id: string }
+        >`SELECT run_id FROM react_runs WHERE status = 'done' AND started_at < ${before}`
         if (old.length === 0) return 0
         const ids = old.map((r) => r.run_id)
         yield* sql`DELETE FROM react_run_events WHERE ${sql.in("run_id", ids)}`

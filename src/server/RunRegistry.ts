@@ -55,7 +55,7 @@ export interface StartOptions {
   /** A fork's run: continues from the original run's steps stored before the fork point. */
   readonly fork?: ForkPoint
   /** The answer's JSON Schema (`output_schema`, checked): the run answers with a value of it (`Output`). */
-  readonly outputSchema?: { readonly [key: string]: unknown },
+  readonly outputSchema?: { readonly [key: string]: unknown }
   /** The user whose memory the run uses (docs/memory.md; the routes check the conversation is theirs). */
   readonly userId?: string
 }
@@ -183,28 +183,41 @@ export const make = Effect.gen(function*() {
 
   const runOf = (target: Target): Effect.Effect<RunRow, NotFound> => {
     if (typeof target !== "string" && "runId" in target) {
-      return Effect.flatMap(Effect.orDie(log.run(target.runId)), Option.match({
-        onNone: () => Effect.fail(new NotFound({ code: "run_not_found", conversationId: "", runId: target.runId })),
-        onSome: Effect.succeed
-      }))
+      return Effect.flatMap(
+        Effect.orDie(log.run(target.runId)),
+        Option.match({
+          onNone: () => Effect.fail(new NotFound({ code: "run_not_found", conversationId: "", runId: target.runId })),
+          onSome: Effect.succeed
+        })
+      )
     }
     const conversationId = typeof target === "string" ? target : target.conversationId
-    return Effect.flatMap(Effect.orDie(log.latest(conversationId)), Option.match({
-      onNone: () => Effect.fail(new NotFound({ code: "no_run", conversationId })),
-      onSome: Effect.succeed
-    }))
+    return Effect.flatMap(
+      Effect.orDie(log.latest(conversationId)),
+      Option.match({
+        onNone: () => Effect.fail(new NotFound({ code: "no_run", conversationId })),
+        onSome: Effect.succeed
+      })
+    )
   }
 
   /** Holds a client lease on the run for the scope; with no grace, the last one leaving stops the run. */
   const lease = (run: RunRow) =>
-    Effect.acquireRelease(Effect.orDie(Effect.flatMap(Clock.currentTimeMillis, (now) => log.lease(run.runId, 1, now))), () =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => log.lease(run.runId, -1, now)).pipe(
-        Effect.zipRight(settings.detachGraceMs > 0 ? Effect.void : Effect.flatMap(log.run(run.runId), (row) =>
-          Option.isSome(row) && row.value.status === "running" && row.value.leases === 0 && !row.value.waiting
-            ? stop(run.conversationId, run.runId)
-            : Effect.void)),
-        Effect.ignore
-      ))
+    Effect.acquireRelease(
+      Effect.orDie(Effect.flatMap(Clock.currentTimeMillis, (now) => log.lease(run.runId, 1, now))),
+      () =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => log.lease(run.runId, -1, now)).pipe(
+          Effect.zipRight(
+            settings.detachGraceMs > 0 ?
+              Effect.void :
+              Effect.flatMap(log.run(run.runId), (row) =>
+                Option.isSome(row) && row.value.status === "running" && row.value.leases === 0 && !row.value.waiting
+                  ? stop(run.conversationId, run.runId)
+                  : Effect.void)
+          ),
+          Effect.ignore
+        )
+    )
 
   /**
    * A run that must wait for a free slot is acknowledged at once: its first event, `Queued`
@@ -215,7 +228,11 @@ export const make = Effect.gen(function*() {
     Effect.flatMap(host.admission, ({ active, maxActive, waiting }) => {
       // `waiting` counts this run (reserved): the runs ahead of it are the others past the slots
       const ahead = active + waiting - 1 - maxActive
-      return ahead < 0 ? Effect.void : Effect.orDie(log.append(runId, [{ seq: 1, key: RunWorkflow.QUEUED_KEY, event: { _tag: "Queued", position: ahead } }]))
+      return ahead < 0
+        ? Effect.void
+        : Effect.orDie(
+          log.append(runId, [{ seq: 1, key: RunWorkflow.QUEUED_KEY, event: { _tag: "Queued", position: ahead } }])
+        )
     })
 
   const follow = (target: Target, after: number) =>
@@ -235,7 +252,9 @@ export const make = Effect.gen(function*() {
         // admission: a place among the runs executing or waiting here, before anything is stored
         if (!(yield* host.reserve(runId))) {
           const { active, waiting } = yield* host.admission
-          yield* Effect.logWarning(`run refused (conversation ${conversationId}): ${active} runs active, ${waiting} waiting`)
+          yield* Effect.logWarning(
+            `run refused (conversation ${conversationId}): ${active} runs active, ${waiting} waiting`
+          )
           return yield* Effect.fail(new Overloaded({ retryAfterSeconds: RETRY_AFTER_SECONDS }))
         }
         yield* Effect.gen(function*() {
@@ -245,10 +264,17 @@ export const make = Effect.gen(function*() {
           yield* acknowledge(runId)
           const parent = yield* Telemetry.currentParent
           // the conversation is stored from here on; its turns so far go with the run (else its `history` step reads them)
-          const history = Option.isNone(store) ? undefined : yield* store.value.open(conversationId, options.query).pipe(
-            Effect.zipRight(store.value.history(conversationId)),
-            Effect.catchAll((error) => Effect.as(Effect.logWarning(`run ${runId}: ${error.message}; the run reads its history itself`), undefined))
-          )
+          const history = Option.isNone(store) ?
+            undefined :
+            yield* store.value.open(conversationId, options.query).pipe(
+              Effect.zipRight(store.value.history(conversationId)),
+              Effect.catchAll((error) =>
+                Effect.as(
+                  Effect.logWarning(`run ${runId}: ${error.message}; the run reads its history itself`),
+                  undefined
+                )
+              )
+            )
           yield* DurableRuns.AgentRun.execute({
             runId,
             ...(Option.isSome(parent) ? { parent: parent.value } : {}),
@@ -280,7 +306,10 @@ export const make = Effect.gen(function*() {
         yield* host.cancelLocal(runId.value)
         // wait for its `done` (the run ends on its own instance)
         yield* Effect.orDie(log.run(runId.value)).pipe(
-          Effect.repeat({ schedule: Schedule.spaced(POLL), until: (row) => Option.isNone(row) || row.value.status === "done" }),
+          Effect.repeat({
+            schedule: Schedule.spaced(POLL),
+            until: (row) => Option.isNone(row) || row.value.status === "done"
+          }),
           Effect.timeout("5 seconds"),
           Effect.ignore
         )
@@ -293,13 +322,18 @@ export const make = Effect.gen(function*() {
   }
 
   // the followers of runs that do not execute here (elsewhere, or not yet, or no more) read the run log
-  yield* Effect.flatMap(host.feeds.runIds, (runIds) =>
-    Effect.flatMap(Effect.filter(runIds, (runId) => Effect.map(host.executesHere(runId), (here) => !here)), (elsewhere) =>
-      RunFeed.poll(host.feeds, elsewhere))).pipe(
-      Effect.repeat(Schedule.spaced(POLL)),
-      Effect.interruptible,
-      Effect.forkScoped
-    )
+  yield* Effect.flatMap(
+    host.feeds.runIds,
+    (runIds) =>
+      Effect.flatMap(
+        Effect.filter(runIds, (runId) => Effect.map(host.executesHere(runId), (here) => !here)),
+        (elsewhere) => RunFeed.poll(host.feeds, elsewhere)
+      )
+  ).pipe(
+    Effect.repeat(Schedule.spaced(POLL)),
+    Effect.interruptible,
+    Effect.forkScoped
+  )
 
   // every follower's keep-alive
   yield* RunFeed.beat(host.feeds).pipe(
@@ -311,28 +345,38 @@ export const make = Effect.gen(function*() {
 
   // runs executing here learn of a cancel made on any instance
   yield* Effect.suspend(() => {
-    return Effect.flatMap(host.localRuns, (runs) =>
-      runs.length === 0 ? Effect.void : Effect.flatMap(log.cancelRequested(runs.map((r) => r.runId)), (cancelled) =>
-        Effect.forEach(cancelled, host.cancelLocal, { discard: true })))
+    return Effect.flatMap(
+      host.localRuns,
+      (runs) =>
+        runs.length === 0 ?
+          Effect.void :
+          Effect.flatMap(
+            log.cancelRequested(runs.map((r) => r.runId)),
+            (cancelled) => Effect.forEach(cancelled, host.cancelLocal, { discard: true })
+          )
+    )
   }).pipe(Effect.ignore, Effect.repeat(Schedule.spaced("250 millis")), Effect.interruptible, Effect.forkScoped)
 
   // the detach grace of the runs executing here
   if (settings.detachGraceMs > 0) {
     const every = Math.min(1000, Math.max(100, Math.floor(settings.detachGraceMs / 4)))
-    yield* Effect.flatMap(Effect.zip(Clock.currentTimeMillis, host.localRuns), ([now, runs]) =>
-      Effect.forEach(runs, (local) =>
-        Effect.flatMap(log.run(local.runId), (row) => {
-          if (Option.isNone(row)) return Effect.void
-          const run = row.value
-          const detached = run.status === "running" && run.leases === 0 && !run.waiting &&
-            run.detachedAt !== undefined && now - run.detachedAt >= settings.detachGraceMs
-          return detached
-            ? Effect.zipRight(
-              Effect.logInfo(`run ${run.runId} cancelled: no client re-attached within ${settings.detachGraceMs} ms`),
-              stop(run.conversationId, run.runId)
-            )
-            : Effect.void
-        }), { discard: true })).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(every)), Effect.interruptible, Effect.forkScoped)
+    yield* Effect.flatMap(
+      Effect.zip(Clock.currentTimeMillis, host.localRuns),
+      ([now, runs]) =>
+        Effect.forEach(runs, (local) =>
+          Effect.flatMap(log.run(local.runId), (row) => {
+            if (Option.isNone(row)) return Effect.void
+            const run = row.value
+            const detached = run.status === "running" && run.leases === 0 && !run.waiting &&
+              run.detachedAt !== undefined && now - run.detachedAt >= settings.detachGraceMs
+            return detached
+              ? Effect.zipRight(
+                Effect.logInfo(`run ${run.runId} cancelled: no client re-attached within ${settings.detachGraceMs} ms`),
+                stop(run.conversationId, run.runId)
+              )
+              : Effect.void
+          }), { discard: true })
+    ).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(every)), Effect.interruptible, Effect.forkScoped)
   }
 
   // bounded retention: finished runs' events and messages

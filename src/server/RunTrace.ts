@@ -47,7 +47,12 @@ export interface TraceRow {
  * @category models
  */
 export interface RunTraceService {
-  readonly append: (runId: string, kind: string, data: unknown, afterEvent?: number) => Effect.Effect<void, RunTraceError>
+  readonly append: (
+    runId: string,
+    kind: string,
+    data: unknown,
+    afterEvent?: number
+  ) => Effect.Effect<void, RunTraceError>
   /** The run's entries in the order they were stored. */
   readonly entries: (runId: string) => Effect.Effect<ReadonlyArray<TraceRow>, RunTraceError>
 }
@@ -66,14 +71,19 @@ export class RunTrace extends Context.Tag("effect-react-engine/RunTrace")<RunTra
  */
 export const make: Effect.Effect<RunTraceService, RunTraceError, SqlClient.SqlClient> = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const failure = (what: string) => (e: { readonly message: string }) => new RunTraceError({ message: `${what}: ${e.message}` })
+  const failure = (what: string) => (e: { readonly message: string }) =>
+    new RunTraceError({ message: `${what}: ${e.message}` })
   yield* sql`CREATE TABLE IF NOT EXISTS react_run_trace (
-    run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq))`.pipe(
-    Effect.mapError(failure("creating the run trace table failed"))
-  )
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq))`
+    .pipe(
+      Effect.mapError(failure("creating the run trace table failed"))
+    )
   // added later: a table made before it gets the column (PostgreSQL says IF NOT EXISTS, SQLite has no such clause)
   const columns = yield* sql.onDialectOrElse({
-    pg: () => sql<{ name: string }>`SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'react_run_trace'`,
+    pg: () =>
+      sql<
+        { name: string }
+      >`SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'react_run_trace'`,
     orElse: () => sql<{ name: string }>`SELECT name FROM pragma_table_info('react_run_trace')`
   }).pipe(Effect.mapError(failure("reading the run trace table failed")))
   if (!columns.some((c) => c.name === "after_event")) {
@@ -132,4 +142,3 @@ export const traceEntry = (entry: Recorder.RecordingEntry): { readonly kind: str
       return { kind: "memory", data: entry.steps }
   }
 }
-

@@ -14,9 +14,9 @@
  * @since 0.1.0
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -24,27 +24,27 @@ import * as Schema from "effect/Schema"
 import { createServer, type IncomingMessage, type Server as NodeServer, type ServerResponse } from "node:http"
 import * as A2aServer from "./A2aServer.js"
 import * as A2aTasks from "./A2aTasks.js"
+import { AttachmentRoutes } from "./AttachmentRoutes.js"
 import * as BrowserSafety from "./BrowserSafety.js"
 import { CassetteRoutes } from "./CassetteRoutes.js"
-import { ForkRoutes } from "./ForkRoutes.js"
 import { ChatRoutes } from "./ChatRoutes.js"
+import * as ConversationBudget from "./ConversationBudget.js"
 import * as ConversationStore from "./ConversationStore.js"
 import * as Database from "./Database.js"
-import * as ConversationBudget from "./ConversationBudget.js"
 import * as DurableRuns from "./DurableRuns.js"
-import * as RequestLog from "./RequestLog.js"
+import { ForkRoutes } from "./ForkRoutes.js"
 import { McpRoutes } from "./McpRoutes.js"
+import { MemoryRoutes } from "./MemoryRoutes.js"
 import { OpenAiRoutes } from "./OpenAiRoutes.js"
 import * as OperatorLog from "./OperatorLog.js"
-import * as RunLog from "./RunLog.js"
-import * as RunTrace from "./RunTrace.js"
+import * as RequestLog from "./RequestLog.js"
 import { ApiRoutes, NotFoundRoutes } from "./Routes.js"
+import * as RunLog from "./RunLog.js"
 import * as RunRegistry from "./RunRegistry.js"
+import * as RunTrace from "./RunTrace.js"
 import * as ServerConfig from "./ServerConfig.js"
-import { MemoryRoutes } from "./MemoryRoutes.js"
-import { WebPageRoutes } from "./WebPage.js"
-import { AttachmentRoutes } from "./AttachmentRoutes.js"
 import * as SqlAttachments from "./SqlAttachments.js"
+import { WebPageRoutes } from "./WebPage.js"
 
 /**
  * API (with the AI SDK chat routes) + OpenAI-compatible (`/v1`) + MCP (`/mcp`)
@@ -123,7 +123,12 @@ export const storage = (
   const embedded = where._tag === "Sqlite" || cluster === undefined
   // the only instance starting: clients counted as attached were attached to a process that is gone
   const runLog = embedded
-    ? Layer.effectDiscard(Effect.flatMap(Effect.zip(RunLog.RunLog, Clock.currentTimeMillis), ([log, now]) => Effect.orDie(log.releaseAll(now)))).pipe(
+    ? Layer.effectDiscard(
+      Effect.flatMap(
+        Effect.zip(RunLog.RunLog, Clock.currentTimeMillis),
+        ([log, now]) => Effect.orDie(log.releaseAll(now))
+      )
+    ).pipe(
       Layer.provideMerge(RunLog.layer)
     )
     : RunLog.layer
@@ -214,7 +219,9 @@ const ROUTES_WAIT_MS = 1000
  * client reconnects.
  */
 const beforeRoutes = (server: NodeServer) => {
-  let waiting: Array<{ readonly request: IncomingMessage; readonly response: ServerResponse; readonly timer: NodeJS.Timeout }> = []
+  let waiting: Array<
+    { readonly request: IncomingMessage; readonly response: ServerResponse; readonly timer: NodeJS.Timeout }
+  > = []
   let routed = false
   const unavailable = (request: IncomingMessage, response: ServerResponse) => {
     if (response.headersSent || response.destroyed) return
@@ -332,8 +339,7 @@ export const listen = Layer.unwrapEffect(Effect.map(ServerConfig.ServerConfig, (
     requestTimeoutMs: settings.requestTimeoutMs,
     headersTimeoutMs: settings.headersTimeoutMs,
     maxConnections: settings.maxConnections
-  })
-))
+  })))
 
 /**
  * The server over the app services and the storage: routes, registry and run

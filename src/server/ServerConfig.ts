@@ -143,7 +143,10 @@ const hostName = (entry: string): string | undefined =>
  */
 export const config: Config.Config<ServerSettings> = Config.all({
   port: Config.integer("PORT").pipe(
-    Config.validate({ message: "PORT must be an integer between 0 and 65535", validation: (n) => n >= 0 && n <= 65535 }),
+    Config.validate({
+      message: "PORT must be an integer between 0 and 65535",
+      validation: (n) => n >= 0 && n <= 65535
+    }),
     Config.withDefault(defaults.port)
   ),
   host: Config.string("HOST").pipe(Config.withDefault(defaults.host)),
@@ -163,16 +166,25 @@ export const config: Config.Config<ServerSettings> = Config.all({
   ),
   runRetentionMs: atLeast("RUN_RETENTION_MS", 1000, defaults.runRetentionMs),
   defaultMode: modeConfig,
-  corsOrigins: list("CORS_ORIGINS", origin, "Expected origins like https://app.example.com (scheme://host[:port]) or *"),
+  corsOrigins: list(
+    "CORS_ORIGINS",
+    origin,
+    "Expected origins like https://app.example.com (scheme://host[:port]) or *"
+  ),
   allowedHosts: list("ALLOWED_HOSTS", hostName, "Expected host names like app.example.com, .example.com or *"),
   requestTimeoutMs: atLeast("REQUEST_TIMEOUT_MS", 100, defaults.requestTimeoutMs),
   headersTimeoutMs: atLeast("HEADERS_TIMEOUT_MS", 100, defaults.headersTimeoutMs),
   maxConnections: atLeast("MAX_CONNECTIONS", 1, defaults.maxConnections),
   sseMaxBacklogBytes: atLeast("SSE_MAX_BACKLOG_BYTES", 1024, defaults.sseMaxBacklogBytes),
   // read with the run budget's REACT_* variables (Budget.loadConfig); checked against the prices by ConversationBudget
-  conversationBudgetUsd: Config.option(Config.number("REACT_CONVERSATION_BUDGET_USD").pipe(
-    Config.validate({ message: "REACT_CONVERSATION_BUDGET_USD must be a positive number", validation: (n) => Number.isFinite(n) && n > 0 })
-  )),
+  conversationBudgetUsd: Config.option(
+    Config.number("REACT_CONVERSATION_BUDGET_USD").pipe(
+      Config.validate({
+        message: "REACT_CONVERSATION_BUDGET_USD must be a positive number",
+        validation: (n) => Number.isFinite(n) && n > 0
+      })
+    )
+  ),
   maxActiveRuns: atLeast("REACT_MAX_ACTIVE_RUNS", 1, defaults.maxActiveRuns),
   runQueue: nonNegative("REACT_RUN_QUEUE", defaults.runQueue),
   maxAttachmentBytes: atLeast("REACT_MAX_ATTACHMENT_BYTES", 1, defaults.maxAttachmentBytes),
@@ -204,4 +216,3 @@ export const layerConfig: Layer.Layer<ServerConfig, ConfigError.ConfigError> = L
  */
 export const layer = (settings: Partial<ServerSettings> = {}): Layer.Layer<ServerConfig> =>
   Layer.succeed(ServerConfig, { ...defaults, ...settings })
-

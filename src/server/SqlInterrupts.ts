@@ -25,10 +25,13 @@ export const makeUnsafe = (log: RunLog.RunLogService): InterruptsService => ({
   // the run log's active-run row is the registration
   register: () => Effect.void,
   inject: (conversationId, content) =>
-    Effect.flatMap(Effect.orDie(log.inject(conversationId, content)), Option.match({
-      onNone: () => Effect.fail(new NoActiveRun({ conversationId })),
-      onSome: Effect.succeed
-    })),
+    Effect.flatMap(
+      Effect.orDie(log.inject(conversationId, content)),
+      Option.match({
+        onNone: () => Effect.fail(new NoActiveRun({ conversationId })),
+        onSome: Effect.succeed
+      })
+    ),
   recall: (conversationId, id) => Effect.orDie(log.recall(conversationId, id)),
   drain: (conversationId, options) => Effect.orDie(log.drain(conversationId, options?.key)),
   // what is still queued when the run ends is reported in its `done`

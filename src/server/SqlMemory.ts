@@ -10,10 +10,10 @@
  *
  * @since 0.1.0
  */
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -25,7 +25,8 @@ import type { Store, StoredItem, UpdateOutcome, WorkingMemory } from "../Memory.
 import * as Memory from "../Memory.js"
 import * as Index from "./internal/memoryIndex.js"
 
-const failed = (what: string) => (error: { readonly message: string }) => new Memory.MemoryError({ message: `${what}: ${error.message}` })
+const failed = (what: string) => (error: { readonly message: string }) =>
+  new Memory.MemoryError({ message: `${what}: ${error.message}` })
 
 /**
  * The memory's tables (its own migration table, `react_engine_memory_migrations`).
@@ -49,7 +50,10 @@ export const migrations = {
       outcome TEXT NOT NULL
     )`
     yield* sql`CREATE INDEX IF NOT EXISTS react_memory_updates_user ON react_memory_updates (user_id)`
-    const id = sql.onDialectOrElse({ pg: () => sql.literal("BIGSERIAL PRIMARY KEY"), orElse: () => sql.literal("INTEGER PRIMARY KEY") })
+    const id = sql.onDialectOrElse({
+      pg: () => sql.literal("BIGSERIAL PRIMARY KEY"),
+      orElse: () => sql.literal("INTEGER PRIMARY KEY")
+    })
     const vector = sql.onDialectOrElse({ pg: () => sql.literal("REAL[]"), orElse: () => sql.literal("BLOB") })
     yield* sql`CREATE TABLE IF NOT EXISTS react_memory_items (
       item_id ${id},
@@ -110,7 +114,10 @@ const chooseIndex = (sql: SqlClient.SqlClient): Effect.Effect<Index.VectorIndex>
           (path) => sqlite.value.loadExtension(path)
         ))
         if (Either.isLeft(loaded)) return Index.sqliteScan(sql)
-        const version = yield* sql<{ v: string }>`SELECT vec_version() AS v`.pipe(Effect.map((rows) => rows[0]?.v ?? "?"), Effect.orElseSucceed(() => "?"))
+        const version = yield* sql<{ v: string }>`SELECT vec_version() AS v`.pipe(
+          Effect.map((rows) => rows[0]?.v ?? "?"),
+          Effect.orElseSucceed(() => "?")
+        )
         return Index.sqliteVec(sql, version)
       })
   })
@@ -145,7 +152,9 @@ export const makeStore: Effect.Effect<Store, Memory.MemoryError, SqlClient.SqlCl
     )
 
   const itemsOf = (ids: ReadonlyArray<number>) =>
-    ids.length === 0 ? Effect.succeed([] as ReadonlyArray<ItemRow>) : sql<ItemRow>`SELECT * FROM react_memory_items WHERE ${sql.in("item_id", ids)}`
+    ids.length === 0
+      ? Effect.succeed([] as ReadonlyArray<ItemRow>)
+      : sql<ItemRow>`SELECT * FROM react_memory_items WHERE ${sql.in("item_id", ids)}`
 
   const store: Store = {
     description: index.description,
@@ -160,24 +169,36 @@ export const makeStore: Effect.Effect<Store, Memory.MemoryError, SqlClient.SqlCl
     update: (userId, key, epoch, change) =>
       sql.withTransaction(Effect.gen(function*() {
         const current = yield* lockEpoch(userId)
-        const done = yield* sql<{ outcome: string }>`SELECT outcome FROM react_memory_updates WHERE idempotency_key = ${key}`
+        const done = yield* sql<
+          { outcome: string }
+        >`SELECT outcome FROM react_memory_updates WHERE idempotency_key = ${key}`
         if (done[0] !== undefined) return JSON.parse(done[0].outcome) as UpdateOutcome
-        if (current !== epoch) return { _tag: "Refused", message: "the user's memory was forgotten since this run started" } as const
+        if (current !== epoch) {
+          return { _tag: "Refused", message: "the user's memory was forgotten since this run started" } as const
+        }
         const result = change(yield* workingOf(userId))
-        const outcome: UpdateOutcome = Either.isLeft(result) ? { _tag: "Refused", message: result.left } : { _tag: "Applied", updated: result.right }
+        const outcome: UpdateOutcome = Either.isLeft(result)
+          ? { _tag: "Refused", message: result.left }
+          : { _tag: "Applied", updated: result.right }
         if (outcome._tag === "Applied") {
           const now = new Date().toISOString()
           const value = JSON.stringify(outcome.updated.working)
           yield* sql`INSERT INTO react_memory_working (user_id, value, updated_at) VALUES (${userId}, ${value}, ${now})
             ON CONFLICT (user_id) DO UPDATE SET value = ${value}, updated_at = ${now}`
         }
-        yield* sql`INSERT INTO react_memory_updates (idempotency_key, user_id, outcome) VALUES (${key}, ${userId}, ${JSON.stringify(outcome)})`
+        yield* sql`INSERT INTO react_memory_updates (idempotency_key, user_id, outcome) VALUES (${key}, ${userId}, ${
+          JSON.stringify(outcome)
+        })`
         return outcome
       })).pipe(Effect.mapError(failed("updating the memory failed"))),
     vectorOf: (userId, sha, model) =>
       sql<{ item_id: number | string; dims: number | string }>`SELECT item_id, dims FROM react_memory_items
         WHERE user_id = ${userId} AND model = ${model} AND sha = ${sha} ORDER BY item_id LIMIT 1`.pipe(
-        Effect.flatMap((rows) => rows[0] === undefined ? Effect.succeed(Option.none()) : index.vectorOf(Number(rows[0].item_id), Number(rows[0].dims))),
+        Effect.flatMap((rows) =>
+          rows[0] === undefined
+            ? Effect.succeed(Option.none())
+            : index.vectorOf(Number(rows[0].item_id), Number(rows[0].dims))
+        ),
         Effect.mapError(failed("reading a vector failed"))
       ),
     insert: (item, vector, epoch) =>
@@ -219,7 +240,9 @@ export const makeStore: Effect.Effect<Store, Memory.MemoryError, SqlClient.SqlCl
         yield* sql`UPDATE react_memory_users SET epoch = epoch + 1 WHERE user_id = ${userId}`
         yield* sql`DELETE FROM react_memory_working WHERE user_id = ${userId}`
         yield* sql`DELETE FROM react_memory_updates WHERE user_id = ${userId}`
-        const dims = yield* sql<{ dims: number | string }>`SELECT DISTINCT dims FROM react_memory_items WHERE user_id = ${userId}`
+        const dims = yield* sql<
+          { dims: number | string }
+        >`SELECT DISTINCT dims FROM react_memory_items WHERE user_id = ${userId}`
         yield* index.remove(userId, dims.map((row) => Number(row.dims)))
         yield* sql`DELETE FROM react_memory_items WHERE user_id = ${userId}`
       })).pipe(
@@ -247,7 +270,9 @@ export const checkpoint = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlErr
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: Memory.Options = {}): Layer.Layer<Memory.Memory, Memory.MemoryError, SqlClient.SqlClient | Embedder.Embedder> =>
+export const layer = (
+  options: Memory.Options = {}
+): Layer.Layer<Memory.Memory, Memory.MemoryError, SqlClient.SqlClient | Embedder.Embedder> =>
   Layer.effect(
     Memory.Memory,
     Effect.gen(function*() {

@@ -142,5 +142,8 @@ export const response = (
       ),
       Effect.forkScoped
     )
-    return HttpServerResponse.raw(readable, { contentType: "text/event-stream", headers: { ...HEADERS, ...options.headers } })
+    return HttpServerResponse.raw(readable, {
+      contentType: "text/event-stream",
+      headers: { ...HEADERS, ...options.headers }
+    })
   })

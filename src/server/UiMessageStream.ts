@@ -111,7 +111,10 @@ const onStep = (s: State, data: Record<string, unknown>, out: Array<UiChunk>) =>
     const reasoning = str(data.reasoning) ?? ""
     if (reasoning.trim() === "") return
     const id = `reasoning-${nested ? `${String(data.step_id)}-` : ""}${String(data.iteration)}`
-    out.push({ type: "reasoning-start", id }, { type: "reasoning-delta", id, delta: reasoning }, { type: "reasoning-end", id })
+    out.push({ type: "reasoning-start", id }, { type: "reasoning-delta", id, delta: reasoning }, {
+      type: "reasoning-end",
+      id
+    })
     return
   }
   if (data.type === "iteration") {
@@ -161,7 +164,9 @@ const onAnswer = (s: State, data: Record<string, unknown>, out: Array<UiChunk>) 
 }
 
 const closeCalls = (s: State, out: Array<UiChunk>) => {
-  for (const id of s.open) out.push({ type: "tool-output-error", toolCallId: id, errorText: "interrupted", dynamic: true })
+  for (const id of s.open) {
+    out.push({ type: "tool-output-error", toolCallId: id, errorText: "interrupted", dynamic: true })
+  }
   s.open.clear()
 }
 
@@ -184,7 +189,11 @@ const chunksOf = (s: State, event: WireEvent, conversationId: string | undefined
   const out: Array<UiChunk> = []
   if (!s.started) {
     s.started = true
-    out.push(conversationId === undefined ? { type: "start" } : { type: "start", messageMetadata: { conversation_id: conversationId } })
+    out.push(
+      conversationId === undefined
+        ? { type: "start" }
+        : { type: "start", messageMetadata: { conversation_id: conversationId } }
+    )
   }
   // a sub-agent's events (`agent` set) are not this message's text or tool parts: data parts of their own
   if (event.data.agent !== undefined && event.channel !== "agent") {
@@ -224,7 +233,15 @@ export const fromEvents = (
   options?: { readonly conversationId?: string }
 ): Stream.Stream<UiChunk | Heartbeat> =>
   Stream.suspend(() => {
-    const state: State = { started: false, stepOpen: false, text: undefined, texts: 0, open: new Set(), failed: false, done: false }
+    const state: State = {
+      started: false,
+      stepOpen: false,
+      text: undefined,
+      texts: 0,
+      open: new Set(),
+      failed: false,
+      done: false
+    }
     const tail = Stream.suspend(() => {
       if (state.done) return Stream.empty
       const out: Array<UiChunk> = state.started ? [] : [{ type: "start" }]

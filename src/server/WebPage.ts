@@ -15,11 +15,11 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
+import { readdirSync } from "node:fs"
 import { readFile } from "node:fs/promises"
 import { createRequire } from "node:module"
-import { fileURLToPath } from "node:url"
-import { readdirSync } from "node:fs"
 import { extname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 
 /**
  * A file the page needs could not be read when the server started.
@@ -73,7 +73,12 @@ const CONTENT_TYPES: Record<string, string> = {
 export const webAssets = (): ReadonlyArray<WebAsset> => {
   const assets: Array<WebAsset> = [
     { route: "/", file: join(WEB_DIR, "index.html"), contentType: CONTENT_TYPES[".html"], cacheControl: REVALIDATE },
-    { route: "/favicon.svg", file: join(WEB_DIR, "favicon.svg"), contentType: CONTENT_TYPES[".svg"], cacheControl: VENDOR },
+    {
+      route: "/favicon.svg",
+      file: join(WEB_DIR, "favicon.svg"),
+      contentType: CONTENT_TYPES[".svg"],
+      cacheControl: VENDOR
+    },
     {
       route: "/assets/markdown-it.min.js",
       file: markdownItBundle(),

@@ -60,14 +60,25 @@ export class AgentViews {
     const known = this.children.get(agent.run_id)
     if (known) return known
     const view = this.makeView()
-    const summary = h("summary", {}, h("span", { class: "agent-badge", text: "Sub-agent" }), h("span", { class: "agent-name", text: String(agent.name ?? "") }),
-      h("span", { class: "agent-state muted", text: " · working…" }))
-    const section = /** @type {HTMLDetailsElement} */ (h("details", {
-      class: "agent running",
-      open: "",
-      "data-run-id": agent.run_id,
-      "data-depth": String(agent.depth ?? 1)
-    }, summary, ...(query ? [h("div", { class: "agent-query", text: query })] : []), view.root))
+    const summary = h(
+      "summary",
+      {},
+      h("span", { class: "agent-badge", text: "Sub-agent" }),
+      h("span", { class: "agent-name", text: String(agent.name ?? "") }),
+      h("span", { class: "agent-state muted", text: " · working…" })
+    )
+    const section = /** @type {HTMLDetailsElement} */ (h(
+      "details",
+      {
+        class: "agent running",
+        open: "",
+        "data-run-id": agent.run_id,
+        "data-depth": String(agent.depth ?? 1)
+      },
+      summary,
+      ...(query ? [h("div", { class: "agent-query", text: query })] : []),
+      view.root
+    ))
     const key = typeof agent.tool_call_id === "string" ? `id:${agent.tool_call_id}` : undefined
     const card = key === undefined ? null : this.scope.querySelector(`.card[data-key="${CSS.escape(key)}"]`)
     const body = card?.querySelector(".card-body")
@@ -99,7 +110,9 @@ export class AgentViews {
     const u = d.usage ?? {}
     state.textContent = failed
       ? ` · failed: ${d.error}`
-      : ` · ${formatNumber(d.iterations ?? 0)} iteration${d.iterations === 1 ? "" : "s"} · ${formatNumber(u.total_tokens ?? 0)} tokens · ${formatSeconds(Number(d.elapsed ?? 0))}`
+      : ` · ${formatNumber(d.iterations ?? 0)} iteration${d.iterations === 1 ? "" : "s"} · ${
+        formatNumber(u.total_tokens ?? 0)
+      } tokens · ${formatSeconds(Number(d.elapsed ?? 0))}`
     section.open = false
   }
 

@@ -15,8 +15,8 @@ import { api, errorText, postJson, setToken } from "./http.js"
 import { currentUser, mountMemoryPanel, refreshMemory } from "./memory.js"
 import { schemaFromComposer } from "./output.js"
 import { RunView } from "./render.js"
-import { readSse } from "./sse.js"
 import { drawer, loadConversationList, loadTools } from "./sidebar.js"
+import { readSse } from "./sse.js"
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id))
 const transcript = $("transcript")
@@ -42,8 +42,12 @@ const state = {
 
 const nearBottom = () => transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 120
 let stick = true
-transcript.addEventListener("scroll", () => { stick = nearBottom() }, { passive: true })
-const follow = () => { if (stick) transcript.scrollTop = transcript.scrollHeight }
+transcript.addEventListener("scroll", () => {
+  stick = nearBottom()
+}, { passive: true })
+const follow = () => {
+  if (stick) transcript.scrollTop = transcript.scrollHeight
+}
 
 /** @param {string} text */
 function setConnection(text) {
@@ -92,7 +96,9 @@ function newRun(query, conversationId) {
   })
   /** @type {() => void} */
   let markReady = () => {}
-  const ready = new Promise((resolve) => { markReady = () => resolve(undefined) })
+  const ready = new Promise((resolve) => {
+    markReady = () => resolve(undefined)
+  })
   /** @type {ActiveRun} */
   const run = { view, conversationId, query, controller: new AbortController(), stopped: false, ready, markReady }
   if (conversationId) markReady()
@@ -209,7 +215,9 @@ async function resume(run) {
  */
 function finish(run, options = {}) {
   if (state.run !== run) return
-  if (!run.view.finished) run.view.end(run.stopped ? "stopped" : run.view.failure !== null ? "failed" : "lost", options.note)
+  if (!run.view.finished) {
+    run.view.end(run.stopped ? "stopped" : run.view.failure !== null ? "failed" : "lost", options.note)
+  }
   state.run = null
   sessionStorage.removeItem(ACTIVE_KEY)
   setActive(false)
@@ -271,7 +279,9 @@ async function decideBudget(run, decision) {
 /** @param {ActiveRun} run @param {string} content */
 async function inject(run, content) {
   await run.ready
-  const res = run.conversationId ? await postJson("/api/react/inject", { conversation_id: run.conversationId, content }) : null
+  const res = run.conversationId
+    ? await postJson("/api/react/inject", { conversation_id: run.conversationId, content })
+    : null
   if (res && res.ok) {
     const { id } = await res.json()
     const key = String(id)
@@ -304,7 +314,10 @@ async function inject(run, content) {
  */
 async function forkRun(fork) {
   const point = fork.at !== undefined ? { at: fork.at } : { tool_call_id: fork.toolCallId }
-  const res = await postJson(`/api/conversations/${encodeURIComponent(fork.conversationId)}/fork`, { run_id: fork.runId, ...point })
+  const res = await postJson(`/api/conversations/${encodeURIComponent(fork.conversationId)}/fork`, {
+    run_id: fork.runId,
+    ...point
+  })
   if (!res.ok) {
     appendTurn(h("div", { class: "run-error", role: "alert", text: `Cannot fork this run: ${await errorText(res)}` }))
     return
@@ -352,7 +365,9 @@ async function openConversation(id) {
   if (res.ok) body = await res.json()
   else if (res.status !== 404 || rememberedRun(id) === null) {
     // (a conversation whose first run is still going is not stored yet: 404 then is fine)
-    appendTurn(h("div", { class: "run-error", role: "alert", text: `Cannot open this conversation: ${await errorText(res)}` }))
+    appendTurn(
+      h("div", { class: "run-error", role: "alert", text: `Cannot open this conversation: ${await errorText(res)}` })
+    )
     return
   }
   /** @type {any[]} */
@@ -364,7 +379,11 @@ async function openConversation(id) {
     // the replay renders the running turn: if the history already holds it, cut it there
     for (let i = messages.length - 1; i >= 0; i--) {
       const m = messages[i]
-      const text = typeof m?.content === "string" ? m.content : Array.isArray(m?.content) ? m.content.map((/** @type {any} */ p) => p?.text ?? "").join("") : ""
+      const text = typeof m?.content === "string"
+        ? m.content
+        : Array.isArray(m?.content)
+        ? m.content.map((/** @type {any} */ p) => p?.text ?? "").join("")
+        : ""
       if (m?.role === "user" && text === remembered.query) {
         messages = messages.slice(0, i)
         break
@@ -373,8 +392,11 @@ async function openConversation(id) {
   }
   if (!resuming && remembered) sessionStorage.removeItem(ACTIVE_KEY)
   if (body?.forked_from) appendTurn(forkOrigin(body.forked_from))
-  const onFork = (/** @type {{ runId: string, toolCallId: string, query: string }} */ f) => void forkRun({ ...f, conversationId: id })
-  for (const turn of renderHistory(messages, Array.isArray(body?.turn_details) ? body.turn_details : undefined, onFork)) appendTurn(turn)
+  const onFork = (/** @type {{ runId: string, toolCallId: string, query: string }} */ f) =>
+    void forkRun({ ...f, conversationId: id })
+  for (
+    const turn of renderHistory(messages, Array.isArray(body?.turn_details) ? body.turn_details : undefined, onFork)
+  ) appendTurn(turn)
   transcript.scrollTop = transcript.scrollHeight
   if (resuming) {
     const run = newRun(remembered?.query ?? "", id)

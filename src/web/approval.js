@@ -30,15 +30,46 @@ export function requestApproval(card, d, decide) {
   const elapsed = card.querySelector(".elapsed")
   if (elapsed) elapsed.textContent = "waiting for approval"
   const id = `reason-${String(d.approval_id).replace(/[^A-Za-z0-9_-]/g, "")}`
-  const reason = /** @type {HTMLInputElement} */ (h("input", { id, type: "text", class: "approval-reason", maxlength: 2000, placeholder: "Reason (optional)", title: "Sent with a denial", autocomplete: "off" }))
-  const approve = /** @type {HTMLButtonElement} */ (h("button", { type: "button", class: "btn small primary approve", text: "Approve" }))
+  const reason = /** @type {HTMLInputElement} */ (h("input", {
+    id,
+    type: "text",
+    class: "approval-reason",
+    maxlength: 2000,
+    placeholder: "Reason (optional)",
+    title: "Sent with a denial",
+    autocomplete: "off"
+  }))
+  const approve = /** @type {HTMLButtonElement} */ (h("button", {
+    type: "button",
+    class: "btn small primary approve",
+    text: "Approve"
+  }))
   const deny = /** @type {HTMLButtonElement} */ (h("button", { type: "button", class: "btn small deny", text: "Deny" }))
   const message = h("div", { class: "approval-message", role: "status", "aria-live": "polite" })
-  const panel = h("div", { class: "approval", role: "group", "aria-label": `Approve the call to ${d.tool_name}?`, "data-approval-id": d.approval_id },
-    h("div", { class: "approval-question" }, h("strong", { text: "Waiting for your approval." }), ` Run ${d.tool_name} with these arguments?`),
-    h("div", { class: "approval-controls" },
-      h("label", { for: id, class: "sr-only", text: "Reason" }), reason, approve, deny),
-    message)
+  const panel = h(
+    "div",
+    {
+      class: "approval",
+      role: "group",
+      "aria-label": `Approve the call to ${d.tool_name}?`,
+      "data-approval-id": d.approval_id
+    },
+    h(
+      "div",
+      { class: "approval-question" },
+      h("strong", { text: "Waiting for your approval." }),
+      ` Run ${d.tool_name} with these arguments?`
+    ),
+    h(
+      "div",
+      { class: "approval-controls" },
+      h("label", { for: id, class: "sr-only", text: "Reason" }),
+      reason,
+      approve,
+      deny
+    ),
+    message
+  )
   const body = card.querySelector(".card-body") ?? card
   body.append(panel)
   if (!decide) {

@@ -27,7 +27,12 @@ export function runningCard(d, key) {
       h("span", { class: "args-preview", text: preview(d.tool_args) }),
       h("span", { class: "elapsed", text: "running…" })
     ),
-    h("div", { class: "card-body" }, h("div", { class: "label", text: "Arguments" }), h("pre", { class: "args", text: pretty(d.tool_args) }))
+    h(
+      "div",
+      { class: "card-body" },
+      h("div", { class: "label", text: "Arguments" }),
+      h("pre", { class: "args", text: pretty(d.tool_args) })
+    )
   )
 }
 
@@ -44,7 +49,9 @@ export function finishCard(card, d) {
   const elapsed = /** @type {HTMLElement} */ (card.querySelector(".elapsed"))
   elapsed.textContent = `${failed ? "failed · " : ""}${formatSeconds(Number(d.iter_elapsed ?? 0))}`
   const body = /** @type {HTMLElement} */ (card.querySelector(".card-body"))
-  if (failed) body.append(h("div", { class: "label", text: "Error" }), h("pre", { class: "error", text: String(d.error) }))
+  if (failed) {
+    body.append(h("div", { class: "label", text: "Error" }), h("pre", { class: "error", text: String(d.error) }))
+  }
   const obs = typeof d.observation === "string" ? d.observation : pretty(d.observation)
   if (d.content_type === "html" || d.content_type === "markdown") {
     body.append(h("div", { class: "label", text: "Preview" }), previewFrame(d.content_type, obs, d.tool_name))
@@ -58,7 +65,9 @@ export function finishCard(card, d) {
     for (const a of artifacts) {
       const url = typeof a.url === "string" && /^(https?:|\/)/.test(a.url) ? a.url : undefined
       const name = `${a.name ?? "artifact"}${a.mimeType ? ` (${a.mimeType})` : ""}`
-      list.append(h("li", {}, url ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer", text: name }) : name))
+      list.append(
+        h("li", {}, url ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer", text: name }) : name)
+      )
     }
     body.append(h("div", { class: "label", text: "Artifacts" }), list)
   }
@@ -73,8 +82,18 @@ export function finishCard(card, d) {
  * @param {string} title
  */
 export function previewFrame(kind, content, title) {
-  const body = kind === "html" ? content : `<!doctype html><meta charset="utf-8"><style>body{font:14px/1.5 system-ui,sans-serif;margin:12px;color:#1f2328}pre{overflow:auto}</style>${markdown().render(content)}`
-  const frame = h("iframe", { class: "preview", sandbox: "", title: `Preview of ${title}`, loading: "lazy", referrerpolicy: "no-referrer" })
+  const body = kind === "html"
+    ? content
+    : `<!doctype html><meta charset="utf-8"><style>body{font:14px/1.5 system-ui,sans-serif;margin:12px;color:#1f2328}pre{overflow:auto}</style>${
+      markdown().render(content)
+    }`
+  const frame = h("iframe", {
+    class: "preview",
+    sandbox: "",
+    title: `Preview of ${title}`,
+    loading: "lazy",
+    referrerpolicy: "no-referrer"
+  })
   const iframe = /** @type {HTMLIFrameElement} */ (frame)
   iframe.srcdoc = body
   return frame
@@ -90,7 +109,14 @@ export function previewFrame(kind, content, title) {
  * @param {(at: number) => void} onFork
  */
 export function forkButton(card, at, onFork) {
-  const button = h("button", { type: "button", class: "link fork", hidden: true, "data-at": at > 0 ? at : undefined, title: "A new conversation that goes on from this step: the steps before it are not run again", text: "Fork from here" })
+  const button = h("button", {
+    type: "button",
+    class: "link fork",
+    hidden: true,
+    "data-at": at > 0 ? at : undefined,
+    title: "A new conversation that goes on from this step: the steps before it are not run again",
+    text: "Fork from here"
+  })
   button.addEventListener("click", (e) => {
     // a click in the summary would also open or close the card
     e.preventDefault()
@@ -106,10 +132,16 @@ export function forkButton(card, at, onFork) {
  * @param {{ conversation_id: string, title?: string, step?: string, at: number }} origin
  */
 export function forkOrigin(origin) {
-  return h("div", { class: "fork-origin", role: "note" },
+  return h(
+    "div",
+    { class: "fork-origin", role: "note" },
     "Forked from ",
-    h("a", { href: `#c=${encodeURIComponent(origin.conversation_id)}`, text: origin.title ? `“${origin.title}”` : origin.conversation_id }),
-    ` at ${origin.step ?? `event ${origin.at}`}`)
+    h("a", {
+      href: `#c=${encodeURIComponent(origin.conversation_id)}`,
+      text: origin.title ? `“${origin.title}”` : origin.conversation_id
+    }),
+    ` at ${origin.step ?? `event ${origin.at}`}`
+  )
 }
 
 /**

@@ -26,7 +26,8 @@ const SVG = "http://www.w3.org/2000/svg"
 export function isDagEvent(event, data) {
   if (event === "dag") return true
   if (event === "phase" && PHASES.has(data?.phase)) return true
-  return typeof data?.step_id === "string" && (event === "step" || event === "compact" || event === "phase" || event === "approval")
+  return typeof data?.step_id === "string" &&
+    (event === "step" || event === "compact" || event === "phase" || event === "approval")
 }
 
 /**
@@ -76,8 +77,9 @@ export class DagView {
       if (event === "answer" && !this.phase.classList.contains("fallback")) this.phase.hidden = true
       return false
     }
-    if (event === "dag" && d.type === "plan") this.plan(Number(d.round ?? this.rounds.length + 1), Array.isArray(d.steps) ? d.steps : [])
-    else if (event === "dag" && d.type === "step") this.stepStatus(d)
+    if (event === "dag" && d.type === "plan") {
+      this.plan(Number(d.round ?? this.rounds.length + 1), Array.isArray(d.steps) ? d.steps : [])
+    } else if (event === "dag" && d.type === "step") this.stepStatus(d)
     else if (event === "phase" && PHASES.has(d.phase)) this.setPhase(d)
     else this.stepEvent(event, d)
     this.onChange()
@@ -112,10 +114,13 @@ export class DagView {
     svg.setAttribute("aria-hidden", "true")
     const graph = h("div", { class: "dag-graph" })
     graph.append(svg)
-    const summary = h("summary", { class: "dag-round-head" },
+    const summary = h(
+      "summary",
+      { class: "dag-round-head" },
       h("span", { class: "badge", text: `Round ${round}` }),
       h("span", { class: "dag-count", text: `${steps.length} step${steps.length === 1 ? "" : "s"}` }),
-      reason ? h("span", { class: "dag-reason", text: `re-planned: ${reason}` }) : null)
+      reason ? h("span", { class: "dag-reason", text: `re-planned: ${reason}` }) : null
+    )
     const root = h("details", { class: "dag-round", "data-round": round, open: true }, summary, graph)
     /** @type {Round} */
     const r = { round, root, graph, svg, phase: this.phase, steps: new Map() }
@@ -142,17 +147,26 @@ export class DagView {
   /** @param {PlanStep} step @returns {StepCard} */
   card(step) {
     const state = h("span", { class: "dag-state", text: STATE_TEXT.pending })
-    const meta = [step.tool_hint ? `tool: ${step.tool_hint}` : "", step.model_hint ? `model: ${step.model_hint}` : "",
-      step.dependencies?.length ? `after ${step.dependencies.join(", ")}` : ""].filter(Boolean).join(" · ")
+    const meta = [
+      step.tool_hint ? `tool: ${step.tool_hint}` : "",
+      step.model_hint ? `model: ${step.model_hint}` : "",
+      step.dependencies?.length ? `after ${step.dependencies.join(", ")}` : ""
+    ].filter(Boolean).join(" · ")
     const body = h("div", { class: "dag-body" })
-    const card = h("details", { class: "dag-step pending", "data-step-id": step.id },
-      h("summary", {},
+    const card = h(
+      "details",
+      { class: "dag-step pending", "data-step-id": step.id },
+      h(
+        "summary",
+        {},
         h("span", { class: "dot", "aria-hidden": "true" }),
         h("span", { class: "dag-id", text: step.id }),
         h("span", { class: "dag-task", text: step.task }),
         state,
-        meta ? h("span", { class: "dag-meta", text: meta }) : null),
-      body)
+        meta ? h("span", { class: "dag-meta", text: meta }) : null
+      ),
+      body
+    )
     card.addEventListener("toggle", () => this.drawEdges())
     return { step, card, state, body, view: null, startedAt: null, status: "pending" }
   }
@@ -218,7 +232,9 @@ export class DagView {
     const now = performance.now()
     for (const r of this.rounds) {
       for (const s of r.steps.values()) {
-        if (s.status === "running" && s.startedAt !== null) s.state.textContent = `running · ${((now - s.startedAt) / 1000).toFixed(1)} s`
+        if (s.status === "running" && s.startedAt !== null) {
+          s.state.textContent = `running · ${((now - s.startedAt) / 1000).toFixed(1)} s`
+        }
       }
     }
   }

@@ -47,11 +47,21 @@ export function markdown() {
     return md
   }
   md = factory({ html: false, linkify: true, breaks: false, typographer: false })
-  const defaultOpen =
-    md.renderer.rules.link_open ??
-    ((/** @type {any} */ tokens, /** @type {number} */ idx, /** @type {any} */ options, /** @type {any} */ _env, /** @type {any} */ self) =>
-      self.renderToken(tokens, idx, options))
-  md.renderer.rules.link_open = (/** @type {any[]} */ tokens, /** @type {number} */ idx, /** @type {any} */ options, /** @type {any} */ env, /** @type {any} */ self) => {
+  const defaultOpen = md.renderer.rules.link_open ??
+    ((
+      /** @type {any} */ tokens,
+      /** @type {number} */ idx,
+      /** @type {any} */ options,
+      /** @type {any} */ _env,
+      /** @type {any} */ self
+    ) => self.renderToken(tokens, idx, options))
+  md.renderer.rules.link_open = (
+    /** @type {any[]} */ tokens,
+    /** @type {number} */ idx,
+    /** @type {any} */ options,
+    /** @type {any} */ env,
+    /** @type {any} */ self
+  ) => {
     tokens[idx].attrSet("target", "_blank")
     tokens[idx].attrSet("rel", "noopener noreferrer")
     return defaultOpen(tokens, idx, options, env, self)
@@ -61,7 +71,10 @@ export function markdown() {
 
 /** @param {string} s */
 export function escapeHtml(s) {
-  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c)
+  return s.replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c] ?? c
+  )
 }
 
 /**
@@ -99,7 +112,11 @@ export function preview(value) {
 /** @param {number} seconds */
 export function formatSeconds(seconds) {
   if (!Number.isFinite(seconds)) return ""
-  return seconds < 10 ? `${seconds.toFixed(2)} s` : seconds < 100 ? `${seconds.toFixed(1)} s` : `${Math.round(seconds)} s`
+  return seconds < 10
+    ? `${seconds.toFixed(2)} s`
+    : seconds < 100
+    ? `${seconds.toFixed(1)} s`
+    : `${Math.round(seconds)} s`
 }
 
 /** @param {number} n */

@@ -34,12 +34,26 @@ function parseJsonReply(text) {
  * @param {string} name @param {unknown} args @param {string | undefined} result
  */
 function card(name, args, result) {
-  return h("details", { class: `card ${result === undefined ? "" : "ok"}`, "data-tool": name },
-    h("summary", {}, h("span", { class: "dot", "aria-hidden": "true" }), h("span", { class: "tool-name", text: name }),
-      h("span", { class: "args-preview", text: preview(args) }), h("span", { class: "elapsed" })),
-    h("div", { class: "card-body" }, h("div", { class: "label", text: "Arguments" }), h("pre", { class: "args", text: pretty(args) }),
+  return h(
+    "details",
+    { class: `card ${result === undefined ? "" : "ok"}`, "data-tool": name },
+    h(
+      "summary",
+      {},
+      h("span", { class: "dot", "aria-hidden": "true" }),
+      h("span", { class: "tool-name", text: name }),
+      h("span", { class: "args-preview", text: preview(args) }),
+      h("span", { class: "elapsed" })
+    ),
+    h(
+      "div",
+      { class: "card-body" },
+      h("div", { class: "label", text: "Arguments" }),
+      h("pre", { class: "args", text: pretty(args) }),
       result === undefined ? null : h("div", { class: "label", text: "Observation" }),
-      result === undefined ? null : h("pre", { class: "observation", text: result })))
+      result === undefined ? null : h("pre", { class: "observation", text: result })
+    )
+  )
 }
 
 /**
@@ -83,13 +97,29 @@ export function renderHistory(messages, details, onFork) {
     if (m.role === "user") {
       const text = textOf(m.content)
       if (text.startsWith("[USER INTERRUPT]")) {
-        ensureRun().append(h("div", { class: "msg inject taken" }, h("div", { class: "bubble" }, h("span", { class: "badge", text: "Interrupt" }),
-          h("span", { class: "inject-text", text: text.replace(/^\[USER INTERRUPT\][^\n]*\n?/, "").replace(/\nTake it into account[^\n]*$/, "") }))))
+        ensureRun().append(
+          h(
+            "div",
+            { class: "msg inject taken" },
+            h(
+              "div",
+              { class: "bubble" },
+              h("span", { class: "badge", text: "Interrupt" }),
+              h("span", {
+                class: "inject-text",
+                text: text.replace(/^\[USER INTERRUPT\][^\n]*\n?/, "").replace(/\nTake it into account[^\n]*$/, "")
+              })
+            )
+          )
+        )
         continue
       }
       if (pendingJsonCard && /^Observation:/i.test(text)) {
         const body = pendingJsonCard.querySelector(".card-body")
-        body?.append(h("div", { class: "label", text: "Observation" }), h("pre", { class: "observation", text: text.replace(/^Observation:\s*/i, "") }))
+        body?.append(
+          h("div", { class: "label", text: "Observation" }),
+          h("pre", { class: "observation", text: text.replace(/^Observation:\s*/i, "") })
+        )
         pendingJsonCard.classList.add("ok")
         pendingJsonCard = null
         continue
@@ -115,15 +145,32 @@ export function renderHistory(messages, details, onFork) {
         for (const c of calls) {
           const el = card(c.function?.name ?? "tool", c.function?.arguments ?? "", results.get(String(c.id)))
           const fork = { runId: current?.run_id, toolCallId: c.id, query: current?.query }
-          if (onFork && typeof fork.runId === "string" && typeof fork.toolCallId === "string" && results.has(fork.toolCallId)) {
-            forkButton(el, 0, () => onFork({ runId: fork.runId, toolCallId: fork.toolCallId, query: String(fork.query ?? "") }))
+          if (
+            onFork && typeof fork.runId === "string" && typeof fork.toolCallId === "string" &&
+            results.has(fork.toolCallId)
+          ) {
+            forkButton(
+              el,
+              0,
+              () => onFork({ runId: fork.runId, toolCallId: fork.toolCallId, query: String(fork.query ?? "") })
+            )
             el.querySelector("button.fork")?.removeAttribute("hidden")
           }
           round.append(el)
         }
-        const thought = (typeof m.reasoning_content === "string" && m.reasoning_content.trim()) || textOf(m.content).trim()
+        const thought = (typeof m.reasoning_content === "string" && m.reasoning_content.trim()) ||
+          textOf(m.content).trim()
         const thinking = thought
-          ? h("div", { class: "thinking done" }, h("details", { class: "reasoning" }, h("summary", {}, h("span", { class: "step-label", text: "Reasoning" })), h("p", { text: thought })))
+          ? h(
+            "div",
+            { class: "thinking done" },
+            h(
+              "details",
+              { class: "reasoning" },
+              h("summary", {}, h("span", { class: "step-label", text: "Reasoning" })),
+              h("p", { text: thought })
+            )
+          )
           : null
         r.append(h("div", { class: `iteration${calls.length > 1 ? " parallel" : ""}` }, thinking, round))
         continue

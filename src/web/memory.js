@@ -52,11 +52,28 @@ export async function refreshMemory() {
   }
   const body = await res.json()
   const keys = Object.keys(body.working_memory ?? {})
-  status(`${keys.length} working-memory ${keys.length === 1 ? "key" : "keys"} · ${body.items.length} remembered ${body.items.length === 1 ? "turn" : "turns"}`)
+  status(
+    `${keys.length} working-memory ${keys.length === 1 ? "key" : "keys"} · ${body.items.length} remembered ${
+      body.items.length === 1 ? "turn" : "turns"
+    }`
+  )
   if (keys.length > 0) known.append(h("pre", { class: "memory-working" }, JSON.stringify(body.working_memory, null, 2)))
   if (body.items.length > 0) {
-    known.append(h("ul", { class: "memory-items" }, ...body.items.slice(-20).reverse().map((/** @type {any} */ item) =>
-      h("li", { title: `${item.at} · ${item.conversation_id}` }, h("span", { class: "memory-date" }, String(item.at).slice(0, 10)), " ", item.query))))
+    known.append(
+      h(
+        "ul",
+        { class: "memory-items" },
+        ...body.items.slice(-20).reverse().map((/** @type {any} */ item) =>
+          h(
+            "li",
+            { title: `${item.at} · ${item.conversation_id}` },
+            h("span", { class: "memory-date" }, String(item.at).slice(0, 10)),
+            " ",
+            item.query
+          )
+        )
+      )
+    )
   }
 }
 
@@ -64,9 +81,14 @@ async function forget() {
   const user = currentUser()
   if (!user || !panel) return
   const withConversations = /** @type {HTMLInputElement} */ (panel.querySelector(".memory-conversations")).checked
-  const what = withConversations ? "everything remembered about this user and all their conversations" : "everything remembered about this user"
+  const what = withConversations
+    ? "everything remembered about this user and all their conversations"
+    : "everything remembered about this user"
   if (!window.confirm(`Forget ${what} (${user})? This cannot be undone.`)) return
-  const res = await api(`/api/users/${encodeURIComponent(user)}/memory${withConversations ? "?conversations=true" : ""}`, { method: "DELETE" })
+  const res = await api(
+    `/api/users/${encodeURIComponent(user)}/memory${withConversations ? "?conversations=true" : ""}`,
+    { method: "DELETE" }
+  )
     .catch(() => null)
   if (!res || res.status !== 204) {
     status(res ? await errorText(res) : "The forget request failed.", true)
@@ -105,13 +127,21 @@ export function mountMemoryPanel(sidebar) {
   })
   const forgetButton = h("button", { type: "button", class: "btn small memory-forget" }, "Forget…")
   forgetButton.addEventListener("click", () => void forget())
-  panel = h("details", { id: "memory-panel", class: "tools-panel memory-panel" },
+  panel = h(
+    "details",
+    { id: "memory-panel", class: "tools-panel memory-panel" },
     h("summary", {}, "Memory"),
     h("label", { class: "memory-user-label" }, "User ", input),
     h("p", { class: "memory-status", role: "status" }),
     h("div", { class: "memory-known" }),
-    h("label", { class: "memory-conversations-label" }, h("input", { type: "checkbox", class: "memory-conversations" }), " and their conversations"),
-    forgetButton)
+    h(
+      "label",
+      { class: "memory-conversations-label" },
+      h("input", { type: "checkbox", class: "memory-conversations" }),
+      " and their conversations"
+    ),
+    forgetButton
+  )
   const tools = sidebar.querySelector("#tools-panel")
   if (tools) tools.before(panel)
   else sidebar.append(panel)

@@ -26,11 +26,23 @@ export function jsonTree(value, depth = 0) {
     const type = value === null ? "null" : typeof value
     return h("span", { class: `json-${type}`, text: type === "string" ? JSON.stringify(value) : String(value) })
   }
-  const entries = Array.isArray(value) ? value.map((v, i) => /** @type {[string, unknown]} */ ([String(i), v])) : Object.entries(value)
-  const summary = Array.isArray(value) ? `[ ${entries.length} item${entries.length === 1 ? "" : "s"} ]` : `{ ${entries.length} key${entries.length === 1 ? "" : "s"} }`
+  const entries = Array.isArray(value)
+    ? value.map((v, i) => /** @type {[string, unknown]} */ ([String(i), v]))
+    : Object.entries(value)
+  const summary = Array.isArray(value)
+    ? `[ ${entries.length} item${entries.length === 1 ? "" : "s"} ]`
+    : `{ ${entries.length} key${entries.length === 1 ? "" : "s"} }`
   const list = h("ul", { class: "json-entries" })
   for (const [key, child] of entries) {
-    list.append(h("li", {}, h("span", { class: Array.isArray(value) ? "json-index" : "json-key", text: key }), h("span", { class: "json-colon", text: ": " }), jsonTree(child, depth + 1)))
+    list.append(
+      h(
+        "li",
+        {},
+        h("span", { class: Array.isArray(value) ? "json-index" : "json-key", text: key }),
+        h("span", { class: "json-colon", text: ": " }),
+        jsonTree(child, depth + 1)
+      )
+    )
   }
   return h("details", { class: "json-node", open: depth < OPEN_DEPTH }, h("summary", { text: summary }), list)
 }
@@ -41,8 +53,16 @@ export function jsonTree(value, depth = 0) {
  */
 export class OutputPanel {
   constructor() {
-    this.root = h("section", { class: "output-panel", "aria-label": "Typed answer", hidden: true },
-      h("div", { class: "output-head" }, h("span", { class: "output-title", text: "Typed answer" }), h("span", { class: "output-state muted" })))
+    this.root = h(
+      "section",
+      { class: "output-panel", "aria-label": "Typed answer", hidden: true },
+      h(
+        "div",
+        { class: "output-head" },
+        h("span", { class: "output-title", text: "Typed answer" }),
+        h("span", { class: "output-state muted" })
+      )
+    )
     this.tree = h("div", { class: "output-tree" })
     this.root.append(this.tree)
   }
@@ -85,6 +105,8 @@ export function schemaFromComposer() {
   } catch (e) {
     throw new Error(`The answer schema is not JSON: ${/** @type {Error} */ (e).message}`)
   }
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("The answer schema must be a JSON object (a JSON Schema)")
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw new Error("The answer schema must be a JSON object (a JSON Schema)")
+  }
   return parsed
 }

@@ -19,12 +19,18 @@ export function showProgress(card, d) {
   if (!card.classList.contains("running")) return
   let box = /** @type {HTMLElement | null} */ (card.querySelector(".progress"))
   if (!box) {
-    box = h("span", { class: "progress" }, h("progress", { max: "1", "aria-label": `${d.tool_name ?? "tool"} progress` }),
-      h("span", { class: "progress-message" }))
+    box = h(
+      "span",
+      { class: "progress" },
+      h("progress", { max: "1", "aria-label": `${d.tool_name ?? "tool"} progress` }),
+      h("span", { class: "progress-message" })
+    )
     card.querySelector(".elapsed")?.before(box)
   }
   const bar = /** @type {HTMLProgressElement} */ (box.querySelector("progress"))
-  const fraction = typeof d.progress === "number" && Number.isFinite(d.progress) ? Math.min(1, Math.max(0, d.progress)) : undefined
+  const fraction = typeof d.progress === "number" && Number.isFinite(d.progress)
+    ? Math.min(1, Math.max(0, d.progress))
+    : undefined
   if (fraction === undefined) bar.removeAttribute("value")
   else bar.value = fraction
   const message = /** @type {HTMLElement} */ (box.querySelector(".progress-message"))
@@ -48,5 +54,6 @@ export function endProgress(card) {
  * @param {any} d the event's data
  */
 export function isEphemeral(event, d) {
-  return (event === "step" && d?.type === "iteration" && d?.status === "progress") || (event === "answer" && d?.type === "output_partial")
+  return (event === "step" && d?.type === "iteration" && d?.status === "progress") ||
+    (event === "answer" && d?.type === "output_partial")
 }

@@ -7,15 +7,15 @@
  *
  * @since 0.1.0
  */
-import { showAttachments } from "./attachments.js"
+import { AgentViews } from "./agents.js"
 import { closeApproval, decideApproval, requestApproval } from "./approval.js"
+import { showAttachments } from "./attachments.js"
 import { budgetOutcome, budgetPanel, costText, exhaustedLine, guardrailAlert } from "./budget.js"
 import { endMarker, finishCard, forkButton, runningCard } from "./cards.js"
-import { AgentViews } from "./agents.js"
 import { DagView, isDagEvent } from "./dag.js"
+import { formatNumber, formatSeconds, h, markdown } from "./dom.js"
 import { OutputPanel } from "./output.js"
 import { endProgress, isEphemeral, showProgress } from "./progress.js"
-import { formatNumber, formatSeconds, h, markdown } from "./dom.js"
 
 /**
  * @typedef {{ event: string, data: any, id?: string | number | undefined }} RunEvent
@@ -86,8 +86,11 @@ export class RunView {
     this.root.append(this.run)
     this.timer = setInterval(() => this.tickRunning(), 100)
     // sub-agents: a child run's events are drawn in the card of the call that started it
-    this.agents = new AgentViews(this.run, (node) => this.insert(node),
-      () => new RunView("", { onChange: this.onChange, onApproval: this.onApproval, onBudget: this.onBudget }))
+    this.agents = new AgentViews(
+      this.run,
+      (node) => this.insert(node),
+      () => new RunView("", { onChange: this.onChange, onApproval: this.onApproval, onBudget: this.onBudget })
+    )
   }
 
   /**
@@ -111,7 +114,9 @@ export class RunView {
     // DAG mode: the plan graph renders its own events (see dag.js)
     if (this.dag || isDagEvent(ev.event, d)) {
       if (!this.dag) {
-        this.dag = new DagView(() => new RunView("", { onChange: this.onChange, onApproval: this.onApproval, onBudget: this.onBudget }))
+        this.dag = new DagView(() =>
+          new RunView("", { onChange: this.onChange, onApproval: this.onApproval, onBudget: this.onBudget })
+        )
         this.insert(this.dag.root)
       }
       if (this.dag.apply(ev.event, d)) {
@@ -135,7 +140,10 @@ export class RunView {
         break
       case "phase":
         if (d.phase === "selecting_tools") {
-          this.phase = h("div", { class: "phase active", text: `Selecting tools among ${formatNumber(d.total_tools ?? 0)}…` })
+          this.phase = h("div", {
+            class: "phase active",
+            text: `Selecting tools among ${formatNumber(d.total_tools ?? 0)}…`
+          })
           this.phaseTotal = Number(d.total_tools ?? 0)
           this.insert(this.phase)
         } else if (d.phase === "retrying") {
@@ -163,11 +171,20 @@ export class RunView {
         break
       case "input":
         // the run's attachments (its first event): in the user's bubble
-        if (d.type === "attachments") showAttachments(/** @type {HTMLElement} */ (this.root.querySelector(".msg.user .bubble")), d.attachments ?? [])
+        if (d.type === "attachments") {
+          showAttachments(
+            /** @type {HTMLElement} */ (this.root.querySelector(".msg.user .bubble")),
+            d.attachments ?? []
+          )
+        }
         break
       case "compact":
         this.insert(
-          h("div", { class: "divider", role: "separator", text: `Context compacted: ${d.original_messages} → ${d.kept_messages} messages` })
+          h("div", {
+            class: "divider",
+            role: "separator",
+            text: `Context compacted: ${d.original_messages} → ${d.kept_messages} messages`
+          })
         )
         break
       case "inject":
@@ -186,8 +203,13 @@ export class RunView {
       case "error":
         this.failure = String(d.message ?? "the run failed")
         this.insert(
-          h("div", { class: "run-error", role: "alert" }, h("strong", { text: "Error: " }), this.failure,
-            d.retryable ? h("span", { class: "muted", text: " (retryable)" }) : null)
+          h(
+            "div",
+            { class: "run-error", role: "alert" },
+            h("strong", { text: "Error: " }),
+            this.failure,
+            d.retryable ? h("span", { class: "muted", text: " (retryable)" }) : null
+          )
         )
         break
       case "done":
@@ -240,7 +262,10 @@ export class RunView {
     this.endPhase()
     if (d.status === "start") {
       if (slot.classList.contains("done")) return
-      slot.replaceChildren(h("span", { class: "spinner", "aria-hidden": "true" }), h("span", { text: `Thinking · step ${d.iteration}` }))
+      slot.replaceChildren(
+        h("span", { class: "spinner", "aria-hidden": "true" }),
+        h("span", { text: `Thinking · step ${d.iteration}` })
+      )
       slot.classList.add("active")
       this.announce(`Thinking (step ${d.iteration})…`)
     } else {
@@ -249,8 +274,14 @@ export class RunView {
       const reasoning = typeof d.reasoning === "string" ? d.reasoning.trim() : ""
       if (reasoning) {
         const label = h("span", { class: "step-label", text: `Step ${d.iteration}` })
-        slot.replaceChildren(h("details", { class: "reasoning" }, h("summary", {}, label, h("span", { class: "muted", text: " · reasoning" })),
-          h("p", { text: reasoning })))
+        slot.replaceChildren(
+          h(
+            "details",
+            { class: "reasoning" },
+            h("summary", {}, label, h("span", { class: "muted", text: " · reasoning" })),
+            h("p", { text: reasoning })
+          )
+        )
       } else {
         // a label only heads the step's tool cards (see toolStart): none before the answer
         slot.replaceChildren()
@@ -278,7 +309,9 @@ export class RunView {
     }
     this.retryLine.classList.add("active")
     this.retryLine.dataset.reason = reason
-    this.retryLine.textContent = `The model is busy (${reason}): retry ${d.attempt ?? this.retries} in ${formatSeconds(Number(d.delay_ms ?? 0) / 1000)}…`
+    this.retryLine.textContent = `The model is busy (${reason}): retry ${d.attempt ?? this.retries} in ${
+      formatSeconds(Number(d.delay_ms ?? 0) / 1000)
+    }…`
     this.announce(this.retryLine.textContent)
   }
 
@@ -376,8 +409,17 @@ export class RunView {
     if (this.injects.has(id)) return
     const recall = h("button", { type: "button", class: "link", text: "Recall" })
     recall.addEventListener("click", onRecall)
-    const bubble = h("div", { class: "msg inject queued", "data-inject-id": id },
-      h("div", { class: "bubble" }, h("span", { class: "badge", text: "Follow-up · queued" }), h("span", { class: "inject-text", text: content }), recall))
+    const bubble = h(
+      "div",
+      { class: "msg inject queued", "data-inject-id": id },
+      h(
+        "div",
+        { class: "bubble" },
+        h("span", { class: "badge", text: "Follow-up · queued" }),
+        h("span", { class: "inject-text", text: content }),
+        recall
+      )
+    )
     this.injects.set(id, bubble)
     this.insert(bubble)
   }
@@ -402,8 +444,16 @@ export class RunView {
       this.insert(existing) // move to where the agent took it in
       return
     }
-    const bubble = h("div", { class: "msg inject taken", "data-inject-id": id },
-      h("div", { class: "bubble" }, h("span", { class: "badge", text: "Interrupt · taken in" }), h("span", { class: "inject-text", text: String(d.content ?? "") })))
+    const bubble = h(
+      "div",
+      { class: "msg inject taken", "data-inject-id": id },
+      h(
+        "div",
+        { class: "bubble" },
+        h("span", { class: "badge", text: "Interrupt · taken in" }),
+        h("span", { class: "inject-text", text: String(d.content ?? "") })
+      )
+    )
     this.injects.set(id, bubble)
     this.insert(bubble)
   }
@@ -469,9 +519,16 @@ export class RunView {
     ]
     // the share of the input read from the provider's prompt cache
     const cached = Number(u.cached_input_tokens ?? 0)
-    if (cached > 0 && Number(u.prompt_tokens ?? 0) > 0) parts.splice(2, 0, `${Math.round((100 * cached) / Number(u.prompt_tokens))}% cached`)
+    if (cached > 0 && Number(u.prompt_tokens ?? 0) > 0) {
+      parts.splice(2, 0, `${Math.round((100 * cached) / Number(u.prompt_tokens))}% cached`)
+    }
     const first = this.footer.childElementCount === 0
-    this.footer.append(...parts.flatMap((p, i) => (i === 0 && first ? [h("span", { text: p })] : [h("span", { class: "sep", "aria-hidden": "true", text: "·" }), h("span", { text: p })])))
+    this.footer.append(
+      ...parts.flatMap((p, i) => (i === 0 && first
+        ? [h("span", { text: p })]
+        : [h("span", { class: "sep", "aria-hidden": "true", text: "·" }), h("span", { text: p })])
+      )
+    )
     // the run as a cassette (docs/replay.md): this is the conversation's latest run while the page shows it
     if (typeof d.conversation_id === "string" && d.conversation_id !== "") {
       this.footer.append(
@@ -487,14 +544,28 @@ export class RunView {
     }
     this.footer.hidden = false
     const cache = u.cached_input_tokens !== undefined || u.cache_write_input_tokens !== undefined
-      ? ` (cache read ${formatNumber(u.cached_input_tokens ?? 0)}, written ${formatNumber(u.cache_write_input_tokens ?? 0)})`
+      ? ` (cache read ${formatNumber(u.cached_input_tokens ?? 0)}, written ${
+        formatNumber(u.cache_write_input_tokens ?? 0)
+      })`
       : ""
-    this.footer.title = `prompt ${formatNumber(u.prompt_tokens ?? 0)}${cache} · completion ${formatNumber(u.completion_tokens ?? 0)} · ${formatNumber(u.llm_calls ?? 0)} LLM calls`
+    this.footer.title = `prompt ${formatNumber(u.prompt_tokens ?? 0)}${cache} · completion ${
+      formatNumber(u.completion_tokens ?? 0)
+    } · ${formatNumber(u.llm_calls ?? 0)} LLM calls`
     const pending = Array.isArray(d.pending_injections) ? d.pending_injections : []
     for (const p of pending) {
       this.injectRecalled(String(p.id))
-      this.insert(h("div", { class: "msg inject pending" },
-        h("div", { class: "bubble" }, h("span", { class: "badge", text: "Not taken in (run ended)" }), h("span", { class: "inject-text", text: String(p.content ?? "") }))))
+      this.insert(
+        h(
+          "div",
+          { class: "msg inject pending" },
+          h(
+            "div",
+            { class: "bubble" },
+            h("span", { class: "badge", text: "Not taken in (run ended)" }),
+            h("span", { class: "inject-text", text: String(p.content ?? "") })
+          )
+        )
+      )
     }
     for (const q of this.run.querySelectorAll(".inject.queued")) q.querySelector("button")?.remove()
     // a finished run can be forked at its steps
@@ -554,9 +625,17 @@ export class RunView {
     // the screen-reader status does not keep saying "Thinking (step 2)…" after the run
     if (kind === "done") this.live.textContent = ""
     if (kind !== "done") {
-      const detail = thinking ? "while thinking" : running.length > 0 ? `while running ${running.join(", ")}` : streaming ? "during the answer" : ""
+      const detail = thinking
+        ? "while thinking"
+        : running.length > 0
+        ? `while running ${running.join(", ")}`
+        : streaming
+        ? "during the answer"
+        : ""
       this.footer.append(endMarker(kind, detail))
-      if (note) this.footer.append(h("span", { class: "sep", "aria-hidden": "true", text: "·" }), h("span", { text: note }))
+      if (note) {
+        this.footer.append(h("span", { class: "sep", "aria-hidden": "true", text: "·" }), h("span", { text: note }))
+      }
       this.announce(this.footer.textContent ?? "")
     }
     this.footer.hidden = this.footer.childElementCount === 0

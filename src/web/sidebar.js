@@ -26,19 +26,38 @@ export function renderTools(panel, catalogue) {
   const summary = /** @type {HTMLElement} */ (panel.querySelector("summary"))
   summary.replaceChildren(h("span", { text: `Tools (${tools.length})` }))
   if (failed.length > 0) {
-    summary.append(h("span", { class: "tools-failed-count", text: ` · ${failed.length} server${failed.length === 1 ? "" : "s"} failed` }))
+    summary.append(
+      h("span", {
+        class: "tools-failed-count",
+        text: ` · ${failed.length} server${failed.length === 1 ? "" : "s"} failed`
+      })
+    )
   }
   const list = /** @type {HTMLElement} */ (panel.querySelector("ul"))
   list.replaceChildren(
     ...failed.map((f) =>
-      h("li", { class: "tool failed", role: "note" },
-        h("span", { class: "tool-line" }, h("span", { class: "tool-name", text: String(f.name) }), h("span", { class: "source", text: "MCP server did not start" })),
+      h(
+        "li",
+        { class: "tool failed", role: "note" },
+        h(
+          "span",
+          { class: "tool-line" },
+          h("span", { class: "tool-name", text: String(f.name) }),
+          h("span", { class: "source", text: "MCP server did not start" })
+        ),
         h("span", { class: "description", text: String(f.error) })
       )
     ),
     ...tools.map((t) =>
-      h("li", { class: "tool", "data-tool": t.name, title: t.description },
-        h("span", { class: "tool-line" }, h("span", { class: "tool-name", text: t.name }), h("span", { class: "source", text: t.source })),
+      h(
+        "li",
+        { class: "tool", "data-tool": t.name, title: t.description },
+        h(
+          "span",
+          { class: "tool-line" },
+          h("span", { class: "tool-name", text: t.name }),
+          h("span", { class: "source", text: t.source })
+        ),
         h("span", { class: "description", text: t.description })
       )
     )
@@ -79,11 +98,23 @@ export async function loadConversationList(list, api, currentId, running) {
     /** @type {any[]} */
     const items = Array.isArray(body) ? body : Array.isArray(body?.conversations) ? body.conversations : []
     list.replaceChildren(...items.map((c) => {
-      const a = h("a", { href: `#c=${encodeURIComponent(c.id)}`, "data-id": c.id, "aria-current": c.id === currentId },
+      const a = h(
+        "a",
+        { href: `#c=${encodeURIComponent(c.id)}`, "data-id": c.id, "aria-current": c.id === currentId },
         // a conversation whose first run still goes has no stored title yet
-        h("span", { class: "title", text: c.title || (running && c.id === running.conversationId ? running.query : "") || "Untitled" }),
+        h("span", {
+          class: "title",
+          text: c.title || (running && c.id === running.conversationId ? running.query : "") || "Untitled"
+        }),
         c.waiting_approval ? h("span", { class: "badge waiting", text: "Waiting for approval" }) : null,
-        h("span", { class: "meta", text: [c.turns ? `${c.turns} turn${c.turns === 1 ? "" : "s"}` : "", c.updated_at ? new Date(c.updated_at).toLocaleString() : ""].filter(Boolean).join(" · ") }))
+        h("span", {
+          class: "meta",
+          text: [
+            c.turns ? `${c.turns} turn${c.turns === 1 ? "" : "s"}` : "",
+            c.updated_at ? new Date(c.updated_at).toLocaleString() : ""
+          ].filter(Boolean).join(" · ")
+        })
+      )
       return h("li", {}, a)
     }))
     if (items.length === 0) list.replaceChildren(h("li", { class: "muted", text: "No conversations yet" }))

@@ -14,9 +14,9 @@ import * as ReactAgent from "../../src/ReactAgent.js"
 import type { RunEvent } from "../../src/RunEvent.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import type * as Tool from "../../src/Tool.js"
-import { freePort } from "../utils/serverProcess.js"
 import { makeAgent } from "../utils/agentLayers.js"
 import { startSampleServer } from "../utils/sdkSampleServer.js"
+import { freePort } from "../utils/serverProcess.js"
 
 const quiet = { completionCheck: false, selfReflectionInterval: 0 }
 
@@ -27,42 +27,68 @@ const runWith = (tool: ReadonlyArray<Tool.Tool>, query: string) =>
       ScriptedLlm.text("ok"),
       ScriptedLlm.text("Done.")
     ], { tools: tool, agent: quiet })
-    return [...yield* Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "ask the sample agent", runId: "run_a2a" }))).pipe(
-      Effect.provide(parent.layer)
-    )]
+    return [
+      ...yield* Effect.flatMap(
+        ReactAgent.ReactAgent,
+        (a) => Stream.runCollect(a.run({ query: "ask the sample agent", runId: "run_a2a" }))
+      ).pipe(
+        Effect.provide(parent.layer)
+      )
+    ]
   })
 
-const toolDone = (events: ReadonlyArray<RunEvent>) => events.find((e): e is Extract<RunEvent, { _tag: "ToolDone" }> => e._tag === "ToolDone")!
+const toolDone = (events: ReadonlyArray<RunEvent>) =>
+  events.find((e): e is Extract<RunEvent, { _tag: "ToolDone" }> => e._tag === "ToolDone")!
 
 describe("A2A.remoteAgent against the SDK's reference server", () => {
-  it.scopedLive("a call: the answer is the remote task's artifact, its status messages the call's progress, the key in the metadata", () =>
-    Effect.gen(function*() {
-      const sample = yield* Effect.acquireRelease(Effect.promise(() => startSampleServer({ token: "sample-token" })), (s) => Effect.promise(s.close))
-      const tool = yield* A2A.remoteAgent(sample.url, { name: "sample", headers: { Authorization: "Bearer sample-token" } })
-      assert.strictEqual(tool.name, "sample")
-      assert.include(tool.description, "The A2A SDK's sample agent")
-      const events = yield* runWith([tool], "What is A2A?")
-      const done = toolDone(events)
-      assert.isNull(done.error)
-      assert.strictEqual(done.observation, "Sample answer to: What is A2A?")
-      const progress = events.filter((e) => e._tag === "ToolProgress").map((e) => (e as { message: string }).message)
-      assert.deepStrictEqual(progress, ["sample: Looking it up"])
-      const start = events.find((e): e is Extract<RunEvent, { _tag: "ToolStart" }> => e._tag === "ToolStart")!
-      assert.deepStrictEqual(sample.received.map((r) => r.metadata?.idempotency_key), [start.idempotency_key])
-      assert.match(String(start.idempotency_key), /^ik_[0-9a-f]{32}$/)
-    }), 30_000)
+  it.scopedLive(
+    "a call: the answer is the remote task's artifact, its status messages the call's progress, the key in the metadata",
+    () =>
+      Effect.gen(function*() {
+        const sample = yield* Effect.acquireRelease(
+          Effect.promise(() => startSampleServer({ token: "sample-token" })),
+          (s) => Effect.promise(s.close)
+        )
+        const tool = yield* A2A.remoteAgent(sample.url, {
+          name: "sample",
+          headers: { Authorization: "Bearer sample-token" }
+        })
+        assert.strictEqual(tool.name, "sample")
+        assert.include(tool.description, "The A2A SDK's sample agent")
+        const events = yield* runWith([tool], "What is A2A?")
+        const done = toolDone(events)
+        assert.isNull(done.error)
+        assert.strictEqual(done.observation, "Sample answer to: What is A2A?")
+        const progress = events.filter((e) => e._tag === "ToolProgress").map((e) => (e as { message: string }).message)
+        assert.deepStrictEqual(progress, ["sample: Looking it up"])
+        const start = events.find((e): e is Extract<RunEvent, { _tag: "ToolStart" }> => e._tag === "ToolStart")!
+        assert.deepStrictEqual(sample.received.map((r) => r.metadata?.idempotency_key), [start.idempotency_key])
+        assert.match(String(start.idempotency_key), /^ik_[0-9a-f]{32}$/)
+      }),
+    30_000
+  )
 
-  it.scopedLive("a failed remote task and a refused call are the call's error observations", () =>
-    Effect.gen(function*() {
-      const sample = yield* Effect.acquireRelease(Effect.promise(() => startSampleServer({ token: "sample-token" })), (s) => Effect.promise(s.close))
-      const tool = yield* A2A.remoteAgent(sample.url, { name: "sample", headers: { Authorization: "Bearer sample-token" } })
-      const failed = toolDone(yield* runWith([tool], "please fail"))
-      assert.strictEqual(failed.error, "Remote agent sample failed: The sample agent cannot do that")
-      // without the credentials the server answers 401: the model reads it, the run goes on
-      const anonymous = yield* A2A.remoteAgent(sample.url, { name: "sample" })
-      const refused = toolDone(yield* runWith([anonymous], "What is A2A?"))
-      assert.match(refused.error ?? "", /^Remote agent sample could not be reached: .*401/)
-    }), 30_000)
+  it.scopedLive(
+    "a failed remote task and a refused call are the call's error observations",
+    () =>
+      Effect.gen(function*() {
+        const sample = yield* Effect.acquireRelease(
+          Effect.promise(() => startSampleServer({ token: "sample-token" })),
+          (s) => Effect.promise(s.close)
+        )
+        const tool = yield* A2A.remoteAgent(sample.url, {
+          name: "sample",
+          headers: { Authorization: "Bearer sample-token" }
+        })
+        const failed = toolDone(yield* runWith([tool], "please fail"))
+        assert.strictEqual(failed.error, "Remote agent sample failed: The sample agent cannot do that")
+        // without the credentials the server answers 401: the model reads it, the run goes on
+        const anonymous = yield* A2A.remoteAgent(sample.url, { name: "sample" })
+        const refused = toolDone(yield* runWith([anonymous], "What is A2A?"))
+        assert.match(refused.error ?? "", /^Remote agent sample could not be reached: .*401/)
+      }),
+    30_000
+  )
 
   it.live("an agent that cannot be reached: remoteAgent fails with an A2AError naming the URL", () =>
     Effect.gen(function*() {
@@ -74,8 +100,12 @@ describe("A2A.remoteAgent against the SDK's reference server", () => {
 
   it("REACT_A2A_AGENTS: a comma list of URLs, or JSON with names and headers; a malformed value is refused", () => {
     const list = A2A.parseAgents("http://a.example, http://b.example/x/card.json")
-    assert.deepStrictEqual(list._tag === "Right" ? list.right : undefined, [{ url: "http://a.example" }, { url: "http://b.example/x/card.json" }])
-    const json = A2A.parseAgents(JSON.stringify([{ url: "http://a.example", name: "expert", headers: { Authorization: "Bearer t" } }]))
+    assert.deepStrictEqual(list._tag === "Right" ? list.right : undefined, [{ url: "http://a.example" }, {
+      url: "http://b.example/x/card.json"
+    }])
+    const json = A2A.parseAgents(
+      JSON.stringify([{ url: "http://a.example", name: "expert", headers: { Authorization: "Bearer t" } }])
+    )
     assert.strictEqual(json._tag, "Right")
     const bad = A2A.parseAgents("not a url")
     assert.strictEqual(bad._tag, "Left")

@@ -19,14 +19,22 @@ import * as Database from "../../src/server/Database.js"
 import { findPostgres, type Postgres, startPostgres } from "../utils/postgres.js"
 
 const openStore = (where: Database.Location) =>
-  Effect.map(Layer.build(A2aTasks.layer.pipe(Layer.provide(Database.layer(where)), Layer.orDie)), Context.get(A2aTasks.A2aTasks))
+  Effect.map(
+    Layer.build(A2aTasks.layer.pipe(Layer.provide(Database.layer(where)), Layer.orDie)),
+    Context.get(A2aTasks.A2aTasks)
+  )
 
 const found = findPostgres()
 let pg: Postgres | undefined
 afterAll(() => pg?.stop())
 
 const cases: ReadonlyArray<readonly [string, boolean, () => Effect.Effect<Database.Location>]> = [
-  ["SQLite", false, () => Effect.sync(() => ({ _tag: "Sqlite", filename: join(mkdtempSync(join(tmpdir(), "a2a-store-")), "a2a.sqlite") }))],
+  [
+    "SQLite",
+    false,
+    () =>
+      Effect.sync(() => ({ _tag: "Sqlite", filename: join(mkdtempSync(join(tmpdir(), "a2a-store-")), "a2a.sqlite") }))
+  ],
   ["PostgreSQL", "missing" in found, () =>
     Effect.promise(async (): Promise<Database.Location> => {
       pg ??= await startPostgres((found as { bin: string }).bin)
@@ -43,7 +51,12 @@ const task = (id: string, state: TaskState, answer?: string) =>
       artifactId: "answer",
       name: "answer",
       description: "",
-      parts: [{ content: { $case: "text", value: answer }, metadata: undefined, filename: "", mediaType: "text/plain" }],
+      parts: [{
+        content: { $case: "text", value: answer },
+        metadata: undefined,
+        filename: "",
+        mediaType: "text/plain"
+      }],
       metadata: undefined,
       extensions: []
     }],
@@ -56,7 +69,16 @@ describe("A2A task store", () => {
     it.scoped.skipIf(skip)(`${name}: link, save, load, by key, open tasks, list`, () =>
       Effect.gen(function*() {
         const store = yield* openStore(yield* location())
-        yield* Effect.orDie(store.link({ taskId: "t1", contextId: "ctx", runId: "run_1", idempotencyKey: "ik_a", state: "TASK_STATE_SUBMITTED", task: task("t1", TaskState.TASK_STATE_SUBMITTED) }))
+        yield* Effect.orDie(
+          store.link({
+            taskId: "t1",
+            contextId: "ctx",
+            runId: "run_1",
+            idempotencyKey: "ik_a",
+            state: "TASK_STATE_SUBMITTED",
+            task: task("t1", TaskState.TASK_STATE_SUBMITTED)
+          })
+        )
         // the SDK saves the task as it goes: its run and key stay
         yield* Effect.orDie(store.save("t1", "ctx", "TASK_STATE_WORKING", task("t1", TaskState.TASK_STATE_WORKING)))
         const loaded = Option.getOrThrow(yield* Effect.orDie(store.load("t1")))
@@ -66,13 +88,26 @@ describe("A2A task store", () => {
         assert.strictEqual(Task.fromJSON(loaded.task).status?.state, TaskState.TASK_STATE_WORKING)
         assert.strictEqual(Option.getOrThrow(yield* Effect.orDie(store.byKey("ik_a"))).taskId, "t1")
         assert.isTrue(Option.isNone(yield* Effect.orDie(store.byKey("ik_none"))))
-        yield* Effect.orDie(store.link({ taskId: "t2", contextId: "ctx", runId: "run_2", state: "TASK_STATE_SUBMITTED", task: task("t2", TaskState.TASK_STATE_SUBMITTED) }))
+        yield* Effect.orDie(
+          store.link({
+            taskId: "t2",
+            contextId: "ctx",
+            runId: "run_2",
+            state: "TASK_STATE_SUBMITTED",
+            task: task("t2", TaskState.TASK_STATE_SUBMITTED)
+          })
+        )
         assert.deepStrictEqual((yield* Effect.orDie(store.open)).map((t) => t.taskId).sort(), ["t1", "t2"])
         // a final state takes the task out of the open ones
-        yield* Effect.orDie(store.save("t1", "ctx", "TASK_STATE_COMPLETED", task("t1", TaskState.TASK_STATE_COMPLETED, "42")))
+        yield* Effect.orDie(
+          store.save("t1", "ctx", "TASK_STATE_COMPLETED", task("t1", TaskState.TASK_STATE_COMPLETED, "42"))
+        )
         assert.deepStrictEqual((yield* Effect.orDie(store.open)).map((t) => t.taskId), ["t2"])
         const done = Task.fromJSON(Option.getOrThrow(yield* Effect.orDie(store.load("t1"))).task)
-        assert.strictEqual(done.artifacts[0].parts[0].content?.$case === "text" ? done.artifacts[0].parts[0].content.value : "", "42")
+        assert.strictEqual(
+          done.artifacts[0].parts[0].content?.$case === "text" ? done.artifacts[0].parts[0].content.value : "",
+          "42"
+        )
         // a task the SDK saves without a run (a refused message) is stored too, never open
         yield* Effect.orDie(store.save("t3", "other", "TASK_STATE_FAILED", task("t3", TaskState.TASK_STATE_FAILED)))
         const all = yield* Effect.orDie(store.list({ limit: 2, offset: 0 }))

@@ -31,12 +31,12 @@
  * Timing-sensitive steps wait for what they need (a tool's `start` line in the record
  * file, an event) before they act.
  */
+import { createParser } from "eventsource-parser"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import { createParser } from "eventsource-parser"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
 import { freePort } from "../utils/serverProcess.js"
 
@@ -56,9 +56,14 @@ const recordFile = (dir: string) => {
 /** An MCP config with the recorder as server `rec` (`rec__record`, not idempotent; `rec__record_idem`). */
 const recorderConfig = (dir: string, file: ReturnType<typeof recordFile>): string => {
   const path = join(dir, "mcp.json")
-  writeFileSync(path, JSON.stringify({
-    mcpServers: { rec: { command: process.execPath, args: ["--import", tsx, RECORDER], env: { RECORD_FILE: file.path } } }
-  }))
+  writeFileSync(
+    path,
+    JSON.stringify({
+      mcpServers: {
+        rec: { command: process.execPath, args: ["--import", tsx, RECORDER], env: { RECORD_FILE: file.path } }
+      }
+    })
+  )
   return path
 }
 
@@ -76,7 +81,8 @@ const waitUntil = async (predicate: () => boolean, timeoutMs: number, what: stri
 // The fake model
 
 const textOf = (body: any): string =>
-  (body?.messages ?? []).map((m: any) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? ""))).join("\n")
+  (body?.messages ?? []).map((m: any) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")))
+    .join("\n")
 const toolCount = (body: any): number => (body?.messages ?? []).filter((m: any) => m.role === "tool").length
 const forced = (body: any): string | undefined => body?.tool_choice?.function?.name
 const scenarioOf = (body: any): string => /corpus ([\w-]+)/.exec(textOf(body))?.[1] ?? "none"
@@ -102,10 +108,14 @@ const loop: Record<string, (n: number, body: any) => FakeOpenAi.FakeReply> = {
     n === 0
       ? tools("parallel", n, [["calculator", { expression: "1 + 1" }], ["rec__record_idem", { label: "p", ms: 300 }]])
       : say("Both done."),
-  sequence: (n) => (n < 3 ? tools("sequence", n, [["rec__record_idem", { label: `s${n}`, ms: 10 }]]) : say("Three recorded.")),
+  sequence: (
+    n
+  ) => (n < 3 ? tools("sequence", n, [["rec__record_idem", { label: `s${n}`, ms: 10 }]]) : say("Three recorded.")),
   toolerrors: (n) =>
     n === 0
-      ? tools("toolerrors", n, [["no_such_tool", {}], ["calculator", "{not json"], ["calculator", { expression: "1 / / 2" }]])
+      ? tools("toolerrors", n, [["no_such_tool", {}], ["calculator", "{not json"], ["calculator", {
+        expression: "1 / / 2"
+      }]])
       : say("Errors seen."),
   inject: (n, body) =>
     n === 0
@@ -116,19 +126,39 @@ const loop: Record<string, (n: number, body: any) => FakeOpenAi.FakeReply> = {
   recall: (n, body) =>
     n === 0
       ? tools("recall", n, [["rec__record_idem", { label: "recall", ms: 1500 }]])
-      : say(textOf(body).includes("kept message") && !textOf(body).includes("recalled message") ? "Kept only." : "Unexpected."),
+      : say(
+        textOf(body).includes("kept message") && !textOf(body).includes("recalled message")
+          ? "Kept only."
+          : "Unexpected."
+      ),
   cancel: (n) => (n === 0 ? tools("cancel", n, [["rec__record_idem", { label: "cancel", ms: 4000 }]]) : say("Never.")),
-  approve: (n) => (n === 0 ? tools("approve", n, [["rec__record", { label: "approved", ms: 10 }]]) : say("Approved and done.")),
-  deny: (n) => (n === 0 ? tools("deny", n, [["rec__record", { label: "denied", ms: 10 }]]) : say("Denied, so not done.")),
+  approve: (
+    n
+  ) => (n === 0 ? tools("approve", n, [["rec__record", { label: "approved", ms: 10 }]]) : say("Approved and done.")),
+  deny: (
+    n
+  ) => (n === 0 ? tools("deny", n, [["rec__record", { label: "denied", ms: 10 }]]) : say("Denied, so not done.")),
   maxiter: (n) => tools("maxiter", n, [["calculator", { expression: `${n} + 1` }]]),
   modelerror: () => FakeOpenAi.error(400, "The model refuses this request"),
-  rejoin: (n) => (n === 0 ? tools("rejoin", n, [["rec__record_idem", { label: "rejoin", ms: 1500 }]]) : say("Rejoined.")),
-  twoclients: (n) => (n === 0 ? tools("twoclients", n, [["rec__record_idem", { label: "two", ms: 1500 }]]) : say("Both saw it.")),
+  rejoin: (
+    n
+  ) => (n === 0 ? tools("rejoin", n, [["rec__record_idem", { label: "rejoin", ms: 1500 }]]) : say("Rejoined.")),
+  twoclients: (
+    n
+  ) => (n === 0 ? tools("twoclients", n, [["rec__record_idem", { label: "two", ms: 1500 }]]) : say("Both saw it.")),
   chat: (n) => (n === 0 ? tools("chat", n, [["calculator", { expression: "2 + 3" }]]) : say("Five.")),
-  chatresume: (n) => (n === 0 ? tools("chatresume", n, [["rec__record_idem", { label: "chatresume", ms: 1500 }]]) : say("Resumed chat.")),
+  chatresume: (
+    n
+  ) => (n === 0
+    ? tools("chatresume", n, [["rec__record_idem", { label: "chatresume", ms: 1500 }]])
+    : say("Resumed chat.")),
   openai: (n) => (n === 0 ? tools("openai", n, [["calculator", { expression: "3 * 3" }]]) : say("Nine.")),
-  killtool: (n) => (n === 0 ? tools("killtool", n, [["rec__record", { label: "killtool", ms: 20_000 }]]) : say("After the crash.")),
-  killidem: (n) => (n === 0 ? tools("killidem", n, [["rec__record_idem", { label: "killidem", ms: 2500 }]]) : say("Ran again.")),
+  killtool: (
+    n
+  ) => (n === 0 ? tools("killtool", n, [["rec__record", { label: "killtool", ms: 20_000 }]]) : say("After the crash.")),
+  killidem: (
+    n
+  ) => (n === 0 ? tools("killidem", n, [["rec__record_idem", { label: "killidem", ms: 2500 }]]) : say("Ran again.")),
   killanswer: (n) => (n === 0 ? tools("killanswer", n, [["calculator", { expression: "5 + 5" }]]) : say("Ten."))
 }
 
@@ -147,11 +177,17 @@ const DAG_PLAN = {
 const responder = (killAnswer: { armed: boolean }): FakeOpenAi.FakeResponder => (body) => {
   // DAG mode (one DAG scenario at a time): the planner, the analysis, the steps
   if (forced(body) === "create_plan") {
-    return FakeOpenAi.completion({ toolCalls: [{ id: "call_dag_plan", name: "create_plan", arguments: JSON.stringify(DAG_PLAN) }] })
+    return FakeOpenAi.completion({
+      toolCalls: [{ id: "call_dag_plan", name: "create_plan", arguments: JSON.stringify(DAG_PLAN) }]
+    })
   }
   if (forced(body) === "report_analysis") {
     return FakeOpenAi.completion({
-      toolCalls: [{ id: "call_dag_analysis", name: "report_analysis", arguments: JSON.stringify({ achieved: true, confidence: 1, reasoning: "done" }) }]
+      toolCalls: [{
+        id: "call_dag_analysis",
+        name: "report_analysis",
+        arguments: JSON.stringify({ achieved: true, confidence: 1, reasoning: "done" })
+      }]
     })
   }
   const step = stepOf(body)
@@ -236,7 +272,13 @@ const startServer = async (tree: string, env: Record<string, string>): Promise<S
 // ---------------------------------------------------------------------------
 // Recording raw responses
 
-const KEPT_HEADERS = ["content-type", "x-conversation-id", "cache-control", "x-vercel-ai-ui-message-stream", "retry-after"]
+const KEPT_HEADERS = [
+  "content-type",
+  "x-conversation-id",
+  "cache-control",
+  "x-vercel-ai-ui-message-stream",
+  "retry-after"
+]
 
 /** One recorded exchange: what was asked, the status, the kept headers and the body bytes as they came. */
 const section = (title: string, status: number, headers: Headers, body: Uint8Array) => {
@@ -253,7 +295,13 @@ interface StreamOptions {
 }
 
 /** Reads a response to its end (or until `onEvent` says stop, or the connection dies) and records it. */
-const exchange = async (transcript: Array<string>, url: string, path: string, title: string, options: StreamOptions = {}) => {
+const exchange = async (
+  transcript: Array<string>,
+  url: string,
+  path: string,
+  title: string,
+  options: StreamOptions = {}
+) => {
   const controller = new AbortController()
   const timer = setTimeout(() => controller.abort(), options.timeoutMs ?? 60_000)
   const parts: Array<Uint8Array> = []
@@ -300,13 +348,18 @@ const exchange = async (transcript: Array<string>, url: string, path: string, ti
 }
 
 const postJson = async (transcript: Array<string>, url: string, path: string, body: unknown) => {
-  const response = await fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+  const response = await fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
   const bytes = new Uint8Array(await response.arrayBuffer())
   transcript.push(section(`POST ${path} ${JSON.stringify(body)}`, response.status, response.headers, bytes))
   return JSON.parse(Buffer.from(bytes).toString("utf8") || "null")
 }
 
-const isToolStart = (e: { event?: string; data: string }) => e.event === "step" && e.data.includes("\"type\":\"iteration\"") && e.data.includes("\"status\":\"start\"")
+const isToolStart = (e: { event?: string; data: string }) =>
+  e.event === "step" && e.data.includes("\"type\":\"iteration\"") && e.data.includes("\"status\":\"start\"")
 
 // ---------------------------------------------------------------------------
 // Scenarios
@@ -325,11 +378,22 @@ const react = (ctx: Ctx, scenario: string, extra: Record<string, unknown> = {}, 
 
 /** Every stored event again, from the start (what a client resuming from 0 gets), then 204 past the end. */
 const replay = async (ctx: Ctx, scenario: string, lastId: string | undefined) => {
-  await exchange(ctx.transcript, ctx.server.url, `/api/react/events?conversation_id=corpus-${scenario}&after=0`, "GET events after=0")
+  await exchange(
+    ctx.transcript,
+    ctx.server.url,
+    `/api/react/events?conversation_id=corpus-${scenario}&after=0`,
+    "GET events after=0"
+  )
   if (lastId !== undefined) {
-    await exchange(ctx.transcript, ctx.server.url, `/api/react/events?conversation_id=corpus-${scenario}`, `GET events last-event-id ${lastId}`, {
-      headers: { "last-event-id": lastId }
-    })
+    await exchange(
+      ctx.transcript,
+      ctx.server.url,
+      `/api/react/events?conversation_id=corpus-${scenario}`,
+      `GET events last-event-id ${lastId}`,
+      {
+        headers: { "last-event-id": lastId }
+      }
+    )
   }
 }
 
@@ -355,7 +419,12 @@ const scenarios: Record<string, (ctx: Ctx) => Promise<void>> = {
   inject: async (ctx) => {
     const run = await react(ctx, "inject", {}, {
       onEvent: async (e) => {
-        if (isToolStart(e)) await postJson(ctx.transcript, ctx.server.url, "/api/react/inject", { conversation_id: "corpus-inject", content: "also say bye" })
+        if (isToolStart(e)) {
+          await postJson(ctx.transcript, ctx.server.url, "/api/react/inject", {
+            conversation_id: "corpus-inject",
+            content: "also say bye"
+          })
+        }
       }
     })
     await replay(ctx, "inject", run.lastId)
@@ -364,9 +433,18 @@ const scenarios: Record<string, (ctx: Ctx) => Promise<void>> = {
     const run = await react(ctx, "recall", {}, {
       onEvent: async (e) => {
         if (!isToolStart(e)) return
-        const first = await postJson(ctx.transcript, ctx.server.url, "/api/react/inject", { conversation_id: "corpus-recall", content: "recalled message" })
-        await postJson(ctx.transcript, ctx.server.url, "/api/react/inject", { conversation_id: "corpus-recall", content: "kept message" })
-        await postJson(ctx.transcript, ctx.server.url, "/api/react/inject/recall", { conversation_id: "corpus-recall", id: first.id })
+        const first = await postJson(ctx.transcript, ctx.server.url, "/api/react/inject", {
+          conversation_id: "corpus-recall",
+          content: "recalled message"
+        })
+        await postJson(ctx.transcript, ctx.server.url, "/api/react/inject", {
+          conversation_id: "corpus-recall",
+          content: "kept message"
+        })
+        await postJson(ctx.transcript, ctx.server.url, "/api/react/inject/recall", {
+          conversation_id: "corpus-recall",
+          id: first.id
+        })
       }
     })
     await replay(ctx, "recall", run.lastId)
@@ -416,9 +494,15 @@ const scenarios: Record<string, (ctx: Ctx) => Promise<void>> = {
   rejoin: async (ctx) => {
     // the client hangs up during the tool and comes back with its last id: the rest, live
     const first = await react(ctx, "rejoin", {}, { onEvent: (e) => isToolStart(e) })
-    const rest = await exchange(ctx.transcript, ctx.server.url, "/api/react/events?conversation_id=corpus-rejoin", `GET events last-event-id ${first.lastId}`, {
-      headers: { "last-event-id": first.lastId! }
-    })
+    const rest = await exchange(
+      ctx.transcript,
+      ctx.server.url,
+      "/api/react/events?conversation_id=corpus-rejoin",
+      `GET events last-event-id ${first.lastId}`,
+      {
+        headers: { "last-event-id": first.lastId! }
+      }
+    )
     await replay(ctx, "rejoin", rest.lastId)
   },
   twoclients: async (ctx) => {
@@ -428,7 +512,12 @@ const scenarios: Record<string, (ctx: Ctx) => Promise<void>> = {
     const run = await react(ctx, "twoclients", {}, {
       onEvent: (e) => {
         if (isToolStart(e) && second === undefined) {
-          second = exchange(second_, ctx.server.url, "/api/react/events?conversation_id=corpus-twoclients", "GET events (second client, from 0)")
+          second = exchange(
+            second_,
+            ctx.server.url,
+            "/api/react/events?conversation_id=corpus-twoclients",
+            "GET events (second client, from 0)"
+          )
         }
       }
     })
@@ -438,26 +527,58 @@ const scenarios: Record<string, (ctx: Ctx) => Promise<void>> = {
   },
   afterparam: async (ctx) => {
     const run = await react(ctx, "calc", { conversation_id: "corpus-afterparam" })
-    await exchange(ctx.transcript, ctx.server.url, "/api/react/events?conversation_id=corpus-afterparam&after=3", "GET events after=3")
-    await exchange(ctx.transcript, ctx.server.url, "/api/react/events?conversation_id=corpus-afterparam", "GET events last-event-id 2 (header)", {
-      headers: { "last-event-id": "2" }
-    })
-    await exchange(ctx.transcript, ctx.server.url, `/api/react/events?conversation_id=corpus-afterparam&after=${run.lastId}`, "GET events after=last (204)")
+    await exchange(
+      ctx.transcript,
+      ctx.server.url,
+      "/api/react/events?conversation_id=corpus-afterparam&after=3",
+      "GET events after=3"
+    )
+    await exchange(
+      ctx.transcript,
+      ctx.server.url,
+      "/api/react/events?conversation_id=corpus-afterparam",
+      "GET events last-event-id 2 (header)",
+      {
+        headers: { "last-event-id": "2" }
+      }
+    )
+    await exchange(
+      ctx.transcript,
+      ctx.server.url,
+      `/api/react/events?conversation_id=corpus-afterparam&after=${run.lastId}`,
+      "GET events after=last (204)"
+    )
   },
   chat: async (ctx) => {
     await exchange(ctx.transcript, ctx.server.url, "/api/chat", "POST /api/chat", {
-      body: { id: "corpus-chat", messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "corpus chat: add" }] }] }
+      body: {
+        id: "corpus-chat",
+        messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "corpus chat: add" }] }]
+      }
     })
-    await exchange(ctx.transcript, ctx.server.url, "/api/chat/corpus-chat/stream", "GET /api/chat/:id/stream (no active run: 204)")
+    await exchange(
+      ctx.transcript,
+      ctx.server.url,
+      "/api/chat/corpus-chat/stream",
+      "GET /api/chat/:id/stream (no active run: 204)"
+    )
   },
   chatresume: async (ctx) => {
     let resumed: Promise<unknown> | undefined
     const second: Array<string> = []
     await exchange(ctx.transcript, ctx.server.url, "/api/chat", "POST /api/chat", {
-      body: { id: "corpus-chatresume", messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "corpus chatresume: wait" }] }] },
+      body: {
+        id: "corpus-chatresume",
+        messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "corpus chatresume: wait" }] }]
+      },
       onEvent: (e) => {
         if (resumed === undefined && e.data.includes("tool-input-available")) {
-          resumed = exchange(second, ctx.server.url, "/api/chat/corpus-chatresume/stream", "GET /api/chat/:id/stream (resume, replays from the start)")
+          resumed = exchange(
+            second,
+            ctx.server.url,
+            "/api/chat/corpus-chatresume/stream",
+            "GET /api/chat/:id/stream (resume, replays from the start)"
+          )
         }
       }
     })
@@ -466,7 +587,12 @@ const scenarios: Record<string, (ctx: Ctx) => Promise<void>> = {
   },
   openai: async (ctx) => {
     await exchange(ctx.transcript, ctx.server.url, "/v1/chat/completions", "POST /v1/chat/completions stream", {
-      body: { model: "react-agent", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "corpus openai: square" }] }
+      body: {
+        model: "react-agent",
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: "user", content: "corpus openai: square" }]
+      }
     })
   }
 }
@@ -485,10 +611,16 @@ const killScenarios: Record<string, (ctx: Ctx, killAnswer: { armed: boolean }) =
       }
     })
     const second = await ctx.server.restart()
-    const after = await exchange(ctx.transcript, second.url, "/api/react/events?conversation_id=corpus-killtool", `GET events last-event-id ${before.lastId} (after the restart)`, {
-      headers: { "last-event-id": before.lastId! },
-      timeoutMs: 90_000
-    })
+    const after = await exchange(
+      ctx.transcript,
+      second.url,
+      "/api/react/events?conversation_id=corpus-killtool",
+      `GET events last-event-id ${before.lastId} (after the restart)`,
+      {
+        headers: { "last-event-id": before.lastId! },
+        timeoutMs: 90_000
+      }
+    )
     await replay({ ...ctx, server: second }, "killtool", after.lastId)
     await second.kill()
   },
@@ -504,10 +636,16 @@ const killScenarios: Record<string, (ctx: Ctx, killAnswer: { armed: boolean }) =
       }
     })
     const second = await ctx.server.restart()
-    const after = await exchange(ctx.transcript, second.url, "/api/react/events?conversation_id=corpus-killidem", `GET events last-event-id ${before.lastId} (after the restart)`, {
-      headers: { "last-event-id": before.lastId! },
-      timeoutMs: 90_000
-    })
+    const after = await exchange(
+      ctx.transcript,
+      second.url,
+      "/api/react/events?conversation_id=corpus-killidem",
+      `GET events last-event-id ${before.lastId} (after the restart)`,
+      {
+        headers: { "last-event-id": before.lastId! },
+        timeoutMs: 90_000
+      }
+    )
     await replay({ ...ctx, server: second }, "killidem", after.lastId)
     await second.kill()
   },
@@ -525,10 +663,16 @@ const killScenarios: Record<string, (ctx: Ctx, killAnswer: { armed: boolean }) =
     })
     killAnswer.armed = false
     const second = await ctx.server.restart()
-    const after = await exchange(ctx.transcript, second.url, "/api/react/events?conversation_id=corpus-killanswer", `GET events last-event-id ${before.lastId} (after the restart)`, {
-      headers: { "last-event-id": before.lastId! },
-      timeoutMs: 90_000
-    })
+    const after = await exchange(
+      ctx.transcript,
+      second.url,
+      "/api/react/events?conversation_id=corpus-killanswer",
+      `GET events last-event-id ${before.lastId} (after the restart)`,
+      {
+        headers: { "last-event-id": before.lastId! },
+        timeoutMs: 90_000
+      }
+    )
     await replay({ ...ctx, server: second }, "killanswer", after.lastId)
     await second.kill()
   }

@@ -28,7 +28,13 @@ const docFrames = (file: string, heading: string): Array<string> => {
 const rawRun = (url: string, body: unknown, onText: (all: string) => void): Promise<string> =>
   new Promise((resolve, reject) => {
     const target = new URL("/api/react", url)
-    const req = request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json" } }, (res) => {
+    const req = request({
+      host: target.hostname,
+      port: target.port,
+      path: target.pathname,
+      method: "POST",
+      headers: { "content-type": "application/json" }
+    }, (res) => {
       let all = ""
       res.setEncoding("utf8")
       res.on("data", (d: string) => {
@@ -48,7 +54,11 @@ describe("the approval examples of the docs (demo model, a live run)", () => {
   let dir = ""
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "react-doc-approvals-"))
-    server = await startServerProcess({ DATABASE_PATH: join(dir, "docs.sqlite"), REACT_APPROVAL_TOOLS: "calculator", RUN_DETACH_GRACE_MS: "60000" })
+    server = await startServerProcess({
+      DATABASE_PATH: join(dir, "docs.sqlite"),
+      REACT_APPROVAL_TOOLS: "calculator",
+      RUN_DETACH_GRACE_MS: "60000"
+    })
   }, 90_000)
   afterAll(async () => {
     await server?.kill("SIGTERM")
@@ -73,7 +83,11 @@ describe("the approval examples of the docs (demo model, a live run)", () => {
         for (const c of transcript!.commands) {
           const actual = await curl(new URL(server!.url), c.command.replaceAll(docId!, live))
           if (!pattern(c.expected).test(normal(actual))) {
-            failures.push(`docs/http-api.md:${c.outputLine}: $ ${c.command}\n${firstDifference(normal(c.expected), normal(actual))}\n--- server ---\n${actual}`)
+            failures.push(
+              `docs/http-api.md:${c.outputLine}: $ ${c.command}\n${
+                firstDifference(normal(c.expected), normal(actual))
+              }\n--- server ---\n${actual}`
+            )
           }
         }
       })()
@@ -82,7 +96,9 @@ describe("the approval examples of the docs (demo model, a live run)", () => {
     await approving
     assert.deepStrictEqual(failures, [])
 
-    const live = stream.split(/\n\n+/).map((f) => f.split("\n").filter((l) => !l.startsWith("id: ") && !l.startsWith(":")).join("\n")).filter((f) => f !== "")
+    const live = stream.split(/\n\n+/).map((f) =>
+      f.split("\n").filter((l) => !l.startsWith("id: ") && !l.startsWith(":")).join("\n")
+    ).filter((f) => f !== "")
     assert.match(live.at(-1) ?? "", /^event: done/, "the run ended with done")
     const doc = docFrames("docs/approvals.md", "## Events")
     const patterns = doc.map(pattern)
@@ -90,7 +106,9 @@ describe("the approval examples of the docs (demo model, a live run)", () => {
     assert.isAtLeast(
       at,
       0,
-      `docs/approvals.md "## Events": these frames are not in the run's stream, in a row:\n--- doc ---\n${doc.join("\n\n")}\n--- server (normalised) ---\n${live.map(normal).join("\n\n")}`
+      `docs/approvals.md "## Events": these frames are not in the run's stream, in a row:\n--- doc ---\n${
+        doc.join("\n\n")
+      }\n--- server (normalised) ---\n${live.map(normal).join("\n\n")}`
     )
   }, 90_000)
 })

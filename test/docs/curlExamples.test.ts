@@ -24,8 +24,14 @@ const UPDATE = process.env.UPDATE_DOC_EXAMPLES === "1"
 
 /** Transcripts that cannot be replayed as written, and why (matched on their first command). */
 const NOT_REPLAYABLE: ReadonlyArray<readonly [RegExp, string]> = [
-  [/\/api\/react\/approve/, "the approval id is minted by a run waiting for a person: test/docs/approvalExamples.test.ts replays it with the live id"],
-  [/\/api\/tools$/, "shows MCP servers (fs, a github server that does not start) the demo set-up does not have (test/server/tools.test.ts)"]
+  [
+    /\/api\/react\/approve/,
+    "the approval id is minted by a run waiting for a person: test/docs/approvalExamples.test.ts replays it with the live id"
+  ],
+  [
+    /\/api\/tools$/,
+    "shows MCP servers (fs, a github server that does not start) the demo set-up does not have (test/server/tools.test.ts)"
+  ]
 ]
 
 const FILES = ["README.md", ...readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)]
@@ -45,7 +51,12 @@ describe("the curl transcripts in the docs are what the server answers (demo mod
 
   it("finds the transcripts (http-api.md's run stream among them)", () => {
     assert.isAtLeast(ALL.length, 5)
-    assert.isTrue(ALL.some((t) => t.file === "docs/http-api.md" && t.commands.some((c) => c.command.includes("-sN -XPOST localhost:3000/api/react "))))
+    assert.isTrue(
+      ALL.some((t) =>
+        t.file === "docs/http-api.md" &&
+        t.commands.some((c) => c.command.includes("-sN -XPOST localhost:3000/api/react "))
+      )
+    )
   })
 
   for (const t of ALL) {
@@ -70,9 +81,13 @@ describe("the curl transcripts in the docs are what the server answers (demo mod
         }
         assert.isTrue(
           ok,
-          `${t.file}:${c.outputLine}: the doc shows another answer to\n  $ ${c.command}\n${firstDifference(normal(c.expected), normal(actual))}\n` +
+          `${t.file}:${c.outputLine}: the doc shows another answer to\n  $ ${c.command}\n${
+            firstDifference(normal(c.expected), normal(actual))
+          }\n` +
             `--- doc ---\n${c.expected}\n--- server (normalised) ---\n${normal(actual)}\n` +
-            (c.expected.includes("…") ? "(fix the doc by hand: it has elisions)" : "(UPDATE_DOC_EXAMPLES=1 rewrites it)")
+            (c.expected.includes("…")
+              ? "(fix the doc by hand: it has elisions)"
+              : "(UPDATE_DOC_EXAMPLES=1 rewrites it)")
         )
       }
     }, 60_000)

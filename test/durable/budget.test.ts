@@ -28,8 +28,15 @@ describe("budget policy ask, durable", () => {
       body.stream === true
         ? FakeOpenAi.sseText("Answer from what I have.", { usage: { prompt: 300, completion: 6 } })
         : FakeOpenAi.completion({
-          toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "calculator", arguments: JSON.stringify({ expression: `${index}*2` }) }],
-          usage: { prompt: Math.ceil(JSON.stringify(body.messages).length / 4), completion: Math.min(20, body.max_tokens ?? 20) }
+          toolCalls: [{
+            id: FakeOpenAi.freshCallId(index),
+            name: "calculator",
+            arguments: JSON.stringify({ expression: `${index}*2` })
+          }],
+          usage: {
+            prompt: Math.ceil(JSON.stringify(body.messages).length / 4),
+            completion: Math.min(20, body.max_tokens ?? 20)
+          }
         })
     )
     const dir = mkdtempSync(join(tmpdir(), "react-budget-ask-"))
@@ -60,8 +67,14 @@ describe("budget policy ask, durable", () => {
       const requestsBefore = fake.requests.length
       assert.isAbove(requestsBefore, 2, "the loop ran a while before the wait")
       // the route: a bad body, a conversation that does not wait
-      assert.strictEqual((await postJson(`${first.url}/api/react/budget`, { conversation_id: "ask-kill", decision: "extend" })).status, 400)
-      assert.strictEqual((await postJson(`${first.url}/api/react/budget`, { conversation_id: "nobody", decision: "stop" })).status, 404)
+      assert.strictEqual(
+        (await postJson(`${first.url}/api/react/budget`, { conversation_id: "ask-kill", decision: "extend" })).status,
+        400
+      )
+      assert.strictEqual(
+        (await postJson(`${first.url}/api/react/budget`, { conversation_id: "nobody", decision: "stop" })).status,
+        404
+      )
       await first.kill("SIGKILL")
 
       second = await startServerProcess({ ...env, PORT: String(first.port) })
@@ -69,20 +82,32 @@ describe("budget policy ask, durable", () => {
       // the restarted run waits again (no model request while it waits): extend answers it
       let extended = { status: 0, body: undefined as unknown }
       let requestsAtExtend = -1
-      await waitUntil(async () => {
-        requestsAtExtend = fake.requests.length
-        extended = await postJson(`${url}/api/react/budget`, { conversation_id: "ask-kill", decision: "extend", add_usd: 0.01 })
-        return extended.status !== 404
-      }, 30_000, "the wait after the restart")
+      await waitUntil(
+        async () => {
+          requestsAtExtend = fake.requests.length
+          extended = await postJson(`${url}/api/react/budget`, {
+            conversation_id: "ask-kill",
+            decision: "extend",
+            add_usd: 0.01
+          })
+          return extended.status !== 404
+        },
+        30_000,
+        "the wait after the restart"
+      )
       assert.strictEqual(extended.status, 200, JSON.stringify(extended.body))
       // it waited where it was: no model request between the kill and the person's answer
       assert.strictEqual(requestsAtExtend, requestsBefore, "the restarted run made no model call before the extension")
       // it waits again once the extension is spent: stop
       let stopped = { status: 0, body: undefined as unknown }
-      await waitUntil(async () => {
-        stopped = await postJson(`${url}/api/react/budget`, { conversation_id: "ask-kill", decision: "stop" })
-        return stopped.status !== 404
-      }, 30_000, "the second wait")
+      await waitUntil(
+        async () => {
+          stopped = await postJson(`${url}/api/react/budget`, { conversation_id: "ask-kill", decision: "stop" })
+          return stopped.status !== 404
+        },
+        30_000,
+        "the second wait"
+      )
       assert.strictEqual(stopped.status, 200, JSON.stringify(stopped.body))
 
       const after = await resume(url, "ask-kill", before[before.length - 1].id)

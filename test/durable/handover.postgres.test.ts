@@ -18,8 +18,8 @@
  * The slow tool is the recorder's `rec__record` (not idempotent); the recorder
  * writes `start slow` / `end slow` lines with the instance that ran them.
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
+import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as HashRing from "effect/HashRing"
 import { execFileSync, spawn } from "node:child_process"
@@ -49,11 +49,15 @@ const bin = () => (found as { bin: string }).bin
 
 /** One value of a query (psql, unaligned, tuples only). */
 const query = (url: string, sql: string): string =>
-  execFileSync(join(bin(), "psql"), [url, "-X", "-qAt", "-v", "ON_ERROR_STOP=1", "-c", sql], { encoding: "utf8" }).trim()
+  execFileSync(join(bin(), "psql"), [url, "-X", "-qAt", "-v", "ON_ERROR_STOP=1", "-c", sql], { encoding: "utf8" })
+    .trim()
 
 /** The shard of the run's workflow entity (the only run of the database). */
 const runShard = (url: string): string =>
-  query(url, "SELECT shard_id FROM cluster_messages WHERE tag = 'run' AND entity_type LIKE 'Workflow/%AgentRun' LIMIT 1")
+  query(
+    url,
+    "SELECT shard_id FROM cluster_messages WHERE tag = 'run' AND entity_type LIKE 'Workflow/%AgentRun' LIMIT 1"
+  )
 
 /** The PostgreSQL advisory lock the cluster holds for a shard of group `default` (SqlRunnerStorage: 1000000 + n). */
 const lockNumber = (shard: string) => 1_000_000 + Number(shard.split(":")[1])
@@ -65,7 +69,9 @@ const lockNumber = (shard: string) => 1_000_000 + Number(shard.split(":")[1])
  */
 const stealShardLock = async (url: string, shard: string) => {
   const lock = lockNumber(shard)
-  const psql = spawn(join(bin(), "psql"), [url, "-X", "-qAt", "-v", "ON_ERROR_STOP=1"], { stdio: ["pipe", "pipe", "pipe"] })
+  const psql = spawn(join(bin(), "psql"), [url, "-X", "-qAt", "-v", "ON_ERROR_STOP=1"], {
+    stdio: ["pipe", "pipe", "pipe"]
+  })
   let output = ""
   psql.stdout.on("data", (d) => (output += d.toString()))
   psql.stderr.on("data", (d) => (output += d.toString()))
@@ -126,13 +132,27 @@ const assertAdopted = async (o: {
   readonly requests: number
 }) => {
   const lines = o.records.map((l) => l.split(" ").slice(0, 2).join(" "))
-  assert.deepStrictEqual(lines, ["start slow", "end slow", "start fast", "end fast"], `each tool ran once: ${o.records.join(" | ")}`)
+  assert.deepStrictEqual(
+    lines,
+    ["start slow", "end slow", "start fast", "end fast"],
+    `each tool ran once: ${o.records.join(" | ")}`
+  )
   assertOneOutcomePerCall(o.events)
-  const slowDone = o.events.find((e) => isEvent(e, "step", { type: "iteration", status: "done", tool_name: "rec__record" }))
+  const slowDone = o.events.find((e) =>
+    isEvent(e, "step", { type: "iteration", status: "done", tool_name: "rec__record" })
+  )
   assert.isDefined(slowDone, "the slow call's done")
-  assert.strictEqual(slowDone!.data.error, null, `the slow call's real outcome, not the restart error: ${JSON.stringify(slowDone!.data)}`)
+  assert.strictEqual(
+    slowDone!.data.error,
+    null,
+    `the slow call's real outcome, not the restart error: ${JSON.stringify(slowDone!.data)}`
+  )
   assert.include(String(slowDone!.data.observation), "recorded slow")
-  assert.strictEqual(o.events.filter((e) => isEvent(e, "phase", { phase: "resumed" })).length, 1, "the run moved once (one resumed)")
+  assert.strictEqual(
+    o.events.filter((e) => isEvent(e, "phase", { phase: "resumed" })).length,
+    1,
+    "the run moved once (one resumed)"
+  )
   assert.strictEqual(o.events[o.events.length - 1]?.event, "done")
   assert.strictEqual(o.events[o.events.length - 1]?.data.answer, MATRIX_ANSWER)
   // three loop calls and the synthesis: nothing asked again
@@ -140,71 +160,122 @@ const assertAdopted = async (o: {
   await assertStoredOnce(o.url, o.conversation)
 }
 
-describe.skipIf("missing" in found)("a tool call in flight while its run's shard changes hands (PostgreSQL, nobody killed)", () => {
-  let pg: Promise<Postgres> | undefined
-  afterAll(async () => (await pg)?.stop())
+describe.skipIf("missing" in found)(
+  "a tool call in flight while its run's shard changes hands (PostgreSQL, nobody killed)",
+  () => {
+    let pg: Promise<Postgres> | undefined
+    afterAll(async () => (await pg)?.stop())
 
-  it.live("the executing instance loses its shard lock mid-tool and gets it back: the call is not run again, its outcome is adopted", () =>
-    Effect.promise(async () => {
-      pg ??= startPostgres(bin())
-      // long enough for A to notice, reconnect and re-acquire on a loaded machine (the test checks it still runs)
-      const fake = await FakeOpenAi.start(matrixModel({ slow: undefined, killed: () => false, words: MATRIX_WORDS, slowToolMs: 20_000 }))
-      const c = pgCluster(await pg, "handover_lock", fake.url)
-      const servers: Array<ServerProcess> = []
-      let stolen: Awaited<ReturnType<typeof stealShardLock>> | undefined
-      try {
-        const a = await startServerProcess(await c.env("A"), 120_000)
-        servers.push(a)
-        const run = startRun(a.url, "lock-lost")
-        await waitUntil(() => c.records().some((l) => l.startsWith("start slow")), 120_000, "the slow tool to start")
-        const shard = runShard(c.url)
-        const locks = heldLocks(c.url, -1)
-        stolen = await stealShardLock(c.url, shard)
-        // A notices on its next refresh, reconnects and re-acquires every shard but this one
-        await waitUntil(() => heldLocks(c.url, stolen!.pid) >= locks - 1, 30_000, "A to re-acquire the other shards")
-        await new Promise((r) => setTimeout(r, 1500))
-        assert.isFalse(c.records().some((l) => l.startsWith("end slow")), `the slow tool still runs when the shard comes back: ${c.records().join(" | ")}`)
-        await stolen.release()
-        await run.stream
-        const events = await resume(a.url, "lock-lost", undefined, 120_000)
-        if (process.env.HANDOVER_DEBUG) console.log(events.map((e) => `${e.id}:${e.event}:${JSON.stringify(e.data).slice(0, 150)}`).join("\n"))
-        await assertAdopted({ url: a.url, conversation: "lock-lost", events, records: c.records(), requests: fake.requests.length })
-      } catch (error) {
-        if (process.env.HANDOVER_DEBUG) for (const s of servers) console.log(s.output())
-        throw error
-      } finally {
-        await stolen?.release().catch(() => undefined)
-        await Promise.all(servers.map((s) => s.kill()))
-        await fake.close()
-      }
-    }), { timeout: 300_000 })
+    it.live(
+      "the executing instance loses its shard lock mid-tool and gets it back: the call is not run again, its outcome is adopted",
+      () =>
+        Effect.promise(async () => {
+          pg ??= startPostgres(bin())
+          // long enough for A to notice, reconnect and re-acquire on a loaded machine (the test checks it still runs)
+          const fake = await FakeOpenAi.start(
+            matrixModel({ slow: undefined, killed: () => false, words: MATRIX_WORDS, slowToolMs: 20_000 })
+          )
+          const c = pgCluster(await pg, "handover_lock", fake.url)
+          const servers: Array<ServerProcess> = []
+          let stolen: Awaited<ReturnType<typeof stealShardLock>> | undefined
+          try {
+            const a = await startServerProcess(await c.env("A"), 120_000)
+            servers.push(a)
+            const run = startRun(a.url, "lock-lost")
+            await waitUntil(
+              () => c.records().some((l) => l.startsWith("start slow")),
+              120_000,
+              "the slow tool to start"
+            )
+            const shard = runShard(c.url)
+            const locks = heldLocks(c.url, -1)
+            stolen = await stealShardLock(c.url, shard)
+            // A notices on its next refresh, reconnects and re-acquires every shard but this one
+            await waitUntil(
+              () => heldLocks(c.url, stolen!.pid) >= locks - 1,
+              30_000,
+              "A to re-acquire the other shards"
+            )
+            await new Promise((r) => setTimeout(r, 1500))
+            assert.isFalse(
+              c.records().some((l) => l.startsWith("end slow")),
+              `the slow tool still runs when the shard comes back: ${c.records().join(" | ")}`
+            )
+            await stolen.release()
+            await run.stream
+            const events = await resume(a.url, "lock-lost", undefined, 120_000)
+            if (process.env.HANDOVER_DEBUG) {
+              console.log(events.map((e) => `${e.id}:${e.event}:${JSON.stringify(e.data).slice(0, 150)}`).join("\n"))
+            }
+            await assertAdopted({
+              url: a.url,
+              conversation: "lock-lost",
+              events,
+              records: c.records(),
+              requests: fake.requests.length
+            })
+          } catch (error) {
+            if (process.env.HANDOVER_DEBUG) { for (const s of servers) console.log(s.output()) }
+            throw error
+          } finally {
+            await stolen?.release().catch(() => undefined)
+            await Promise.all(servers.map((s) => s.kill()))
+            await fake.close()
+          }
+        }),
+      { timeout: 300_000 }
+    )
 
-  it.live("a second instance joins mid-tool and takes the run's shard: it waits for the call and adopts its outcome", () =>
-    Effect.promise(async () => {
-      pg ??= startPostgres(bin())
-      // long enough for B to start on a loaded machine (20-60 s at load 25; the test checks it joined in time)
-      const fake = await FakeOpenAi.start(matrixModel({ slow: undefined, killed: () => false, words: MATRIX_WORDS, slowToolMs: 60_000 }))
-      const c = pgCluster(await pg, "handover_join", fake.url)
-      const servers: Array<ServerProcess> = []
-      try {
-        const envA = await c.env("A")
-        const a = await startServerProcess(envA, 120_000)
-        servers.push(a)
-        const run = startRun(a.url, "joined")
-        await waitUntil(() => c.records().some((l) => l.startsWith("start slow")), 120_000, "the slow tool to start")
-        const shard = runShard(c.url)
-        const port = await portTaking(shard, Number(envA.CLUSTER_PORT))
-        const b = await startServerProcess({ ...(await c.env("B")), CLUSTER_PORT: String(port) }, 120_000)
-        servers.push(b)
-        assert.isFalse(c.records().some((l) => l.startsWith("end slow")), `B joined while the slow tool ran: ${c.records().join(" | ")}`)
-        await run.stream
-        const events = await resume(b.url, "joined", undefined, 120_000)
-        await assertAdopted({ url: b.url, conversation: "joined", events, records: c.records(), requests: fake.requests.length })
-        // the rest of the run executed on B (the shard is B's)
-        assert.deepStrictEqual(c.records().map((l) => l.split(" ")[2]), ["A", "A", "B", "B"], c.records().join(" | "))
-      } finally {
-        await Promise.all(servers.map((s) => s.kill()))
-        await fake.close()
-      }
-    }), { timeout: 300_000 })
-})
+    it.live(
+      "a second instance joins mid-tool and takes the run's shard: it waits for the call and adopts its outcome",
+      () =>
+        Effect.promise(async () => {
+          pg ??= startPostgres(bin())
+          // long enough for B to start on a loaded machine (20-60 s at load 25; the test checks it joined in time)
+          const fake = await FakeOpenAi.start(
+            matrixModel({ slow: undefined, killed: () => false, words: MATRIX_WORDS, slowToolMs: 60_000 })
+          )
+          const c = pgCluster(await pg, "handover_join", fake.url)
+          const servers: Array<ServerProcess> = []
+          try {
+            const envA = await c.env("A")
+            const a = await startServerProcess(envA, 120_000)
+            servers.push(a)
+            const run = startRun(a.url, "joined")
+            await waitUntil(
+              () => c.records().some((l) => l.startsWith("start slow")),
+              120_000,
+              "the slow tool to start"
+            )
+            const shard = runShard(c.url)
+            const port = await portTaking(shard, Number(envA.CLUSTER_PORT))
+            const b = await startServerProcess({ ...(await c.env("B")), CLUSTER_PORT: String(port) }, 120_000)
+            servers.push(b)
+            assert.isFalse(
+              c.records().some((l) => l.startsWith("end slow")),
+              `B joined while the slow tool ran: ${c.records().join(" | ")}`
+            )
+            await run.stream
+            const events = await resume(b.url, "joined", undefined, 120_000)
+            await assertAdopted({
+              url: b.url,
+              conversation: "joined",
+              events,
+              records: c.records(),
+              requests: fake.requests.length
+            })
+            // the rest of the run executed on B (the shard is B's)
+            assert.deepStrictEqual(
+              c.records().map((l) => l.split(" ")[2]),
+              ["A", "A", "B", "B"],
+              c.records().join(" | ")
+            )
+          } finally {
+            await Promise.all(servers.map((s) => s.kill()))
+            await fake.close()
+          }
+        }),
+      { timeout: 300_000 }
+    )
+  }
+)

@@ -55,7 +55,10 @@ const POINTS = [
   "during the answer stream (synthesis)"
 ].map((name) => KILL_POINTS.find((p) => p.name === name)!)
 
-const report = matrixReport("Kill-point matrix, PostgreSQL (two instances, kill -9 of the executing one's group, takeover by the other)", "kill-matrix-postgres.md")
+const report = matrixReport(
+  "Kill-point matrix, PostgreSQL (two instances, kill -9 of the executing one's group, takeover by the other)",
+  "kill-matrix-postgres.md"
+)
 afterAll(() => report.print())
 
 // each point runs two server processes
@@ -67,7 +70,9 @@ const slots = limit(Number(process.env.KILL_MATRIX_PG_CONCURRENCY ?? 2))
  * kind of row, on purpose.
  */
 const holdTableLock = async (url: string, table: string) => {
-  const psql = spawn(join((found as { bin: string }).bin, "psql"), [url, "-X", "-q", "-v", "ON_ERROR_STOP=1"], { stdio: ["pipe", "pipe", "pipe"] })
+  const psql = spawn(join((found as { bin: string }).bin, "psql"), [url, "-X", "-q", "-v", "ON_ERROR_STOP=1"], {
+    stdio: ["pipe", "pipe", "pipe"]
+  })
   let output = ""
   psql.stdout.on("data", (d) => (output += d.toString()))
   psql.stderr.on("data", (d) => (output += d.toString()))
@@ -101,7 +106,12 @@ describe.skipIf("missing" in found)("kill-point matrix on PostgreSQL (two instan
       pg ??= startPostgres((found as { bin: string }).bin)
       const started = Date.now()
       let killed = false
-      const fake = await FakeOpenAi.start(matrixModel({ slow: point.slow, killed: () => killed, words: MATRIX_WORDS, ...(holdOutcome ? { slowToolMs: 4000 } : {}) }))
+      const fake = await FakeOpenAi.start(matrixModel({
+        slow: point.slow,
+        killed: () => killed,
+        words: MATRIX_WORDS,
+        ...(holdOutcome ? { slowToolMs: 4000 } : {})
+      }))
       const c = pgCluster(await pg, database, fake.url)
       const row = { requests: "", firstAfter: "", tools: "", ids: "" }
       let servers: ReadonlyArray<ServerProcess> = []
@@ -116,9 +126,17 @@ describe.skipIf("missing" in found)("kill-point matrix on PostgreSQL (two instan
         let killing = false
         const gate = holdOutcome
           ? (async () => {
-            await waitUntil(() => c.records().some((l) => l.startsWith("start slow")), 60_000, "the slow tool to start")
+            await waitUntil(
+              () => c.records().some((l) => l.startsWith("start slow")),
+              60_000,
+              "the slow tool to start"
+            )
             lock = await holdTableLock(c.url, "cluster_replies")
-            await waitUntil(() => killing || c.records().some((l) => l.startsWith("end slow")), 60_000, "the slow tool to end")
+            await waitUntil(
+              () => killing || c.records().some((l) => l.startsWith("end slow")),
+              60_000,
+              "the slow tool to end"
+            )
             const ended = Date.now()
             await waitUntil(() => killing || Date.now() - ended > 3000, 10_000, "the kill or 3 s")
             doneWhileHeld = killing
@@ -151,20 +169,50 @@ describe.skipIf("missing" in found)("kill-point matrix on PostgreSQL (two instan
         const after = await resume(survivor.url, conversation, before[before.length - 1].id, 120_000)
         const records = c.records()
         const expected = point.expectRequests
-        row.requests = `${requestsBefore} / ${fake.requests.length - requestsBefore} (${[expected.before].flat().join(" or ")} / ${expected.after})`
+        row.requests = `${requestsBefore} / ${fake.requests.length - requestsBefore} (${
+          [expected.before].flat().join(" or ")
+        } / ${expected.after})`
         row.firstAfter = `\`${shape(fake.requests[requestsBefore]?.body)}\``
         row.tools = describeRecords(records)
         row.ids += describeIds(before, after)
-        await assertKillPoint(point, { before, after, requestsBefore, requests: fake.requests, url: survivor.url, conversation, recordsBefore, records })
+        await assertKillPoint(point, {
+          before,
+          after,
+          requestsBefore,
+          requests: fake.requests,
+          url: survivor.url,
+          conversation,
+          recordsBefore,
+          records
+        })
         // before the kill one instance ran the tools, after it the survivor
-        assert.isTrue(recordsBefore.every((l) => instanceOf(l) === executor), `one instance before the kill: ${records.join(" | ")}`)
-        assert.isTrue(records.slice(recordsBefore.length).every((l) => instanceOf(l) === survivorName), `the survivor after it: ${records.join(" | ")}`)
-        report.add({ point: `${point.name} — killed ${executor}`, ...row, result: "pass", seconds: (Date.now() - started) / 1000 })
+        assert.isTrue(
+          recordsBefore.every((l) => instanceOf(l) === executor),
+          `one instance before the kill: ${records.join(" | ")}`
+        )
+        assert.isTrue(
+          records.slice(recordsBefore.length).every((l) => instanceOf(l) === survivorName),
+          `the survivor after it: ${records.join(" | ")}`
+        )
+        report.add({
+          point: `${point.name} — killed ${executor}`,
+          ...row,
+          result: "pass",
+          seconds: (Date.now() - started) / 1000
+        })
       } catch (error) {
-        if (row.requests === "") row.requests = `${requestsBefore ?? "?"} / ${fake.requests.length - (requestsBefore ?? 0)}`
+        if (row.requests === "") {
+          row.requests = `${requestsBefore ?? "?"} / ${fake.requests.length - (requestsBefore ?? 0)}`
+        }
         if (row.tools === "") row.tools = describeRecords(c.records())
-        const message = String(error instanceof Error ? error.message : error).split("\n")[0].replaceAll("|", "\\|").slice(0, 200)
-        report.add({ point: `${point.name}${executor ? ` — killed ${executor}` : ""}`, ...row, result: `FAIL: ${message}`, seconds: (Date.now() - started) / 1000 })
+        const message = String(error instanceof Error ? error.message : error).split("\n")[0].replaceAll("|", "\\|")
+          .slice(0, 200)
+        report.add({
+          point: `${point.name}${executor ? ` — killed ${executor}` : ""}`,
+          ...row,
+          result: `FAIL: ${message}`,
+          seconds: (Date.now() - started) / 1000
+        })
         throw error
       } finally {
         await lock?.release()
@@ -173,15 +221,26 @@ describe.skipIf("missing" in found)("kill-point matrix on PostgreSQL (two instan
       }
     })
 
-  it.live.each(POINTS.map((point, i) => ({ ...point, conversation: `pg-kill-point-${i + 1}`, database: `kill_matrix_${i + 1}` })))(
+  it.live.each(
+    POINTS.map((point, i) => ({ ...point, conversation: `pg-kill-point-${i + 1}`, database: `kill_matrix_${i + 1}` }))
+  )(
     "kill -9 of the executing instance $name: the other takes the run over from its stored steps",
     (point) => Effect.promise(() => killAt(point, point.conversation, point.database)),
     { timeout: 300_000, concurrent: true }
   )
 
   const between = KILL_POINTS.find((p) => p.name === "between the slow tool's end and model call 2")!
-  it.live("a tool's done does not go out before its outcome is stored: kill -9 at the done while the outcome's write waits (cluster_replies locked), the outcome is not lost", () =>
-    Effect.promise(() =>
-      killAt({ ...between, name: `${between.name} (its outcome's write held)` }, "pg-held-outcome", "kill_matrix_held", true)
-    ), { timeout: 300_000, concurrent: true })
+  it.live(
+    "a tool's done does not go out before its outcome is stored: kill -9 at the done while the outcome's write waits (cluster_replies locked), the outcome is not lost",
+    () =>
+      Effect.promise(() =>
+        killAt(
+          { ...between, name: `${between.name} (its outcome's write held)` },
+          "pg-held-outcome",
+          "kill_matrix_held",
+          true
+        )
+      ),
+    { timeout: 300_000, concurrent: true }
+  )
 })

@@ -37,7 +37,10 @@ import {
 import { type ServerProcess, startServerProcess } from "../utils/serverProcess.js"
 import { getJson, postJson } from "../utils/sse.js"
 
-const report = matrixReport("Kill-point matrix, SQLite (one process, kill -9 of its group, restart on the same file and port)", "kill-matrix-sqlite.md")
+const report = matrixReport(
+  "Kill-point matrix, SQLite (one process, kill -9 of its group, restart on the same file and port)",
+  "kill-matrix-sqlite.md"
+)
 afterAll(() => report.print())
 
 const slots = limit(Number(process.env.KILL_MATRIX_CONCURRENCY ?? 3))
@@ -72,35 +75,63 @@ const killAt = (point: KillPoint, conversation: string) =>
       if (point.env?.REACT_APPROVAL_TOOLS !== undefined) {
         // the restarted run waits for the approval the client was shown: a person answers it now
         const requested = before.find((e) => e.event === "approval" && e.data.status === "requested")!.data
-        await waitUntil(async () => {
-          const list = await getJson(`${second.url}/api/conversations`)
-          return (list.body?.conversations ?? []).some((c: any) => c.id === conversation && c.waiting_approval === true)
-        }, 30_000, "the restarted run to wait for the approval")
-        const approved = await postJson(`${second.url}/api/react/approve`, { conversation_id: conversation, approval_id: requested.approval_id, decision: "approve" })
+        await waitUntil(
+          async () => {
+            const list = await getJson(`${second.url}/api/conversations`)
+            return (list.body?.conversations ?? []).some((c: any) =>
+              c.id === conversation && c.waiting_approval === true
+            )
+          },
+          30_000,
+          "the restarted run to wait for the approval"
+        )
+        const approved = await postJson(`${second.url}/api/react/approve`, {
+          conversation_id: conversation,
+          approval_id: requested.approval_id,
+          decision: "approve"
+        })
         assert.strictEqual(approved.status, 200, JSON.stringify(approved.body))
       }
       const after = await resume(second.url, conversation, before[before.length - 1].id)
       if (point.env?.REACT_APPROVAL_TOOLS !== undefined) {
         const requested = before.find((e) => e.event === "approval" && e.data.status === "requested")!.data
-        const again = await postJson(`${second.url}/api/react/approve`, { conversation_id: conversation, approval_id: requested.approval_id, decision: "approve" })
+        const again = await postJson(`${second.url}/api/react/approve`, {
+          conversation_id: conversation,
+          approval_id: requested.approval_id,
+          decision: "approve"
+        })
         assert.strictEqual(again.status, 409, "decided once")
       }
       const records = s.records()
       const expected = point.expectRequests
-      row.requests = `${requestsBefore} / ${fake.requests.length - requestsBefore} (${[expected.before].flat().join(" or ")} / ${expected.after})`
+      row.requests = `${requestsBefore} / ${fake.requests.length - requestsBefore} (${
+        [expected.before].flat().join(" or ")
+      } / ${expected.after})`
       row.firstAfter = `\`${shape(fake.requests[requestsBefore]?.body)}\``
       row.tools = describeRecords(records)
       row.ids = describeIds(before, after)
-      await assertKillPoint(point, { before, after, requestsBefore, requests: fake.requests, url: second.url, conversation, recordsBefore, records })
+      await assertKillPoint(point, {
+        before,
+        after,
+        requestsBefore,
+        requests: fake.requests,
+        url: second.url,
+        conversation,
+        recordsBefore,
+        records
+      })
       report.add({ point: point.name, ...row, result: "pass", seconds: (Date.now() - started) / 1000 })
     } catch (error) {
       if (row.requests === "") {
         row.requests = requestsBefore === undefined
           ? `${fake.requests.length} (the kill point was not reached)`
-          : `${requestsBefore} / ${fake.requests.length - requestsBefore} (${[point.expectRequests.before].flat().join(" or ")} / ${point.expectRequests.after})`
+          : `${requestsBefore} / ${fake.requests.length - requestsBefore} (${
+            [point.expectRequests.before].flat().join(" or ")
+          } / ${point.expectRequests.after})`
       }
       if (row.tools === "") row.tools = describeRecords(s.records())
-      const message = String(error instanceof Error ? error.message : error).split("\n")[0].replaceAll("|", "\\|").slice(0, 200)
+      const message = String(error instanceof Error ? error.message : error).split("\n")[0].replaceAll("|", "\\|")
+        .slice(0, 200)
       report.add({ point: point.name, ...row, result: `FAIL: ${message}`, seconds: (Date.now() - started) / 1000 })
       throw error
     } finally {

@@ -9,7 +9,15 @@ import { countRecords } from "./killMatrixLoop.js"
 describe("the kill-matrix loop's count", () => {
   it("counts a non-idempotent tool started again and a completed tool run again; not an idempotent call cut and run again", () => {
     // issue 46: the slow tool twice on the same instance
-    const twice = countRecords(["start slow A", "start slow A", "end slow A", "end slow A", "start fast A", "start fast B", "end fast B"])
+    const twice = countRecords([
+      "start slow A",
+      "start slow A",
+      "end slow A",
+      "end slow A",
+      "start fast A",
+      "start fast B",
+      "end fast B"
+    ])
     assert.strictEqual(twice.nonIdempotentAgain, 1)
     assert.strictEqual(twice.completedAgain, 1)
     // the matrix's idempotent point: the fast tool cut by the kill runs again once

@@ -135,7 +135,14 @@ const runRound = (matrix: string, round: number): Promise<Round> =>
     const json = join(dir, "vitest.json")
     const started = Date.now()
     const log: Array<string> = []
-    const child = spawn("npx", ["vitest", "run", FILES[matrix], "--reporter=default", "--reporter=json", `--outputFile.json=${json}`], {
+    const child = spawn("npx", [
+      "vitest",
+      "run",
+      FILES[matrix],
+      "--reporter=default",
+      "--reporter=json",
+      `--outputFile.json=${json}`
+    ], {
       env: { ...process.env, TMPDIR: dir, KILL_MATRIX_REPORT_DIR: dir, TEST_WORKERS: "1" },
       stdio: ["ignore", "pipe", "pipe"]
     })
@@ -150,13 +157,18 @@ const runRound = (matrix: string, round: number): Promise<Round> =>
         for (const file of report.testResults ?? []) {
           for (const test of file.assertionResults ?? []) {
             if (test.status === "passed") passed++
-            else if (test.status === "failed") failed.push(`${test.title}: ${String(test.failureMessages?.[0] ?? "").split("\n")[0]}`)
+            else if (test.status === "failed") {
+              failed.push(`${test.title}: ${String(test.failureMessages?.[0] ?? "").split("\n")[0]}`)
+            }
           }
         }
       } catch {
         failed.push(`no vitest report (see ${join(dir, "vitest.log")})`)
       }
-      const counts = recordFiles(dir).map((path) => ({ path, ...countRecords(readFileSync(path, "utf8").split("\n").filter((l) => l !== "")) }))
+      const counts = recordFiles(dir).map((path) => ({
+        path,
+        ...countRecords(readFileSync(path, "utf8").split("\n").filter((l) => l !== ""))
+      }))
       resolve({
         matrix,
         round,
@@ -166,7 +178,9 @@ const runRound = (matrix: string, round: number): Promise<Round> =>
         recordFiles: counts.length,
         nonIdempotentAgain: counts.reduce((n, c) => n + c.nonIdempotentAgain, 0),
         completedAgain: counts.reduce((n, c) => n + c.completedAgain, 0),
-        offending: counts.filter((c) => c.nonIdempotentAgain + c.completedAgain > 0).map((c) => `${c.path}: ${c.lines}`),
+        offending: counts.filter((c) => c.nonIdempotentAgain + c.completedAgain > 0).map((c) =>
+          `${c.path}: ${c.lines}`
+        ),
         load: loadAverage()
       })
     })
@@ -192,7 +206,9 @@ const main = async () => {
     }
   })()
   console.log(
-    `kill-matrix loop: ${runs} round(s) of ${matrices.join(" + ")}, ${hogs} CPU hog(s) (node -e 'for(;;){}') at niceness ${niceness}${
+    `kill-matrix loop: ${runs} round(s) of ${
+      matrices.join(" + ")
+    }, ${hogs} CPU hog(s) (node -e 'for(;;){}') at niceness ${niceness}${
       hogNice > 0 ? ` + ${hogNice}` : ""
     } (the tests at ${niceness}); output in ${out}`
   )
@@ -209,18 +225,26 @@ const main = async () => {
       )
       for (const f of r.failed) console.log(`  FAILED ${f}`)
       for (const o of r.offending) console.log(`  RE-EXECUTION ${o}`)
-      writeFileSync(join(out, "summary.json"), JSON.stringify({ runs, hogs, hogNice, niceness, matrices, rounds }, null, 2))
+      writeFileSync(
+        join(out, "summary.json"),
+        JSON.stringify({ runs, hogs, hogNice, niceness, matrices, rounds }, null, 2)
+      )
     }
   }
   stopHogs()
-  const total = (m: string, f: (r: Round) => number) => rounds.filter((r) => r.matrix === m).reduce((n, r) => n + f(r), 0)
-  console.log("\n| matrix | rounds | tests passed | tests failed | record files | non-idempotent re-executions | completed tools run again |")
+  const total = (m: string, f: (r: Round) => number) =>
+    rounds.filter((r) => r.matrix === m).reduce((n, r) => n + f(r), 0)
+  console.log(
+    "\n| matrix | rounds | tests passed | tests failed | record files | non-idempotent re-executions | completed tools run again |"
+  )
   console.log("| --- | --- | --- | --- | --- | --- | --- |")
   for (const m of matrices) {
     console.log(
-      `| ${m} | ${rounds.filter((r) => r.matrix === m).length} | ${total(m, (r) => r.passed)} | ${total(m, (r) => r.failed.length)} | ${
-        total(m, (r) => r.recordFiles)
-      } | ${total(m, (r) => r.nonIdempotentAgain)} | ${total(m, (r) => r.completedAgain)} |`
+      `| ${m} | ${rounds.filter((r) => r.matrix === m).length} | ${total(m, (r) => r.passed)} | ${
+        total(m, (r) => r.failed.length)
+      } | ${total(m, (r) => r.recordFiles)} | ${total(m, (r) => r.nonIdempotentAgain)} | ${
+        total(m, (r) => r.completedAgain)
+      } |`
     )
   }
   const bad = rounds.some((r) => r.failed.length > 0 || r.nonIdempotentAgain > 0 || r.completedAgain > 0)

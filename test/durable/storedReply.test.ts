@@ -17,8 +17,8 @@
  * completes itself (commit 8aa8c00) has a request (`…/deferred/llm/1`) and no
  * reply until the run ends: this test fails on it.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as FakeOpenAi from "../utils/fakeOpenAiServer.js"
@@ -63,59 +63,88 @@ const storedReply = (steps: ReadonlyArray<StoredStep>, step: string): any => {
 }
 
 const summary = (steps: ReadonlyArray<StoredStep>) =>
-  steps.map((s) => `${s.message_id.split("/").slice(4).join("/")} processed=${s.processed} reply=${s.reply === null ? "none" : "stored"}`).join("; ")
+  steps.map((s) =>
+    `${s.message_id.split("/").slice(4).join("/")} processed=${s.processed} reply=${
+      s.reply === null ? "none" : "stored"
+    }`
+  ).join("; ")
 
 describe("stored before it counts (SQLite, no kill)", () => {
-  it.live("the model reply is readable from storage before its events go out and while the tool it called runs; the tool's outcome before its done", () =>
-    Effect.promise(async () => {
-      const fake = await FakeOpenAi.start((body, index) => {
-        if (body?.stream) return FakeOpenAi.sseText("Recorded.")
-        return toolMessages(body).length === 0
-          ? FakeOpenAi.completion({ toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "rec__record", arguments: JSON.stringify({ label: "slow", ms: 4000 }) }] })
-          : FakeOpenAi.completion({ content: "done" })
-      })
-      const s = sqliteSetup(fake.url)
-      const server = await startServerProcess(s.env)
-      try {
-        const conversation = "stored-reply"
-        const seen: Array<{ readonly at: string; readonly steps: ReadonlyArray<StoredStep> }> = []
-        const stream = openSse(`${server.url}/api/react`, {
-          body: { query: "record something", conversation_id: conversation },
-          timeoutMs: 60_000,
-          // the client has the event: what a replay would read now
-          onEvent: async (e: SseEvent) => {
-            if (isEvent(e, "step", { type: "thinking", status: "done", iteration: 1 })) {
-              seen.push({ at: "thinking done 1", steps: await storedSteps(s.databasePath, conversation) })
-            }
-            if (isEvent(e, "step", { type: "iteration", status: "done" })) {
-              seen.push({ at: "tool done", steps: await storedSteps(s.databasePath, conversation) })
-            }
-          }
+  it.live(
+    "the model reply is readable from storage before its events go out and while the tool it called runs; the tool's outcome before its done",
+    () =>
+      Effect.promise(async () => {
+        const fake = await FakeOpenAi.start((body, index) => {
+          if (body?.stream) return FakeOpenAi.sseText("Recorded.")
+          return toolMessages(body).length === 0
+            ? FakeOpenAi.completion({
+              toolCalls: [{
+                id: FakeOpenAi.freshCallId(index),
+                name: "rec__record",
+                arguments: JSON.stringify({ label: "slow", ms: 4000 })
+              }]
+            })
+            : FakeOpenAi.completion({ content: "done" })
         })
-        // while the tool runs (its start recorded, its end not yet)
-        await waitUntil(() => s.records().includes("start slow"), 30_000, "the slow tool to start")
-        const during = await storedSteps(s.databasePath, conversation)
-        assert.deepStrictEqual(s.records(), ["start slow"], "read while the tool runs")
-        const result = await stream
-        assert.strictEqual(result.events[result.events.length - 1]?.event, "done")
-        const at = (name: string) => seen.find((x) => x.at === name)?.steps ?? []
-        console.log(`stored steps at thinking done 1: ${summary(at("thinking done 1"))}\nwhile the tool runs: ${summary(during)}\nat tool done: ${summary(at("tool done"))}`)
+        const s = sqliteSetup(fake.url)
+        const server = await startServerProcess(s.env)
+        try {
+          const conversation = "stored-reply"
+          const seen: Array<{ readonly at: string; readonly steps: ReadonlyArray<StoredStep> }> = []
+          const stream = openSse(`${server.url}/api/react`, {
+            body: { query: "record something", conversation_id: conversation },
+            timeoutMs: 60_000,
+            // the client has the event: what a replay would read now
+            onEvent: async (e: SseEvent) => {
+              if (isEvent(e, "step", { type: "thinking", status: "done", iteration: 1 })) {
+                seen.push({ at: "thinking done 1", steps: await storedSteps(s.databasePath, conversation) })
+              }
+              if (isEvent(e, "step", { type: "iteration", status: "done" })) {
+                seen.push({ at: "tool done", steps: await storedSteps(s.databasePath, conversation) })
+              }
+            }
+          })
+          // while the tool runs (its start recorded, its end not yet)
+          await waitUntil(() => s.records().includes("start slow"), 30_000, "the slow tool to start")
+          const during = await storedSteps(s.databasePath, conversation)
+          assert.deepStrictEqual(s.records(), ["start slow"], "read while the tool runs")
+          const result = await stream
+          assert.strictEqual(result.events[result.events.length - 1]?.event, "done")
+          const at = (name: string) => seen.find((x) => x.at === name)?.steps ?? []
+          console.log(
+            `stored steps at thinking done 1: ${summary(at("thinking done 1"))}\nwhile the tool runs: ${
+              summary(during)
+            }\nat tool done: ${summary(at("tool done"))}`
+          )
 
-        for (const [when, steps] of [["when thinking done 1 reached the client", at("thinking done 1")], ["while the tool runs", during]] as const) {
-          const reply = storedReply(steps, "llm/1")
-          assert.isDefined(reply, `the reply of llm/1 is stored ${when}: ${summary(steps)}`)
-          assert.strictEqual(reply._tag, "Success")
-          // the loop call's stored step: the reply, and what the drains it carries took (none: it called a tool)
-          assert.deepStrictEqual(reply.value.response.toolCalls.map((c: any) => [c.id, c.name]), [["call_1_0", "rec__record"]], "the reply with its tool call")
-          assert.deepStrictEqual(reply.value.drained, [])
+          for (
+            const [when, steps] of [["when thinking done 1 reached the client", at("thinking done 1")], [
+              "while the tool runs",
+              during
+            ]] as const
+          ) {
+            const reply = storedReply(steps, "llm/1")
+            assert.isDefined(reply, `the reply of llm/1 is stored ${when}: ${summary(steps)}`)
+            assert.strictEqual(reply._tag, "Success")
+            // the loop call's stored step: the reply, and what the drains it carries took (none: it called a tool)
+            assert.deepStrictEqual(reply.value.response.toolCalls.map((c: any) => [c.id, c.name]), [[
+              "call_1_0",
+              "rec__record"
+            ]], "the reply with its tool call")
+            assert.deepStrictEqual(reply.value.drained, [])
+          }
+          const outcome = storedReply(at("tool done"), "tool/1/call_1_0")
+          assert.isDefined(
+            outcome,
+            `the tool's outcome is stored when its done reached the client: ${summary(at("tool done"))}`
+          )
+          assert.include(JSON.stringify(outcome), "recorded slow")
+          assert.strictEqual(fake.requests.length, 3, "two loop calls and the synthesis")
+        } finally {
+          await server.kill()
+          await fake.close()
         }
-        const outcome = storedReply(at("tool done"), "tool/1/call_1_0")
-        assert.isDefined(outcome, `the tool's outcome is stored when its done reached the client: ${summary(at("tool done"))}`)
-        assert.include(JSON.stringify(outcome), "recorded slow")
-        assert.strictEqual(fake.requests.length, 3, "two loop calls and the synthesis")
-      } finally {
-        await server.kill()
-        await fake.close()
-      }
-    }), 120_000)
+      }),
+    120_000
+  )
 })

@@ -68,7 +68,11 @@ const runOnce = (seed: number, mode: "native" | "json", synthesis: "always" | "a
 const checkRun = (seed: number, events: ReadonlyArray<RunEvent>, chaos: Chaos.ChaosLlm) => {
   const where = `seed ${seed}`
   assert.isAbove(events.length, 0, `${where}: no events`)
-  assert.strictEqual(events[events.length - 1]._tag, "Done", `${where}: last event is ${events[events.length - 1]?._tag}`)
+  assert.strictEqual(
+    events[events.length - 1]._tag,
+    "Done",
+    `${where}: last event is ${events[events.length - 1]?._tag}`
+  )
   assert.strictEqual(events.filter((e) => e._tag === "Done").length, 1, `${where}: more than one Done`)
   assert.deepStrictEqual(chaos.violations, [], `${where}: protocol violations`)
   const started = new Map<string, number>()
@@ -77,7 +81,9 @@ const checkRun = (seed: number, events: ReadonlyArray<RunEvent>, chaos: Chaos.Ch
     if (e._tag === "ToolStart" && e.tool_call_id) started.set(e.tool_call_id, (started.get(e.tool_call_id) ?? 0) + 1)
     if (e._tag === "ToolDone" && e.tool_call_id) finished.set(e.tool_call_id, (finished.get(e.tool_call_id) ?? 0) + 1)
   }
-  for (const [id, n] of started) assert.strictEqual(finished.get(id), n, `${where}: tool call ${id} started but not answered once`)
+  for (const [id, n] of started) {
+    assert.strictEqual(finished.get(id), n, `${where}: tool call ${id} started but not answered once`)
+  }
   const done = events[events.length - 1]
   if (done._tag === "Done") {
     for (const v of Chaos.protocolViolations(done.messages ?? [])) assert.fail(`${where}: final transcript: ${v}`)
@@ -105,7 +111,10 @@ describe("chaos LLM", () => {
       []
     )
     assert.lengthOf(
-      Chaos.protocolViolations([{ role: "assistant", content: null, tool_calls: [call] }, { role: "user", content: "x" }]),
+      Chaos.protocolViolations([{ role: "assistant", content: null, tool_calls: [call] }, {
+        role: "user",
+        content: "x"
+      }]),
       1
     )
     assert.lengthOf(Chaos.protocolViolations([{ role: "tool", tool_call_id: "z", content: "orphan" }]), 1)
@@ -117,44 +126,52 @@ describe("chaos LLM", () => {
     for (let i = 0; i < 100; i++) assert.strictEqual(a(), b())
   })
 
-  it.live("native mode: 120 seeded runs all end with Done, no defect, no unpaired tool call", () =>
-    Effect.gen(function*() {
-      const totals = { failures: 0, garbage: 0, toolCalls: 0, truncated: 0 }
-      for (let seed = 1; seed <= 120; seed++) {
-        const { chaos, exit } = yield* runOnce(seed, "native")
-        if (Exit.isFailure(exit)) assert.fail(`seed ${seed}: the run died: ${Cause.pretty(exit.cause)}`)
-        checkRun(seed, Chunk.toReadonlyArray(exit.value), chaos)
-        totals.failures += chaos.stats.failures
-        totals.garbage += chaos.stats.garbage
-        totals.toolCalls += chaos.stats.toolCalls
-        totals.truncated += chaos.stats.truncatedStreams
-      }
-      // the chaos really happened (all kinds exercised)
-      assert.isAbove(totals.failures, 20)
-      assert.isAbove(totals.garbage, 20)
-      assert.isAbove(totals.toolCalls, 50)
-      assert.isAbove(totals.truncated, 5)
-    }), 60_000)
+  it.live(
+    "native mode: 120 seeded runs all end with Done, no defect, no unpaired tool call",
+    () =>
+      Effect.gen(function*() {
+        const totals = { failures: 0, garbage: 0, toolCalls: 0, truncated: 0 }
+        for (let seed = 1; seed <= 120; seed++) {
+          const { chaos, exit } = yield* runOnce(seed, "native")
+          if (Exit.isFailure(exit)) assert.fail(`seed ${seed}: the run died: ${Cause.pretty(exit.cause)}`)
+          checkRun(seed, Chunk.toReadonlyArray(exit.value), chaos)
+          totals.failures += chaos.stats.failures
+          totals.garbage += chaos.stats.garbage
+          totals.toolCalls += chaos.stats.toolCalls
+          totals.truncated += chaos.stats.truncatedStreams
+        }
+        // the chaos really happened (all kinds exercised)
+        assert.isAbove(totals.failures, 20)
+        assert.isAbove(totals.garbage, 20)
+        assert.isAbove(totals.toolCalls, 50)
+        assert.isAbove(totals.truncated, 5)
+      }),
+    60_000
+  )
 
-  it.live("native mode, synthesis auto (streamed loop calls): 120 seeded runs all end with Done, no defect, no unpaired tool call", () =>
-    Effect.gen(function*() {
-      const totals = { failures: 0, toolCalls: 0, truncated: 0, resets: 0 }
-      for (let seed = 2001; seed <= 2120; seed++) {
-        const { chaos, exit } = yield* runOnce(seed, "native", "auto")
-        if (Exit.isFailure(exit)) assert.fail(`seed ${seed}: the run died: ${Cause.pretty(exit.cause)}`)
-        const events = Chunk.toReadonlyArray(exit.value)
-        checkRun(seed, events, chaos)
-        totals.failures += chaos.stats.failures
-        totals.toolCalls += chaos.stats.toolCalls
-        totals.truncated += chaos.stats.truncatedStreams
-        totals.resets += events.filter((e) => e._tag === "AnswerReset").length
-      }
-      // the chaos reached the streamed loop calls: failures, cut streams, retracted answers
-      assert.isAbove(totals.failures, 20)
-      assert.isAbove(totals.toolCalls, 30)
-      assert.isAbove(totals.truncated, 10)
-      assert.isAbove(totals.resets, 10)
-    }), 60_000)
+  it.live(
+    "native mode, synthesis auto (streamed loop calls): 120 seeded runs all end with Done, no defect, no unpaired tool call",
+    () =>
+      Effect.gen(function*() {
+        const totals = { failures: 0, toolCalls: 0, truncated: 0, resets: 0 }
+        for (let seed = 2001; seed <= 2120; seed++) {
+          const { chaos, exit } = yield* runOnce(seed, "native", "auto")
+          if (Exit.isFailure(exit)) assert.fail(`seed ${seed}: the run died: ${Cause.pretty(exit.cause)}`)
+          const events = Chunk.toReadonlyArray(exit.value)
+          checkRun(seed, events, chaos)
+          totals.failures += chaos.stats.failures
+          totals.toolCalls += chaos.stats.toolCalls
+          totals.truncated += chaos.stats.truncatedStreams
+          totals.resets += events.filter((e) => e._tag === "AnswerReset").length
+        }
+        // the chaos reached the streamed loop calls: failures, cut streams, retracted answers
+        assert.isAbove(totals.failures, 20)
+        assert.isAbove(totals.toolCalls, 30)
+        assert.isAbove(totals.truncated, 10)
+        assert.isAbove(totals.resets, 10)
+      }),
+    60_000
+  )
 
   it.live("JSON mode: 60 seeded runs all end with Done, no defect", () =>
     Effect.gen(function*() {

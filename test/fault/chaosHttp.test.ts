@@ -49,7 +49,11 @@ const chaosResponder = (seed: number): FakeOpenAi.FakeResponder => {
     if (body?.stream) {
       const s = random()
       if (s < 0.3) {
-        return FakeOpenAi.sse([FakeOpenAi.chunk.role(), FakeOpenAi.chunk.content("The answer "), FakeOpenAi.chunk.error("stream broke")])
+        return FakeOpenAi.sse([
+          FakeOpenAi.chunk.role(),
+          FakeOpenAi.chunk.content("The answer "),
+          FakeOpenAi.chunk.error("stream broke")
+        ])
       }
       if (s < 0.5) return FakeOpenAi.sse([FakeOpenAi.chunk.role(), FakeOpenAi.chunk.content("The "), "{not json"])
       return FakeOpenAi.sse([
@@ -63,52 +67,82 @@ const chaosResponder = (seed: number): FakeOpenAi.FakeResponder => {
     const k = random()
     if (k < 0.15) return FakeOpenAi.completion({ content: "Done: 42.", usage: { prompt: 10, completion: 3 } })
     if (k < 0.25) {
-      return FakeOpenAi.completion({ content: "", toolCalls: [{ id: `c${++id}`, name: "lookup", arguments: "{\"index\": " }] })
+      return FakeOpenAi.completion({
+        content: "",
+        toolCalls: [{ id: `c${++id}`, name: "lookup", arguments: "{\"index\": " }]
+      })
     }
     if (k < 0.32) {
-      return FakeOpenAi.completion({ content: "", toolCalls: [{ id: `c${++id}`, name: "no_such_tool", arguments: "{}" }] })
+      return FakeOpenAi.completion({
+        content: "",
+        toolCalls: [{ id: `c${++id}`, name: "no_such_tool", arguments: "{}" }]
+      })
     }
     const n = 1 + Math.floor(random() * 3)
     return FakeOpenAi.completion({
       content: "",
-      toolCalls: Array.from({ length: n }, () => ({ id: `c${++id}`, name: "lookup", arguments: JSON.stringify({ index: id }) }))
+      toolCalls: Array.from(
+        { length: n },
+        () => ({ id: `c${++id}`, name: "lookup", arguments: JSON.stringify({ index: id }) })
+      )
     })
   }
 }
 
 describe("chaos over HTTP (real OpenAiLlm)", () => {
-  it.scopedLive("30 seeded runs all end with Done, no defect, no unpaired tool call reaches the provider", () =>
-    Effect.gen(function*() {
-      let requests = 0
-      for (let seed = 1; seed <= 30; seed++) {
-        const fake = yield* FakeOpenAi.scoped(chaosResponder(seed))
-        const llm = OpenAiLlm.layer({
-          baseURL: fake.url,
-          apiKey: "test-key",
-          model: "fake-model",
-          maxRetries: 2,
-          retryBaseDelay: "2 millis",
-          // cuts the fake's hangs; 400 ms also cut ordinary replies on a loaded machine, whose
-          // runs then ended early on exhausted retries (100 provider requests instead of 106)
-          timeout: "1500 millis"
-        })
-        const layer = ReactAgent.layer({ maxIterations: 6 }).pipe(
-          Layer.provide(Layer.mergeAll(llm, Toolkit.layer([lookup]), Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory))
-        )
-        const exit = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run({ query: `chaos ${seed}` }))).pipe(
-          Effect.provide(layer),
-          Effect.exit
-        )
-        if (Exit.isFailure(exit)) assert.fail(`seed ${seed}: the run died: ${Cause.pretty(exit.cause)}`)
-        const events = Chunk.toReadonlyArray(exit.value)
-        assert.strictEqual(events[events.length - 1]?._tag, "Done", `seed ${seed}: last event`)
-        assert.strictEqual(events.filter((e) => e._tag === "Done").length, 1, `seed ${seed}: one Done`)
-        for (const [i, req] of fake.requests.entries()) {
-          const messages = (req.body?.messages ?? []) as ReadonlyArray<ChatMessage>
-          for (const v of protocolViolations(messages)) assert.fail(`seed ${seed}, request ${i}: ${v}`)
+  it.scopedLive(
+    "30 seeded runs all end with Done, no defect, no unpaired tool call reaches the provider",
+    () =>
+      Effect.gen(function*() {
+        let requests = 0
+        for (let seed = 1; seed <= 30; seed++) {
+          const fake = yield* FakeOpenAi.scoped(chaosResponder(seed))
+          const llm = OpenAiLlm.layer({
+            baseURL: fake.url,
+            apiKey: "test-key",
+            model: "fake-model",
+            maxRetries: 2,
+            retryBaseDelay: "2 millis",
+            // cuts the fake's hangs; 400 ms also cut ordinary replies on a loaded machine, whose
+            // runs then ended early on exhausted retries (100 provider requests instead of 106)
+            timeout: "1500 millis"
+          })
+          const layer = ReactAgent.layer({ maxIterations: 6 }).pipe(
+            Layer.provide(
+              Layer.mergeAll(
+                llm,
+                Toolkit.layer([lookup]),
+                Hooks.layerNoop,
+                ContextGuard.layer(),
+                Interrupts.layerMemory
+              )
+            )
+          )
+          const exit = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) =>
+            Stream.runCollect(agent.run({ query: `chaos ${seed}` }))).pipe(
+              Effect.provide(layer),
+              Effect.exit
+            )
+          if (Exit.isFailure(exit)) {
+            assert.fail(`seed ${seed}: the run died: ${Cause.pretty(exit.cause)}`)
+          }
+          const events = Chunk.toReadonlyArray(exit.value)
+          assert.strictEqual(events[events.length - 1]?._tag, "Done", `seed ${seed}: last event`)
+          assert.strictEqual(
+            events.filter((e) =>
+              e._tag === "Done"
+            ).length,
+            1,
+            `seed ${seed}: one Done`
+          )
+          for (const [i, req] of fake.requests.entries()) {
+            const messages = (req.body?.messages ?? []) as ReadonlyArray<ChatMessage>
+            for (const v of protocolViolations(messages)) assert.fail(`seed ${seed}, request ${i}: ${v}`)
+          }
+          requests += fake.requests.length
         }
-        requests += fake.requests.length
-      }
-      assert.isAbove(requests, 100, "the provider was exercised")
-    }), 120_000)
+        assert.isAbove(requests, 100, "the provider was exercised")
+      }),
+    120_000
+  )
 })

@@ -62,7 +62,8 @@ const statusOf = (line: string): number | "closed" => {
   return m ? Number(m[1]) : "closed"
 }
 
-const is4xxOrClosed = (s: number | "closed" | "waiting") => s === "closed" || (typeof s === "number" && s >= 400 && s < 500)
+const is4xxOrClosed = (s: number | "closed" | "waiting") =>
+  s === "closed" || (typeof s === "number" && s >= 400 && s < 500)
 
 type Hostile = (ctx: { readonly api: string; readonly port: number }) => Effect.Effect<number | "closed" | "waiting">
 
@@ -75,25 +76,47 @@ const hostile: ReadonlyArray<readonly [string, Hostile]> = [
   ["query is an array", ({ api }) => status(post(api, JSON.stringify({ query: ["a"] })))],
   ["max_iterations is a string", ({ api }) => status(post(api, JSON.stringify({ query: "q", max_iterations: "ten" })))],
   ["max_iterations is huge", ({ api }) => status(post(api, JSON.stringify({ query: "q", max_iterations: 1e308 })))],
-  ["conversation_id is an object", ({ api }) => status(post(api, JSON.stringify({ query: "q", conversation_id: { $gt: "" } })))],
+  [
+    "conversation_id is an object",
+    ({ api }) => status(post(api, JSON.stringify({ query: "q", conversation_id: { $gt: "" } })))
+  ],
   ["body is null", ({ api }) => status(post(api, "null"))],
   ["body is a JSON string", ({ api }) => status(post(api, "\"query\""))],
   ["body is empty", ({ api }) => status(post(api, ""))],
   ["truncated JSON", ({ api }) => status(post(api, "{\"query\": \"abc"))],
-  ["__proto__ pollution attempt", ({ api }) => status(post(api, "{\"__proto__\": {\"admin\": true}, \"constructor\": {}}"))],
-  ["lone surrogate escape with a bad field", ({ api }) => status(post(api, "{\"query\":\"\\ud800\",\"max_iterations\":\"x\"}"))],
-  ["inject: wrong types", ({ api }) => status(post(`${api}/inject`, JSON.stringify({ conversation_id: 1, content: null })))],
+  [
+    "__proto__ pollution attempt",
+    ({ api }) => status(post(api, "{\"__proto__\": {\"admin\": true}, \"constructor\": {}}"))
+  ],
+  [
+    "lone surrogate escape with a bad field",
+    ({ api }) => status(post(api, "{\"query\":\"\\ud800\",\"max_iterations\":\"x\"}"))
+  ],
+  [
+    "inject: wrong types",
+    ({ api }) => status(post(`${api}/inject`, JSON.stringify({ conversation_id: 1, content: null })))
+  ],
   ["cancel: array body", ({ api }) => status(post(`${api}/cancel`, "[]"))],
   [
     "events: absurd Last-Event-ID",
     ({ api }) =>
-      Effect.promise(async () => (await fetch(`${api}/events?conversation_id=nope`, { headers: { "last-event-id": "-1e999" } })).status)
+      Effect.promise(async () =>
+        (await fetch(`${api}/events?conversation_id=nope`, { headers: { "last-event-id": "-1e999" } })).status
+      )
   ],
-  ["header over 16 KB", ({ port }) => raw(port, `POST /api/react HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`)],
+  [
+    "header over 16 KB",
+    ({ port }) => raw(port, `POST /api/react HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`)
+  ],
   [
     "10 000 headers",
     ({ port }) =>
-      raw(port, `POST /api/react HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 10_000 }, (_, i) => `X-H${i}: v`).join("\r\n")}\r\n\r\n`)
+      raw(
+        port,
+        `POST /api/react HTTP/1.1\r\nHost: x\r\n${
+          Array.from({ length: 10_000 }, (_, i) => `X-H${i}: v`).join("\r\n")
+        }\r\n\r\n`
+      )
   ],
   ["garbage request line", ({ port }) => raw(port, "\u0000\u0001GARBAGE \u00ff\r\n\r\n")],
   [
@@ -111,29 +134,47 @@ const hostile: ReadonlyArray<readonly [string, Hostile]> = [
   ],
   [
     "two Content-Length headers",
-    ({ port }) => raw(port, "POST /api/react HTTP/1.1\r\nHost: x\r\nContent-Length: 13\r\nContent-Length: 5\r\n\r\n{\"query\":\"q\"}")
+    ({ port }) =>
+      raw(
+        port,
+        "POST /api/react HTTP/1.1\r\nHost: x\r\nContent-Length: 13\r\nContent-Length: 5\r\n\r\n{\"query\":\"q\"}"
+      )
   ],
   [
     "Content-Length and chunked together",
-    ({ port }) => raw(port, "POST /api/react HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\nzzzz\r\n")
+    ({ port }) =>
+      raw(
+        port,
+        "POST /api/react HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\nzzzz\r\n"
+      )
   ],
   [
     "malformed chunked encoding",
     ({ port }) =>
-      raw(port, "POST /api/react HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nnot-hex\r\n{}\r\n0\r\n\r\n")
+      raw(
+        port,
+        "POST /api/react HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nnot-hex\r\n{}\r\n0\r\n\r\n"
+      )
   ],
   [
     "invalid UTF-8 bytes in the body",
     ({ api }) =>
-      status(post(api, Buffer.concat([Buffer.from("{\"query\":\""), Buffer.from([0xff, 0xfe, 0xc3, 0x28]), Buffer.from("\"}")])))
+      status(
+        post(
+          api,
+          Buffer.concat([Buffer.from("{\"query\":\""), Buffer.from([0xff, 0xfe, 0xc3, 0x28]), Buffer.from("\"}")])
+        )
+      )
   ],
-  ["form body on a JSON route", ({ api }) => status(post(api, "query=hello", { "content-type": "application/x-www-form-urlencoded" }))],
+  [
+    "form body on a JSON route",
+    ({ api }) => status(post(api, "query=hello", { "content-type": "application/x-www-form-urlencoded" }))
+  ],
   [
     "deeply nested object inside a field (5k levels)",
     ({ api }) => status(post(api, `{"query":${"{\"a\":".repeat(5000)}1${"}".repeat(5000)}}`))
   ]
 ]
-
 
 const attack = (run: Hostile) =>
   Effect.gen(function*() {
@@ -157,35 +198,43 @@ describe("hostile HTTP inputs → 4xx, server stays healthy", () => {
 })
 
 describe("client disconnect", () => {
-  it.scopedLive("with detach grace 0 a dropped client cancels its run: LLM request aborted, no active run left", () =>
-    Effect.gen(function*() {
-      const fake = yield* FakeOpenAi.scoped([FakeOpenAi.hang])
-      const server = yield* startServer({ llmUrl: fake.url, settings: { detachGraceMs: 0 } })
-      const controller = new AbortController()
-      const response = yield* Effect.promise(() =>
-        fetch(`${server.url}/api/react`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ query: "hang please" }),
-          signal: controller.signal
-        })
-      )
-      const conversationId = response.headers.get("x-conversation-id")!
-      assert.isTrue(yield* Effect.promise(() => fake.waitForRequests(1, 5000)), "the LLM was called")
-      controller.abort()
-      assert.isTrue(yield* Effect.promise(() => fake.waitForClientAbort(5000)), "the LLM request was aborted")
-      // the run is gone: nothing to cancel, nothing to inject into
-      let cancel = 0
-      for (let i = 0; i < 50; i++) {
-        cancel = (yield* post(`${server.url}/api/react/cancel`, JSON.stringify({ conversation_id: conversationId }))).status
-        if (cancel === 404) break
-        yield* Effect.sleep("100 millis")
-      }
-      assert.strictEqual(cancel, 404)
-      const inject = yield* post(`${server.url}/api/react/inject`, JSON.stringify({ conversation_id: conversationId, content: "x" }))
-      assert.strictEqual(inject.status, 404)
-      assert.strictEqual((yield* health(server.url)).status, 200)
-    }), 30_000)
+  it.scopedLive(
+    "with detach grace 0 a dropped client cancels its run: LLM request aborted, no active run left",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* FakeOpenAi.scoped([FakeOpenAi.hang])
+        const server = yield* startServer({ llmUrl: fake.url, settings: { detachGraceMs: 0 } })
+        const controller = new AbortController()
+        const response = yield* Effect.promise(() =>
+          fetch(`${server.url}/api/react`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ query: "hang please" }),
+            signal: controller.signal
+          })
+        )
+        const conversationId = response.headers.get("x-conversation-id")!
+        assert.isTrue(yield* Effect.promise(() => fake.waitForRequests(1, 5000)), "the LLM was called")
+        controller.abort()
+        assert.isTrue(yield* Effect.promise(() => fake.waitForClientAbort(5000)), "the LLM request was aborted")
+        // the run is gone: nothing to cancel, nothing to inject into
+        let cancel = 0
+        for (let i = 0; i < 50; i++) {
+          cancel =
+            (yield* post(`${server.url}/api/react/cancel`, JSON.stringify({ conversation_id: conversationId }))).status
+          if (cancel === 404) break
+          yield* Effect.sleep("100 millis")
+        }
+        assert.strictEqual(cancel, 404)
+        const inject = yield* post(
+          `${server.url}/api/react/inject`,
+          JSON.stringify({ conversation_id: conversationId, content: "x" })
+        )
+        assert.strictEqual(inject.status, 404)
+        assert.strictEqual((yield* health(server.url)).status, 200)
+      }),
+    30_000
+  )
 
   it.scopedLive("a tool running when the client drops is interrupted", () =>
     Effect.gen(function*() {

@@ -11,10 +11,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as AgentConfig from "../../src/AgentConfig.js"
+import type { AgentOptions } from "../../src/AgentConfig.js"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as Hooks from "../../src/Hooks.js"
 import * as Interrupts from "../../src/Interrupts.js"
-import type { AgentOptions } from "../../src/AgentConfig.js"
 import * as ReactAgent from "../../src/ReactAgent.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import * as Tool from "../../src/Tool.js"
@@ -22,7 +22,12 @@ import * as Toolkit from "../../src/Toolkit.js"
 
 const Empty = Schema.Struct({})
 
-const hangNever = Tool.make({ name: "hang_never", description: "Never returns.", parameters: Empty, handler: () => Effect.never })
+const hangNever = Tool.make({
+  name: "hang_never",
+  description: "Never returns.",
+  parameters: Empty,
+  handler: () => Effect.never
+})
 const hangPromise = Tool.make({
   name: "hang_promise",
   description: "Awaits a promise that never settles.",
@@ -36,7 +41,12 @@ const hangOwnTimeout = Tool.make({
   timeout: Duration.millis(30),
   handler: () => Effect.never
 })
-const quick = Tool.make({ name: "quick", description: "Returns at once.", parameters: Empty, handler: () => Effect.succeed("quick ok") })
+const quick = Tool.make({
+  name: "quick",
+  description: "Returns at once.",
+  parameters: Empty,
+  handler: () => Effect.succeed("quick ok")
+})
 
 const run = (script: ReadonlyArray<ScriptedLlm.ScriptStep>, options: Partial<AgentOptions>) =>
   Effect.gen(function*() {
@@ -51,7 +61,9 @@ const run = (script: ReadonlyArray<ScriptedLlm.ScriptStep>, options: Partial<Age
       ))
     )
     const started = Date.now()
-    const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "go" })).pipe(Effect.provide(layer))
+    const result = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => agent.runCollect({ query: "go" })).pipe(
+      Effect.provide(layer)
+    )
     return { result, ms: Date.now() - started, llm }
   })
 
@@ -68,7 +80,9 @@ describe("tool timeouts", () => {
         ScriptedLlm.toolCalls([{ id: "a", name: "hang_never" }, { id: "b", name: "quick" }]),
         ScriptedLlm.text("never asked"),
         ScriptedLlm.text("never asked")
-      ], { runTimeout: Duration.millis(300) }).pipe(Effect.tap(({ llm }) => Effect.sync(() => ran.push(`${llm.requests.length}`))))
+      ], { runTimeout: Duration.millis(300) }).pipe(
+        Effect.tap(({ llm }) => Effect.sync(() => ran.push(`${llm.requests.length}`)))
+      )
       assert.strictEqual(result.error?.message, "The run timed out after 300ms")
       assert.isFalse(result.error?.retryable)
       assert.strictEqual(result.answer, "")

@@ -13,7 +13,7 @@
 //
 //   npx stryker run --mutate src/ExtractJson.ts --incrementalFile reports/part.json
 //   node test/mutation/merge-incremental.mjs --files src/ExtractJson.ts reports/part.json [more.json …]
-import { readFileSync, writeFileSync, existsSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 
 const target = new URL("./stryker-incremental.json", import.meta.url)
 const args = process.argv.slice(2)
@@ -21,7 +21,9 @@ const at = args.indexOf("--files")
 const files = at === -1 ? [] : (args[at + 1] ?? "").split(",").map((f) => f.trim()).filter(Boolean)
 const parts = args.filter((_, i) => at === -1 || (i !== at && i !== at + 1))
 if (parts.length === 0 || files.length === 0) {
-  console.error("usage: node test/mutation/merge-incremental.mjs --files <the run's --mutate list, comma-separated> <partial report.json> …")
+  console.error(
+    "usage: node test/mutation/merge-incremental.mjs --files <the run's --mutate list, comma-separated> <partial report.json> …"
+  )
   process.exit(2)
 }
 /**
@@ -42,18 +44,22 @@ const canonical = (report, where) => {
   }
   return {
     ...report,
-    files: Object.fromEntries(Object.entries(report.files).map(([file, entry]) => [file, {
-      ...entry,
-      mutants: entry.mutants.map((m) => ({
-        ...m,
-        ...(m.killedBy ? { killedBy: m.killedBy.map(rename) } : {}),
-        ...(m.coveredBy ? { coveredBy: m.coveredBy.map(rename) } : {})
-      }))
-    }])),
-    testFiles: Object.fromEntries(Object.entries(report.testFiles).map(([testFile, entry]) => [testFile, {
-      ...entry,
-      tests: entry.tests.map((t) => ({ ...t, id: rename(t.id) }))
-    }]))
+    files: Object.fromEntries(
+      Object.entries(report.files).map(([file, entry]) => [file, {
+        ...entry,
+        mutants: entry.mutants.map((m) => ({
+          ...m,
+          ...(m.killedBy ? { killedBy: m.killedBy.map(rename) } : {}),
+          ...(m.coveredBy ? { coveredBy: m.coveredBy.map(rename) } : {})
+        }))
+      }])
+    ),
+    testFiles: Object.fromEntries(
+      Object.entries(report.testFiles).map(([testFile, entry]) => [testFile, {
+        ...entry,
+        tests: entry.tests.map((t) => ({ ...t, id: rename(t.id) }))
+      }])
+    )
   }
 }
 

@@ -35,7 +35,9 @@ const lines = [
 ]
 for (const [m, files] of [...modules].sort((a, b) => a[0].localeCompare(b[0]))) {
   lines.push(row(`**${m}**`, files.flatMap(([, mutants]) => mutants)))
-  if (files.length > 1) for (const [file, mutants] of files.sort()) lines.push(row(`  \`${file.split("/").pop()}\``, mutants))
+  if (files.length > 1) {
+    for (const [file, mutants] of files.sort()) lines.push(row(`  \`${file.split("/").pop()}\``, mutants))
+  }
 }
 lines.push(row("**all configured files**", Object.values(report.files).flatMap((e) => e.mutants)))
 console.log(lines.join("\n"))

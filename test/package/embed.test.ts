@@ -47,7 +47,10 @@ interface Run {
 const childEnv = (extra: Record<string, string> = {}): Record<string, string> => {
   const env: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined || /^(?:VITEST|npm_|NODE_CHANNEL|NODE_OPTIONS$|(?:FAST_)?LLM_|MCP_CONFIG$|REACT_|DATABASE_|PORT$|HOST$)/.test(k)) continue
+    if (
+      v === undefined ||
+      /^(?:VITEST|npm_|NODE_CHANNEL|NODE_OPTIONS$|(?:FAST_)?LLM_|MCP_CONFIG$|REACT_|DATABASE_|PORT$|HOST$)/.test(k)
+    ) continue
     env[k] = v
   }
   return { ...env, ...extra }
@@ -87,12 +90,18 @@ describe("the docs' code from the packed package (offline)", () => {
       cpSync(join(ROOT, entry), join(source, entry), { recursive: true })
     }
     symlinkSync(join(ROOT, "node_modules"), join(source, "node_modules"))
-    await timed("npm pack (build included)", async () => ok(await run(source, "npm", ["pack", "--pack-destination", work, "--silent"], 240_000), "npm pack"))
+    await timed(
+      "npm pack (build included)",
+      async () => ok(await run(source, "npm", ["pack", "--pack-destination", work, "--silent"], 240_000), "npm pack")
+    )
     const tarball = join(work, `${pkg.name}-${pkg.version}.tgz`)
     app = join(work, "app")
     const modules = join(app, "node_modules")
     mkdirSync(join(app, "src"), { recursive: true })
-    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "embedder", private: true, type: "module" }, null, 2))
+    writeFileSync(
+      join(app, "package.json"),
+      JSON.stringify({ name: "embedder", private: true, type: "module" }, null, 2)
+    )
     // where `npm install <tarball>` puts it; its dependencies and peers are this repository's installed ones
     mkdirSync(join(modules, pkg.name), { recursive: true })
     ok(await run(work, "tar", ["-xzf", tarball, "-C", join(modules, pkg.name), "--strip-components=1"]), "tar")
@@ -111,16 +120,28 @@ describe("the docs' code from the packed package (offline)", () => {
     writeFileSync(file, JSON.stringify(config, null, 2))
     writeFileSync(join(app, "src/quickstart.ts"), codeBlock("README.md", "## Quick start (library)"))
     writeFileSync(join(app, "src/embed.ts"), codeBlock("docs/http-api.md", "## Embedding the server"))
-    await timed("tsc", async () => ok(await run(app, process.execPath, [TSC, "-p", "."]), "tsc (README quick start and the embedding program, as shown)"))
+    await timed(
+      "tsc",
+      async () =>
+        ok(
+          await run(app, process.execPath, [TSC, "-p", "."]),
+          "tsc (README quick start and the embedding program, as shown)"
+        )
+    )
   }, 420_000)
 
   afterAll(() => {
-    console.log(`embed.test timings: ${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)} s`).join(", ")}`)
+    console.log(
+      `embed.test timings: ${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)} s`).join(", ")}`
+    )
     if (work !== "") rmSync(work, { recursive: true, force: true })
   })
 
   it("README's quick start runs with plain node and prints the tool call and the answer", async () => {
-    const result = await timed("quick start", async () => ok(await run(app, process.execPath, ["dist/quickstart.js"], 60_000), "node dist/quickstart.js"))
+    const result = await timed(
+      "quick start",
+      async () => ok(await run(app, process.execPath, ["dist/quickstart.js"], 60_000), "node dist/quickstart.js")
+    )
     assert.match(result.stdout, /→ calculator/)
     assert.match(result.stdout, /12\*7\+1 = \*\*85\*\*/)
     assert.match(result.stdout, /\(2 iterations, \d+ tokens\)/)
@@ -144,7 +165,10 @@ describe("the docs' code from the packed package (offline)", () => {
         const url = `http://127.0.0.1:${port}`
         const started = Date.now()
         for (;;) {
-          const health = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) }).then((r) => (r.ok ? r.json() : undefined), () => undefined)
+          const health = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) }).then(
+            (r) => (r.ok ? r.json() : undefined),
+            () => undefined
+          )
           if (health !== undefined) {
             assert.strictEqual(health.demo, true)
             break
@@ -153,7 +177,10 @@ describe("the docs' code from the packed package (offline)", () => {
           assert.isBelow(Date.now() - started, 30_000, `no /health within 30 s:\n${output}`)
           await new Promise((r) => setTimeout(r, 100))
         }
-        const stream = await openSse(`${url}/api/react`, { body: { query: "What is 12*7+1?", conversation_id: "embedded" }, timeoutMs: 30_000 })
+        const stream = await openSse(`${url}/api/react`, {
+          body: { query: "What is 12*7+1?", conversation_id: "embedded" },
+          timeoutMs: 30_000
+        })
         assert.strictEqual(stream.status, 200)
         const done = stream.events.at(-1)
         assert.strictEqual(done?.event, "done", output)

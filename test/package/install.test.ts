@@ -112,7 +112,11 @@ const readmeInstalls = (): ReadonlyArray<ReadonlyArray<string>> => {
     .flatMap((block) => (block[1] ?? "").split("\n"))
     .filter((line) => line.startsWith("npm install "))
     .map((line) => line.split(/\s+/).filter((word) => word !== ""))
-  if (commands.length !== 2) throw new Error(`README.md: expected 2 npm install lines under "## Installing the library", found ${commands.length}`)
+  if (commands.length !== 2) {
+    throw new Error(
+      `README.md: expected 2 npm install lines under "## Installing the library", found ${commands.length}`
+    )
+  }
   return commands
 }
 
@@ -136,7 +140,9 @@ const childEnv = (): Record<string, string> => {
   const env: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) {
     if (v === undefined) continue
-    if (/^(?:VITEST|npm_|INIT_CWD$|NODE_ENV$|NODE_OPTIONS$|(?:FAST_)?LLM_|MCP_CONFIG$|REACT_|CONTEXT_GUARD_)/.test(k)) continue
+    if (/^(?:VITEST|npm_|INIT_CWD$|NODE_ENV$|NODE_OPTIONS$|(?:FAST_)?LLM_|MCP_CONFIG$|REACT_|CONTEXT_GUARD_)/.test(k)) {
+      continue
+    }
     env[k] = v
   }
   env.PATH = (process.env.PATH ?? "").split(delimiter).filter((p) => !p.includes("node_modules")).join(delimiter)
@@ -235,20 +241,41 @@ describe("the published package", () => {
 
   it("README's library install gives a main entry that imports; its server line, a server entry that imports", () => {
     const library = readmeInstalls()[0]?.join(" ")
-    assert.strictEqual(libraryImport.code, 0, `after \`${library}\`, import("${pkg.name}") failed:\n${libraryImport.stderr}`)
+    assert.strictEqual(
+      libraryImport.code,
+      0,
+      `after \`${library}\`, import("${pkg.name}") failed:\n${libraryImport.stderr}`
+    )
     assert.include(libraryImport.stdout.split(","), "ReactAgent")
     const server = readmeInstalls()[1]?.join(" ")
-    assert.strictEqual(serverImport.code, 0, `after \`${server}\`, import("${pkg.name}/server") failed:\n${serverImport.stderr}`)
+    assert.strictEqual(
+      serverImport.code,
+      0,
+      `after \`${server}\`, import("${pkg.name}/server") failed:\n${serverImport.stderr}`
+    )
     assert.include(serverImport.stdout.trim().split(","), "Server")
   })
 
   it("holds the build, the types and the web assets; no tests, bench, CI or app", async () => {
     const files = ok(await run(work, "tar", ["-tzf", tarball]), "tar").stdout.split("\n").filter((f) => f !== "")
-    for (const file of ["package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/server/index.js", "dist/server/index.d.ts", "dist/web/index.html", "dist/web/app.js", "dist/bin/react-engine.js"]) {
+    for (
+      const file of [
+        "package.json",
+        "README.md",
+        "dist/index.js",
+        "dist/index.d.ts",
+        "dist/server/index.js",
+        "dist/server/index.d.ts",
+        "dist/web/index.html",
+        "dist/web/app.js",
+        "dist/bin/react-engine.js"
+      ]
+    ) {
       assert.include(files, `package/${file}`)
     }
     const unwanted = files.filter((f) =>
-      /^package\/(?:test|bench|docs|scripts|\.ci|node_modules|src\/app|dist\/app)\//.test(f) || /\.test\.|tsconfig/.test(f)
+      /^package\/(?:test|bench|docs|scripts|\.ci|node_modules|src\/app|dist\/app)\//.test(f) ||
+      /\.test\.|tsconfig/.test(f)
     )
     assert.deepStrictEqual(unwanted, [])
     assert.strictEqual(existsSync(join(app, "node_modules/effect-react-engine/dist/index.d.ts")), true)
@@ -267,7 +294,10 @@ describe("the published package", () => {
   it("the server entry loads and serves its web assets from the package; internals stay private", async () => {
     const result = ok(await run(app, process.execPath, ["dist/server.js"], 60_000), "node dist/server.js")
     assert.match(result.stdout, /server entry: \d+ web assets; internal modules: ERR_PACKAGE_PATH_NOT_EXPORTED/)
-    assert.include(result.stdout, "postgres without @effect/sql-pg: DATABASE_URL is a PostgreSQL URL but @effect/sql-pg is not installed")
+    assert.include(
+      result.stdout,
+      "postgres without @effect/sql-pg: DATABASE_URL is a PostgreSQL URL but @effect/sql-pg is not installed"
+    )
   }, 120_000)
 
   it("the package's binary runs the example eval suite offline (node_modules/.bin/react-engine eval)", async () => {
@@ -277,7 +307,10 @@ describe("the published package", () => {
       writeFileSync(join(evals, file), readFileSync(join(ROOT, "examples/evals", file)))
     }
     const bin = join(app, "node_modules/.bin/react-engine")
-    const result = ok(await run(app, bin, ["eval", "evals/cases.jsonl", "--report", "evals/report.json"], 120_000), "react-engine eval")
+    const result = ok(
+      await run(app, bin, ["eval", "evals/cases.jsonl", "--report", "evals/report.json"], 120_000),
+      "react-engine eval"
+    )
     assert.match(result.stdout, /5\/5 passed, mean score 0\.900/)
     const report = JSON.parse(readFileSync(join(evals, "report.json"), "utf8")) as { summary: { passed: number } }
     assert.strictEqual(report.summary.passed, 5)
@@ -301,7 +334,14 @@ describe("the published package", () => {
       join(v4, "package.json"),
       JSON.stringify({ name: "on-effect-4", version: "1.0.0", private: true, dependencies: { effect: "^4.0.0" } })
     )
-    const result = await run(v4, "npm", ["install", "--dry-run", "--prefer-offline", "--no-audit", "--no-fund", tarball])
+    const result = await run(v4, "npm", [
+      "install",
+      "--dry-run",
+      "--prefer-offline",
+      "--no-audit",
+      "--no-fund",
+      tarball
+    ])
     assert.notStrictEqual(result.code, 0)
     assert.include(result.stderr, "ERESOLVE")
     assert.include(result.stderr, `peer effect@"${pkg.peerDependencies.effect}" from ${pkg.name}@${pkg.version}`)

@@ -44,64 +44,77 @@ const model: FakeOpenAi.FakeResponder = (body, index) => {
 }
 
 describe("server cassettes", () => {
-  it.live("a server run downloaded as a cassette replays in process with identical events, and diverges after a prompt change", () =>
-    Effect.gen(function*() {
-      const fake = yield* Effect.acquireRelease(Effect.promise(() => FakeOpenAi.start(model)), (f) => Effect.promise(() => f.close()))
-      const dir = mkdtempSync(join(tmpdir(), "cassette-"))
-      const server = yield* Effect.acquireRelease(
-        Effect.promise(() =>
-          startServerProcess({
-            DATABASE_PATH: join(dir, "react.db"),
-            LLM_BASE_URL: fake.url,
-            LLM_MODEL: "fake-model",
-            LLM_API_KEY: "test",
-            LLM_MAX_RETRIES: "0",
-            REACT_SYNTHESIS: "always"
-          })
-        ),
-        (s) => Effect.promise(() => s.kill("SIGTERM"))
-      )
-      const run = yield* Effect.promise(() => openSse(`${server.url}/api/react`, { body: { query: "What are 2+3 and 6*7?" } }))
-      assert.strictEqual(run.status, 200)
-      const conversationId = run.headers.get("x-conversation-id")!
-      assert.strictEqual(run.events[run.events.length - 1].event, "done")
-      const requestsDuringRun = fake.requests.length
-
-      const response = yield* Effect.promise(() => fetch(`${server.url}/api/conversations/${conversationId}/runs/latest/cassette`))
-      assert.strictEqual(response.status, 200)
-      assert.match(response.headers.get("content-disposition") ?? "", /^attachment; filename="cassette-run_.+\.json"$/)
-      const cassette = yield* Cassette.decodeEffect(yield* Effect.promise(() => response.json()))
-      assert.strictEqual(cassette.source, "server")
-      assert.strictEqual(cassette.model.name, "fake-model")
-      assert.strictEqual(cassette.model_calls.length, 3)
-      assert.deepStrictEqual(cassette.tool_calls.map((t) => t.outcome), [
-        { _tag: "Success", output: "2+3 = 5" },
-        { _tag: "Success", output: "6*7 = 42" }
-      ])
-      // the cassette's events are what the client received
-      const received = Cassette.normalizeEvents(run.events.map((e) => {
-        const event = EventWire.fromWire(e.event, e.data as Record<string, unknown>)
-        if (event === undefined) throw new Error(`not an event: ${e.event} ${JSON.stringify(e.data)}`)
-        return event
-      }))
-      assert.deepStrictEqual(Cassette.normalizeEvents(cassette.events), received)
-
-      // replayed in process: identical events, and the model is not asked again
-      const replay = (agent: ReactAgent.Options = {}) =>
-        Effect.provide(
-          Effect.flatMap(ReactAgent.ReactAgent, (a) => Replay.run(a)),
-          Replay.layerAgent(cassette, { agent: { synthesis: "always", ...agent } }).pipe(Layer.orDie)
+  it.live(
+    "a server run downloaded as a cassette replays in process with identical events, and diverges after a prompt change",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* Effect.acquireRelease(Effect.promise(() => FakeOpenAi.start(model)), (f) =>
+          Effect.promise(() => f.close()))
+        const dir = mkdtempSync(join(tmpdir(), "cassette-"))
+        const server = yield* Effect.acquireRelease(
+          Effect.promise(() =>
+            startServerProcess({
+              DATABASE_PATH: join(dir, "react.db"),
+              LLM_BASE_URL: fake.url,
+              LLM_MODEL: "fake-model",
+              LLM_API_KEY: "test",
+              LLM_MAX_RETRIES: "0",
+              REACT_SYNTHESIS: "always"
+            })
+          ),
+          (s) =>
+            Effect.promise(() => s.kill("SIGTERM"))
         )
-      const replayed = yield* replay()
-      assert.deepStrictEqual(Cassette.normalizeEvents(replayed.events), received)
-      assert.strictEqual(fake.requests.length, requestsDuringRun)
+        const run = yield* Effect.promise(() =>
+          openSse(`${server.url}/api/react`, { body: { query: "What are 2+3 and 6*7?" } })
+        )
+        assert.strictEqual(run.status, 200)
+        const conversationId = run.headers.get("x-conversation-id")!
+        assert.strictEqual(run.events[run.events.length - 1].event, "done")
+        const requestsDuringRun = fake.requests.length
 
-      // a prompt change: the replay stops at the first model call with the diff
-      const diverged = yield* Effect.flip(replay({ systemPrompt: "Answer like a pirate." }))
-      assert.strictEqual(diverged._tag, "ReplayDivergence")
-      assert.strictEqual(diverged.step, "model call 1 of 3 (chat)")
-      assert.strictEqual(diverged.path, "messages[0].content")
-      assert.include(diverged.diff, "+ Answer like a pirate.")
-      console.log(`divergence shown after a prompt change:\n${diverged.message}`)
-    }).pipe(Effect.scoped), 120_000)
+        const response = yield* Effect.promise(() =>
+          fetch(`${server.url}/api/conversations/${conversationId}/runs/latest/cassette`)
+        )
+        assert.strictEqual(response.status, 200)
+        assert.match(
+          response.headers.get("content-disposition") ?? "",
+          /^attachment; filename="cassette-run_.+\.json"$/
+        )
+        const cassette = yield* Cassette.decodeEffect(yield* Effect.promise(() => response.json()))
+        assert.strictEqual(cassette.source, "server")
+        assert.strictEqual(cassette.model.name, "fake-model")
+        assert.strictEqual(cassette.model_calls.length, 3)
+        assert.deepStrictEqual(cassette.tool_calls.map((t) => t.outcome), [
+          { _tag: "Success", output: "2+3 = 5" },
+          { _tag: "Success", output: "6*7 = 42" }
+        ])
+        // the cassette's events are what the client received
+        const received = Cassette.normalizeEvents(run.events.map((e) => {
+          const event = EventWire.fromWire(e.event, e.data as Record<string, unknown>)
+          if (event === undefined) throw new Error(`not an event: ${e.event} ${JSON.stringify(e.data)}`)
+          return event
+        }))
+        assert.deepStrictEqual(Cassette.normalizeEvents(cassette.events), received)
+
+        // replayed in process: identical events, and the model is not asked again
+        const replay = (agent: ReactAgent.Options = {}) =>
+          Effect.provide(
+            Effect.flatMap(ReactAgent.ReactAgent, (a) => Replay.run(a)),
+            Replay.layerAgent(cassette, { agent: { synthesis: "always", ...agent } }).pipe(Layer.orDie)
+          )
+        const replayed = yield* replay()
+        assert.deepStrictEqual(Cassette.normalizeEvents(replayed.events), received)
+        assert.strictEqual(fake.requests.length, requestsDuringRun)
+
+        // a prompt change: the replay stops at the first model call with the diff
+        const diverged = yield* Effect.flip(replay({ systemPrompt: "Answer like a pirate." }))
+        assert.strictEqual(diverged._tag, "ReplayDivergence")
+        assert.strictEqual(diverged.step, "model call 1 of 3 (chat)")
+        assert.strictEqual(diverged.path, "messages[0].content")
+        assert.include(diverged.diff, "+ Answer like a pirate.")
+        console.log(`divergence shown after a prompt change:\n${diverged.message}`)
+      }).pipe(Effect.scoped),
+    120_000
+  )
 })

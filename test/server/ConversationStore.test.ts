@@ -52,8 +52,14 @@ describe("ConversationStore (SQLite)", () => {
         assert.isTrue(list[1].title.endsWith("…"))
         const detail = Option.getOrThrow(yield* store.get("a"))
         assert.deepStrictEqual(detail.messages.map((m) => m.role), [
-          "user", "assistant", "tool", "assistant",
-          "user", "assistant", "tool", "assistant"
+          "user",
+          "assistant",
+          "tool",
+          "assistant",
+          "user",
+          "assistant",
+          "tool",
+          "assistant"
         ])
         assert.deepStrictEqual(detail.turn_details.map((t) => [t.turn, t.status, t.usage]), [
           [1, "completed", { total_tokens: 3 }],
@@ -68,7 +74,9 @@ describe("ConversationStore (SQLite)", () => {
       const file = join(dirname(dirname(tempDatabase())), "a-file")
       writeFileSync(file, "")
       const path = join(file, "db.sqlite")
-      const error = yield* Effect.flip(Effect.provide(ConversationStore.ConversationStore, ConversationStore.layerSqlite(path)))
+      const error = yield* Effect.flip(
+        Effect.provide(ConversationStore.ConversationStore, ConversationStore.layerSqlite(path))
+      )
       assert.strictEqual(error._tag, "StoreError")
       assert.include(error.message, path)
     }))

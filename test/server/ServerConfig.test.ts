@@ -34,7 +34,13 @@ describe("ServerConfig", () => {
       assert.strictEqual(settings.host, "0.0.0.0")
       assert.strictEqual(Redacted.value(Option.getOrThrow(settings.apiToken)), "tok")
       assert.deepStrictEqual(
-        [settings.maxBodyBytes, settings.detachGraceMs, settings.databasePath, settings.heartbeatMs, settings.runRetentionMs],
+        [
+          settings.maxBodyBytes,
+          settings.detachGraceMs,
+          settings.databasePath,
+          settings.heartbeatMs,
+          settings.runRetentionMs
+        ],
         [2048, 0, "/tmp/x.sqlite", 500, 3000]
       )
       assert.deepStrictEqual(
@@ -53,13 +59,15 @@ describe("ServerConfig", () => {
       assert.deepStrictEqual(settings.corsOrigins, ["https://app.example.com", "http://localhost:5173"])
       assert.deepStrictEqual(settings.allowedHosts, ["agent.example.com", ".corp.example"])
       assert.deepStrictEqual((yield* load({ CORS_ORIGINS: "*", ALLOWED_HOSTS: "*" })).corsOrigins, ["*"])
-      for (const [name, value] of [
-        ["CORS_ORIGINS", "app.example.com"],
-        ["CORS_ORIGINS", "https://app.example.com/path"],
-        ["CORS_ORIGINS", "ftp://app.example.com"],
-        ["ALLOWED_HOSTS", "https://agent.example.com"],
-        ["ALLOWED_HOSTS", "agent.example.com:8080"]
-      ]) {
+      for (
+        const [name, value] of [
+          ["CORS_ORIGINS", "app.example.com"],
+          ["CORS_ORIGINS", "https://app.example.com/path"],
+          ["CORS_ORIGINS", "ftp://app.example.com"],
+          ["ALLOWED_HOSTS", "https://agent.example.com"],
+          ["ALLOWED_HOSTS", "agent.example.com:8080"]
+        ]
+      ) {
         const error = yield* Effect.flip(load({ [name]: value }))
         assert.include(String(error), name, `${name}=${value}`)
       }
@@ -67,7 +75,21 @@ describe("ServerConfig", () => {
 
   it.effect("a bad value fails with an error naming the variable", () =>
     Effect.gen(function*() {
-      for (const [name, value] of [["PORT", "abc"], ["PORT", "70000"], ["MAX_BODY_BYTES", "0"], ["RUN_DETACH_GRACE_MS", "-1"], ["SSE_HEARTBEAT_MS", "5"], ["REQUEST_TIMEOUT_MS", "10"], ["HEADERS_TIMEOUT_MS", "x"], ["MAX_CONNECTIONS", "0"], ["SSE_MAX_BACKLOG_BYTES", "10"], ["REACT_MAX_ACTIVE_RUNS", "0"], ["REACT_RUN_QUEUE", "-1"]]) {
+      for (
+        const [name, value] of [
+          ["PORT", "abc"],
+          ["PORT", "70000"],
+          ["MAX_BODY_BYTES", "0"],
+          ["RUN_DETACH_GRACE_MS", "-1"],
+          ["SSE_HEARTBEAT_MS", "5"],
+          ["REQUEST_TIMEOUT_MS", "10"],
+          ["HEADERS_TIMEOUT_MS", "x"],
+          ["MAX_CONNECTIONS", "0"],
+          ["SSE_MAX_BACKLOG_BYTES", "10"],
+          ["REACT_MAX_ACTIVE_RUNS", "0"],
+          ["REACT_RUN_QUEUE", "-1"]
+        ]
+      ) {
         const error = yield* Effect.flip(load({ [name]: value }))
         assert.include(String(error), name, `${name}=${value}`)
       }

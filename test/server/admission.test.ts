@@ -18,71 +18,99 @@ const hasToolResult = (body: any) => (body?.messages ?? []).some((m: any) => m.r
 /** One `lookup` call per run (fresh call ids per request), then the answer. */
 const responder: FakeOpenAi.FakeResponder = (body, index) => {
   if (body?.stream) {
-    return FakeOpenAi.sse([FakeOpenAi.chunk.content("Done."), FakeOpenAi.chunk.finish("stop"), FakeOpenAi.chunk.usage(10, 3)])
+    return FakeOpenAi.sse([
+      FakeOpenAi.chunk.content("Done."),
+      FakeOpenAi.chunk.finish("stop"),
+      FakeOpenAi.chunk.usage(10, 3)
+    ])
   }
   return hasToolResult(body)
     ? FakeOpenAi.completion({ content: "Done." })
-    : FakeOpenAi.completion({ toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "lookup", arguments: "{\"topic\":\"x\"}" }] })
+    : FakeOpenAi.completion({
+      toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "lookup", arguments: "{\"topic\":\"x\"}" }]
+    })
 }
 
 describe("admission control", () => {
-  it.scopedLive("a burst beyond the bound: the queue's runs all end with done, at most REACT_MAX_ACTIVE_RUNS at once; the rest get 503 + Retry-After", () =>
-    Effect.gen(function*() {
-      let running = 0
-      let most = 0
-      const lookup = Tool.make({
-        name: "lookup",
-        description: "Looks a topic up, slowly",
-        parameters: Schema.Struct({ topic: Schema.String }),
-        handler: () =>
-          Effect.acquireUseRelease(
-            Effect.sync(() => {
-              running++
-              most = Math.max(most, running)
-            }),
-            () => Effect.as(Effect.sleep("1200 millis"), "facts"),
-            () => Effect.sync(() => void running--)
-          )
-      })
-      const fake = yield* FakeOpenAi.scoped(responder)
-      const { url } = yield* startServer({ llmUrl: fake.url, tools: [lookup], settings: { maxActiveRuns: 2, runQueue: 3 } })
+  it.scopedLive(
+    "a burst beyond the bound: the queue's runs all end with done, at most REACT_MAX_ACTIVE_RUNS at once; the rest get 503 + Retry-After",
+    () =>
+      Effect.gen(function*() {
+        let running = 0
+        let most = 0
+        const lookup = Tool.make({
+          name: "lookup",
+          description: "Looks a topic up, slowly",
+          parameters: Schema.Struct({ topic: Schema.String }),
+          handler: () =>
+            Effect.acquireUseRelease(
+              Effect.sync(() => {
+                running++
+                most = Math.max(most, running)
+              }),
+              () => Effect.as(Effect.sleep("1200 millis"), "facts"),
+              () => Effect.sync(() => void running--)
+            )
+        })
+        const fake = yield* FakeOpenAi.scoped(responder)
+        const { url } = yield* startServer({
+          llmUrl: fake.url,
+          tools: [lookup],
+          settings: { maxActiveRuns: 2, runQueue: 3 }
+        })
 
-      // 10 starts at once: 2 execute, 3 wait, 5 are refused
-      const burst = yield* Effect.promise(() =>
-        Promise.all(Array.from({ length: 10 }, (_, i) =>
-          openSse(`${url}/api/react`, { body: { query: `burst ${i}`, conversation_id: `burst${i}` }, timeoutMs: 30_000 })))
-      )
-      const admitted = burst.filter((r) => r.status === 200)
-      const refused = burst.filter((r) => r.status !== 200)
-      assert.strictEqual(admitted.length, 5, `statuses: ${burst.map((r) => r.status).join(",")}`)
-      for (const r of admitted) {
-        const last = r.events[r.events.length - 1]
-        assert.strictEqual(last?.event, "done")
-        assert.strictEqual(last?.data.answer, "Done.")
-      }
-      for (const r of refused) {
-        assert.strictEqual(r.status, 503)
-        assert.strictEqual(r.headers.get("retry-after"), "2")
-        assert.strictEqual(r.body.error, "overloaded")
-      }
-      assert.strictEqual(most, 2, "runs executing at once")
+        // 10 starts at once: 2 execute, 3 wait, 5 are refused
+        const burst = yield* Effect.promise(() =>
+          Promise.all(Array.from({ length: 10 }, (_, i) =>
+            openSse(`${url}/api/react`, {
+              body: { query: `burst ${i}`, conversation_id: `burst${i}` },
+              timeoutMs: 30_000
+            })))
+        )
+        const admitted = burst.filter((r) => r.status === 200)
+        const refused = burst.filter((r) => r.status !== 200)
+        assert.strictEqual(admitted.length, 5, `statuses: ${burst.map((r) => r.status).join(",")}`)
+        for (const r of admitted) {
+          const last = r.events[r.events.length - 1]
+          assert.strictEqual(last?.event, "done")
+          assert.strictEqual(last?.data.answer, "Done.")
+        }
+        for (const r of refused) {
+          assert.strictEqual(r.status, 503)
+          assert.strictEqual(r.headers.get("retry-after"), "2")
+          assert.strictEqual(r.body.error, "overloaded")
+        }
+        assert.strictEqual(most, 2, "runs executing at once")
 
-      // while the queue is full, the chat route is refused the same way
-      const hold = Array.from({ length: 5 }, (_, i) =>
-        openSse(`${url}/api/react`, { body: { query: `hold ${i}`, conversation_id: `hold${i}` }, timeoutMs: 30_000 }))
-      yield* Effect.sleep("300 millis")
-      const chat = yield* Effect.promise(() =>
-        openSse(`${url}/api/chat`, {
-          body: { id: "chat1", messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "hi" }] }] }
-        }))
-      assert.strictEqual(chat.status, 503)
-      assert.strictEqual(chat.headers.get("retry-after"), "2")
-      const held = yield* Effect.promise(() => Promise.all(hold))
-      assert.deepStrictEqual(held.map((r) => r.events[r.events.length - 1]?.event), ["done", "done", "done", "done", "done"])
+        // while the queue is full, the chat route is refused the same way
+        const hold = Array.from({ length: 5 }, (_, i) =>
+          openSse(`${url}/api/react`, { body: { query: `hold ${i}`, conversation_id: `hold${i}` }, timeoutMs: 30_000 }))
+        yield* Effect.sleep("300 millis")
+        const chat = yield* Effect.promise(() =>
+          openSse(`${url}/api/chat`, {
+            body: { id: "chat1", messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "hi" }] }] }
+          })
+        )
+        assert.strictEqual(chat.status, 503)
+        assert.strictEqual(chat.headers.get("retry-after"), "2")
+        const held = yield* Effect.promise(() =>
+          Promise.all(hold)
+        )
+        assert.deepStrictEqual(held.map((r) => r.events[r.events.length - 1]?.event), [
+          "done",
+          "done",
+          "done",
+          "done",
+          "done"
+        ])
 
-      // every place is given back: a start after the burst is admitted
-      const after = yield* Effect.promise(() => openSse(`${url}/api/react`, { body: { query: "after", conversation_id: "after" } }))
-      assert.strictEqual(after.status, 200)
-      assert.strictEqual(after.events[after.events.length - 1]?.event, "done")
-    }), 60_000)
+        // every place is given back: a start after the burst is admitted
+        const after = yield* Effect.promise(() =>
+          openSse(`${url}/api/react`, { body: { query: "after", conversation_id: "after" } })
+        )
+        assert.strictEqual(after.status, 200)
+        assert.strictEqual(after.events[after.events.length - 1]?.event, "done")
+      }),
+    60_000
+  )
 })

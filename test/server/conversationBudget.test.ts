@@ -20,7 +20,6 @@ import { openSse } from "../utils/sse.js"
 
 const TOOL_CALLS_PER_TURN = 4
 
-
 /** Tool results since the turn's query: the loop calls the tool until it has four. */
 const toolResultsThisTurn = (messages: ReadonlyArray<any>): number => {
   let lastUser = -1
@@ -43,7 +42,11 @@ const startFake = async () => {
     return toolResultsThisTurn(body.messages) >= TOOL_CALLS_PER_TURN
       ? FakeOpenAi.completion({ content: "The sums are done.", usage })
       : FakeOpenAi.completion({
-        toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "calculator", arguments: JSON.stringify({ expression: `${index}+1` }) }],
+        toolCalls: [{
+          id: FakeOpenAi.freshCallId(index),
+          name: "calculator",
+          arguments: JSON.stringify({ expression: `${index}+1` })
+        }],
         usage
       })
   })
@@ -60,7 +63,11 @@ interface Turn {
 }
 
 /** Two turns of one conversation; each with its model calls and what the fake billed for them. */
-const twoTurns = async (url: string, fake: FakeOpenAi.FakeOpenAiServer, billed: Array<{ prompt: number; completion: number }>) => {
+const twoTurns = async (
+  url: string,
+  fake: FakeOpenAi.FakeOpenAiServer,
+  billed: Array<{ prompt: number; completion: number }>
+) => {
   const turns: Array<Turn> = []
   let conversationId: string | undefined
   for (let i = 0; i < 2; i++) {
@@ -82,69 +89,84 @@ const twoTurns = async (url: string, fake: FakeOpenAi.FakeOpenAiServer, billed: 
   return turns
 }
 
-
-const exhaustedIn = (turn: Turn) => turn.events.filter((e) => e.event === "phase" && e.data.phase === "budget_exhausted")
+const exhaustedIn = (turn: Turn) =>
+  turn.events.filter((e) => e.event === "phase" && e.data.phase === "budget_exhausted")
 
 describe("server conversation budget", () => {
-  it("REACT_CONVERSATION_BUDGET_USD: the second run starts from what the first left, stops early and answers", async () => {
-    const { billed, fake } = await startFake()
-    const env = (dir: string, pricesFile: string) => ({
-      DATABASE_PATH: join(dir, "react.sqlite"),
-      ...modelEnv(fake.url),
-      // a small worst case per call, so that reservations stay near what calls cost
-      LLM_MAX_OUTPUT_TOKENS: "64",
-      MODEL_PRICES_FILE: pricesFile
-    })
-    try {
-      // calibration: the same two turns without the limit
-      const a = setup({ "fake-model": PRICE })
-      const calibration = await startServerProcess(env(a.dir, a.pricesFile))
-      let free: Array<Turn>
+  it(
+    "REACT_CONVERSATION_BUDGET_USD: the second run starts from what the first left, stops early and answers",
+    async () => {
+      const { billed, fake } = await startFake()
+      const env = (dir: string, pricesFile: string) => ({
+        DATABASE_PATH: join(dir, "react.sqlite"),
+        ...modelEnv(fake.url),
+        // a small worst case per call, so that reservations stay near what calls cost
+        LLM_MAX_OUTPUT_TOKENS: "64",
+        MODEL_PRICES_FILE: pricesFile
+      })
       try {
-        free = await twoTurns(calibration.url, fake, billed)
-      } finally {
-        await calibration.kill("SIGTERM")
-      }
-      for (const turn of free) {
-        assert.strictEqual(exhaustedIn(turn).length, 0)
-        assert.strictEqual(turn.done.data.answer, "Here is what I found.")
-        // four loop calls with the tool, the final loop reply, the synthesis
-        assert.strictEqual(turn.calls, TOOL_CALLS_PER_TURN + 2)
-        assert.approximately(turn.done.data.usage.cost_usd, turn.billedUsd, 1e-9)
-      }
-      const [cost1, cost2] = free.map((t) => t.done.data.usage.cost_usd as number)
+        // calibration: the same two turns without the limit
+        const a = setup({ "fake-model": PRICE })
+        const calibration = await startServerProcess(env(a.dir, a.pricesFile))
+        let free: Array<Turn>
+        try {
+          free = await twoTurns(calibration.url, fake, billed)
+        } finally {
+          await calibration.kill("SIGTERM")
+        }
+        for (const turn of free) {
+          assert.strictEqual(exhaustedIn(turn).length, 0)
+          assert.strictEqual(turn.done.data.answer, "Here is what I found.")
+          // four loop calls with the tool, the final loop reply, the synthesis
+          assert.strictEqual(turn.calls, TOOL_CALLS_PER_TURN + 2)
+          assert.approximately(turn.done.data.usage.cost_usd, turn.billedUsd, 1e-9)
+        }
+        const [cost1, cost2] = free.map((t) => t.done.data.usage.cost_usd as number)
 
-      const limit = Number((cost1 + cost2 / 2).toFixed(6))
-      const b = setup({ "fake-model": PRICE })
-      const server = await startServerProcess({ ...env(b.dir, b.pricesFile), REACT_CONVERSATION_BUDGET_USD: String(limit) })
-      try {
-        const [first, second] = await twoTurns(server.url, fake, billed)
-        // the first run fits whole
-        assert.strictEqual(exhaustedIn(first).length, 0, first.events.map((e) => e.event).join(","))
-        assert.strictEqual(first.calls, TOOL_CALLS_PER_TURN + 2)
-        assert.strictEqual(first.done.data.answer, "Here is what I found.")
-        // the second is held to what the first left: it stops early and still answers
-        const exhausted = exhaustedIn(second)
-        assert.strictEqual(exhausted.length, 1, second.events.map((e) => e.event).join(","))
-        assert.isTrue(exhausted[0].data.limit_usd <= limit - first.done.data.usage.cost_usd + 1e-9, JSON.stringify(exhausted[0].data))
-        assert.isTrue(second.calls < free[1].calls, `${second.calls} model calls, ${free[1].calls} without the limit`)
-        assert.isTrue(typeof second.done.data.answer === "string" && second.done.data.answer.length > 0)
-        // together, never over the limit: as reported and as billed
-        const reported = first.done.data.usage.cost_usd + second.done.data.usage.cost_usd
-        assert.isTrue(reported <= limit, `reported $${reported} of $${limit}`)
-        assert.isTrue(first.billedUsd + second.billedUsd <= limit, `billed $${first.billedUsd + second.billedUsd} of $${limit}`)
-        console.log(
-          `conversation budget $${limit}: calibration runs $${cost1} (${free[0].calls} calls) + $${cost2} (${free[1].calls} calls); ` +
-            `limited runs $${first.done.data.usage.cost_usd} (${first.calls} calls) + $${second.done.data.usage.cost_usd} (${second.calls} calls), ` +
-            `exhausted ${JSON.stringify(exhausted[0].data)}`
-        )
+        const limit = Number((cost1 + cost2 / 2).toFixed(6))
+        const b = setup({ "fake-model": PRICE })
+        const server = await startServerProcess({
+          ...env(b.dir, b.pricesFile),
+          REACT_CONVERSATION_BUDGET_USD: String(limit)
+        })
+        try {
+          const [first, second] = await twoTurns(server.url, fake, billed)
+          // the first run fits whole
+          assert.strictEqual(exhaustedIn(first).length, 0, first.events.map((e) => e.event).join(","))
+          assert.strictEqual(first.calls, TOOL_CALLS_PER_TURN + 2)
+          assert.strictEqual(first.done.data.answer, "Here is what I found.")
+          // the second is held to what the first left: it stops early and still answers
+          const exhausted = exhaustedIn(second)
+          assert.strictEqual(exhausted.length, 1, second.events.map((e) => e.event).join(","))
+          assert.isTrue(
+            exhausted[0].data.limit_usd <= limit - first.done.data.usage.cost_usd + 1e-9,
+            JSON.stringify(exhausted[0].data)
+          )
+          assert.isTrue(second.calls < free[1].calls, `${second.calls} model calls, ${free[1].calls} without the limit`)
+          assert.isTrue(typeof second.done.data.answer === "string" && second.done.data.answer.length > 0)
+          // together, never over the limit: as reported and as billed
+          const reported = first.done.data.usage.cost_usd + second.done.data.usage.cost_usd
+          assert.isTrue(reported <= limit, `reported $${reported} of $${limit}`)
+          assert.isTrue(
+            first.billedUsd + second.billedUsd <= limit,
+            `billed $${first.billedUsd + second.billedUsd} of $${limit}`
+          )
+          console.log(
+            `conversation budget $${limit}: calibration runs $${cost1} (${free[0].calls} calls) + $${cost2} (${
+              free[1].calls
+            } calls); ` +
+              `limited runs $${first.done.data.usage.cost_usd} (${first.calls} calls) + $${second.done.data.usage.cost_usd} (${second.calls} calls), ` +
+              `exhausted ${JSON.stringify(exhausted[0].data)}`
+          )
+        } finally {
+          await server.kill("SIGTERM")
+        }
       } finally {
-        await server.kill("SIGTERM")
+        await fake.close()
       }
-    } finally {
-      await fake.close()
-    }
-  }, 120_000)
+    },
+    120_000
+  )
 
   it("a conversation budget without a price for the model in use stops start-up naming the model", async () => {
     const error = await startupErrorWithoutPrice("REACT_CONVERSATION_BUDGET_USD")

@@ -26,8 +26,7 @@ const pragmas = (where: Database.Location) =>
           journal: Effect.map(sql<{ journal_mode: string }>`PRAGMA journal_mode`, (r) => r[0]?.journal_mode)
         })),
       context
-    )
-  )).pipe(Effect.orDie)
+    ))).pipe(Effect.orDie)
 
 const locationFrom = (env: Record<string, string>) =>
   Effect.withConfigProvider(Effect.either(Database.location), ConfigProvider.fromMap(new Map(Object.entries(env))))

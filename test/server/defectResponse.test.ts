@@ -14,13 +14,20 @@ describe("ApiError.handle", () => {
       const logger = Logger.make(({ cause, logLevel, message }) => {
         lines.push(`${logLevel.label} ${String(message)} ${cause._tag === "Empty" ? "" : String(cause)}`)
       })
-      const response = yield* ApiError.handle(Effect.die(new Error("invalid byte sequence for encoding \"UTF8\": 0x00"))).pipe(
+      const response = yield* ApiError.handle(
+        Effect.die(new Error("invalid byte sequence for encoding \"UTF8\": 0x00"))
+      ).pipe(
         Effect.provide(Logger.replace(Logger.defaultLogger, logger))
       )
       assert.strictEqual(response.status, 500)
       assert.strictEqual(response.body._tag, "Uint8Array")
-      const body = response.body._tag === "Uint8Array" ? JSON.parse(new TextDecoder().decode(response.body.body)) : undefined
-      assert.deepStrictEqual(body, { error: "internal_error", message: "Internal error: the server's log has the details" })
+      const body = response.body._tag === "Uint8Array"
+        ? JSON.parse(new TextDecoder().decode(response.body.body))
+        : undefined
+      assert.deepStrictEqual(body, {
+        error: "internal_error",
+        message: "Internal error: the server's log has the details"
+      })
       assert.strictEqual(lines.length, 1)
       assert.match(lines[0] ?? "", /^ERROR request failed .*invalid byte sequence/)
     }))

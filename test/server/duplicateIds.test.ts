@@ -24,7 +24,9 @@ const recordingLookup = () => {
     handler: ({ topic }) =>
       Effect.suspend(() => {
         ran.push(topic)
-        return topic === "tides" ? Effect.succeed("Facts about tides.") : Effect.fail(new Tool.ToolError({ message: `no facts about ${topic}` }))
+        return topic === "tides"
+          ? Effect.succeed("Facts about tides.")
+          : Effect.fail(new Tool.ToolError({ message: `no facts about ${topic}` }))
       })
   })
   return { tool, ran }
@@ -60,7 +62,9 @@ const pairedOutcomes = (messages: ReadonlyArray<any>): Array<[string, string, st
   assert.notInclude(ids, "")
   assert.strictEqual(new Set(ids).size, 2, `distinct ids: ${JSON.stringify(ids)}`)
   const tools = messages.filter((m) => m.role === "tool")
-  for (const id of ids) assert.strictEqual(tools.filter((m) => m.tool_call_id === id).length, 1, `one tool message for ${id}`)
+  for (const id of ids) {
+    assert.strictEqual(tools.filter((m) => m.tool_call_id === id).length, 1, `one tool message for ${id}`)
+  }
   return calls.map((c, k) => {
     const answer = messages[at + 1 + k]
     assert.strictEqual(answer.role, "tool")
@@ -70,35 +74,41 @@ const pairedOutcomes = (messages: ReadonlyArray<any>): Array<[string, string, st
 }
 
 describe("two parallel calls with the same id", () => {
-  it.scopedLive("each runs once; the model and the stored conversation get both outcomes, each paired with its own call", () =>
-    Effect.gen(function*() {
-      const fake = yield* FakeOpenAi.scoped(duplicateRound)
-      const lookup = recordingLookup()
-      const { url } = yield* startServer({ llmUrl: fake.url, tools: [lookup.tool] })
-      const result = yield* Effect.promise(() => openSse(`${url}/api/react`, { body: { query: "tides?", conversation_id: "dup" } }))
-      const done = result.events[result.events.length - 1]
-      assert.strictEqual(done.event, "done")
-      assert.isFalse(result.events.some((e) => e.event === "error"))
-      // two real executions, one per call (a call sharing the other's activity would not run)
-      assert.deepStrictEqual([...lookup.ran].sort(), ["nothing", "tides"])
-      // loop, loop, synthesis: no request repeated
-      assert.deepStrictEqual(fake.requests.map((r) => r.body.stream === true), [false, false, true])
+  it.scopedLive(
+    "each runs once; the model and the stored conversation get both outcomes, each paired with its own call",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* FakeOpenAi.scoped(duplicateRound)
+        const lookup = recordingLookup()
+        const { url } = yield* startServer({ llmUrl: fake.url, tools: [lookup.tool] })
+        const result = yield* Effect.promise(() =>
+          openSse(`${url}/api/react`, { body: { query: "tides?", conversation_id: "dup" } })
+        )
+        const done = result.events[result.events.length - 1]
+        assert.strictEqual(done.event, "done")
+        assert.isFalse(result.events.some((e) => e.event === "error"))
+        // two real executions, one per call (a call sharing the other's activity would not run)
+        assert.deepStrictEqual([...lookup.ran].sort(), ["nothing", "tides"])
+        // loop, loop, synthesis: no request repeated
+        assert.deepStrictEqual(fake.requests.map((r) => r.body.stream === true), [false, false, true])
 
-      const expected = (outcomes: Array<[string, string, string]>) => {
-        assert.strictEqual(outcomes[0][0], "call_dup", "the first call keeps the model's id")
-        assert.deepStrictEqual(outcomes.map(([, topic, content]) => [topic, content]), [
-          ["tides", "Facts about tides."],
-          ["nothing", "Error: no facts about nothing"]
-        ])
-      }
-      // what the model was sent after the round
-      const sent = pairedOutcomes(fake.requests[1].body.messages)
-      expected(sent)
-      // what is stored (the next turn's history)
-      const stored = yield* Effect.promise(() => getJson(`${url}/api/conversations/dup`))
-      assert.strictEqual(stored.status, 200)
-      const kept = pairedOutcomes(stored.body.messages)
-      expected(kept)
-      assert.deepStrictEqual(kept, sent, "the stored ids are the ones the model saw")
-    }), 30_000)
+        const expected = (outcomes: Array<[string, string, string]>) => {
+          assert.strictEqual(outcomes[0][0], "call_dup", "the first call keeps the model's id")
+          assert.deepStrictEqual(outcomes.map(([, topic, content]) => [topic, content]), [
+            ["tides", "Facts about tides."],
+            ["nothing", "Error: no facts about nothing"]
+          ])
+        }
+        // what the model was sent after the round
+        const sent = pairedOutcomes(fake.requests[1].body.messages)
+        expected(sent)
+        // what is stored (the next turn's history)
+        const stored = yield* Effect.promise(() => getJson(`${url}/api/conversations/dup`))
+        assert.strictEqual(stored.status, 200)
+        const kept = pairedOutcomes(stored.body.messages)
+        expected(kept)
+        assert.deepStrictEqual(kept, sent, "the stored ids are the ones the model saw")
+      }),
+    30_000
+  )
 })

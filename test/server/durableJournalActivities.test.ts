@@ -28,7 +28,9 @@ import * as DurableJournal from "../../src/server/internal/durableJournal.js"
 import * as RunHost from "../../src/server/internal/runHost.js"
 import * as RunLog from "../../src/server/RunLog.js"
 
-type Body = (workflow: Context.Context<WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance>) => Effect.Effect<unknown>
+type Body = (
+  workflow: Context.Context<WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance>
+) => Effect.Effect<unknown>
 
 /** One workflow whose body is the test's (looked up by the execution's id, one per test). */
 const Probe = Workflow.make({
@@ -39,13 +41,18 @@ const Probe = Workflow.make({
 })
 const bodies = new Map<string, Body>()
 const engine = Probe.toLayer((payload) =>
-  Effect.flatMap(Effect.context<WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance>(), (ctx) => bodies.get(payload.id)!(ctx))
+  Effect.flatMap(
+    Effect.context<WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance>(),
+    (ctx) => bodies.get(payload.id)!(ctx)
+  )
 ).pipe(Layer.provideMerge(WorkflowEngine.layerMemory))
 
 const openLog = (): Effect.Effect<RunLog.RunLogService, never, Scope.Scope> =>
   Effect.map(
     Layer.build(RunLog.layer.pipe(
-      Layer.provide(Database.layer({ _tag: "Sqlite", filename: join(mkdtempSync(join(tmpdir(), "journal-acts-")), "runs.sqlite") })),
+      Layer.provide(
+        Database.layer({ _tag: "Sqlite", filename: join(mkdtempSync(join(tmpdir(), "journal-acts-")), "runs.sqlite") })
+      ),
       Layer.orDie
     )),
     Context.get(RunLog.RunLog)
@@ -76,17 +83,20 @@ const inRun = <A>(
     const stored = yield* Effect.orDie(log.storedKeys(runId))
     const cancel = yield* Deferred.make<void>()
     bodies.set(runId, (workflow) =>
-      Effect.scoped(Effect.flatMap(DurableJournal.make({
-        runId,
-        workflow,
-        host,
-        calls,
-        log,
-        local: { runId, conversationId: `c-${runId}`, cancel },
-        stored,
-        ...(claims !== undefined ? { claims } : {}),
-        ...(beforeDone !== undefined ? { beforeDone } : {})
-      }), body)))
+      Effect.scoped(Effect.flatMap(
+        DurableJournal.make({
+          runId,
+          workflow,
+          host,
+          calls,
+          log,
+          local: { runId, conversationId: `c-${runId}`, cancel },
+          stored,
+          ...(claims !== undefined ? { claims } : {}),
+          ...(beforeDone !== undefined ? { beforeDone } : {})
+        }),
+        body
+      )))
     return (yield* Probe.execute({ id: runId }).pipe(Effect.provide(engine), Effect.orDie)) as A
   })
 
@@ -107,7 +117,11 @@ describe("durable journal: activities", () => {
       const log = yield* openLog()
       yield* begin(log, "r-plain")
       const seen = yield* inRun(log, "r-plain", yield* processOf("boot-2"), (journal) =>
-        journal.activity({ name: "llm/1", success: Schema.Unknown, execute: (ctx) => Effect.succeed(ctx.restarted) }))
+        journal.activity({
+          name: "llm/1",
+          success: Schema.Unknown,
+          execute: (ctx) => Effect.succeed(ctx.restarted)
+        }))
       assert.strictEqual(seen, false)
       // nothing claimed the start: the next process to mark it is the first
       assert.strictEqual(yield* Effect.orDie(log.markStarted("r-plain", "llm/1", "probe")), "probe")
@@ -120,8 +134,18 @@ describe("durable journal: activities", () => {
       yield* Effect.orDie(log.markStarted("r-aware", "tool/a", "boot-1"))
       const seen = yield* inRun(log, "r-aware", yield* processOf("boot-2"), (journal) =>
         Effect.all([
-          journal.activity({ name: "tool/a", success: Schema.Unknown, restartAware: true, execute: (ctx) => Effect.succeed(ctx.restarted) }),
-          journal.activity({ name: "tool/b", success: Schema.Unknown, restartAware: true, execute: (ctx) => Effect.succeed(ctx.restarted) })
+          journal.activity({
+            name: "tool/a",
+            success: Schema.Unknown,
+            restartAware: true,
+            execute: (ctx) => Effect.succeed(ctx.restarted)
+          }),
+          journal.activity({
+            name: "tool/b",
+            success: Schema.Unknown,
+            restartAware: true,
+            execute: (ctx) => Effect.succeed(ctx.restarted)
+          })
         ]))
       assert.deepStrictEqual(seen, [true, false])
       // tool/b's start was recorded, by an execution of this process
@@ -154,7 +178,10 @@ describe("durable journal: activities", () => {
       yield* Fiber.interrupt(first)
       assert.isTrue(yield* inRun(log, "r-aware-again", process, stream))
       const events = yield* Effect.orDie(log.eventsAfter("r-aware-again", 0))
-      assert.deepStrictEqual(events.map((e) => (e.event._tag === "AnswerDelta" ? e.event.content : e.event._tag)), ["streaming", "reset, again"])
+      assert.deepStrictEqual(events.map((e) => (e.event._tag === "AnswerDelta" ? e.event.content : e.event._tag)), [
+        "streaming",
+        "reset, again"
+      ])
     }))
 
   it.scopedLive("a restart-aware activity cut before its first event has shown nothing: shown is false; cut after one, true", () =>
@@ -194,15 +221,20 @@ describe("durable journal: activities", () => {
       const log = yield* openLog()
       yield* begin(log, "r-once")
       yield* Effect.orDie(log.markStarted("r-once", "tool/pay", "boot-1"))
-      const seen = yield* inRun(log, "r-once", yield* processOf("boot-2"), (journal) =>
-        Effect.all(["tool/pay", "tool/fresh"].map((name) =>
-          journal.activity({
-            name,
-            success: Schema.String,
-            onRestart: () => Effect.succeed("onRestart"),
-            execute: (ctx) => Effect.succeed(`execute ${ctx.restarted}`)
-          })
-        )))
+      const seen = yield* inRun(
+        log,
+        "r-once",
+        yield* processOf("boot-2"),
+        (journal) =>
+          Effect.all(["tool/pay", "tool/fresh"].map((name) =>
+            journal.activity({
+              name,
+              success: Schema.String,
+              onRestart: () => Effect.succeed("onRestart"),
+              execute: (ctx) => Effect.succeed(`execute ${ctx.restarted}`)
+            })
+          ))
+      )
       assert.deepStrictEqual(seen, ["onRestart", "execute false"])
     }))
 
@@ -212,12 +244,36 @@ describe("durable journal: activities", () => {
       const inFlight = (host: RunHost.RunHost) => Effect.map(host.drain(0), (d) => d.inFlight)
       const procs = [yield* processOf("boot-a"), yield* processOf("boot-b"), yield* processOf("boot-c")] as const
       yield* Effect.forEach(["r-fl1", "r-fl2", "r-fl3"], (id) => begin(log, id))
-      const onRestart = yield* inRun(log, "r-fl1", procs[0], (journal) =>
-        journal.activity({ name: "tool/x", success: Schema.Number, onRestart: () => Effect.succeed(-1), execute: () => inFlight(procs[0].host) }))
-      const exclusive = yield* inRun(log, "r-fl2", procs[1], (journal) =>
-        journal.activity({ name: "tool/y", success: Schema.Number, exclusive: true, execute: () => inFlight(procs[1].host) }))
-      const plain = yield* inRun(log, "r-fl3", procs[2], (journal) =>
-        journal.activity({ name: "llm/1", success: Schema.Number, execute: () => inFlight(procs[2].host) }))
+      const onRestart = yield* inRun(
+        log,
+        "r-fl1",
+        procs[0],
+        (journal) =>
+          journal.activity({
+            name: "tool/x",
+            success: Schema.Number,
+            onRestart: () => Effect.succeed(-1),
+            execute: () => inFlight(procs[0].host)
+          })
+      )
+      const exclusive = yield* inRun(
+        log,
+        "r-fl2",
+        procs[1],
+        (journal) =>
+          journal.activity({
+            name: "tool/y",
+            success: Schema.Number,
+            exclusive: true,
+            execute: () => inFlight(procs[1].host)
+          })
+      )
+      const plain = yield* inRun(
+        log,
+        "r-fl3",
+        procs[2],
+        (journal) => journal.activity({ name: "llm/1", success: Schema.Number, execute: () => inFlight(procs[2].host) })
+      )
       assert.deepStrictEqual([onRestart, exclusive, plain], [1, 1, 0])
     }))
 
@@ -268,7 +324,13 @@ describe("durable journal: activities", () => {
       const { keys } = yield* Effect.orDie(log.storedKeys("r-keys"))
       assert.deepStrictEqual([...keys].sort(), ["b:1", "b:2", "k:x", "llm/1@boot-2:1", "llm/1@boot-2:2"])
       const events = yield* Effect.orDie(log.eventsAfter("r-keys", 0))
-      assert.deepStrictEqual(events.map((e) => e.event._tag === "AnswerDelta" ? e.event.content : e.event._tag), ["one", "a", "b", "two", "keyed"])
+      assert.deepStrictEqual(events.map((e) => e.event._tag === "AnswerDelta" ? e.event.content : e.event._tag), [
+        "one",
+        "a",
+        "b",
+        "two",
+        "keyed"
+      ])
       assert.strictEqual(journal.idempotencyKey!("tool/x"), makeIdempotencyKey("r-keys", "tool/x"))
       assert.notStrictEqual(journal.idempotencyKey!("tool/x"), journal.idempotencyKey!("tool/y"))
     }))
@@ -278,16 +340,23 @@ describe("durable journal: activities", () => {
       const log = yield* openLog()
       yield* Effect.forEach(["r-done1", "r-done2"], (id) => begin(log, id))
       const seen: Array<string> = []
-      yield* inRun(log, "r-done1", yield* processOf("boot-2"), (journal) =>
-        Effect.gen(function*() {
-          yield* journal.emit(note("answer"))
-          yield* journal.emit(done)
-        }), undefined, (event) =>
-        Effect.flatMap(Effect.orDie(log.eventsAfter("r-done1", 0)), (stored) =>
-          Effect.sync(() => {
-            seen.push(`${event._tag} after ${stored.length} stored`)
-            return event
-          })))
+      yield* inRun(
+        log,
+        "r-done1",
+        yield* processOf("boot-2"),
+        (journal) =>
+          Effect.gen(function*() {
+            yield* journal.emit(note("answer"))
+            yield* journal.emit(done)
+          }),
+        undefined,
+        (event) =>
+          Effect.flatMap(Effect.orDie(log.eventsAfter("r-done1", 0)), (stored) =>
+            Effect.sync(() => {
+              seen.push(`${event._tag} after ${stored.length} stored`)
+              return event
+            }))
+      )
       assert.deepStrictEqual(seen, ["Done after 1 stored"])
       assert.strictEqual((yield* Effect.orDie(log.eventsAfter("r-done1", 0))).length, 2)
       yield* inRun(log, "r-done2", yield* processOf("boot-2"), (journal) => journal.emit(done))
@@ -298,31 +367,34 @@ describe("durable journal: activities", () => {
   // as @effect/cluster does it: the workflow's body is interrupted, then executed again
   describe("a tool call delivered again while it runs (issue 46)", () => {
     /** A call that is not idempotent, recording each execution's start and end. */
-    const payCall = (records: Array<string>, started: Deferred.Deferred<void>) => (journal: DurableJournal.DurableJournal) =>
-      journal.activity({
-        name: "tool/1/pay",
-        success: Schema.String,
-        onRestart: () => Effect.succeed("cut"),
-        execute: () =>
-          Effect.gen(function*() {
-            records.push("start")
-            yield* journal.emit(note("paying"))
-            yield* Deferred.succeed(started, undefined)
-            yield* Effect.sleep("400 millis")
-            yield* journal.emit(note("paid"))
-            records.push("end")
-            return "paid"
-          })
-      })
+    const payCall =
+      (records: Array<string>, started: Deferred.Deferred<void>) => (journal: DurableJournal.DurableJournal) =>
+        journal.activity({
+          name: "tool/1/pay",
+          success: Schema.String,
+          onRestart: () => Effect.succeed("cut"),
+          execute: () =>
+            Effect.gen(function*() {
+              records.push("start")
+              yield* journal.emit(note("paying"))
+              yield* Deferred.succeed(started, undefined)
+              yield* Effect.sleep("400 millis")
+              yield* journal.emit(note("paid"))
+              records.push("end")
+              return "paid"
+            })
+        })
 
     /** Runs `call` in a body that emits before and after it; the first run is interrupted once the call started. */
-    const body = (call: (journal: DurableJournal.DurableJournal) => Effect.Effect<string>) => (journal: DurableJournal.DurableJournal) =>
-      Effect.gen(function*() {
-        yield* journal.emit(note("before"))
-        const paid = yield* call(journal)
-        yield* journal.emit(note("after"))
-        return paid
-      })
+    const body =
+      (call: (journal: DurableJournal.DurableJournal) => Effect.Effect<string>) =>
+      (journal: DurableJournal.DurableJournal) =>
+        Effect.gen(function*() {
+          yield* journal.emit(note("before"))
+          const paid = yield* call(journal)
+          yield* journal.emit(note("after"))
+          return paid
+        })
 
     it.scopedLive("in the same process: the attempt joins the running execution — one execution, its outcome, its events stored once", () =>
       Effect.gen(function*() {
@@ -340,7 +412,10 @@ describe("durable journal: activities", () => {
         assert.deepStrictEqual(records, ["start", "end"], "one execution")
         // the call's events went to the body that waited for it: each once, ids in order, none lost
         const events = yield* Effect.orDie(log.eventsAfter("r-again", 0))
-        assert.deepStrictEqual(events.map((e) => [e.seq, e.event._tag === "AnswerDelta" ? e.event.content : e.event._tag]), [[1, "before"], [2, "paying"], [3, "paid"], [4, "after"]])
+        assert.deepStrictEqual(
+          events.map((e) => [e.seq, e.event._tag === "AnswerDelta" ? e.event.content : e.event._tag]),
+          [[1, "before"], [2, "paying"], [3, "paid"], [4, "after"]]
+        )
       }))
 
     it.scopedLive("on another instance: the attempt waits for the live holder's outcome and adopts it — never 'interrupted' while it runs", () =>
@@ -351,7 +426,9 @@ describe("durable journal: activities", () => {
         const records: Array<string> = []
         const started = yield* Deferred.make<void>()
         const call = payCall(records, started)
-        const first = yield* Effect.fork(inRun(log, "r-moved", a, body(call), { leaseMs: 600, renewMs: 100, maxWaitMs: 10_000 }))
+        const first = yield* Effect.fork(
+          inRun(log, "r-moved", a, body(call), { leaseMs: 600, renewMs: 100, maxWaitMs: 10_000 })
+        )
         yield* Deferred.await(started)
         yield* Fiber.interrupt(first)
         const adopted = yield* inRun(log, "r-moved", b, body(call), { leaseMs: 600, renewMs: 100, maxWaitMs: 10_000 })
@@ -368,23 +445,27 @@ describe("durable journal: activities", () => {
         const cancel = yield* Deferred.make<void>()
         const stopped = yield* Deferred.make<void>()
         bodies.set("r-cancel", (workflow) =>
-          Effect.scoped(Effect.flatMap(DurableJournal.make({
-            runId: "r-cancel",
-            workflow,
-            host: process.host,
-            calls: process.calls,
-            log,
-            local: { runId: "r-cancel", conversationId: "c-r-cancel", cancel },
-            stored: { keys: new Set(), lastSeq: 0 }
-          }), (journal) => journal.activity({
-            name: "tool/1/pay",
-            success: Schema.String,
-            onRestart: () => Effect.succeed("cut"),
-            execute: () =>
-              Effect.zipRight(Deferred.succeed(started, undefined), Effect.as(Effect.never, "never")).pipe(
-                Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))
-              )
-          }))))
+          Effect.scoped(Effect.flatMap(
+            DurableJournal.make({
+              runId: "r-cancel",
+              workflow,
+              host: process.host,
+              calls: process.calls,
+              log,
+              local: { runId: "r-cancel", conversationId: "c-r-cancel", cancel },
+              stored: { keys: new Set(), lastSeq: 0 }
+            }),
+            (journal) =>
+              journal.activity({
+                name: "tool/1/pay",
+                success: Schema.String,
+                onRestart: () => Effect.succeed("cut"),
+                execute: () =>
+                  Effect.zipRight(Deferred.succeed(started, undefined), Effect.as(Effect.never, "never")).pipe(
+                    Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))
+                  )
+              })
+          )))
         const run = yield* Effect.fork(Effect.exit(Probe.execute({ id: "r-cancel" }).pipe(Effect.provide(engine))))
         yield* Deferred.await(started)
         yield* Deferred.succeed(cancel, undefined)

@@ -25,7 +25,8 @@ import * as RunHost from "../../src/server/internal/runHost.js"
 import * as RunLog from "../../src/server/RunLog.js"
 
 /** As the loop emits it (`approval.ts`): keyed by its approval id. */
-const ask = (journal: DurableJournal.DurableJournal, id: string, call: string) => journal.emit(requested(id, call), { key: `approval/${id}/requested` })
+const ask = (journal: DurableJournal.DurableJournal, id: string, call: string) =>
+  journal.emit(requested(id, call), { key: `approval/${id}/requested` })
 
 const requested = (id: string, call: string): RunEvent => ({
   _tag: "ApprovalRequested",
@@ -76,7 +77,7 @@ describe("durable journal: event keys", () => {
       const ids = events.map((e) => e.event._tag === "ApprovalRequested" ? e.event.approval_id : undefined)
       assert.deepStrictEqual(ids, ["ap_A", "ap_C"], "each approval request stored once, none lost")
       assert.deepStrictEqual(events.map((e) => e.seq), [1, 2])
-      assert.strictEqual((yield* second.skipped), 1)
+      assert.strictEqual(yield* second.skipped, 1)
     }))
 })
 
@@ -90,20 +91,20 @@ describe("durable journal: lastSeq", () => {
       )
       yield* Effect.orDie(log.start({ runId: "r1", conversationId: "c1", query: "count" }))
       const first = yield* journalOf(log, "boot-1")
-      assert.strictEqual((yield* first.lastSeq), 0)
+      assert.strictEqual(yield* first.lastSeq, 0)
       yield* first.emit(note("one"))
-      assert.strictEqual((yield* first.lastSeq), 1)
+      assert.strictEqual(yield* first.lastSeq, 1)
       yield* first.emit(note("two"))
-      assert.strictEqual((yield* first.lastSeq), 2)
+      assert.strictEqual(yield* first.lastSeq, 2)
       // the next process replays the first event (stored: skipped), then stores a new one
       const second = yield* journalOf(log, "boot-2")
-      assert.strictEqual((yield* second.lastSeq), 2)
+      assert.strictEqual(yield* second.lastSeq, 2)
       yield* second.emit(note("one"))
-      assert.strictEqual((yield* second.lastSeq), 2)
+      assert.strictEqual(yield* second.lastSeq, 2)
       yield* second.emit(note("keyed"), { key: "x" })
-      assert.strictEqual((yield* second.lastSeq), 3)
+      assert.strictEqual(yield* second.lastSeq, 3)
       const events = yield* Effect.orDie(log.eventsAfter("r1", 0))
       assert.deepStrictEqual(events.map((e) => e.seq), [1, 2, 3])
-      assert.strictEqual(events.at(-1)!.seq, (yield* second.lastSeq))
+      assert.strictEqual(events.at(-1)!.seq, yield* second.lastSeq)
     }))
 })

@@ -25,11 +25,18 @@ import { join } from "node:path"
 import * as Database from "../../src/server/Database.js"
 import * as DurableRuns from "../../src/server/DurableRuns.js"
 
-const Job = Workflow.make({ name: "embeddedShards/Job", payload: { id: Schema.String }, success: Schema.String, idempotencyKey: (p) => p.id })
+const Job = Workflow.make({
+  name: "embeddedShards/Job",
+  payload: { id: Schema.String },
+  success: Schema.String,
+  idempotencyKey: (p) => p.id
+})
 
 /** The workflow: one activity whose behaviour the engine's process decides. */
 const jobLayer = (step: Effect.Effect<string>) =>
-  Job.toLayer(({ id }) => Activity.make({ name: "step", success: Schema.String, execute: step }).pipe(Effect.map((s) => `${id}:${s}`)))
+  Job.toLayer(({ id }) =>
+    Activity.make({ name: "step", success: Schema.String, execute: step }).pipe(Effect.map((s) => `${id}:${s}`))
+  )
 
 /** The engine as it was configured before: one runner, the cluster's default shard count. */
 const oldEngine = ClusterWorkflowEngine.layer.pipe(
@@ -40,50 +47,62 @@ const oldEngine = ClusterWorkflowEngine.layer.pipe(
 )
 
 describe("embedded engine: one shard", () => {
-  it.live("a run left in flight on a file written with 300 shards resumes under one shard", () =>
-    Effect.gen(function*() {
-      const filename = join(mkdtempSync(join(tmpdir(), "embedded-shards-")), "runs.sqlite")
-      const database = Database.layer({ _tag: "Sqlite", filename })
+  it.live(
+    "a run left in flight on a file written with 300 shards resumes under one shard",
+    () =>
+      Effect.gen(function*() {
+        const filename = join(mkdtempSync(join(tmpdir(), "embedded-shards-")), "runs.sqlite")
+        const database = Database.layer({ _tag: "Sqlite", filename })
 
-      // the old engine: the activity starts and never ends; the process stops meanwhile
-      const started = yield* Deferred.make<void>()
-      const first = yield* Scope.make()
-      const oldContext = yield* Layer.buildWithScope(
-        jobLayer(Effect.zipRight(Deferred.succeed(started, undefined), Effect.never)).pipe(
-          Layer.provideMerge(oldEngine),
-          Layer.provideMerge(database),
-          Layer.orDie
-        ),
-        first
-      )
-      yield* Effect.forkDaemon(Effect.provide(Job.execute({ id: "job-7" }), oldContext))
-      yield* Deferred.await(started).pipe(Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => "the activity never started" }))
-      const shards = yield* Effect.provide(
-        Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ shard_id: string }>`SELECT DISTINCT shard_id FROM cluster_messages`),
-        oldContext
-      )
-      assert.isTrue(shards.some((r) => r.shard_id !== "default:1"), `stored under another shard: ${JSON.stringify(shards)}`)
-      yield* Scope.close(first, Exit.void)
+        // the old engine: the activity starts and never ends; the process stops meanwhile
+        const started = yield* Deferred.make<void>()
+        const first = yield* Scope.make()
+        const oldContext = yield* Layer.buildWithScope(
+          jobLayer(Effect.zipRight(Deferred.succeed(started, undefined), Effect.never)).pipe(
+            Layer.provideMerge(oldEngine),
+            Layer.provideMerge(database),
+            Layer.orDie
+          ),
+          first
+        )
+        yield* Effect.forkDaemon(Effect.provide(Job.execute({ id: "job-7" }), oldContext))
+        yield* Deferred.await(started).pipe(
+          Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => "the activity never started" })
+        )
+        const shards = yield* Effect.provide(
+          Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) => sql<{ shard_id: string }>`SELECT DISTINCT shard_id FROM cluster_messages`
+          ),
+          oldContext
+        )
+        assert.isTrue(
+          shards.some((r) => r.shard_id !== "default:1"),
+          `stored under another shard: ${JSON.stringify(shards)}`
+        )
+        yield* Scope.close(first, Exit.void)
 
-      // the new engine on the same file: the workflow resumes by itself and finishes
-      const second = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(
-        jobLayer(Effect.succeed("resumed")).pipe(
-          Layer.provideMerge(DurableRuns.layerEngineEmbedded),
-          Layer.provideMerge(database),
-          Layer.orDie
-        ),
-        second
-      )
-      const executionId = yield* Job.executionId({ id: "job-7" })
-      // nobody executes it again: the engine must find the stored request by polling its shard
-      const result = yield* Effect.provide(Job.poll(executionId), context).pipe(
-        Effect.filterOrFail((r) => r !== undefined && r._tag === "Complete", () => "not complete yet"),
-        Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 75 }),
-        Effect.orElseSucceed(() => undefined)
-      )
-      yield* Scope.close(second, Exit.void)
-      assert.isDefined(result, "the run left in flight never finished under the new engine")
-      if (result?._tag === "Complete") assert.deepStrictEqual(result.exit, Exit.succeed("job-7:resumed"))
-    }), 60_000)
+        // the new engine on the same file: the workflow resumes by itself and finishes
+        const second = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          jobLayer(Effect.succeed("resumed")).pipe(
+            Layer.provideMerge(DurableRuns.layerEngineEmbedded),
+            Layer.provideMerge(database),
+            Layer.orDie
+          ),
+          second
+        )
+        const executionId = yield* Job.executionId({ id: "job-7" })
+        // nobody executes it again: the engine must find the stored request by polling its shard
+        const result = yield* Effect.provide(Job.poll(executionId), context).pipe(
+          Effect.filterOrFail((r) => r !== undefined && r._tag === "Complete", () => "not complete yet"),
+          Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 75 }),
+          Effect.orElseSucceed(() => undefined)
+        )
+        yield* Scope.close(second, Exit.void)
+        assert.isDefined(result, "the run left in flight never finished under the new engine")
+        if (result?._tag === "Complete") assert.deepStrictEqual(result.exit, Exit.succeed("job-7:resumed"))
+      }),
+    60_000
+  )
 })

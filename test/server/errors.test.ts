@@ -153,7 +153,10 @@ describe("HTTP status codes", () => {
         assert.strictEqual(big.status, 413)
         assert.strictEqual(big.body.error, "payload_too_large")
 
-        const chunks = [new TextEncoder().encode(`{"query":"${"y".repeat(800)}`), new TextEncoder().encode(`${"y".repeat(800)}"}`)]
+        const chunks = [
+          new TextEncoder().encode(`{"query":"${"y".repeat(800)}`),
+          new TextEncoder().encode(`${"y".repeat(800)}"}`)
+        ]
         const stream = new ReadableStream<Uint8Array>({
           start(controller) {
             for (const c of chunks) controller.enqueue(c)
@@ -176,40 +179,56 @@ describe("HTTP status codes", () => {
       assert.strictEqual(fake.requests.length, 0)
     }), 30_000)
 
-  it.scopedLive("401 on every /api route without the bearer token; /health and / stay open", () =>
-    Effect.gen(function*() {
-      const fake = yield* FakeOpenAi.scoped(slowAnswer)
-      const { url } = yield* startServer({
-        llmUrl: fake.url,
-        settings: { apiToken: Option.some(Redacted.make("s3cret")) }
-      })
-      yield* Effect.promise(async () => {
-        const wrong = { authorization: "Bearer nope" }
-        const right = { authorization: "Bearer s3cret" }
-        for (const headers of [{}, wrong]) {
-          assert.strictEqual((await postJson(`${url}/api/react`, { query: "hi" }, headers)).status, 401)
-          // auth comes before validation
-          assert.strictEqual((await postJson(`${url}/api/react`, "{bad", headers)).status, 401)
-          assert.strictEqual((await postJson(`${url}/api/react/inject`, { conversation_id: "c", content: "x" }, headers)).status, 401)
-          assert.strictEqual((await postJson(`${url}/api/react/inject/recall`, { conversation_id: "c", id: "x" }, headers)).status, 401)
-          assert.strictEqual((await postJson(`${url}/api/react/cancel`, { conversation_id: "c" }, headers)).status, 401)
-          assert.strictEqual((await getJson(`${url}/api/conversations`, headers)).status, 401)
-          assert.strictEqual((await getJson(`${url}/api/conversations/c`, headers)).status, 401)
-          assert.strictEqual((await getJson(`${url}/api/react/events?conversation_id=c`, headers)).status, 401)
-        }
-        const unauthorized = await getJson(`${url}/api/conversations`)
-        assert.strictEqual(unauthorized.body.error, "unauthorized")
-        assert.strictEqual((await getJson(`${url}/health`)).status, 200)
-        assert.strictEqual((await fetch(`${url}/`)).status, 200)
-        assert.strictEqual((await getJson(`${url}/api/conversations`, right)).status, 200)
-        assert.strictEqual((await getJson(`${url}/api/conversations/c`, right)).status, 404)
-        // EventSource cannot send headers: ?access_token= works too
-        assert.strictEqual((await getJson(`${url}/api/react/events?conversation_id=c&access_token=s3cret`)).status, 404)
-        const run = await openSse(`${url}/api/react`, { body: { query: "hi" }, headers: right })
-        assert.strictEqual(run.status, 200)
-        assert.strictEqual(run.events[run.events.length - 1].event, "done")
-      })
-    }), 30_000)
+  it.scopedLive(
+    "401 on every /api route without the bearer token; /health and / stay open",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* FakeOpenAi.scoped(slowAnswer)
+        const { url } = yield* startServer({
+          llmUrl: fake.url,
+          settings: { apiToken: Option.some(Redacted.make("s3cret")) }
+        })
+        yield* Effect.promise(async () => {
+          const wrong = { authorization: "Bearer nope" }
+          const right = { authorization: "Bearer s3cret" }
+          for (const headers of [{}, wrong]) {
+            assert.strictEqual((await postJson(`${url}/api/react`, { query: "hi" }, headers)).status, 401)
+            // auth comes before validation
+            assert.strictEqual((await postJson(`${url}/api/react`, "{bad", headers)).status, 401)
+            assert.strictEqual(
+              (await postJson(`${url}/api/react/inject`, { conversation_id: "c", content: "x" }, headers)).status,
+              401
+            )
+            assert.strictEqual(
+              (await postJson(`${url}/api/react/inject/recall`, { conversation_id: "c", id: "x" }, headers)).status,
+              401
+            )
+            assert.strictEqual(
+              (await postJson(`${url}/api/react/cancel`, { conversation_id: "c" }, headers)).status,
+              401
+            )
+            assert.strictEqual((await getJson(`${url}/api/conversations`, headers)).status, 401)
+            assert.strictEqual((await getJson(`${url}/api/conversations/c`, headers)).status, 401)
+            assert.strictEqual((await getJson(`${url}/api/react/events?conversation_id=c`, headers)).status, 401)
+          }
+          const unauthorized = await getJson(`${url}/api/conversations`)
+          assert.strictEqual(unauthorized.body.error, "unauthorized")
+          assert.strictEqual((await getJson(`${url}/health`)).status, 200)
+          assert.strictEqual((await fetch(`${url}/`)).status, 200)
+          assert.strictEqual((await getJson(`${url}/api/conversations`, right)).status, 200)
+          assert.strictEqual((await getJson(`${url}/api/conversations/c`, right)).status, 404)
+          // EventSource cannot send headers: ?access_token= works too
+          assert.strictEqual(
+            (await getJson(`${url}/api/react/events?conversation_id=c&access_token=s3cret`)).status,
+            404
+          )
+          const run = await openSse(`${url}/api/react`, { body: { query: "hi" }, headers: right })
+          assert.strictEqual(run.status, 200)
+          assert.strictEqual(run.events[run.events.length - 1].event, "done")
+        })
+      }),
+    30_000
+  )
 })
 
 const quickAnswer: FakeOpenAi.FakeResponder = (body) =>
@@ -239,96 +258,129 @@ const raw = (url: string, method: string, path: string) =>
   })
 
 describe("404 and cursors: the documented JSON error shape", () => {
-  it.scopedLive("every 404 is a JSON error: unknown routes, unknown methods, /v1 in OpenAI's shape; ids of any length reach their route", () =>
-    Effect.gen(function*() {
-      const fake = yield* FakeOpenAi.scoped(slowAnswer)
-      const { url } = yield* startServer({ llmUrl: fake.url })
-      yield* Effect.promise(async () => {
-        for (
-          const [method, path] of [
-            ["GET", "/api/nothing"],
-            ["GET", "/nothing.html"],
-            ["GET", "/assets/nothing.js"],
-            ["POST", "/api/conversations"],
-            ["DELETE", "/api/react"],
-            ["PUT", "/api/conversations/c1"],
-            ["GET", "/api/react/inject"],
-            ["POST", "/health"]
-          ] as const
-        ) {
-          const res = await raw(url, method, path)
-          assert.strictEqual(res.status, 404, `${method} ${path}`)
-          assert.match(res.contentType, /^application\/json/, `${method} ${path}`)
-          assert.deepStrictEqual(res.body, { error: "not_found", message: `No route for ${method} ${path}`, method, path })
-        }
-        // the query (it may carry access_token) is not echoed
-        const withToken = await raw(url, "GET", "/api/nothing?access_token=s3cret")
-        assert.strictEqual(withToken.status, 404)
-        assert.notInclude(JSON.stringify(withToken.body), "s3cret")
-        // HEAD: same status, no body
-        assert.strictEqual((await raw(url, "HEAD", "/api/nothing")).status, 404)
+  it.scopedLive(
+    "every 404 is a JSON error: unknown routes, unknown methods, /v1 in OpenAI's shape; ids of any length reach their route",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* FakeOpenAi.scoped(slowAnswer)
+        const { url } = yield* startServer({ llmUrl: fake.url })
+        yield* Effect.promise(async () => {
+          for (
+            const [method, path] of [
+              ["GET", "/api/nothing"],
+              ["GET", "/nothing.html"],
+              ["GET", "/assets/nothing.js"],
+              ["POST", "/api/conversations"],
+              ["DELETE", "/api/react"],
+              ["PUT", "/api/conversations/c1"],
+              ["GET", "/api/react/inject"],
+              ["POST", "/health"]
+            ] as const
+          ) {
+            const res = await raw(url, method, path)
+            assert.strictEqual(res.status, 404, `${method} ${path}`)
+            assert.match(res.contentType, /^application\/json/, `${method} ${path}`)
+            assert.deepStrictEqual(res.body, {
+              error: "not_found",
+              message: `No route for ${method} ${path}`,
+              method,
+              path
+            })
+          }
+          // the query (it may carry access_token) is not echoed
+          const withToken = await raw(url, "GET", "/api/nothing?access_token=s3cret")
+          assert.strictEqual(withToken.status, 404)
+          assert.notInclude(JSON.stringify(withToken.body), "s3cret")
+          // HEAD: same status, no body
+          assert.strictEqual((await raw(url, "HEAD", "/api/nothing")).status, 404)
 
-        const openAi = await raw(url, "GET", "/v1/nothing")
-        assert.strictEqual(openAi.status, 404)
-        assert.match(openAi.contentType, /^application\/json/)
-        assert.deepStrictEqual(openAi.body, {
-          error: { message: "No route for GET /v1/nothing", type: "invalid_request_error", param: null, code: "not_found" }
+          const openAi = await raw(url, "GET", "/v1/nothing")
+          assert.strictEqual(openAi.status, 404)
+          assert.match(openAi.contentType, /^application\/json/)
+          assert.deepStrictEqual(openAi.body, {
+            error: {
+              message: "No route for GET /v1/nothing",
+              type: "invalid_request_error",
+              param: null,
+              code: "not_found"
+            }
+          })
+
+          // a valid id of 101-128 characters is looked up (the router's default cut params at 100)
+          const longValid = "a".repeat(128)
+          const found = await raw(url, "GET", `/api/conversations/${longValid}`)
+          assert.deepStrictEqual([found.status, found.body.error], [404, "conversation_not_found"])
+          // a 5,000-character id is an invalid id: 400 naming it, as on every route
+          const tooLong = await raw(url, "GET", `/api/conversations/${"a".repeat(5000)}`)
+          assert.strictEqual(tooLong.status, 400)
+          assert.match(tooLong.contentType, /^application\/json/)
+          assert.strictEqual(tooLong.body.error, "invalid_request")
+          assert.deepStrictEqual(paths(tooLong.body), ["id"])
+          const chat = await raw(url, "GET", `/api/chat/${"a".repeat(5000)}/stream`)
+          assert.deepStrictEqual([chat.status, chat.body.error], [400, "invalid_request"])
+          const model = await raw(url, "GET", `/v1/models/${"m".repeat(5000)}`)
+          assert.strictEqual(model.status, 404)
+          assert.strictEqual(model.body.error.code, "model_not_found")
         })
+        assert.strictEqual(fake.requests.length, 0)
+      }),
+    30_000
+  )
 
-        // a valid id of 101-128 characters is looked up (the router's default cut params at 100)
-        const longValid = "a".repeat(128)
-        const found = await raw(url, "GET", `/api/conversations/${longValid}`)
-        assert.deepStrictEqual([found.status, found.body.error], [404, "conversation_not_found"])
-        // a 5,000-character id is an invalid id: 400 naming it, as on every route
-        const tooLong = await raw(url, "GET", `/api/conversations/${"a".repeat(5000)}`)
-        assert.strictEqual(tooLong.status, 400)
-        assert.match(tooLong.contentType, /^application\/json/)
-        assert.strictEqual(tooLong.body.error, "invalid_request")
-        assert.deepStrictEqual(paths(tooLong.body), ["id"])
-        const chat = await raw(url, "GET", `/api/chat/${"a".repeat(5000)}/stream`)
-        assert.deepStrictEqual([chat.status, chat.body.error], [400, "invalid_request"])
-        const model = await raw(url, "GET", `/v1/models/${"m".repeat(5000)}`)
-        assert.strictEqual(model.status, 404)
-        assert.strictEqual(model.body.error.code, "model_not_found")
-      })
-      assert.strictEqual(fake.requests.length, 0)
-    }), 30_000)
+  it.scopedLive(
+    "after= and Last-Event-ID take plain decimal integers only; anything else is a 400, never another cursor",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* FakeOpenAi.scoped(quickAnswer)
+        const { url } = yield* startServer({ llmUrl: fake.url })
+        yield* Effect.promise(async () => {
+          const run = await openSse(`${url}/api/react`, { body: { query: "hi", conversation_id: "cursor1" } })
+          assert.strictEqual(run.events[run.events.length - 1].event, "done")
+          const last = Number(run.events[run.events.length - 1].id)
+          assert.isAbove(last, 3)
+          const events = `${url}/api/react/events?conversation_id=cursor1`
 
-  it.scopedLive("after= and Last-Event-ID take plain decimal integers only; anything else is a 400, never another cursor", () =>
-    Effect.gen(function*() {
-      const fake = yield* FakeOpenAi.scoped(quickAnswer)
-      const { url } = yield* startServer({ llmUrl: fake.url })
-      yield* Effect.promise(async () => {
-        const run = await openSse(`${url}/api/react`, { body: { query: "hi", conversation_id: "cursor1" } })
-        assert.strictEqual(run.events[run.events.length - 1].event, "done")
-        const last = Number(run.events[run.events.length - 1].id)
-        assert.isAbove(last, 3)
-        const events = `${url}/api/react/events?conversation_id=cursor1`
+          // valid cursors: the frames after it, or 204 past the end
+          const fromTwo = await openSse(`${events}&after=2`)
+          assert.deepStrictEqual(fromTwo.events.map((e) => e.id), run.events.slice(2).map((e) => e.id))
+          const fromHeader = await openSse(events, { headers: { "last-event-id": "2" } })
+          assert.deepStrictEqual(fromHeader.events.map((e) => e.id), run.events.slice(2).map((e) => e.id))
+          assert.strictEqual((await openSse(`${events}&after=0`)).events.length, run.events.length)
+          assert.strictEqual((await fetch(`${events}&after=${last}`)).status, 204)
+          assert.strictEqual((await fetch(`${events}&after=9007199254740991`)).status, 204)
 
-        // valid cursors: the frames after it, or 204 past the end
-        const fromTwo = await openSse(`${events}&after=2`)
-        assert.deepStrictEqual(fromTwo.events.map((e) => e.id), run.events.slice(2).map((e) => e.id))
-        const fromHeader = await openSse(events, { headers: { "last-event-id": "2" } })
-        assert.deepStrictEqual(fromHeader.events.map((e) => e.id), run.events.slice(2).map((e) => e.id))
-        assert.strictEqual((await openSse(`${events}&after=0`)).events.length, run.events.length)
-        assert.strictEqual((await fetch(`${events}&after=${last}`)).status, 204)
-        assert.strictEqual((await fetch(`${events}&after=9007199254740991`)).status, 204)
-
-        // `Number()` reads these as other cursors (0x10 = 16, 1e3 = 1000, 0b1 = 1, " 2" = 2 …)
-        const invalid = ["0x10", "1e3", "0b1", "0o7", "+1", "-1", "01", "1.0", "1.5", "2 ", "Infinity", "9007199254740992", "1_000", ""]
-        for (const value of invalid) {
-          const q = await getJson(`${events}&after=${encodeURIComponent(value)}`)
-          assert.strictEqual(q.status, 400, `after=${JSON.stringify(value)}`)
-          assert.strictEqual(q.body.error, "invalid_request")
-          assert.deepStrictEqual(paths(q.body), ["after"], value)
-        }
-        // an empty Last-Event-ID is no header (what EventSource sends before any id)
-        for (const value of invalid.filter((v) => v.trim() !== "" && v !== "2 ")) {
-          const h = await getJson(events, { "last-event-id": value })
-          assert.strictEqual(h.status, 400, `Last-Event-ID: ${value}`)
-          assert.deepStrictEqual(paths(h.body), ["Last-Event-ID"], value)
-          assert.include(h.body.issues[0].message, "decimal")
-        }
-      })
-    }), 30_000)
+          // `Number()` reads these as other cursors (0x10 = 16, 1e3 = 1000, 0b1 = 1, " 2" = 2 …)
+          const invalid = [
+            "0x10",
+            "1e3",
+            "0b1",
+            "0o7",
+            "+1",
+            "-1",
+            "01",
+            "1.0",
+            "1.5",
+            "2 ",
+            "Infinity",
+            "9007199254740992",
+            "1_000",
+            ""
+          ]
+          for (const value of invalid) {
+            const q = await getJson(`${events}&after=${encodeURIComponent(value)}`)
+            assert.strictEqual(q.status, 400, `after=${JSON.stringify(value)}`)
+            assert.strictEqual(q.body.error, "invalid_request")
+            assert.deepStrictEqual(paths(q.body), ["after"], value)
+          }
+          // an empty Last-Event-ID is no header (what EventSource sends before any id)
+          for (const value of invalid.filter((v) => v.trim() !== "" && v !== "2 ")) {
+            const h = await getJson(events, { "last-event-id": value })
+            assert.strictEqual(h.status, 400, `Last-Event-ID: ${value}`)
+            assert.deepStrictEqual(paths(h.body), ["Last-Event-ID"], value)
+            assert.include(h.body.issues[0].message, "decimal")
+          }
+        })
+      }),
+    30_000
+  )
 })

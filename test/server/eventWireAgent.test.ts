@@ -8,13 +8,26 @@ import { assert, describe, it } from "@effect/vitest"
 import * as RunEvent from "../../src/RunEvent.js"
 import * as EventWire from "../../src/server/EventWire.js"
 
-const agent: RunEvent.AgentRef = { name: "researcher", run_id: "run_child", parent_run_id: "run_parent", depth: 1, tool_call_id: "call_1" }
+const agent: RunEvent.AgentRef = {
+  name: "researcher",
+  run_id: "run_child",
+  parent_run_id: "run_parent",
+  depth: 1,
+  tool_call_id: "call_1"
+}
 const usage = { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5, llm_calls: 1, by_phase: {} }
 
 const forwarded: ReadonlyArray<RunEvent.RunEvent> = [
   { _tag: "ThinkingStart", iteration: 1, agent },
   { _tag: "ThinkingDone", iteration: 1, reasoning: "r", agent },
-  { _tag: "ToolStart", iteration: 1, tool_name: "calculator", tool_args: { expression: "1+1" }, tool_call_id: "c", agent },
+  {
+    _tag: "ToolStart",
+    iteration: 1,
+    tool_name: "calculator",
+    tool_args: { expression: "1+1" },
+    tool_call_id: "c",
+    agent
+  },
   { _tag: "ToolDone", iteration: 1, tool_name: "calculator", observation: "2", error: null, iter_elapsed: 0.1, agent },
   { _tag: "AnswerStart", agent },
   { _tag: "AnswerDelta", content: "two", agent },

@@ -36,7 +36,9 @@ describe("large tool arguments", () => {
           ? FakeOpenAi.sse([FakeOpenAi.chunk.content("Stored."), FakeOpenAi.chunk.finish("stop")])
           : index > 0
           ? FakeOpenAi.completion({ content: "Stored." })
-          : FakeOpenAi.completion({ toolCalls: [{ id: "call_big", name: "store_blob", arguments: JSON.stringify({ data: blob }) }] })
+          : FakeOpenAi.completion({
+            toolCalls: [{ id: "call_big", name: "store_blob", arguments: JSON.stringify({ data: blob }) }]
+          })
       )
       const server = yield* startServer({ llmUrl: fake.url, tools: [storeBlob] })
       const run = yield* Effect.promise(() =>
@@ -67,7 +69,9 @@ describe("large tool arguments", () => {
       db.close()
       const x = (n: number) => Math.round((n / ARG_CHARS) * 100) / 100
       console.log(
-        `stored for ${ARG_CHARS} chars of arguments: run log ${runLog} (${x(runLog)}x), conversation ${turns} (${x(turns)}x), ` +
+        `stored for ${ARG_CHARS} chars of arguments: run log ${runLog} (${x(runLog)}x), conversation ${turns} (${
+          x(turns)
+        }x), ` +
           `journal ${journal} (${x(journal)}x), GET conversation ${conversationBytes} (${x(conversationBytes)}x)`
       )
       // one copy each (was: two in the run log, `iteration start` and `iteration done`)

@@ -9,8 +9,8 @@
  * next system prompt; an embeddings outage leaves runs answering; a forget
  * leaves no trace in the database files; a fork embeds nothing.
  */
-import { assert, describe, it } from "@effect/vitest"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { existsSync, readFileSync } from "node:fs"
@@ -40,7 +40,11 @@ const model = () =>
     if (query.startsWith("remember ") && toolResults(body) === 0) {
       const [key, value] = query.slice("remember ".length).split("=")
       return FakeOpenAi.completion({
-        toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "update_memory", arguments: JSON.stringify({ set: { [key]: value } }) }]
+        toolCalls: [{
+          id: FakeOpenAi.freshCallId(index),
+          name: "update_memory",
+          arguments: JSON.stringify({ set: { [key]: value } })
+        }]
       })
     }
     return FakeOpenAi.completion({ content: "ok" })
@@ -48,10 +52,16 @@ const model = () =>
 
 const setup = Effect.gen(function*() {
   const llm = yield* Effect.acquireRelease(Effect.promise(model), (s) => Effect.promise(() => s.close()))
-  const embeddings = yield* Effect.acquireRelease(Effect.promise(() => FakeEmbeddings.start()), (s) => Effect.promise(() => s.close()))
-  const memory = SqlMemory.layer().pipe(Layer.provide(Embedder.layer({ baseURL: embeddings.url, apiKey: "test", model: "fake-embed" })))
+  const embeddings = yield* Effect.acquireRelease(
+    Effect.promise(() => FakeEmbeddings.start()),
+    (s) => Effect.promise(() => s.close())
+  )
+  const memory = SqlMemory.layer().pipe(
+    Layer.provide(Embedder.layer({ baseURL: embeddings.url, apiKey: "test", model: "fake-embed" }))
+  )
   const server = yield* startServer({ llmUrl: llm.url, memory })
-  const ask = (body: Record<string, unknown>) => Effect.promise(() => openSse(`${server.url}/api/react`, { body, timeoutMs: 30_000 }))
+  const ask = (body: Record<string, unknown>) =>
+    Effect.promise(() => openSse(`${server.url}/api/react`, { body, timeoutMs: 30_000 }))
   return { llm, embeddings, server, ask }
 })
 
@@ -59,7 +69,8 @@ const memoryEvents = (events: ReadonlyArray<SseEvent>) => events.filter((e) => e
 const done = (events: ReadonlyArray<SseEvent>) => events.find((e) => e.event === "done")?.data
 
 /** The request bodies the model got for a conversation's run (by its query). */
-const requestsFor = (llm: FakeOpenAi.FakeOpenAiServer, query: string) => llm.requests.filter((r) => lastUser(r.body) === query)
+const requestsFor = (llm: FakeOpenAi.FakeOpenAiServer, query: string) =>
+  llm.requests.filter((r) => lastUser(r.body) === query)
 
 describe("memory through the server", () => {
   it.scoped("user ids are checked (400 invalid_user_id) and conversations belong to their user (409)", () =>
@@ -71,12 +82,20 @@ describe("memory through the server", () => {
         assert.strictEqual(refused.body.error, "invalid_user_id")
       }
       const chat = yield* Effect.promise(() =>
-        postJson(`${server.url}/api/chat`, { id: "chat-1", user_id: "no spaces", messages: [{ id: "m", role: "user", parts: [{ type: "text", text: "hi" }] }] })
+        postJson(`${server.url}/api/chat`, {
+          id: "chat-1",
+          user_id: "no spaces",
+          messages: [{ id: "m", role: "user", parts: [{ type: "text", text: "hi" }] }]
+        })
       )
       assert.strictEqual(chat.status, 400)
       assert.strictEqual(chat.body.error, "invalid_user_id")
       const v1 = yield* Effect.promise(() =>
-        postJson(`${server.url}/v1/chat/completions`, { model: "react-agent", user: "bad user", messages: [{ role: "user", content: "hi" }] })
+        postJson(`${server.url}/v1/chat/completions`, {
+          model: "react-agent",
+          user: "bad user",
+          messages: [{ role: "user", content: "hi" }]
+        })
       )
       assert.strictEqual(v1.status, 400)
       assert.strictEqual(v1.body.error.code, "invalid_user_id")
@@ -104,14 +123,20 @@ describe("memory through the server", () => {
       yield* ask({ query: FACT, conversation_id: "a1", user_id: "ada" })
       const next = yield* ask({ query: "What does Biscuit eat?", conversation_id: "a2", user_id: "ada" })
       const first = requestsFor(llm, "What does Biscuit eat?")[0]
-      assert.include(JSON.stringify(first.body.messages[0]), FACT, "the recalled turn is in the first request's system message")
+      assert.include(
+        JSON.stringify(first.body.messages[0]),
+        FACT,
+        "the recalled turn is in the first request's system message"
+      )
       assert.include(JSON.stringify(first.body.messages[0]), `Noted: ${FACT}`)
       const recalled = memoryEvents(next.events).find((d) => d.type === "recalled")
       assert.deepStrictEqual(recalled.items.map((i: any) => i.conversation_id), ["a1"])
       assert.notInclude(JSON.stringify(next.events), "purple", "no memory text reaches the SSE frames")
 
       yield* ask({ query: "What does Biscuit eat, please?", conversation_id: "g1", user_id: "grace" })
-      for (const r of requestsFor(llm, "What does Biscuit eat, please?")) assert.notInclude(JSON.stringify(r.body), "purple")
+      for (const r of requestsFor(llm, "What does Biscuit eat, please?")) {
+        assert.notInclude(JSON.stringify(r.body), "purple")
+      }
       // the embeddings went through the openai SDK's default base64 encoding
       assert.isTrue(embeddings.requests.every((r) => r.encoding_format === "base64"))
       const known = yield* Effect.promise(() => getJson(`${server.url}/api/users/ada/memory`))
@@ -125,7 +150,10 @@ describe("memory through the server", () => {
     Effect.gen(function*() {
       const { ask, embeddings, llm, server } = yield* setup
       const told = yield* ask({ query: "remember favourite_colour=teal", conversation_id: "u1", user_id: "ada" })
-      assert.deepStrictEqual(memoryEvents(told.events).filter((d) => d.type === "updated"), [{ type: "updated", keys: ["favourite_colour"] }])
+      assert.deepStrictEqual(memoryEvents(told.events).filter((d) => d.type === "updated"), [{
+        type: "updated",
+        keys: ["favourite_colour"]
+      }])
       const known = yield* Effect.promise(() => getJson(`${server.url}/api/users/ada/memory`))
       assert.deepStrictEqual(known.body.working_memory, { favourite_colour: "teal" })
       yield* ask({ query: "what do you know?", conversation_id: "u2", user_id: "ada" })
@@ -158,7 +186,9 @@ describe("memory through the server", () => {
       // a fork of f2's run at its end: the recall comes from storage, the turn's vector is reused
       const f2 = yield* Effect.promise(() => getJson(`${server.url}/api/conversations/f2`))
       const embeddedBefore = embeddings.texts().length
-      const fork = yield* Effect.promise(() => postJson(`${server.url}/api/conversations/f2/fork`, { run_id: f2.body.turn_details[0].run_id }))
+      const fork = yield* Effect.promise(() =>
+        postJson(`${server.url}/api/conversations/f2/fork`, { run_id: f2.body.turn_details[0].run_id })
+      )
       assert.strictEqual(fork.status, 201)
       const forked = yield* Effect.promise(() =>
         openSse(`${server.url}/api/react/events?conversation_id=${fork.body.conversation_id}`, { timeoutMs: 30_000 })
@@ -166,10 +196,14 @@ describe("memory through the server", () => {
       assert.isDefined(done(forked.events))
       assert.strictEqual(embeddings.texts().length, embeddedBefore, "the fork embedded nothing")
       // it recalled what the original recalled (from storage)
-      assert.deepStrictEqual(memoryEvents(forked.events).find((d) => d.type === "recalled")?.items.map((i: any) => i.conversation_id), ["f1"])
+      assert.deepStrictEqual(
+        memoryEvents(forked.events).find((d) => d.type === "recalled")?.items.map((i: any) => i.conversation_id),
+        ["f1"]
+      )
 
       const db = server.databasePath
-      const files = () => Buffer.concat([readFileSync(db), existsSync(`${db}-wal`) ? readFileSync(`${db}-wal`) : Buffer.alloc(0)])
+      const files = () =>
+        Buffer.concat([readFileSync(db), existsSync(`${db}-wal`) ? readFileSync(`${db}-wal`) : Buffer.alloc(0)])
       const vectorOf = Effect.gen(function*() {
         const sql = yield* SqliteClient.SqliteClient
         yield* sql.loadExtension(sqliteVec.getLoadablePath())
@@ -186,7 +220,9 @@ describe("memory through the server", () => {
       const pieces: Array<Buffer> = []
       const floats = new Float32Array(Uint8Array.from(vector!).buffer)
       for (let at = 0; at + 3 <= floats.length; at++) {
-        if (floats.subarray(at, at + 3).filter((x) => x !== 0).length >= 2) pieces.push(Buffer.from(vector!.subarray(at * 4, at * 4 + 12)))
+        if (floats.subarray(at, at + 3).filter((x) => x !== 0).length >= 2) {
+          pieces.push(Buffer.from(vector!.subarray(at * 4, at * 4 + 12)))
+        }
       }
       const found = (bytes: Buffer) => pieces.filter((piece) => bytes.includes(piece)).length
       assert.isAtLeast(pieces.length, 4)

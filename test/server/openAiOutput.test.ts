@@ -7,7 +7,13 @@
  * the answer call was asked.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { parseJsonEventStream, readUIMessageStream, type UIMessage, type UIMessageChunk, uiMessageChunkSchema } from "ai"
+import {
+  parseJsonEventStream,
+  readUIMessageStream,
+  type UIMessage,
+  type UIMessageChunk,
+  uiMessageChunkSchema
+} from "ai"
 import * as Effect from "effect/Effect"
 import OpenAI from "openai"
 import { zodResponseFormat } from "openai/helpers/zod"
@@ -40,28 +46,32 @@ const model = (json: (n: number) => string) => {
 const weather = `{"city": "Paris", "celsius": 21, "sky": "clear", "note": null}`
 
 describe("response_format on /v1/chat/completions", () => {
-  it.scopedLive("chat.completions.parse with a Zod schema gets the parsed object; the model was asked for the client's schema", () =>
-    Effect.gen(function*() {
-      const { asked, llm } = model(() => weather)
-      const url = yield* startInteropServer({ llm: llm.layer, tools: [] })
-      const completion = yield* Effect.promise(() =>
-        client(url).chat.completions.parse({
-          model: "react-agent",
-          messages: [{ role: "user", content: "Weather in Paris?" }],
-          response_format: zodResponseFormat(Weather, "weather")
-        })
-      )
-      const parsed = completion.choices[0].message.parsed
-      const celsius: number | undefined = parsed?.celsius
-      assert.strictEqual(celsius, 21)
-      assert.deepStrictEqual(parsed, { city: "Paris", celsius: 21, sky: "clear", note: null })
-      assert.strictEqual(completion.choices[0].message.content, weather)
-      assert.strictEqual(asked.length, 1)
-      const format = asked[0].responseFormat as { type: string; json_schema: { strict: boolean; schema: any } }
-      assert.strictEqual(format.type, "json_schema")
-      assert.isTrue(format.json_schema.strict)
-      assert.deepStrictEqual(format.json_schema.schema.required, ["city", "celsius", "sky", "note"])
-    }), 30_000)
+  it.scopedLive(
+    "chat.completions.parse with a Zod schema gets the parsed object; the model was asked for the client's schema",
+    () =>
+      Effect.gen(function*() {
+        const { asked, llm } = model(() => weather)
+        const url = yield* startInteropServer({ llm: llm.layer, tools: [] })
+        const completion = yield* Effect.promise(() =>
+          client(url).chat.completions.parse({
+            model: "react-agent",
+            messages: [{ role: "user", content: "Weather in Paris?" }],
+            response_format: zodResponseFormat(Weather, "weather")
+          })
+        )
+        const parsed = completion.choices[0].message.parsed
+        const celsius: number | undefined = parsed?.celsius
+        assert.strictEqual(celsius, 21)
+        assert.deepStrictEqual(parsed, { city: "Paris", celsius: 21, sky: "clear", note: null })
+        assert.strictEqual(completion.choices[0].message.content, weather)
+        assert.strictEqual(asked.length, 1)
+        const format = asked[0].responseFormat as { type: string; json_schema: { strict: boolean; schema: any } }
+        assert.strictEqual(format.type, "json_schema")
+        assert.isTrue(format.json_schema.strict)
+        assert.deepStrictEqual(format.json_schema.schema.required, ["city", "celsius", "sky", "note"])
+      }),
+    30_000
+  )
 
   it.scopedLive("streamed: the SDK's stream helper assembles and parses the content", () =>
     Effect.gen(function*() {
@@ -78,22 +88,28 @@ describe("response_format on /v1/chat/completions", () => {
       assert.deepStrictEqual(final.choices[0].message.parsed, { city: "Paris", celsius: 21, sky: "clear", note: null })
     }), 30_000)
 
-  it.scopedLive("streamed, a value asked again: the client gets the valid value's JSON only, once", () =>
-    Effect.gen(function*() {
-      const { llm } = model((n) => (n === 1 ? `{"city": "Paris", "celsius": 99, "sky": "clear", "note": null}` : weather))
-      const url = yield* startInteropServer({ llm: llm.layer, tools: [] })
-      let content = ""
-      yield* Effect.promise(async () => {
-        const stream = await client(url).chat.completions.create({
-          model: "react-agent",
-          messages: [{ role: "user", content: "Weather in Paris?" }],
-          response_format: zodResponseFormat(Weather, "weather"),
-          stream: true
+  it.scopedLive(
+    "streamed, a value asked again: the client gets the valid value's JSON only, once",
+    () =>
+      Effect.gen(function*() {
+        const { llm } = model((
+          n
+        ) => (n === 1 ? `{"city": "Paris", "celsius": 99, "sky": "clear", "note": null}` : weather))
+        const url = yield* startInteropServer({ llm: llm.layer, tools: [] })
+        let content = ""
+        yield* Effect.promise(async () => {
+          const stream = await client(url).chat.completions.create({
+            model: "react-agent",
+            messages: [{ role: "user", content: "Weather in Paris?" }],
+            response_format: zodResponseFormat(Weather, "weather"),
+            stream: true
+          })
+          for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? ""
         })
-        for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? ""
-      })
-      assert.strictEqual(content, weather)
-    }), 30_000)
+        assert.strictEqual(content, weather)
+      }),
+    30_000
+  )
 
   it.scopedLive("json_object: the content is a JSON object", () =>
     Effect.gen(function*() {
@@ -110,80 +126,99 @@ describe("response_format on /v1/chat/completions", () => {
       assert.strictEqual(asked.length, 1)
     }), 30_000)
 
-  it.scopedLive("an answer that never validates: an OpenAI-style error, code output_invalid", () =>
-    Effect.gen(function*() {
-      const { asked, llm } = model(() => `{"city": "Paris", "celsius": 99, "sky": "clear", "note": null}`)
-      const url = yield* startInteropServer({ llm: llm.layer, tools: [] })
-      const error = yield* Effect.promise(() =>
-        client(url).chat.completions.parse({
-          model: "react-agent",
-          messages: [{ role: "user", content: "Weather in Paris?" }],
-          response_format: zodResponseFormat(Weather, "weather")
-        }).then(() => undefined, (e: unknown) => e)
-      )
-      assert.instanceOf(error, OpenAI.APIError)
-      const api = error as InstanceType<typeof OpenAI.APIError>
-      assert.strictEqual(api.status, 500)
-      assert.strictEqual(api.code, "output_invalid")
-      assert.include(api.message, "celsius")
-      assert.strictEqual(asked.length, 2)
-    }), 30_000)
+  it.scopedLive(
+    "an answer that never validates: an OpenAI-style error, code output_invalid",
+    () =>
+      Effect.gen(function*() {
+        const { asked, llm } = model(() => `{"city": "Paris", "celsius": 99, "sky": "clear", "note": null}`)
+        const url = yield* startInteropServer({ llm: llm.layer, tools: [] })
+        const error = yield* Effect.promise(() =>
+          client(url).chat.completions.parse({
+            model: "react-agent",
+            messages: [{ role: "user", content: "Weather in Paris?" }],
+            response_format: zodResponseFormat(Weather, "weather")
+          }).then(() => undefined, (e: unknown) => e)
+        )
+        assert.instanceOf(error, OpenAI.APIError)
+        const api = error as InstanceType<typeof OpenAI.APIError>
+        assert.strictEqual(api.status, 500)
+        assert.strictEqual(api.code, "output_invalid")
+        assert.include(api.message, "celsius")
+        assert.strictEqual(asked.length, 2)
+      }),
+    30_000
+  )
 
-  it.scopedLive("a schema the server cannot honour: 400 naming the keyword, in OpenAI's error shape", () =>
-    Effect.gen(function*() {
-      const { asked, llm } = model(() => weather)
-      const url = yield* startInteropServer({ llm: llm.layer, tools: [] })
-      const error = yield* Effect.promise(() =>
-        client(url).chat.completions.create({
-          model: "react-agent",
-          messages: [{ role: "user", content: "q" }],
-          response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { a: { allOf: [] } } } } }
-        }).then(() => undefined, (e: unknown) => e)
-      )
-      const api = error as InstanceType<typeof OpenAI.APIError>
-      assert.strictEqual(api.status, 400)
-      assert.include(api.message, "allOf")
-      assert.strictEqual(asked.length, 0)
-    }), 30_000)
+  it.scopedLive(
+    "a schema the server cannot honour: 400 naming the keyword, in OpenAI's error shape",
+    () =>
+      Effect.gen(function*() {
+        const { asked, llm } = model(() => weather)
+        const url = yield* startInteropServer({ llm: llm.layer, tools: [] })
+        const error = yield* Effect.promise(() =>
+          client(url).chat.completions.create({
+            model: "react-agent",
+            messages: [{ role: "user", content: "q" }],
+            response_format: {
+              type: "json_schema",
+              json_schema: { name: "x", schema: { type: "object", properties: { a: { allOf: [] } } } }
+            }
+          }).then(() => undefined, (e: unknown) => e)
+        )
+        const api = error as InstanceType<typeof OpenAI.APIError>
+        assert.strictEqual(api.status, 400)
+        assert.include(api.message, "allOf")
+        assert.strictEqual(asked.length, 0)
+      }),
+    30_000
+  )
 
-  it.scopedLive("POST /api/chat with output_schema: the AI SDK gets the partial value as a data-output part, then the decoded one", () =>
-    Effect.gen(function*() {
-      const { llm } = model(() => weather)
-      const url = yield* startInteropServer({ llm: llm.layer, tools: [] })
-      const schema = z.toJSONSchema(Weather)
-      const response = yield* Effect.promise(() =>
-        fetch(`${url}/api/chat`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            id: "chat-typed",
-            messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "Weather in Paris?" }] }],
-            output_schema: schema
+  it.scopedLive(
+    "POST /api/chat with output_schema: the AI SDK gets the partial value as a data-output part, then the decoded one",
+    () =>
+      Effect.gen(function*() {
+        const { llm } = model(() => weather)
+        const url = yield* startInteropServer({ llm: llm.layer, tools: [] })
+        const schema = z.toJSONSchema(Weather)
+        const response = yield* Effect.promise(() =>
+          fetch(`${url}/api/chat`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({
+              id: "chat-typed",
+              messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "Weather in Paris?" }] }],
+              output_schema: schema
+            })
           })
-        })
-      )
-      const seen: Array<UIMessageChunk> = []
-      const chunks = parseJsonEventStream({ stream: response.body!, schema: uiMessageChunkSchema }).pipeThrough(
-        new TransformStream<{ success: boolean; value?: UIMessageChunk; error?: unknown }, UIMessageChunk>({
-          transform(result, controller) {
-            if (!result.success) throw result.error
-            seen.push(structuredClone(result.value!))
-            controller.enqueue(result.value!)
+        )
+        const seen: Array<UIMessageChunk> = []
+        const chunks = parseJsonEventStream({ stream: response.body!, schema: uiMessageChunkSchema }).pipeThrough(
+          new TransformStream<{ success: boolean; value?: UIMessageChunk; error?: unknown }, UIMessageChunk>({
+            transform(result, controller) {
+              if (!result.success) throw result.error
+              seen.push(structuredClone(result.value!))
+              controller.enqueue(result.value!)
+            }
+          })
+        )
+        let message: UIMessage | undefined
+        yield* Effect.promise(async () => {
+          for await (const m of readUIMessageStream({ stream: chunks, terminateOnError: true })) {
+            message = structuredClone(m)
           }
         })
-      )
-      let message: UIMessage | undefined
-      yield* Effect.promise(async () => {
-        for await (const m of readUIMessageStream({ stream: chunks, terminateOnError: true })) message = structuredClone(m)
-      })
-      const outputs = seen.filter((c) => c.type === "data-output") as Array<{ id: string; data: Record<string, unknown> }>
-      assert.isAbove(outputs.length, 1, "partial values, then the final one")
-      assert.isTrue(outputs.every((c) => c.id === "output"))
-      assert.deepStrictEqual(outputs.at(-1)?.data, { city: "Paris", celsius: 21, sky: "clear", note: null })
-      // one part in the assembled message, holding the decoded value
-      const parts = message!.parts.filter((p) => p.type === "data-output") as Array<{ data: unknown }>
-      assert.deepStrictEqual(parts.map((p) => p.data), [{ city: "Paris", celsius: 21, sky: "clear", note: null }])
-      const text = message!.parts.find((p) => p.type === "text") as { text: string }
-      assert.strictEqual(text.text, weather)
-    }), 30_000)
+        const outputs = seen.filter((c) => c.type === "data-output") as Array<
+          { id: string; data: Record<string, unknown> }
+        >
+        assert.isAbove(outputs.length, 1, "partial values, then the final one")
+        assert.isTrue(outputs.every((c) => c.id === "output"))
+        assert.deepStrictEqual(outputs.at(-1)?.data, { city: "Paris", celsius: 21, sky: "clear", note: null })
+        // one part in the assembled message, holding the decoded value
+        const parts = message!.parts.filter((p) => p.type === "data-output") as Array<{ data: unknown }>
+        assert.deepStrictEqual(parts.map((p) => p.data), [{ city: "Paris", celsius: 21, sky: "clear", note: null }])
+        const text = message!.parts.find((p) => p.type === "text") as { text: string }
+        assert.strictEqual(text.text, weather)
+      }),
+    30_000
+  )
 })

@@ -11,6 +11,7 @@
  * (it is held at a tool of its own): the read then returns frames that are also
  * waiting as live ones, the last of them (frame N) included.
  */
+import * as HttpServer from "@effect/platform/HttpServer"
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
@@ -22,7 +23,6 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import * as HttpServer from "@effect/platform/HttpServer"
 import * as App from "../../src/app/App.js"
 import type { ChatRequest } from "../../src/Llm.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
@@ -54,7 +54,11 @@ const gatedRun = Effect.gen(function*() {
     name: "gate",
     description: "Waits to be opened",
     parameters: Schema.Struct({ n: Schema.Number }),
-    handler: ({ n }) => Deferred.succeed(started[n - 1], undefined).pipe(Effect.zipRight(Deferred.await(release[n - 1])), Effect.as(`gate ${n} opened`))
+    handler: ({ n }) =>
+      Deferred.succeed(started[n - 1], undefined).pipe(
+        Effect.zipRight(Deferred.await(release[n - 1])),
+        Effect.as(`gate ${n} opened`)
+      )
   })
   const toolMessages = (request: ChatRequest) => request.messages.filter((m) => m.role === "tool").length
   const llm = ScriptedLlm.layer((request, index) => {
@@ -95,8 +99,12 @@ const heldReads = Effect.gen(function*() {
   const storage = (databasePath: string) => {
     const real = Server.storage({ _tag: "Sqlite", filename: databasePath })
     // the same storage, its run log replaced by the wrapper
-    return Layer.effectContext(Effect.map(Effect.context<Layer.Layer.Success<typeof real>>(), (context) =>
-      Context.add(context, RunLog.RunLog, wrap(Context.get(context, RunLog.RunLog))))).pipe(Layer.provide(real))
+    return Layer.effectContext(
+      Effect.map(
+        Effect.context<Layer.Layer.Success<typeof real>>(),
+        (context) => Context.add(context, RunLog.RunLog, wrap(Context.get(context, RunLog.RunLog)))
+      )
+    ).pipe(Layer.provide(real))
   }
   return { storage, reading, proceed, arm: Effect.sync(() => void (armed = true)) }
 })
@@ -124,10 +132,16 @@ const race = <A>(
     yield* Deferred.succeed(reads.proceed, undefined)
     yield* Deferred.succeed(run.release[1], undefined)
     return yield* Fiber.join(client)
-  }).pipe(Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("the race did not finish") }), Effect.orDie)
+  }).pipe(
+    Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("the race did not finish") }),
+    Effect.orDie
+  )
 
 /** Ids after the cursor, each once, in order, ending with `done`. */
-const assertEachOnceInOrder = (delivered: ReadonlyArray<{ readonly id: number; readonly channel: string }>, all: ReadonlyArray<number>) => {
+const assertEachOnceInOrder = (
+  delivered: ReadonlyArray<{ readonly id: number; readonly channel: string }>,
+  all: ReadonlyArray<number>
+) => {
   const ids = delivered.map((f) => f.id)
   assert.deepStrictEqual(ids, all.filter((id) => id > CURSOR), `each id once, in order: ${ids.join(",")}`)
   assert.strictEqual(delivered[delivered.length - 1].channel, "done")
@@ -135,63 +149,81 @@ const assertEachOnceInOrder = (delivered: ReadonlyArray<{ readonly id: number; r
 }
 
 describe("resume: a live frame published while catch-up reads it from the log", () => {
-  it.scopedLive("GET /api/react/events with Last-Event-ID: each id exactly once, in order", () =>
-    Effect.gen(function*() {
-      const run = yield* gatedRun
-      const reads = yield* heldReads
-      const databasePath = tempDatabase()
-      const layer = Server.serve().pipe(
-        Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
-        Layer.provideMerge(run.app),
-        Layer.provide(reads.storage(databasePath)),
-        Layer.provide(ServerConfig.layer({ port: 0, databasePath })),
-        Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
-      )
-      const context = yield* Layer.build(Layer.orDie(layer))
-      const address = Context.get(context, HttpServer.HttpServer).address
-      if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
-      const url = `http://127.0.0.1:${address.port}`
+  it.scopedLive(
+    "GET /api/react/events with Last-Event-ID: each id exactly once, in order",
+    () =>
+      Effect.gen(function*() {
+        const run = yield* gatedRun
+        const reads = yield* heldReads
+        const databasePath = tempDatabase()
+        const layer = Server.serve().pipe(
+          Layer.provideMerge(Server.listenOn({ port: 0, host: "127.0.0.1" })),
+          Layer.provideMerge(run.app),
+          Layer.provide(reads.storage(databasePath)),
+          Layer.provide(ServerConfig.layer({ port: 0, databasePath })),
+          Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+        )
+        const context = yield* Layer.build(Layer.orDie(layer))
+        const address = Context.get(context, HttpServer.HttpServer).address
+        if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
+        const url = `http://127.0.0.1:${address.port}`
 
-      // the run's own client reads everything from the start (its read is not held: cursor 0)
-      const first = yield* Effect.fork(Effect.promise(() => openSse(`${url}/api/react`, { body: { query: "open both", conversation_id: "race" } })))
-      const resumed = yield* race(run, reads, Effect.promise(() =>
-        openSse(`${url}/api/react/events?conversation_id=race`, { headers: { "last-event-id": String(CURSOR) } })))
-      const full = yield* Fiber.join(first)
-
-      const allIds = full.events.map((e) => Number(e.id))
-      assert.deepStrictEqual(allIds, allIds.map((_, i) => i + 1), "the full stream: ids 1, 2, 3… once each")
-      assert.strictEqual(resumed.status, 200)
-      assertEachOnceInOrder(resumed.events.map((e) => ({ id: Number(e.id), channel: e.event })), allIds)
-      // the resumed client got the same frames as the first one, from the cursor on
-      assert.deepStrictEqual(resumed.events, full.events.slice(CURSOR))
-    }), 30_000)
-
-  it.scopedLive("RunRegistry.events after a cursor (what /api/chat reads): each id exactly once, in order", () =>
-    Effect.gen(function*() {
-      const run = yield* gatedRun
-      const reads = yield* heldReads
-      const databasePath = tempDatabase()
-      const layer = RunRegistry.layer.pipe(
-        Layer.provide(DurableRuns.layerWorkflow),
-        Layer.provideMerge(run.app),
-        Layer.provide(reads.storage(databasePath)),
-        Layer.provide(ServerConfig.layer({ databasePath })),
-        Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
-      )
-      const registry = Context.get(yield* Layer.build(Layer.orDie(layer)), RunRegistry.RunRegistry)
-      yield* registry.start({ query: "open both", conversationId: "race" })
-      // the events (heartbeats left out) as id and channel
-      const frames = (cursor: number) =>
-        Effect.scoped(Effect.flatMap(registry.events("race", cursor), Stream.runCollect)).pipe(
-          Effect.orDie,
-          Effect.map((items) =>
-            Chunk.toArray(items).filter(RunRegistry.isItem).map((item) => ({ id: item.seq!, channel: EventWire.toWire(item.event).channel }))
+        // the run's own client reads everything from the start (its read is not held: cursor 0)
+        const first = yield* Effect.fork(
+          Effect.promise(() => openSse(`${url}/api/react`, { body: { query: "open both", conversation_id: "race" } }))
+        )
+        const resumed = yield* race(
+          run,
+          reads,
+          Effect.promise(() =>
+            openSse(`${url}/api/react/events?conversation_id=race`, { headers: { "last-event-id": String(CURSOR) } })
           )
         )
-      const resumed = yield* race(run, reads, frames(CURSOR))
-      const full = yield* frames(0)
-      const allIds = full.map((e) => e.id)
-      assert.deepStrictEqual(allIds, allIds.map((_, i) => i + 1))
-      assertEachOnceInOrder(resumed, allIds)
-    }), 30_000)
+        const full = yield* Fiber.join(first)
+
+        const allIds = full.events.map((e) => Number(e.id))
+        assert.deepStrictEqual(allIds, allIds.map((_, i) => i + 1), "the full stream: ids 1, 2, 3… once each")
+        assert.strictEqual(resumed.status, 200)
+        assertEachOnceInOrder(resumed.events.map((e) => ({ id: Number(e.id), channel: e.event })), allIds)
+        // the resumed client got the same frames as the first one, from the cursor on
+        assert.deepStrictEqual(resumed.events, full.events.slice(CURSOR))
+      }),
+    30_000
+  )
+
+  it.scopedLive(
+    "RunRegistry.events after a cursor (what /api/chat reads): each id exactly once, in order",
+    () =>
+      Effect.gen(function*() {
+        const run = yield* gatedRun
+        const reads = yield* heldReads
+        const databasePath = tempDatabase()
+        const layer = RunRegistry.layer.pipe(
+          Layer.provide(DurableRuns.layerWorkflow),
+          Layer.provideMerge(run.app),
+          Layer.provide(reads.storage(databasePath)),
+          Layer.provide(ServerConfig.layer({ databasePath })),
+          Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+        )
+        const registry = Context.get(yield* Layer.build(Layer.orDie(layer)), RunRegistry.RunRegistry)
+        yield* registry.start({ query: "open both", conversationId: "race" })
+        // the events (heartbeats left out) as id and channel
+        const frames = (cursor: number) =>
+          Effect.scoped(Effect.flatMap(registry.events("race", cursor), Stream.runCollect)).pipe(
+            Effect.orDie,
+            Effect.map((items) =>
+              Chunk.toArray(items).filter(RunRegistry.isItem).map((item) => ({
+                id: item.seq!,
+                channel: EventWire.toWire(item.event).channel
+              }))
+            )
+          )
+        const resumed = yield* race(run, reads, frames(CURSOR))
+        const full = yield* frames(0)
+        const allIds = full.map((e) => e.id)
+        assert.deepStrictEqual(allIds, allIds.map((_, i) => i + 1))
+        assertEachOnceInOrder(resumed, allIds)
+      }),
+    30_000
+  )
 })

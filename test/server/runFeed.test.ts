@@ -15,8 +15,8 @@
  *   whose row says it is over without a `Done` ends its followers after the
  *   grace; the server's shutdown ends every follower.
  */
-import { assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -36,7 +36,9 @@ import * as Sse from "../../src/server/Sse.js"
 
 const storage = Effect.gen(function*() {
   const filename = join(mkdtempSync(join(tmpdir(), "run-feed-")), "runs.sqlite")
-  const context = yield* Layer.build(RunLog.layer.pipe(Layer.provideMerge(Database.layer({ _tag: "Sqlite", filename })), Layer.orDie))
+  const context = yield* Layer.build(
+    RunLog.layer.pipe(Layer.provideMerge(Database.layer({ _tag: "Sqlite", filename })), Layer.orDie)
+  )
   return { log: Context.get(context, RunLog.RunLog), sql: Context.get(context, SqlClient.SqlClient) }
 })
 
@@ -61,7 +63,12 @@ const store = (log: RunLog.RunLogService, runId: string, from: number, events: R
   Effect.orDie(log.append(runId, events.map((event, i) => ({ seq: from + i, key: `b:${from + i}`, event }))))
 
 const labels = (items: ReadonlyArray<RunFeed.Followed>) =>
-  items.map((item) => (RunFeed.isItem(item) ? `${item.seq ?? "-"}:${item.event._tag === "AnswerDelta" ? item.event.content : item.event._tag}` : "ping"))
+  items.map((
+    item
+  ) => (RunFeed.isItem(item)
+    ? `${item.seq ?? "-"}:${item.event._tag === "AnswerDelta" ? item.event.content : item.event._tag}`
+    : "ping")
+  )
 
 describe("the run log stores typed events", () => {
   it.scoped("an event reads back as it was emitted, its keys in the order they were emitted in", () =>
@@ -69,12 +76,22 @@ describe("the run log stores typed events", () => {
       const { log } = yield* storage
       yield* begin(log, "r1")
       // the library builds events field by field in its own order, not the Schema's
-      const start: RunEvent = { _tag: "ToolStart", tool_call_id: "call_1", iteration: 1, tool_name: "calc", tool_args: { b: 1, a: 2 }, idempotency_key: "ik" }
+      const start: RunEvent = {
+        _tag: "ToolStart",
+        tool_call_id: "call_1",
+        iteration: 1,
+        tool_name: "calc",
+        tool_args: { b: 1, a: 2 },
+        idempotency_key: "ik"
+      }
       yield* store(log, "r1", 1, [start])
       const [stored] = yield* Effect.orDie(log.eventsAfter("r1", 0))
       assert.deepStrictEqual(stored.event, start)
       assert.strictEqual(JSON.stringify(stored.event), JSON.stringify(start), "the same keys in the same order")
-      assert.strictEqual(new TextDecoder().decode(Sse.encode({ seq: 1, event: stored.event })), new TextDecoder().decode(Sse.encode({ seq: 1, event: start })))
+      assert.strictEqual(
+        new TextDecoder().decode(Sse.encode({ seq: 1, event: stored.event })),
+        new TextDecoder().decode(Sse.encode({ seq: 1, event: start }))
+      )
     }))
 
   it.scoped("a row an earlier version stored in the wire form (channel and payload) reads back as the event", () =>
@@ -84,7 +101,10 @@ describe("the run log stores typed events", () => {
       yield* Effect.orDie(sql`INSERT INTO react_run_events (run_id, seq, event_key, channel, data)
         VALUES ('r1', 1, 'b:1', 'answer', ${JSON.stringify({ status: "delta", content: "old" })})`)
       yield* store(log, "r1", 2, [delta("new")])
-      assert.deepStrictEqual((yield* Effect.orDie(log.eventsAfter("r1", 0))).map((e) => e.event), [delta("old"), delta("new")])
+      assert.deepStrictEqual((yield* Effect.orDie(log.eventsAfter("r1", 0))).map((e) => e.event), [
+        delta("old"),
+        delta("new")
+      ])
     }))
 })
 

@@ -16,10 +16,10 @@ describe("run host: the shutdown grace", () => {
       const host = yield* RunHost.make("boot")
       assert.isTrue(yield* host.beginCall)
       assert.isTrue(yield* host.beginCall)
-      assert.isFalse((yield* host.stopping))
+      assert.isFalse(yield* host.stopping)
       const drain = yield* Effect.fork(Effect.uninterruptible(host.drain(5000)))
       yield* TestClock.adjust(10)
-      assert.isTrue((yield* host.stopping))
+      assert.isTrue(yield* host.stopping)
       assert.isFalse(yield* host.beginCall, "no call begins once the host is stopping")
       yield* host.endCall
       yield* TestClock.adjust(1000)

@@ -15,15 +15,22 @@ import * as Database from "../../src/server/Database.js"
 import * as RunLog from "../../src/server/RunLog.js"
 
 /** A run log on a new file. */
-const openLog = () => Effect.map(
-  Layer.build(RunLog.layer.pipe(
-    Layer.provide(Database.layer({ _tag: "Sqlite", filename: join(mkdtempSync(join(tmpdir(), "runlog-")), "runs.sqlite") })),
-    Layer.orDie
-  )),
-  Context.get(RunLog.RunLog)
-)
+const openLog = () =>
+  Effect.map(
+    Layer.build(RunLog.layer.pipe(
+      Layer.provide(
+        Database.layer({ _tag: "Sqlite", filename: join(mkdtempSync(join(tmpdir(), "runlog-")), "runs.sqlite") })
+      ),
+      Layer.orDie
+    )),
+    Context.get(RunLog.RunLog)
+  )
 
-const event = (seq: number, key: string) => ({ seq, key, event: { _tag: "AnswerDelta" as const, content: String(seq) } })
+const event = (seq: number, key: string) => ({
+  seq,
+  key,
+  event: { _tag: "AnswerDelta" as const, content: String(seq) }
+})
 
 describe("run log: one statement per write", () => {
   it.scoped("a run's last event id follows its stored events, one at a time or several together", () =>
@@ -31,7 +38,8 @@ describe("run log: one statement per write", () => {
       const log = yield* openLog()
       yield* Effect.orDie(log.start({ runId: "r1", conversationId: "c1", query: "q" }))
       yield* Effect.orDie(log.start({ runId: "r2", conversationId: "c2", query: "q" }))
-      const lastSeq = (runId: string) => Effect.map(Effect.orDie(log.run(runId)), (row) => Option.getOrThrow(row).lastSeq)
+      const lastSeq = (runId: string) =>
+        Effect.map(Effect.orDie(log.run(runId)), (row) => Option.getOrThrow(row).lastSeq)
       assert.strictEqual(yield* lastSeq("r1"), 0)
       yield* Effect.orDie(log.append("r1", [event(1, "b:1")]))
       yield* Effect.orDie(log.append("r2", [event(1, "b:1"), event(2, "b:2"), event(3, "b:3")]))
@@ -68,7 +76,8 @@ describe("run log: one statement per write", () => {
     Effect.gen(function*() {
       const log = yield* openLog()
       yield* Effect.orDie(log.start({ runId: "r1", conversationId: "c1", query: "q" }))
-      const inject = (text: string) => Effect.map(Effect.orDie(log.inject("c1", text)), (i) => ({ id: Option.getOrThrow(i).id, content: text }))
+      const inject = (text: string) =>
+        Effect.map(Effect.orDie(log.inject("c1", text)), (i) => ({ id: Option.getOrThrow(i).id, content: text }))
       const drain = (key?: string) => Effect.orDie(log.drain("c1", key))
       const a = yield* inject("a")
       const b = yield* inject("b")

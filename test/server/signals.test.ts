@@ -59,7 +59,10 @@ interface NpmStart {
 const npmStart = (env: Record<string, string>): NpmStart => {
   const base: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(?:FAST_)?LLM_|^MCP_CONFIG$|^DATABASE_URL$|^REACT_|^CONTEXT_GUARD_|^NODE_CHANNEL|^PORT$|^HOST$/.test(k)) {
+    if (
+      v !== undefined &&
+      !/^(?:FAST_)?LLM_|^MCP_CONFIG$|^DATABASE_URL$|^REACT_|^CONTEXT_GUARD_|^NODE_CHANNEL|^PORT$|^HOST$/.test(k)
+    ) {
       base[k] = v
     }
   }
@@ -105,7 +108,9 @@ const terminate = async (started: NpmStart, port: number, how: "SIGTERM to npm" 
     if (left.length === 0 && (await portFree(port))) break
     assert.isTrue(
       Date.now() - sent < STOP_WITHIN_MS,
-      `${STOP_WITHIN_MS} ms after ${how}: still running ${JSON.stringify(left)}, port free: ${await portFree(port)}\n${started.output()}`
+      `${STOP_WITHIN_MS} ms after ${how}: still running ${JSON.stringify(left)}, port free: ${await portFree(
+        port
+      )}\n${started.output()}`
     )
     await sleep(50)
   }
@@ -122,72 +127,78 @@ const killGroup = (started: NpmStart | undefined) => {
 }
 
 describe("npm start", () => {
-  it("SIGTERM to the npm process stops the server within 20 s, port freed, no process left; the waiting run completes after a restart; Ctrl-C too", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "react-engine-signals-"))
-    const port = await freePort()
-    const url = `http://127.0.0.1:${port}`
-    const env = { PORT: String(port), DATABASE_PATH: join(dir, "db.sqlite"), REACT_APPROVAL_TOOLS: "calculator" }
-    let first: NpmStart | undefined
-    let second: NpmStart | undefined
-    try {
-      first = npmStart(env)
-      // the first start may build build/ (tens of seconds on a loaded machine)
-      await waitHealthy(first, url, 240_000)
+  it(
+    "SIGTERM to the npm process stops the server within 20 s, port freed, no process left; the waiting run completes after a restart; Ctrl-C too",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "react-engine-signals-"))
+      const port = await freePort()
+      const url = `http://127.0.0.1:${port}`
+      const env = { PORT: String(port), DATABASE_PATH: join(dir, "db.sqlite"), REACT_APPROVAL_TOOLS: "calculator" }
+      let first: NpmStart | undefined
+      let second: NpmStart | undefined
+      try {
+        first = npmStart(env)
+        // the first start may build build/ (tens of seconds on a loaded machine)
+        await waitHealthy(first, url, 240_000)
 
-      // a run parked on an approval, its client attached
-      let requested = undefined as SseEvent | undefined
-      const stream = openSse(`${url}/api/react`, {
-        body: { query: "What is 12*7+1?", conversation_id: "signals" },
-        onEvent: (event) => {
-          if (event.event === "approval" && event.data.status === "requested") requested = event
-        },
-        timeoutMs: 120_000
-      })
-      // awaited below; a failure before that must not be an unhandled rejection
-      stream.catch(() => undefined)
-      const asked = Date.now() + 30_000
-      while (requested === undefined) {
-        assert.isTrue(Date.now() < asked, `no approval requested:\n${first.output()}`)
-        await sleep(20)
+        // a run parked on an approval, its client attached
+        let requested = undefined as SseEvent | undefined
+        const stream = openSse(`${url}/api/react`, {
+          body: { query: "What is 12*7+1?", conversation_id: "signals" },
+          onEvent: (event) => {
+            if (event.event === "approval" && event.data.status === "requested") requested = event
+          },
+          timeoutMs: 120_000
+        })
+        // awaited below; a failure before that must not be an unhandled rejection
+        stream.catch(() => undefined)
+        const asked = Date.now() + 30_000
+        while (requested === undefined) {
+          assert.isTrue(Date.now() < asked, `no approval requested:\n${first.output()}`)
+          await sleep(20)
+        }
+
+        const stopped = await terminate(first, port, "SIGTERM to npm")
+        console.log(
+          `npm start stopped ${stopped.elapsedMs} ms after SIGTERM (exit ${JSON.stringify(stopped.exit)}); ` +
+            `its group was: ${JSON.stringify(stopped.before)}`
+        )
+        // npm's child is the server itself: npm, and node running scripts/start.js (sh exec'd it)
+        assert.isTrue(stopped.before.some((p) => p.includes("scripts/start.js")), JSON.stringify(stopped.before))
+        assert.deepStrictEqual(stopped.exit, { code: 0, signal: null }, first.output())
+        const ended = await stream
+        assert.deepStrictEqual(
+          ended.events.at(-1),
+          { id: undefined, event: "error", data: { message: "Server is shutting down", retryable: true } }
+        )
+
+        // the same database again: the approval is still pending; answered, the run completes
+        second = npmStart(env)
+        await waitHealthy(second, url, 240_000)
+        const decided = await postJson(`${url}/api/react/approve`, {
+          conversation_id: "signals",
+          approval_id: requested.data.approval_id,
+          decision: "approve"
+        })
+        assert.strictEqual(decided.status, 200, JSON.stringify(decided.body))
+        const replay = await openSse(`${url}/api/react/events?conversation_id=signals&after=0`, { timeoutMs: 60_000 })
+        const done = replay.events.at(-1)
+        assert.strictEqual(done?.event, "done", JSON.stringify(replay.events.map((e) => e.event)))
+        assert.include(done!.data.answer, "85")
+        assert.isTrue(replay.events.some((e) => e.event === "approval" && e.data.status === "approved"))
+
+        // Ctrl-C: the server gets SIGINT twice (its own and npm's) and still stops gracefully (code 0)
+        const again = await terminate(second, port, "SIGINT to the group")
+        console.log(
+          `npm start stopped ${again.elapsedMs} ms after SIGINT to its group (exit ${JSON.stringify(again.exit)})`
+        )
+        assert.deepStrictEqual(again.exit, { code: 0, signal: null }, second.output())
+      } finally {
+        killGroup(first)
+        killGroup(second)
+        rmSync(dir, { recursive: true, force: true })
       }
-
-      const stopped = await terminate(first, port, "SIGTERM to npm")
-      console.log(
-        `npm start stopped ${stopped.elapsedMs} ms after SIGTERM (exit ${JSON.stringify(stopped.exit)}); ` +
-          `its group was: ${JSON.stringify(stopped.before)}`
-      )
-      // npm's child is the server itself: npm, and node running scripts/start.js (sh exec'd it)
-      assert.isTrue(stopped.before.some((p) => p.includes("scripts/start.js")), JSON.stringify(stopped.before))
-      assert.deepStrictEqual(stopped.exit, { code: 0, signal: null }, first.output())
-      const ended = await stream
-      assert.deepStrictEqual(
-        ended.events.at(-1),
-        { id: undefined, event: "error", data: { message: "Server is shutting down", retryable: true } }
-      )
-
-      // the same database again: the approval is still pending; answered, the run completes
-      second = npmStart(env)
-      await waitHealthy(second, url, 240_000)
-      const decided = await postJson(`${url}/api/react/approve`, {
-        conversation_id: "signals",
-        approval_id: requested.data.approval_id,
-        decision: "approve"
-      })
-      assert.strictEqual(decided.status, 200, JSON.stringify(decided.body))
-      const replay = await openSse(`${url}/api/react/events?conversation_id=signals&after=0`, { timeoutMs: 60_000 })
-      const done = replay.events.at(-1)
-      assert.strictEqual(done?.event, "done", JSON.stringify(replay.events.map((e) => e.event)))
-      assert.include(done!.data.answer, "85")
-      assert.isTrue(replay.events.some((e) => e.event === "approval" && e.data.status === "approved"))
-
-      // Ctrl-C: the server gets SIGINT twice (its own and npm's) and still stops gracefully (code 0)
-      const again = await terminate(second, port, "SIGINT to the group")
-      console.log(`npm start stopped ${again.elapsedMs} ms after SIGINT to its group (exit ${JSON.stringify(again.exit)})`)
-      assert.deepStrictEqual(again.exit, { code: 0, signal: null }, second.output())
-    } finally {
-      killGroup(first)
-      killGroup(second)
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }, 420_000)
+    },
+    420_000
+  )
 })

@@ -6,8 +6,8 @@
  * only, the threshold, updates once per key, the forget epoch, forget deleting
  * everything of the user and nothing of another's.
  */
-import { assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -37,7 +37,9 @@ const pgDatabase = (name: string) =>
     return { _tag: "Postgres", url: Redacted.make(pg.createDatabase(name)) }
   })
 
-const openStore = (where: Database.Location): Effect.Effect<{ store: Memory.Store; sql: SqlClient.SqlClient }, never, Scope.Scope> =>
+const openStore = (
+  where: Database.Location
+): Effect.Effect<{ store: Memory.Store; sql: SqlClient.SqlClient }, never, Scope.Scope> =>
   Effect.gen(function*() {
     const context = yield* Layer.build(Database.layer(where).pipe(Layer.orDie))
     const sql = Context.get(context, SqlClient.SqlClient)
@@ -64,7 +66,11 @@ const storeOn = (label: string, location: (name: string) => Effect.Effect<Databa
     Effect.gen(function*() {
       const { store } = yield* openStore(yield* location("search"))
       assert.match(store.description, index)
-      const texts = ["the dog Biscuit eats carrots", "the cat Pixel sleeps on the sofa", "carrots for the dog Biscuit again"]
+      const texts = [
+        "the dog Biscuit eats carrots",
+        "the cat Pixel sleeps on the sofa",
+        "carrots for the dog Biscuit again"
+      ]
       for (const [i, text] of texts.entries()) {
         assert.isTrue(yield* Effect.orDie(store.insert(item("ada", `c${i}`, `r${i}`, text), vec(text), 0)))
       }
@@ -109,7 +115,8 @@ const storeOn = (label: string, location: (name: string) => Effect.Effect<Databa
   it.scoped(`${label}: an update applies once per key; a forget deletes the user's memory only and fences older runs`, () =>
     Effect.gen(function*() {
       const { sql, store } = yield* openStore(yield* location("forget"))
-      const set = (n: number) => (current: Memory.WorkingMemory) => Either.right({ keys: ["n"], working: { ...current, n } })
+      const set = (n: number) => (current: Memory.WorkingMemory) =>
+        Either.right({ keys: ["n"], working: { ...current, n } })
       const first = yield* Effect.orDie(store.update("ada", "k1", 0, set(1)))
       yield* Effect.orDie(store.update("ada", "k2", 0, set(2)))
       assert.deepStrictEqual(yield* Effect.orDie(store.update("ada", "k1", 0, set(1))), first)

@@ -52,14 +52,19 @@ describe("npm start", () => {
       await waitFor(() => /ready: (http:\/\/\S+)/.test(server.output.stdout), 60_000, "the banner")
       const url = /ready: (http:\/\/\S+)/.exec(server.output.stdout)![1]
       const before = server.output.stdout.length
-      for (const path of ["/", "/assets/app.js", "/health", "/api/tools"]) assert.strictEqual((await fetch(url + path)).status, 200)
+      for (const path of ["/", "/assets/app.js", "/health", "/api/tools"]) {
+        assert.strictEqual((await fetch(url + path)).status, 200)
+      }
       const run = await openSse(`${url}/api/react`, { body: { query: "What is 12*7+1?", conversation_id: "log-test" } })
       assert.strictEqual(run.events.at(-1)?.event, "done")
       await waitFor(() => server.output.stdout.includes(" done (conversation log-test)"), 10_000, "the end line")
       const lines = server.output.stdout.slice(before).split("\n").filter((l) => l.trim() !== "")
       assert.strictEqual(lines.length, 2, lines.join("\n"))
       assert.match(lines[0], /INFO .*: run run_\S+ started \(conversation log-test\)$/)
-      assert.match(lines[1], /INFO .*: run run_\S+ done \(conversation log-test\): 2 iterations, \d+ tokens, 2 LLM calls, \d+\.\d\d s$/)
+      assert.match(
+        lines[1],
+        /INFO .*: run run_\S+ done \(conversation log-test\): 2 iterations, \d+ tokens, 2 LLM calls, \d+\.\d\d s$/
+      )
     } finally {
       await stop(server.child, server.exited)
     }
@@ -73,7 +78,13 @@ describe("npm start", () => {
         s.close(() => resolve(port))
       })
     })
-    const server = start({ PORT: "0", LLM_BASE_URL: `http://127.0.0.1:${closed}/v1`, LLM_MODEL: "m", LLM_API_KEY: "k", LLM_MAX_RETRIES: "0" })
+    const server = start({
+      PORT: "0",
+      LLM_BASE_URL: `http://127.0.0.1:${closed}/v1`,
+      LLM_MODEL: "m",
+      LLM_API_KEY: "k",
+      LLM_MAX_RETRIES: "0"
+    })
     try {
       await waitFor(() => /ready: (http:\/\/\S+)/.test(server.output.stdout), 60_000, "the banner")
       const url = /ready: (http:\/\/\S+)/.exec(server.output.stdout)![1]
@@ -81,7 +92,10 @@ describe("npm start", () => {
       assert.deepStrictEqual(run.events.slice(-2).map((e) => e.event), ["error", "done"])
       await waitFor(() => server.output.stdout.includes(" failed (conversation log-fail)"), 10_000, "the end line")
       const end = server.output.stdout.split("\n").find((l) => l.includes(" failed (conversation log-fail)"))!
-      assert.match(end, /WARN .*: run run_\S+ failed \(conversation log-fail\): 1 iteration, 0 tokens, 0 LLM calls, \d+\.\d\d s: LLM error \(Connection\): Could not reach the LLM endpoint/)
+      assert.match(
+        end,
+        /WARN .*: run run_\S+ failed \(conversation log-fail\): 1 iteration, 0 tokens, 0 LLM calls, \d+\.\d\d s: LLM error \(Connection\): Could not reach the LLM endpoint/
+      )
     } finally {
       await stop(server.child, server.exited)
     }
@@ -89,7 +103,9 @@ describe("npm start", () => {
 
   it("the README's inject script gets its follow-up taken in by a demo-model run", async () => {
     const readme = readFileSync(join(ROOT, "README.md"), "utf8")
-    const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("while IFS= read"))
+    const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) =>
+      b.includes("while IFS= read")
+    )
     assert.isString(block, "the inject script is in README.md")
     const server = start({ PORT: "0" })
     try {

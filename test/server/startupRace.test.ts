@@ -64,8 +64,7 @@ const probe = (port: number, path: string, onStatus: (o: Outcome) => void): Prom
           outcome.error = `no status within ${ANSWER_WITHIN_MS} ms`
           req.destroy()
         }, ANSWER_WITHIN_MS)
-      })
-    )
+      }))
     req.on("response", (res) => {
       clearTimeout(timer)
       outcome.status = res.statusCode
@@ -125,7 +124,10 @@ describe("before the routes are installed (Server.listenOn)", () => {
       const answer = yield* get("/health")
       assert.strictEqual(answer.status, 503)
       assert.strictEqual(answer.retryAfter, "1")
-      assert.deepStrictEqual(JSON.parse(answer.body), { error: "unavailable", message: "The server is starting; retry shortly" })
+      assert.deepStrictEqual(JSON.parse(answer.body), {
+        error: "unavailable",
+        message: "The server is starting; retry shortly"
+      })
       assert.isAtLeast(answer.ms, 900)
       assert.isBelow(answer.ms, 3000)
     }).pipe(Effect.scoped))
@@ -146,65 +148,71 @@ describe("before the routes are installed (Server.listenOn)", () => {
 })
 
 describe("start-up", () => {
-  it("every request that reaches the port while the server starts gets a status within 2 s (503 + Retry-After until ready)", async () => {
-    const port = await freePort()
-    const dir = mkdtempSync(join(tmpdir(), "react-engine-startup-race-"))
-    const env: Record<string, string> = {}
-    for (const [k, v] of Object.entries(process.env)) {
-      if (v !== undefined && !/^(?:FAST_)?LLM_|^MCP_CONFIG$|^DATABASE_URL$|^NODE_CHANNEL/.test(k)) env[k] = v
-    }
-    const child = spawn(process.execPath, ["--import", "tsx", "src/app/main.ts"], {
-      cwd: ROOT,
-      env: { ...env, HOST: "127.0.0.1", PORT: String(port), DATABASE_PATH: join(dir, "db.sqlite") },
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true
-    })
-    let output = ""
-    child.stdout!.on("data", (d) => (output += d.toString()))
-    child.stderr!.on("data", (d) => (output += d.toString()))
-    try {
-      const outcomes: Array<Promise<Outcome>> = []
-      let readyAt: number | undefined
-      const onStatus = (o: Outcome) => {
-        if (readyAt === undefined && o.path === "/health" && o.status === 200) readyAt = Date.now()
+  it(
+    "every request that reaches the port while the server starts gets a status within 2 s (503 + Retry-After until ready)",
+    async () => {
+      const port = await freePort()
+      const dir = mkdtempSync(join(tmpdir(), "react-engine-startup-race-"))
+      const env: Record<string, string> = {}
+      for (const [k, v] of Object.entries(process.env)) {
+        if (v !== undefined && !/^(?:FAST_)?LLM_|^MCP_CONFIG$|^DATABASE_URL$|^NODE_CHANNEL/.test(k)) env[k] = v
       }
-      const deadline = Date.now() + 120_000
-      while (readyAt === undefined || Date.now() - readyAt < AFTER_READY_MS) {
-        assert.isTrue(Date.now() < deadline, `the server did not serve /health within 120 s:\n${output}`)
-        assert.isNull(child.exitCode, `the server exited while starting:\n${output}`)
-        outcomes.push(probe(port, "/health", onStatus), probe(port, "/api/react/events?conversation_id=x", onStatus))
-        await sleep(5)
-      }
-      const all = await Promise.all(outcomes)
-      const connected = all.filter((o) => o.connectedAt !== undefined)
-      const unanswered = connected.filter((o) => o.status === undefined)
-      const unavailable = connected.filter((o) => o.status === 503)
-      const slowest = Math.max(...connected.map((o) => (o.answeredAt ?? Infinity) - o.connectedAt!))
-      console.log(
-        `start-up race: ${all.length} requests, ${all.length - connected.length} refused before the port opened, ` +
-          `${connected.length} connected: ${unavailable.length} answered 503, ${unanswered.length} unanswered; slowest status ${slowest} ms`
-      )
-      assert.deepStrictEqual(
-        unanswered.map((o) => `${o.path}: connected at +${o.connectedAt! - o.sentAt} ms, ${o.error}`),
-        [],
-        "requests that connected but got no status"
-      )
-      // refused connections are fine (the port was not open yet); nothing else may go wrong
-      const otherErrors = all.filter((o) => o.connectedAt === undefined && o.error !== "ECONNREFUSED")
-      assert.deepStrictEqual(otherErrors.map((o) => `${o.path}: ${o.error}`), [])
-      for (const o of unavailable) assert.strictEqual(o.retryAfter, "1", `${o.path}: 503 without Retry-After`)
-      for (const o of connected) {
-        const expected = o.path === "/health" ? [200, 503] : [204, 404, 503]
-        assert.include(expected, o.status, `${o.path} answered ${o.status}`)
-      }
-    } finally {
+      const child = spawn(process.execPath, ["--import", "tsx", "src/app/main.ts"], {
+        cwd: ROOT,
+        env: { ...env, HOST: "127.0.0.1", PORT: String(port), DATABASE_PATH: join(dir, "db.sqlite") },
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true
+      })
+      let output = ""
+      child.stdout!.on("data", (d) => (output += d.toString()))
+      child.stderr!.on("data", (d) => (output += d.toString()))
       try {
-        process.kill(-child.pid!, "SIGKILL")
-      } catch {
-        // already gone
+        const outcomes: Array<Promise<Outcome>> = []
+        let readyAt: number | undefined
+        const onStatus = (o: Outcome) => {
+          if (readyAt === undefined && o.path === "/health" && o.status === 200) readyAt = Date.now()
+        }
+        const deadline = Date.now() + 120_000
+        while (readyAt === undefined || Date.now() - readyAt < AFTER_READY_MS) {
+          assert.isTrue(Date.now() < deadline, `the server did not serve /health within 120 s:\n${output}`)
+          assert.isNull(child.exitCode, `the server exited while starting:\n${output}`)
+          outcomes.push(probe(port, "/health", onStatus), probe(port, "/api/react/events?conversation_id=x", onStatus))
+          await sleep(5)
+        }
+        const all = await Promise.all(outcomes)
+        const connected = all.filter((o) => o.connectedAt !== undefined)
+        const unanswered = connected.filter((o) => o.status === undefined)
+        const unavailable = connected.filter((o) => o.status === 503)
+        const slowest = Math.max(...connected.map((o) => (o.answeredAt ?? Infinity) - o.connectedAt!))
+        console.log(
+          `start-up race: ${all.length} requests, ${all.length - connected.length} refused before the port opened, ` +
+            `${connected.length} connected: ${unavailable.length} answered 503, ${unanswered.length} unanswered; slowest status ${slowest} ms`
+        )
+        assert.deepStrictEqual(
+          unanswered.map((o) => `${o.path}: connected at +${o.connectedAt! - o.sentAt} ms, ${o.error}`),
+          [],
+          "requests that connected but got no status"
+        )
+        // refused connections are fine (the port was not open yet); nothing else may go wrong
+        const otherErrors = all.filter((o) => o.connectedAt === undefined && o.error !== "ECONNREFUSED")
+        assert.deepStrictEqual(otherErrors.map((o) => `${o.path}: ${o.error}`), [])
+        for (const o of unavailable) assert.strictEqual(o.retryAfter, "1", `${o.path}: 503 without Retry-After`)
+        for (const o of connected) {
+          const expected = o.path === "/health" ? [200, 503] : [204, 404, 503]
+          assert.include(expected, o.status, `${o.path} answered ${o.status}`)
+        }
+      } finally {
+        try {
+          process.kill(-child.pid!, "SIGKILL")
+        } catch {
+          // already gone
+        }
+        await new Promise((
+          r
+        ) => (child.exitCode !== null || child.signalCode !== null ? r(undefined) : child.once("exit", r)))
+        rmSync(dir, { recursive: true, force: true })
       }
-      await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(undefined) : child.once("exit", r)))
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }, 180_000)
+    },
+    180_000
+  )
 })

@@ -19,37 +19,49 @@ const require = createRequire(import.meta.url)
 const FS_SERVER = require.resolve("@modelcontextprotocol/server-filesystem/dist/index.js")
 
 describe("the tools the server has", () => {
-  it.scopedLive("GET /api/tools names every tool and its source, and the MCP servers that did not start; /health counts them", () =>
-    Effect.gen(function*() {
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), "react-engine-tools-")))
-      const config = join(dir, "mcp.json")
-      writeFileSync(config, JSON.stringify({
-        mcpServers: {
-          fs: { command: process.execPath, args: [FS_SERVER, dir] },
-          broken: { command: "/nonexistent/not-a-command" }
-        }
-      }))
-      const fake = yield* FakeOpenAi.scoped([])
-      const server = yield* startServer({ llmUrl: fake.url, mcpConfigPath: config })
-      const body = yield* Effect.promise(() => fetch(`${server.url}/api/tools`).then((r) => r.json()))
-      const tools = body.tools as Array<{ name: string; description: string; source: string }>
-      assert.deepStrictEqual(tools.slice(0, 2).map((t) => [t.name, t.source]), [["calculator", "builtin"], ["current_time", "builtin"]])
-      const fs = tools.filter((t) => t.source === "mcp:fs")
-      assert.isAbove(fs.length, 5)
-      assert.isTrue(fs.every((t) => t.name.startsWith("fs__") && t.description !== ""))
-      assert.strictEqual(tools.length, 2 + fs.length)
-      assert.deepStrictEqual(body.failed_servers.map((f: { name: string }) => f.name), ["broken"])
-      assert.include(body.failed_servers[0].error, "cannot start")
-      const health = yield* Effect.promise(() => fetch(`${server.url}/health`).then((r) => r.json()))
-      assert.strictEqual(health.tools, tools.length)
-    }), 60_000)
+  it.scopedLive(
+    "GET /api/tools names every tool and its source, and the MCP servers that did not start; /health counts them",
+    () =>
+      Effect.gen(function*() {
+        const dir = realpathSync(mkdtempSync(join(tmpdir(), "react-engine-tools-")))
+        const config = join(dir, "mcp.json")
+        writeFileSync(
+          config,
+          JSON.stringify({
+            mcpServers: {
+              fs: { command: process.execPath, args: [FS_SERVER, dir] },
+              broken: { command: "/nonexistent/not-a-command" }
+            }
+          })
+        )
+        const fake = yield* FakeOpenAi.scoped([])
+        const server = yield* startServer({ llmUrl: fake.url, mcpConfigPath: config })
+        const body = yield* Effect.promise(() => fetch(`${server.url}/api/tools`).then((r) => r.json()))
+        const tools = body.tools as Array<{ name: string; description: string; source: string }>
+        assert.deepStrictEqual(tools.slice(0, 2).map((t) => [t.name, t.source]), [["calculator", "builtin"], [
+          "current_time",
+          "builtin"
+        ]])
+        const fs = tools.filter((t) => t.source === "mcp:fs")
+        assert.isAbove(fs.length, 5)
+        assert.isTrue(fs.every((t) => t.name.startsWith("fs__") && t.description !== ""))
+        assert.strictEqual(tools.length, 2 + fs.length)
+        assert.deepStrictEqual(body.failed_servers.map((f: { name: string }) => f.name), ["broken"])
+        assert.include(body.failed_servers[0].error, "cannot start")
+        const health = yield* Effect.promise(() => fetch(`${server.url}/health`).then((r) => r.json()))
+        assert.strictEqual(health.tools, tools.length)
+      }),
+    60_000
+  )
 
   it.scopedLive("with API_TOKEN, /api/tools needs the token like every /api route", () =>
     Effect.gen(function*() {
       const fake = yield* FakeOpenAi.scoped([])
       const server = yield* startServer({ llmUrl: fake.url, settings: { apiToken: Option.some(Redacted.make("t0k")) } })
       assert.strictEqual((yield* Effect.promise(() => fetch(`${server.url}/api/tools`))).status, 401)
-      const ok = yield* Effect.promise(() => fetch(`${server.url}/api/tools`, { headers: { authorization: "Bearer t0k" } }))
+      const ok = yield* Effect.promise(() =>
+        fetch(`${server.url}/api/tools`, { headers: { authorization: "Bearer t0k" } })
+      )
       assert.strictEqual(ok.status, 200)
     }))
 })
@@ -64,7 +76,9 @@ describe("LLM retries during a run", () => {
         FakeOpenAi.sseText("Paris.")
       ])
       const server = yield* startServer({ llmUrl: fake.url, llmMaxRetries: 3, tools: [] })
-      const run = yield* Effect.promise(() => openSse(`${server.url}/api/react`, { body: { query: "Capital of France?" } }))
+      const run = yield* Effect.promise(() =>
+        openSse(`${server.url}/api/react`, { body: { query: "Capital of France?" } })
+      )
       const retries = run.events.filter((e) => e.event === "phase" && e.data.phase === "retrying")
       assert.deepStrictEqual(retries.map((e) => [e.data.attempt, e.data.reason]), [[1, "RateLimited"], [2, "Server"]])
       assert.isTrue(retries.every((e) => Number.isInteger(e.data.delay_ms) && e.data.delay_ms > 0))

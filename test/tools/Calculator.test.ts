@@ -60,8 +60,11 @@ const reference = (node: Tree): number | undefined => {
       const b = reference(node.r)
       if (a === undefined || b === undefined) return undefined
       if ((node.op === "/" || node.op === "%") && b === 0) return undefined
-      const v = node.op === "+" ? a + b : node.op === "-" ? a - b : node.op === "*" ? a * b : node.op === "/" ? a / b
-        : node.op === "%" ? a % b : Math.pow(a, b)
+      const v = node.op === "+" ? a + b : node.op === "-" ? a - b : node.op === "*" ? a * b : node.op === "/" ?
+        a / b
+        : node.op === "%"
+        ? a % b
+        : Math.pow(a, b)
       return Number.isFinite(v) ? v : undefined
     }
   }

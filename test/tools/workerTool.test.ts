@@ -60,7 +60,15 @@ describe("CPU-heavy tool work in a worker thread", () => {
         ScriptedLlm.text("done")
       ])
       const layer = ReactAgent.layer({ completionCheck: false }).pipe(
-        Layer.provide(Layer.mergeAll(llm.layer, Toolkit.layer([countPrimes]), Hooks.layerNoop, ContextGuard.layer(), Interrupts.layerMemory))
+        Layer.provide(
+          Layer.mergeAll(
+            llm.layer,
+            Toolkit.layer([countPrimes]),
+            Hooks.layerNoop,
+            ContextGuard.layer(),
+            Interrupts.layerMemory
+          )
+        )
       )
       // the main thread's timers keep firing while the worker computes
       let ticks = 0

@@ -40,10 +40,11 @@ export const recordingGuard = (
     ...real,
     // every check goes through checkAndCompact (recorded)
     fits: () => false,
-    checkAndCompact: (messages, opts) => Effect.suspend(() => {
-      checks.push(opts)
-      return real.checkAndCompact(messages, opts)
-    })
+    checkAndCompact: (messages, opts) =>
+      Effect.suspend(() => {
+        checks.push(opts)
+        return real.checkAndCompact(messages, opts)
+      })
   }
   return { layer: Layer.succeed(ContextGuard.ContextGuard, service), checks }
 }
@@ -146,7 +147,16 @@ export const fillerTools = (n: number): ReadonlyArray<ToolT> =>
       handler: () => Effect.succeed("filler")
     }))
 
-export const allTools: ReadonlyArray<ToolT> = [addTool, echoTool, sleepTool, failTool, crashTool, hangTool, pageTool, bigTool]
+export const allTools: ReadonlyArray<ToolT> = [
+  addTool,
+  echoTool,
+  sleepTool,
+  failTool,
+  crashTool,
+  hangTool,
+  pageTool,
+  bigTool
+]
 
 /** A fresh in-memory interrupts service, usable synchronously from responders and tools. */
 export const makeInterrupts = (): InterruptsService => Effect.runSync(makeInterruptsService)
@@ -190,7 +200,11 @@ export const makeAgent = (
     options.guard ?? recordingGuard().layer,
     options.interrupts ? Layer.succeed(Interrupts.Interrupts, options.interrupts) : Interrupts.layerMemory
   )
-  const layer = ReactAgent.layer({ synthesis: "always", ...options.agent, ...(options.approvals ? { approvals: options.approvals } : {}) }).pipe(
+  const layer = ReactAgent.layer({
+    synthesis: "always",
+    ...options.agent,
+    ...(options.approvals ? { approvals: options.approvals } : {})
+  }).pipe(
     Layer.provideMerge(deps),
     Layer.orDie
   )

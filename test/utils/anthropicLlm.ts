@@ -18,21 +18,26 @@ export const anthropicLlm = (
 ): Effect.Effect<LlmService, never, Scope.Scope> =>
   // the HTTP client lives as long as the caller's scope (Effect.provide of a layer would close it at once)
   Effect.flatMap(
-    Layer.build(AnthropicClient.layer({ apiKey: Redacted.make("sk-ant-test"), apiUrl: url }).pipe(Layer.provide(NodeHttpClient.layerUndici))),
-    (context) => AnthropicLanguageModel.make({ model: "claude-test" }).pipe(
-    Effect.map((model) =>
-      EffectAiLlm.makeUnsafe(model, {
-        model: "claude-test",
-        retryBaseDelay: "5 millis",
-        cacheBreakpoints: "anthropic",
-        configure: (s) =>
-          AnthropicLanguageModel.withConfigOverride({
-            ...(s.temperature !== undefined ? { temperature: s.temperature } : {}),
-            ...(s.maxTokens !== undefined ? { max_tokens: s.maxTokens } : {})
-          }),
-        ...options
-      })
+    Layer.build(
+      AnthropicClient.layer({ apiKey: Redacted.make("sk-ant-test"), apiUrl: url }).pipe(
+        Layer.provide(NodeHttpClient.layerUndici)
+      )
     ),
-    Effect.provide(context)
-  ))
-
+    (context) =>
+      AnthropicLanguageModel.make({ model: "claude-test" }).pipe(
+        Effect.map((model) =>
+          EffectAiLlm.makeUnsafe(model, {
+            model: "claude-test",
+            retryBaseDelay: "5 millis",
+            cacheBreakpoints: "anthropic",
+            configure: (s) =>
+              AnthropicLanguageModel.withConfigOverride({
+                ...(s.temperature !== undefined ? { temperature: s.temperature } : {}),
+                ...(s.maxTokens !== undefined ? { max_tokens: s.maxTokens } : {})
+              }),
+            ...options
+          })
+        ),
+        Effect.provide(context)
+      )
+  )

@@ -6,7 +6,10 @@ import * as Effect from "effect/Effect"
 import * as Approvals from "../../src/Approvals.js"
 
 /** A request for `write {path: approvalId}` in conversation `c1`. */
-export const request = (approvalId: string, overrides: Partial<Approvals.ApprovalRequest> = {}): Approvals.ApprovalRequest => ({
+export const request = (
+  approvalId: string,
+  overrides: Partial<Approvals.ApprovalRequest> = {}
+): Approvals.ApprovalRequest => ({
   approvalId,
   conversationId: "c1",
   toolCallId: `call_${approvalId}`,

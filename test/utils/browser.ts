@@ -11,11 +11,11 @@
  * never a silent skip.
  */
 import { Context, Data, Effect, Layer } from "effect"
+import { execFile } from "node:child_process"
 import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { delimiter, dirname, join } from "node:path"
-import { execFile } from "node:child_process"
 import { pathToFileURL } from "node:url"
 import { promisify } from "node:util"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
@@ -69,7 +69,8 @@ const require = createRequire(import.meta.url)
 export const bundledChromium: Effect.Effect<string, BrowserUnavailable> = Effect.gen(function*() {
   const entry = yield* Effect.try({
     try: () => require.resolve("@sparticuz/chromium"),
-    catch: () => new BrowserUnavailable({ message: "the devDependency @sparticuz/chromium is not installed (run `npm ci`)" })
+    catch: () =>
+      new BrowserUnavailable({ message: "the devDependency @sparticuz/chromium is not installed (run `npm ci`)" })
   })
   const root = dirname(dirname(dirname(entry))) // <root>/build/cjs/index.cjs
   const version = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }).version
@@ -78,7 +79,9 @@ export const bundledChromium: Effect.Effect<string, BrowserUnavailable> = Effect
   if (isExecutable(binary)) return binary
   const staging = mkdtempSync(join(tmpdir(), "react-engine-chromium-staging-"))
   const esm = pathToFileURL(join(root, "build", "esm", "index.js")).href
-  const script = `const c = (await import(${JSON.stringify(esm)})).default; process.stdout.write(await c.executablePath())`
+  const script = `const c = (await import(${
+    JSON.stringify(esm)
+  })).default; process.stdout.write(await c.executablePath())`
   const unpacked = yield* Effect.tryPromise({
     try: (signal) =>
       promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {
@@ -91,7 +94,9 @@ export const bundledChromium: Effect.Effect<string, BrowserUnavailable> = Effect
   }).pipe(Effect.onError(() => Effect.sync(() => rmSync(staging, { recursive: true, force: true }))))
   if (unpacked.stdout.trim() !== join(staging, "chromium")) {
     rmSync(staging, { recursive: true, force: true })
-    return yield* new BrowserUnavailable({ message: `@sparticuz/chromium unpacked to ${unpacked.stdout.trim()}, expected ${staging}` })
+    return yield* new BrowserUnavailable({
+      message: `@sparticuz/chromium unpacked to ${unpacked.stdout.trim()}, expected ${staging}`
+    })
   }
   try {
     renameSync(staging, target)
@@ -99,7 +104,9 @@ export const bundledChromium: Effect.Effect<string, BrowserUnavailable> = Effect
     // another worker finished first: use its copy
     rmSync(staging, { recursive: true, force: true })
   }
-  if (!isExecutable(binary)) return yield* new BrowserUnavailable({ message: `no executable Chromium at ${binary} after unpacking` })
+  if (!isExecutable(binary)) {
+    return yield* new BrowserUnavailable({ message: `no executable Chromium at ${binary} after unpacking` })
+  }
   return binary
 })
 
@@ -107,7 +114,9 @@ export const bundledChromium: Effect.Effect<string, BrowserUnavailable> = Effect
  * Finds the browser: `CHROMIUM_PATH`, else the system `chromium`, else the
  * bundled build.
  */
-export const findChromium = (env: NodeJS.ProcessEnv = process.env): Effect.Effect<ChromiumBinary, BrowserUnavailable> => {
+export const findChromium = (
+  env: NodeJS.ProcessEnv = process.env
+): Effect.Effect<ChromiumBinary, BrowserUnavailable> => {
   const explicit = env.CHROMIUM_PATH?.trim()
   if (explicit) {
     return isExecutable(explicit)
@@ -140,7 +149,10 @@ export const launchBrowser = Effect.acquireRelease(
 )
 
 /** A fresh page (own storage) that records console errors and page errors. */
-export const openPage = (browser: Browser, options: { readonly width?: number; readonly height?: number; readonly colorScheme?: "light" | "dark" } = {}) =>
+export const openPage = (
+  browser: Browser,
+  options: { readonly width?: number; readonly height?: number; readonly colorScheme?: "light" | "dark" } = {}
+) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
       const context: BrowserContext = await browser.newContext({

@@ -157,7 +157,15 @@ export const make = (options: ChaosOptions): ChaosLlm => {
   const streamFailure = options.streamFailure ?? 0.5
   const argsFor = options.argsFor ?? (() => ({}))
   const violations: Array<string> = []
-  const stats: ChaosStats = { calls: 0, streamCalls: 0, failures: 0, garbage: 0, toolCalls: 0, finals: 0, truncatedStreams: 0 }
+  const stats: ChaosStats = {
+    calls: 0,
+    streamCalls: 0,
+    failures: 0,
+    garbage: 0,
+    toolCalls: 0,
+    finals: 0,
+    truncatedStreams: 0
+  }
   let callId = 0
 
   const check = (request: ChatRequest, index: number) => {
@@ -174,9 +182,17 @@ export const make = (options: ChaosOptions): ChaosLlm => {
     if (mode === "json") return ScriptedLlm.text(pick(random, GARBAGE_TEXT))
     switch (Math.floor(random() * 5)) {
       case 0:
-        return ScriptedLlm.toolCalls([{ id: `chaos_${++callId}`, name: pick(random, options.tools), arguments: "{\"index\": " }])
+        return ScriptedLlm.toolCalls([{
+          id: `chaos_${++callId}`,
+          name: pick(random, options.tools),
+          arguments: "{\"index\": "
+        }])
       case 1:
-        return ScriptedLlm.toolCalls([{ id: `chaos_${++callId}`, name: pick(random, options.tools), arguments: "[1,2]" }])
+        return ScriptedLlm.toolCalls([{
+          id: `chaos_${++callId}`,
+          name: pick(random, options.tools),
+          arguments: "[1,2]"
+        }])
       case 2:
         return ScriptedLlm.toolCalls([validCall(), { id: `chaos_${++callId}`, name: "no_such_tool", arguments: {} }])
       case 3:
@@ -212,12 +228,18 @@ export const make = (options: ChaosOptions): ChaosLlm => {
     const r = random()
     if (r < streamFailure / 2) {
       stats.failures++
-      return ScriptedLlm.fail(pick(random, ["Server", "RateLimited", "Timeout", "Connection"] as const), "chaos stream open failure")
+      return ScriptedLlm.fail(
+        pick(random, ["Server", "RateLimited", "Timeout", "Connection"] as const),
+        "chaos stream open failure"
+      )
     }
     if (r < streamFailure) {
       stats.truncatedStreams++
       return ScriptedLlm.text(content, {
-        failAfterChunks: { count: 1 + Math.floor(random() * 5), reason: pick(random, ["Server", "Connection", "Decode"] as const) }
+        failAfterChunks: {
+          count: 1 + Math.floor(random() * 5),
+          reason: pick(random, ["Server", "Connection", "Decode"] as const)
+        }
       })
     }
     return ScriptedLlm.text(content)

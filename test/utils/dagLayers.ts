@@ -9,9 +9,9 @@ import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
+import type { ContextGuard } from "../../src/ContextGuard.js"
 import type { DagJournal, DagOptions } from "../../src/DagAgent.js"
 import * as DagAgent from "../../src/DagAgent.js"
-import type { ContextGuard } from "../../src/ContextGuard.js"
 import type { Hooks } from "../../src/Hooks.js"
 import type { InterruptsService } from "../../src/Interrupts.js"
 import * as Interrupts from "../../src/Interrupts.js"
@@ -49,11 +49,15 @@ export const kindOf = (request: ChatRequest, method: "chat" | "stream"): Request
   const step = /Your task \(step ([^)]+)\): ([^\n]*)/.exec(text)
   if (step !== null) {
     // a step's synthesis streams and offers no tools (under synthesis auto the step's loop calls stream too, with tools)
-    if (method === "stream" && (request.tools ?? []).length === 0) return { _tag: "StepAnswer", id: step[1], task: step[2], text }
+    if (method === "stream" && (request.tools ?? []).length === 0) {
+      return { _tag: "StepAnswer", id: step[1], task: step[2], text }
+    }
     const turn = request.messages.filter((m) => m.role === "assistant").length
     return { _tag: "Step", id: step[1], task: step[2], text, turn }
   }
-  if (method === "stream" && text.startsWith("You write the final answer to the user's goal")) return { _tag: "Answer", text }
+  if (method === "stream" && text.startsWith("You write the final answer to the user's goal")) {
+    return { _tag: "Answer", text }
+  }
   return { _tag: "React", text, turn: request.messages.filter((m) => m.role === "assistant").length, method }
 }
 
@@ -69,7 +73,12 @@ export const planReply = (
 ): ScriptStep => ScriptedLlm.toolCall("create_plan", { steps: steps.map((s) => ({ dependencies: [], ...s })) })
 
 /** An analysis reply (native function call). */
-export const analysisReply = (achieved: boolean, confidence: number, reasoning = "checked", finalAnswer?: string): ScriptStep =>
+export const analysisReply = (
+  achieved: boolean,
+  confidence: number,
+  reasoning = "checked",
+  finalAnswer?: string
+): ScriptStep =>
   ScriptedLlm.toolCall("report_analysis", {
     achieved,
     confidence,
@@ -98,7 +107,8 @@ export interface DagScript {
 }
 
 /** The draft a step's loop produced (the step synthesis prompt quotes it). */
-export const draftOf = (text: string): string => /Draft answer:\n([\s\S]*?)\n\nWrite the final answer/.exec(text)?.[1] ?? ""
+export const draftOf = (text: string): string =>
+  /Draft answer:\n([\s\S]*?)\n\nWrite the final answer/.exec(text)?.[1] ?? ""
 
 /** A responder for a DAG run, keyed on each request's kind. */
 export const dagResponder = (script: DagScript): ScriptedLlm.Responder => {
@@ -129,7 +139,15 @@ export interface DagHarness {
   readonly main: ScriptedLlm.ScriptedLlm
   readonly models: Readonly<Record<string, ScriptedLlm.ScriptedLlm>>
   /** The agent and every service it was built from. */
-  readonly layer: Layer.Layer<DagAgent.DagAgent | Interrupts.Interrupts | Llm | ModelRegistry.ModelRegistry | Toolkit.Toolkit | Hooks | ContextGuard>
+  readonly layer: Layer.Layer<
+    | DagAgent.DagAgent
+    | Interrupts.Interrupts
+    | Llm
+    | ModelRegistry.ModelRegistry
+    | Toolkit.Toolkit
+    | Hooks
+    | ContextGuard
+  >
 }
 
 /** A DAG agent over scripted models (main + extra registry models), tools, hooks and interrupts. */
@@ -148,7 +166,9 @@ export const makeDag = (
   const responder = typeof script === "function" ? script : dagResponder(script)
   const main = ScriptedLlm.makeUnsafe(responder, { model: "main", ...options.llm })
   const models: Record<string, ScriptedLlm.ScriptedLlm> = {}
-  for (const name of options.models ?? []) models[name] = ScriptedLlm.makeUnsafe(responder, { ...options.llm, model: name })
+  for (const name of options.models ?? []) {
+    models[name] = ScriptedLlm.makeUnsafe(responder, { ...options.llm, model: name })
+  }
   const registry = ModelRegistry.layer({
     main: main.service,
     ...Object.fromEntries(Object.entries(models).map(([name, m]) => [name, m.service]))
@@ -203,7 +223,12 @@ export interface MemoryStore {
   readonly emitted: Set<string>
 }
 
-export const memoryStore = (): MemoryStore => ({ results: new Map(), started: new Set(), keys: new Set(), emitted: new Set() })
+export const memoryStore = (): MemoryStore => ({
+  results: new Map(),
+  started: new Set(),
+  keys: new Set(),
+  emitted: new Set()
+})
 
 /** What one execution through a `memoryJournal` saw. */
 export interface JournalSink {

@@ -48,13 +48,20 @@ export const transcripts = (file: string): Array<Transcript> => {
       }
       const raw = block[j]
       let command = block[j].slice(2)
-      while (command.endsWith("\\") && j + 1 < block.length) command = `${command.slice(0, -1).trimEnd()} ${block[++j].trim()}`
+      while (command.endsWith("\\") && j + 1 < block.length) {
+        command = `${command.slice(0, -1).trimEnd()} ${block[++j].trim()}`
+      }
       j++
       const from = j
       while (j < block.length && !block[j].startsWith("$ ")) j++
       if (command.startsWith("#")) command = previous
       previous = command
-      commands.push({ command, raw, expected: block.slice(from, j).join("\n").replace(/\n+$/, ""), outputLine: start + from + 1 })
+      commands.push({
+        command,
+        raw,
+        expected: block.slice(from, j).join("\n").replace(/\n+$/, ""),
+        outputLine: start + from + 1
+      })
     }
     found.push({ file, line: start + 1, commands })
   }
@@ -158,18 +165,22 @@ const VOLATILE: ReadonlyArray<readonly [RegExp, string]> = [
   [/"(created_at|updated_at)":"[^"]*"/g, "\"$1\":<t>"],
   [/^(date|keep-alive): .*$/gm, "$1: <v>"]
 ]
-export const normal = (text: string) => VOLATILE.reduce((t, [pattern, by]) => t.replace(pattern, by), text.replace(/\r\n/g, "\n"))
+export const normal = (text: string) =>
+  VOLATILE.reduce((t, [pattern, by]) => t.replace(pattern, by), text.replace(/\r\n/g, "\n"))
 
 /** The doc's output as a pattern: `…` stands for any text. */
 export const pattern = (expected: string) =>
-  new RegExp(`^${normal(expected).split("…").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("[\\s\\S]*?")}$`)
+  new RegExp(
+    `^${normal(expected).split("…").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("[\\s\\S]*?")}$`
+  )
 
 export const firstDifference = (expected: string, actual: string) => {
   const e = expected.split("\n")
   const a = actual.split("\n")
   for (let i = 0; i < Math.max(e.length, a.length); i++) {
-    if (e[i] !== a[i] && !(e[i]?.includes("…") ?? false)) return `line ${i + 1}:\n  doc:    ${e[i] ?? "(nothing)"}\n  server: ${a[i] ?? "(nothing)"}`
+    if (e[i] !== a[i] && !(e[i]?.includes("…") ?? false)) {
+      return `line ${i + 1}:\n  doc:    ${e[i] ?? "(nothing)"}\n  server: ${a[i] ?? "(nothing)"}`
+    }
   }
   return "(the lines differ around an elision)"
 }
-

@@ -150,7 +150,8 @@ const stripCache = (value: any): any => {
 }
 
 /** The deterministic token estimate of a block: ceil(bytes of its canonical JSON / 4). */
-export const blockTokens = (block: unknown): number => Math.ceil(Buffer.byteLength(JSON.stringify(stripCache(block))) / 4)
+export const blockTokens = (block: unknown): number =>
+  Math.ceil(Buffer.byteLength(JSON.stringify(stripCache(block))) / 4)
 
 interface PromptBlock {
   readonly key: string
@@ -229,14 +230,20 @@ const validate = (body: any): { status: number; type: string; message: string } 
   if (body === null || typeof body !== "object") return invalid("body: expected an object")
   if (typeof body.model !== "string" || body.model === "") return invalid("model: Field required")
   if (typeof body.max_tokens !== "number") return invalid("max_tokens: Field required")
-  if (!Array.isArray(body.messages) || body.messages.length === 0) return invalid("messages: at least one message is required")
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    return invalid("messages: at least one message is required")
+  }
   let breakpoints = 0
   const count = (b: any) => {
     if (b && typeof b === "object" && b.cache_control != null) breakpoints++
   }
   for (const t of body.tools ?? []) {
-    if (typeof t.name !== "string" || !/^[a-zA-Z0-9_-]{1,64}$/.test(t.name)) return invalid(`tools: invalid name ${t.name}`)
-    if (!t.input_schema || t.input_schema.type !== "object") return invalid(`tools.${t.name}.input_schema: type must be object`)
+    if (typeof t.name !== "string" || !/^[a-zA-Z0-9_-]{1,64}$/.test(t.name)) {
+      return invalid(`tools: invalid name ${t.name}`)
+    }
+    if (!t.input_schema || t.input_schema.type !== "object") {
+      return invalid(`tools.${t.name}.input_schema: type must be object`)
+    }
     count(t)
   }
   if (Array.isArray(body.system)) body.system.forEach(count)
@@ -244,7 +251,9 @@ const validate = (body: any): { status: number; type: string; message: string } 
   for (let i = 0; i < body.messages.length; i++) {
     const m = body.messages[i]
     const expected = i % 2 === 0 ? "user" : "assistant"
-    if (m.role !== expected) return invalid(`messages.${i}.role: roles must alternate user/assistant starting with user, got ${m.role}`)
+    if (m.role !== expected) {
+      return invalid(`messages.${i}.role: roles must alternate user/assistant starting with user, got ${m.role}`)
+    }
     const content = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content
     if (!Array.isArray(content) || content.length === 0) return invalid(`messages.${i}.content: must not be empty`)
     const uses = new Set<string>()
@@ -272,7 +281,9 @@ const validate = (body: any): { status: number; type: string; message: string } 
     if (m.role === "user" && previousToolUses.size > 0) {
       const answered = new Set(content.filter((b: any) => b.type === "tool_result").map((b: any) => b.tool_use_id))
       for (const id of previousToolUses) {
-        if (!answered.has(id)) return invalid(`messages.${i}: tool_use ids were found without tool_result blocks: ${id}`)
+        if (!answered.has(id)) {
+          return invalid(`messages.${i}: tool_use ids were found without tool_result blocks: ${id}`)
+        }
       }
     }
     previousToolUses = m.role === "assistant" ? uses : new Set()
@@ -281,9 +292,13 @@ const validate = (body: any): { status: number; type: string; message: string } 
   const choice = body.tool_choice
   if (choice?.type === "tool" || choice?.type === "any") {
     const names = (body.tools ?? []).map((t: any) => t.name)
-    if (choice.type === "tool" && !names.includes(choice.name)) return invalid(`tool_choice.name: tool '${choice.name}' is not in tools`)
+    if (choice.type === "tool" && !names.includes(choice.name)) {
+      return invalid(`tool_choice.name: tool '${choice.name}' is not in tools`)
+    }
     if (names.length === 0) return invalid(`tool_choice: type '${choice.type}' needs tools`)
-    if (body.thinking?.type === "enabled") return invalid("Thinking may not be enabled when tool_choice forces tool use.")
+    if (body.thinking?.type === "enabled") {
+      return invalid("Thinking may not be enabled when tool_choice forces tool use.")
+    }
   }
   return undefined
 }
@@ -326,9 +341,19 @@ export const start = (
       ? script(body, index)
       : script[index] ?? error(500, "api_error", `fake Anthropic: no scripted reply for request ${index + 1}`)
 
-  const sendError = (res: ServerResponse, e: { status: number; type: string; message: string }, headers?: Record<string, string>) => {
+  const sendError = (
+    res: ServerResponse,
+    e: { status: number; type: string; message: string },
+    headers?: Record<string, string>
+  ) => {
     res.writeHead(e.status, { "content-type": "application/json", "request-id": `req_${requests.length}`, ...headers })
-    res.end(JSON.stringify({ type: "error", error: { type: e.type, message: e.message }, request_id: `req_${requests.length}` }, null, 2))
+    res.end(
+      JSON.stringify(
+        { type: "error", error: { type: e.type, message: e.message }, request_id: `req_${requests.length}` },
+        null,
+        2
+      )
+    )
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -336,7 +361,11 @@ export const start = (
     for await (const c of req) chunks.push(c as Buffer)
     const url = new URL(req.url ?? "/", "http://x")
     if (req.method !== "POST" || url.pathname !== "/v1/messages") {
-      return sendError(res, { status: 404, type: "not_found_error", message: `Not found: ${req.method} ${url.pathname}` })
+      return sendError(res, {
+        status: 404,
+        type: "not_found_error",
+        message: `Not found: ${req.method} ${url.pathname}`
+      })
     }
     let body: any
     try {
@@ -395,7 +424,8 @@ export const start = (
       }))
     }
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "request-id": `req_${n}` })
-    const event = (type: string, data: unknown) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...(data as object) })}\n\n`)
+    const event = (type: string, data: unknown) =>
+      res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...(data as object) })}\n\n`)
     event("message_start", {
       message: {
         id,
@@ -425,8 +455,13 @@ export const start = (
         }
         event("content_block_delta", { index: k, delta: { type: "signature_delta", signature: block.signature } })
       } else {
-        event("content_block_start", { index: k, content_block: { type: "tool_use", id: block.id, name: block.name, input: {} } })
-        const json = source.type === "tool_use" && source.rawJson !== undefined ? source.rawJson : JSON.stringify(block.input)
+        event("content_block_start", {
+          index: k,
+          content_block: { type: "tool_use", id: block.id, name: block.name, input: {} }
+        })
+        const json = source.type === "tool_use" && source.rawJson !== undefined
+          ? source.rawJson
+          : JSON.stringify(block.input)
         event("content_block_delta", { index: k, delta: { type: "input_json_delta", partial_json: "" } })
         for (const p of pieces(json, size)) {
           event("content_block_delta", { index: k, delta: { type: "input_json_delta", partial_json: p } })
@@ -440,7 +475,10 @@ export const start = (
         return res.end()
       }
     }
-    event("message_delta", { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } })
+    event("message_delta", {
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: { output_tokens: outputTokens }
+    })
     event("message_stop", {})
     res.end()
   }

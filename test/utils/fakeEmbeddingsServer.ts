@@ -13,9 +13,9 @@
  * close), so a test can reason about what is recalled. Every request is
  * recorded (inputs included); `down` makes it answer 503 as an outage would.
  */
+import * as Effect from "effect/Effect"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import * as Effect from "effect/Effect"
 import * as Embedder from "../../src/Embedder.js"
 
 export interface FakeEmbeddings {
@@ -59,7 +59,9 @@ export const start = async (options: {
   }
   const server = createServer(async (req, res) => {
     const text = await read(req)
-    if (req.method !== "POST" || !(req.url ?? "").endsWith("/embeddings")) return refuse(res, 404, `no route ${req.method} ${req.url}`)
+    if (req.method !== "POST" || !(req.url ?? "").endsWith("/embeddings")) {
+      return refuse(res, 404, `no route ${req.method} ${req.url}`)
+    }
     let body: any
     try {
       body = JSON.parse(text)
@@ -68,12 +70,24 @@ export const start = async (options: {
     }
     state.requests.push(body)
     if (state.down) return refuse(res, 503, "The server is overloaded or not ready yet.")
-    if (typeof body?.model !== "string" || body.model === "") return refuse(res, 400, "you must provide a model parameter")
+    if (typeof body?.model !== "string" || body.model === "") {
+      return refuse(res, 400, "you must provide a model parameter")
+    }
     const format = body.encoding_format ?? "float"
-    if (format !== "float" && format !== "base64") return refuse(res, 400, `'${format}' is not one of ['float', 'base64']`)
-    const inputs: Array<unknown> = typeof body.input === "string" ? [body.input] : Array.isArray(body.input) ? body.input : []
+    if (format !== "float" && format !== "base64") {
+      return refuse(res, 400, `'${format}' is not one of ['float', 'base64']`)
+    }
+    const inputs: Array<unknown> = typeof body.input === "string"
+      ? [body.input]
+      : Array.isArray(body.input)
+      ? body.input
+      : []
     if (inputs.length === 0 || inputs.length > 2048 || inputs.some((i) => typeof i !== "string" || i === "")) {
-      return refuse(res, 400, "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.")
+      return refuse(
+        res,
+        400,
+        "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference."
+      )
     }
     const texts = inputs as Array<string>
     for (const text of texts) embedded.push(text)
@@ -88,7 +102,9 @@ export const start = async (options: {
       data: vectors.map((v, index) => ({
         object: "embedding",
         index,
-        embedding: format === "base64" ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64") : Array.from(v)
+        embedding: format === "base64"
+          ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64")
+          : Array.from(v)
       })),
       usage: { prompt_tokens: tokens, total_tokens: tokens }
     }))

@@ -23,7 +23,14 @@ import type { AddressInfo, Socket } from "node:net"
 export type FakeResponsesReply =
   | { readonly _tag: "Text"; readonly text: string }
   | { readonly _tag: "Calls"; readonly calls: ReadonlyArray<{ readonly name: string; readonly input: unknown }> }
-  | { readonly _tag: "Error"; readonly status: number; readonly type: string; readonly code?: string; readonly message: string; readonly headers?: Record<string, string> }
+  | {
+    readonly _tag: "Error"
+    readonly status: number
+    readonly type: string
+    readonly code?: string
+    readonly message: string
+    readonly headers?: Record<string, string>
+  }
   | { readonly _tag: "Hang" }
 
 export interface RecordedResponsesRequest {
@@ -65,32 +72,66 @@ const validate = (body: any): string | undefined => {
   return undefined
 }
 
-export const start = (script: ReadonlyArray<FakeResponsesReply> | ((body: any, index: number) => FakeResponsesReply)): Promise<FakeResponsesServer> => {
+export const start = (
+  script: ReadonlyArray<FakeResponsesReply> | ((body: any, index: number) => FakeResponsesReply)
+): Promise<FakeResponsesServer> => {
   const requests: Array<RecordedResponsesRequest> = []
   const sockets = new Set<Socket>()
-  const sendError = (res: ServerResponse, status: number, type: string, message: string, code: string | null = null, headers?: Record<string, string>) => {
+  const sendError = (
+    res: ServerResponse,
+    status: number,
+    type: string,
+    message: string,
+    code: string | null = null,
+    headers?: Record<string, string>
+  ) => {
     res.writeHead(status, { "content-type": "application/json", ...headers })
     res.end(JSON.stringify({ error: { message, type, param: null, code } }))
   }
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Array<Buffer> = []
     for await (const c of req) chunks.push(c as Buffer)
-    if (req.method !== "POST" || !(req.url ?? "").startsWith("/v1/responses")) return sendError(res, 404, "invalid_request_error", "not found")
+    if (req.method !== "POST" || !(req.url ?? "").startsWith("/v1/responses")) {
+      return sendError(res, 404, "invalid_request_error", "not found")
+    }
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
     const index = requests.length
     requests.push({ path: req.url ?? "", headers: req.headers, body })
-    if (req.headers.authorization === undefined) return sendError(res, 401, "invalid_request_error", "Missing bearer authentication")
+    if (req.headers.authorization === undefined) {
+      return sendError(res, 401, "invalid_request_error", "Missing bearer authentication")
+    }
     const bad = validate(body)
     if (bad) return sendError(res, 400, "invalid_request_error", bad)
     const reply = typeof script === "function"
       ? script(body, index)
-      : script[index] ?? { _tag: "Error", status: 500, type: "server_error", message: `fake Responses API: no reply for request ${index + 1}` }
+      : script[index] ??
+        {
+          _tag: "Error",
+          status: 500,
+          type: "server_error",
+          message: `fake Responses API: no reply for request ${index + 1}`
+        }
     if (reply._tag === "Hang") return
-    if (reply._tag === "Error") return sendError(res, reply.status, reply.type, reply.message, reply.code ?? null, reply.headers)
+    if (reply._tag === "Error") {
+      return sendError(res, reply.status, reply.type, reply.message, reply.code ?? null, reply.headers)
+    }
     const n = index + 1
     const output: Array<any> = reply._tag === "Text"
-      ? [{ type: "message", id: `msg_${n}`, role: "assistant", status: "completed", content: [{ type: "output_text", text: reply.text, annotations: [] }] }]
-      : reply.calls.map((c, k) => ({ type: "function_call", id: `fc_${n}_${k}`, call_id: `call_${n}_${k}`, name: c.name, arguments: JSON.stringify(c.input), status: "completed" }))
+      ? [{
+        type: "message",
+        id: `msg_${n}`,
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text: reply.text, annotations: [] }]
+      }]
+      : reply.calls.map((c, k) => ({
+        type: "function_call",
+        id: `fc_${n}_${k}`,
+        call_id: `call_${n}_${k}`,
+        name: c.name,
+        arguments: JSON.stringify(c.input),
+        status: "completed"
+      }))
     const input = tokens([body.instructions, body.input, body.tools])
     const outputTokens = Math.max(1, tokens(output))
     const response = (status: string, out: Array<any>) => ({
@@ -111,7 +152,13 @@ export const start = (script: ReadonlyArray<FakeResponsesReply> | ((body: any, i
       top_p: null,
       ...(body.prompt_cache_key !== undefined ? { prompt_cache_key: body.prompt_cache_key } : {}),
       usage: status === "completed"
-        ? { input_tokens: input, input_tokens_details: { cached_tokens: 0 }, output_tokens: outputTokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: input + outputTokens }
+        ? {
+          input_tokens: input,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens: outputTokens,
+          output_tokens_details: { reasoning_tokens: 0 },
+          total_tokens: input + outputTokens
+        }
         : null
     })
     if (body.stream !== true) {
@@ -120,17 +167,29 @@ export const start = (script: ReadonlyArray<FakeResponsesReply> | ((body: any, i
     }
     res.writeHead(200, { "content-type": "text/event-stream" })
     let seq = 0
-    const event = (type: string, data: object) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`)
+    const event = (type: string, data: object) =>
+      res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`)
     event("response.created", { response: response("in_progress", []) })
     output.forEach((item, i) => {
       if (item.type === "message") {
         event("response.output_item.added", { output_index: i, item: { ...item, status: "in_progress", content: [] } })
         for (const p of pieces(item.content[0].text)) {
-          event("response.output_text.delta", { item_id: item.id, output_index: i, content_index: 0, delta: p, logprobs: [] })
+          event("response.output_text.delta", {
+            item_id: item.id,
+            output_index: i,
+            content_index: 0,
+            delta: p,
+            logprobs: []
+          })
         }
       } else {
-        event("response.output_item.added", { output_index: i, item: { ...item, status: "in_progress", arguments: "" } })
-        for (const p of pieces(item.arguments)) event("response.function_call_arguments.delta", { item_id: item.id, output_index: i, delta: p })
+        event("response.output_item.added", {
+          output_index: i,
+          item: { ...item, status: "in_progress", arguments: "" }
+        })
+        for (const p of pieces(item.arguments)) {
+          event("response.function_call_arguments.delta", { item_id: item.id, output_index: i, delta: p })
+        }
       }
       event("response.output_item.done", { output_index: i, item })
     })
@@ -154,8 +213,7 @@ export const start = (script: ReadonlyArray<FakeResponsesReply> | ((body: any, i
             for (const s of sockets) s.destroy()
             server.close(() => done())
           })
-      })
-    )
+      }))
   )
 }
 

@@ -36,7 +36,13 @@ export interface FakeToolCall {
 
 /** What the server does for one request. */
 export type FakeReply =
-  | { readonly _tag: "Json"; readonly status: number; readonly body: unknown; readonly delayMs?: number; readonly headers?: Record<string, string> }
+  | {
+    readonly _tag: "Json"
+    readonly status: number
+    readonly body: unknown
+    readonly delayMs?: number
+    readonly headers?: Record<string, string>
+  }
   | {
     readonly _tag: "Sse"
     /** Each chunk is JSON-encoded into one `data:` frame (strings are sent verbatim). */
@@ -46,7 +52,13 @@ export type FakeReply =
     /** Append `data: [DONE]` and end (default true); false keeps the stream open after the chunks. */
     readonly done?: boolean
   }
-  | { readonly _tag: "Raw"; readonly status: number; readonly body: string; readonly contentType?: string; readonly delayMs?: number }
+  | {
+    readonly _tag: "Raw"
+    readonly status: number
+    readonly body: string
+    readonly contentType?: string
+    readonly delayMs?: number
+  }
   | { readonly _tag: "Hang" }
   | { readonly _tag: "Drop"; readonly delayMs?: number }
   | {
@@ -151,7 +163,9 @@ const usageBody = (u: { readonly prompt: number; readonly completion: number; re
 })
 
 /** A 200 JSON completion. */
-export const completion = (options: Parameters<typeof completionBody>[0] & { readonly delayMs?: number }): FakeReply => ({
+export const completion = (
+  options: Parameters<typeof completionBody>[0] & { readonly delayMs?: number }
+): FakeReply => ({
   _tag: "Json",
   status: 200,
   body: completionBody(options),
@@ -162,11 +176,18 @@ export const completion = (options: Parameters<typeof completionBody>[0] & { rea
 export const error = (
   status: number,
   message: string,
-  options?: { readonly code?: string; readonly type?: string; readonly delayMs?: number; readonly headers?: Record<string, string> }
+  options?: {
+    readonly code?: string
+    readonly type?: string
+    readonly delayMs?: number
+    readonly headers?: Record<string, string>
+  }
 ): FakeReply => ({
   _tag: "Json",
   status,
-  body: { error: { message, type: options?.type ?? "invalid_request_error", code: options?.code ?? null, param: null } },
+  body: {
+    error: { message, type: options?.type ?? "invalid_request_error", code: options?.code ?? null, param: null }
+  },
   ...(options?.delayMs !== undefined ? { delayMs: options.delayMs } : {}),
   ...(options?.headers ? { headers: options.headers } : {})
 })
@@ -206,7 +227,11 @@ export const sse = (
   options?: { readonly delayMs?: number; readonly chunkDelayMs?: number; readonly done?: boolean }
 ): FakeReply => ({ _tag: "Sse", chunks, ...options })
 
-const chunkBody = (delta: Record<string, unknown>, finishReason: string | null = null, extra?: Record<string, unknown>) => ({
+const chunkBody = (
+  delta: Record<string, unknown>,
+  finishReason: string | null = null,
+  extra?: Record<string, unknown>
+) => ({
   id: "chatcmpl-stream",
   object: "chat.completion.chunk",
   created: 1_700_000_000,
@@ -252,14 +277,21 @@ export const chunk = {
  */
 export const sseText = (
   text: string,
-  options?: { readonly delayMs?: number; readonly chunkDelayMs?: number; readonly usage?: { readonly prompt: number; readonly completion: number } }
+  options?: {
+    readonly delayMs?: number
+    readonly chunkDelayMs?: number
+    readonly usage?: { readonly prompt: number; readonly completion: number }
+  }
 ): FakeReply =>
   sse([
     chunk.role(),
     ...(text.match(/\s*\S+|\s+$/g) ?? []).map(chunk.content),
     chunk.finish("stop"),
     chunk.usage(options?.usage?.prompt ?? 10, options?.usage?.completion ?? Math.ceil(text.length / 4))
-  ], { ...(options?.delayMs !== undefined ? { delayMs: options.delayMs } : {}), ...(options?.chunkDelayMs !== undefined ? { chunkDelayMs: options.chunkDelayMs } : {}) })
+  ], {
+    ...(options?.delayMs !== undefined ? { delayMs: options.delayMs } : {}),
+    ...(options?.chunkDelayMs !== undefined ? { chunkDelayMs: options.chunkDelayMs } : {})
+  })
 
 // ---------------------------------------------------------------------------
 // Server
@@ -351,7 +383,9 @@ export const start = async (
     const problem = openAiProblem(body)
     if (problem !== undefined) {
       res.writeHead(400, { "content-type": "application/json" })
-      res.end(JSON.stringify({ error: { message: problem, type: "invalid_request_error", param: "messages", code: null } }))
+      res.end(
+        JSON.stringify({ error: { message: problem, type: "invalid_request_error", param: "messages", code: null } })
+      )
       return
     }
     const reply: FakeReply | undefined = typeof script === "function"
@@ -360,7 +394,11 @@ export const start = async (
     if (reply === undefined) {
       res.writeHead(500, { "content-type": "application/json" })
       res.end(JSON.stringify({
-        error: { message: `fake server: script exhausted (request ${index + 1}, ${(script as ReadonlyArray<FakeReply>).length} replies)` }
+        error: {
+          message: `fake server: script exhausted (request ${index + 1}, ${
+            (script as ReadonlyArray<FakeReply>).length
+          } replies)`
+        }
       }))
       return
     }
@@ -397,7 +435,11 @@ export const start = async (
       case "Sse": {
         await sleep(reply.delayMs)
         if (!alive()) return
-        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
+        res.writeHead(200, {
+          "content-type": "text/event-stream",
+          "cache-control": "no-cache",
+          connection: "keep-alive"
+        })
         res.flushHeaders()
         for (const c of reply.chunks) {
           await sleep(reply.chunkDelayMs)

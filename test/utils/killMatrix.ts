@@ -74,11 +74,18 @@ export const recordFile = (dir: string): RecordFile => {
 /** An MCP config with the recorder as server `rec` (tools `rec__record`, `rec__record_idem`). */
 export const recorderConfig = (dir: string, file: RecordFile, instance?: string): string => {
   const path = join(dir, `mcp${instance ? `-${instance}` : ""}.json`)
-  writeFileSync(path, JSON.stringify({
-    mcpServers: {
-      rec: { command: process.execPath, args: ["--import", "tsx", RECORDER], env: { RECORD_FILE: file.path, ...(instance ? { INSTANCE: instance } : {}) } }
-    }
-  }))
+  writeFileSync(
+    path,
+    JSON.stringify({
+      mcpServers: {
+        rec: {
+          command: process.execPath,
+          args: ["--import", "tsx", RECORDER],
+          env: { RECORD_FILE: file.path, ...(instance ? { INSTANCE: instance } : {}) }
+        }
+      }
+    })
+  )
   return path
 }
 
@@ -127,7 +134,12 @@ export interface PgCluster {
 }
 
 /** A database on `pg` for instances of the model at `llmUrl` (shard locks expire after 6 s: takeovers are quick, yet an instance starved of CPU for a few seconds on a loaded machine keeps its shards). */
-export const pgCluster = (pg: Postgres, database: string, llmUrl: string, extra: Record<string, string> = {}): PgCluster => {
+export const pgCluster = (
+  pg: Postgres,
+  database: string,
+  llmUrl: string,
+  extra: Record<string, string> = {}
+): PgCluster => {
   const dir = mkdtempSync(join(tmpdir(), "react-pg-durable-"))
   const file = recordFile(dir)
   const url = pg.createDatabase(database)
@@ -188,25 +200,33 @@ export const isSynthesis = (body: any): boolean =>
 export const shape = (body: any): string =>
   isSynthesis(body)
     ? `synthesis(${
-      [...String(body.messages[body.messages.length - 1]?.content ?? "").matchAll(/Step \d+: \S+\nArguments: (.*)\n(Result|Error)/g)]
+      [
+        ...String(body.messages[body.messages.length - 1]?.content ?? "").matchAll(
+          /Step \d+: \S+\nArguments: (.*)\n(Result|Error)/g
+        )
+      ]
         .map((m) => `${/"label":"([^"]*)"/.exec(m[1])?.[1] ?? "?"}${m[2] === "Error" ? "!" : ""}`).join(",")
     })`
     : (body?.messages ?? []).map((m: any) =>
-    m.role === "assistant" && m.tool_calls?.length
-      ? `assistant[${m.tool_calls.map((c: any) => c.id).join(" ")}]`
-      : m.role === "tool"
-      ? `tool[${m.tool_call_id}]`
-      : m.role === "user" && String(m.content).startsWith("[USER INTERRUPT]")
-      ? "user[interrupt]"
-      : m.role
-  ).join(",")
+      m.role === "assistant" && m.tool_calls?.length
+        ? `assistant[${m.tool_calls.map((c: any) => c.id).join(" ")}]`
+        : m.role === "tool"
+        ? `tool[${m.tool_call_id}]`
+        : m.role === "user" && String(m.content).startsWith("[USER INTERRUPT]")
+        ? "user[interrupt]"
+        : m.role
+    ).join(",")
 
 /** What identifies a message for a comparison of histories. */
 const normal = (m: any) => ({
   role: m.role,
   content: m.content ?? null,
   tool_call_id: m.tool_call_id ?? null,
-  tool_calls: (m.tool_calls ?? []).map((c: any) => ({ id: c.id, name: c.function?.name, arguments: c.function?.arguments }))
+  tool_calls: (m.tool_calls ?? []).map((c: any) => ({
+    id: c.id,
+    name: c.function?.name,
+    arguments: c.function?.arguments
+  }))
 })
 
 /** The ids of the tool calls the fake's reply to a request gave (from its recorded JSON or SSE reply, as the test scripted it). */
@@ -288,7 +308,11 @@ export const assertContinues = (before: ReadonlyArray<SseEvent>, after: Readonly
   const ids = [...before, ...after].map((e) => Number(e.id))
   ids.forEach((id, i) => assert.strictEqual(id, i + 1, `event ids continue: ${ids.join(",")}`))
   assert.strictEqual(after.filter((e) => isEvent(e, "phase", { phase: "resumed" })).length, 1, "one resumed")
-  assert.strictEqual(before.filter((e) => isEvent(e, "phase", { phase: "resumed" })).length, 0, "no resumed before the kill")
+  assert.strictEqual(
+    before.filter((e) => isEvent(e, "phase", { phase: "resumed" })).length,
+    0,
+    "no resumed before the kill"
+  )
   assert.strictEqual(after[after.length - 1]?.event, "done", "the run ends with done")
   assert.strictEqual([...before, ...after].filter((e) => e.event === "done").length, 1, "one done")
 }
@@ -310,7 +334,11 @@ export const assertStoredOnce = async (url: string, conversation: string, query 
   const stored = await getJson(`${url}/api/conversations/${conversation}`)
   const messages: Array<any> = stored.body.messages
   assertPaired({ messages })
-  assert.strictEqual(messages.filter((m) => m.role === "user" && m.content === query).length, 1, "the query is stored once")
+  assert.strictEqual(
+    messages.filter((m) => m.role === "user" && m.content === query).length,
+    1,
+    "the query is stored once"
+  )
   const callIds = messages.flatMap((m) => (m.tool_calls ?? []).map((c: any) => c.id))
   const toolIds = messages.filter((m) => m.role === "tool").map((m) => m.tool_call_id)
   assert.strictEqual(new Set(callIds).size, callIds.length, `no tool call stored twice: ${callIds.join(",")}`)
@@ -361,35 +389,61 @@ export const assertStartsFromStored = (o: KillObservation) => {
   const firstMessages: Array<any> = first?.messages ?? []
   const lastMessages: Array<any> = last?.messages ?? []
   // (1) the history the run had when it was killed is still there (the model never sees less)
-  assert.isAtLeast(firstMessages.length, lastMessages.length, `the first request after the restart has the history: ${context}`)
-  assert.deepStrictEqual(firstMessages.slice(0, lastMessages.length).map(normal), lastMessages.map(normal), `the history before the kill is a prefix of the first request after it: ${context}`)
+  assert.isAtLeast(
+    firstMessages.length,
+    lastMessages.length,
+    `the first request after the restart has the history: ${context}`
+  )
+  assert.deepStrictEqual(
+    firstMessages.slice(0, lastMessages.length).map(normal),
+    lastMessages.map(normal),
+    `the history before the kill is a prefix of the first request after it: ${context}`
+  )
   // (2) every call the run acted on and every tool result stored before the kill
   const stored = storedBeforeKill(o)
   if (isSynthesis(first)) {
     // the synthesis call: the trace of the tool steps is one user message
     const trace = String(firstMessages[firstMessages.length - 1]?.content ?? "")
     for (const start of stored.filter((e) => isEvent(e, "step", { type: "iteration", status: "start" }))) {
-      assert.include(trace, `: ${start.data.tool_name}\n`, `the stored call ${start.data.tool_call_id} is in the synthesis trace: ${context}`)
+      assert.include(
+        trace,
+        `: ${start.data.tool_name}\n`,
+        `the stored call ${start.data.tool_call_id} is in the synthesis trace: ${context}`
+      )
     }
     for (const done of stored.filter((e) => isEvent(e, "step", { type: "iteration", status: "done" }))) {
-      assert.include(trace, done.data.error === null ? `Result: ${done.data.observation}` : `Error: ${done.data.error}`, `the stored result of ${done.data.tool_call_id} is in the synthesis trace: ${context}`)
+      assert.include(
+        trace,
+        done.data.error === null ? `Result: ${done.data.observation}` : `Error: ${done.data.error}`,
+        `the stored result of ${done.data.tool_call_id} is in the synthesis trace: ${context}`
+      )
     }
     return
   }
   const calls = firstMessages.flatMap((m) => m.role === "assistant" ? (m.tool_calls ?? []) : [])
   for (const start of stored.filter((e) => isEvent(e, "step", { type: "iteration", status: "start" }))) {
     const call = calls.find((c: any) => c.id === start.data.tool_call_id)
-    assert.isDefined(call, `the stored call ${start.data.tool_call_id} (${start.data.tool_name}) is in the first request after the restart: ${context}`)
+    assert.isDefined(
+      call,
+      `the stored call ${start.data.tool_call_id} (${start.data.tool_name}) is in the first request after the restart: ${context}`
+    )
     assert.strictEqual(call.function.name, start.data.tool_name)
     assert.deepStrictEqual(JSON.parse(call.function.arguments), start.data.tool_args)
   }
   for (const done of stored.filter((e) => isEvent(e, "step", { type: "iteration", status: "done" }))) {
     const tool = firstMessages.find((m) => m.role === "tool" && m.tool_call_id === done.data.tool_call_id)
-    assert.isDefined(tool, `the stored result of ${done.data.tool_call_id} is in the first request after the restart: ${context}`)
+    assert.isDefined(
+      tool,
+      `the stored result of ${done.data.tool_call_id} is in the first request after the restart: ${context}`
+    )
     assert.include(String(tool.content), done.data.observation, "the stored result, as it was")
   }
   // (3) nothing the model had not said: every call id was given in a reply before the kill
-  const given = new Set(Array.from({ length: o.requestsBefore }, (_, i) => i).flatMap((i) => [0, 1, 2, 3].map((k) => FakeOpenAi.freshCallId(i, k))))
+  const given = new Set(
+    Array.from({ length: o.requestsBefore }, (_, i) => i).flatMap((i) =>
+      [0, 1, 2, 3].map((k) => FakeOpenAi.freshCallId(i, k))
+    )
+  )
   for (const id of assistantCallIds(first)) assert.isTrue(given.has(id), `${id} was given before the kill: ${context}`)
 }
 
@@ -402,11 +456,17 @@ export const assertOneOutcomePerCall = (events: ReadonlyArray<SseEvent>) => {
   for (const e of events) {
     if (!isEvent(e, "step", { type: "iteration" })) continue
     const seen = byCall.get(e.data.tool_call_id) ?? []
-    seen.push(`${e.id}:${e.data.status}${e.data.status === "done" ? `(${String(e.data.observation).slice(0, 60)})` : ""}`)
+    seen.push(
+      `${e.id}:${e.data.status}${e.data.status === "done" ? `(${String(e.data.observation).slice(0, 60)})` : ""}`
+    )
     byCall.set(e.data.tool_call_id, seen)
   }
   for (const [id, seen] of byCall) {
-    assert.deepStrictEqual(seen.map((x) => x.split(":")[1].split("(")[0]), ["start", "done"], `one start and one done for ${id}: ${seen.join(", ")}`)
+    assert.deepStrictEqual(
+      seen.map((x) => x.split(":")[1].split("(")[0]),
+      ["start", "done"],
+      `one start and one done for ${id}: ${seen.join(", ")}`
+    )
   }
 }
 
@@ -446,7 +506,11 @@ export const matrixModel = (options: {
   return (body, index) => {
     if (body?.stream) {
       return FakeOpenAi.sse(
-        [FakeOpenAi.chunk.role(), ...options.words.map((w) => FakeOpenAi.chunk.content(w)), FakeOpenAi.chunk.finish("stop")],
+        [
+          FakeOpenAi.chunk.role(),
+          ...options.words.map((w) => FakeOpenAi.chunk.content(w)),
+          FakeOpenAi.chunk.finish("stop")
+        ],
         { chunkDelayMs: holds("answer") ? 300 : 5 }
       )
     }
@@ -454,13 +518,27 @@ export const matrixModel = (options: {
     if (tools === 0) {
       if (holds("llm1")) return FakeOpenAi.hang
       const ms = holds("slowTool") ? 30_000 : (options.slowToolMs ?? 1500)
-      return FakeOpenAi.completion({ toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "rec__record", arguments: JSON.stringify({ label: "slow", ms }) }], delayMs: 50 })
+      return FakeOpenAi.completion({
+        toolCalls: [{
+          id: FakeOpenAi.freshCallId(index),
+          name: "rec__record",
+          arguments: JSON.stringify({ label: "slow", ms })
+        }],
+        delayMs: 50
+      })
     }
     if (tools === 1) {
       if (holds("llm2")) return FakeOpenAi.hang
       // idempotent: in flight at the kill it runs again after it, with the same arguments
       const ms = holds("fastTool") ? 3000 : (options.fastToolMs ?? 100)
-      return FakeOpenAi.completion({ toolCalls: [{ id: FakeOpenAi.freshCallId(index), name: "rec__record_idem", arguments: JSON.stringify({ label: "fast", ms }) }], delayMs: 50 })
+      return FakeOpenAi.completion({
+        toolCalls: [{
+          id: FakeOpenAi.freshCallId(index),
+          name: "rec__record_idem",
+          arguments: JSON.stringify({ label: "fast", ms })
+        }],
+        delayMs: 50
+      })
     }
     if (holds("llm3")) return FakeOpenAi.hang
     return FakeOpenAi.completion({ content: "done", delayMs: 50 })
@@ -494,7 +572,8 @@ export interface KillPoint {
 }
 
 const toolStarted = (label: string) => (s: KillState) => s.records.some((l) => l.startsWith(`start ${label}`))
-const eventSeen = (event: string, fields: Record<string, unknown>) => (s: KillState) => s.events.some((e) => isEvent(e, event, fields))
+const eventSeen = (event: string, fields: Record<string, unknown>) => (s: KillState) =>
+  s.events.some((e) => isEvent(e, event, fields))
 const answerDeltas = (s: KillState) => s.events.filter((e) => isEvent(e, "answer", { status: "delta" })).length
 
 const ALL = ["start slow", "end slow", "start fast", "end fast"]
@@ -629,20 +708,29 @@ export const runToKillPoint = async (options: {
       return result
     })
   }
-  let stream = open(`${options.url}/api/react`, { body: { query: "record something", conversation_id: options.conversation } })
+  let stream = open(`${options.url}/api/react`, {
+    body: { query: "record something", conversation_id: options.conversation }
+  })
   const poll = setInterval(() => {
     const next = kill === undefined ? options.follow?.() : undefined
     if (next !== undefined && next !== via && before.length > 0) {
       via = next
       hangUp.abort()
       hangUp = new AbortController()
-      stream = open(`${next}/api/react/events?conversation_id=${options.conversation}`, { headers: { "last-event-id": before[before.length - 1].id! } })
+      stream = open(`${next}/api/react/events?conversation_id=${options.conversation}`, {
+        headers: { "last-event-id": before[before.length - 1].id! }
+      })
     }
     check()
   }, 25)
   try {
     await waitUntil(() => kill !== undefined || ended, timeoutMs, `the kill point "${options.point.name}"`)
-    assert.isDefined(kill, `the run ended before the kill point "${options.point.name}" (events ${before.map((e) => `${e.id}:${e.event}`).join(",")})`)
+    assert.isDefined(
+      kill,
+      `the run ended before the kill point "${options.point.name}" (events ${
+        before.map((e) => `${e.id}:${e.event}`).join(",")
+      })`
+    )
     await kill
   } finally {
     clearInterval(poll)
@@ -678,7 +766,11 @@ export const matrixReport = (title: string, file: string) => {
         "",
         "| kill point | model requests before / after (expected) | first request after the restart | tool executions (record file) | event ids before ‖ after | result | s |",
         "| --- | --- | --- | --- | --- | --- | --- |",
-        ...sorted.map((r) => `| ${r.point} | ${r.requests} | ${r.firstAfter} | ${r.tools} | ${r.ids} | ${r.result} | ${r.seconds.toFixed(1)} |`)
+        ...sorted.map((r) =>
+          `| ${r.point} | ${r.requests} | ${r.firstAfter} | ${r.tools} | ${r.ids} | ${r.result} | ${
+            r.seconds.toFixed(1)
+          } |`
+        )
       ]
       const text = lines.join("\n")
       const path = join(process.env.KILL_MATRIX_REPORT_DIR ?? tmpdir(), file)
@@ -699,12 +791,15 @@ export const describeRecords = (records: ReadonlyArray<string>) => {
 }
 
 /** Checks what every kill point must hold, then the row's own expectations. */
-export const assertKillPoint = async (point: KillPoint, o: KillObservation & {
-  readonly url: string
-  readonly conversation: string
-  readonly recordsBefore: ReadonlyArray<string>
-  readonly records: ReadonlyArray<string>
-}) => {
+export const assertKillPoint = async (
+  point: KillPoint,
+  o: KillObservation & {
+    readonly url: string
+    readonly conversation: string
+    readonly recordsBefore: ReadonlyArray<string>
+    readonly records: ReadonlyArray<string>
+  }
+) => {
   for (const r of o.requests) assertPaired(r.body)
   assertOneOutcomePerCall([...o.before, ...o.after])
   assertStartsFromStored(o)
@@ -716,15 +811,33 @@ export const assertKillPoint = async (point: KillPoint, o: KillObservation & {
   assert.strictEqual(stored[stored.length - 1].content, MATRIX_ANSWER, "the stored answer")
   assert.strictEqual(stored.filter((m) => m.role === "tool").length, 2, "two tool results stored")
   // the exact counts of the row
-  const before = Array.isArray(point.expectRequests.before) ? point.expectRequests.before : [point.expectRequests.before]
-  assert.include(before, o.requestsBefore, `model requests before the kill: ${o.requests.map((r) => shape(r.body)).join(" / ")}`)
-  assert.strictEqual(o.requests.length - o.requestsBefore, point.expectRequests.after, `model requests after the restart: ${o.requests.slice(o.requestsBefore).map((r) => shape(r.body)).join(" / ")}`)
-  assert.deepStrictEqual(o.records.map((l) => l.split(" ").slice(0, 2).join(" ")), point.expectRecords, "the record file")
+  const before = Array.isArray(point.expectRequests.before)
+    ? point.expectRequests.before
+    : [point.expectRequests.before]
+  assert.include(
+    before,
+    o.requestsBefore,
+    `model requests before the kill: ${o.requests.map((r) => shape(r.body)).join(" / ")}`
+  )
+  assert.strictEqual(
+    o.requests.length - o.requestsBefore,
+    point.expectRequests.after,
+    `model requests after the restart: ${o.requests.slice(o.requestsBefore).map((r) => shape(r.body)).join(" / ")}`
+  )
+  assert.deepStrictEqual(
+    o.records.map((l) => l.split(" ").slice(0, 2).join(" ")),
+    point.expectRecords,
+    "the record file"
+  )
   // the kind of point
   const all = [...o.before, ...o.after]
   if (point.slow === "slowTool") {
     const slowDone = o.after.find((e) => isEvent(e, "step", { type: "iteration", status: "done" }))
-    assert.include(slowDone?.data.error, "interrupted by a server restart; not retried", "the call in flight is answered with the restart error")
+    assert.include(
+      slowDone?.data.error,
+      "interrupted by a server restart; not retried",
+      "the call in flight is answered with the restart error"
+    )
   }
   if (point.slow === "answer") {
     const reset = o.after.findIndex((e) => isEvent(e, "answer", { status: "reset" }))
@@ -732,17 +845,30 @@ export const assertKillPoint = async (point: KillPoint, o: KillObservation & {
     assert.strictEqual(answer(o.after.slice(reset)), MATRIX_ANSWER, "the whole answer again")
   }
   if (point.beforeKill !== undefined) {
-    assert.deepStrictEqual(all.filter((e) => e.event === "inject").map((e) => e.data.content), ["also note the time"], "the interrupt is taken in once")
+    assert.deepStrictEqual(
+      all.filter((e) => e.event === "inject").map((e) => e.data.content),
+      ["also note the time"],
+      "the interrupt is taken in once"
+    )
     const carried = o.requests.slice(o.requestsBefore).filter((r) =>
-      (r.body?.messages ?? []).some((m: any) => m.role === "user" && String(m.content).startsWith("[USER INTERRUPT]") && String(m.content).includes("also note the time"))
+      (r.body?.messages ?? []).some((m: any) =>
+        m.role === "user" && String(m.content).startsWith("[USER INTERRUPT]") &&
+        String(m.content).includes("also note the time")
+      )
     )
     assert.isAtLeast(carried.length, 1, "a model request after the restart carries the interrupt")
-    assert.strictEqual(stored.filter((m) => m.role === "user" && String(m.content).includes("also note the time")).length, 1, "the interrupt is stored once")
+    assert.strictEqual(
+      stored.filter((m) => m.role === "user" && String(m.content).includes("also note the time")).length,
+      1,
+      "the interrupt is stored once"
+    )
   }
   if (point.env?.REACT_APPROVAL_TOOLS !== undefined) {
     const requested = all.filter((e) => isEvent(e, "approval", { status: "requested" }))
     assert.strictEqual(requested.length, 1, "one approval requested (the restarted run waits for the same one)")
-    assert.isTrue(o.after.some((e) => isEvent(e, "approval", { status: "approved", approval_id: requested[0].data.approval_id })))
+    assert.isTrue(
+      o.after.some((e) => isEvent(e, "approval", { status: "approved", approval_id: requested[0].data.approval_id }))
+    )
   }
 }
 
@@ -753,7 +879,8 @@ export const assertKillPoint = async (point: KillPoint, o: KillObservation & {
  * the temporary directory).
  */
 export const requestCountReport = (title: string, file: string) => {
-  const rows: Array<{ name: string; before: number | undefined; after: number; firstAfter: string; result: string }> = []
+  const rows: Array<{ name: string; before: number | undefined; after: number; firstAfter: string; result: string }> =
+    []
   return {
     track: (name: string, fake: { readonly requests: ReadonlyArray<FakeOpenAi.RecordedHttpRequest> }) => {
       let before: number | undefined
@@ -788,13 +915,20 @@ export const requestCountReport = (title: string, file: string) => {
 }
 
 /** Runs `body` and records how it ended in `row` (the first line of the error when it failed). */
-export const reported = async <A>(row: { readonly done: (result: string) => void }, body: () => Promise<A>): Promise<A> => {
+export const reported = async <A>(
+  row: { readonly done: (result: string) => void },
+  body: () => Promise<A>
+): Promise<A> => {
   try {
     const a = await body()
     row.done("pass")
     return a
   } catch (error) {
-    row.done(`FAIL: ${String(error instanceof Error ? error.message : error).split("\n")[0].replaceAll("|", "\\|").slice(0, 160)}`)
+    row.done(
+      `FAIL: ${
+        String(error instanceof Error ? error.message : error).split("\n")[0].replaceAll("|", "\\|").slice(0, 160)
+      }`
+    )
     throw error
   }
 }

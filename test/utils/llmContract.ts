@@ -11,6 +11,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as ContextGuard from "../../src/ContextGuard.js"
@@ -23,13 +24,20 @@ import * as ReactAgent from "../../src/ReactAgent.js"
 import type { RunEvent } from "../../src/RunEvent.js"
 import * as Tool from "../../src/Tool.js"
 import * as Toolkit from "../../src/Toolkit.js"
-import * as Schema from "effect/Schema"
 
 /** An abstract scripted reply. */
 export type ContractReply =
   | { readonly _tag: "Text"; readonly text: string }
-  | { readonly _tag: "Tools"; readonly calls: ReadonlyArray<{ readonly name: string; readonly input: Record<string, unknown> }> }
-  | { readonly _tag: "Error"; readonly status: number; readonly kind: "rate_limit" | "overloaded" | "overflow" | "auth" | "bad"; readonly retryAfterS?: number | string }
+  | {
+    readonly _tag: "Tools"
+    readonly calls: ReadonlyArray<{ readonly name: string; readonly input: Record<string, unknown> }>
+  }
+  | {
+    readonly _tag: "Error"
+    readonly status: number
+    readonly kind: "rate_limit" | "overloaded" | "overflow" | "auth" | "bad"
+    readonly retryAfterS?: number | string
+  }
   | { readonly _tag: "Hang" }
 
 export interface ContractServer {
@@ -38,20 +46,30 @@ export interface ContractServer {
   readonly advertised: (index: number) => ReadonlyArray<{ readonly name: string; readonly schema: unknown }>
   /** Whether the request at `index` was streamed. */
   readonly streamed: (index: number) => boolean
-  readonly llm: (options: { readonly maxRetries?: number; readonly timeout?: Duration.DurationInput }) => Effect.Effect<LlmService, never, Scope.Scope>
+  readonly llm: (
+    options: { readonly maxRetries?: number; readonly timeout?: Duration.DurationInput }
+  ) => Effect.Effect<LlmService, never, Scope.Scope>
 }
 
 export interface ContractBackend {
   readonly name: string
-  readonly start: (script: ReadonlyArray<ContractReply> | ((body: any, index: number) => ContractReply)) => Effect.Effect<ContractServer, never, Scope.Scope>
+  readonly start: (
+    script: ReadonlyArray<ContractReply> | ((body: any, index: number) => ContractReply)
+  ) => Effect.Effect<ContractServer, never, Scope.Scope>
 }
 
 export const text = (t: string): ContractReply => ({ _tag: "Text", text: t })
-export const tools = (...calls: ReadonlyArray<{ readonly name: string; readonly input: Record<string, unknown> }>): ContractReply => ({
+export const tools = (
+  ...calls: ReadonlyArray<{ readonly name: string; readonly input: Record<string, unknown> }>
+): ContractReply => ({
   _tag: "Tools",
   calls
 })
-export const failWith = (status: number, kind: Extract<ContractReply, { _tag: "Error" }>["kind"], retryAfterS?: number | string): ContractReply => ({
+export const failWith = (
+  status: number,
+  kind: Extract<ContractReply, { _tag: "Error" }>["kind"],
+  retryAfterS?: number | string
+): ContractReply => ({
   _tag: "Error",
   status,
   kind,
@@ -65,13 +83,23 @@ const weatherSchema = {
   additionalProperties: false
 }
 const toolDefs: ReadonlyArray<ToolDefinition> = [
-  { type: "function", function: { name: "weather", description: "Current weather for a city", parameters: weatherSchema } },
-  { type: "function", function: { name: "clock", description: "The time", parameters: { type: "object", properties: {} } } }
+  {
+    type: "function",
+    function: { name: "weather", description: "Current weather for a city", parameters: weatherSchema }
+  },
+  {
+    type: "function",
+    function: { name: "clock", description: "The time", parameters: { type: "object", properties: {} } }
+  }
 ]
 
-const request: ChatRequest = { messages: [Message.system("You are terse."), Message.user("Weather in Paris and Oslo?")], tools: toolDefs }
+const request: ChatRequest = {
+  messages: [Message.system("You are terse."), Message.user("Weather in Paris and Oslo?")],
+  tools: toolDefs
+}
 
-const collect = (stream: Stream.Stream<ChatDelta, Llm.LlmError>) => Effect.map(Stream.runCollect(stream), Chunk.toReadonlyArray)
+const collect = (stream: Stream.Stream<ChatDelta, Llm.LlmError>) =>
+  Effect.map(Stream.runCollect(stream), Chunk.toReadonlyArray)
 
 /** Folds deltas into text, calls (by index) and the last usage and finish reason. */
 const fold = (deltas: ReadonlyArray<ChatDelta>) => {
@@ -96,16 +124,18 @@ const fold = (deltas: ReadonlyArray<ChatDelta>) => {
 const agentRun = (llm: LlmService, tools: ReadonlyArray<Tool.Tool>) =>
   Effect.flatMap(ReactAgent.ReactAgent, (a) => Stream.runCollect(a.run({ query: "Weather in Paris and Oslo?" }))).pipe(
     Effect.map((c) => Chunk.toArray(c) as Array<RunEvent>),
-    Effect.provide(ReactAgent.layer({ synthesis: "auto" }).pipe(
-      Layer.provideMerge(Layer.mergeAll(
-        Layer.succeed(Llm.Llm, llm),
-        Toolkit.layer(tools),
-        Hooks.layerNoop,
-        ContextGuard.layer(),
-        Interrupts.layerMemory
-      )),
-      Layer.orDie
-    ))
+    Effect.provide(
+      ReactAgent.layer({ synthesis: "auto" }).pipe(
+        Layer.provideMerge(Layer.mergeAll(
+          Layer.succeed(Llm.Llm, llm),
+          Toolkit.layer(tools),
+          Hooks.layerNoop,
+          ContextGuard.layer(),
+          Interrupts.layerMemory
+        )),
+        Layer.orDie
+      )
+    )
   )
 
 /** Registers the contract suite for `backend`. */
@@ -122,16 +152,24 @@ export const contract = (backend: ContractBackend): void => {
         assert.isAbove(response.usage.completion_tokens, 0)
         assert.strictEqual(response.usage.llm_calls, 1)
         assert.deepStrictEqual(server.advertised(0).map((t) => t.name), ["weather", "clock"])
-        assert.deepInclude(server.advertised(0)[0].schema as object, { properties: weatherSchema.properties, required: ["city"] })
+        assert.deepInclude(server.advertised(0)[0].schema as object, {
+          properties: weatherSchema.properties,
+          required: ["city"]
+        })
       }))
 
     it.scopedLive("chat: parallel tool calls come back with fresh ids and parsed arguments", () =>
       Effect.gen(function*() {
-        const server = yield* backend.start([tools({ name: "weather", input: { city: "Paris" } }, { name: "weather", input: { city: "Oslo", unit: "C" } })])
+        const server = yield* backend.start([
+          tools({ name: "weather", input: { city: "Paris" } }, { name: "weather", input: { city: "Oslo", unit: "C" } })
+        ])
         const response = yield* (yield* server.llm({})).chat(request)
         assert.strictEqual(response.finishReason, "tool_calls")
         assert.deepStrictEqual(response.toolCalls.map((c) => c.name), ["weather", "weather"])
-        assert.deepStrictEqual(response.toolCalls.map((c) => c.parsed), [Either.right({ city: "Paris" }), Either.right({ city: "Oslo", unit: "C" })])
+        assert.deepStrictEqual(response.toolCalls.map((c) => c.parsed), [
+          Either.right({ city: "Paris" }),
+          Either.right({ city: "Oslo", unit: "C" })
+        ])
         assert.notStrictEqual(response.toolCalls[0].id, response.toolCalls[1].id)
       }))
 
@@ -148,7 +186,9 @@ export const contract = (backend: ContractBackend): void => {
         assert.isAbove(a.usage?.completion_tokens ?? 0, 0)
         assert.isTrue(server.streamed(0))
         const b = fold(yield* collect(llm.streamChat(request)))
-        assert.deepStrictEqual(b.calls.map((c) => [c.name, JSON.parse(c.args === "" ? "{}" : c.args)]), [["weather", { city: "Paris" }], ["clock", {}]])
+        assert.deepStrictEqual(b.calls.map((c) => [c.name, JSON.parse(c.args === "" ? "{}" : c.args)]), [["weather", {
+          city: "Paris"
+        }], ["clock", {}]])
         assert.isTrue(b.calls.every((c) => c.id !== ""))
         assert.strictEqual(b.finish, "tool_calls")
       }))
@@ -158,7 +198,9 @@ export const contract = (backend: ContractBackend): void => {
         const server = yield* backend.start([failWith(429, "rate_limit", 1), text("ok")])
         const started = Date.now()
         const notices: Array<Llm.RetryNotice> = []
-        const response = yield* (yield* server.llm({})).chat(request).pipe(Llm.withRetryObserver((n) => Effect.sync(() => notices.push(n))))
+        const response = yield* (yield* server.llm({})).chat(request).pipe(
+          Llm.withRetryObserver((n) => Effect.sync(() => notices.push(n)))
+        )
         assert.strictEqual(response.content, "ok")
         assert.strictEqual(server.requests(), 2)
         assert.isAtLeast(Date.now() - started, 990)
@@ -169,7 +211,10 @@ export const contract = (backend: ContractBackend): void => {
     it.scopedLive("retry-after in seconds is capped at 60 s; as an HTTP date it is the time until then", () =>
       Effect.gen(function*() {
         const inHalfAMinute = new Date(Date.now() + 30_000).toUTCString()
-        const server = yield* backend.start([failWith(429, "rate_limit", 120), failWith(429, "rate_limit", inHalfAMinute)])
+        const server = yield* backend.start([
+          failWith(429, "rate_limit", 120),
+          failWith(429, "rate_limit", inHalfAMinute)
+        ])
         const llm = yield* server.llm({ maxRetries: 0 })
         const capped = yield* Effect.flip(llm.chat(request))
         assert.strictEqual(capped.reason, "RateLimited")
@@ -218,7 +263,8 @@ export const contract = (backend: ContractBackend): void => {
         const server = yield* backend.start((_body, index) =>
           index === 0
             ? tools({ name: "weather", input: { city: "Paris" } }, { name: "weather", input: { city: "Oslo" } })
-            : text("Paris 21C, Oslo 21C."))
+            : text("Paris 21C, Oslo 21C.")
+        )
         const events = yield* agentRun(yield* server.llm({}), [weather])
         const done = events[events.length - 1]
         assert.strictEqual(done._tag, "Done")
@@ -229,7 +275,10 @@ export const contract = (backend: ContractBackend): void => {
 
     it.scopedLive("the agent recovers from a context overflow: the request is made again and the run answers", () =>
       Effect.gen(function*() {
-        const server = yield* backend.start((_body, index) => (index === 0 ? failWith(400, "overflow") : text("Recovered.")))
+        const server = yield* backend.start((
+          _body,
+          index
+        ) => (index === 0 ? failWith(400, "overflow") : text("Recovered.")))
         const events = yield* agentRun(yield* server.llm({}), [])
         const done = events[events.length - 1]
         assert.strictEqual(done._tag === "Done" ? done.answer : "", "Recovered.")

@@ -3,16 +3,16 @@
  * built here (a user's runs meet the same memory), an embedder that counts its
  * calls and can be taken down, scripted models that record every request.
  */
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import * as Chunk from "effect/Chunk"
+import type { AgentOptions } from "../../src/AgentConfig.js"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as Embedder from "../../src/Embedder.js"
 import * as Hooks from "../../src/Hooks.js"
 import * as Interrupts from "../../src/Interrupts.js"
 import * as Memory from "../../src/Memory.js"
-import type { AgentOptions } from "../../src/AgentConfig.js"
 import * as ReactAgent from "../../src/ReactAgent.js"
 import type { RunEvent } from "../../src/RunEvent.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
@@ -26,7 +26,9 @@ export const switchableEmbedder = (base: Embedder.EmbedderService = Embedder.mak
     ...base,
     embed: (texts) =>
       Effect.suspend(() => {
-        if (state.down) return Effect.fail(new Embedder.EmbeddingError({ message: "503 embeddings are down", retryable: true }))
+        if (state.down) {
+          return Effect.fail(new Embedder.EmbeddingError({ message: "503 embeddings are down", retryable: true }))
+        }
         for (const text of texts) state.texts.push(text)
         return base.embed(texts)
       })
@@ -64,7 +66,9 @@ export const runOnce = (
       world === undefined ? Layer.empty : Layer.succeed(Memory.Memory, world.memory)
     )
     const events = yield* Effect.flatMap(ReactAgent.ReactAgent, (agent) => Stream.runCollect(agent.run(input))).pipe(
-      Effect.provide(ReactAgent.layer({ synthesis: "auto", ...options.agent }).pipe(Layer.provideMerge(deps), Layer.orDie))
+      Effect.provide(
+        ReactAgent.layer({ synthesis: "auto", ...options.agent }).pipe(Layer.provideMerge(deps), Layer.orDie)
+      )
     )
     const list = Chunk.toReadonlyArray(events)
     const done = list.find((e): e is Extract<RunEvent, { _tag: "Done" }> => e._tag === "Done")

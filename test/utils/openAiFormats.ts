@@ -52,14 +52,20 @@ const strictProblem = (node: unknown, path: string, depth: number): string | und
   for (const keyword of UNSUPPORTED_IN_STRICT) {
     if (keyword in node) return `${path}: '${keyword}' is not permitted`
   }
-  if (typeof node.format === "string" && !FORMATS.includes(node.format)) return `${path}: format '${node.format}' is not supported`
+  if (typeof node.format === "string" && !FORMATS.includes(node.format)) {
+    return `${path}: format '${node.format}' is not supported`
+  }
   if (node.type === "object" || isObject(node.properties)) {
-    if (node.additionalProperties !== false) return `${path}: 'additionalProperties' is required to be supplied and to be false`
+    if (node.additionalProperties !== false) {
+      return `${path}: 'additionalProperties' is required to be supplied and to be false`
+    }
     const keys = Object.keys(node.properties ?? {})
     const required: Array<string> = Array.isArray(node.required) ? node.required : []
     const missing = keys.filter((k) => !required.includes(k))
     if (missing.length > 0) {
-      return `${path}: 'required' is required to be supplied and to be an array including every key in properties. Missing '${missing[0]}'`
+      return `${path}: 'required' is required to be supplied and to be an array including every key in properties. Missing '${
+        missing[0]
+      }'`
     }
     for (const key of keys) {
       const p = strictProblem(node.properties[key], `${path}.properties.${key}`, depth + 1)
@@ -97,11 +103,15 @@ export const responseFormatProblem = (body: any): string | undefined => {
   const format = body?.response_format
   if (format === undefined || format === null) return undefined
   if (format.type === "json_object") {
-    return /json/i.test(text(body.messages ?? [])) ? undefined : "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'."
+    return /json/i.test(text(body.messages ?? []))
+      ? undefined
+      : "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'."
   }
   if (format.type !== "json_schema") return format.type === "text" ? undefined : `Invalid value: '${format.type}'`
   const spec = format.json_schema
-  if (!isObject(spec) || typeof spec.name !== "string" || !NAME.test(spec.name)) return "Invalid 'response_format.json_schema.name'"
+  if (!isObject(spec) || typeof spec.name !== "string" || !NAME.test(spec.name)) {
+    return "Invalid 'response_format.json_schema.name'"
+  }
   if (!isObject(spec.schema)) return "Invalid 'response_format.json_schema.schema': expected an object"
   if (spec.strict !== true) return undefined
   if (spec.schema.type !== "object" || "anyOf" in spec.schema) {

@@ -112,7 +112,9 @@ const keyValues = (fs: ReadonlyArray<Field>): Record<string, Value> => {
   return out
 }
 
-const hex = (f: Field | undefined): string | undefined => (f === undefined || f.bytes.length === 0 ? undefined : f.bytes.toString("hex"))
+const hex = (
+  f: Field | undefined
+): string | undefined => (f === undefined || f.bytes.length === 0 ? undefined : f.bytes.toString("hex"))
 
 const protobufSpans = (body: Buffer): Array<CollectedSpan> =>
   all(fields(body), 1).flatMap((rs) => {
@@ -135,7 +137,10 @@ const protobufSpans = (body: Buffer): Array<CollectedSpan> =>
             const ef = fields(e.bytes)
             return { name: first(ef, 2)?.bytes.toString("utf8") ?? "", attributes: keyValues(all(ef, 3)) }
           }),
-          status: { code: Number(first(status, 3)?.int ?? 0n), message: first(status, 2)?.bytes.toString("utf8") ?? "" },
+          status: {
+            code: Number(first(status, 3)?.int ?? 0n),
+            message: first(status, 2)?.bytes.toString("utf8") ?? ""
+          },
           service: String(resource["service.name"] ?? "")
         }
       })
@@ -183,7 +188,10 @@ const jsonSpans = (body: Buffer): Array<CollectedSpan> =>
 const read = (req: IncomingMessage): Promise<Buffer> =>
   new Promise((resolve, reject) => {
     const chunks: Array<Buffer> = []
-    req.on("data", (c: Buffer) => chunks.push(c)).once("end", () => resolve(Buffer.concat(chunks))).once("error", reject)
+    req.on("data", (c: Buffer) => chunks.push(c)).once("end", () => resolve(Buffer.concat(chunks))).once(
+      "error",
+      reject
+    )
   })
 
 /** The collector for the scope's lifetime. */
@@ -193,7 +201,12 @@ export const scoped: Effect.Effect<Collector, never, Scope.Scope> = Effect.acqui
       const exports: Array<Export> = []
       const server = createServer((req, res) => {
         void read(req).then((body) => {
-          exports.push({ path: req.url ?? "", contentType: String(req.headers["content-type"] ?? ""), headers: req.headers, body })
+          exports.push({
+            path: req.url ?? "",
+            contentType: String(req.headers["content-type"] ?? ""),
+            headers: req.headers,
+            body
+          })
           res.writeHead(200, { "content-type": "application/json" }).end("{}")
         })
       })

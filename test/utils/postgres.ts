@@ -27,7 +27,10 @@ export const findPostgres = (): { readonly bin: string } | { readonly missing: s
   const bin = candidates.find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl")))
   return bin !== undefined
     ? { bin }
-    : { missing: "PostgreSQL is not installed (no initdb in /usr/lib/postgresql/*/bin or PG_BIN): the multi-instance tests are skipped. Install it with `apt-get install -y postgresql`." }
+    : {
+      missing:
+        "PostgreSQL is not installed (no initdb in /usr/lib/postgresql/*/bin or PG_BIN): the multi-instance tests are skipped. Install it with `apt-get install -y postgresql`."
+    }
 }
 
 export interface Postgres {
@@ -52,7 +55,9 @@ const run = (bin: string, command: string, args: ReadonlyArray<string>) => {
 const onServer = (bin: string, url: string): Postgres => ({
   createDatabase: (name) => {
     const unique = `${name}_${process.pid}_${Date.now()}`
-    execFileSync(join(bin, "psql"), [url, "-v", "ON_ERROR_STOP=1", "-c", `CREATE DATABASE "${unique}"`], { stdio: "pipe" })
+    execFileSync(join(bin, "psql"), [url, "-v", "ON_ERROR_STOP=1", "-c", `CREATE DATABASE "${unique}"`], {
+      stdio: "pipe"
+    })
     const target = new URL(url)
     target.pathname = `/${unique}`
     return target.toString()
@@ -70,7 +75,16 @@ export const startPostgres = async (bin: string): Promise<Postgres> => {
   if (asRoot) execFileSync("install", ["-d", "-o", "postgres", data])
   run(bin, "initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"])
   const port = await freePort()
-  run(bin, "pg_ctl", ["-D", data, "-l", join(data, "log"), "-o", `-p ${port} -k ${data} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off`, "-w", "start"])
+  run(bin, "pg_ctl", [
+    "-D",
+    data,
+    "-l",
+    join(data, "log"),
+    "-o",
+    `-p ${port} -k ${data} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off`,
+    "-w",
+    "start"
+  ])
   return {
     createDatabase: (name) => {
       run(bin, "psql", ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-c", `CREATE DATABASE "${name}"`])

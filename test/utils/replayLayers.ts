@@ -24,7 +24,10 @@ import * as Toolkit from "../../src/Toolkit.js"
 export const llmGuard = (budget?: number): Layer.Layer<ContextGuard.ContextGuard, never, Llm> =>
   Layer.effect(
     ContextGuard.ContextGuard,
-    Effect.map(Llm, (llm) => ContextGuard.makeUnsafe({ llm, ...(budget !== undefined ? { budget, keepRecent: 2 } : {}) }))
+    Effect.map(
+      Llm,
+      (llm) => ContextGuard.makeUnsafe({ llm, ...(budget !== undefined ? { budget, keepRecent: 2 } : {}) })
+    )
   )
 
 /** A tool that counts its executions (replay must run none). */

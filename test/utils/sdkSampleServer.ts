@@ -29,7 +29,12 @@ interface ExpressApp {
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: () => void) => void
 const express = createRequire(import.meta.url)("express") as () => ExpressApp
 
-const text = (value: string) => ({ content: { $case: "text" as const, value }, metadata: undefined, filename: "", mediaType: "text/plain" })
+const text = (value: string) => ({
+  content: { $case: "text" as const, value },
+  metadata: undefined,
+  filename: "",
+  mediaType: "text/plain"
+})
 
 const agentMessage = (taskId: string, contextId: string, value: string): Message => ({
   messageId: randomUUID(),
@@ -48,9 +53,12 @@ export interface SampleServer {
   readonly close: () => Promise<void>
 }
 
-export const startSampleServer = async (options: { readonly token?: string; readonly stepMs?: number } = {}): Promise<SampleServer> => {
+export const startSampleServer = async (
+  options: { readonly token?: string; readonly stepMs?: number } = {}
+): Promise<SampleServer> => {
   const received: Array<{ text: string; metadata: Record<string, unknown> | undefined }> = []
-  const sleep = () => (options.stepMs === 0 ? Promise.resolve() : new Promise((r) => setTimeout(r, options.stepMs ?? 20)))
+  const sleep =
+    () => (options.stepMs === 0 ? Promise.resolve() : new Promise((r) => setTimeout(r, options.stepMs ?? 20)))
   const executor: AgentExecutor = {
     execute: async (context: RequestContext, bus: ExecutionEventBus) => {
       const { contextId, taskId, userMessage } = context
@@ -62,7 +70,11 @@ export const startSampleServer = async (options: { readonly token?: string; read
         data: {
           taskId,
           contextId,
-          status: { state, message: message === undefined ? undefined : agentMessage(taskId, contextId, message), timestamp: new Date().toISOString() },
+          status: {
+            state,
+            message: message === undefined ? undefined : agentMessage(taskId, contextId, message),
+            timestamp: new Date().toISOString()
+          },
           metadata: undefined
         }
       })
@@ -90,7 +102,14 @@ export const startSampleServer = async (options: { readonly token?: string; read
         data: {
           taskId,
           contextId,
-          artifact: { artifactId: "result", name: "result", description: "", parts: [text(`Sample answer to: ${query}`)], metadata: undefined, extensions: [] },
+          artifact: {
+            artifactId: "result",
+            name: "result",
+            description: "",
+            parts: [text(`Sample answer to: ${query}`)],
+            metadata: undefined,
+            extensions: []
+          },
           append: false,
           lastChunk: true,
           metadata: undefined
@@ -108,7 +127,12 @@ export const startSampleServer = async (options: { readonly token?: string; read
   const card: AgentCard = {
     name: "SDK Sample Agent",
     description: "The A2A SDK's sample agent: answers any question with a sample answer",
-    supportedInterfaces: [{ url: `${url}/a2a/jsonrpc`, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" }],
+    supportedInterfaces: [{
+      url: `${url}/a2a/jsonrpc`,
+      protocolBinding: "JSONRPC",
+      tenant: "",
+      protocolVersion: "1.0"
+    }],
     provider: undefined,
     version: "1.0.0",
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
@@ -116,7 +140,16 @@ export const startSampleServer = async (options: { readonly token?: string; read
     securityRequirements: [],
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],
-    skills: [{ id: "sample", name: "Sample", description: "Answers with a sample", tags: ["sample"], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
+    skills: [{
+      id: "sample",
+      name: "Sample",
+      description: "Answers with a sample",
+      tags: ["sample"],
+      examples: [],
+      inputModes: [],
+      outputModes: [],
+      securityRequirements: []
+    }],
     signatures: []
   }
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor)
@@ -132,9 +165,10 @@ export const startSampleServer = async (options: { readonly token?: string; read
   return {
     url,
     received,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections()
-      server.close(() => resolve())
-    })
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
   }
 }

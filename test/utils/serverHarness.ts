@@ -25,10 +25,10 @@ import * as McpTools from "../../src/McpTools.js"
 import type * as Memory from "../../src/Memory.js"
 import * as OpenAiLlm from "../../src/OpenAiLlm.js"
 import * as Server from "../../src/server/Server.js"
-import * as SqlApprovals from "../../src/server/SqlApprovals.js"
-import * as SqlInterrupts from "../../src/server/SqlInterrupts.js"
 import { type ServerSettings } from "../../src/server/ServerConfig.js"
 import * as ServerConfig from "../../src/server/ServerConfig.js"
+import * as SqlApprovals from "../../src/server/SqlApprovals.js"
+import * as SqlInterrupts from "../../src/server/SqlInterrupts.js"
 import type { Tool } from "../../src/Tool.js"
 import * as Toolkit from "../../src/Toolkit.js"
 
@@ -100,8 +100,12 @@ export const startServer = (options: {
       Layer.provideMerge(Server.listenOn({
         port: 0,
         host: "127.0.0.1",
-        ...(options.settings?.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.settings.requestTimeoutMs } : {}),
-        ...(options.settings?.headersTimeoutMs !== undefined ? { headersTimeoutMs: options.settings.headersTimeoutMs } : {}),
+        ...(options.settings?.requestTimeoutMs !== undefined
+          ? { requestTimeoutMs: options.settings.requestTimeoutMs }
+          : {}),
+        ...(options.settings?.headersTimeoutMs !== undefined
+          ? { headersTimeoutMs: options.settings.headersTimeoutMs }
+          : {}),
         ...(options.settings?.maxConnections !== undefined ? { maxConnections: options.settings.maxConnections } : {})
       })),
       Layer.provideMerge(app),

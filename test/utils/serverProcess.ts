@@ -90,7 +90,10 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
 
 /** Kills the group `pgid` once this process is gone, whatever killed it. */
 const watchdog = (pgid: number): ChildProcess => {
-  const dog = spawn("sh", ["-c", `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -KILL -${pgid} 2>/dev/null`], {
+  const dog = spawn("sh", [
+    "-c",
+    `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -KILL -${pgid} 2>/dev/null`
+  ], {
     detached: true,
     stdio: "ignore"
   })
@@ -124,7 +127,9 @@ export const startServerProcess = async (env: Record<string, string>, timeoutMs 
   const own = { ...env, PORT: String(port) }
   const base: Record<string, string> = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined || key.startsWith("LLM_") || key.startsWith("FAST_LLM_") || key.startsWith("NODE_CHANNEL")) continue
+    if (
+      value === undefined || key.startsWith("LLM_") || key.startsWith("FAST_LLM_") || key.startsWith("NODE_CHANNEL")
+    ) continue
     if (key === "DATABASE_URL" || key === "MCP_CONFIG") continue
     base[key] = value
   }

@@ -81,7 +81,9 @@ export const renderTree = (
     }
     for (const e of s.events) {
       const attrs = Object.entries(e.attributes ?? {}).filter(([k]) => k !== "exception.stacktrace")
-      lines.push(`${pad}  ! ${e.name}${attrs.length > 0 ? ` ${attrs.map(([k, v]) => `${k}=${show(v)}`).join(" ")}` : ""}`)
+      lines.push(
+        `${pad}  ! ${e.name}${attrs.length > 0 ? ` ${attrs.map(([k, v]) => `${k}=${show(v)}`).join(" ")}` : ""}`
+      )
     }
     for (const c of children.get(s.spanContext().spanId) ?? []) walk(c, depth + 1)
   }

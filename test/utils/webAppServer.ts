@@ -4,10 +4,11 @@
  * Only the LLM is scripted; the agent loop, tools, interrupts, SSE and storage
  * are the production ones.
  */
-import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpServer from "@effect/platform/HttpServer"
 import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted, Schema, Stream } from "effect"
 import { createServer } from "node:http"
+import type { AgentOptions } from "../../src/AgentConfig.js"
 import * as ContextGuard from "../../src/ContextGuard.js"
 import * as DagAgent from "../../src/DagAgent.js"
 import * as Embedder from "../../src/Embedder.js"
@@ -17,16 +18,15 @@ import * as Llm from "../../src/Llm.js"
 import * as Memory from "../../src/Memory.js"
 import type { ChatMessage } from "../../src/Message.js"
 import * as ModelRegistry from "../../src/ModelRegistry.js"
-import type { AgentOptions } from "../../src/AgentConfig.js"
 import * as ReactAgent from "../../src/ReactAgent.js"
+import * as Recorder from "../../src/Recorder.js"
+import * as Replay from "../../src/Replay.js"
 import * as ScriptedLlm from "../../src/ScriptedLlm.js"
 import * as AppInfo from "../../src/server/AppInfo.js"
 import * as Server from "../../src/server/Server.js"
-import * as Recorder from "../../src/Recorder.js"
-import * as Replay from "../../src/Replay.js"
+import * as ServerConfig from "../../src/server/ServerConfig.js"
 import * as SqlApprovals from "../../src/server/SqlApprovals.js"
 import * as SqlInterrupts from "../../src/server/SqlInterrupts.js"
-import * as ServerConfig from "../../src/server/ServerConfig.js"
 import * as Tool from "../../src/Tool.js"
 import * as Toolkit from "../../src/Toolkit.js"
 import { dagReply } from "./webDagScript.js"
@@ -60,7 +60,9 @@ export const webTools: ReadonlyArray<Tool.Tool> = [
     handler: ({ title }) =>
       Effect.succeed({
         content: `<h3>${title}</h3><div style="display:flex;gap:6px;align-items:flex-end;height:90px">` +
-          [40, 75, 55, 90].map((v) => `<div style="width:36px;height:${v}%;background:#6366f1;border-radius:4px"></div>`).join("") +
+          [40, 75, 55, 90].map((v) =>
+            `<div style="width:36px;height:${v}%;background:#6366f1;border-radius:4px"></div>`
+          ).join("") +
           `</div>`,
         contentType: "html" as const,
         artifacts: [{ name: "chart.html", mimeType: "text/html", size: 300 }]
@@ -79,7 +81,12 @@ const lastQuery = (messages: ReadonlyArray<ChatMessage>): { readonly query: stri
 }
 
 const interruptsIn = (messages: ReadonlyArray<ChatMessage>): Array<string> =>
-  messages.flatMap((m) => (m.role === "user" && typeof m.content === "string" && m.content.startsWith("[USER INTERRUPT]") ? [m.content] : []))
+  messages.flatMap((
+    m
+  ) => (m.role === "user" && typeof m.content === "string" && m.content.startsWith("[USER INTERRUPT]")
+    ? [m.content]
+    : [])
+  )
 
 const synthesisFor = (request: ChatRequest): string => {
   const text = request.messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n")
@@ -116,7 +123,8 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
   if (dag !== undefined) return dag
   // a typed answer (the composer's answer schema): the value, streamed slowly enough to see it grow
   if (request.responseFormat?.type === "json_schema") {
-    const json = `{"city": "Paris", "population": 2102650, "landmarks": ["Eiffel Tower", "Louvre", "Notre-Dame"], "capital": true}`
+    const json =
+      `{"city": "Paris", "population": 2102650, "landmarks": ["Eiffel Tower", "Louvre", "Notre-Dame"], "capital": true}`
     return ScriptedLlm.text(json, { chunks: json.match(/.{1,8}/gs) ?? [json], chunkDelay: "60 millis" })
   }
   const synthesis = request.tools === undefined || request.tools.length === 0
@@ -132,11 +140,17 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
     query.includes("slowanswer:")
       ? ScriptedLlm.text(Array.from({ length: 60 }, (_, i) => `word${i}`).join(" "), { chunkDelay: "150 millis" })
       : ScriptedLlm.text(synthesisFor(request), { chunkDelay: "30 millis", delay })
-  const done = request.messages.slice(index).filter((m) => m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0).length
+  const done =
+    request.messages.slice(index).filter((m) => m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0)
+      .length
   if (word === "think") return ScriptedLlm.text("Done.", { delay: "20 seconds" })
   // `progress`: an MCP tool that reports its progress (test/web/output.test.ts gives the server one)
-  if (word === "progress" && done === 0) return ScriptedLlm.toolCall("lab__work", { steps: 5, ms: 400 }, { id: "call_work", delay: "100 millis" })
-  if (word === "slowanswer" && done === 0) return ScriptedLlm.toolCall("lookup", { topic: "x", ms: 50 }, { id: "call_sa" })
+  if (word === "progress" && done === 0) {
+    return ScriptedLlm.toolCall("lab__work", { steps: 5, ms: 400 }, { id: "call_work", delay: "100 millis" })
+  }
+  if (word === "slowanswer" && done === 0) {
+    return ScriptedLlm.toolCall("lookup", { topic: "x", ms: 50 }, { id: "call_sa" })
+  }
   if (word === "full") {
     if (done === 0) {
       return ScriptedLlm.toolCalls([
@@ -144,13 +158,18 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
         { id: "call_facts", name: "lookup", arguments: { topic: "France" } }
       ], { reasoning: "I need a sum and some facts; both at once.", delay: "300 millis" })
     }
-    if (done === 1) return ScriptedLlm.toolCall("chart", { title: "Density by region" }, { id: "call_chart", delay: "250 millis" })
+    if (done === 1) {
+      return ScriptedLlm.toolCall("chart", { title: "Density by region" }, { id: "call_chart", delay: "250 millis" })
+    }
     return answer("200 millis")
   }
   if (word === "slow") {
     const interrupts = interruptsIn(request.messages)
     if (done < 6 && !(interrupts.length > 0 && done >= 3)) {
-      return ScriptedLlm.toolCall("lookup", { topic: `part ${done + 1}`, ms: 700 }, { id: `call_slow_${done + 1}`, delay: "150 millis" })
+      return ScriptedLlm.toolCall("lookup", { topic: `part ${done + 1}`, ms: 700 }, {
+        id: `call_slow_${done + 1}`,
+        delay: "150 millis"
+      })
     }
     return answer("150 millis")
   }
@@ -162,7 +181,11 @@ export const responder: ScriptedLlm.Responder = (request, _index, method) => {
     ], { delay: "100 millis" })
   }
   if (word === "hostile" && done === 0) {
-    return ScriptedLlm.toolCall("lookup", { topic: "<b>bold</b>" }, { id: "call_h", delay: "100 millis", reasoning: "<img src=x onerror=alert(3)>" })
+    return ScriptedLlm.toolCall("lookup", { topic: "<b>bold</b>" }, {
+      id: "call_h",
+      delay: "100 millis",
+      reasoning: "<img src=x onerror=alert(3)>"
+    })
   }
   if (word === "preamble" && done === 0) {
     // the model says what it will do, slowly enough to be seen, then calls the tool

@@ -59,7 +59,12 @@ export const fakeWebServer = (script: (query: string) => ReadonlyArray<ScriptedE
       const runs = new Map<string, FakeRun>()
       const requests: FakeServer["requests"] = []
       let nextConversation = 1
-      const fake: FakeServer = { url: "", requests, health: { status: "ok", model: "scripted", demo: false }, autoTakeIn: true }
+      const fake: FakeServer = {
+        url: "",
+        requests,
+        health: { status: "ok", model: "scripted", demo: false },
+        autoTakeIn: true
+      }
 
       const push = (run: FakeRun, event: string, data: unknown) => {
         if (run.done) return
@@ -79,12 +84,23 @@ export const fakeWebServer = (script: (query: string) => ReadonlyArray<ScriptedE
           push(run, e.event, e.data)
         }
         if (!run.done) {
-          push(run, "done", { answer: "", iterations: 0, usage: { total_tokens: 0 }, elapsed: 0, conversation_id: run.conversationId, pending_injections: [] })
+          push(run, "done", {
+            answer: "",
+            iterations: 0,
+            usage: { total_tokens: 0 },
+            elapsed: 0,
+            conversation_id: run.conversationId,
+            pending_injections: []
+          })
         }
       }
 
       const stream = (req: IncomingMessage, res: ServerResponse, run: FakeRun, after: number) => {
-        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "x-conversation-id": run.conversationId })
+        res.writeHead(200, {
+          "content-type": "text/event-stream",
+          "cache-control": "no-cache",
+          "x-conversation-id": run.conversationId
+        })
         res.write(": hello\n\n")
         let cursor = after
         const flush = () => {
@@ -120,12 +136,31 @@ export const fakeWebServer = (script: (query: string) => ReadonlyArray<ScriptedE
           case "GET /health":
             return json(res, 200, fake.health)
           case "GET /api/tools":
-            return json(res, 200, { tools: [{ name: "lookup", description: "Looks things up", source: "builtin" }], failed_servers: [] })
+            return json(res, 200, {
+              tools: [{ name: "lookup", description: "Looks things up", source: "builtin" }],
+              failed_servers: []
+            })
           case "GET /api/conversations":
-            return json(res, 200, [...runs.values()].map((r) => ({ id: r.conversationId, title: "Fake conversation", updated_at: new Date(0).toISOString(), turns: 1 })))
+            return json(
+              res,
+              200,
+              [...runs.values()].map((r) => ({
+                id: r.conversationId,
+                title: "Fake conversation",
+                updated_at: new Date(0).toISOString(),
+                turns: 1
+              }))
+            )
           case "POST /api/react": {
             const id = typeof b.conversation_id === "string" ? b.conversation_id : `c${nextConversation++}`
-            const run: FakeRun = { conversationId: id, log: [], listeners: new Set(), done: false, cancelled: false, queued: new Map() }
+            const run: FakeRun = {
+              conversationId: id,
+              log: [],
+              listeners: new Set(),
+              done: false,
+              cancelled: false,
+              queued: new Map()
+            }
             runs.set(id, run)
             void play(run, script(String(b.query)))
             return stream(req, res, run, 0)
@@ -157,16 +192,32 @@ export const fakeWebServer = (script: (query: string) => ReadonlyArray<ScriptedE
             if (!run || run.done) return json(res, 404, { error: "no active run" })
             run.cancelled = true
             // as the real server: a cancelled run's done says so
-            push(run, "done", { answer: "", iterations: 1, usage: { total_tokens: 1 }, elapsed: 0.1, conversation_id: run.conversationId, pending_injections: [], cancelled: true })
+            push(run, "done", {
+              answer: "",
+              iterations: 1,
+              usage: { total_tokens: 1 },
+              elapsed: 0.1,
+              conversation_id: run.conversationId,
+              pending_injections: [],
+              cancelled: true
+            })
             return json(res, 200, { cancelled: true })
           }
         }
-        if (req.method === "GET" && url.pathname.startsWith("/api/conversations/")) return json(res, 200, { messages: [] })
+        if (req.method === "GET" && url.pathname.startsWith("/api/conversations/")) {
+          return json(res, 200, { messages: [] })
+        }
         json(res, 404, { error: "NotFound" })
       })
       await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
       ;(fake as { url: string }).url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
       return { fake, server }
     }),
-    ({ server }) => Effect.promise(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
+    ({ server }) =>
+      Effect.promise(() =>
+        new Promise<void>((r) => {
+          server.closeAllConnections()
+          server.close(() => r())
+        })
+      )
   ).pipe(Effect.map(({ fake }) => fake))

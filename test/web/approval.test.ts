@@ -37,7 +37,9 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       assert.strictEqual(yield* pw(() => page.textContent(`${card("call_stage")} .elapsed`)), "waiting for approval")
       assert.include(yield* pw(() => page.textContent(".turn:last-child .status-line")), "Waiting for your approval")
       // the conversation list marks the waiting run
-      yield* pw(() => page.waitForSelector("#conversation-list a[aria-current] .badge.waiting:has-text('Waiting for approval')"))
+      yield* pw(() =>
+        page.waitForSelector("#conversation-list a[aria-current] .badge.waiting:has-text('Waiting for approval')")
+      )
       yield* pw(() => page.locator(`${card("call_stage")}`).scrollIntoViewIfNeeded())
       const shot = yield* screenshot(page, "approval-waiting")
       if (process.env.UPDATE_DOCS_SCREENSHOT === "1") {
@@ -96,7 +98,10 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       yield* pw(() => page.click(`${card("call_stage")} button.approve`))
       yield* pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])", { timeout: 20_000 }))
       assert.strictEqual(yield* pw(() => page.textContent(`${card("call_prod")} .approval-outcome`)), "Denied.")
-      assert.strictEqual(yield* pw(() => page.textContent(`${card("call_stage")} pre.observation`)), "Deployed to staging.")
+      assert.strictEqual(
+        yield* pw(() => page.textContent(`${card("call_stage")} pre.observation`)),
+        "Deployed to staging."
+      )
       // the only console noise allowed: the 404 of a conversation not stored until its first turn ends
       assert.deepStrictEqual(errors.filter((e) => !e.includes("404")), [])
     }))

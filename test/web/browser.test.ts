@@ -37,16 +37,20 @@ describe("finding a browser", () => {
       assert.deepStrictEqual(yield* findChromium({ PATH: `${empty}:${dir}` }), { path, source: "system" })
     }))
 
-  it.live("with neither, the Chromium of @sparticuz/chromium is unpacked and launches headless", () =>
-    Effect.gen(function*() {
-      const found = yield* findChromium({ PATH: "" })
-      assert.strictEqual(found.source, "@sparticuz/chromium")
-      const browser = yield* launch(found)
-      const page = yield* pw(() => browser.newPage())
-      yield* pw(() => page.setContent("<p id=x>ok</p>"))
-      assert.strictEqual(yield* pw(() => page.textContent("#x")), "ok")
-      yield* pw(() => browser.close())
-    }), 150_000)
+  it.live(
+    "with neither, the Chromium of @sparticuz/chromium is unpacked and launches headless",
+    () =>
+      Effect.gen(function*() {
+        const found = yield* findChromium({ PATH: "" })
+        assert.strictEqual(found.source, "@sparticuz/chromium")
+        const browser = yield* launch(found)
+        const page = yield* pw(() => browser.newPage())
+        yield* pw(() => page.setContent("<p id=x>ok</p>"))
+        assert.strictEqual(yield* pw(() => page.textContent("#x")), "ok")
+        yield* pw(() => browser.close())
+      }),
+    150_000
+  )
 
   it.live("a binary that cannot start is a loud failure naming it", () =>
     Effect.gen(function*() {

@@ -20,8 +20,16 @@ const ask = (page: Page, text: string) =>
 const setup = Effect.gen(function*() {
   const server = yield* webAppServer({
     agent: {
-      budget: { usd: 0.002, policy: "ask", reserveOutputTokens: 64, prices: { "scripted-test": { input: 1, output: 2 } } },
-      guardrails: { input: [{ type: "pattern", name: "secrets", patterns: ["password"] }], refusal: "I won't share secrets." }
+      budget: {
+        usd: 0.002,
+        policy: "ask",
+        reserveOutputTokens: 64,
+        prices: { "scripted-test": { input: 1, output: 2 } }
+      },
+      guardrails: {
+        input: [{ type: "pattern", name: "secrets", patterns: ["password"] }],
+        refusal: "I won't share secrets."
+      }
     }
   })
   const browser = yield* Chromium
@@ -56,7 +64,10 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       assert.include(alert, "Blocked by the guardrail “secrets” on the request")
       assert.include(alert, "matched pattern \"password\"")
       yield* pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])", { timeout: 20_000 }))
-      assert.include(yield* pw(() => page.textContent(".turn:last-child .msg.assistant, .turn:last-child .answer")), "I won't share secrets.")
+      assert.include(
+        yield* pw(() => page.textContent(".turn:last-child .msg.assistant, .turn:last-child .answer")),
+        "I won't share secrets."
+      )
       assert.deepStrictEqual(errors, [])
     }))
 })

@@ -4,7 +4,7 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { ChromiumLive, Chromium, openPage, pw } from "../utils/browser.js"
+import { Chromium, ChromiumLive, openPage, pw } from "../utils/browser.js"
 import { webAppServer } from "../utils/webAppServer.js"
 
 layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("cassette link", (it) => {
@@ -18,7 +18,9 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("casse
         await page.fill("#composer-input", "What is 6 * 7?")
         await page.keyboard.press("Enter")
       })
-      const link = yield* pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden]) a.cassette", { timeout: 30_000 }))
+      const link = yield* pw(() =>
+        page.waitForSelector(".turn:last-child .run-footer:not([hidden]) a.cassette", { timeout: 30_000 })
+      )
       const href = yield* pw(() => link.getAttribute("href"))
       assert.match(href ?? "", /^\/api\/conversations\/[^/]+\/runs\/latest\/cassette$/)
       assert.strictEqual(yield* pw(() => link.getAttribute("download")), "")

@@ -28,7 +28,10 @@ const attackerSite = Effect.acquireRelease(
         res.end("<!doctype html><title>elsewhere</title><iframe name=sink></iframe>")
       })
       server.listen(0, "127.0.0.1", () =>
-        resolve({ origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() }))
+        resolve({
+          origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+          close: () => server.close()
+        }))
     })
   ),
   (site) => Effect.sync(site.close)
@@ -52,13 +55,22 @@ describe("a page on another origin", () => {
           const body = (id: string) => JSON.stringify({ query: "steal", conversation_id: id })
           const out: Record<string, string> = {}
           try {
-            const r = await fetch(api, { method: "POST", mode: "no-cors", headers: { "content-type": "text/plain" }, body: body("csrf-nocors") })
+            const r = await fetch(api, {
+              method: "POST",
+              mode: "no-cors",
+              headers: { "content-type": "text/plain" },
+              body: body("csrf-nocors")
+            })
             out.noCors = r.type // opaque: the page cannot see the status, the server must refuse it
           } catch (e) {
             out.noCors = `error: ${e}`
           }
           try {
-            const r = await fetch(api, { method: "POST", headers: { "content-type": "application/json" }, body: body("csrf-json") })
+            const r = await fetch(api, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: body("csrf-json")
+            })
             out.json = String(r.status)
           } catch (e) {
             out.json = `error: ${e}`
@@ -73,7 +85,9 @@ describe("a page on another origin", () => {
           field.value = "\"}"
           form.appendChild(field)
           document.body.appendChild(form)
-          const loaded = new Promise((r) => document.querySelector("iframe")!.addEventListener("load", r, { once: true }))
+          const loaded = new Promise((r) =>
+            document.querySelector("iframe")!.addEventListener("load", r, { once: true })
+          )
           form.submit()
           await loaded
           return out

@@ -19,7 +19,8 @@ const askInMode = (page: Page, mode: string, text: string) =>
     await page.keyboard.press("Enter")
   })
 
-const waitDone = (page: Page) => pw(() => page.waitForSelector(".turn:last-child > .run > .run-footer:not([hidden])", { timeout: 30_000 }))
+const waitDone = (page: Page) =>
+  pw(() => page.waitForSelector(".turn:last-child > .run > .run-footer:not([hidden])", { timeout: 30_000 }))
 
 const setup = (size: { readonly width?: number; readonly height?: number } = {}) =>
   Effect.gen(function*() {
@@ -40,9 +41,16 @@ layer(ChromiumLive, { timeout: "90 seconds", excludeTestServices: true })("DAG m
       // planning, then the graph appears with every step waiting or running
       yield* pw(() => page.waitForSelector(".dag-step[data-step-id='3']"))
       // live: the two independent steps run at the same time, their dependent waits
-      yield* pw(() => page.waitForFunction(() => document.querySelectorAll(".dag-step.running").length === 2, undefined, { timeout: 10_000 }))
+      yield* pw(() =>
+        page.waitForFunction(() => document.querySelectorAll(".dag-step.running").length === 2, undefined, {
+          timeout: 10_000
+        })
+      )
       const live = yield* pw(() =>
-        page.$$eval(".dag-step", (cards) => Object.fromEntries(cards.map((c) => [c.getAttribute("data-step-id"), c.className])))
+        page.$$eval(
+          ".dag-step",
+          (cards) => Object.fromEntries(cards.map((c) => [c.getAttribute("data-step-id"), c.className]))
+        )
       )
       assert.include(live["1"], "running")
       assert.include(live["2"], "running")
@@ -58,10 +66,13 @@ layer(ChromiumLive, { timeout: "90 seconds", excludeTestServices: true })("DAG m
             level: c.closest(".dag-level")?.getAttribute("data-level"),
             top: c.getBoundingClientRect().top,
             result: c.querySelector(".dag-result")?.textContent ?? ""
-          }))
-        )
+          })))
       )
-      assert.deepStrictEqual(cards.map((c) => [c.id, c.level, c.done]), [["1", "0", true], ["2", "0", true], ["3", "1", true]])
+      assert.deepStrictEqual(cards.map((c) => [c.id, c.level, c.done]), [["1", "0", true], ["2", "0", true], [
+        "3",
+        "1",
+        true
+      ]])
       assert.strictEqual(cards[0].task, "Look up the population of Lyon")
       assert.approximately(cards[0].top, cards[1].top, 1, "parallel steps side by side")
       assert.isAbove(cards[2].top, cards[0].top + 30, "the dependent below")
@@ -70,7 +81,10 @@ layer(ChromiumLive, { timeout: "90 seconds", excludeTestServices: true })("DAG m
       assert.include(cards[2].result, "290,000 more inhabitants")
       // one edge per dependency, from the dependency's bottom to the dependent's top
       const edges = yield* pw(() =>
-        page.$$eval(".dag-edge", (paths) => paths.map((p) => `${p.getAttribute("data-from")}->${p.getAttribute("data-to")}`))
+        page.$$eval(
+          ".dag-edge",
+          (paths) => paths.map((p) => `${p.getAttribute("data-from")}->${p.getAttribute("data-to")}`)
+        )
       )
       assert.deepStrictEqual(edges.sort(), ["1->3", "2->3"])
       // a card opens to its own tool cards (the step's ReAct events, by step_id)
@@ -112,7 +126,9 @@ layer(ChromiumLive, { timeout: "90 seconds", excludeTestServices: true })("DAG m
       const { errors, page } = yield* setup()
       yield* askInMode(page, "dag", "dagreplan: compare the populations of Lyon and Porto")
       // shown while the run re-plans (hidden again once the next round starts): attached is enough
-      yield* pw(() => page.waitForSelector(".dag-phase:text-matches('Re-planning')", { state: "attached", timeout: 20_000 }))
+      yield* pw(() =>
+        page.waitForSelector(".dag-phase:text-matches('Re-planning')", { state: "attached", timeout: 20_000 })
+      )
       yield* waitDone(page)
       const rounds = yield* pw(() =>
         page.$$eval(".dag-round", (els) =>
@@ -121,8 +137,7 @@ layer(ChromiumLive, { timeout: "90 seconds", excludeTestServices: true })("DAG m
             open: r.hasAttribute("open"),
             steps: r.querySelectorAll(".dag-step").length,
             reason: r.querySelector(".dag-reason")?.textContent ?? ""
-          }))
-        )
+          })))
       )
       assert.deepStrictEqual(rounds.map((r) => [r.round, r.open, r.steps]), [["1", false, 3], ["2", true, 1]])
       assert.include(rounds[1].reason, "metropolitan area is needed")

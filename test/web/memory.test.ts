@@ -25,14 +25,21 @@ layer(ChromiumLive, { timeout: "90 seconds", excludeTestServices: true })("the p
         await page.press("#memory-panel .memory-user", "Enter")
         await page.locator("#memory-panel .memory-user").blur()
       })
-      yield* pw(() => page.waitForFunction((s) => document.querySelector(s)?.textContent?.includes("0 remembered turns"), status))
+      yield* pw(() =>
+        page.waitForFunction((s) => document.querySelector(s)?.textContent?.includes("0 remembered turns"), status)
+      )
       yield* pw(async () => {
         await page.fill("#composer-input", "full: what about France?")
         await page.keyboard.press("Enter")
       })
       yield* pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])", { timeout: 30_000 }))
-      yield* pw(() => page.waitForFunction((s) => document.querySelector(s)?.textContent?.includes("1 remembered turn"), status))
-      assert.include(yield* pw(() => page.textContent("#memory-panel .memory-items").then((t) => t ?? "")), "what about France?")
+      yield* pw(() =>
+        page.waitForFunction((s) => document.querySelector(s)?.textContent?.includes("1 remembered turn"), status)
+      )
+      assert.include(
+        yield* pw(() => page.textContent("#memory-panel .memory-items").then((t) => t ?? "")),
+        "what about France?"
+      )
       const stored = yield* Effect.promise(() => fetch(`${server.url}/api/users/ada/memory`).then((r) => r.json()))
       assert.strictEqual(stored.items.length, 1, "the run was sent with user_id ada")
 

@@ -52,72 +52,90 @@ const setup = Effect.gen(function*() {
   return { ...server, ...opened }
 })
 
-layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("typed answers and tool progress, on the page", (it) => {
-  it.scoped("an MCP tool's progress: a bar and the last message on its running card, gone when it ends", () =>
-    Effect.gen(function*() {
-      const { errors, page } = yield* setup
-      yield* ask(page, "progress: index the docs")
-      const bar = ".turn:last-child .card.running[data-tool='lab__work'] .progress progress"
-      yield* pw(() => page.waitForSelector(bar))
-      // the bar moves: a later report shows a larger value and its message
-      yield* pw(() => page.waitForFunction((sel) => Number((document.querySelector(sel) as HTMLProgressElement | null)?.value ?? 0) >= 0.6, bar))
-      const message = yield* pw(() => page.textContent(".turn:last-child .card.running .progress-message"))
-      assert.match(message ?? "", /^indexing part [3-5] of 5$/)
-      yield* screenshot(page, "tool-progress")
-      yield* pw(() => page.waitForSelector(".turn:last-child .card.ok[data-tool='lab__work']"))
-      assert.strictEqual(yield* pw(() => page.locator(".turn:last-child .card .progress").count()), 0)
-      yield* pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])"))
-      assert.deepStrictEqual(errors, [])
-    }))
+layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })(
+  "typed answers and tool progress, on the page",
+  (it) => {
+    it.scoped("an MCP tool's progress: a bar and the last message on its running card, gone when it ends", () =>
+      Effect.gen(function*() {
+        const { errors, page } = yield* setup
+        yield* ask(page, "progress: index the docs")
+        const bar = ".turn:last-child .card.running[data-tool='lab__work'] .progress progress"
+        yield* pw(() => page.waitForSelector(bar))
+        // the bar moves: a later report shows a larger value and its message
+        yield* pw(() =>
+          page.waitForFunction(
+            (sel) => Number((document.querySelector(sel) as HTMLProgressElement | null)?.value ?? 0) >= 0.6,
+            bar
+          )
+        )
+        const message = yield* pw(() => page.textContent(".turn:last-child .card.running .progress-message"))
+        assert.match(message ?? "", /^indexing part [3-5] of 5$/)
+        yield* screenshot(page, "tool-progress")
+        yield* pw(() => page.waitForSelector(".turn:last-child .card.ok[data-tool='lab__work']"))
+        assert.strictEqual(yield* pw(() => page.locator(".turn:last-child .card .progress").count()), 0)
+        yield* pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])"))
+        assert.deepStrictEqual(errors, [])
+      }))
 
-  it.scoped("an answer schema: the value as a JSON tree beside the text, growing as it streams, then the decoded value", () =>
-    Effect.gen(function*() {
-      const { errors, page } = yield* setup
-      const schema = {
-        type: "object",
-        properties: {
-          city: { type: "string" },
-          population: { type: "integer" },
-          landmarks: { type: "array", items: { type: "string" } },
-          capital: { type: "boolean" }
-        },
-        required: ["city", "population", "landmarks", "capital"],
-        additionalProperties: false
-      }
-      yield* pw(async () => {
-        await page.click(".schema-option summary")
-        await page.fill("#output-schema", JSON.stringify(schema, null, 2))
-      })
-      yield* ask(page, "Tell me about Paris")
-      // while it streams: a partial tree
-      yield* pw(() => page.waitForSelector(".turn:last-child .output-panel.partial .json-key"))
-      // then the whole value, no longer partial
-      yield* pw(() => page.waitForSelector(".turn:last-child .output-panel:not(.partial)"))
-      yield* pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])"))
-      const keys = yield* pw(() => page.locator(".turn:last-child .output-tree > details > ul > li > .json-key").allTextContents())
-      assert.deepStrictEqual(keys, ["city", "population", "landmarks", "capital"])
-      const landmarks = yield* pw(() => page.locator(".turn:last-child .output-tree .json-string").allTextContents())
-      assert.deepStrictEqual(landmarks, ["\"Paris\"", "\"Eiffel Tower\"", "\"Louvre\"", "\"Notre-Dame\""])
-      // collapsible: closing the root hides the entries
-      yield* pw(() => page.click(".turn:last-child .output-tree > details > summary"))
-      assert.isFalse(yield* pw(() => page.isVisible(".turn:last-child .output-tree .json-key >> nth=0")))
-      const text = yield* pw(() => page.textContent(".turn:last-child .answer"))
-      assert.deepStrictEqual(JSON.parse(text ?? ""), { city: "Paris", population: 2102650, landmarks: ["Eiffel Tower", "Louvre", "Notre-Dame"], capital: true })
-      yield* pw(() => page.click(".turn:last-child .output-tree > details > summary"))
-      yield* screenshot(page, "typed-answer")
-      assert.deepStrictEqual(errors, [])
-    }))
+    it.scoped("an answer schema: the value as a JSON tree beside the text, growing as it streams, then the decoded value", () =>
+      Effect.gen(function*() {
+        const { errors, page } = yield* setup
+        const schema = {
+          type: "object",
+          properties: {
+            city: { type: "string" },
+            population: { type: "integer" },
+            landmarks: { type: "array", items: { type: "string" } },
+            capital: { type: "boolean" }
+          },
+          required: ["city", "population", "landmarks", "capital"],
+          additionalProperties: false
+        }
+        yield* pw(async () => {
+          await page.click(".schema-option summary")
+          await page.fill("#output-schema", JSON.stringify(schema, null, 2))
+        })
+        yield* ask(page, "Tell me about Paris")
+        // while it streams: a partial tree
+        yield* pw(() => page.waitForSelector(".turn:last-child .output-panel.partial .json-key"))
+        // then the whole value, no longer partial
+        yield* pw(() => page.waitForSelector(".turn:last-child .output-panel:not(.partial)"))
+        yield* pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])"))
+        const keys = yield* pw(() =>
+          page.locator(".turn:last-child .output-tree > details > ul > li > .json-key").allTextContents()
+        )
+        assert.deepStrictEqual(keys, ["city", "population", "landmarks", "capital"])
+        const landmarks = yield* pw(() => page.locator(".turn:last-child .output-tree .json-string").allTextContents())
+        assert.deepStrictEqual(landmarks, ["\"Paris\"", "\"Eiffel Tower\"", "\"Louvre\"", "\"Notre-Dame\""])
+        // collapsible: closing the root hides the entries
+        yield* pw(() => page.click(".turn:last-child .output-tree > details > summary"))
+        assert.isFalse(yield* pw(() => page.isVisible(".turn:last-child .output-tree .json-key >> nth=0")))
+        const text = yield* pw(() => page.textContent(".turn:last-child .answer"))
+        assert.deepStrictEqual(JSON.parse(text ?? ""), {
+          city: "Paris",
+          population: 2102650,
+          landmarks: ["Eiffel Tower", "Louvre", "Notre-Dame"],
+          capital: true
+        })
+        yield* pw(() => page.click(".turn:last-child .output-tree > details > summary"))
+        yield* screenshot(page, "typed-answer")
+        assert.deepStrictEqual(errors, [])
+      }))
 
-  it.scoped("an answer schema that is not JSON: an error on the page, nothing sent", () =>
-    Effect.gen(function*() {
-      const { llm, page } = yield* setup
-      yield* pw(async () => {
-        await page.click(".schema-option summary")
-        await page.fill("#output-schema", "{ type: object")
-      })
-      yield* ask(page, "Tell me about Paris")
-      yield* pw(() => page.waitForSelector(".turn:last-child .run-error"))
-      assert.include(yield* pw(() => page.textContent(".turn:last-child .run-error")), "The answer schema is not JSON")
-      assert.strictEqual(llm.requests.length, 0)
-    }))
-})
+    it.scoped("an answer schema that is not JSON: an error on the page, nothing sent", () =>
+      Effect.gen(function*() {
+        const { llm, page } = yield* setup
+        yield* pw(async () => {
+          await page.click(".schema-option summary")
+          await page.fill("#output-schema", "{ type: object")
+        })
+        yield* ask(page, "Tell me about Paris")
+        yield* pw(() => page.waitForSelector(".turn:last-child .run-error"))
+        assert.include(
+          yield* pw(() => page.textContent(".turn:last-child .run-error")),
+          "The answer schema is not JSON"
+        )
+        assert.strictEqual(llm.requests.length, 0)
+      }))
+  }
+)

@@ -17,14 +17,28 @@ const ask = (page: Page, text: string) =>
     await page.keyboard.press("Enter")
   })
 
-const waitDone = (page: Page, timeout = 20_000) => pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])", { timeout }))
+const waitDone = (page: Page, timeout = 20_000) =>
+  pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])", { timeout }))
 
 /** Every card key appears once: no duplicate cards after replays. */
-const cardKeys = (page: Page) => pw(() => page.$$eval(".turn:last-child .card", (cards) => cards.map((c) => c.getAttribute("data-key") ?? "")))
+const cardKeys = (page: Page) =>
+  pw(() => page.$$eval(".turn:last-child .card", (cards) => cards.map((c) => c.getAttribute("data-key") ?? "")))
 
-const setup = (options: { readonly demo?: boolean; readonly apiToken?: string; readonly path?: string; readonly width?: number; readonly height?: number; readonly colorScheme?: "light" | "dark" } = {}) =>
+const setup = (
+  options: {
+    readonly demo?: boolean
+    readonly apiToken?: string
+    readonly path?: string
+    readonly width?: number
+    readonly height?: number
+    readonly colorScheme?: "light" | "dark"
+  } = {}
+) =>
   Effect.gen(function*() {
-    const server = yield* webAppServer({ demo: options.demo ?? false, ...(options.apiToken ? { apiToken: options.apiToken } : {}) })
+    const server = yield* webAppServer({
+      demo: options.demo ?? false,
+      ...(options.apiToken ? { apiToken: options.apiToken } : {})
+    })
     const browser = yield* Chromium
     const opened = yield* openPage(browser, options)
     yield* pw(() => opened.page.goto(server.url + (options.path ?? "/")))
@@ -49,7 +63,9 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       )
       yield* ask(page, "full: what is the population density of France, and 2 + 3?")
       yield* waitDone(page)
-      const running = yield* pw(() => page.evaluate(() => (window as unknown as { runningTexts: Array<string> }).runningTexts))
+      const running = yield* pw(() =>
+        page.evaluate(() => (window as unknown as { runningTexts: Array<string> }).runningTexts)
+      )
       assert.isTrue(running.some((t) => /^running/.test(t)), JSON.stringify(running))
       const cards = yield* pw(() =>
         page.$$eval(".turn:last-child .card", (els) =>
@@ -60,8 +76,7 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
             elapsed: c.querySelector(".elapsed")?.textContent,
             ok: c.classList.contains("ok"),
             iteration: c.closest(".iteration")?.getAttribute("data-iteration")
-          }))
-        )
+          })))
       )
       assert.deepStrictEqual(cards.map((c) => c.tool), ["calculator", "lookup", "chart"])
       assert.strictEqual(cards[0].args, JSON.stringify({ a: 2, b: 3 }, null, 2))
@@ -73,12 +88,19 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       }
       // the parallel round is one iteration, laid out side by side
       assert.strictEqual(cards[0].iteration, cards[1].iteration)
-      const [a, b] = yield* pw(() => page.$$eval(".turn:last-child .card", (els) => els.slice(0, 2).map((e) => e.getBoundingClientRect().top)))
+      const [a, b] = yield* pw(() =>
+        page.$$eval(".turn:last-child .card", (els) => els.slice(0, 2).map((e) => e.getBoundingClientRect().top))
+      )
       assert.approximately(a, b, 2)
       // reasoning shown for the step that had it
       assert.include(yield* pw(() => page.textContent(".turn:last-child .reasoning")), "both at once")
       // the HTML result is a sandboxed srcdoc preview
-      const frame = yield* pw(() => page.$eval(".card[data-tool=chart] iframe", (f) => ({ sandbox: f.getAttribute("sandbox"), srcdoc: (f as HTMLIFrameElement).srcdoc })))
+      const frame = yield* pw(() =>
+        page.$eval(
+          ".card[data-tool=chart] iframe",
+          (f) => ({ sandbox: f.getAttribute("sandbox"), srcdoc: (f as HTMLIFrameElement).srcdoc })
+        )
+      )
       assert.strictEqual(frame.sandbox, "")
       assert.include(frame.srcdoc, "Density by region")
       // the answer is markdown (a table, bold), streamed then finished
@@ -149,7 +171,11 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       yield* ask(page, "slow: six lookups")
       yield* pw(() => page.waitForSelector(".card.ok"))
       const resumed = page.waitForRequest((r) => r.url().includes("/api/react/events") && /after=\d+/.test(r.url()))
-      yield* pw(() => page.evaluate(() => (window as unknown as { reactPage: { dropConnection: () => void } }).reactPage.dropConnection()))
+      yield* pw(() =>
+        page.evaluate(() =>
+          (window as unknown as { reactPage: { dropConnection: () => void } }).reactPage.dropConnection()
+        )
+      )
       yield* pw(() => resumed)
       yield* waitDone(page)
       const keys = yield* cardKeys(page)
@@ -173,7 +199,10 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       assert.isTrue(yield* pw(() => page.isHidden("#stop")))
       assert.strictEqual(yield* pw(() => page.textContent("#send")), "Send")
       // the footer says it was stopped, and while doing what
-      assert.match((yield* pw(() => page.textContent(".turn:last-child .run-footer"))) ?? "", /^Stopped (?:while running lookup|while thinking)·/)
+      assert.match(
+        (yield* pw(() => page.textContent(".turn:last-child .run-footer"))) ?? "",
+        /^Stopped (?:while running lookup|while thinking)·/
+      )
     }))
 
   it.scoped("model output with HTML is rendered as text, not HTML", () =>
@@ -197,7 +226,9 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       yield* pw(() => page.waitForSelector("#demo-banner", { state: "visible" }))
       assert.strictEqual(yield* pw(() => page.textContent("#model")), "demo")
       const other = yield* setup({ demo: false })
-      yield* pw(() => other.page.waitForFunction(() => document.getElementById("model")?.textContent === "scripted-test"))
+      yield* pw(() =>
+        other.page.waitForFunction(() => document.getElementById("model")?.textContent === "scripted-test")
+      )
       assert.isTrue(yield* pw(() => other.page.isHidden("#demo-banner")))
     }))
 
@@ -271,10 +302,14 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       yield* ask(page, "full: phone")
       yield* pw(() => page.waitForSelector(".answer:not([hidden])"))
       const before = yield* pw(() => page.$eval(".turn:last-child .card", (c) => c.getBoundingClientRect().height))
-      const overflowDuring = yield* pw(() => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth))
+      const overflowDuring = yield* pw(() =>
+        page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+      )
       yield* waitDone(page)
       const after = yield* pw(() => page.$eval(".turn:last-child .card", (c) => c.getBoundingClientRect().height))
-      const overflowAfter = yield* pw(() => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth))
+      const overflowAfter = yield* pw(() =>
+        page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+      )
       assert.isAtMost(overflowDuring, 0)
       assert.isAtMost(overflowAfter, 0)
       assert.strictEqual(before, after)
@@ -293,7 +328,8 @@ describe("web page assets", () => {
     it.scoped("serves the page and assets with content types and cache headers", () =>
       Effect.gen(function*() {
         const { url } = yield* webAppServer({})
-        const get = (path: string, headers?: Record<string, string>) => Effect.promise(() => fetch(url + path, headers ? { headers } : {}))
+        const get = (path: string, headers?: Record<string, string>) =>
+          Effect.promise(() => fetch(url + path, headers ? { headers } : {}))
         const index = yield* get("/")
         assert.strictEqual(index.status, 200)
         assert.strictEqual(index.headers.get("content-type"), "text/html; charset=utf-8")

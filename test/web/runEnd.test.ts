@@ -16,7 +16,8 @@ const ask = (page: Page, text: string) =>
     await page.keyboard.press("Enter")
   })
 
-const waitEnded = (page: Page, timeout = 15_000) => pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])", { timeout }))
+const waitEnded = (page: Page, timeout = 15_000) =>
+  pw(() => page.waitForSelector(".turn:last-child .run-footer:not([hidden])", { timeout }))
 
 const count = (page: Page, selector: string) => pw(() => page.locator(selector).count())
 const text = (page: Page, selector: string) => pw(() => page.textContent(selector).then((t) => t ?? ""))
@@ -35,11 +36,16 @@ const assertSettled = (page: Page) =>
     assert.notMatch(yield* text(page, ".turn:last-child .sr-only[role=status]"), /Thinking|Running/, "the live status")
   })
 
-const setup = (options: Parameters<typeof webAppServer>[0] & { readonly width?: number; readonly height?: number } = {}) =>
+const setup = (
+  options: Parameters<typeof webAppServer>[0] & { readonly width?: number; readonly height?: number } = {}
+) =>
   Effect.gen(function*() {
     const server = yield* webAppServer(options)
     const browser = yield* Chromium
-    const opened = yield* openPage(browser, { ...(options.width ? { width: options.width } : {}), ...(options.height ? { height: options.height } : {}) })
+    const opened = yield* openPage(browser, {
+      ...(options.width ? { width: options.width } : {}),
+      ...(options.height ? { height: options.height } : {})
+    })
     yield* pw(() => opened.page.goto(server.url))
     return { ...server, ...opened }
   })
@@ -52,11 +58,13 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("how a
       yield* pw(() => page.waitForSelector(".turn:last-child .thinking.active .spinner"))
       // one indicator: the step's, not a second "Thinking…" line under the run
       const thinkingTexts = yield* pw(() =>
-        page.$$eval(".turn:last-child *", (els) =>
-          els.filter((e) =>
-            e.children.length === 0 && /thinking/i.test(e.textContent ?? "") && e.closest(".sr-only") === null &&
-            (e as HTMLElement).offsetParent !== null
-          ).length
+        page.$$eval(
+          ".turn:last-child *",
+          (els) =>
+            els.filter((e) =>
+              e.children.length === 0 && /thinking/i.test(e.textContent ?? "") && e.closest(".sr-only") === null &&
+              (e as HTMLElement).offsetParent !== null
+            ).length
         )
       )
       assert.strictEqual(thinkingTexts, 1)
@@ -78,7 +86,11 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("how a
     Effect.gen(function*() {
       const { page } = yield* setup()
       yield* ask(page, "slowanswer: tell me a lot")
-      yield* pw(() => page.waitForFunction(() => (document.querySelector(".turn:last-child .answer")?.textContent ?? "").includes("word3")))
+      yield* pw(() =>
+        page.waitForFunction(() =>
+          (document.querySelector(".turn:last-child .answer")?.textContent ?? "").includes("word3")
+        )
+      )
       yield* pw(() => page.click("#stop"))
       yield* waitEnded(page)
       yield* assertSettled(page)
@@ -116,8 +128,14 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("how a
       yield* ask(page, "busy: hello")
       yield* pw(() => page.waitForSelector(".turn:last-child .phase.retry.active"))
       // under the step that waits for the model
-      assert.strictEqual(yield* count(page, ".turn:last-child .iteration[data-iteration='1'] .thinking.active + .phase.retry"), 1)
-      assert.match(yield* text(page, ".turn:last-child .phase.retry"), /^The model is busy \(rate limited\): retry 1 in 1\.50 s…$/)
+      assert.strictEqual(
+        yield* count(page, ".turn:last-child .iteration[data-iteration='1'] .thinking.active + .phase.retry"),
+        1
+      )
+      assert.match(
+        yield* text(page, ".turn:last-child .phase.retry"),
+        /^The model is busy \(rate limited\): retry 1 in 1\.50 s…$/
+      )
       yield* waitEnded(page)
       yield* assertSettled(page)
       assert.strictEqual(yield* text(page, ".turn:last-child .phase.retry"), "Model call retried 1× (rate limited)")
@@ -134,8 +152,9 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("how a
       assert.strictEqual(yield* count(page, ".turn:last-child .answer.cut"), 0)
       const bare = yield* pw(() =>
         page.$$eval(".turn:last-child .iteration", (its) =>
-          its.filter((it) => it.querySelector(".card") === null && it.querySelector(".step-label, .reasoning") !== null).length
-        )
+          its.filter((it) =>
+            it.querySelector(".card") === null && it.querySelector(".step-label, .reasoning") !== null
+          ).length)
       )
       assert.strictEqual(bare, 0)
       // steps with tools keep their heading
@@ -147,14 +166,21 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("how a
       const { page, errors } = yield* setup()
       yield* ask(page, "preamble: what is the density of France?")
       // synthesis policy auto: the loop reply streams as the answer until its tool call arrives
-      yield* pw(() => page.waitForFunction(() => document.querySelector(".turn:last-child .answer:not([hidden])")?.textContent?.includes("Let me")))
+      yield* pw(() =>
+        page.waitForFunction(() =>
+          document.querySelector(".turn:last-child .answer:not([hidden])")?.textContent?.includes("Let me")
+        )
+      )
       yield* waitEnded(page)
       yield* assertSettled(page)
       const answer = yield* text(page, ".turn:last-child .answer")
       assert.include(answer, "123 people per km²")
       assert.notInclude(answer, "Let me look")
       // the withdrawn text is the step's reasoning, next to its tool card
-      assert.include(yield* text(page, ".turn:last-child .iteration[data-iteration='1'] details.reasoning"), "Let me look that up first.")
+      assert.include(
+        yield* text(page, ".turn:last-child .iteration[data-iteration='1'] details.reasoning"),
+        "Let me look that up first."
+      )
       assert.strictEqual(yield* count(page, ".turn:last-child .card"), 1)
       assert.deepStrictEqual(errors, [])
     }))
@@ -162,15 +188,26 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("how a
   it.scoped("the tools panel lists every tool with its source, and the MCP servers that did not start", () =>
     Effect.gen(function*() {
       const { page } = yield* setup({
-        mcp: { servers: [{ name: "docs", tools: ["lookup"] }], failed: [{ name: "github", error: "cannot start: spawn github-mcp ENOENT" }] }
+        mcp: {
+          servers: [{ name: "docs", tools: ["lookup"] }],
+          failed: [{ name: "github", error: "cannot start: spawn github-mcp ENOENT" }]
+        }
       })
       yield* pw(() => page.waitForSelector("#tools-panel:not([hidden])"))
       assert.strictEqual(yield* text(page, "#tools-panel summary"), "Tools (4) · 1 server failed")
       assert.isFalse(yield* pw(() => page.isVisible("#tools-panel .tool-list")), "collapsed at first")
       yield* pw(() => page.click("#tools-panel summary"))
       const rows = yield* pw(() =>
-        page.$$eval("#tools-panel li.tool:not(.failed)", (lis) =>
-          lis.map((li) => [li.querySelector(".tool-name")?.textContent, li.querySelector(".source")?.textContent, li.querySelector(".description")?.textContent])
+        page.$$eval(
+          "#tools-panel li.tool:not(.failed)",
+          (lis) =>
+            lis.map((
+              li
+            ) => [
+              li.querySelector(".tool-name")?.textContent,
+              li.querySelector(".source")?.textContent,
+              li.querySelector(".description")?.textContent
+            ])
         )
       )
       assert.deepStrictEqual(rows, [
@@ -189,7 +226,9 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("how a
       const { page } = yield* setup()
       yield* pw(() => page.waitForFunction(() => document.getElementById("model")?.textContent !== ""))
       yield* pw(() => page.keyboard.press("Tab"))
-      const first = yield* pw(() => page.evaluate(() => ({ cls: document.activeElement?.className, text: document.activeElement?.textContent })))
+      const first = yield* pw(() =>
+        page.evaluate(() => ({ cls: document.activeElement?.className, text: document.activeElement?.textContent }))
+      )
       assert.deepStrictEqual(first, { cls: "skip", text: "Skip to the message box" })
       assert.isTrue(yield* pw(() => page.isVisible(".skip")))
       yield* pw(() => page.keyboard.press("Enter"))

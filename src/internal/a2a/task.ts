@@ -18,10 +18,22 @@ import * as Tool from "../../Tool.js"
 export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
 const textOfParts = (parts: Message["parts"]): string =>
-  parts.flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : p.content?.$case === "data" ? [JSON.stringify(p.content.value)] : []))
+  parts.flatMap((
+    p
+  ) => (p.content?.$case === "text"
+    ? [p.content.value]
+    : p.content?.$case === "data"
+    ? [JSON.stringify(p.content.value)]
+    : [])
+  )
     .join("")
 
-const FINAL = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED])
+const FINAL = new Set([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_REJECTED
+])
 const STOPPED = new Set([TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED])
 
 /** Where a call got to: the task (id, state, artifacts so far) or a direct reply. */
@@ -76,10 +88,15 @@ export const send = (client: Client, name: string, message: Message): Effect.Eff
     const poll = (p: Progress, taskId: string) =>
       Effect.tryPromise(() => client.getTask({ tenant: "", id: taskId })).pipe(
         Effect.tap((task) => Effect.sync(() => applyTask(p, task))),
-        Effect.repeat({ schedule: Schedule.spaced("500 millis"), until: (task) => FINAL.has(task.status!.state) || STOPPED.has(task.status!.state) }),
+        Effect.repeat({
+          schedule: Schedule.spaced("500 millis"),
+          until: (task) => FINAL.has(task.status!.state) || STOPPED.has(task.status!.state)
+        }),
         // the remote server may be restarting: connection errors are retried (the call's timeout bounds it)
         Effect.retry(Schedule.spaced("1 second")),
-        Effect.mapError((error) => new Tool.ToolError({ message: `Remote agent ${name}: reading task ${taskId} failed: ${messageOf(error)}` })),
+        Effect.mapError((error) =>
+          new Tool.ToolError({ message: `Remote agent ${name}: reading task ${taskId} failed: ${messageOf(error)}` })
+        ),
         Effect.asVoid
       )
     const p: Progress = { artifacts: new Map() }
@@ -87,7 +104,9 @@ export const send = (client: Client, name: string, message: Message): Effect.Eff
       Effect.acquireRelease(Effect.sync(() => new AbortController()), (c) => Effect.sync(() => c.abort())),
       (controller) =>
         Stream.fromAsyncIterable(
-          client.sendMessageStream({ tenant: "", message, configuration: undefined, metadata: undefined }, { signal: controller.signal }),
+          client.sendMessageStream({ tenant: "", message, configuration: undefined, metadata: undefined }, {
+            signal: controller.signal
+          }),
           (error) => error
         )
     ))
@@ -116,7 +135,9 @@ export const send = (client: Client, name: string, message: Message): Effect.Eff
           const text = status.message === undefined ? "" : textOfParts(status.message.parts)
           if (text !== "") p.statusText = text
           // the remote task's progress is the call's
-          return status.state === TaskState.TASK_STATE_WORKING && text !== "" ? Tool.progress(`${name}: ${text}`) : Effect.void
+          return status.state === TaskState.TASK_STATE_WORKING && text !== ""
+            ? Tool.progress(`${name}: ${text}`)
+            : Effect.void
         }
       }
     })
@@ -126,10 +147,15 @@ export const send = (client: Client, name: string, message: Message): Effect.Eff
       if (taskId !== undefined && !FINAL.has(p.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
         return Effect.zipRight(Tool.progress(`${name}: connection lost, following the task`), poll(p, taskId))
       }
-      return Effect.fail(new Tool.ToolError({ message: `Remote agent ${name} could not be reached: ${messageOf(error)}` }))
+      return Effect.fail(
+        new Tool.ToolError({ message: `Remote agent ${name} could not be reached: ${messageOf(error)}` })
+      )
     }))
     // a stream that ended before the task did (a proxy cut it): read the task to its end
-    if (p.reply === undefined && p.taskId !== undefined && !FINAL.has(p.state ?? TaskState.TASK_STATE_UNSPECIFIED) && !STOPPED.has(p.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
+    if (
+      p.reply === undefined && p.taskId !== undefined && !FINAL.has(p.state ?? TaskState.TASK_STATE_UNSPECIFIED) &&
+      !STOPPED.has(p.state ?? TaskState.TASK_STATE_UNSPECIFIED)
+    ) {
       yield* poll(p, p.taskId)
     }
     return yield* outcome(name, p)

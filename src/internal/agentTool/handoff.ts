@@ -30,7 +30,9 @@ const cut = (text: string, max: number): string => (text.length <= max ? text : 
 const callsOf = (thread: ReadonlyArray<ChatMessage>): Map<string, string> => {
   const calls = new Map<string, string>()
   for (const m of thread) {
-    if (m.role === "assistant") for (const c of m.tool_calls ?? []) calls.set(c.id, `${c.function.name}(${c.function.arguments})`)
+    if (m.role === "assistant") {
+      for (const c of m.tool_calls ?? []) calls.set(c.id, `${c.function.name}(${c.function.arguments})`)
+    }
   }
   return calls
 }
@@ -40,7 +42,8 @@ const answered = (thread: ReadonlyArray<ChatMessage>): ReadonlyArray<ChatMessage
   const results = new Set(thread.flatMap((m) => (m.role === "tool" ? [m.tool_call_id] : [])))
   return thread.filter((m) =>
     m.role !== "system" &&
-    !(m.role === "assistant" && (m.tool_calls ?? []).some((c) => !results.has(c.id)) && Message.textOf(m.content) === "")
+    !(m.role === "assistant" && (m.tool_calls ?? []).some((c) => !results.has(c.id)) &&
+      Message.textOf(m.content) === "")
   )
 }
 
@@ -77,7 +80,11 @@ export const summary = (caller: ReadonlyArray<ChatMessage>): ReadonlyArray<ChatM
   const calls = callsOf(messages)
   const asked = messages.flatMap((m) => (m.role === "user" ? [Message.textOf(m.content)] : []))
   if (asked.length === 0) return []
-  const lines = ["Context from the agent that delegates this task to you.", "", `Its user asked: ${asked[asked.length - 1]}`]
+  const lines = [
+    "Context from the agent that delegates this task to you.",
+    "",
+    `Its user asked: ${asked[asked.length - 1]}`
+  ]
   if (asked.length > 1) {
     lines.push("Earlier in that conversation the user asked:")
     for (const q of asked.slice(0, -1)) lines.push(`- ${q}`)

@@ -13,7 +13,12 @@ import * as Usage from "../../Usage.js"
 import * as L from "./ledger.js"
 
 /** Settles `reservation` with `usage` and adds its cost up the account chain. */
-export const charge = (account: Account, reservation: L.Reservation, usage: Usage.Usage, outcome: NonNullable<L.Entry["outcome"]>) => {
+export const charge = (
+  account: Account,
+  reservation: L.Reservation,
+  usage: Usage.Usage,
+  outcome: NonNullable<L.Entry["outcome"]>
+) => {
   if (account.ledger !== undefined) L.settle(account.ledger, reservation, usage, outcome)
   const cost = L.costOf(account.prices, reservation.model, usage)
   for (let a: Account | undefined = account; a !== undefined; a = a.parent) {
@@ -30,12 +35,19 @@ export const metered = <A, E>(
   call: Effect.Effect<{ readonly value: A; readonly tokens: number }, E>
 ): Effect.Effect<A, E | LlmError> => {
   if (account === undefined) return Effect.map(call, (r) => r.value)
-  const r = account.ledger === undefined ? { call: 0, model, input: estimate, output: 0, usd: 0 } : L.reserve(account.ledger, model, estimate, 0)
+  const r = account.ledger === undefined
+    ? { call: 0, model, input: estimate, output: 0, usd: 0 }
+    : L.reserve(account.ledger, model, estimate, 0)
   if (typeof r === "string") return Effect.fail(new LlmError({ reason: "Budget", message: r }))
   return call.pipe(
     Effect.onExit((exit) =>
       Effect.sync(() =>
-        charge(account, r, Usage.make(exit._tag === "Success" ? exit.value.tokens : r.input, 0), exit._tag === "Success" ? "ok" : "failed")
+        charge(
+          account,
+          r,
+          Usage.make(exit._tag === "Success" ? exit.value.tokens : r.input, 0),
+          exit._tag === "Success" ? "ok" : "failed"
+        )
       )
     ),
     Effect.map((result) => result.value)

@@ -128,13 +128,21 @@ export const room = (ledger: Ledger): { readonly tokens: number; readonly usd: n
 }
 
 /** How many output tokens a call of `input` tokens on `model` can have in `space`. */
-const outputRoom = (ledger: Ledger, space: { readonly tokens: number; readonly usd: number }, model: string, input: number): number | string => {
+const outputRoom = (
+  ledger: Ledger,
+  space: { readonly tokens: number; readonly usd: number },
+  model: string,
+  input: number
+): number | string => {
   const price = ledger.prices[model]
   if (ledger.limits.usd !== undefined && price === undefined) return `no price for model ${model} under a money budget`
   let out = space.tokens - input
   if (ledger.limits.usd !== undefined && price !== undefined) {
     const usdLeft = space.usd - perMillion(input, price.input)
-    out = Math.min(out, price.output > 0 ? Math.floor((usdLeft * 1_000_000) / price.output) : usdLeft >= 0 ? Infinity : -1)
+    out = Math.min(
+      out,
+      price.output > 0 ? Math.floor((usdLeft * 1_000_000) / price.output) : usdLeft >= 0 ? Infinity : -1
+    )
   }
   return out
 }
@@ -155,11 +163,19 @@ export const describeRoom = (ledger: Ledger): string => {
   const { tokens, usd } = ledger.limits
   if (tokens !== undefined) {
     const busy = ledger.reservedTokens + h.tokens
-    parts.push(`${ledger.spentTokens} of ${tokens} tokens spent${busy > 0 ? `, ${busy} reserved by calls in flight or held for an answer` : ""}, ${Math.max(0, left.tokens)} left`)
+    parts.push(
+      `${ledger.spentTokens} of ${tokens} tokens spent${
+        busy > 0 ? `, ${busy} reserved by calls in flight or held for an answer` : ""
+      }, ${Math.max(0, left.tokens)} left`
+    )
   }
   if (usd !== undefined) {
     const busy = ledger.reservedUsd + h.usd
-    parts.push(`${usdText(ledger.spentUsd)} of ${usdText(usd)} spent${busy > 0 ? `, ${usdText(busy)} reserved or held` : ""}, ${usdText(Math.max(0, left.usd))} left`)
+    parts.push(
+      `${usdText(ledger.spentUsd)} of ${usdText(usd)} spent${busy > 0 ? `, ${usdText(busy)} reserved or held` : ""}, ${
+        usdText(Math.max(0, left.usd))
+      } left`
+    )
   }
   return parts.join("; ")
 }
@@ -205,7 +221,12 @@ export const reserve = (ledger: Ledger, model: string, input: number, wanted: nu
  * Settles a reservation: it is released and `usage` (what the provider
  * billed) is spent; `outcome` says how the call ended.
  */
-export const settle = (ledger: Ledger, reservation: Reservation, usage: Usage, outcome: NonNullable<Entry["outcome"]>): void => {
+export const settle = (
+  ledger: Ledger,
+  reservation: Reservation,
+  usage: Usage,
+  outcome: NonNullable<Entry["outcome"]>
+): void => {
   ledger.reservedTokens -= reservation.input + reservation.output
   ledger.reservedUsd -= reservation.usd
   ledger.open--

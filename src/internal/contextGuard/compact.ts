@@ -163,7 +163,11 @@ export const split = (messages: ReadonlyArray<ChatMessage>): Split => {
   return { systems, units, systemTokens }
 }
 
-const flatten = (systems: ReadonlyArray<ChatMessage>, units: Iterable<Unit>, extra?: ChatMessage): Array<ChatMessage> => {
+const flatten = (
+  systems: ReadonlyArray<ChatMessage>,
+  units: Iterable<Unit>,
+  extra?: ChatMessage
+): Array<ChatMessage> => {
   const out: Array<ChatMessage> = [...systems]
   if (extra !== undefined) out.push(extra)
   for (const u of units) for (const m of u.messages) out.push(m)

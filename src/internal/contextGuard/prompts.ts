@@ -51,7 +51,9 @@ const ENTRY_TAIL = 2000
 const clip = (text: string): string =>
   text.length <= ENTRY_HEAD + ENTRY_TAIL + 100
     ? text
-    : `${text.slice(0, ENTRY_HEAD)}\n…[${text.length - ENTRY_HEAD - ENTRY_TAIL} characters omitted]…\n${text.slice(-ENTRY_TAIL)}`
+    : `${text.slice(0, ENTRY_HEAD)}\n…[${text.length - ENTRY_HEAD - ENTRY_TAIL} characters omitted]…\n${
+      text.slice(-ENTRY_TAIL)
+    }`
 
 const contentText = (content: Content | null): string => {
   if (content === null) return ""
@@ -67,7 +69,9 @@ export const renderMessage = (message: ChatMessage): string => {
     case "user":
       return `User: ${clip(contentText(message.content))}`
     case "tool":
-      return `Tool result${message.name ? ` (${message.name})` : ""} [${message.tool_call_id}]: ${clip(message.content)}`
+      return `Tool result${message.name ? ` (${message.name})` : ""} [${message.tool_call_id}]: ${
+        clip(message.content)
+      }`
     case "assistant": {
       const lines: Array<string> = []
       if (message.content) lines.push(`Assistant: ${clip(message.content)}`)

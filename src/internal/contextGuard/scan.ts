@@ -53,7 +53,11 @@ interface Recent {
 /** A scanner for one guard (`maxMsgChars` fixed). @internal */
 export type Scanner = (messages: ReadonlyArray<ChatMessage>) => Scan
 
-const samePrefix = (messages: ReadonlyArray<ChatMessage>, elements: ReadonlyArray<ChatMessage>, length: number): boolean => {
+const samePrefix = (
+  messages: ReadonlyArray<ChatMessage>,
+  elements: ReadonlyArray<ChatMessage>,
+  length: number
+): boolean => {
   for (let i = 0; i < length; i++) if (messages[i] !== elements[i]) return false
   return true
 }
@@ -75,7 +79,9 @@ export const makeScanner = (maxMsgChars: number): Scanner => {
     ) {
       start = seen.length
       total = seen.total
-    } else if (recent !== undefined && length >= recent.length && samePrefix(messages, recent.elements, recent.length)) {
+    } else if (
+      recent !== undefined && length >= recent.length && samePrefix(messages, recent.elements, recent.length)
+    ) {
       start = recent.length
       total = recent.total
       fromRecent = true

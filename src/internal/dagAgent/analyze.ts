@@ -51,7 +51,11 @@ const AnalysisSchema = Schema.Struct({
 })
 
 /** The verdict when nothing usable came back. */
-export const UNPARSEABLE: Analysis = { achieved: false, confidence: 0, reasoning: "Could not parse the analysis response" }
+export const UNPARSEABLE: Analysis = {
+  achieved: false,
+  confidence: 0,
+  reasoning: "Could not parse the analysis response"
+}
 
 /** Clamps to 0–1 (NaN → 0). */
 export const clamp = (n: number): number => (Number.isFinite(n) ? Math.min(1, Math.max(0, n)) : 0)

@@ -35,7 +35,14 @@ import * as Usage from "../../Usage.js"
 import type { Plan } from "./plan.js"
 import { runStep, type StepOutcome, type StepResult } from "./step.js"
 
-export { cutToFit, DEPENDENCY_MAX_CHARS, DEPENDENCY_SHARE, type StepOutcome, stepConversationId, stepQuery } from "./step.js"
+export {
+  cutToFit,
+  DEPENDENCY_MAX_CHARS,
+  DEPENDENCY_SHARE,
+  stepConversationId,
+  type StepOutcome,
+  stepQuery
+} from "./step.js"
 
 /** What the whole run accumulates from its steps (written by the run's fiber only). */
 export interface Tally {
@@ -147,7 +154,9 @@ export const executeRound = (env: RoundEnv, plan: Plan): Effect.Effect<RoundResu
       const point = yield* dispatch(k)
       if (point.finished !== null) {
         const ended = running.get(point.finished)
-        if (ended === undefined) return yield* Effect.dieMessage(`DAG round ${round}: step "${point.finished}" is not running`)
+        if (ended === undefined) {
+          return yield* Effect.dieMessage(`DAG round ${round}: step "${point.finished}" is not running`)
+        }
         running.delete(point.finished)
         const result = yield* Deferred.await(ended)
         addPhases(tally, result.usage)
@@ -189,7 +198,12 @@ export const executeRound = (env: RoundEnv, plan: Plan): Effect.Effect<RoundResu
       }
       if (running.size === 0) {
         for (const id of pending()) {
-          yield* settle({ id, task: byId.get(id)!.task, status: "failed", error: "Not run: its dependencies never completed" })
+          yield* settle({
+            id,
+            task: byId.get(id)!.task,
+            status: "failed",
+            error: "Not run: its dependencies never completed"
+          })
         }
         break
       }

@@ -44,7 +44,9 @@ export const defaults: Required<Omit<DagOptions, "agent">> = {
 }
 
 const intAtLeast = (name: string, min: number) =>
-  Config.integer(name).pipe(Config.validate({ message: `${name} must be an integer >= ${min}`, validation: (n) => n >= min }))
+  Config.integer(name).pipe(
+    Config.validate({ message: `${name} must be an integer >= ${min}`, validation: (n) => n >= min })
+  )
 
 /**
  * The options from the environment: `DAG_MAX_CONCURRENCY`, `DAG_STEP_TIMEOUT_MS`,
@@ -61,7 +63,10 @@ export const config: Config.Config<Omit<DagOptions, "agent">> = Config.all({
   ),
   maxRounds: intAtLeast("DAG_MAX_REPLAN_ROUNDS", 1).pipe(Config.withDefault(defaults.maxRounds)),
   replanStopConfidence: Config.number("DAG_REPLAN_STOP_CONFIDENCE").pipe(
-    Config.validate({ message: "DAG_REPLAN_STOP_CONFIDENCE must be a number from 0 to 1", validation: (n) => n >= 0 && n <= 1 }),
+    Config.validate({
+      message: "DAG_REPLAN_STOP_CONFIDENCE must be a number from 0 to 1",
+      validation: (n) => n >= 0 && n <= 1
+    }),
     Config.withDefault(defaults.replanStopConfidence)
   )
 })
@@ -76,7 +81,11 @@ export const settingsOf = (options: Partial<DagOptions>): Effect.Effect<DagSetti
   const stepTimeout = Duration.decodeUnknown(options.stepTimeout ?? defaults.stepTimeout)
   if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1) return invalid("maxConcurrency", "an integer >= 1")
   if (!Number.isInteger(maxRounds) || maxRounds < 1) return invalid("maxRounds", "an integer >= 1")
-  if (!(replanStopConfidence >= 0 && replanStopConfidence <= 1)) return invalid("replanStopConfidence", "a number from 0 to 1")
-  if (Option.isNone(stepTimeout) || Duration.toMillis(stepTimeout.value) <= 0) return invalid("stepTimeout", "a positive duration")
+  if (!(replanStopConfidence >= 0 && replanStopConfidence <= 1)) {
+    return invalid("replanStopConfidence", "a number from 0 to 1")
+  }
+  if (Option.isNone(stepTimeout) || Duration.toMillis(stepTimeout.value) <= 0) {
+    return invalid("stepTimeout", "a positive duration")
+  }
   return Effect.succeed({ maxConcurrency, maxRounds, replanStopConfidence, stepTimeout: stepTimeout.value })
 }

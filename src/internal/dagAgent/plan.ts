@@ -93,7 +93,11 @@ export const compareIds = (a: string, b: string): number => a.localeCompare(b, "
 
 /** The outcome of checking a raw plan. */
 export type Checked =
-  | { readonly _tag: "Valid"; readonly plan: Plan; readonly dropped: ReadonlyArray<{ readonly step: string; readonly dependency: string }> }
+  | {
+    readonly _tag: "Valid"
+    readonly plan: Plan
+    readonly dropped: ReadonlyArray<{ readonly step: string; readonly dependency: string }>
+  }
   | { readonly _tag: "Invalid"; readonly problem: string }
 
 const hint = (value: string | null | undefined): string | undefined => {
@@ -194,7 +198,9 @@ export const planMessages = (request: PlanRequest, problem?: string): Array<Chat
     "Merge trivially related work into ONE step (if several checks can be done by one tool call or one script, that is one step). Use a single step when the goal is simple.",
     "Write each task as a self-contained instruction in the same language as the user's goal.",
     "Fields: id (short and unique, e.g. \"1\"), task, dependencies (ids), tool_hint (the tool the step most likely needs, or null), " +
-    `model_hint ("fast" for simple lookups or format conversions${others.length > 0 ? `, ${others.join(" or ")} when the step needs that model` : ""}, null when unsure).`,
+    `model_hint ("fast" for simple lookups or format conversions${
+      others.length > 0 ? `, ${others.join(" or ")} when the step needs that model` : ""
+    }, null when unsure).`,
     "The dependencies must not form a cycle."
   ].join("\n")
   const parts: Array<string> = []
@@ -261,7 +267,9 @@ export const plan = (llm: LlmService, request: PlanRequest): Effect.Effect<Plann
       usage = Usage.add(usage, result.usage)
       if (result.checked._tag === "Valid") {
         for (const d of result.checked.dropped) {
-          yield* Effect.logWarning(`DAG plan: step "${d.step}" depends on unknown step "${d.dependency}"; dependency dropped`)
+          yield* Effect.logWarning(
+            `DAG plan: step "${d.step}" depends on unknown step "${d.dependency}"; dependency dropped`
+          )
         }
         return { _tag: "Planned", plan: result.checked.plan, usage } as const
       }

@@ -53,6 +53,7 @@ export const route = (
       Effect.as(Effect.logWarning(`auto mode: the router failed (${String(defect)}); using react`), {
         mode: "react" as const,
         usage: Usage.empty
-      })),
+      })
+    ),
     Effect.withSpan("dag.route", { captureStackTrace: false })
   )

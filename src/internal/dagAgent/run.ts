@@ -24,11 +24,11 @@ import * as Ref from "effect/Ref"
 import * as AgentRun from "../../AgentRun.js"
 import { SynthesisResultSchema } from "../../AnswerSynthesis.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
+import type { DagJournal } from "../../DagAgent.js"
 import type { Injection, InterruptsService } from "../../Interrupts.js"
 import type { LlmService } from "../../Llm.js"
 import * as Message from "../../Message.js"
 import type { ModelRegistryService } from "../../ModelRegistry.js"
-import type { DagJournal } from "../../DagAgent.js"
 import type { ReactAgentService, RunInput } from "../../ReactAgent.js"
 import type { Done } from "../../RunEvent.js"
 import * as Journal from "../../RunJournal.js"
@@ -74,15 +74,25 @@ const preview = (text: string): string => {
 }
 
 /** The summary of a round the re-planner reads. */
-export const roundSummary = (round: number, results: ReadonlyArray<StepOutcome>, analysis: Analysis | undefined): string => {
+export const roundSummary = (
+  round: number,
+  results: ReadonlyArray<StepOutcome>,
+  analysis: Analysis | undefined
+): string => {
   const lines = [`What happened in round ${round}:`]
   for (const r of results) {
     lines.push(`- Step ${r.id} [${r.status}]: ${r.task}`)
-    lines.push(r.status === "done" ? `  Result: ${preview(r.result ?? "")}` : `  ${r.status === "skipped" ? "Skipped" : "Error"}: ${preview(r.error ?? "")}`)
+    lines.push(
+      r.status === "done"
+        ? `  Result: ${preview(r.result ?? "")}`
+        : `  ${r.status === "skipped" ? "Skipped" : "Error"}: ${preview(r.error ?? "")}`
+    )
   }
   if (analysis !== undefined) {
     lines.push(
-      `Assessment: ${analysis.achieved ? "achieved" : "not achieved"} (confidence ${analysis.confidence}). ${analysis.reasoning}`
+      `Assessment: ${
+        analysis.achieved ? "achieved" : "not achieved"
+      } (confidence ${analysis.confidence}). ${analysis.reasoning}`
     )
   }
   return lines.join("\n")
@@ -124,7 +134,9 @@ const executeIn = (
     const history = (input.history ?? []).filter((m) => m.role === "user" || m.role === "assistant")
     const tally = makeTally()
     // what the run got to, for `Done`: the answer, or the ReAct fallback's own `Done`
-    const reached = yield* Ref.make<{ readonly answer: string; readonly delegated?: Done; readonly output?: unknown }>({ answer: "" })
+    const reached = yield* Ref.make<{ readonly answer: string; readonly delegated?: Done; readonly output?: unknown }>({
+      answer: ""
+    })
     /**
      * The drain after a round's analysis (stored: a replay takes the same messages in; keyed by
      * the step, so an attempt re-run after a crash gets what the first one marked drained).
@@ -138,24 +150,34 @@ const executeIn = (
             interrupts.drain(conversationId, { key: journal.idempotencyKey?.(`dag/${round}/drain`) }),
             (drained) => drained.map((i) => ({ id: i.id, content: i.content }))
           )
-      }).pipe(Effect.tap((drained) => Effect.forEach(drained, (i) => emit({ _tag: "Inject", content: i.content, id: i.id }), { discard: true })))
+      }).pipe(
+        Effect.tap((drained) =>
+          Effect.forEach(drained, (i) => emit({ _tag: "Inject", content: i.content, id: i.id }), { discard: true })
+        )
+      )
 
     /** ReAct mode on the original query (and the follow-ups taken in so far); its `Done` is kept for ours. */
     const fallBack = (round: number, reason: string, followUps: ReadonlyArray<string>) =>
       Effect.gen(function*() {
-        yield* Effect.logWarning(`DAG mode: ${reason === ATTACHED ? reason : `no usable plan (${reason})`}; continuing in ReAct mode`)
+        yield* Effect.logWarning(
+          `DAG mode: ${reason === ATTACHED ? reason : `no usable plan (${reason})`}; continuing in ReAct mode`
+        )
         yield* emit({ _tag: "DagPhase", phase: "react_fallback", round, reasoning: reason })
         const agent = yield* services.agentFor(llm)
-        yield* agent.execute({
-          query: withFollowUps(input.query, followUps),
-          conversationId,
-          ...(input.history !== undefined ? { history: input.history } : {}),
-          ...(input.maxIterations !== undefined ? { maxIterations: input.maxIterations } : {}),
-          ...(input.output !== undefined ? { output: input.output } : {})
-        }, Journal.nested(journal, {
-          prefix: `dag/${round}/react/`,
-          emit: (event, options) => event._tag === "Done" ? Ref.set(reached, { answer: "", delegated: event }) : journal.emit(event, options)
-        }))
+        yield* agent.execute(
+          {
+            query: withFollowUps(input.query, followUps),
+            conversationId,
+            ...(input.history !== undefined ? { history: input.history } : {}),
+            ...(input.maxIterations !== undefined ? { maxIterations: input.maxIterations } : {}),
+            ...(input.output !== undefined ? { output: input.output } : {})
+          },
+          Journal.nested(journal, {
+            prefix: `dag/${round}/react/`,
+            emit: (event, options) =>
+              event._tag === "Done" ? Ref.set(reached, { answer: "", delegated: event }) : journal.emit(event, options)
+          })
+        )
       })
 
     const body = Effect.gen(function*() {
@@ -168,13 +190,23 @@ const executeIn = (
       let counted = 0
       yield* emit({ _tag: "DagPhase", phase: "planning", round: 1 })
       for (let round = 1;; round++) {
-        const request = { goal, history, tools, models: services.registry.names, followUps: [...followUps], ...(previous !== undefined ? { previous } : {}) }
+        const request = {
+          goal,
+          history,
+          tools,
+          models: services.registry.names,
+          followUps: [...followUps],
+          ...(previous !== undefined ? { previous } : {})
+        }
         const planned = yield* journal.activity({
           name: `dag/${round}/plan`,
           success: PlannedSchema,
           execute: () =>
             Effect.flatMap(Clock.currentTimeMillis, (now) => makePlan(llm, { ...request, now: new Date(now) })).pipe(
-              Effect.withSpan("dag.plan", { attributes: { [Telemetry.attributes.round]: round }, captureStackTrace: false })
+              Effect.withSpan("dag.plan", {
+                attributes: { [Telemetry.attributes.round]: round },
+                captureStackTrace: false
+              })
             )
         })
         addUsage(tally, "planning", planned.usage)
@@ -182,7 +214,9 @@ const executeIn = (
           if (last === undefined || !last.results.some((r) => r.status === "done")) {
             return yield* fallBack(round, planned.reason, followUps)
           }
-          yield* Effect.logWarning(`DAG mode: re-planning failed (${planned.reason}); answering from round ${round - 1}`)
+          yield* Effect.logWarning(
+            `DAG mode: re-planning failed (${planned.reason}); answering from round ${round - 1}`
+          )
           break
         }
         yield* emit({ _tag: "DagPlan", round, steps: planned.plan.steps })
@@ -210,7 +244,10 @@ const executeIn = (
             success: AnalyzedSchema,
             execute: () =>
               analyze(llm, goal, executed.results, [...followUps]).pipe(
-                Effect.withSpan("dag.analysis", { attributes: { [Telemetry.attributes.round]: round }, captureStackTrace: false })
+                Effect.withSpan("dag.analysis", {
+                  attributes: { [Telemetry.attributes.round]: round },
+                  captureStackTrace: false
+                })
               )
           })
           addUsage(tally, "analysis", analyzed.usage)
@@ -232,7 +269,9 @@ const executeIn = (
         }
         counted++
         const verdict = analysis!
-        if (verdict.achieved || verdict.confidence >= settings.replanStopConfidence || counted >= settings.maxRounds) break
+        if (
+          verdict.achieved || verdict.confidence >= settings.replanStopConfidence || counted >= settings.maxRounds
+        ) break
         previous = roundSummary(round, executed.results, verdict)
         yield* emit({ _tag: "DagPhase", phase: "replanning", round: round + 1, reasoning: verdict.reasoning })
       }
@@ -250,13 +289,21 @@ const executeIn = (
         restartAware: true,
         // a stream cut by a crash starts again: the client discards what it showed
         execute: ({ shown }) =>
-          Effect.zipRight(shown === true ? emit({ _tag: "AnswerReset" }) : Effect.void, synthesize(llm, synthesisInput, emit))
+          Effect.zipRight(
+            shown === true ? emit({ _tag: "AnswerReset" }) : Effect.void,
+            synthesize(llm, synthesisInput, emit)
+          )
       })
       addUsage(tally, "synthesis", synthesis.usage)
       yield* Ref.set(reached, { answer: synthesis.answer })
     })
 
-    const { elapsed, ending, pending } = yield* AgentRun.lifecycle({ interrupts, conversationId, cancel: input.cancel, emit }, body)
+    const { elapsed, ending, pending } = yield* AgentRun.lifecycle({
+      interrupts,
+      conversationId,
+      cancel: input.cancel,
+      emit
+    }, body)
     const failure = ending._tag === "Failed" ? ending.failure : undefined
     const cancelled = ending._tag === "Cancelled"
     const { answer, delegated, output } = yield* Ref.get(reached)
@@ -286,7 +333,11 @@ const executeIn = (
       pending_injections: left,
       ...(journal.runId !== undefined ? { run_id: journal.runId } : {}),
       steps: tally.steps,
-      messages: [...history, Message.user(input.query, { pinned: true }), ...(final !== "" ? [Message.assistant(final)] : [])],
+      messages: [
+        ...history,
+        Message.user(input.query, { pinned: true }),
+        ...(final !== "" ? [Message.assistant(final)] : [])
+      ],
       ...(output !== undefined && final !== "" ? { output } : {})
     })
     return { usage, iterations: tally.iterations, answer: final, cancelled, failure }

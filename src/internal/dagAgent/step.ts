@@ -153,7 +153,13 @@ interface Seen {
  * that executes makes the step live), events with the step id, keyed by step
  * when the host can (see the module comment).
  */
-const stepJournal = (parent: DagJournal, name: string, stepId: string, live: Deferred.Deferred<void>, seen: Seen): RunJournal => {
+const stepJournal = (
+  parent: DagJournal,
+  name: string,
+  stepId: string,
+  live: Deferred.Deferred<void>,
+  seen: Seen
+): RunJournal => {
   const starting = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
     Effect.zipRight(Deferred.succeed(live, undefined), Effect.locally(effect, InActivity, true))
   const tracked: RunJournal = {
@@ -258,9 +264,12 @@ export const runStep = (
       approvalConversationId: env.conversationId,
       ...(env.maxIterations !== undefined ? { maxIterations: env.maxIterations } : {}),
       // the agent stops at once and still ends with `Done` (with its usage)
-      cancel: Effect.zipRight(until(0), Effect.sync(() => {
-        seen.timedOut = true
-      }))
+      cancel: Effect.zipRight(
+        until(0),
+        Effect.sync(() => {
+          seen.timedOut = true
+        })
+      )
     }, stepJournal(env.journal, name, step.id, live, seen)).pipe(
       Effect.raceFirst(Effect.zipRight(
         until(Duration.toMillis(CANCEL_GRACE)),

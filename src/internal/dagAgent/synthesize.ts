@@ -45,7 +45,10 @@ export interface SynthesisInput {
 export const synthesisMessages = (input: SynthesisInput): Array<ChatMessage> => {
   const parts = [`Goal:\n${input.goal}`]
   for (const f of input.followUps) parts.push(`[User follow-up]: ${f}`)
-  parts.push("", `Step results:\n${input.results.length > 0 ? formatResults(input.results, RESULT_MAX_CHARS) : "(none)"}`)
+  parts.push(
+    "",
+    `Step results:\n${input.results.length > 0 ? formatResults(input.results, RESULT_MAX_CHARS) : "(none)"}`
+  )
   if (input.analysis !== undefined && input.analysis.reasoning.trim() !== "") {
     parts.push("", `Assessment of the results:\n${input.analysis.reasoning}`)
   }

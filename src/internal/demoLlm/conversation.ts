@@ -48,7 +48,10 @@ export const classify = (request: ChatRequest): Kind => {
     const schema = extractJson(system.slice(schemaAt))
     if (schema._tag === "Some") return { _tag: "JsonSchema", schema: schema.value as JsonSchemaObject }
   }
-  if (/^Summari[sz]e this conversation/i.test(last) || /\bsummar(?:y|ise|ize)\b/i.test(system) && /conversation/i.test(system)) {
+  if (
+    /^Summari[sz]e this conversation/i.test(last) ||
+    /\bsummar(?:y|ise|ize)\b/i.test(system) && /conversation/i.test(system)
+  ) {
     return { _tag: "Compaction" }
   }
   return { _tag: "Loop", json: false }
@@ -191,7 +194,10 @@ export const availability = (request: ChatRequest, json: boolean): (tool: string
  */
 export const toolNames = (request: ChatRequest, json: boolean): Array<string> => {
   const offered: ReadonlyArray<{ readonly name: string; readonly description: string }> = json
-    ? [...systemText(request.messages).matchAll(/^- ([A-Za-z0-9_-]+): (.*)$/gm)].map((m) => ({ name: m[1], description: m[2] }))
+    ? [...systemText(request.messages).matchAll(/^- ([A-Za-z0-9_-]+): (.*)$/gm)].map((m) => ({
+      name: m[1],
+      description: m[2]
+    }))
     : (request.tools ?? []).map((t) => ({ name: t.function.name, description: t.function.description }))
   const names: Array<string> = []
   for (const tool of offered) {
@@ -217,7 +223,8 @@ export const readTrace = (text: string): TraceView => {
   const q = /Question:\s*\n([\s\S]*?)\n\s*\n?Execution trace/.exec(text)
   const question = focus(q ? q[1].trim() : text)
   const observed: Array<Observed> = []
-  const step = /Step \d+: (\S+)\nArguments: (.*)\n(Result|Error): ([\s\S]*?)(?=\n\nStep \d+: |\n\n+Messages the user sent|\n\n+Draft answer:|\n\n+Write the final answer|$)/g
+  const step =
+    /Step \d+: (\S+)\nArguments: (.*)\n(Result|Error): ([\s\S]*?)(?=\n\nStep \d+: |\n\n+Messages the user sent|\n\n+Draft answer:|\n\n+Write the final answer|$)/g
   for (const m of text.matchAll(step)) {
     observed.push({ tool: m[1], args: parseArgs(m[2]), text: m[4].trim(), error: m[3] === "Error" })
   }
@@ -254,7 +261,9 @@ export const sampleFromSchema = (root: JsonSchemaObject, prompt: string): unknow
     if ("const" in schema) return schema.const
     if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0]
     const alts = (schema.anyOf ?? schema.oneOf) as ReadonlyArray<JsonSchemaObject> | undefined
-    if (Array.isArray(alts) && alts.length > 0) return go(alts.find((a) => a.type !== "null") ?? alts[0], key, depth + 1)
+    if (Array.isArray(alts) && alts.length > 0) {
+      return go(alts.find((a) => a.type !== "null") ?? alts[0], key, depth + 1)
+    }
     const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== "null") : schema.type
     switch (type) {
       case "object": {

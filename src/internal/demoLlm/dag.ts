@@ -45,7 +45,9 @@ const functionOf = (request: ChatRequest): string | undefined => {
   const choice = request.toolChoice
   if (typeof choice === "object" && choice.type === "function") return choice.function.name
   const system = textsOf(request, "system")
-  return [functionNames.plan, functionNames.analysis, functionNames.route].find((name) => system.includes(`the result of \`${name}\``))
+  return [functionNames.plan, functionNames.analysis, functionNames.route].find((name) =>
+    system.includes(`the result of \`${name}\``)
+  )
 }
 
 // ---- the planner -------------------------------------------------------------------
@@ -115,7 +117,10 @@ export interface ShownResult {
 
 /** The `### Step <id> [<status>]: <task>` sections of a prompt. @internal */
 export const readResults = (text: string): Array<ShownResult> => {
-  const block = /\nStep results:\n([\s\S]*?)(?=\n\nAssessment of the results:\n|\n\nWrite the final answer to the goal\.|$)/.exec(`\n${text}`)
+  const block =
+    /\nStep results:\n([\s\S]*?)(?=\n\nAssessment of the results:\n|\n\nWrite the final answer to the goal\.|$)/.exec(
+      `\n${text}`
+    )
   if (block === null) return []
   const headers = [...block[1].matchAll(/^### Step (.+?) \[(done|failed|skipped)\]: (.*)$/gm)]
   return headers.map((h, i) => {
@@ -125,7 +130,8 @@ export const readResults = (text: string): Array<ShownResult> => {
   })
 }
 
-const goalOf = (text: string): string => /(?:^|\n)Goal:\n([\s\S]*?)(?=\n\n|\n\[User follow-up\]: |$)/.exec(text)?.[1]?.trim() ?? ""
+const goalOf = (text: string): string =>
+  /(?:^|\n)Goal:\n([\s\S]*?)(?=\n\n|\n\[User follow-up\]: |$)/.exec(text)?.[1]?.trim() ?? ""
 
 const problem = (r: ShownResult, lang: Lang): string => {
   const why = r.body.replace(/^\((?:failed|skipped)\)\s*/, "")
@@ -154,8 +160,12 @@ export const analysisFor = (text: string): Record<string, unknown> => {
       ? `全部 ${results.length} 个步骤（${ids(results)}）都已完成，结果回答了目标。`
       : `All ${results.length} step(s) (${ids(results)}) finished and their results answer the goal.`
     : lang === "zh"
-    ? `${results.length} 个步骤中完成了 ${done.length} 个；${results.filter((r) => r.status !== "done").map((r) => problem(r, lang)).join("；")}。离线演示模型重新规划也只会得到同样的步骤。`
-    : `${done.length} of ${results.length} step(s) finished. ${results.filter((r) => r.status !== "done").map((r) => problem(r, lang)).join(" ")} ` +
+    ? `${results.length} 个步骤中完成了 ${done.length} 个；${
+      results.filter((r) => r.status !== "done").map((r) => problem(r, lang)).join("；")
+    }。离线演示模型重新规划也只会得到同样的步骤。`
+    : `${done.length} of ${results.length} step(s) finished. ${
+      results.filter((r) => r.status !== "done").map((r) => problem(r, lang)).join(" ")
+    } ` +
       "The offline demo model would plan the same steps again, so it answers with what is known."
   return {
     achieved,
@@ -201,7 +211,10 @@ export const dagCall = (request: ChatRequest): DagCall | undefined => {
         name,
         value: parts.length >= 2
           ? { mode: "dag", reason: `${parts.length} independent parts (${parts.map((p) => p.tool).join(", ")})` }
-          : { mode: "react", reason: parts.length === 1 ? "a single task" : "no part the demo's tools can work on in parallel" }
+          : {
+            mode: "react",
+            reason: parts.length === 1 ? "a single task" : "no part the demo's tools can work on in parallel"
+          }
       }
     }
   }
@@ -221,7 +234,8 @@ export const dagCall = (request: ChatRequest): DagCall | undefined => {
  */
 export const focus = (query: string): string => {
   if (!query.startsWith("Overall goal: ")) return query
-  const task = /\nYour task \(step [^)\n]*\): ([\s\S]*?)(?=\nSuggested tool: |\n\nResults of the steps this task depends on:|\n\nDo this task only|$)/
-    .exec(query)
+  const task =
+    /\nYour task \(step [^)\n]*\): ([\s\S]*?)(?=\nSuggested tool: |\n\nResults of the steps this task depends on:|\n\nDo this task only|$)/
+      .exec(query)
   return task ? task[1].trim() : query
 }

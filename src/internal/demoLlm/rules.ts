@@ -105,7 +105,8 @@ const CITIES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\b(?:utc|gmt)\b/i, "UTC"]
 ]
 
-const TIME_ASKED = /\bwhat(?:'s| is)?\s+(?:the\s+)?(?:current\s+)?(?:time|date|day)\b|\btime\s+(?:is it|now|in)\b|\bcurrent\s+(?:time|date)\b|\bwhat day\b|\btoday'?s date\b|\bwhat time\b|\bdate today\b|几点|时间|日期|星期几|礼拜几|今天几号/i
+const TIME_ASKED =
+  /\bwhat(?:'s| is)?\s+(?:the\s+)?(?:current\s+)?(?:time|date|day)\b|\btime\s+(?:is it|now|in)\b|\bcurrent\s+(?:time|date)\b|\bwhat day\b|\btoday'?s date\b|\bwhat time\b|\bdate today\b|几点|时间|日期|星期几|礼拜几|今天几号/i
 
 /**
  * The time zone a time question asks about: a known city, an IANA name, or the
@@ -148,7 +149,9 @@ const line = (text: string, label: string): string | undefined =>
 const describeResult = (o: Observed, lang: Lang): string => {
   if (o.error) {
     const message = o.text.replace(/^Error:\s*/, "")
-    return lang === "zh" ? `工具 \`${o.tool}\` 出错：${message}` : `The \`${o.tool}\` tool reported an error: ${message}`
+    return lang === "zh"
+      ? `工具 \`${o.tool}\` 出错：${message}`
+      : `The \`${o.tool}\` tool reported an error: ${message}`
   }
   if (o.tool === "calculator") {
     const m = /^(.*)=\s*([^=]+)$/s.exec(o.text)
@@ -191,9 +194,11 @@ const toolLines = (tools: ReadonlyArray<string>, lang: Lang): Array<string> => {
   const code = (names: ReadonlyArray<string>) => names.map((n) => `\`${n}\``).join(", ")
   const lines = plain.length > 0 ? [`- ${code(plain)}`] : []
   for (const [server, names] of byServer) {
-    lines.push(lang === "zh"
-      ? `- MCP 服务器 \`${server}\`（${names.length} 个）：${code(names)}`
-      : `- from the MCP server \`${server}\` (${names.length}): ${code(names)}`)
+    lines.push(
+      lang === "zh"
+        ? `- MCP 服务器 \`${server}\`（${names.length} 个）：${code(names)}`
+        : `- from the MCP server \`${server}\` (${names.length}): ${code(names)}`
+    )
   }
   return lines
 }
@@ -210,7 +215,9 @@ export const explanation = (lang: Lang, tools: ReadonlyArray<string> = []): stri
     ? ""
     : lang === "zh"
     ? `\n\n这个智能体共有 ${tools.length} 个工具，真正的大模型都可以使用：\n${toolLines(tools, lang).join("\n")}`
-    : `\n\nThe agent has ${tools.length} tool${tools.length === 1 ? "" : "s"}, all usable by a real model:\n${toolLines(tools, lang).join("\n")}`
+    : `\n\nThe agent has ${tools.length} tool${tools.length === 1 ? "" : "s"}, all usable by a real model:\n${
+      toolLines(tools, lang).join("\n")
+    }`
   return lang === "zh"
     ? "我是本 ReAct 引擎内置的**离线演示模型**：当前没有配置真正的大模型，所以我按固定规则工作：算术用 `calculator` 工具，查询时间用 `current_time` 工具。" +
       inventory + "\n\n" +

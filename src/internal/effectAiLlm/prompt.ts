@@ -42,7 +42,9 @@ export const toToolkit = (tools: ReadonlyArray<ToolDefinition>): Toolkit.WithHan
   } as Toolkit.WithHandler<Record<string, Tool.Any>>
 }
 
-export const toToolChoice = (choice: OurToolChoice | undefined): "auto" | "none" | "required" | { readonly tool: string } =>
+export const toToolChoice = (
+  choice: OurToolChoice | undefined
+): "auto" | "none" | "required" | { readonly tool: string } =>
   choice === undefined ? "auto" : typeof choice === "string" ? choice : { tool: choice.function.name }
 
 const DATA_URL = /^data:([^;,]+);base64,(.*)$/s
@@ -56,7 +58,11 @@ const imageUrlPart = (url: string): Prompt.UserMessagePartEncoded => {
 }
 
 const toPart = (part: Attached.Part | TextPart | ImagePart): Prompt.UserMessagePartEncoded => {
-  if (!("_tag" in part)) return part.type === "text" ? { type: "text", text: part.text } : imageUrlPart(part.image_url.url)
+  if (!("_tag" in part)) {
+    return part.type === "text"
+      ? { type: "text", text: part.text }
+      : imageUrlPart(part.image_url.url)
+  }
   switch (part._tag) {
     case "Text":
       return { type: "text", text: part.text }
@@ -69,11 +75,17 @@ const toPart = (part: Attached.Part | TextPart | ImagePart): Prompt.UserMessageP
   }
 }
 
-const userParts = (content: string | ReadonlyArray<Attached.Part | ContentPart>): Array<Prompt.UserMessagePartEncoded> =>
+const userParts = (
+  content: string | ReadonlyArray<Attached.Part | ContentPart>
+): Array<Prompt.UserMessagePartEncoded> =>
   typeof content === "string"
     ? [{ type: "text", text: content }]
     // a file part reaching here unprepared is a note (`prepare` resolves them)
-    : content.map((part) => toPart(!("_tag" in part) && part.type === "file" ? { _tag: "Text", text: Attached.note(part.file) } : part as never))
+    : content.map((part) =>
+      toPart(
+        !("_tag" in part) && part.type === "file" ? { _tag: "Text", text: Attached.note(part.file) } : part as never
+      )
+    )
 
 /** Tool-call arguments as the object the provider sends back (invalid JSON: `{}`). */
 const argumentsObject = (raw: string): Record<string, unknown> => Either.getOrElse(parseToolArguments(raw), () => ({}))
@@ -87,7 +99,10 @@ const argumentsObject = (raw: string): Record<string, unknown> => Either.getOrEl
  * (the tools come before it, so it caches tools + system) and on the newest
  * message.
  */
-export const toPrompt = (messages: ReadonlyArray<ChatMessage | Attached.Prepared>, breakpoints: CacheBreakpoints): Prompt.Prompt => {
+export const toPrompt = (
+  messages: ReadonlyArray<ChatMessage | Attached.Prepared>,
+  breakpoints: CacheBreakpoints
+): Prompt.Prompt => {
   const names = new Map<string, string>()
   const out: Array<Prompt.MessageEncoded> = []
   let leading = true
@@ -110,7 +125,12 @@ export const toPrompt = (messages: ReadonlyArray<ChatMessage | Attached.Prepared
         if (m.content !== null && m.content !== "") parts.push({ type: "text", text: m.content })
         for (const c of m.tool_calls ?? []) {
           names.set(c.id, c.function.name)
-          parts.push({ type: "tool-call", id: c.id, name: c.function.name, params: argumentsObject(c.function.arguments) })
+          parts.push({
+            type: "tool-call",
+            id: c.id,
+            name: c.function.name,
+            params: argumentsObject(c.function.arguments)
+          })
         }
         // an assistant turn with nothing in it is left out (providers reject empty content)
         if (parts.length > 0) out.push({ role: "assistant", content: parts })
@@ -155,5 +175,7 @@ export const promptOf = (
     : Effect.map(Attached.prepare(request.messages, attachments), (prepared) => toPrompt(prepared, breakpoints))
 
 /** The request's tools, or none. */
-export const hasTools = (request: ChatRequest): request is ChatRequest & { readonly tools: ReadonlyArray<ToolDefinition> } =>
+export const hasTools = (
+  request: ChatRequest
+): request is ChatRequest & { readonly tools: ReadonlyArray<ToolDefinition> } =>
   request.tools !== undefined && request.tools.length > 0

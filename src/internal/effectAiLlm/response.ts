@@ -193,7 +193,11 @@ export const toLlmError = (error: AiError.AiError): LlmError => {
       }
       if (status === 429) {
         // a plain function (the error mapping), not an effect: the date form reads the wall clock here
-        return make("RateLimited", "LLM rate limit", parseRetryAfter((name) => error.response.headers[name], Date.now()))
+        return make(
+          "RateLimited",
+          "LLM rate limit",
+          parseRetryAfter((name) => error.response.headers[name], Date.now())
+        )
       }
       if (status === 408) return make("Timeout", "LLM request timed out")
       if (status >= 500) return make("Server", "LLM server error")
@@ -203,12 +207,21 @@ export const toLlmError = (error: AiError.AiError): LlmError => {
     }
     case "HttpRequestError":
       return error.reason === "Transport"
-        ? new LlmError({ reason: "Connection", message: `Could not reach the LLM endpoint: ${error.description ?? "transport error"}` })
+        ? new LlmError({
+          reason: "Connection",
+          message: `Could not reach the LLM endpoint: ${error.description ?? "transport error"}`
+        })
         : new LlmError({ reason: "BadRequest", message: `LLM request could not be sent (${error.reason})` })
     case "MalformedOutput":
-      return new LlmError({ reason: "Decode", message: `Malformed LLM reply: ${error.description ?? "schema mismatch"}` })
+      return new LlmError({
+        reason: "Decode",
+        message: `Malformed LLM reply: ${error.description ?? "schema mismatch"}`
+      })
     case "MalformedInput":
-      return new LlmError({ reason: "BadRequest", message: `LLM request rejected before sending: ${error.description ?? "malformed input"}` })
+      return new LlmError({
+        reason: "BadRequest",
+        message: `LLM request rejected before sending: ${error.description ?? "malformed input"}`
+      })
     case "UnknownError":
       return new LlmError({ reason: "Unknown", message: `LLM call failed: ${error.description ?? "unknown error"}` })
   }

@@ -31,7 +31,9 @@ export const invalidHook = (hook: unknown, index: number): string | undefined =>
   const h = hook as Record<string, unknown>
   const label = typeof h.name === "string" && h.name.length > 0 ? `hook "${h.name}"` : at
   if (h._tag !== "PreToolUse" && h._tag !== "PostToolUse") {
-    return `${label} has _tag ${JSON.stringify(h._tag)}; expected "PreToolUse" or "PostToolUse" (use Hooks.pre / Hooks.post)`
+    return `${label} has _tag ${
+      JSON.stringify(h._tag)
+    }; expected "PreToolUse" or "PostToolUse" (use Hooks.pre / Hooks.post)`
   }
   if (typeof h.name !== "string" || h.name.trim().length === 0) return `${at} needs a non-empty name`
   if (typeof h.priority !== "number" || !Number.isFinite(h.priority)) {
@@ -64,16 +66,24 @@ const guarded = (body: () => unknown): Effect.Effect<Either.Either<unknown, stri
   )
 
 /** A hook's decision as an event on the current (`execute_tool`) span. */
-const decided = (event: "PreToolUse" | "PostToolUse", hook: string, decision: string, reason?: string): Effect.Effect<void> =>
+const decided = (
+  event: "PreToolUse" | "PostToolUse",
+  hook: string,
+  decision: string,
+  reason?: string
+): Effect.Effect<void> =>
   Telemetry.spanEvent(
     `hook ${event}`,
     reason === undefined
       ? { [Telemetry.attributes.hookName]: hook, [Telemetry.attributes.hookDecision]: decision }
-      : { [Telemetry.attributes.hookName]: hook, [Telemetry.attributes.hookDecision]: decision, [Telemetry.attributes.hookReason]: reason }
+      : {
+        [Telemetry.attributes.hookName]: hook,
+        [Telemetry.attributes.hookDecision]: decision,
+        [Telemetry.attributes.hookReason]: reason
+      }
   )
 
-const isRecord = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 type PreStep =
   | { readonly _tag: "Continue"; readonly args: Record<string, unknown> }
@@ -91,7 +101,9 @@ const interpretPre = (result: unknown, args: Record<string, unknown>, name: stri
   }
   if (result.allow !== true) return { _tag: "Invalid", problem: "returned a result without allow: true | false" }
   if (result.args === undefined) return { _tag: "Continue", args }
-  if (!isRecord(result.args)) return { _tag: "Invalid", problem: "replaced the arguments with something that is not an object" }
+  if (!isRecord(result.args)) {
+    return { _tag: "Invalid", problem: "replaced the arguments with something that is not an object" }
+  }
   return { _tag: "Continue", args: result.args }
 }
 
@@ -148,15 +160,20 @@ export const makeService = (hooks: ReadonlyArray<Hook>): HooksService => {
             const annotations = { hook: hook.name, toolName: context.toolName, conversationId: context.conversationId }
             yield* decided("PreToolUse", hook.name, hook.failOpen ? "fail_open" : "fail_closed", step.problem)
             if (hook.failOpen) {
-              yield* Effect.logWarning(`PreToolUse hook "${hook.name}" ${step.problem}; it fails open, the call goes on`)
+              yield* Effect.logWarning(
+                `PreToolUse hook "${hook.name}" ${step.problem}; it fails open, the call goes on`
+              )
                 .pipe(Effect.annotateLogs(annotations))
               break
             }
-            yield* Effect.logWarning(`PreToolUse hook "${hook.name}" ${step.problem}; the call is blocked (fail closed)`)
+            yield* Effect.logWarning(
+              `PreToolUse hook "${hook.name}" ${step.problem}; the call is blocked (fail closed)`
+            )
               .pipe(Effect.annotateLogs(annotations))
             return {
               allow: false,
-              reason: `The call to ${context.toolName} was blocked because the policy hook "${hook.name}" ${step.problem}`,
+              reason:
+                `The call to ${context.toolName} was blocked because the policy hook "${hook.name}" ${step.problem}`,
               hook: hook.name
             } as const
           }
@@ -184,7 +201,9 @@ export const makeService = (hooks: ReadonlyArray<Hook>): HooksService => {
             continue
           }
         }
-        const problem = Either.isLeft(result) ? `failed: ${result.left}` : "returned something that is not a ToolOutcome"
+        const problem = Either.isLeft(result)
+          ? `failed: ${result.left}`
+          : "returned something that is not a ToolOutcome"
         yield* decided("PostToolUse", hook.name, "invalid", problem)
         yield* Effect.logWarning(`PostToolUse hook "${hook.name}" ${problem}; the observation is kept unchanged`).pipe(
           Effect.annotateLogs({ hook: hook.name, toolName: context.toolName, conversationId: context.conversationId })

@@ -28,7 +28,9 @@ export const forEachChunk = <A, E, R, E2, R2>(
 
 // a reply known whole is one chunk, written at once (`fromIterable` would pull it through an iterator loop)
 const toStream = <E>(r: ReadonlyArray<ChatDelta> | Stream.Stream<ChatDelta, E>): Stream.Stream<ChatDelta, E> =>
-  Array.isArray(r) ? Stream.fromChunk(Chunk.fromIterable(r as ReadonlyArray<ChatDelta>)) : (r as Stream.Stream<ChatDelta, E>)
+  Array.isArray(r)
+    ? Stream.fromChunk(Chunk.fromIterable(r as ReadonlyArray<ChatDelta>))
+    : (r as Stream.Stream<ChatDelta, E>)
 
 /** A streamed reply decided when the stream runs: the deltas, or the stream of them. */
 export const unwrapDeltas = <E>(

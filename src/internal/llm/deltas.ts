@@ -10,7 +10,9 @@ export const responseToDeltas = (response: ChatResponse): Array<ChatDelta> => {
   const out: Array<ChatDelta> = []
   if (response.reasoning) out.push({ _tag: "Reasoning", text: response.reasoning })
   if (response.content !== "") out.push({ _tag: "Content", text: response.content })
-  response.toolCalls.forEach((c, index) => out.push({ _tag: "ToolCall", index, id: c.id, name: c.name, arguments: c.arguments }))
+  response.toolCalls.forEach((c, index) =>
+    out.push({ _tag: "ToolCall", index, id: c.id, name: c.name, arguments: c.arguments })
+  )
   out.push({ _tag: "Finish", reason: response.finishReason }, { _tag: "Usage", usage: response.usage })
   return out
 }

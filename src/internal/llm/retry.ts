@@ -56,10 +56,17 @@ export const notifyRetry = (notice: RetryNotice): Effect.Effect<void> =>
  * @category utils
  */
 export const withRetryObserver: {
-  (observer: (notice: RetryNotice) => Effect.Effect<void>): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, observer: (notice: RetryNotice) => Effect.Effect<void>): Effect.Effect<A, E, R>
+  (
+    observer: (notice: RetryNotice) => Effect.Effect<void>
+  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    observer: (notice: RetryNotice) => Effect.Effect<void>
+  ): Effect.Effect<A, E, R>
 } = dual(
   2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, observer: (notice: RetryNotice) => Effect.Effect<void>): Effect.Effect<A, E, R> =>
-    Effect.locally(self, currentRetryObserver, observer)
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    observer: (notice: RetryNotice) => Effect.Effect<void>
+  ): Effect.Effect<A, E, R> => Effect.locally(self, currentRetryObserver, observer)
 )

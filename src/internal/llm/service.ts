@@ -12,9 +12,9 @@ import type * as Stream from "effect/Stream"
 import type { AttachmentsService, Modality } from "../../Attachments.js"
 import type { Abilities, ChatDelta, ChatRequest, ChatResponse, LlmService } from "../../Llm.js"
 import { LlmError } from "../../Llm.js"
-import { unwrapDeltas } from "./deltaStream.js"
 import * as CallBudget from "./callBudget.js"
 import { responseToDeltas } from "./deltas.js"
+import { unwrapDeltas } from "./deltaStream.js"
 
 /** The options every `Llm` implementation over a provider takes (defaults: the module's `defaults`). */
 export interface LlmOptions {
@@ -84,7 +84,9 @@ export const policy = (options: LlmOptions, defaults: Defaults, endpoint: string
   const budget = CallBudget.make({
     maxRetries: options.maxRetries ?? defaults.maxRetries,
     retryBaseDelay: options.retryBaseDelay ?? Duration.millis(defaults.retryBaseDelayMs),
-    totalTimeoutMs: options.totalTimeout !== undefined ? Duration.toMillis(options.totalTimeout) : defaults.totalTimeoutMs,
+    totalTimeoutMs: options.totalTimeout !== undefined
+      ? Duration.toMillis(options.totalTimeout)
+      : defaults.totalTimeoutMs,
     endpoint
   })
   return {
@@ -119,6 +121,8 @@ export const make = (parts: {
     maxOutputTokens: options.maxOutputTokens ?? defaults.maxOutputTokens,
     chat,
     oneCall: policy.oneCall,
-    streamChat: abilities.streaming ? parts.streamChat : (request) => unwrapDeltas(Effect.map(chat(request), responseToDeltas))
+    streamChat: abilities.streaming
+      ? parts.streamChat
+      : (request) => unwrapDeltas(Effect.map(chat(request), responseToDeltas))
   }
 }

@@ -18,8 +18,8 @@ import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { JsonSchemaObject } from "../../Llm.js"
 import type { AttachmentsService } from "../../Attachments.js"
+import type { JsonSchemaObject } from "../../Llm.js"
 import type { FilePart } from "../../Message.js"
 import * as Message from "../../Message.js"
 import type { Tool as ToolT, ToolOutput } from "../../Tool.js"
@@ -73,7 +73,9 @@ interface ContentPart {
 }
 
 /** Joins a tool result's content: text as is, other parts summarised. @internal */
-export const contentToText = (result: { readonly content?: unknown; readonly structuredContent?: unknown; readonly toolResult?: unknown }): string => {
+export const contentToText = (
+  result: { readonly content?: unknown; readonly structuredContent?: unknown; readonly toolResult?: unknown }
+): string => {
   const parts = Array.isArray(result.content) ? (result.content as ReadonlyArray<ContentPart>) : []
   const out: Array<string> = []
   for (const part of parts) {
@@ -109,7 +111,10 @@ export const contentToText = (result: { readonly content?: unknown; readonly str
 type CallResult = Awaited<ReturnType<Client["callTool"]>>
 
 /** What a call streams: the server's progress notifications, then its result. */
-type CallItem = { readonly _tag: "Progress"; readonly progress: Progress } | { readonly _tag: "Result"; readonly result: CallResult }
+type CallItem = { readonly _tag: "Progress"; readonly progress: Progress } | {
+  readonly _tag: "Result"
+  readonly result: CallResult
+}
 
 /** A progress notification as the call's `Tool.progress`: its message (else `progress/total`) and fraction. */
 const reportProgress = (p: Progress): Effect.Effect<void> => {
@@ -167,7 +172,9 @@ const imagesOf = (
   store: AttachmentsService,
   tool: string
 ): Effect.Effect<{ readonly files: ReadonlyArray<FilePart>; readonly notes: ReadonlyArray<string> }> => {
-  const parts = Array.isArray(result.content) ? (result.content as ReadonlyArray<ContentPart & { readonly data?: string }>) : []
+  const parts = Array.isArray(result.content)
+    ? (result.content as ReadonlyArray<ContentPart & { readonly data?: string }>)
+    : []
   const images = parts.filter((p) => p.type === "image" && typeof p.data === "string")
   return Effect.map(
     Effect.forEach(images, (image, k) =>
@@ -182,17 +189,24 @@ const imagesOf = (
   )
 }
 
-const wrapTool = (server: string, client: Client, store: AttachmentsService | undefined, mcpTool: {
-  readonly name: string
-  readonly description?: string | undefined
-  readonly title?: string | undefined
-  readonly inputSchema: Record<string, unknown>
-  readonly annotations?: {
-    readonly readOnlyHint?: boolean | undefined
-    readonly idempotentHint?: boolean | undefined
+const wrapTool = (
+  server: string,
+  client: Client,
+  store: AttachmentsService | undefined,
+  mcpTool: {
+    readonly name: string
+    readonly description?: string | undefined
     readonly title?: string | undefined
-  } | undefined
-}, name: string, needsApproval: boolean): ToolT =>
+    readonly inputSchema: Record<string, unknown>
+    readonly annotations?: {
+      readonly readOnlyHint?: boolean | undefined
+      readonly idempotentHint?: boolean | undefined
+      readonly title?: string | undefined
+    } | undefined
+  },
+  name: string,
+  needsApproval: boolean
+): ToolT =>
   fromJsonSchema({
     name,
     needsApproval,
@@ -210,19 +224,30 @@ const wrapTool = (server: string, client: Client, store: AttachmentsService | un
         const params = key === undefined
           ? { name: mcpTool.name, arguments: args }
           : { name: mcpTool.name, arguments: args, _meta: { idempotencyKey: key } }
-        return callWithProgress(client, params, (e) => new ToolError({ message: `MCP server "${server}" failed on ${mcpTool.name}: ${errorText(e)}` }))
+        return callWithProgress(
+          client,
+          params,
+          (e) => new ToolError({ message: `MCP server "${server}" failed on ${mcpTool.name}: ${errorText(e)}` })
+        )
       }).pipe(
         Effect.flatMap((result): Effect.Effect<ToolOutput, ToolError> => {
           const text = contentToText(result)
-          if (result.isError === true) return Effect.fail(new ToolError({ message: text || `${mcpTool.name} reported an error` }))
+          if (result.isError === true) {
+            return Effect.fail(new ToolError({ message: text || `${mcpTool.name} reported an error` }))
+          }
           // images are kept as files the model sees (stored once, by hash) when there is a store
-          if (store === undefined || !Array.isArray(result.content) || !result.content.some((p) => p?.type === "image")) {
+          if (
+            store === undefined || !Array.isArray(result.content) || !result.content.some((p) => p?.type === "image")
+          ) {
             return Effect.succeed(text)
           }
-          return Effect.map(imagesOf(result as { readonly content?: unknown }, store, mcpTool.name), ({ files, notes }) => {
-            const content = [text, ...notes].filter((t) => t !== "").join("\n")
-            return files.length === 0 ? content : { content, contentType: "text" as const, files }
-          })
+          return Effect.map(
+            imagesOf(result as { readonly content?: unknown }, store, mcpTool.name),
+            ({ files, notes }) => {
+              const content = [text, ...notes].filter((t) => t !== "").join("\n")
+              return files.length === 0 ? content : { content, contentType: "text" as const, files }
+            }
+          )
         })
       )
   })

@@ -43,12 +43,16 @@ export const make = (): Store => {
         const state = stateOf(userId)
         const before = state.applied.get(key)
         if (before !== undefined) return before
-        if (epochOf(userId) !== epoch) return { _tag: "Refused", message: "the user's memory was forgotten since this run started" }
+        if (epochOf(userId) !== epoch) {
+          return { _tag: "Refused", message: "the user's memory was forgotten since this run started" }
+        }
         const result = change(state.working)
         const outcome: UpdateOutcome = Either.isLeft(result)
           ? { _tag: "Refused", message: result.left }
           : { _tag: "Applied", updated: result.right }
-        if (outcome._tag === "Applied") state.working = outcome.updated.working
+        if (outcome._tag === "Applied") {
+          state.working = outcome.updated.working
+        }
         state.applied.set(key, outcome)
         return outcome
       }),

@@ -160,10 +160,11 @@ export class MemoryError extends Schema.TaggedError<MemoryError>()("MemoryError"
  * @since 0.1.0
  * @category references
  */
-export const currentUser: FiberRef.FiberRef<Option.Option<{ readonly userId: string; readonly epoch: number }>> = globalValue(
-  Symbol.for("effect-react-engine/Memory/currentUser"),
-  () => FiberRef.unsafeMake<Option.Option<{ readonly userId: string; readonly epoch: number }>>(Option.none())
-)
+export const currentUser: FiberRef.FiberRef<Option.Option<{ readonly userId: string; readonly epoch: number }>> =
+  globalValue(
+    Symbol.for("effect-react-engine/Memory/currentUser"),
+    () => FiberRef.unsafeMake<Option.Option<{ readonly userId: string; readonly epoch: number }>>(Option.none())
+  )
 
 /**
  * The stored memory steps of the run on this fiber (a fork continuing from

@@ -13,10 +13,20 @@ import { hash } from "node:crypto"
 import * as Budget from "../../Budget.js"
 import type { EmbedderService, EmbeddingError } from "../../Embedder.js"
 import type { LlmError } from "../../Llm.js"
-import type { Indexed, MemoryService, Patch, Recalled, Settings, Store, StoredItem, Updated, WorkingMemory } from "../../Memory.js"
-import * as Models from "./models.js"
+import type {
+  Indexed,
+  MemoryService,
+  Patch,
+  Recalled,
+  Settings,
+  Store,
+  StoredItem,
+  Updated,
+  WorkingMemory
+} from "../../Memory.js"
 import * as Tool from "../../Tool.js"
 import * as Usage from "../../Usage.js"
+import * as Models from "./models.js"
 
 /** The embedded text of a turn is cut here (an embedding model reads ~8k tokens). */
 const EMBED_CHARS = 6000
@@ -94,7 +104,12 @@ export const make = (
     Effect.gen(function*() {
       const read = yield* Effect.either(store.read(userId))
       if (Either.isLeft(read)) {
-        return { working: {}, items: [], epoch: -1, unavailable: `memory could not be read: ${read.left.message}` } satisfies Recalled
+        return {
+          working: {},
+          items: [],
+          epoch: -1,
+          unavailable: `memory could not be read: ${read.left.message}`
+        } satisfies Recalled
       }
       const { epoch, working } = read.right
       // a fork continuing from stored steps takes their recall — unless the user forgot since
@@ -104,7 +119,12 @@ export const make = (
       const embedded = yield* Effect.either(embedOne(query))
       if (Either.isLeft(embedded)) {
         const error = embedded.left
-        return { working, items: [], epoch, unavailable: error._tag === "MemoryError" ? error.message : reasonOf(error) }
+        return {
+          working,
+          items: [],
+          epoch,
+          unavailable: error._tag === "MemoryError" ? error.message : reasonOf(error)
+        }
       }
       const hits = yield* Effect.either(store.search({
         userId,
@@ -115,7 +135,13 @@ export const make = (
         minScore: settings.minScore
       }))
       if (Either.isLeft(hits)) {
-        return { working, items: [], epoch, usage: embedded.right.usage, unavailable: `recall failed: ${hits.left.message}` }
+        return {
+          working,
+          items: [],
+          epoch,
+          usage: embedded.right.usage,
+          unavailable: `recall failed: ${hits.left.message}`
+        }
       }
       return {
         working,
@@ -139,7 +165,9 @@ export const make = (
   const index: MemoryService["index"] = (turn) =>
     Effect.gen(function*() {
       if (!settings.recall) return { indexed: false } satisfies Indexed
-      if (turn.epoch < 0) return { indexed: false, unavailable: "not indexed: memory was unavailable when the run started" }
+      if (turn.epoch < 0) {
+        return { indexed: false, unavailable: "not indexed: memory was unavailable when the run started" }
+      }
       const text = turnText(turn.query, turn.answer)
       const sha = hash("sha256", text, "hex")
       const known = yield* store.vectorOf(turn.userId, sha, embedder.model)
@@ -174,7 +202,9 @@ export const make = (
     Effect.flatMap(
       store.update(userId, idempotencyKey, epoch, (current) => applyPatch(current, patch, validate)),
       (outcome) =>
-        outcome._tag === "Applied" ? Effect.succeed(outcome.updated) : Effect.fail(new Models.MemoryError({ message: outcome.message }))
+        outcome._tag === "Applied"
+          ? Effect.succeed(outcome.updated)
+          : Effect.fail(new Models.MemoryError({ message: outcome.message }))
     )
 
   const tool = Tool.make({
@@ -187,14 +217,25 @@ export const make = (
     handler: (patch) =>
       Effect.gen(function*() {
         const user = yield* FiberRef.get(Models.currentUser)
-        if (Option.isNone(user)) return yield* Effect.fail(new Tool.ToolError({ message: "update_memory: this run has no user" }))
+        if (Option.isNone(user)) {
+          return yield* Effect.fail(new Tool.ToolError({ message: "update_memory: this run has no user" }))
+        }
         const call = yield* FiberRef.get(Tool.currentCall)
-        const key = Option.flatMapNullable(call, (c) => c.idempotencyKey).pipe(Option.getOrElse(() => `ik_${crypto.randomUUID()}`))
-        const updated = yield* update({ userId: user.value.userId, patch, idempotencyKey: key, epoch: user.value.epoch }).pipe(
+        const key = Option.flatMapNullable(call, (c) => c.idempotencyKey).pipe(
+          Option.getOrElse(() => `ik_${crypto.randomUUID()}`)
+        )
+        const updated = yield* update({
+          userId: user.value.userId,
+          patch,
+          idempotencyKey: key,
+          epoch: user.value.epoch
+        }).pipe(
           Effect.mapError((error) => new Tool.ToolError({ message: `update_memory: ${error.message}` }))
         )
         const keys = Object.keys(updated.working)
-        return `Working memory updated (${updated.keys.join(", ")}). Its keys now: ${keys.length > 0 ? keys.join(", ") : "(none)"}.`
+        return `Working memory updated (${updated.keys.join(", ")}). Its keys now: ${
+          keys.length > 0 ? keys.join(", ") : "(none)"
+        }.`
       })
   })
 
@@ -208,7 +249,13 @@ export const make = (
       Effect.all([store.read(userId), store.items(userId)]).pipe(
         Effect.map(([read, items]) => ({
           working_memory: read.working,
-          items: items.map((i) => ({ conversation_id: i.conversation_id, run_id: i.run_id, query: i.query, answer: i.answer, at: i.at }))
+          items: items.map((i) => ({
+            conversation_id: i.conversation_id,
+            run_id: i.run_id,
+            query: i.query,
+            answer: i.answer,
+            at: i.at
+          }))
         }))
       ),
     forget: store.forget,

@@ -42,7 +42,10 @@ export const defaults = {
 } as const satisfies Defaults
 
 const trimmedOption = (name: string) =>
-  Config.option(Config.string(name)).pipe(Config.map(Option.filter((s) => s.trim() !== "")), Config.map(Option.map((s) => s.trim())))
+  Config.option(Config.string(name)).pipe(
+    Config.map(Option.filter((s) => s.trim() !== "")),
+    Config.map(Option.map((s) => s.trim()))
+  )
 
 const isHttpUrl = (s: string): boolean => {
   try {
@@ -88,7 +91,10 @@ export const stringOption = (name: string): Config.Config<Option.Option<string>>
 
 const int = (name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
   Config.integer(name).pipe(
-    Config.validate({ message: `Expected an integer between ${min} and ${max}`, validation: (n) => n >= min && n <= max }),
+    Config.validate({
+      message: `Expected an integer between ${min} and ${max}`,
+      validation: (n) => n >= min && n <= max
+    }),
     Config.withDefault(fallback)
   )
 
@@ -110,7 +116,9 @@ export const modalitiesOption = (name: string): Config.Config<Option.Option<Read
         const entries = raw.split(",").map((e) => e.trim().toLowerCase()).filter((e) => e !== "")
         const wrong = entries.find((e) => !(MODALITIES as ReadonlyArray<string>).includes(e))
         return wrong !== undefined
-          ? Either.left(ConfigError.InvalidData([], `Expected a comma-separated list of text, image, file; got "${wrong}"`))
+          ? Either.left(
+            ConfigError.InvalidData([], `Expected a comma-separated list of text, image, file; got "${wrong}"`)
+          )
           : Either.right([...new Set<Modality>(["text", ...entries as Array<Modality>])] as ReadonlyArray<Modality>)
       })
     )
@@ -183,7 +191,6 @@ export const config: Config.Config<OpenAiLlmOptions> = Config.all({
   apiKey: Option.getOrUndefined(apiKey)
 })))
 
-
 /** Like `config`, but `LLM_MODEL` may be missing (then discovered from the endpoint). */
 export const configModelOptional: Config.Config<{
   readonly model: Option.Option<string>
@@ -223,4 +230,3 @@ export const mergeOptions = (
     options: { ...env.options, ...rest, abilities: { ...env.options.abilities, ...definedOf(given.abilities ?? {}) } }
   }
 }
-

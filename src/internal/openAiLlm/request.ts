@@ -14,12 +14,12 @@ import type {
 } from "openai/resources/chat/completions"
 import type { Abilities, ChatRequest, ChatResponse, ResponseToolCall } from "../../Llm.js"
 import { LlmError, parseToolArguments, splitThinking } from "../../Llm.js"
-import { promptCacheKey } from "../llm/promptCacheKey.js"
 import type { ChatMessage, ContentPart } from "../../Message.js"
-import * as Attached from "../llm/attachments.js"
 import type { Usage } from "../../Usage.js"
 import * as UsageM from "../../Usage.js"
+import * as Attached from "../llm/attachments.js"
 import { isContextOverflowMessage } from "../llm/contextOverflow.js"
+import { promptCacheKey } from "../llm/promptCacheKey.js"
 import { parseRetryAfter } from "../llm/retryAfter.js"
 
 /** What the request mapping needs to know about the model. */
@@ -46,7 +46,10 @@ const toPart = (p: Attached.Part | ContentPart): Record<string, unknown> => {
     case "Image":
       return { type: "image_url", image_url: { url: Attached.dataUrl(p.mediaType, p.data) } }
     case "ImageUrl":
-      return { type: "image_url", image_url: p.detail !== undefined ? { url: p.url, detail: p.detail } : { url: p.url } }
+      return {
+        type: "image_url",
+        image_url: p.detail !== undefined ? { url: p.url, detail: p.detail } : { url: p.url }
+      }
     case "Pdf":
       return { type: "file", file: { filename: p.name, file_data: Attached.dataUrl("application/pdf", p.data) } }
   }
@@ -59,7 +62,9 @@ const toMessage = (m: ChatMessage | Attached.Prepared, sendReasoning: boolean): 
     case "user":
       return {
         role: "user",
-        content: typeof m.content === "string" ? m.content : (m.content as ReadonlyArray<Attached.Part | ContentPart>).map(toPart) as any
+        content: typeof m.content === "string"
+          ? m.content
+          : (m.content as ReadonlyArray<Attached.Part | ContentPart>).map(toPart) as any
       }
     case "tool":
       return { role: "tool", tool_call_id: m.tool_call_id, content: m.content }
@@ -108,7 +113,11 @@ export const toParams = (
   }
   const format = request.responseFormat?.type
   const abilities = settings.abilities
-  const sent = format === "json_object" ? abilities.jsonMode : format === "json_schema" ? abilities.jsonSchema === true : format !== undefined
+  const sent = format === "json_object"
+    ? abilities.jsonMode
+    : format === "json_schema"
+    ? abilities.jsonSchema === true
+    : format !== undefined
   if (sent) {
     params.response_format = request.responseFormat
   }
@@ -129,7 +138,8 @@ export const paramsOf = (
 ): Effect.Effect<ChatCompletionCreateParamsBase, LlmError> =>
   Attached.isPlain(request)
     ? Effect.sync(() => toParams(request, settings))
-    : Effect.map(Attached.prepare(request.messages, settings.attachments), (prepared) => toParams(request, settings, prepared))
+    : Effect.map(Attached.prepare(request.messages, settings.attachments), (prepared) =>
+      toParams(request, settings, prepared))
 
 /** Usage from the wire (missing usage counts the call with zero tokens). */
 export const toUsage = (usage: ChatCompletion["usage"] | null | undefined): Usage => {
@@ -202,7 +212,6 @@ export const toChatResponse = (body: ChatCompletion): ChatResponse | LlmError =>
   }
 }
 
-
 const describe = (e: APIError): string => {
   const err = e.error as { message?: unknown } | undefined
   const detail = typeof err?.message === "string" ? err.message : e.message
@@ -248,7 +257,10 @@ export const toLlmError = (cause: unknown): LlmError => {
         ...(status !== undefined ? { status } : {}),
         ...(retryAfterMs !== undefined ? { retryAfterMs } : {})
       })
-    if (code === "context_length_exceeded" || ((status === undefined || status === 400 || status === 413 || status === 422) && isContextOverflowMessage(detail))) {
+    if (
+      code === "context_length_exceeded" ||
+      ((status === undefined || status === 400 || status === 413 || status === 422) && isContextOverflowMessage(detail))
+    ) {
       return withStatus("ContextOverflow", "The request exceeds the model's context window")
     }
     if (status === undefined) {

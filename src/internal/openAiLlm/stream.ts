@@ -6,8 +6,8 @@
  */
 import type { ChatCompletionChunk } from "openai/resources/chat/completions"
 import type { ChatDelta } from "../../Llm.js"
-import { toUsage } from "./request.js"
 import type { ThinkSplitter } from "../llm/think.js"
+import { toUsage } from "./request.js"
 
 /** Per-stream state: the think splitter and the latest usage seen. */
 export interface StreamState {

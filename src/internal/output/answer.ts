@@ -39,7 +39,12 @@ export const TYPED_INSTRUCTION =
 
 /** How a typed answer came out, as a durable run stores it. */
 export const TypedAnswer = Schema.Union(
-  Schema.TaggedStruct("Answered", { answer: Schema.String, output: Schema.Unknown, usage: Usage.Usage, level: Schema.String }),
+  Schema.TaggedStruct("Answered", {
+    answer: Schema.String,
+    output: Schema.Unknown,
+    usage: Usage.Usage,
+    level: Schema.String
+  }),
   Schema.TaggedStruct("Invalid", { message: Schema.String, value: Schema.Unknown, usage: Usage.Usage }),
   Schema.TaggedStruct("Failed", { message: Schema.String, retryable: Schema.Boolean, usage: Usage.Usage })
 )
@@ -116,7 +121,10 @@ export const answer = (input: AnswerInput): Effect.Effect<TypedAnswer> =>
           const start = shown ? Effect.void : emit({ _tag: "AnswerStart" })
           shown = true
           text += delta
-          return Effect.zipRight(Effect.zipRight(start, emit({ _tag: "AnswerDelta", content: delta })), Effect.flatMap(Clock.currentTimeMillis, partial))
+          return Effect.zipRight(
+            Effect.zipRight(start, emit({ _tag: "AnswerDelta", content: delta })),
+            Effect.flatMap(Clock.currentTimeMillis, partial)
+          )
         })
     }
     const call = structuredCallWith(input.llm, {
@@ -137,15 +145,28 @@ export const answer = (input: AnswerInput): Effect.Effect<TypedAnswer> =>
           ? emit({ _tag: "AnswerDone" })
           // nothing shown, or not the JSON as it stands (prose or a fence around it): the JSON itself is the answer
           : Effect.zipRight(shown ? emit({ _tag: "AnswerReset" }) : Effect.void, emitAnswer(answerText, emit))
-        return Effect.as(written, { _tag: "Answered", answer: answerText, output, usage: result.usage, level: result.level })
+        return Effect.as(written, {
+          _tag: "Answered",
+          answer: answerText,
+          output,
+          usage: result.usage,
+          level: result.level
+        })
       },
       onFailure: (error): Effect.Effect<TypedAnswer> => {
         const done = shown ? emit({ _tag: "AnswerDone" }) : Effect.void
         const usage = error.usage ?? Usage.empty
         if (error.retryable === undefined) {
           // the last reply was no valid value: the one it parsed to, else whatever JSON the shown text holds
-          const value = error.lastValue !== undefined ? error.lastValue : Option.getOrUndefined(extractJson(error.lastContent))
-          return Effect.as(done, { _tag: "Invalid", message: invalidMessage(error.message), value: value ?? null, usage })
+          const value = error.lastValue !== undefined
+            ? error.lastValue
+            : Option.getOrUndefined(extractJson(error.lastContent))
+          return Effect.as(done, {
+            _tag: "Invalid",
+            message: invalidMessage(error.message),
+            value: value ?? null,
+            usage
+          })
         }
         return Effect.as(done, { _tag: "Failed", message: error.message, retryable: error.retryable, usage })
       }
@@ -155,7 +176,9 @@ export const answer = (input: AnswerInput): Effect.Effect<TypedAnswer> =>
 /** The validation message without the structured call's own prefix. */
 const invalidMessage = (message: string): string => {
   const cut = /^structuredCall\([^)]*\) failed after (\d+) LLM call\(s\): /.exec(message)
-  return cut === null ? message : `The answer did not match the output schema after ${cut[1]} attempt(s): ${message.slice(cut[0].length)}`
+  return cut === null
+    ? message
+    : `The answer did not match the output schema after ${cut[1]} attempt(s): ${message.slice(cut[0].length)}`
 }
 
 /**
@@ -173,5 +196,11 @@ export const fromReply = (
   const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" })(found.value)
   if (Either.isLeft(decoded)) return undefined
   const { output, text } = settle(schema, decoded.right, reply)
-  return Effect.as(emitAnswer(text, emit), { _tag: "Answered", answer: text, output, usage: Usage.empty, level: "loop" })
+  return Effect.as(emitAnswer(text, emit), {
+    _tag: "Answered",
+    answer: text,
+    output,
+    usage: Usage.empty,
+    level: "loop"
+  })
 }

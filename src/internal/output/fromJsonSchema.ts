@@ -84,7 +84,8 @@ class Refused {
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
-const pointer = (path: string, key: string | number): string => `${path}/${String(key).replace(/~/g, "~0").replace(/\//g, "~1")}`
+const pointer = (path: string, key: string | number): string =>
+  `${path}/${String(key).replace(/~/g, "~0").replace(/\//g, "~1")}`
 
 interface Context {
   readonly root: Record<string, unknown>
@@ -105,7 +106,9 @@ const literalOf = (value: unknown, path: string): AnySchema => {
 const numberOf = (node: Record<string, unknown>, keyword: string, path: string): number | undefined => {
   const value = node[keyword]
   if (value === undefined) return undefined
-  if (typeof value !== "number" || !Number.isFinite(value)) return refuse(keyword, pointer(path, keyword), `${keyword} must be a number`)
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    return refuse(keyword, pointer(path, keyword), `${keyword} must be a number`)
+  }
   return value
 }
 
@@ -128,7 +131,11 @@ const withString = (base: typeof Schema.String, node: Record<string, unknown>, p
   if (node.format !== undefined) {
     const format = typeof node.format === "string" ? FORMATS[node.format] : undefined
     if (format === undefined) {
-      return refuse("format", pointer(path, "format"), `format ${JSON.stringify(node.format)} is not supported (${Object.keys(FORMATS).join(", ")})`)
+      return refuse(
+        "format",
+        pointer(path, "format"),
+        `format ${JSON.stringify(node.format)} is not supported (${Object.keys(FORMATS).join(", ")})`
+      )
     }
     s = s.pipe(Schema.pattern(format, { message: () => `Expected a ${String(node.format)} string` }))
   }
@@ -148,7 +155,11 @@ const withNumber = (base: Schema.Schema<number>, node: Record<string, unknown>, 
   if (exMax !== undefined) s = s.pipe(Schema.lessThan(exMax))
   if (multiple !== undefined) {
     if (multiple <= 0) return refuse("multipleOf", pointer(path, "multipleOf"), "multipleOf must be greater than 0")
-    s = s.pipe(Schema.filter((n) => Math.abs(n / multiple - Math.round(n / multiple)) < 1e-9, { message: () => `Expected a multiple of ${multiple}` }))
+    s = s.pipe(
+      Schema.filter((n) => Math.abs(n / multiple - Math.round(n / multiple)) < 1e-9, {
+        message: () => `Expected a multiple of ${multiple}`
+      })
+    )
   }
   return s
 }
@@ -166,7 +177,11 @@ const objectOf = (node: Record<string, unknown>, path: string, context: Context,
     fields[name] = required.includes(name) ? schema : Schema.optional(schema)
   }
   for (const name of required) {
-    if (!(name in properties)) fields[name] = Schema.Unknown.pipe(Schema.filter((u) => u !== undefined, { message: () => `${name} is required` }))
+    if (!(name in properties)) {
+      fields[name] = Schema.Unknown.pipe(
+        Schema.filter((u) => u !== undefined, { message: () => `${name} is required` })
+      )
+    }
   }
   const additional = node.additionalProperties
   if (additional === undefined || additional === true || additional === false) {
@@ -180,7 +195,9 @@ const objectOf = (node: Record<string, unknown>, path: string, context: Context,
 }
 
 const arrayOf = (node: Record<string, unknown>, path: string, context: Context, depth: number): AnySchema => {
-  if (Array.isArray(node.items)) return refuse("items", pointer(path, "items"), "items as a list (tuples) is not supported")
+  if (Array.isArray(node.items)) {
+    return refuse("items", pointer(path, "items"), "items as a list (tuples) is not supported")
+  }
   let s: Schema.Schema<ReadonlyArray<any>, ReadonlyArray<any>> = Schema.Array(
     node.items === undefined ? Schema.Unknown : convert(node.items, pointer(path, "items"), context, depth + 1)
   )
@@ -191,7 +208,13 @@ const arrayOf = (node: Record<string, unknown>, path: string, context: Context, 
   return s
 }
 
-const ofType = (type: unknown, node: Record<string, unknown>, path: string, context: Context, depth: number): AnySchema => {
+const ofType = (
+  type: unknown,
+  node: Record<string, unknown>,
+  path: string,
+  context: Context,
+  depth: number
+): AnySchema => {
   switch (type) {
     case "object":
       return objectOf(node, path, context, depth)
@@ -215,7 +238,13 @@ const ofType = (type: unknown, node: Record<string, unknown>, path: string, cont
 const resolveRef = (ref: unknown, path: string, context: Context, depth: number): AnySchema => {
   if (typeof ref !== "string") return refuse("$ref", pointer(path, "$ref"), "$ref must be a string")
   const match = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(ref)
-  if (match === null) return refuse("$ref", pointer(path, "$ref"), `only local references into $defs or definitions are supported, got ${ref}`)
+  if (match === null) {
+    return refuse(
+      "$ref",
+      pointer(path, "$ref"),
+      `only local references into $defs or definitions are supported, got ${ref}`
+    )
+  }
   const cached = context.refs.get(ref)
   if (cached !== undefined) return cached
   const defs = context.root[match[1]]
@@ -245,16 +274,23 @@ const convert = (node: unknown, path: string, context: Context, depth: number): 
   } else if (node.const !== undefined) {
     schema = literalOf(node.const, pointer(path, "const"))
   } else if (node.enum !== undefined) {
-    if (!Array.isArray(node.enum) || node.enum.length === 0) return refuse("enum", pointer(path, "enum"), "enum must be a non-empty list")
+    if (!Array.isArray(node.enum) || node.enum.length === 0) {
+      return refuse("enum", pointer(path, "enum"), "enum must be a non-empty list")
+    }
     schema = Schema.Union(...node.enum.map((v, i) => literalOf(v, pointer(pointer(path, "enum"), i))))
   } else if (node.anyOf !== undefined || node.oneOf !== undefined) {
     const keyword = node.anyOf !== undefined ? "anyOf" : "oneOf"
     const list = node[keyword]
-    if (!Array.isArray(list) || list.length === 0) return refuse(keyword, pointer(path, keyword), `${keyword} must be a non-empty list`)
+    if (!Array.isArray(list) || list.length === 0) {
+      return refuse(keyword, pointer(path, keyword), `${keyword} must be a non-empty list`)
+    }
     const members = list.map((m, i) => convert(m, pointer(pointer(path, keyword), i), context, depth + 1))
     const union: AnySchema = members.length === 1 ? members[0] : Schema.Union(...members)
-    schema = keyword === "anyOf" ? union : union.pipe(Schema.filter((value) =>
-      members.filter((m) => Schema.is(m)(value)).length === 1, { message: () => "Expected a value matching exactly one oneOf branch" }))
+    schema = keyword === "anyOf" ?
+      union :
+      union.pipe(Schema.filter((value) => members.filter((m) => Schema.is(m)(value)).length === 1, {
+        message: () => "Expected a value matching exactly one oneOf branch"
+      }))
   } else if (Array.isArray(node.type)) {
     if (node.type.length === 0) return refuse("type", pointer(path, "type"), "type must not be an empty list")
     const members = node.type.map((t) => ofType(t, node, path, context, depth))
@@ -275,13 +311,21 @@ const convert = (node: unknown, path: string, context: Context, depth: number): 
  * first thing in it that cannot be honoured.
  */
 export const fromJsonSchema = (jsonSchema: unknown): Either.Either<Schema.Schema<unknown, unknown>, Unsupported> => {
-  if (!isRecord(jsonSchema)) return Either.left({ keyword: "type", path: "", message: "the schema must be a JSON object" })
+  if (!isRecord(jsonSchema)) {
+    return Either.left({ keyword: "type", path: "", message: "the schema must be a JSON object" })
+  }
   const type = jsonSchema.type
   if (!(type === "object" || (type === undefined && jsonSchema.properties !== undefined))) {
-    return Either.left({ keyword: "type", path: "/type", message: "the answer must be an object: the schema's root needs \"type\": \"object\"" })
+    return Either.left({
+      keyword: "type",
+      path: "/type",
+      message: "the answer must be an object: the schema's root needs \"type\": \"object\""
+    })
   }
   try {
-    return Either.right(convert(jsonSchema, "", { root: jsonSchema, refs: new Map() }, 0) as Schema.Schema<unknown, unknown>)
+    return Either.right(
+      convert(jsonSchema, "", { root: jsonSchema, refs: new Map() }, 0) as Schema.Schema<unknown, unknown>
+    )
   } catch (e) {
     if (e instanceof Refused) return Either.left(e.unsupported)
     throw e

@@ -53,7 +53,9 @@ export interface ApprovalGate {
    * approvals service), for a person to extend the money budget (`extend`, USD
    * added) or stop the run. `n` numbers the waits of the run.
    */
-  readonly askBudget: (wait: { readonly n: number; readonly spentUsd: number; readonly limitUsd: number }) => Effect.Effect<
+  readonly askBudget: (
+    wait: { readonly n: number; readonly spentUsd: number; readonly limitUsd: number }
+  ) => Effect.Effect<
     { readonly extend: number } | { readonly stop: true }
   >
 }
@@ -146,7 +148,10 @@ export const makeGate = (options: {
         const bound = decision.approvalId === approvalId && decision.argsHash === argsHash
         const verdict: Verdict = bound && decision.decision === "approve"
           ? { approved: true }
-          : { approved: false, ...(bound ? decision.reason !== undefined ? { reason: decision.reason } : {} : { reason: MISMATCH }) }
+          : {
+            approved: false,
+            ...(bound ? decision.reason !== undefined ? { reason: decision.reason } : {} : { reason: MISMATCH })
+          }
         yield* journal.emit({
           _tag: "ApprovalDecided",
           approval_id: approvalId,
@@ -165,10 +170,18 @@ export const makeGate = (options: {
         const args = { budget_wait: wait.n }
         const argsHash = Approvals.hashArgs(args)
         const toolCallId = `budget_${wait.n}`
-        const approvalId = Approvals.makeId({ conversationId: options.conversationId, runKey: key, iteration: wait.n, toolCallId, argsHash })
+        const approvalId = Approvals.makeId({
+          conversationId: options.conversationId,
+          runKey: key,
+          iteration: wait.n,
+          toolCallId,
+          argsHash
+        })
         const status = { spent_usd: wait.spentUsd, limit_usd: wait.limitUsd }
         // announced once the wait is stored, so that an answer sent right away finds it (see `ask`)
-        const exhausted = journal.emit({ _tag: "BudgetStatus", status: "exhausted", ...status }, { key: `budget/${wait.n}/exhausted` })
+        const exhausted = journal.emit({ _tag: "BudgetStatus", status: "exhausted", ...status }, {
+          key: `budget/${wait.n}/exhausted`
+        })
         const decision = yield* AgentRun.waitingForPerson(journal.activity({
           name: `budget/${wait.n}`,
           success: Approvals.Decision,

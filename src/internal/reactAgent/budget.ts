@@ -65,7 +65,9 @@ export const roomFreed = (env: LoopEnv): Effect.Effect<boolean> => {
  */
 export const askMore = (env: LoopEnv, state: StateRef): Effect.Effect<boolean> => {
   const ledger = env.account?.ledger
-  if (ledger === undefined || env.options.budget?.policy !== "ask" || ledger.limits.usd === undefined) return Effect.succeed(false)
+  if (ledger === undefined || env.options.budget?.policy !== "ask" || ledger.limits.usd === undefined) {
+    return Effect.succeed(false)
+  }
   return Effect.flatMap(Ref.modify(state, State.nextBudgetWait), (n) => {
     const spent = Budget.snapshot(ledger)
     return Effect.map(
@@ -100,19 +102,24 @@ export const reconcile = (env: LoopEnv, state: RunState): void => {
 
 /** Stops the loop for the budget: the summary as the loop answer, `BudgetExhausted`. */
 export const stop = (env: LoopEnv, state: StateRef): Effect.Effect<void> =>
-  Effect.flatMap(Ref.update(state, (s) => State.finish(s, Prompts.stoppedSummary("budget", 0, s.steps), "budget")), () => {
-    const ledger = env.account?.ledger
-    if (ledger === undefined) return Effect.void
-    Budget.ledger.release(ledger, env.holdKey)
-    const need = ledger.shortfalls.get(env.holdKey)
-    ledger.shortfalls.delete(env.holdKey)
-    return env.journal.emit({
-      _tag: "BudgetExhausted",
-      ...Budget.snapshot(ledger),
-      ...(need !== undefined ? { needed_tokens: need.tokens } : {}),
-      ...(need?.usd !== undefined && ledger.limits.usd !== undefined ? { needed_usd: Math.round(need.usd * 1e8) / 1e8 } : {})
-    })
-  })
+  Effect.flatMap(
+    Ref.update(state, (s) => State.finish(s, Prompts.stoppedSummary("budget", 0, s.steps), "budget")),
+    () => {
+      const ledger = env.account?.ledger
+      if (ledger === undefined) return Effect.void
+      Budget.ledger.release(ledger, env.holdKey)
+      const need = ledger.shortfalls.get(env.holdKey)
+      ledger.shortfalls.delete(env.holdKey)
+      return env.journal.emit({
+        _tag: "BudgetExhausted",
+        ...Budget.snapshot(ledger),
+        ...(need !== undefined ? { needed_tokens: need.tokens } : {}),
+        ...(need?.usd !== undefined && ledger.limits.usd !== undefined
+          ? { needed_usd: Math.round(need.usd * 1e8) / 1e8 }
+          : {})
+      })
+    }
+  )
 
 /** Gives back the room held for the answer (the answer call is about to use it). */
 export const releaseHold = (env: LoopEnv): void => {

@@ -97,9 +97,16 @@ export const inputScreen = (guards: RunGuardrails, journal: RunJournal, query: s
         }
       },
       shown: () => shown,
-      checkQuery: Effect.flatMap(check("guardrail/input", query), (ok) => (ok ? Deferred.succeed(gate, undefined) : Effect.void)),
+      checkQuery: Effect.flatMap(
+        check("guardrail/input", query),
+        (ok) => (ok ? Deferred.succeed(gate, undefined) : Effect.void)
+      ),
       // injected messages are taken in one after the other: their checks are numbered in that order
-      screen: (text) => Effect.flatMap(Effect.suspend(() => check(`guardrail/inject/${++screened}`, text)), (ok) => (ok ? Effect.void : Effect.never)),
+      screen: (text) =>
+        Effect.flatMap(
+          Effect.suspend(() => check(`guardrail/inject/${++screened}`, text)),
+          (ok) => (ok ? Effect.void : Effect.never)
+        ),
       tripped: Deferred.await(trip)
     }
   })
@@ -113,12 +120,21 @@ export const refuse = (journal: RunJournal, guards: RunGuardrails, trip: Trip, s
     ),
     // before the loop ended (the query, an injected message) nothing said the answer comes now: the
     // refusal is the answer (a consumer that holds back unsettled answer text shows it)
-    Effect.zipRight(trip.stage === "input" ? journal.emit({ _tag: "AnswerSignal" }) : Effect.void, emitAnswer(guards.refusal, journal.emit))
+    Effect.zipRight(
+      trip.stage === "input" ? journal.emit({ _tag: "AnswerSignal" }) : Effect.void,
+      emitAnswer(guards.refusal, journal.emit)
+    )
   )
 
 /** Checks the answer against the output guardrails; the trip, if one tripped. */
-export const checkOutput = (journal: RunJournal, guards: RunGuardrails, answer: string): Effect.Effect<Trip | undefined> =>
-  guards.output.length === 0 ? Effect.succeed(undefined) : Effect.map(checked(journal, "guardrail/output", guards.output, answer), (result) => {
-    guards.usage = Usage.add(guards.usage, result.usage)
-    return result.tripped === undefined ? undefined : { stage: "output" as const, ...result.tripped }
-  })
+export const checkOutput = (
+  journal: RunJournal,
+  guards: RunGuardrails,
+  answer: string
+): Effect.Effect<Trip | undefined> =>
+  guards.output.length === 0 ?
+    Effect.succeed(undefined) :
+    Effect.map(checked(journal, "guardrail/output", guards.output, answer), (result) => {
+      guards.usage = Usage.add(guards.usage, result.usage)
+      return result.tripped === undefined ? undefined : { stage: "output" as const, ...result.tripped }
+    })

@@ -44,8 +44,10 @@ export const guardThen = <A, E>(
   options: CheckOptions,
   next: Effect.Effect<A, E>
 ): Effect.Effect<A, E> =>
-  Effect.flatMap(Ref.get(state), (s) =>
-    env.guard.fits(s.ctx, options) ? next : Effect.zipRight(compact(env, state, s.ctx, name, options), next))
+  Effect.flatMap(
+    Ref.get(state),
+    (s) => env.guard.fits(s.ctx, options) ? next : Effect.zipRight(compact(env, state, s.ctx, name, options), next)
+  )
 
 /** The guard's check of a list that may not fit, as a journal activity. */
 const compact = (
@@ -113,28 +115,37 @@ export const callLlm = (
   iteration: number,
   request: (messages: ReadonlyArray<Message.ChatMessage>) => ChatRequest
 ): Effect.Effect<LoopReply, LlmError> => {
-  const counted = (reply: LoopReply) => Effect.as(Ref.update(state, (s) => State.recordLoopUsage(s, reply.response.usage)), reply)
+  const counted = (reply: LoopReply) =>
+    Effect.as(Ref.update(state, (s) => State.recordLoopUsage(s, reply.response.usage)), reply)
   const ask = (name: string, drainBefore: boolean): Effect.Effect<LoopReply, LlmError> =>
     Effect.flatMap(
       Effect.flatMap(Ref.get(state), (s) =>
         loopCall(env, name, request(s.ctx), iteration, { stream: streamsAnswer(env, s, iteration), drainBefore })),
       (call) =>
-        call._tag === "Reply" ? Effect.succeed(call.reply) : Effect.zipRight(takeIn(env, state, call.drained), ask(`${name}/drained`, false))
+        call._tag === "Reply"
+          ? Effect.succeed(call.reply)
+          : Effect.zipRight(takeIn(env, state, call.drained), ask(`${name}/drained`, false))
     )
-  return Effect.flatMap(Ref.modify(state, State.takeDrainDue), (due) =>
-    Effect.matchEffect(ask(`llm/${iteration}`, due !== undefined), {
-      onFailure: (e) =>
-        Effect.flatMap(Ref.get(state), (s) => {
-          if (e.reason !== "ContextOverflow" || s.overflowRetried) return Effect.fail(e)
-          const budget = Math.max(1, Math.floor(env.guard.budget / 2))
-          const retry = Effect.suspend(() => ask(`llm/${iteration}/retry`, false))
-          return Effect.zipRight(
-            Ref.set(state, State.markOverflowRetried(s)),
-            Effect.flatMap(guardThen(env, state, `guard/${iteration}/overflow`, { budget, hint: "react_iteration" }, retry), counted)
-          )
-        }),
-      onSuccess: counted
-    }))
+  return Effect.flatMap(
+    Ref.modify(state, State.takeDrainDue),
+    (due) =>
+      Effect.matchEffect(ask(`llm/${iteration}`, due !== undefined), {
+        onFailure: (e) =>
+          Effect.flatMap(Ref.get(state), (s) => {
+            if (e.reason !== "ContextOverflow" || s.overflowRetried) return Effect.fail(e)
+            const budget = Math.max(1, Math.floor(env.guard.budget / 2))
+            const retry = Effect.suspend(() => ask(`llm/${iteration}/retry`, false))
+            return Effect.zipRight(
+              Ref.set(state, State.markOverflowRetried(s)),
+              Effect.flatMap(
+                guardThen(env, state, `guard/${iteration}/overflow`, { budget, hint: "react_iteration" }, retry),
+                counted
+              )
+            )
+          }),
+        onSuccess: counted
+      })
+  )
 }
 
 /**
@@ -142,7 +153,12 @@ export const callLlm = (
  * when anything was drained. `point` names the drain point within the
  * iteration (a durable run stores what each drain took).
  */
-export const drainInterrupts = (env: LoopEnv, state: StateRef, iteration: number, point: string): Effect.Effect<boolean> => {
+export const drainInterrupts = (
+  env: LoopEnv,
+  state: StateRef,
+  iteration: number,
+  point: string
+): Effect.Effect<boolean> => {
   const name = `drain/${iteration}/${point}`
   return env.journal.activity({
     name,
@@ -155,13 +171,21 @@ export const drainInterrupts = (env: LoopEnv, state: StateRef, iteration: number
  * The drain after a reply: carried by the reply's activity (`LoopReply.drained`),
  * or a step of its own for a reply stored by an earlier version.
  */
-export const drainAfterReply = (env: LoopEnv, state: StateRef, reply: LoopReply, iteration: number, point: string): Effect.Effect<boolean> =>
+export const drainAfterReply = (
+  env: LoopEnv,
+  state: StateRef,
+  reply: LoopReply,
+  iteration: number,
+  point: string
+): Effect.Effect<boolean> =>
   reply.drained !== undefined ? takeIn(env, state, reply.drained) : drainInterrupts(env, state, iteration, point)
 
 /** A stop of the loop with the drain of the last tool round still due: it is made on its own. */
 export const drainIfDue = (env: LoopEnv, state: StateRef): Effect.Effect<void> =>
-  Effect.flatMap(Ref.modify(state, State.takeDrainDue), (due) =>
-    due === undefined ? Effect.void : Effect.asVoid(drainInterrupts(env, state, due, "tools")))
+  Effect.flatMap(
+    Ref.modify(state, State.takeDrainDue),
+    (due) => due === undefined ? Effect.void : Effect.asVoid(drainInterrupts(env, state, due, "tools"))
+  )
 
 /** Counts identical calls; appends the warning when a key reaches the threshold (and at every further one). */
 export const cycleCheck = (env: LoopEnv, state: RunState, calls: ReadonlyArray<CallRequest>): RunState => {

@@ -6,9 +6,9 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import * as Ref from "effect/Ref"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
 import { extractJson } from "../../ExtractJson.js"
 import type { ChatRequest } from "../../Llm.js"
 import * as Message from "../../Message.js"
@@ -17,10 +17,10 @@ import type { LoopEnv } from "./env.js"
 import { observation } from "./files.js"
 import { cycleCheck, drainAfterReply, finalAnswer, reflectionCheck } from "./harness.js"
 import * as Prompts from "./prompts.js"
+import { runCalls } from "./round.js"
 import * as State from "./state.js"
 import type { RunState, StateRef } from "./state.js"
 import type { CallRequest } from "./toolCall.js"
-import { runCalls } from "./round.js"
 import { emitStart, observationOf, stepOf } from "./toolCall.js"
 
 /** A parsed JSON-mode reply. */
@@ -52,7 +52,11 @@ export const parseAction = (raw: string): Action => {
   const answer = obj.answer
   return {
     _tag: "Final",
-    answer: typeof answer === "string" ? answer : answer === undefined || answer === null ? raw : JSON.stringify(answer),
+    answer: typeof answer === "string"
+      ? answer
+      : answer === undefined || answer === null
+      ? raw
+      : JSON.stringify(answer),
     reasoning
   }
 }
@@ -61,7 +65,11 @@ export const parseAction = (raw: string): Action => {
 export const refreshSystemPrompt = (env: LoopEnv, state: RunState): RunState => {
   const version = env.tools.version()
   if (version === state.promptVersion) return state
-  return State.replaceSystemPrompt(state, Prompts.jsonSystemPrompt(env.tools.advertised(), env.options.systemPrompt), version)
+  return State.replaceSystemPrompt(
+    state,
+    Prompts.jsonSystemPrompt(env.tools.advertised(), env.options.systemPrompt),
+    version
+  )
 }
 
 /** The JSON-mode request for a message list. */
@@ -85,7 +93,9 @@ export const jsonStep = (
     // JSON mode drains right after the assistant message, for tool calls and answers alike (the reply's activity drains)
     const interrupted = yield* drainAfterReply(env, state, reply, iteration, "reply")
     if (action._tag === "Invalid") {
-      if ((yield* Ref.get(state)).parseFailed && !interrupted) return yield* finalAnswer(env, state, iteration, raw, { unparsed: true })
+      if ((yield* Ref.get(state)).parseFailed && !interrupted) {
+        return yield* finalAnswer(env, state, iteration, raw, { unparsed: true })
+      }
       yield* Ref.update(state, (s) => {
         const failed = State.setParseFailed(s, true)
         return interrupted ? failed : State.append(failed, Message.user(Prompts.REFORMAT_REQUEST))
@@ -108,7 +118,11 @@ export const jsonStep = (
       const [text, admitted] = seen.budgeted
         ? State.admitObservation(recorded, seen.text, env.options.toolResultBudget)
         : [seen.text, recorded]
-      return reflectionCheck(env, cycleCheck(env, State.append(admitted, observation(`Observation: ${text}`, outcome)), [call]), iteration)
+      return reflectionCheck(
+        env,
+        cycleCheck(env, State.append(admitted, observation(`Observation: ${text}`, outcome)), [call]),
+        iteration
+      )
     })
     return false
   })

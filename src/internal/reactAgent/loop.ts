@@ -46,20 +46,27 @@ export const runLoop = (env: LoopEnv, state: StateRef): Effect.Effect<void, LlmE
           Effect.flatMap(Budget.roomFreed(env), (freed) =>
             freed
               ? iterate
-              : Effect.flatMap(Budget.askMore(env, state), (extended) => (extended ? iterate : stopping(Budget.stop(env, state)))))
+              : Effect.flatMap(
+                Budget.askMore(env, state),
+                (extended) => (extended ? iterate : stopping(Budget.stop(env, state)))
+              ))
         )
       }
       const [iteration, started] = State.beginIteration(s)
       const think = Effect.flatMap(env.journal.emit({ _tag: "ThinkingStart", iteration }), () =>
         Effect.flatMap(
           // a call the ledger refused (a parallel call took the room first) stops the loop like the check
-          Effect.catchIf(callLlm(env, state, iteration, request), (e) => e.reason === "Budget", () => Effect.succeed(undefined)),
+          Effect.catchIf(callLlm(env, state, iteration, request), (e) => e.reason === "Budget", () =>
+            Effect.succeed(undefined)),
           (response) =>
             response === undefined
               ? stopping(Budget.stop(env, state))
               : Effect.flatMap(step(env, state, response, iteration), (done) => (done ? Effect.void : iterate))
         ))
-      return Effect.zipRight(Ref.set(state, started), guardThen(env, state, `guard/${iteration}`, { hint: "react_iteration" }, think))
+      return Effect.zipRight(
+        Ref.set(state, started),
+        guardThen(env, state, `guard/${iteration}`, { hint: "react_iteration" }, think)
+      )
     })
     return iterate
   })

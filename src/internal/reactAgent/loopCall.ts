@@ -75,7 +75,10 @@ export const loopCall = (
   const drainsAfter = (response: ChatResponse) => !env.native || response.toolCalls.length === 0
   const model: Effect.Effect<LoopReply, LlmError> = options.stream
     ? Effect.suspend(() => streamLoopCall(env.llm, request, iteration, env.journal.emit))
-    : Effect.map(Effect.suspend(() => Telemetry.chat(env.llm, request, { phase: "loop", iteration })), (response) => ({ response, shown: false }))
+    : Effect.map(
+      Effect.suspend(() => Telemetry.chat(env.llm, request, { phase: "loop", iteration })),
+      (response) => ({ response, shown: false })
+    )
   return env.journal.activity({
     name,
     success: StoredCall,
@@ -98,7 +101,10 @@ export const loopCall = (
     if ("content" in stored) return { _tag: "Reply", reply: { response: stored, shown: false } }
     if (!("drained" in stored)) return { _tag: "Reply", reply: { response: stored.response, shown: stored.shown } }
     if (stored.response === undefined) return { _tag: "Drained", drained: stored.drained }
-    return { _tag: "Reply", reply: { response: stored.response, shown: stored.shown ?? false, drained: stored.drained } }
+    return {
+      _tag: "Reply",
+      reply: { response: stored.response, shown: stored.shown ?? false, drained: stored.drained }
+    }
   }))
 }
 
@@ -114,7 +120,9 @@ export const takeIn = (env: LoopEnv, state: StateRef, items: ReadonlyArray<Injec
     Effect.zipRight(
       Ref.update(state, (s) => State.takeInterrupts(s, items.map((i) => i.content))),
       Effect.as(
-        Effect.forEach(items, (item) => env.journal.emit({ _tag: "Inject", content: item.content, id: item.id }), { discard: true }),
+        Effect.forEach(items, (item) => env.journal.emit({ _tag: "Inject", content: item.content, id: item.id }), {
+          discard: true
+        }),
         true
       )
     )

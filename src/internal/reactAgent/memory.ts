@@ -61,7 +61,11 @@ const nobody: RunMemory = {
 }
 
 /** The run's memory, or undefined when the agent has none. */
-export const makeUnsafe = (memory: MemoryService | undefined, input: RunInput, conversationId: string): RunMemory | undefined => {
+export const makeUnsafe = (
+  memory: MemoryService | undefined,
+  input: RunInput,
+  conversationId: string
+): RunMemory | undefined => {
   const userId = input.userId
   if (memory === undefined) return undefined
   if (userId === undefined) return nobody
@@ -79,7 +83,9 @@ export const makeUnsafe = (memory: MemoryService | undefined, input: RunInput, c
         `${e.iteration}/${e.tool_call_id ?? ""}`
       const after = (event: RunEvent, options: EmitOptions | undefined): Effect.Effect<void> => {
         if (event._tag !== "ToolStart" && event._tag !== "ToolDone") return Effect.void
-        if (event.tool_name !== Memory.UPDATE_TOOL || event.agent !== undefined || event.step_id !== undefined) return Effect.void
+        if (event.tool_name !== Memory.UPDATE_TOOL || event.agent !== undefined || event.step_id !== undefined) {
+          return Effect.void
+        }
         if (event._tag === "ToolStart") {
           started.set(callKey(event), event.tool_args)
           return Effect.void
@@ -90,7 +96,10 @@ export const makeUnsafe = (memory: MemoryService | undefined, input: RunInput, c
         const updated: RunEvent = { _tag: "MemoryUpdated", keys: keysOf(args) }
         return journal.emit(updated, options?.key === undefined ? undefined : { key: `${options.key}/memory` })
       }
-      return { ...journal, emit: (event, options) => Effect.zipRight(journal.emit(event, options), after(event, options)) }
+      return {
+        ...journal,
+        emit: (event, options) => Effect.zipRight(journal.emit(event, options), after(event, options))
+      }
     },
     begin: (services, journal, run) =>
       Effect.gen(function*() {
@@ -107,14 +116,18 @@ export const makeUnsafe = (memory: MemoryService | undefined, input: RunInput, c
             items: result.items.map((item) => ({ conversation_id: item.conversation_id, score: item.score }))
           })
         }
-        if (result.unavailable !== undefined) yield* journal.emit({ _tag: "MemoryUnavailable", reason: result.unavailable })
+        if (result.unavailable !== undefined) {
+          yield* journal.emit({ _tag: "MemoryUnavailable", reason: result.unavailable })
+        }
         const { options, toolkit } = services
         // a tool of the toolkit named update_memory wins (the name is the memory's: see docs/memory.md)
         const tools = toolkit.tools.some((t) => t.name === Memory.UPDATE_TOOL)
           ? toolkit
           : Toolkit.makeUnsafe([...toolkit.tools, memory.tool])
         const prompt = Memory.promptOf(result)
-        const systemPrompt = options.systemPrompt === undefined || options.systemPrompt === "" ? prompt : `${options.systemPrompt}\n\n${prompt}`
+        const systemPrompt = options.systemPrompt === undefined || options.systemPrompt === ""
+          ? prompt
+          : `${options.systemPrompt}\n\n${prompt}`
         return yield* run({ ...services, toolkit: tools, options: { ...options, systemPrompt } }).pipe(
           Effect.locally(Memory.currentUser, Option.some({ userId, epoch: result.epoch }))
         )
@@ -126,10 +139,20 @@ export const makeUnsafe = (memory: MemoryService | undefined, input: RunInput, c
         const indexed = yield* journal.activity({
           name: "memory/index",
           success: Memory.Indexed,
-          execute: () => memory.index({ userId, conversationId, runId: journal.runId ?? `run_${crypto.randomUUID()}`, query, answer, epoch })
+          execute: () =>
+            memory.index({
+              userId,
+              conversationId,
+              runId: journal.runId ?? `run_${crypto.randomUUID()}`,
+              query,
+              answer,
+              epoch
+            })
         })
         spent(indexed.usage)
-        if (indexed.unavailable !== undefined) yield* journal.emit({ _tag: "MemoryUnavailable", reason: indexed.unavailable })
+        if (indexed.unavailable !== undefined) {
+          yield* journal.emit({ _tag: "MemoryUnavailable", reason: indexed.unavailable })
+        }
       }),
     usage: () => usage
   }

@@ -13,10 +13,10 @@ import type { LoopReply } from "./answerStream.js"
 import type { LoopEnv } from "./env.js"
 import { filesOf } from "./files.js"
 import { cycleCheck, drainAfterReply, finalAnswer, reflectionCheck } from "./harness.js"
+import { runCalls } from "./round.js"
 import * as State from "./state.js"
 import type { RunState, StateRef } from "./state.js"
 import type { CallOutcome, CallRequest } from "./toolCall.js"
-import { runCalls } from "./round.js"
 import { emitStart, observationOf, stepOf } from "./toolCall.js"
 
 /** The native request for a message list (`tools` and `tool_choice` omitted when no tools). */
@@ -26,7 +26,10 @@ export const nativeRequest = (env: LoopEnv) => (messages: ReadonlyArray<Message.
 }
 
 /** Unique, non-empty ids (a provider quirk must not break the pairing of calls and results). */
-const normaliseIds = (calls: ReadonlyArray<ResponseToolCall>, iteration: number): Array<CallRequest & { readonly id: string }> => {
+const normaliseIds = (
+  calls: ReadonlyArray<ResponseToolCall>,
+  iteration: number
+): Array<CallRequest & { readonly id: string }> => {
   const seen = new Set<string>()
   return calls.map((c, n) => {
     let id = c.id
@@ -55,7 +58,9 @@ const applyRound = (
     const outcome = outcomes[i]
     s = State.recordStep(s, stepOf(call, iteration, outcome))
     const seen = observationOf(outcome)
-    const [text, admitted] = seen.budgeted ? State.admitObservation(s, seen.text, env.options.toolResultBudget) : [seen.text, s]
+    const [text, admitted] = seen.budgeted
+      ? State.admitObservation(s, seen.text, env.options.toolResultBudget)
+      : [seen.text, s]
     s = State.append(admitted, Message.tool(call.id, text, call.name, filesOf(outcome)))
   }
   return s
@@ -81,12 +86,24 @@ export const nativeStep = (
     })
     const round = Effect.flatMap(
       // cancelled mid-round: every call already sent to the model still gets its tool message
-      runCalls(env, calls, iteration, () =>
-        Ref.update(state, (s) => State.append(s, ...calls.map((call) => Message.tool(call.id, "Error: interrupted", call.name))))),
+      runCalls(
+        env,
+        calls,
+        iteration,
+        () =>
+          Ref.update(
+            state,
+            (s) => State.append(s, ...calls.map((call) => Message.tool(call.id, "Error: interrupted", call.name)))
+          )
+      ),
       (outcomes) =>
         Effect.as(
           Ref.update(state, (s) => {
-            const applied = reflectionCheck(env, cycleCheck(env, applyRound(env, s, calls, outcomes, iteration), calls), iteration)
+            const applied = reflectionCheck(
+              env,
+              cycleCheck(env, applyRound(env, s, calls, outcomes, iteration), calls),
+              iteration
+            )
             // drained by the next loop call's activity (or on its own if the loop stops first)
             return State.setDrainDue(applied, iteration)
           }),

@@ -31,7 +31,9 @@ export const typedAnswer = (
     const { journal } = env
     const state = yield* Ref.get(ref)
     // `auto`: the model's own final reply, when it already is the value, is the answer
-    const own = policy === "auto" && state.stop === "answer" ? Output.fromReply(schema, state.answer, journal.emit) : undefined
+    const own = policy === "auto" && state.stop === "answer"
+      ? Output.fromReply(schema, state.answer, journal.emit)
+      : undefined
     const result = own !== undefined ? yield* own : yield* journal.activity({
       name: "output",
       success: Output.TypedAnswer,
@@ -40,7 +42,13 @@ export const typedAnswer = (
       execute: ({ shown }) =>
         Effect.zipRight(
           shown === true ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
-          Output.answer({ llm: env.llm, schema, messages: buildMessages(synthesis), retries: env.options.outputRetries, emit: journal.emit })
+          Output.answer({
+            llm: env.llm,
+            schema,
+            messages: buildMessages(synthesis),
+            retries: env.options.outputRetries,
+            emit: journal.emit
+          })
         )
     })
     yield* Ref.update(ref, (s) => State.addUsage(s, "synthesis", result.usage))
@@ -51,6 +59,8 @@ export const typedAnswer = (
       case "Invalid":
         return yield* Effect.fail(new Output.OutputInvalid({ message: result.message, value: result.value }))
       case "Failed":
-        return yield* Effect.fail(new Output.OutputUnavailable({ message: result.message, retryable: result.retryable }))
+        return yield* Effect.fail(
+          new Output.OutputUnavailable({ message: result.message, retryable: result.retryable })
+        )
     }
   })

@@ -14,7 +14,9 @@ import type { RunEvent } from "../../RunEvent.js"
 export const PROGRESS_INTERVAL_MS = 100
 
 /** The emit a tool call's handler gets (`Tool.CallContext.emit`): its progress throttled. */
-export const throttledEmit = (emit: (event: RunEvent) => Effect.Effect<void>): (event: RunEvent) => Effect.Effect<void> => {
+export const throttledEmit = (
+  emit: (event: RunEvent) => Effect.Effect<void>
+): (event: RunEvent) => Effect.Effect<void> => {
   const last = new Map<string, number>()
   return (event) => {
     if (event._tag !== "ToolProgress") return emit(event)

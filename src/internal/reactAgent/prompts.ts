@@ -60,14 +60,18 @@ If everything checks out, give your final answer again (complete, not a referenc
 /** ONE pinned message for everything drained at once. */
 export const interruptMessage = (contents: ReadonlyArray<string>): string =>
   contents.length === 1
-    ? `[USER INTERRUPT] The user sent a new message while you were working:\n${contents[0]}\nTake it into account before continuing.`
+    ? `[USER INTERRUPT] The user sent a new message while you were working:\n${
+      contents[0]
+    }\nTake it into account before continuing.`
     : `[USER INTERRUPT] The user sent new messages while you were working:\n${
       contents.map((c, i) => `${i + 1}. ${c}`).join("\n")
     }\nTake them into account before continuing.`
 
 /** What the model sees instead of an html/markdown result that produced artifacts. */
 export const artifactSummary = (names: ReadonlyArray<string>): string =>
-  `[Artifact generated: ${names.join(", ")}] The content is rendered as a preview in the UI and available for download. Do not paste the raw source in your answer.`
+  `[Artifact generated: ${
+    names.join(", ")
+  }] The content is rendered as a preview in the UI and available for download. Do not paste the raw source in your answer.`
 
 /** Appended to an observation cut by the tool-result budget. */
 export const budgetNotice = (budget: number): string =>

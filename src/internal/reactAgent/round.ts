@@ -82,8 +82,10 @@ const FirstPart = Schema.Union(CallOutcome, AwaitingApproval)
 const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effect<CallOutcome> => {
   const tool = Either.isRight(call.args) ? env.tools.resolve(call.name) : undefined
   const name = stepName(iteration, call.id)
-  const restarted = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    settle(env, call, now, { _tag: "Answered", args: call.shownArgs, outcome: failure(RESTART_ERROR) }))
+  const restarted = Effect.flatMap(
+    Clock.currentTimeMillis,
+    (now) => settle(env, call, now, { _tag: "Answered", args: call.shownArgs, outcome: failure(RESTART_ERROR) })
+  )
   // an idempotent call runs again after a crash: one process at a time (a claim in storage);
   // any other is answered with an error instead
   const afterCrash = tool?.idempotent === true ? { exclusive: true } : { onRestart: () => restarted }
@@ -96,7 +98,8 @@ const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Eff
       ...afterCrash,
       execute: () =>
         Effect.flatMap(Clock.currentTimeMillis, (started) =>
-          Effect.flatMap(decidedBody(env, call, iteration, args, verdict), (ran) => settle(env, call, started, ran))).pipe(Telemetry.toolSpan(span, report))
+          Effect.flatMap(decidedBody(env, call, iteration, args, verdict), (ran) =>
+            settle(env, call, started, ran))).pipe(Telemetry.toolSpan(span, report))
     })
   // stored before it counts: the call's ToolDone goes out once its outcome is stored (the
   // activity returned), keyed by the call (the calls of a round end in any order)
@@ -115,7 +118,10 @@ const runCall = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Eff
   }).pipe(
     Effect.flatMap((first) => {
       if (!("_tag" in first)) return done(first)
-      return Effect.flatMap(env.approval.ask(askOf(call, first.args, iteration)), (verdict) => Effect.flatMap(decided(first.args, verdict), done))
+      return Effect.flatMap(
+        env.approval.ask(askOf(call, first.args, iteration)),
+        (verdict) => Effect.flatMap(decided(first.args, verdict), done)
+      )
     })
   )
 }

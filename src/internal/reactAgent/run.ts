@@ -10,8 +10,14 @@ import * as FiberRef from "effect/FiberRef"
 import * as Ref from "effect/Ref"
 import type { AgentOptions } from "../../AgentConfig.js"
 import * as AgentRun from "../../AgentRun.js"
+import {
+  buildMessages,
+  emitAnswer,
+  streamAnswer,
+  streamWithFallback,
+  SynthesisResultSchema
+} from "../../AnswerSynthesis.js"
 import type { ApprovalsService } from "../../Approvals.js"
-import { buildMessages, emitAnswer, streamAnswer, streamWithFallback, SynthesisResultSchema } from "../../AnswerSynthesis.js"
 import * as Budget from "../../Budget.js"
 import type { ContextGuardService } from "../../ContextGuard.js"
 import type { HooksService } from "../../Hooks.js"
@@ -26,13 +32,13 @@ import * as Telemetry from "../../Telemetry.js"
 import type { ToolkitService } from "../../Toolkit.js"
 import * as Usage from "../../Usage.js"
 import { makeGate } from "./approval.js"
-import { typedAnswer } from "./output.js"
 import { releaseHold } from "./budget.js"
+import type { LoopEnv } from "./env.js"
 import { announce } from "./files.js"
 import * as Guardrails from "./guardrails.js"
-import type { LoopEnv } from "./env.js"
 import { runLoop } from "./loop.js"
 import * as RunMemory from "./memory.js"
+import { typedAnswer } from "./output.js"
 import * as Prompts from "./prompts.js"
 import * as State from "./state.js"
 import type { StateRef } from "./state.js"
@@ -97,7 +103,10 @@ const body = (
     const screen = yield* Guardrails.inputScreen(guards, journal, Message.textOf(input.query))
     yield* Effect.forkScoped(screen.checkQuery)
     const trip = yield* Effect.raceFirst(
-      Effect.as(work(services, input, screen.journal, conversationId, progress, account, guards, screen.screen), undefined),
+      Effect.as(
+        work(services, input, screen.journal, conversationId, progress, account, guards, screen.screen),
+        undefined
+      ),
       screen.tripped
     )
     if (trip === undefined) return
@@ -178,7 +187,15 @@ const work = (
     yield* Effect.ensuring(runLoop(env, state), Effect.sync(() => releaseHold(env)))
     yield* journal.emit({ _tag: "AnswerSignal" })
     if (input.output === undefined) yield* answer(env, state, input, history)
-    else yield* note(progress, { output: yield* typedAnswer(env, state, input.output, synthesisOf(env, yield* Ref.get(state), input, history), options.synthesis) })
+    else {yield* note(progress, {
+        output: yield* typedAnswer(
+          env,
+          state,
+          input.output,
+          synthesisOf(env, yield* Ref.get(state), input, history),
+          options.synthesis
+        )
+      })}
     if (guards === undefined) return
     // the answer is checked once written: a trip retracts it and answers with the refusal
     const trip = yield* Guardrails.checkOutput(journal, guards, (yield* Ref.get(state)).answer)
@@ -189,7 +206,12 @@ const work = (
   })
 
 /** What the answer call reads: the question, the run's steps, the loop's answer as the draft. */
-const synthesisOf = (env: LoopEnv, state: State.RunState, input: RunInput, history: ReadonlyArray<Message.ChatMessage>) => ({
+const synthesisOf = (
+  env: LoopEnv,
+  state: State.RunState,
+  input: RunInput,
+  history: ReadonlyArray<Message.ChatMessage>
+) => ({
   question: input.query,
   steps: state.steps,
   loopAnswer: state.answer,
@@ -231,7 +253,12 @@ const answer = (env: LoopEnv, ref: StateRef, input: RunInput, history: ReadonlyA
           shown === true ? journal.emit({ _tag: "AnswerReset" }) : Effect.void,
           // a loop reply cut to nothing at the max_tokens a budget left it, and no room for synthesis: the summary
           state.answer.trim() === "" && env.account?.ledger !== undefined
-            ? streamWithFallback(llm, buildMessages(synthesisInput), Prompts.stoppedSummary("budget", 0, state.steps), journal.emit)
+            ? streamWithFallback(
+              llm,
+              buildMessages(synthesisInput),
+              Prompts.stoppedSummary("budget", 0, state.steps),
+              journal.emit
+            )
             : streamAnswer(llm, synthesisInput, journal.emit)
         )
     })
@@ -255,7 +282,12 @@ export const execute = (services: AgentServices, input: RunInput, journal: RunJo
     }, executeIn(services, input, journal, conversationId))
   })
 
-const executeIn = (services: AgentServices, input: RunInput, runJournal: RunJournal, conversationId: string): Effect.Effect<Telemetry.AgentOutcome> =>
+const executeIn = (
+  services: AgentServices,
+  input: RunInput,
+  runJournal: RunJournal,
+  conversationId: string
+): Effect.Effect<Telemetry.AgentOutcome> =>
   Effect.gen(function*() {
     const memory = RunMemory.makeUnsafe(services.memory, input, conversationId)
     const journal = memory === undefined ? runJournal : memory.observe(runJournal)
@@ -267,10 +299,22 @@ const executeIn = (services: AgentServices, input: RunInput, runJournal: RunJour
     const work = (memory === undefined ? run(services) : memory.begin(services, journal, run)).pipe(
       Effect.locally(Budget.currentAccount, account),
       withRetryObserver((notice) =>
-        journal.emit({ _tag: "LlmRetry", attempt: notice.attempt, reason: notice.reason, delay_ms: Math.round(notice.delayMs) }))
+        journal.emit({
+          _tag: "LlmRetry",
+          attempt: notice.attempt,
+          reason: notice.reason,
+          delay_ms: Math.round(notice.delayMs)
+        })
+      )
     )
     const { elapsed, ending, pending } = yield* AgentRun.lifecycle(
-      { interrupts: services.interrupts, conversationId, cancel: input.cancel, timeout: services.options.runTimeout, emit: journal.emit },
+      {
+        interrupts: services.interrupts,
+        conversationId,
+        cancel: input.cancel,
+        timeout: services.options.runTimeout,
+        emit: journal.emit
+      },
       work
     )
     const outcome = yield* Ref.get(progress)
@@ -278,7 +322,11 @@ const executeIn = (services: AgentServices, input: RunInput, runJournal: RunJour
     const cancelled = ending._tag === "Cancelled"
     const state = outcome.state === undefined ? undefined : yield* Ref.get(outcome.state)
     if (memory !== undefined && ending._tag === "Finished") {
-      yield* Effect.locally(memory.finish(journal, outcome.answer ?? state?.answer ?? ""), Budget.currentAccount, account)
+      yield* Effect.locally(
+        memory.finish(journal, outcome.answer ?? state?.answer ?? ""),
+        Budget.currentAccount,
+        account
+      )
     }
     let byPhase: Usage.UsageByPhase = state?.usage ?? {}
     if (outcome.selectionUsage.llm_calls > 0 || outcome.selectionUsage.total_tokens > 0) {

@@ -107,7 +107,10 @@ export const beginIteration = (state: RunState): readonly [number, RunState] => 
 }
 
 /** The context guard replaced the model's list (the trace keeps everything). */
-export const replaceContext = (state: RunState, messages: ReadonlyArray<ChatMessage>): RunState => ({ ...state, ctx: messages })
+export const replaceContext = (state: RunState, messages: ReadonlyArray<ChatMessage>): RunState => ({
+  ...state,
+  ctx: messages
+})
 
 /** Replaces the system prompt (JSON mode, after the advertised tools changed). */
 export const replaceSystemPrompt = (state: RunState, prompt: string, version: number): RunState => {
@@ -127,7 +130,9 @@ const accumulate = (acc: Usage.Usage | undefined, usage: Usage.Usage): Usage.Usa
   next.total_tokens += usage.total_tokens
   next.llm_calls += usage.llm_calls
   if (usage.cached_tokens !== undefined) next.cached_tokens = (next.cached_tokens ?? 0) + usage.cached_tokens
-  if (usage.cached_input_tokens !== undefined) next.cached_input_tokens = (next.cached_input_tokens ?? 0) + usage.cached_input_tokens
+  if (usage.cached_input_tokens !== undefined) {
+    next.cached_input_tokens = (next.cached_input_tokens ?? 0) + usage.cached_input_tokens
+  }
   if (usage.cache_write_input_tokens !== undefined) {
     next.cache_write_input_tokens = (next.cache_write_input_tokens ?? 0) + usage.cache_write_input_tokens
   }

@@ -101,7 +101,9 @@ const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect
   }
   const succeeded = (result: unknown): ToolOutcome => {
     const output = Tool.checkOutput(tool, result)
-    return Either.isRight(output) ? { _tag: "Success", output: output.right } : failure(ErrorMessage.messageOf(output.left))
+    return Either.isRight(output)
+      ? { _tag: "Success", output: output.right }
+      : failure(ErrorMessage.messageOf(output.left))
   }
   const failed = (cause: Cause.Cause<Tool.ToolError>): ToolOutcome => {
     const error = Cause.failureOption(cause)
@@ -111,7 +113,11 @@ const runTool = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect
     return failure(`Tool ${tool.name} was interrupted`)
   }
   // an agent used as a tool nests its run's journal under the call's step
-  const step = Option.some({ journal: env.journal, name: stepName(context.iteration, context.toolCallId), thread: env.thread })
+  const step = Option.some({
+    journal: env.journal,
+    name: stepName(context.iteration, context.toolCallId),
+    thread: env.thread
+  })
   const handler = Effect.provideService(Tool.executeUnchecked(tool, context.args), CurrentStep, step)
   const handling = Effect.matchCause(Effect.locally(handler, Tool.currentCall, Option.some(call)), {
     onSuccess: succeeded,
@@ -159,7 +165,13 @@ type Checked = Extract<CallStage, { readonly _tag: "Answered" | "Allowed" }>
 const answered = (args: unknown, outcome: ToolOutcome): Checked => ({ _tag: "Answered", args, outcome })
 
 /** The context hooks and approval checks see. */
-const contextOf = (env: LoopEnv, call: CallRequest, tool: Tool.Tool, args: Record<string, unknown>, iteration: number): ToolUseContext => ({
+const contextOf = (
+  env: LoopEnv,
+  call: CallRequest,
+  tool: Tool.Tool,
+  args: Record<string, unknown>,
+  iteration: number
+): ToolUseContext => ({
   toolName: call.name,
   args,
   iteration,
@@ -177,11 +189,15 @@ const check = (env: LoopEnv, call: CallRequest, iteration: number): Effect.Effec
   if (Either.isLeft(call.args)) return Effect.succeed(answered(call.shownArgs, failure(call.args.left)))
   const tool = env.tools.resolve(call.name)
   if (tool === undefined) {
-    return Effect.succeed(answered(call.shownArgs, failure(`Unknown tool "${call.name}". Available tools: ${availableNames(env)}`)))
+    return Effect.succeed(
+      answered(call.shownArgs, failure(`Unknown tool "${call.name}". Available tools: ${availableNames(env)}`))
+    )
   }
   const context = contextOf(env, call, tool, call.args.right, iteration)
   const decided = (decision: PreDecision): Effect.Effect<Checked> => {
-    if (!decision.allow) return Effect.succeed(answered(call.shownArgs, failure(`Blocked by ${decision.hook}: ${decision.reason}`)))
+    if (!decision.allow) {
+      return Effect.succeed(answered(call.shownArgs, failure(`Blocked by ${decision.hook}: ${decision.reason}`)))
+    }
     const allowed = decision.args === context.args ? context : { ...context, args: decision.args }
     return Effect.map(
       env.approval.required(tool, allowed),
@@ -215,13 +231,20 @@ const ran = (env: LoopEnv, tool: Tool.Tool, context: ToolUseContext): Effect.Eff
  */
 export function callBody(env: LoopEnv, call: CallRequest, iteration: number, approval: "ask"): Effect.Effect<Finished>
 export function callBody(env: LoopEnv, call: CallRequest, iteration: number, approval: "stop"): Effect.Effect<Ran>
-export function callBody(env: LoopEnv, call: CallRequest, iteration: number, approval: "ask" | "stop"): Effect.Effect<Ran> {
+export function callBody(
+  env: LoopEnv,
+  call: CallRequest,
+  iteration: number,
+  approval: "ask" | "stop"
+): Effect.Effect<Ran> {
   const then = (checked: Checked): Effect.Effect<Ran> => {
     if (checked._tag === "Answered") return Effect.succeed(checked)
     if (!checked.needsApproval) return ran(env, checked.tool, checked.context)
     if (approval === "stop") return Effect.succeed({ _tag: "AwaitingApproval", args: checked.args })
-    return Effect.flatMap(env.approval.ask(askOf(call, checked.args, iteration)), (verdict) =>
-      decidedBody(env, call, iteration, checked.args, verdict))
+    return Effect.flatMap(
+      env.approval.ask(askOf(call, checked.args, iteration)),
+      (verdict) => decidedBody(env, call, iteration, checked.args, verdict)
+    )
   }
   return Effect.flatMap(check(env, call, iteration), then)
 }
@@ -244,7 +267,11 @@ export const decidedBody = (
 ): Effect.Effect<Finished> => {
   const tool = verdict.approved ? env.tools.resolve(call.name) : undefined
   if (tool === undefined) {
-    return Effect.succeed({ _tag: "Answered", args, outcome: failure(deniedMessage(verdict.approved ? MISMATCH : verdict.reason)) })
+    return Effect.succeed({
+      _tag: "Answered",
+      args,
+      outcome: failure(deniedMessage(verdict.approved ? MISMATCH : verdict.reason))
+    })
   }
   return ran(env, tool, contextOf(env, call, tool, args, iteration))
 }
@@ -269,8 +296,13 @@ export const settle = (env: LoopEnv, call: CallRequest, started: number, ran: Fi
 }
 
 /** The call's `ToolDone` event (`key`: its identity, for a durable host; see `EmitOptions`). */
-export const emitDone = (env: LoopEnv, call: CallRequest, iteration: number, o: CallOutcome, key?: string): Effect.Effect<void> =>
-  env.journal.emit(doneEvent(call, iteration, o), key === undefined ? undefined : { key })
+export const emitDone = (
+  env: LoopEnv,
+  call: CallRequest,
+  iteration: number,
+  o: CallOutcome,
+  key?: string
+): Effect.Effect<void> => env.journal.emit(doneEvent(call, iteration, o), key === undefined ? undefined : { key })
 
 /**
  * The `ToolDone` event of a call: its step, with `tool_args` only when they are
@@ -345,4 +377,3 @@ export const emitStart = (env: LoopEnv, call: CallRequest, iteration: number): E
 
 /** The observation of a call that was in flight when its process died and is not run again. */
 export const RESTART_ERROR = restartError
-

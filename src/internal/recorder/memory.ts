@@ -16,8 +16,10 @@ export const wrapMemory = <R extends { readonly memory?: Steps | undefined }>(
   write: (recording: R, steps: Steps) => Effect.Effect<void>
 ): MemoryService => {
   const note = (change: (steps: Steps) => Steps) =>
-    Effect.flatMap(FiberRef.get(current), (found) =>
-      Option.isNone(found) ? Effect.void : write(found.value, change(found.value.memory ?? {})))
+    Effect.flatMap(
+      FiberRef.get(current),
+      (found) => Option.isNone(found) ? Effect.void : write(found.value, change(found.value.memory ?? {}))
+    )
   return {
     ...memory,
     recall: (request) => Effect.tap(memory.recall(request), (recall) => note((steps) => ({ ...steps, recall }))),

@@ -16,6 +16,8 @@ export const outcomeOf = (exit: Exit.Exit<unknown, unknown>): Cassette.ToolOutco
   if (Option.isSome(failure)) return { _tag: "Failure", message: ErrorMessage.messageOf(failure.value) }
   if (Cause.isInterruptedOnly(exit.cause)) return { _tag: "Interrupted" }
   const defect = Cause.dieOption(exit.cause)
-  return { _tag: "Die", message: Option.isSome(defect) ? ErrorMessage.messageOf(defect.value) : ErrorMessage.fromCause(exit.cause) }
+  return {
+    _tag: "Die",
+    message: Option.isSome(defect) ? ErrorMessage.messageOf(defect.value) : ErrorMessage.fromCause(exit.cause)
+  }
 }
-

@@ -20,14 +20,22 @@ const MAX_LINES = 12
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const child = (path: string, key: string | number) =>
-  typeof key === "number" ? `${path}[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? (path === "" ? key : `${path}.${key}`) : `${path}[${JSON.stringify(key)}]`
+  typeof key === "number"
+    ? `${path}[${key}]`
+    : /^[A-Za-z_$][\w$]*$/.test(key)
+    ? (path === "" ? key : `${path}.${key}`)
+    : `${path}[${JSON.stringify(key)}]`
 
 /** The first place where `recorded` and `actual` differ (depth first, in the recorded value's key order); `undefined` when equal. */
 export const firstDifference = (recorded: unknown, actual: unknown, path = ""): Difference | undefined => {
   if (Array.isArray(recorded) && Array.isArray(actual)) {
     const n = Math.max(recorded.length, actual.length)
     for (let i = 0; i < n; i++) {
-      const d = firstDifference(i < recorded.length ? recorded[i] : MISSING, i < actual.length ? actual[i] : MISSING, child(path, i))
+      const d = firstDifference(
+        i < recorded.length ? recorded[i] : MISSING,
+        i < actual.length ? actual[i] : MISSING,
+        child(path, i)
+      )
       if (d) return d
     }
     return undefined
@@ -35,7 +43,11 @@ export const firstDifference = (recorded: unknown, actual: unknown, path = ""): 
   if (isObject(recorded) && isObject(actual)) {
     const keys = [...Object.keys(recorded), ...Object.keys(actual).filter((k) => !(k in recorded))]
     for (const key of keys) {
-      const d = firstDifference(key in recorded ? recorded[key] : MISSING, key in actual ? actual[key] : MISSING, child(path, key))
+      const d = firstDifference(
+        key in recorded ? recorded[key] : MISSING,
+        key in actual ? actual[key] : MISSING,
+        child(path, key)
+      )
       if (d) return d
     }
     return undefined
@@ -65,7 +77,10 @@ export const render = (d: Difference): string => {
     while (j < a.length - i && j < b.length - i && a[a.length - 1 - j] === b[b.length - 1 - j]) j++
     const cap = (lines: ReadonlyArray<string>, sign: string) =>
       lines.length > MAX_LINES
-        ? [...lines.slice(0, MAX_LINES).map((l) => `${sign} ${l}`), `${sign} … (${lines.length - MAX_LINES} more lines)`]
+        ? [
+          ...lines.slice(0, MAX_LINES).map((l) => `${sign} ${l}`),
+          `${sign} … (${lines.length - MAX_LINES} more lines)`
+        ]
         : lines.map((l) => `${sign} ${l}`)
     const out: Array<string> = [`@@ ${d.path}, line ${i + 1} @@`]
     if (i > 0) out.push(`  ${a[i - 1]}`)

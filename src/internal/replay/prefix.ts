@@ -62,7 +62,8 @@ export const currentPrefix: FiberRef.FiberRef<Option.Option<PrefixState>> = glob
 
 /** A call the original run saw to its end (a stream cut by a cancel has no `Finish`; a chat cut has no reply). */
 const finished = (call: Cassette.ModelCall): boolean =>
-  call.error !== undefined || (call.method === "chat" ? call.reply !== undefined : (call.deltas ?? []).some((d) => d._tag === "Finish"))
+  call.error !== undefined ||
+  (call.method === "chat" ? call.reply !== undefined : (call.deltas ?? []).some((d) => d._tag === "Finish"))
 
 /** The stored call answering `request`, marked used; undefined when the prefix holds none. */
 const take = (state: PrefixState, method: "chat" | "stream", request: ChatRequest): Cassette.ModelCall | undefined => {
@@ -76,7 +77,9 @@ const take = (state: PrefixState, method: "chat" | "stream", request: ChatReques
   state.answered.modelCalls++
   const stored = state.cassette.model_calls[index]
   for (const call of stored.reply?.toolCalls ?? []) state.callIds.add(call.id)
-  for (const delta of stored.deltas ?? []) if (delta._tag === "ToolCall" && delta.id !== undefined) state.callIds.add(delta.id)
+  for (const delta of stored.deltas ?? []) {
+    if (delta._tag === "ToolCall" && delta.id !== undefined) state.callIds.add(delta.id)
+  }
   return stored
 }
 

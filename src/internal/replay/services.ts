@@ -80,7 +80,9 @@ export const make = <D extends { readonly message: string }>(
           : lenient
           ? firstDifference(lenientView(recorded.request), lenientView(actual))
           : firstDifference(recorded.request, actual)
-        return d === undefined ? Effect.succeed(recorded) : Effect.flatMap(diverge(step, d), (e) => Effect.fail(failedWith(e)))
+        return d === undefined
+          ? Effect.succeed(recorded)
+          : Effect.flatMap(diverge(step, d), (e) => Effect.fail(failedWith(e)))
       })
 
     const llm: LlmService = {
@@ -94,7 +96,9 @@ export const make = <D extends { readonly message: string }>(
             ? Effect.fail(Cassette.toLlmError(recorded.error))
             : recorded.reply !== undefined
             ? Effect.succeed(recorded.reply)
-            : Effect.fail(new LlmError({ reason: "Unknown", message: "The recorded call has no reply (the recording was cut)" }))),
+            : Effect.fail(
+              new LlmError({ reason: "Unknown", message: "The recorded call has no reply (the recording was cut)" })
+            )),
       streamChat: (request) =>
         Stream.unwrap(Effect.map(take("stream", request), (recorded) => {
           const deltas = recorded.deltas ?? []
@@ -106,36 +110,43 @@ export const make = <D extends { readonly message: string }>(
 
     /** The recorded outcome of this call of `spec`. */
     const outcome = (spec: Cassette.ToolSpec, args: unknown) =>
-      Effect.flatMap(Effect.flatMap(Tool.currentCall, (call) =>
-        Ref.modify(usedTools, (used): readonly [readonly [number, Option.Option<Tool.CallContext>], Set<number>] => {
+      Effect.flatMap(
+        Effect.flatMap(Tool.currentCall, (call) =>
+          Ref.modify(usedTools, (used): readonly [readonly [number, Option.Option<Tool.CallContext>], Set<number>] => {
+            const c = Option.getOrUndefined(call)
+            const index = cassette.tool_calls.findIndex((t, i) =>
+              !used.has(i) && t.tool_name === spec.name &&
+              (c === undefined || (t.iteration === c.iteration && t.tool_call_id === c.toolCallId))
+            )
+            if (index >= 0) used.add(index)
+            return [[index, call], used]
+          })),
+        ([index, call]) => {
           const c = Option.getOrUndefined(call)
-          const index = cassette.tool_calls.findIndex((t, i) =>
-            !used.has(i) && t.tool_name === spec.name &&
-            (c === undefined || (t.iteration === c.iteration && t.tool_call_id === c.toolCallId))
-          )
-          if (index >= 0) used.add(index)
-          return [[index, call], used]
-        })), ([index, call]) => {
-        const c = Option.getOrUndefined(call)
-        const step = `tool call ${spec.name}${c?.toolCallId !== undefined ? ` (${c.toolCallId})` : ""}${
-          c !== undefined ? ` at iteration ${c.iteration}` : ""
-        }`
-        if (index < 0) {
-          return Effect.flatMap(
-            diverge(step, { path: "(call)", recorded: "(not recorded)", actual: args }),
-            (d) => Effect.fail(new Tool.ToolError({ message: d.message }))
-          )
+          const step = `tool call ${spec.name}${c?.toolCallId !== undefined ? ` (${c.toolCallId})` : ""}${
+            c !== undefined ? ` at iteration ${c.iteration}` : ""
+          }`
+          if (index < 0) {
+            return Effect.flatMap(
+              diverge(step, { path: "(call)", recorded: "(not recorded)", actual: args }),
+              (d) =>
+                Effect.fail(new Tool.ToolError({ message: d.message }))
+            )
+          }
+          const recorded = cassette.tool_calls[index]
+          const d = firstDifference(recorded.args, JSON.parse(JSON.stringify(args ?? {})), "args")
+          if (d !== undefined) {
+            return Effect.flatMap(diverge(step, d), (e) => Effect.fail(new Tool.ToolError({ message: e.message })))
+          }
+          // the run's timeout or cancellation ends a call the recording saw interrupted again
+          return replayOutcome(recorded.outcome) as Effect.Effect<Tool.ToolOutput, Tool.ToolError>
         }
-        const recorded = cassette.tool_calls[index]
-        const d = firstDifference(recorded.args, JSON.parse(JSON.stringify(args ?? {})), "args")
-        if (d !== undefined) return Effect.flatMap(diverge(step, d), (e) => Effect.fail(new Tool.ToolError({ message: e.message })))
-        // the run's timeout or cancellation ends a call the recording saw interrupted again
-        return replayOutcome(recorded.outcome) as Effect.Effect<Tool.ToolOutput, Tool.ToolError>
-      })
+      )
 
     const asked = (toolCallId: string | undefined, iteration: number) =>
       cassette.events.some((e) =>
-        e._tag === "ApprovalRequested" && (toolCallId !== undefined ? e.tool_call_id === toolCallId : e.iteration === iteration)
+        e._tag === "ApprovalRequested" &&
+        (toolCallId !== undefined ? e.tool_call_id === toolCallId : e.iteration === iteration)
       )
 
     const toolkit = Toolkit.makeUnsafe(cassette.input.tools.map((spec) =>

@@ -97,7 +97,12 @@ export interface Plan {
 }
 
 /** One streamed call folded into a reply, its text (the JSON: content, or the forced call's arguments) handed on as it comes. */
-const streamed = (plan: Plan, level: Level, request: ChatRequest, hooks: StreamHooks): Effect.Effect<ChatResponse, LlmError> =>
+const streamed = (
+  plan: Plan,
+  level: Level,
+  request: ChatRequest,
+  hooks: StreamHooks
+): Effect.Effect<ChatResponse, LlmError> =>
   Effect.suspend(() => {
     let content = ""
     const calls: Array<{ id: string; name: string; arguments: string }> = []
@@ -127,7 +132,10 @@ const streamed = (plan: Plan, level: Level, request: ChatRequest, hooks: StreamH
       }
     }
     const response = (): ChatResponse => {
-      const toolCalls: Array<ResponseToolCall> = calls.filter((c) => c !== undefined).map((c) => ({ ...c, parsed: parseToolArguments(c.arguments) }))
+      const toolCalls: Array<ResponseToolCall> = calls.filter((c) => c !== undefined).map((c) => ({
+        ...c,
+        parsed: parseToolArguments(c.arguments)
+      }))
       return { content, toolCalls, finishReason, usage: usage ?? Usage.make(0, 0) }
     }
     const run = Effect.map(Stream.runForEach(Budget.streamChat(plan.llm, request), onDelta), response)
@@ -154,7 +162,13 @@ const attempt = (
       return {
         outcome: rejected(problem),
         reply: undefined,
-        progress: { ...progress, llmCalls: progress.llmCalls + 1, lastProblem: problem, lastValue: undefined, lastError: result.left }
+        progress: {
+          ...progress,
+          llmCalls: progress.llmCalls + 1,
+          lastProblem: problem,
+          lastValue: undefined,
+          lastError: result.left
+        }
       }
     }
     const response = result.right
@@ -202,7 +216,9 @@ const interpretCall = (plan: Plan) => (response: ChatResponse) => {
   const args = Either.isRight(call.parsed) ? Option.some(call.parsed.right) : extractJson(call.arguments)
   return {
     content: call.arguments,
-    outcome: Option.isSome(args) ? plan.decode(args.value) : rejected(Either.isLeft(call.parsed) ? call.parsed.left : "")
+    outcome: Option.isSome(args)
+      ? plan.decode(args.value)
+      : rejected(Either.isLeft(call.parsed) ? call.parsed.left : "")
   }
 }
 
@@ -235,7 +251,9 @@ const attempts = <E>(
       }
       msgs = retryMessages(options.messages, result.reply, result.outcome.problem)
     }
-    if (plan.onInvalid === "fail" && current.lastValue !== undefined) return yield* Effect.fail(new ValueInvalid({ progress: current }))
+    if (plan.onInvalid === "fail" && current.lastValue !== undefined) {
+      return yield* Effect.fail(new ValueInvalid({ progress: current }))
+    }
     return yield* Effect.fail(options.onFail(current))
   })
 
@@ -267,7 +285,9 @@ export const nativeLevel = (plan: Plan, progress: Progress): Effect.Effect<Succe
 const promptLevel = <E>(plan: Plan, level: "json" | "text", progress: Progress, onFail: (p: Progress) => E) =>
   attempts(plan, level, progress, {
     messages: withSchemaInstruction(plan.messages, plan.target),
-    request: (messages): ChatRequest => (level === "json" ? { messages, responseFormat: { type: "json_object" } } : { messages }),
+    request: (
+      messages
+    ): ChatRequest => (level === "json" ? { messages, responseFormat: { type: "json_object" } } : { messages }),
     interpret: interpretText(plan),
     calls: plan.attempts ?? 2,
     onFail

@@ -4,9 +4,9 @@
  * @internal
  */
 import type { ChatRequest, JsonSchemaObject, ToolDefinition } from "../../Llm.js"
-import { allowsStrict } from "./strict.js"
 import * as Message from "../../Message.js"
 import type { ChatMessage } from "../../Message.js"
+import { allowsStrict } from "./strict.js"
 
 /** @internal */
 export interface Target {

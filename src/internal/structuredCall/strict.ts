@@ -60,8 +60,12 @@ const strictNode = (node: unknown, depth: number): boolean => {
     return false
   }
   if (node.items !== undefined && !strictNode(node.items, depth + 1)) return false
-  if (node.anyOf !== undefined && !(Array.isArray(node.anyOf) && node.anyOf.every((c) => strictNode(c, depth)))) return false
-  if (node.$defs !== undefined && !(isRecord(node.$defs) && Object.values(node.$defs).every((d) => strictNode(d, 0)))) return false
+  if (node.anyOf !== undefined && !(Array.isArray(node.anyOf) && node.anyOf.every((c) => strictNode(c, depth)))) {
+    return false
+  }
+  if (node.$defs !== undefined && !(isRecord(node.$defs) && Object.values(node.$defs).every((d) => strictNode(d, 0)))) {
+    return false
+  }
   return true
 }
 

@@ -57,4 +57,3 @@ export const config = Config.all({
   metricExportIntervalMs: millis("OTEL_METRIC_EXPORT_INTERVAL", 60_000),
   captureContent: flag("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
 })
-

@@ -49,7 +49,12 @@ const parsedArguments = (raw: string): unknown => {
   }
 }
 
-const toolCallPart = (id: string, name: string, args: string): Part => ({ type: "tool_call", id, name, arguments: parsedArguments(args) })
+const toolCallPart = (id: string, name: string, args: string): Part => ({
+  type: "tool_call",
+  id,
+  name,
+  arguments: parsedArguments(args)
+})
 
 /** The system messages, as `gen_ai.system_instructions` (undefined when there are none). */
 export const systemInstructions = (messages: ReadonlyArray<ChatMessage>): string | undefined => {

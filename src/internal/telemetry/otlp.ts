@@ -7,10 +7,10 @@
  *
  * @internal
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as OtlpMetrics from "@effect/opentelemetry/OtlpMetrics"
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as Layer from "effect/Layer"
 import type { ExporterOptions } from "../../Telemetry.js"
 

@@ -63,19 +63,33 @@ const errorType = (error: unknown): string => {
 const recordTokens = (model: string, phase: Phase | undefined, usage: Usage): Effect.Effect<void> => {
   const labels = [MetricLabel.make(I.GenAi.requestModel, model), MetricLabel.make(I.Engine.phase, phase ?? "unknown")]
   return Effect.zipRight(
-    Metric.update(Metric.taggedWithLabels(I.tokenUsage, [...labels, MetricLabel.make(I.GenAi.tokenType, "input")]), usage.prompt_tokens),
-    Metric.update(Metric.taggedWithLabels(I.tokenUsage, [...labels, MetricLabel.make(I.GenAi.tokenType, "output")]), usage.completion_tokens)
+    Metric.update(
+      Metric.taggedWithLabels(I.tokenUsage, [...labels, MetricLabel.make(I.GenAi.tokenType, "input")]),
+      usage.prompt_tokens
+    ),
+    Metric.update(
+      Metric.taggedWithLabels(I.tokenUsage, [...labels, MetricLabel.make(I.GenAi.tokenType, "output")]),
+      usage.completion_tokens
+    )
   )
 }
 
-const annotateRequest = (span: Tracer.Span, model: string, request: ChatRequest, options: ChatSpanOptions, inst: Instrumentation) => {
+const annotateRequest = (
+  span: Tracer.Span,
+  model: string,
+  request: ChatRequest,
+  options: ChatSpanOptions,
+  inst: Instrumentation
+) => {
   span.attribute(I.GenAi.operationName, "chat")
   span.attribute(I.GenAi.requestModel, model)
   if (options.phase !== undefined) span.attribute(I.Engine.phase, options.phase)
   if (options.iteration !== undefined) span.attribute(I.Engine.iteration, options.iteration)
   if (options.level !== undefined) span.attribute(I.Engine.structuredLevel, options.level)
   if (options.stream === true) span.attribute(I.GenAi.requestStream, true)
-  if (request.responseFormat !== undefined && request.responseFormat.type !== "text") span.attribute(I.GenAi.outputType, "json")
+  if (request.responseFormat !== undefined && request.responseFormat.type !== "text") {
+    span.attribute(I.GenAi.outputType, "json")
+  }
   if (request.maxTokens !== undefined) span.attribute(I.GenAi.requestMaxTokens, request.maxTokens)
   if (request.temperature !== undefined) span.attribute(I.GenAi.requestTemperature, request.temperature)
   if (inst.captureContent) {
@@ -86,17 +100,24 @@ const annotateRequest = (span: Tracer.Span, model: string, request: ChatRequest,
 }
 
 const annotateReply = (span: Tracer.Span, reply: ChatReply, inst: Instrumentation) => {
-  if (reply.finishReason !== undefined && reply.finishReason !== null) span.attribute(I.GenAi.finishReasons, [reply.finishReason])
+  if (reply.finishReason !== undefined && reply.finishReason !== null) {
+    span.attribute(I.GenAi.finishReasons, [reply.finishReason])
+  }
   const usage = reply.usage
   if (usage !== undefined) {
     span.attribute(I.GenAi.inputTokens, usage.prompt_tokens)
     span.attribute(I.GenAi.outputTokens, usage.completion_tokens)
     const read = usage.cached_input_tokens ?? usage.cached_tokens
     if (read !== undefined) span.attribute(I.GenAi.cachedInputTokens, read)
-    if (usage.cache_write_input_tokens !== undefined) span.attribute(I.GenAi.cacheWriteInputTokens, usage.cache_write_input_tokens)
+    if (usage.cache_write_input_tokens !== undefined) {
+      span.attribute(I.GenAi.cacheWriteInputTokens, usage.cache_write_input_tokens)
+    }
   }
   if (inst.captureContent) {
-    span.attribute(I.GenAi.outputMessages, GenAiContent.outputMessages(reply.content, reply.toolCalls ?? [], reply.finishReason ?? null))
+    span.attribute(
+      I.GenAi.outputMessages,
+      GenAiContent.outputMessages(reply.content, reply.toolCalls ?? [], reply.finishReason ?? null)
+    )
   }
 }
 
@@ -121,7 +142,9 @@ export const chatSpan = <A, E, R>(
           onSuccess: (a) => {
             const reply = observe(a)
             annotateReply(span, reply, inst)
-            return inst.metrics && reply.usage !== undefined ? recordTokens(model, options.phase, reply.usage) : Effect.void
+            return inst.metrics && reply.usage !== undefined
+              ? recordTokens(model, options.phase, reply.usage)
+              : Effect.void
           }
         })
       )
@@ -240,41 +263,60 @@ const recordRun = (name: string, outcome: string, started: number): Effect.Effec
  * children. The span ends with the run's usage and, for a failed or cancelled
  * run, an error status (`error.type`: the failure's type, or `cancelled`).
  */
-export const agentSpan = <R>(run: AgentSpan, body: Effect.Effect<AgentOutcome, never, R>): Effect.Effect<void, never, R> =>
-  Effect.flatMap(instrumentation, (inst) =>
-    Effect.flatMap(inst.metrics ? Clock.currentTimeMillis : Effect.succeed(0), (startedAt) =>
-      Effect.useSpan(`invoke_agent ${run.name}`, INTERNAL, (span) => {
-        span.attribute(I.GenAi.operationName, "invoke_agent")
-        span.attribute(I.GenAi.agentName, run.name)
-        span.attribute(I.GenAi.conversationId, run.conversationId)
-        span.attribute(I.GenAi.requestModel, run.model)
-        span.attribute(I.Engine.mode, run.mode)
-        if (run.protocol !== undefined) span.attribute(I.Engine.protocol, run.protocol)
-        if (inst.captureContent) span.attribute(I.GenAi.inputMessages, GenAiContent.queryMessages(run.query))
-        return Effect.withParentSpan(body, span).pipe(
-          Effect.onInterrupt(() => (inst.metrics ? recordRun(run.name, "cancelled", startedAt) : Effect.void)),
-          Effect.flatMap((outcome) => {
-            span.attribute(I.GenAi.inputTokens, outcome.usage.prompt_tokens)
-            span.attribute(I.GenAi.outputTokens, outcome.usage.completion_tokens)
-            const read = outcome.usage.cached_input_tokens ?? outcome.usage.cached_tokens
-            if (read !== undefined) span.attribute(I.GenAi.cachedInputTokens, read)
-            if (outcome.usage.cache_write_input_tokens !== undefined) {
-              span.attribute(I.GenAi.cacheWriteInputTokens, outcome.usage.cache_write_input_tokens)
-            }
-            span.attribute(I.Engine.llmCalls, outcome.usage.llm_calls)
-            span.attribute(I.Engine.iterations, outcome.iterations)
-            if (inst.captureContent && outcome.answer !== "") {
-              span.attribute(I.GenAi.outputMessages, GenAiContent.outputMessages(outcome.answer, [], "stop"))
-            }
-            const ended = outcomeOf(outcome)
-            span.attribute(I.Engine.outcome, ended)
-            const counted = inst.metrics ? recordRun(run.name, ended, startedAt) : Effect.void
-            if (ended === "completed") return counted
-            span.attribute(I.GenAi.errorType, outcome.failure?.type ?? "cancelled")
-            return Effect.zipRight(counted, Effect.fail(new RunEnded({ message: outcome.failure?.message ?? "cancelled" })))
-          })
-        )
-      })).pipe(Effect.catchAll(() => Effect.void)))
+export const agentSpan = <R>(
+  run: AgentSpan,
+  body: Effect.Effect<AgentOutcome, never, R>
+): Effect.Effect<void, never, R> =>
+  Effect.flatMap(
+    instrumentation,
+    (inst) =>
+      Effect.flatMap(inst.metrics ? Clock.currentTimeMillis : Effect.succeed(0), (startedAt) =>
+        Effect.useSpan(`invoke_agent ${run.name}`, INTERNAL, (span) => {
+          span.attribute(I.GenAi.operationName, "invoke_agent")
+          span.attribute(I.GenAi.agentName, run.name)
+          span.attribute(I.GenAi.conversationId, run.conversationId)
+          span.attribute(I.GenAi.requestModel, run.model)
+          span.attribute(I.Engine.mode, run.mode)
+          if (run.protocol !== undefined) {
+            span.attribute(I.Engine.protocol, run.protocol)
+          }
+          if (inst.captureContent) {
+            span.attribute(I.GenAi.inputMessages, GenAiContent.queryMessages(run.query))
+          }
+          return Effect.withParentSpan(body, span).pipe(
+            Effect.onInterrupt(() => (inst.metrics ? recordRun(run.name, "cancelled", startedAt) : Effect.void)),
+            Effect.flatMap((outcome) => {
+              span.attribute(I.GenAi.inputTokens, outcome.usage.prompt_tokens)
+              span.attribute(I.GenAi.outputTokens, outcome.usage.completion_tokens)
+              const read = outcome.usage.cached_input_tokens ?? outcome.usage.cached_tokens
+              if (read !== undefined) {
+                span.attribute(I.GenAi.cachedInputTokens, read)
+              }
+              if (outcome.usage.cache_write_input_tokens !== undefined) {
+                span.attribute(I.GenAi.cacheWriteInputTokens, outcome.usage.cache_write_input_tokens)
+              }
+              span.attribute(I.Engine.llmCalls, outcome.usage.llm_calls)
+              span.attribute(I.Engine.iterations, outcome.iterations)
+              if (inst.captureContent && outcome.answer !== "") {
+                span.attribute(I.GenAi.outputMessages, GenAiContent.outputMessages(outcome.answer, [], "stop"))
+              }
+              const ended = outcomeOf(outcome)
+              span.attribute(I.Engine.outcome, ended)
+              const counted = inst.metrics ? recordRun(run.name, ended, startedAt) : Effect.void
+              if (ended === "completed") {
+                return counted
+              }
+              span.attribute(I.GenAi.errorType, outcome.failure?.type ?? "cancelled")
+              return Effect.zipRight(
+                counted,
+                Effect.fail(new RunEnded({ message: outcome.failure?.message ?? "cancelled" }))
+              )
+            })
+          )
+        })).pipe(Effect.catchAll(() =>
+          Effect.void
+        ))
+  )
 
 // ---------------------------------------------------------------------------
 // events

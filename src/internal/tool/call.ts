@@ -79,7 +79,8 @@ export const progress = (message: string, fraction?: number): Effect.Effect<void
     if (Option.isNone(call) || call.value.emit === undefined) return Effect.void
     const { emit, iteration, toolCallId, toolName } = call.value
     const id = toolCallId !== undefined ? { tool_call_id: toolCallId } : {}
-    const known = fraction !== undefined && Number.isFinite(fraction) ? { progress: Math.min(1, Math.max(0, fraction)) } : {}
+    const known = fraction !== undefined && Number.isFinite(fraction)
+      ? { progress: Math.min(1, Math.max(0, fraction)) }
+      : {}
     return emit({ _tag: "ToolProgress", iteration, tool_name: toolName, message, ...id, ...known })
   })
-

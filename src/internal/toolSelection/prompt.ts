@@ -37,7 +37,11 @@ export const FUNCTION_DESCRIPTION = "Return the names of the tools needed for th
 export const QUERY_MAX = 4000
 
 /** The selection conversation. @internal */
-export const selectionMessages = (query: string, tools: ReadonlyArray<Tool>, max: number): ReadonlyArray<ChatMessage> => [
+export const selectionMessages = (
+  query: string,
+  tools: ReadonlyArray<Tool>,
+  max: number
+): ReadonlyArray<ChatMessage> => [
   {
     role: "system",
     content: [
@@ -47,5 +51,10 @@ export const selectionMessages = (query: string, tools: ReadonlyArray<Tool>, max
       `Answer with a JSON object: {"tools": ["tool_name", ...]}.`
     ].join(" ")
   },
-  { role: "user", content: `Tool catalogue:\n${catalogue(tools)}\n\nUser request:\n${query.length > QUERY_MAX ? query.slice(0, QUERY_MAX - 3) + "..." : query}` }
+  {
+    role: "user",
+    content: `Tool catalogue:\n${catalogue(tools)}\n\nUser request:\n${
+      query.length > QUERY_MAX ? query.slice(0, QUERY_MAX - 3) + "..." : query
+    }`
+  }
 ]

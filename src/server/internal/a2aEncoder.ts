@@ -36,7 +36,12 @@ export const textPart = (text: string): Part => ({
 })
 
 /** An agent message of a task. */
-export const agentMessage = (taskId: string, contextId: string, text: string, metadata?: Record<string, unknown>): Message => ({
+export const agentMessage = (
+  taskId: string,
+  contextId: string,
+  text: string,
+  metadata?: Record<string, unknown>
+): Message => ({
   messageId: randomUUID(),
   contextId,
   taskId,
@@ -86,7 +91,13 @@ export const finalEvents = (taskId: string, contextId: string, ending: Ending): 
   return [answerChunk(taskId, contextId, ending.answer, false, true), status(TaskState.TASK_STATE_COMPLETED)]
 }
 
-const answerChunk = (taskId: string, contextId: string, text: string, append: boolean, lastChunk: boolean): AgentExecutionEvent => ({
+const answerChunk = (
+  taskId: string,
+  contextId: string,
+  text: string,
+  append: boolean,
+  lastChunk: boolean
+): AgentExecutionEvent => ({
   kind: "artifactUpdate",
   data: {
     taskId,

@@ -20,7 +20,13 @@
  */
 import type { ListTasksRequest, ListTasksResponse, Task as TaskType } from "@a2a-js/sdk"
 import { Task, TaskState, taskStateToJSON } from "@a2a-js/sdk"
-import type { AgentExecutionEvent, AgentExecutor, ExecutionEventBus, RequestContext, TaskStore } from "@a2a-js/sdk/server"
+import type {
+  AgentExecutionEvent,
+  AgentExecutor,
+  ExecutionEventBus,
+  RequestContext,
+  TaskStore
+} from "@a2a-js/sdk/server"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -28,8 +34,8 @@ import type { A2aTasksService, StoredTask } from "../A2aTasks.js"
 import { FINAL_STATES } from "../A2aTasks.js"
 import type { RunLogService } from "../RunLog.js"
 import type { RunRegistryService } from "../RunRegistry.js"
-import { isItem } from "./runFeed.js"
 import * as Encoder from "./a2aEncoder.js"
+import { isItem } from "./runFeed.js"
 
 /** What the executor and the store work with. */
 export interface Deps {
@@ -44,14 +50,27 @@ export interface Deps {
 export const IDEMPOTENCY_KEY = "idempotency_key"
 
 const logged = <A>(what: string, fallback: A) => <E>(effect: Effect.Effect<A, E>): Effect.Effect<A> =>
-  Effect.catchAll(effect, (error) => Effect.as(Effect.logWarning(`A2A: ${what}: ${String((error as { message?: unknown }).message ?? error)}`), fallback))
+  Effect.catchAll(
+    effect,
+    (error) =>
+      Effect.as(
+        Effect.logWarning(`A2A: ${what}: ${String((error as { message?: unknown }).message ?? error)}`),
+        fallback
+      )
+  )
 
 /**
  * Follows the task's run to its `done`, publishing its events as the task's (the
  * stream ends early only when the server stops: the task stays open and the next
  * start follows it again, `resumeOpenTasks`).
  */
-const follow = (deps: Deps, runId: string, taskId: string, contextId: string, publish: (e: AgentExecutionEvent) => void) =>
+const follow = (
+  deps: Deps,
+  runId: string,
+  taskId: string,
+  contextId: string,
+  publish: (e: AgentExecutionEvent) => void
+) =>
   Effect.scoped(Effect.gen(function*() {
     const events = yield* deps.registry.events({ runId }, 0)
     const encoder = Encoder.make(taskId, contextId)
@@ -96,9 +115,11 @@ export const makeExecutor = (deps: Deps): AgentExecutor => ({
         return
       }
       // the same work sent again (a caller's retry): the first task's run, not a second one
-      const earlier = key === undefined ? Option.none<StoredTask>() : yield* logged("reading the key", Option.none<StoredTask>())(
-        deps.tasks.byKey(key)
-      )
+      const earlier = key === undefined ?
+        Option.none<StoredTask>() :
+        yield* logged("reading the key", Option.none<StoredTask>())(
+          deps.tasks.byKey(key)
+        )
       const conversationId = Option.isSome(earlier) ? earlier.value.contextId : contextId
       let runId = Option.isSome(earlier) ? earlier.value.runId : undefined
       if (runId === undefined) {
@@ -117,11 +138,13 @@ export const makeExecutor = (deps: Deps): AgentExecutor => ({
       yield* follow(deps, runId, taskId, contextId, publish).pipe(logged<void>("following the run", undefined))
     })),
   cancelTask: (taskId: string) =>
-    deps.run(Effect.gen(function*() {
-      const stored = yield* deps.tasks.load(taskId)
-      if (Option.isNone(stored) || stored.value.runId === undefined) return
-      yield* cancelRun(deps, stored.value)
-    }).pipe(logged<void>("cancelling", undefined)))
+    deps.run(
+      Effect.gen(function*() {
+        const stored = yield* deps.tasks.load(taskId)
+        if (Option.isNone(stored) || stored.value.runId === undefined) return
+        yield* cancelRun(deps, stored.value)
+      }).pipe(logged<void>("cancelling", undefined))
+    )
 })
 
 /**
@@ -134,15 +157,20 @@ const activeConversation = (deps: Deps, runId: string | undefined) =>
     const row = runId === undefined ? Option.none() : yield* deps.log.run(runId)
     if (Option.isNone(row)) return Option.none<string>()
     const active = yield* deps.log.active(row.value.conversationId)
-    return Option.isSome(active) && active.value === runId ? Option.some(row.value.conversationId) : Option.none<string>()
+    return Option.isSome(active) && active.value === runId
+      ? Option.some(row.value.conversationId)
+      : Option.none<string>()
   })
 
 /** Cancels the task's run if it is still its conversation's active run. */
 const cancelRun = (deps: Deps, stored: StoredTask) =>
-  Effect.flatMap(activeConversation(deps, stored.runId), Option.match({
-    onNone: () => Effect.void,
-    onSome: (conversationId) => Effect.asVoid(deps.registry.cancel(conversationId))
-  }))
+  Effect.flatMap(
+    activeConversation(deps, stored.runId),
+    Option.match({
+      onNone: () => Effect.void,
+      onSome: (conversationId) => Effect.asVoid(deps.registry.cancel(conversationId))
+    })
+  )
 
 /** How the run of a task ended, read from the run log; none while it runs (or when it is gone). */
 const endingOf = (deps: Deps, runId: string) =>
@@ -169,7 +197,12 @@ export const current = (deps: Deps, stored: StoredTask) =>
     const ending = yield* endingOf(deps, stored.runId)
     if (Option.isNone(ending)) return task
     const updated = applyEnding(task, Encoder.finalEvents(task.id, task.contextId, ending.value))
-    yield* deps.tasks.save(task.id, task.contextId, taskStateToJSON(updated.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED), Task.toJSON(updated))
+    yield* deps.tasks.save(
+      task.id,
+      task.contextId,
+      taskStateToJSON(updated.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED),
+      Task.toJSON(updated)
+    )
     return updated
   })
 
@@ -187,33 +220,43 @@ const applyEnding = (task: TaskType, events: ReadonlyArray<AgentExecutionEvent>)
 /** The SDK's task store over `A2aTasks` (see the module comment). */
 export const makeTaskStore = (deps: Deps): TaskStore => ({
   save: (task) =>
-    deps.run(Effect.gen(function*() {
-      const state = taskStateToJSON(task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)
-      yield* deps.tasks.save(task.id, task.contextId, state, Task.toJSON(task))
-      if (task.status?.state !== TaskState.TASK_STATE_CANCELED) return
-      const stored = yield* deps.tasks.load(task.id)
-      if (Option.isSome(stored) && stored.value.runId !== undefined) yield* cancelRun(deps, stored.value)
-    }).pipe(Effect.orDie)),
+    deps.run(
+      Effect.gen(function*() {
+        const state = taskStateToJSON(task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)
+        yield* deps.tasks.save(task.id, task.contextId, state, Task.toJSON(task))
+        if (task.status?.state !== TaskState.TASK_STATE_CANCELED) return
+        const stored = yield* deps.tasks.load(task.id)
+        if (Option.isSome(stored) && stored.value.runId !== undefined) yield* cancelRun(deps, stored.value)
+      }).pipe(Effect.orDie)
+    ),
   load: (taskId) =>
-    deps.run(Effect.gen(function*() {
-      const stored = yield* deps.tasks.load(taskId)
-      return Option.isNone(stored) ? undefined : yield* current(deps, stored.value)
-    }).pipe(Effect.orDie)),
+    deps.run(
+      Effect.gen(function*() {
+        const stored = yield* deps.tasks.load(taskId)
+        return Option.isNone(stored) ? undefined : yield* current(deps, stored.value)
+      }).pipe(Effect.orDie)
+    ),
   list: (params: ListTasksRequest) =>
-    deps.run(Effect.gen(function*() {
-      const size = params.pageSize ?? 50
-      const offset = Number.parseInt(params.pageToken || "0", 10) || 0
-      const page = yield* deps.tasks.list({ ...(params.contextId !== "" ? { contextId: params.contextId } : {}), limit: size, offset })
-      const tasks = yield* Effect.forEach(page.tasks, (t) => current(deps, t))
-      const next = offset + tasks.length
-      const response: ListTasksResponse = {
-        tasks,
-        nextPageToken: next < page.total ? String(next) : "",
-        pageSize: size,
-        totalSize: page.total
-      }
-      return response
-    }).pipe(Effect.orDie))
+    deps.run(
+      Effect.gen(function*() {
+        const size = params.pageSize ?? 50
+        const offset = Number.parseInt(params.pageToken || "0", 10) || 0
+        const page = yield* deps.tasks.list({
+          ...(params.contextId !== "" ? { contextId: params.contextId } : {}),
+          limit: size,
+          offset
+        })
+        const tasks = yield* Effect.forEach(page.tasks, (t) => current(deps, t))
+        const next = offset + tasks.length
+        const response: ListTasksResponse = {
+          tasks,
+          nextPageToken: next < page.total ? String(next) : "",
+          pageSize: size,
+          totalSize: page.total
+        }
+        return response
+      }).pipe(Effect.orDie)
+    )
 })
 
 /**

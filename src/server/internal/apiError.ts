@@ -6,12 +6,12 @@
  *
  * @internal
  */
-import type { AttachmentError } from "../../Attachments.js"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
 import * as Stream from "effect/Stream"
 import { timingSafeEqual } from "node:crypto"
+import type { AttachmentError } from "../../Attachments.js"
 import { unstorableText } from "./storableText.js"
 
 /** One invalid field (`ApiError.Issue`). */
@@ -43,13 +43,18 @@ export const tooDeep = (root: unknown, max: number): string | undefined => {
     const [value, depth, path] = stack.pop()!
     if (value === null || typeof value !== "object") continue
     if (depth > max) return path
-    for (const [key, child] of Object.entries(value)) stack.push([child, depth + 1, path === "" ? key : `${path}.${key}`])
+    for (const [key, child] of Object.entries(value)) {
+      stack.push([child, depth + 1, path === "" ? key : `${path}.${key}`])
+    }
   }
   return undefined
 }
 
 /** The first problem of a parsed JSON body that no schema should see: nested too deep, or text no database can store. */
-export const bodyIssue = (root: unknown, max: number): { readonly path: string; readonly message: string } | undefined => {
+export const bodyIssue = (
+  root: unknown,
+  max: number
+): { readonly path: string; readonly message: string } | undefined => {
   const deep = tooDeep(root, max)
   return deep !== undefined ? { path: deep, message: `JSON nested deeper than ${max} levels` } : unstorableText(root)
 }
@@ -75,7 +80,10 @@ export const attachmentResponse = (error: AttachmentError) =>
       ...(error.field !== undefined ? { field: error.field } : {}),
       ...(error.limit !== undefined ? { limit: error.limit } : {})
     },
-    { status: ATTACHMENT_STATUS[error.code], ...(error.code === "attachment_too_large" ? { headers: { connection: "close" } } : {}) }
+    {
+      status: ATTACHMENT_STATUS[error.code],
+      ...(error.code === "attachment_too_large" ? { headers: { connection: "close" } } : {})
+    }
   )
 
 /** Two secrets compared in constant time (`ApiError.authorize`). */

@@ -238,19 +238,25 @@ export const attempt = <A, E>(o: CallOptions<A, E>): Effect.Effect<A, E> => {
   }
 
   // claimed, the outcome stored, or Busy (a live holder, or storage not answering)
-  const decideOnce: Effect.Effect<Decision, Busy> = Effect.flatMap(Clock.currentTimeMillis, (sent) =>
-    log.claim(runId, name, holder, leaseMs).pipe(
-      Effect.flatMap(Option.match({
-        onSome: (first): Effect.Effect<Decision, Busy | RunLogError> =>
-          Effect.succeed({ _tag: "Run", restarted: first !== holder, until: holdsUntil(sent) }),
-        onNone: () =>
-          Effect.flatMap(log.callOutcome(runId, name), Option.match({
-            onNone: () => Effect.fail(new Busy()),
-            onSome: (stored) => Effect.succeed<Decision>({ _tag: "Adopt", stored })
-          }))
-      })),
-      Effect.catchTag("RunLogError", () => Effect.fail(new Busy()))
-    ))
+  const decideOnce: Effect.Effect<Decision, Busy> = Effect.flatMap(
+    Clock.currentTimeMillis,
+    (sent) =>
+      log.claim(runId, name, holder, leaseMs).pipe(
+        Effect.flatMap(Option.match({
+          onSome: (first): Effect.Effect<Decision, Busy | RunLogError> =>
+            Effect.succeed({ _tag: "Run", restarted: first !== holder, until: holdsUntil(sent) }),
+          onNone: () =>
+            Effect.flatMap(
+              log.callOutcome(runId, name),
+              Option.match({
+                onNone: () => Effect.fail(new Busy()),
+                onSome: (stored) => Effect.succeed<Decision>({ _tag: "Adopt", stored })
+              })
+            )
+        })),
+        Effect.catchTag("RunLogError", () => Effect.fail(new Busy()))
+      )
+  )
   const decide = Effect.flatMap(Clock.currentTimeMillis, (started) =>
     decideOnce.pipe(
       Effect.retry(Schedule.spaced(Math.max(1, Math.floor(renewMs / 4))).pipe(Schedule.upTo(settings.maxWaitMs))),
@@ -307,19 +313,24 @@ export const attempt = <A, E>(o: CallOptions<A, E>): Effect.Effect<A, E> => {
       // started by an execution that is gone: answered in its place, never run twice
       return Effect.flatMap(settle(CUT), (stored) => (stored ? cut() : loop))
     }
-    return Effect.flatMap(run(decision.restarted, decision.until), Option.match({
-      // the claim may be another execution's now: this one stopped, and decides again
-      onNone: () =>
-        Effect.zipRight(Effect.logWarning(`run ${runId}: lost the claim of ${name}; claiming it again`), loop),
-      onSome: (exit) =>
-        Effect.flatMap(
-          Effect.orDie(Schema.encode(Schema.parseJson(Schema.Struct({ exit: o.outcome })))({ exit })),
-          (stored) => Effect.flatMap(settle(stored), (settled) => (settled ? exit : loop))
-        )
-    }))
+    return Effect.flatMap(
+      run(decision.restarted, decision.until),
+      Option.match({
+        // the claim may be another execution's now: this one stopped, and decides again
+        onNone: () =>
+          Effect.zipRight(Effect.logWarning(`run ${runId}: lost the claim of ${name}; claiming it again`), loop),
+        onSome: (exit) =>
+          Effect.flatMap(
+            Effect.orDie(Schema.encode(Schema.parseJson(Schema.Struct({ exit: o.outcome })))({ exit })),
+            (stored) => Effect.flatMap(settle(stored), (settled) => (settled ? exit : loop))
+          )
+      })
+    )
   })
 
   // stopped from outside (the run cancelled, the process stopping): the claim is let go at once
-  return Effect.onInterrupt(loop, () =>
-    Effect.ignore(Effect.timeout(log.releaseClaim(runId, name, holder), "1 second")))
+  return Effect.onInterrupt(
+    loop,
+    () => Effect.ignore(Effect.timeout(log.releaseClaim(runId, name, holder), "1 second"))
+  )
 }

@@ -121,153 +121,192 @@ export const make = (options: {
   readonly calls: CallClaim.Calls
   /** How tool calls' claims are held (`callClaim.ts`; defaults: `CallClaim.defaults`). */
   readonly claims?: Partial<CallClaim.ClaimSettings>
-}): Effect.Effect<DurableJournal, never, Scope.Scope> => Effect.gen(function*() {
-  const { calls, host, log, runId } = options
-  const claims: CallClaim.ClaimSettings = { ...CallClaim.defaults, ...options.claims }
-  const feed = yield* host.feeds.feed(runId)
-  const positions = yield* Ref.make<Positions>({
-    keys: options.stored.keys,
-    seq: options.stored.lastSeq,
-    body: 0,
-    skipped: 0,
-    activities: new Map()
-  })
-  // one event at a time: ids are assigned and stored in order (concurrent tool calls emit concurrently)
-  const lock = yield* Effect.makeSemaphore(1)
+}): Effect.Effect<DurableJournal, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { calls, host, log, runId } = options
+    const claims: CallClaim.ClaimSettings = { ...CallClaim.defaults, ...options.claims }
+    const feed = yield* host.feeds.feed(runId)
+    const positions = yield* Ref.make<Positions>({
+      keys: options.stored.keys,
+      seq: options.stored.lastSeq,
+      body: 0,
+      skipped: 0,
+      activities: new Map()
+    })
+    // one event at a time: ids are assigned and stored in order (concurrent tool calls emit concurrently)
+    const lock = yield* Effect.makeSemaphore(1)
 
-  /** Stores the event under `key` with the next id, then publishes it; skipped when the key is stored. */
-  const store = (key: string, event: RunEvent): Effect.Effect<void> =>
-    lock.withPermits(1)(Effect.flatMap(Ref.get(positions), (at) => {
-      if (at.keys.has(key)) return Ref.set(positions, { ...at, skipped: at.skipped + 1 })
-      const seq = at.seq + 1
-      return log.append(runId, [{ seq, key, event }]).pipe(
-        Effect.orDie,
-        Effect.zipRight(Ref.set(positions, { ...at, keys: new Set(at.keys).add(key), seq })),
-        Effect.zipRight(RunFeed.publish(feed, { seq, event }))
-      )
-    }))
-
-  /** The `Done` to store: the run ended (`beforeDone`, once: not when a replay finds it stored), without its in-process-only fields. */
-  const ending = (key: string, done: Done): Effect.Effect<RunEvent> =>
-    Effect.flatMap(Ref.get(positions), (at) =>
-      at.keys.has(key) || options.beforeDone === undefined ? Effect.succeed(done) : options.beforeDone(done)).pipe(
-        Effect.map(({ messages: _m, steps: _s, ...rest }) => rest)
-      )
-
-  /** The key of an event: given, the body's next position, or the activity execution's next one. */
-  const keyOf = (emitOptions: EmitOptions | undefined): Effect.Effect<string> =>
-    emitOptions?.key !== undefined ? Effect.succeed(`k:${emitOptions.key}`) : Effect.flatMap(FiberRef.get(CurrentActivity), (activity) =>
-      Ref.modify(positions, (at): [string, Positions] => {
-        if (activity === undefined) return [`b:${at.body + 1}`, { ...at, body: at.body + 1 }]
-        const n = (at.activities.get(activity) ?? 0) + 1
-        return [`${activity}:${n}`, { ...at, activities: new Map(at.activities).set(activity, n) }]
+    /** Stores the event under `key` with the next id, then publishes it; skipped when the key is stored. */
+    const store = (key: string, event: RunEvent): Effect.Effect<void> =>
+      lock.withPermits(1)(Effect.flatMap(Ref.get(positions), (at) => {
+        if (at.keys.has(key)) return Ref.set(positions, { ...at, skipped: at.skipped + 1 })
+        const seq = at.seq + 1
+        return log.append(runId, [{ seq, key, event }]).pipe(
+          Effect.orDie,
+          Effect.zipRight(Ref.set(positions, { ...at, keys: new Set(at.keys).add(key), seq })),
+          Effect.zipRight(RunFeed.publish(feed, { seq, event }))
+        )
       }))
 
-  /** Stores an event of this run (seen by `observe` first). */
-  const seen = (event: RunEvent): Effect.Effect<void> => options.observe === undefined ? Effect.void : options.observe(event)
-  const observed = (key: string, event: RunEvent): Effect.Effect<void> => Effect.zipRight(seen(event), store(key, event))
+    /** The `Done` to store: the run ended (`beforeDone`, once: not when a replay finds it stored), without its in-process-only fields. */
+    const ending = (key: string, done: Done): Effect.Effect<RunEvent> =>
+      Effect.flatMap(Ref.get(positions), (at) =>
+        at.keys.has(key) || options.beforeDone === undefined ? Effect.succeed(done) : options.beforeDone(done)).pipe(
+          Effect.map(({ messages: _m, steps: _s, ...rest }) =>
+            rest
+          )
+        )
 
-  // an event of a tool call's execution: keyed by the execution, stored by the body waiting for it here
-  const fromCall = (sink: CallClaim.Sink, event: RunEvent, emitOptions?: EmitOptions): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      const key = emitOptions?.key !== undefined ? `k:${emitOptions.key}` : `${sink.label}:${++sink.emitted}`
-      const target = sink.stores[sink.stores.length - 1]
-      return target === undefined
-        ? Effect.logDebug(`run ${runId}: ${event._tag} of ${sink.label} not stored (no run body waits for the call here)`)
-        : target(key, event)
-    })
+    /** The key of an event: given, the body's next position, or the activity execution's next one. */
+    const keyOf = (emitOptions: EmitOptions | undefined): Effect.Effect<string> =>
+      emitOptions?.key !== undefined ?
+        Effect.succeed(`k:${emitOptions.key}`) :
+        Effect.flatMap(FiberRef.get(CurrentActivity), (activity) =>
+          Ref.modify(positions, (at): [string, Positions] => {
+            if (activity === undefined) return [`b:${at.body + 1}`, { ...at, body: at.body + 1 }]
+            const n = (at.activities.get(activity) ?? 0) + 1
+            return [`${activity}:${n}`, { ...at, activities: new Map(at.activities).set(activity, n) }]
+          }))
 
-  // tool progress, partial output (`RunEvent.isEphemeral`): to the live followers here, never stored (no key, no id)
-  const emit = (event: RunEvent, emitOptions?: EmitOptions): Effect.Effect<void> =>
-    isEphemeral(event) ? RunFeed.publish(feed, { event }) : Effect.flatMap(FiberRef.get(CallSink), (sink) =>
-      sink !== undefined ? fromCall(sink, event, emitOptions) : Effect.flatMap(keyOf(emitOptions), (key) =>
-        event._tag === "Done"
-          ? Effect.zipRight(seen(event), Effect.flatMap(ending(key, event), (done) => store(key, done)))
-          : observed(key, event)))
+    /** Stores an event of this run (seen by `observe` first). */
+    const seen = (event: RunEvent): Effect.Effect<void> =>
+      options.observe === undefined ? Effect.void : options.observe(event)
+    const observed = (key: string, event: RunEvent): Effect.Effect<void> =>
+      Effect.zipRight(seen(event), store(key, event))
 
-  // the workflow engine stops it (interrupts the run, and any activity, at its shutdown)
-  const parked = Effect.interruptible(Effect.never)
-
-  // an activity runs interruptibly (the workflow engine runs it uninterruptible) so that tool
-  // timeouts and the run's cancellation can stop it; cancellation fails it instead of retrying it
-  const running = <A, E>(name: string, effect: Effect.Effect<A, E>, onCancel: Effect.Effect<void> = Effect.void): Effect.Effect<A, E> =>
-    Effect.interruptible(effect).pipe(
-      Effect.locally(CurrentActivity, `${name}@${host.bootId}`),
-      Effect.raceFirst(Effect.zipRight(Deferred.await(options.local.cancel), Effect.zipRight(onCancel, Effect.die(new RunStopped()))))
-    )
-
-  // built when it runs, not when it is described: a run holds activities it may never run
-  // (e.g. the approval key, cached until the first call that needs approval)
-  const activity = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> =>
-    o.exclusive === true || o.onRestart !== undefined
-      ? Effect.suspend(() => toolCall(o))
-      : Effect.flatMap(host.stopping, (stopping) => (stopping ? parked : describe(o)))
-
-  const make = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>, execute: Effect.Effect<A, E>, onCancel?: Effect.Effect<void>) =>
-    Effect.provide(
-      Activity.make({
-        name: o.name,
-        success: o.success,
-        error: (o.error ?? Schema.Never) as Schema.Schema<E, IE>,
-        execute: running(o.name, execute, onCancel),
-        interruptRetryPolicy: Schedule.stop
-      }),
-      options.workflow
-    )
-
-  // a tool call executes once in this process, outside the entity (`callClaim.ts`); it counts as in flight
-  // from before it starts until its outcome is stored: a shutdown waits for it; once the process is
-  // stopping none starts
-  const toolCall = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
-    const outcome = Schema.Exit({ success: o.success, failure: (o.error ?? Schema.Never) as Schema.Schema<E, IE>, defect: Schema.Defect })
-    const execution = (sink: CallClaim.Sink) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(host.beginCall, (began) =>
-          began
-            ? Effect.ensuring(
-              restore(CallClaim.attempt({
-                log,
-                runId,
-                name: o.name,
-                holder: sink.holder,
-                settings: claims,
-                idempotent: o.exclusive === true,
-                outcome,
-                execute: (restarted) => o.execute({ restarted }),
-                ...(o.onRestart !== undefined ? { cut: o.onRestart } : {})
-              }).pipe(Effect.locally(CallSink, sink))),
-              host.endCall
-            )
-            : parked)
-      )
-    return make(o, calls.join(runId, o.name, observed, execution), calls.stop(runId, o.name))
-  }
-
-  const describe = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
-    if (o.restartAware !== true) return make(o, Effect.suspend(() => o.execute({ restarted: false })))
-    // who started it is kept beside the run log (a row, cheaper than one more activity), by execution: one
-    // the workflow engine delivers again in this process (its entity started again) is restarted as well,
-    // and keys its events afresh
-    return make(o, Effect.suspend(() => {
-      const execution = calls.execution()
-      return Effect.flatMap(Effect.zip(Effect.orDie(log.markStarted(runId, o.name, execution)), Ref.get(positions)), ([startedBy, at]) => {
-        const restarted = startedBy !== execution
-        // an earlier execution's events are keyed `<name>@<execution>:<n>`: stored, a client may have shown them
-        const earlier = `${o.name}@`
-        const shown = restarted && [...at.keys].some((key) => key.startsWith(earlier) && !key.startsWith(`${earlier}${execution}:`))
-        return Effect.locally(o.execute({ restarted, shown }), CurrentActivity, `${o.name}@${execution}`)
+    // an event of a tool call's execution: keyed by the execution, stored by the body waiting for it here
+    const fromCall = (sink: CallClaim.Sink, event: RunEvent, emitOptions?: EmitOptions): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const key = emitOptions?.key !== undefined ? `k:${emitOptions.key}` : `${sink.label}:${++sink.emitted}`
+        const target = sink.stores[sink.stores.length - 1]
+        return target === undefined
+          ? Effect.logDebug(
+            `run ${runId}: ${event._tag} of ${sink.label} not stored (no run body waits for the call here)`
+          )
+          : target(key, event)
       })
-    }))
-  }
 
-  const journal: DurableJournal = {
-    activity,
-    emit,
-    emitOnce: observed,
-    skipped: Effect.map(Ref.get(positions), (at) => at.skipped),
-    lastSeq: Effect.map(Ref.get(positions), (at) => at.seq),
-    idempotencyKey: (name) => makeIdempotencyKey(runId, name),
-    runId
-  }
-  return journal
-})
+    // tool progress, partial output (`RunEvent.isEphemeral`): to the live followers here, never stored (no key, no id)
+    const emit = (event: RunEvent, emitOptions?: EmitOptions): Effect.Effect<void> =>
+      isEphemeral(event) ?
+        RunFeed.publish(feed, { event }) :
+        Effect.flatMap(FiberRef.get(CallSink), (sink) =>
+          sink !== undefined ?
+            fromCall(sink, event, emitOptions) :
+            Effect.flatMap(keyOf(emitOptions), (key) =>
+              event._tag === "Done"
+                ? Effect.zipRight(
+                  seen(event),
+                  Effect.flatMap(ending(key, event), (done) => store(key, done))
+                )
+                : observed(key, event)))
+
+    // the workflow engine stops it (interrupts the run, and any activity, at its shutdown)
+    const parked = Effect.interruptible(Effect.never)
+
+    // an activity runs interruptibly (the workflow engine runs it uninterruptible) so that tool
+    // timeouts and the run's cancellation can stop it; cancellation fails it instead of retrying it
+    const running = <A, E>(
+      name: string,
+      effect: Effect.Effect<A, E>,
+      onCancel: Effect.Effect<void> = Effect.void
+    ): Effect.Effect<A, E> =>
+      Effect.interruptible(effect).pipe(
+        Effect.locally(CurrentActivity, `${name}@${host.bootId}`),
+        Effect.raceFirst(
+          Effect.zipRight(Deferred.await(options.local.cancel), Effect.zipRight(onCancel, Effect.die(new RunStopped())))
+        )
+      )
+
+    // built when it runs, not when it is described: a run holds activities it may never run
+    // (e.g. the approval key, cached until the first call that needs approval)
+    const activity = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> =>
+      o.exclusive === true || o.onRestart !== undefined
+        ? Effect.suspend(() => toolCall(o))
+        : Effect.flatMap(host.stopping, (stopping) => (stopping ? parked : describe(o)))
+
+    const make = <A, IA, E, IE>(
+      o: ActivityOptions<A, IA, E, IE>,
+      execute: Effect.Effect<A, E>,
+      onCancel?: Effect.Effect<void>
+    ) =>
+      Effect.provide(
+        Activity.make({
+          name: o.name,
+          success: o.success,
+          error: (o.error ?? Schema.Never) as Schema.Schema<E, IE>,
+          execute: running(o.name, execute, onCancel),
+          interruptRetryPolicy: Schedule.stop
+        }),
+        options.workflow
+      )
+
+    // a tool call executes once in this process, outside the entity (`callClaim.ts`); it counts as in flight
+    // from before it starts until its outcome is stored: a shutdown waits for it; once the process is
+    // stopping none starts
+    const toolCall = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
+      const outcome = Schema.Exit({
+        success: o.success,
+        failure: (o.error ?? Schema.Never) as Schema.Schema<E, IE>,
+        defect: Schema.Defect
+      })
+      const execution = (sink: CallClaim.Sink) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(host.beginCall, (began) =>
+            began
+              ? Effect.ensuring(
+                restore(
+                  CallClaim.attempt({
+                    log,
+                    runId,
+                    name: o.name,
+                    holder: sink.holder,
+                    settings: claims,
+                    idempotent: o.exclusive === true,
+                    outcome,
+                    execute: (restarted) => o.execute({ restarted }),
+                    ...(o.onRestart !== undefined ? { cut: o.onRestart } : {})
+                  }).pipe(Effect.locally(CallSink, sink))
+                ),
+                host.endCall
+              )
+              : parked)
+        )
+      return make(o, calls.join(runId, o.name, observed, execution), calls.stop(runId, o.name))
+    }
+
+    const describe = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
+      if (o.restartAware !== true) return make(o, Effect.suspend(() => o.execute({ restarted: false })))
+      // who started it is kept beside the run log (a row, cheaper than one more activity), by execution: one
+      // the workflow engine delivers again in this process (its entity started again) is restarted as well,
+      // and keys its events afresh
+      return make(
+        o,
+        Effect.suspend(() => {
+          const execution = calls.execution()
+          return Effect.flatMap(
+            Effect.zip(Effect.orDie(log.markStarted(runId, o.name, execution)), Ref.get(positions)),
+            ([startedBy, at]) => {
+              const restarted = startedBy !== execution
+              // an earlier execution's events are keyed `<name>@<execution>:<n>`: stored, a client may have shown them
+              const earlier = `${o.name}@`
+              const shown = restarted &&
+                [...at.keys].some((key) => key.startsWith(earlier) && !key.startsWith(`${earlier}${execution}:`))
+              return Effect.locally(o.execute({ restarted, shown }), CurrentActivity, `${o.name}@${execution}`)
+            }
+          )
+        })
+      )
+    }
+
+    const journal: DurableJournal = {
+      activity,
+      emit,
+      emitOnce: observed,
+      skipped: Effect.map(Ref.get(positions), (at) => at.skipped),
+      lastSeq: Effect.map(Ref.get(positions), (at) => at.seq),
+      idempotencyKey: (name) => makeIdempotencyKey(runId, name),
+      runId
+    }
+    return journal
+  })

@@ -22,17 +22,22 @@ export const shards = 1
  * The cluster's shard of an entity is `hash(entity id) % shards + 1`; with
  * one shard every message of the group `default` goes to `default:1`.
  */
-export const reshard: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql.onDialectOrElse({
-    sqlite: () => sql<{ n: number }>`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'cluster_messages'`,
-    orElse: () => sql<{ n: number }>`SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_name = 'cluster_messages'`
-  }).pipe(
-    Effect.flatMap((rows) =>
-      Number(rows[0]?.n ?? 0) === 0 ? Effect.void : sql`UPDATE cluster_messages SET shard_id = 'default:1'
+export const reshard: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) =>
+    sql.onDialectOrElse({
+      sqlite: () =>
+        sql<{ n: number }>`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'cluster_messages'`,
+      orElse: () =>
+        sql<{ n: number }>`SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_name = 'cluster_messages'`
+    }).pipe(
+      Effect.flatMap((rows) =>
+        Number(rows[0]?.n ?? 0) === 0 ? Effect.void : sql`UPDATE cluster_messages SET shard_id = 'default:1'
         WHERE shard_id LIKE 'default:%' AND shard_id <> 'default:1'`
-    ),
-    Effect.asVoid
-  ))
+      ),
+      Effect.asVoid
+    )
+)
 
 export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
@@ -57,16 +62,23 @@ export const endLine = (
 
 /** The log line of a shutdown's grace: what the tool calls in flight did. */
 export const shutdownLine = (inFlight: number, left: number, waitedMs: number, graceMs: number): string =>
-  `shutdown: ${plural(inFlight - left, "tool call")} of ${inFlight} in flight finished in ${(waitedMs / 1000).toFixed(2)} s` +
+  `shutdown: ${plural(inFlight - left, "tool call")} of ${inFlight} in flight finished in ${
+    (waitedMs / 1000).toFixed(2)
+  } s` +
   (left === 0
     ? ""
-    : `; ${plural(left, "call")} still running at the end of the grace (SHUTDOWN_GRACE_MS=${graceMs}), cut by the shutdown like a crash`)
+    : `; ${
+      plural(left, "call")
+    } still running at the end of the grace (SHUTDOWN_GRACE_MS=${graceMs}), cut by the shutdown like a crash`)
 
 /** `DurableRuns.clusterConfig`: the cluster's settings for several instances, validated. */
 export const clusterConfig = Config.all({
   host: Config.string("CLUSTER_HOST").pipe(Config.withDefault("127.0.0.1")),
   port: Config.integer("CLUSTER_PORT").pipe(
-    Config.validate({ message: "CLUSTER_PORT must be an integer between 1 and 65535", validation: (n) => n >= 1 && n <= 65535 }),
+    Config.validate({
+      message: "CLUSTER_PORT must be an integer between 1 and 65535",
+      validation: (n) => n >= 1 && n <= 65535
+    }),
     Config.withDefault(34431)
   ),
   expiration: Config.integer("CLUSTER_SHARD_LOCK_EXPIRATION_MS").pipe(

@@ -14,7 +14,10 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 
 /** The runs of these conversations. */
-export const runsOf = (sql: SqlClient.SqlClient, conversationIds: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<string>, SqlError> =>
+export const runsOf = (
+  sql: SqlClient.SqlClient,
+  conversationIds: ReadonlyArray<string>
+): Effect.Effect<ReadonlyArray<string>, SqlError> =>
   conversationIds.length === 0 ? Effect.succeed([]) : sql<{ run_id: string }>`SELECT run_id FROM react_runs
     WHERE ${sql.in("conversation_id", conversationIds)}`.pipe(Effect.map((rows) => rows.map((row) => row.run_id)))
 
@@ -39,7 +42,9 @@ export const remove = (
     yield* sql`DELETE FROM react_active_runs WHERE ${sql.in("conversation_id", conversationIds)}`
     yield* sql`DELETE FROM react_runs WHERE ${sql.in("conversation_id", conversationIds)}`
     if (executionIds.length > 0) {
-      yield* sql`DELETE FROM cluster_replies WHERE request_id IN (SELECT id FROM cluster_messages WHERE ${sql.in("entity_id", executionIds)})`
+      yield* sql`DELETE FROM cluster_replies WHERE request_id IN (SELECT id FROM cluster_messages WHERE ${
+        sql.in("entity_id", executionIds)
+      })`
       yield* sql`DELETE FROM cluster_messages WHERE ${sql.in("entity_id", executionIds)}`
     }
   }))

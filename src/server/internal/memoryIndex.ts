@@ -30,12 +30,15 @@ export interface VectorIndex {
   readonly add: (id: number, item: StoredItem, vector: Float32Array) => Effect.Effect<void, SqlError>
   readonly vectorOf: (id: number, dims: number) => Effect.Effect<Option.Option<Float32Array>, SqlError>
   /** Item ids and cosine similarities, most similar first (at most `k`). */
-  readonly search: (search: Search) => Effect.Effect<ReadonlyArray<{ readonly id: number; readonly score: number }>, SqlError>
+  readonly search: (
+    search: Search
+  ) => Effect.Effect<ReadonlyArray<{ readonly id: number; readonly score: number }>, SqlError>
   /** Deletes the vectors of the user's items (before the items themselves). */
   readonly remove: (userId: string, dims: ReadonlyArray<number>) => Effect.Effect<void, SqlError>
 }
 
-const bytesOf = (vector: Float32Array): Uint8Array => new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength)
+const bytesOf = (vector: Float32Array): Uint8Array =>
+  new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength)
 
 /** A vector stored as little-endian float32 bytes. */
 export const vectorOfBytes = (bytes: Uint8Array): Float32Array => {
@@ -51,7 +54,8 @@ const dot = (a: Float32Array, b: Float32Array): number => {
 }
 
 /** A PostgreSQL array (and pgvector) literal of a vector. */
-const literal = (vector: Float32Array, open: string, close: string): string => `${open}${Array.from(vector).join(",")}${close}`
+const literal = (vector: Float32Array, open: string, close: string): string =>
+  `${open}${Array.from(vector).join(",")}${close}`
 
 /**
  * `sqlite-vec`: one `vec0` table per vector size, created when the first vector of that size comes. Chunks of 64
@@ -64,7 +68,9 @@ export const sqliteVec = (sql: SqlClient.SqlClient, version: string): VectorInde
   const ensure = (dims: number) =>
     made.has(dims) ? Effect.void : sql`CREATE VIRTUAL TABLE IF NOT EXISTS ${sql(table(dims))} USING vec0(
       item_id INTEGER PRIMARY KEY, user_id TEXT PARTITION KEY, conversation_id TEXT, model TEXT,
-      embedding FLOAT[${sql.literal(String(Math.floor(dims)))}] distance_metric=cosine, chunk_size=64)`.pipe(Effect.tap(() => Effect.sync(() => made.add(dims))))
+      embedding FLOAT[${sql.literal(String(Math.floor(dims)))}] distance_metric=cosine, chunk_size=64)`.pipe(
+      Effect.tap(() => Effect.sync(() => made.add(dims)))
+    )
   return {
     description: `sqlite-vec ${version}`,
     add: (id, item, vector) =>
@@ -98,20 +104,25 @@ export const sqliteVec = (sql: SqlClient.SqlClient, version: string): VectorInde
 /** SQLite without `sqlite-vec`: the vector in the item's row, the user's items scanned in the process. */
 export const sqliteScan = (sql: SqlClient.SqlClient): VectorIndex => ({
   description: "exact scan (sqlite-vec not loaded)",
-  add: (id, _item, vector) => sql`UPDATE react_memory_items SET vector = ${bytesOf(vector)} WHERE item_id = ${id}`.pipe(Effect.asVoid),
+  add: (id, _item, vector) =>
+    sql`UPDATE react_memory_items SET vector = ${bytesOf(vector)} WHERE item_id = ${id}`.pipe(Effect.asVoid),
   vectorOf: (id) =>
     sql<{ vector: Uint8Array | null }>`SELECT vector FROM react_memory_items WHERE item_id = ${id}`.pipe(
       Effect.map((rows) => Option.map(Option.fromNullable(rows[0]?.vector), vectorOfBytes))
     ),
   search: (search) =>
     sql<{ item_id: number; vector: Uint8Array | null }>`SELECT item_id, vector FROM react_memory_items
-      WHERE user_id = ${search.userId} AND model = ${search.model} AND conversation_id <> ${search.excludeConversationId}`.pipe(
-      Effect.map((rows) =>
-        rows.flatMap((row) => (row.vector === null ? [] : [{ id: Number(row.item_id), score: dot(vectorOfBytes(row.vector), search.vector) }]))
-          .sort((a, b) => b.score - a.score)
-          .slice(0, search.k)
-      )
-    ),
+      WHERE user_id = ${search.userId} AND model = ${search.model} AND conversation_id <> ${search.excludeConversationId}`
+      .pipe(
+        Effect.map((rows) =>
+          rows.flatMap((row) => (row.vector === null
+            ? []
+            : [{ id: Number(row.item_id), score: dot(vectorOfBytes(row.vector), search.vector) }])
+          )
+            .sort((a, b) => b.score - a.score)
+            .slice(0, search.k)
+        )
+      ),
   remove: () => Effect.void
 })
 
@@ -119,14 +130,18 @@ export const sqliteScan = (sql: SqlClient.SqlClient): VectorIndex => ({
 export const pgScan = (sql: SqlClient.SqlClient): VectorIndex => ({
   description: "exact scan (pgvector not available)",
   add: (id, _item, vector) =>
-    sql`UPDATE react_memory_items SET vector = ${literal(vector, "{", "}")}::real[] WHERE item_id = ${id}`.pipe(Effect.asVoid),
+    sql`UPDATE react_memory_items SET vector = ${literal(vector, "{", "}")}::real[] WHERE item_id = ${id}`.pipe(
+      Effect.asVoid
+    ),
   vectorOf: (id) =>
     sql<{ vector: ReadonlyArray<number> | null }>`SELECT vector FROM react_memory_items WHERE item_id = ${id}`.pipe(
       Effect.map((rows) => Option.map(Option.fromNullable(rows[0]?.vector), (v) => Float32Array.from(v)))
     ),
   search: (search) =>
     sql<{ item_id: number | string; score: number | string }>`SELECT item_id, score FROM (
-        SELECT item_id, (SELECT SUM(a * b) FROM unnest(vector, ${literal(search.vector, "{", "}")}::real[]) AS t(a, b)) AS score
+        SELECT item_id, (SELECT SUM(a * b) FROM unnest(vector, ${
+      literal(search.vector, "{", "}")
+    }::real[]) AS t(a, b)) AS score
         FROM react_memory_items
         WHERE user_id = ${search.userId} AND model = ${search.model} AND conversation_id <> ${search.excludeConversationId}
           AND vector IS NOT NULL
@@ -143,7 +158,9 @@ export const pgVector = (sql: SqlClient.SqlClient): VectorIndex => {
   const ensure = (dims: number) =>
     made.has(dims) ? Effect.void : Effect.zipRight(
       sql`CREATE TABLE IF NOT EXISTS ${sql(table(dims))} (item_id BIGINT PRIMARY KEY, user_id TEXT NOT NULL,
-        conversation_id TEXT NOT NULL, model TEXT NOT NULL, embedding vector(${sql.literal(String(Math.floor(dims)))}) NOT NULL)`,
+        conversation_id TEXT NOT NULL, model TEXT NOT NULL, embedding vector(${
+        sql.literal(String(Math.floor(dims)))
+      }) NOT NULL)`,
       sql`CREATE INDEX IF NOT EXISTS ${sql(`${table(dims)}_user`)} ON ${sql(table(dims))} (user_id, model)`
     ).pipe(Effect.tap(() => Effect.sync(() => made.add(dims))))
   return {
@@ -155,18 +172,32 @@ export const pgVector = (sql: SqlClient.SqlClient): VectorIndex => {
           VALUES (${id}, ${item.user_id}, ${item.conversation_id}, ${item.model}, ${literal(vector, "[", "]")}::vector)`
       ),
     vectorOf: (id, dims) =>
-      Effect.zipRight(ensure(dims), sql<{ embedding: string }>`SELECT embedding::text AS embedding FROM ${sql(table(dims))} WHERE item_id = ${id}`).pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => Float32Array.from(JSON.parse(row.embedding) as Array<number>)))
+      Effect.zipRight(
+        ensure(dims),
+        sql<{ embedding: string }>`SELECT embedding::text AS embedding FROM ${sql(table(dims))} WHERE item_id = ${id}`
+      ).pipe(
+        Effect.map((rows) =>
+          Option.map(
+            Option.fromNullable(rows[0]),
+            (row) => Float32Array.from(JSON.parse(row.embedding) as Array<number>)
+          )
+        )
       ),
     search: (search) =>
       Effect.zipRight(
         ensure(search.vector.length),
         sql<{ item_id: number | string; distance: number | string }>`SELECT item_id, distance FROM (
-            SELECT item_id, embedding <=> ${literal(search.vector, "[", "]")}::vector AS distance FROM ${sql(table(search.vector.length))}
+            SELECT item_id, embedding <=> ${literal(search.vector, "[", "]")}::vector AS distance FROM ${
+          sql(table(search.vector.length))
+        }
             WHERE user_id = ${search.userId} AND model = ${search.model} AND conversation_id <> ${search.excludeConversationId}
           ) AS near ORDER BY distance LIMIT ${search.k}`
       ).pipe(Effect.map((rows) => rows.map((row) => ({ id: Number(row.item_id), score: 1 - Number(row.distance) })))),
     remove: (userId, dims) =>
-      Effect.forEach(dims, (d) => Effect.zipRight(ensure(d), sql`DELETE FROM ${sql(table(d))} WHERE user_id = ${userId}`), { discard: true })
+      Effect.forEach(
+        dims,
+        (d) => Effect.zipRight(ensure(d), sql`DELETE FROM ${sql(table(d))} WHERE user_id = ${userId}`),
+        { discard: true }
+      )
   }
 }

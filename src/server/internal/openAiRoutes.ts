@@ -49,7 +49,9 @@ type InPart = typeof Part.Type
 
 const specOf = (part: Exclude<InPart, Message.TextPart>, field: string): AttachmentInput.Spec => {
   if (part.type === "image_url") return AttachmentInput.fromUrl(field, part.image_url.url)
-  if (part.file.file_id !== undefined) return { _tag: "Id", field: `${field}.file.file_id`, id: part.file.file_id, name: part.file.filename }
+  if (part.file.file_id !== undefined) {
+    return { _tag: "Id", field: `${field}.file.file_id`, id: part.file.file_id, name: part.file.filename }
+  }
   return AttachmentInput.fromUrl(`${field}.file`, part.file.file_data ?? "", undefined, part.file.filename)
 }
 
@@ -86,7 +88,9 @@ export const ChatCompletionRequest = Schema.Struct({
   model: Schema.String,
   messages: Schema.Array(InMessage).pipe(Schema.minItems(1, { message: () => "Expected at least one message" })),
   stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
-  stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.NullOr(Schema.Boolean)) }))),
+  stream_options: Schema.optional(
+    Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.NullOr(Schema.Boolean)) }))
+  ),
   /** `json_schema` / `json_object`: a typed answer (`openAiOutput.ts`). */
   response_format: Schema.optional(Schema.NullOr(ResponseFormat)),
   /** OpenAI's end-user id: the user whose memory the run uses (docs/memory.md; 400 `invalid_user_id` when it is not a user id). */
@@ -154,7 +158,9 @@ const ownActivityOf = (event: RunEvent): string | undefined => {
     case "ToolDone":
       return inStep(
         event.step_id,
-        event.error !== null ? `✗ ${event.tool_name}: ${clip(event.error)}\n` : `← ${event.tool_name}: ${clip(event.observation)}\n`
+        event.error !== null
+          ? `✗ ${event.tool_name}: ${clip(event.error)}\n`
+          : `← ${event.tool_name}: ${clip(event.observation)}\n`
       )
     case "PhaseChange":
       return inStep(event.step_id, `Selecting tools among ${event.total_tools}\n`)
@@ -228,8 +234,13 @@ export const errorBody = (message: string, type: string, param: string | null = 
 })
 
 /** An OpenAI-style error response. */
-export const errorResponse = (status: number, message: string, type: string, param: string | null = null, code: string | null = null) =>
-  HttpServerResponse.unsafeJson(errorBody(message, type, param, code), { status })
+export const errorResponse = (
+  status: number,
+  message: string,
+  type: string,
+  param: string | null = null,
+  code: string | null = null
+) => HttpServerResponse.unsafeJson(errorBody(message, type, param, code), { status })
 
 /** The API's errors in OpenAI's error shape (same statuses as on `/api`). */
 export const fromApiError = (error: ApiError.ApiError): HttpServerResponse.HttpServerResponse => {
@@ -244,9 +255,19 @@ export const fromApiError = (error: ApiError.ApiError): HttpServerResponse.HttpS
     case "PayloadTooLarge":
       return errorResponse(413, `Request body exceeds ${error.limit} bytes`, "invalid_request_error")
     case "UnsupportedMediaType":
-      return errorResponse(415, "The body must be JSON, sent with Content-Type: application/json", "invalid_request_error")
+      return errorResponse(
+        415,
+        "The body must be JSON, sent with Content-Type: application/json",
+        "invalid_request_error"
+      )
     case "AttachmentError":
-      return errorResponse(attachmentStatus(error.code), error.message, "invalid_request_error", error.field ?? null, error.code)
+      return errorResponse(
+        attachmentStatus(error.code),
+        error.message,
+        "invalid_request_error",
+        error.field ?? null,
+        error.code
+      )
     case "InvalidUserId":
       return errorResponse(400, error.message, "invalid_request_error", "user", "invalid_user_id")
     default:
@@ -265,7 +286,9 @@ type Waiting = Extract<RunEvent, { _tag: "ApprovalRequested" }>
 export const approvalRequired = (waiting: Waiting) => ({
   error: {
     message: `The run stopped at a tool call that needs a person's approval: ${waiting.tool_name}` +
-      `${waiting.tool_call_id !== undefined ? ` (tool call ${waiting.tool_call_id})` : ""}, approval ${waiting.approval_id}. ` +
+      `${
+        waiting.tool_call_id !== undefined ? ` (tool call ${waiting.tool_call_id})` : ""
+      }, approval ${waiting.approval_id}. ` +
       "/v1/chat/completions cannot wait for an approval: run it through POST /api/react or /api/chat, " +
       "or leave the tool out of REACT_APPROVAL_TOOLS",
     type: "invalid_request_error",

@@ -16,7 +16,9 @@ export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024
 /** Why a JSON Schema cannot be an output schema (undefined: it can). */
 export const problemOf = (schema: unknown): string | undefined => {
   const bytes = Buffer.byteLength(JSON.stringify(schema) ?? "", "utf8")
-  if (bytes > MAX_OUTPUT_SCHEMA_BYTES) return `the schema is ${bytes} bytes; at most ${MAX_OUTPUT_SCHEMA_BYTES} are taken`
+  if (bytes > MAX_OUTPUT_SCHEMA_BYTES) {
+    return `the schema is ${bytes} bytes; at most ${MAX_OUTPUT_SCHEMA_BYTES} are taken`
+  }
   const converted = Output.fromJsonSchema(schema)
   if (Either.isRight(converted)) return undefined
   const { keyword, message, path } = converted.left

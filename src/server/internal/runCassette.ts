@@ -23,7 +23,6 @@ const decodeMemory = Schema.decodeUnknownSync(Memory.Steps)
 
 /**
  * The stored pieces of a run as a cassette.
- *
  */
 export const build = (options: {
   readonly runId: string
@@ -36,16 +35,23 @@ export const build = (options: {
   readonly fallbackModel: { readonly name: string }
 }): Cassette.Cassette => {
   const recording = Recorder.makeRecording()
-  type StoredInput = { query?: Content; history?: ReadonlyArray<ChatMessage>; max_iterations?: number; user_id?: string }
+  type StoredInput = {
+    query?: Content
+    history?: ReadonlyArray<ChatMessage>
+    max_iterations?: number
+    user_id?: string
+  }
   let input: StoredInput | undefined
   for (const entry of options.entries) {
     const data = entry.data as Record<string, unknown>
     if (entry.kind === "input" && input === undefined) input = data as StoredInput
     else if (entry.kind === "model") recording.modelCalls.push(decodeModelCall(data) as never)
     else if (entry.kind === "tool") recording.toolCalls.push(decodeToolCall(data))
-    else if (entry.kind === "drain") recording.drains.push({ items: (data.items ?? []) as ReadonlyArray<{ id: string; content: string }> })
-    else if (entry.kind === "model_info" && recording.model === undefined) recording.model = data as Cassette.Cassette["model"]
-    else if (entry.kind === "memory") recording.memory = decodeMemory(data)
+    else if (entry.kind === "drain") {
+      recording.drains.push({ items: (data.items ?? []) as ReadonlyArray<{ id: string; content: string }> })
+    } else if (entry.kind === "model_info" && recording.model === undefined) {
+      recording.model = data as Cassette.Cassette["model"]
+    } else if (entry.kind === "memory") recording.memory = decodeMemory(data)
   }
   const events: Array<RunEvent> = options.events.map((stored) => stored.event)
   return Recorder.toCassette({
@@ -110,7 +116,6 @@ export const withCutCalls = (
 /**
  * Where a fork's run continues from: the original run, the event it was
  * forked at, the run's last event and its query.
- *
  */
 export const ForkPoint = Schema.Struct({
   runId: Schema.String,
@@ -130,7 +135,6 @@ export type ForkPoint = typeof ForkPoint.Type
  * the requests of the forked run, which hold the new query, match them. The
  * decisions of the calls that waited for a person before `at` come from the
  * run's events.
- *
  */
 export const forkPrefix = (
   point: ForkPoint,
@@ -164,7 +168,9 @@ export const forkPrefix = (
     }
   return {
     ...cassette,
-    model_calls: cassette.model_calls.map((call) => ({ ...call, request: { ...call.request, messages: call.request.messages.map(asked) } }))
+    model_calls: cassette.model_calls.map((call) => ({
+      ...call,
+      request: { ...call.request, messages: call.request.messages.map(asked) }
+    }))
   }
 }
-

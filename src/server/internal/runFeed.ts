@@ -91,16 +91,24 @@ export const publish = (feed: PubSub.PubSub<Message>, item: FeedItem): Effect.Ef
 
 /** Tells the followers of `runIds` to read the run log (their runs do not execute here). */
 export const poll = (feeds: Feeds, runIds: ReadonlyArray<string>): Effect.Effect<void> =>
-  Effect.flatMap(Clock.currentTimeMillis, (at) =>
-    Effect.forEach(runIds, (runId) => Effect.scoped(Effect.flatMap(feeds.feed(runId), (feed) => PubSub.publish(feed, { _tag: "Poll", at }))), {
-      discard: true
-    }))
+  Effect.flatMap(
+    Clock.currentTimeMillis,
+    (at) =>
+      Effect.forEach(runIds, (runId) =>
+        Effect.scoped(Effect.flatMap(feeds.feed(runId), (feed) => PubSub.publish(feed, { _tag: "Poll", at }))), {
+        discard: true
+      })
+  )
 
 const toAll = (feeds: Feeds, message: Message): Effect.Effect<void> =>
-  Effect.flatMap(feeds.runIds, (runIds) =>
-    Effect.forEach(runIds, (runId) => Effect.scoped(Effect.flatMap(feeds.feed(runId), (feed) => PubSub.publish(feed, message))), {
-      discard: true
-    }))
+  Effect.flatMap(
+    feeds.runIds,
+    (runIds) =>
+      Effect.forEach(runIds, (runId) =>
+        Effect.scoped(Effect.flatMap(feeds.feed(runId), (feed) => PubSub.publish(feed, message))), {
+        discard: true
+      })
+  )
 
 /** A heartbeat to every follower. */
 export const beat = (feeds: Feeds): Effect.Effect<void> => toAll(feeds, heartbeat)
@@ -121,7 +129,8 @@ interface Cursor {
 /** A follower's next step: where it stands after it, and what it emits. */
 type Step = readonly [Cursor, ReadonlyArray<Followed>]
 
-const items = (stored: ReadonlyArray<StoredEvent>): ReadonlyArray<FeedItem> => stored.map(({ event, seq }) => ({ seq, event }))
+const items = (stored: ReadonlyArray<StoredEvent>): ReadonlyArray<FeedItem> =>
+  stored.map(({ event, seq }) => ({ seq, event }))
 
 /** A follower of a run: what the run log holds after the cursor, then the live feed. */
 export interface Following {
@@ -135,7 +144,12 @@ export interface Following {
  * Follows run `run` from cursor `after` (see the module comment), subscribed to
  * its feed for the lifetime of the scope.
  */
-export const follow = (log: RunLogService, feeds: Feeds, run: RunRow, after: number): Effect.Effect<Following, never, Scope.Scope> =>
+export const follow = (
+  log: RunLogService,
+  feeds: Feeds,
+  run: RunRow,
+  after: number
+): Effect.Effect<Following, never, Scope.Scope> =>
   Effect.gen(function*() {
     const runId = run.runId
     const subscription = yield* Effect.flatMap(feeds.feed(runId), PubSub.subscribe)
@@ -183,7 +197,8 @@ export const follow = (log: RunLogService, feeds: Feeds, run: RunRow, after: num
     // one stage: each message taken from the subscription is one step of the cursor
     const live = Stream.unfoldChunkEffect({ last, overSince: undefined, finished: false } as Cursor, (cursor) =>
       cursor.finished ? Effect.succeed(Option.none()) : Effect.map(
-        Effect.flatMap(Queue.take(subscription), (message) => next(cursor, message)),
+        Effect.flatMap(Queue.take(subscription), (message) =>
+          next(cursor, message)),
         ([after, emitted]) => Option.some([Chunk.unsafeFromArray(emitted as Array<Followed>), after] as const)
       ))
     return { replay: stored, live }
@@ -194,7 +209,10 @@ const over = (log: RunLogService, runId: string): Effect.Effect<boolean> =>
   Effect.flatMap(Effect.orDie(log.run(runId)), (row) => {
     if (Option.isNone(row)) return Effect.succeed(true)
     if (row.value.status !== "done") return Effect.succeed(false)
-    return Effect.map(Effect.orDie(log.eventsAfter(runId, Math.max(0, row.value.lastSeq - 1))), (rows) => rows.some((r) => r.event._tag === "Done"))
+    return Effect.map(
+      Effect.orDie(log.eventsAfter(runId, Math.max(0, row.value.lastSeq - 1))),
+      (rows) => rows.some((r) => r.event._tag === "Done")
+    )
   })
 
 /** The replay, then the live feed: one stream. */

@@ -125,7 +125,10 @@ export const make = (
         reserved.delete(runId)
       }
     }
-    const settle = Effect.flatMap(Ref.get(calls), (c) => (c.stopping && c.inFlight === 0 ? Deferred.succeed(idle, undefined) : Effect.void))
+    const settle = Effect.flatMap(
+      Ref.get(calls),
+      (c) => (c.stopping && c.inFlight === 0 ? Deferred.succeed(idle, undefined) : Effect.void)
+    )
     const host: RunHost = {
       bootId,
       reserve: (runId) =>
@@ -169,7 +172,10 @@ export const make = (
           const run = runs.get(runId)
           return run === undefined ? Effect.succeed(false) : Effect.as(Deferred.succeed(run.cancel, undefined), true)
         }),
-      beginCall: Ref.modify(calls, (c): [boolean, Calls] => (c.stopping ? [false, c] : [true, { ...c, inFlight: c.inFlight + 1 }])),
+      beginCall: Ref.modify(
+        calls,
+        (c): [boolean, Calls] => (c.stopping ? [false, c] : [true, { ...c, inFlight: c.inFlight + 1 }])
+      ),
       endCall: Effect.zipRight(Ref.update(calls, (c) => ({ ...c, inFlight: c.inFlight - 1 })), settle),
       stopping: Effect.map(Ref.get(calls), (c) => c.stopping),
       drain: (graceMs) =>

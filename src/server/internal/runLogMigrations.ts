@@ -97,4 +97,7 @@ const migrations = {
 }
 
 /** Runs the migrations (idempotent; concurrent instances are serialised by the migrator's table). */
-export const run = Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: "react_engine_run_log_migrations" })
+export const run = Migrator.make({})({
+  loader: Migrator.fromRecord(migrations),
+  table: "react_engine_run_log_migrations"
+})

@@ -13,7 +13,6 @@
  *
  * @internal
  */
-import type { RunRow } from "../RunLog.js"
 import * as Activity from "@effect/workflow/Activity"
 import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
 import * as Clock from "effect/Clock"
@@ -34,6 +33,7 @@ import { isOwn, type RunEvent } from "../../RunEvent.js"
 import * as Telemetry from "../../Telemetry.js"
 import * as ConversationBudget from "../ConversationBudget.js"
 import * as ConversationStore from "../ConversationStore.js"
+import type { RunRow } from "../RunLog.js"
 import * as RunLog from "../RunLog.js"
 import * as RunTrace from "../RunTrace.js"
 import * as SqlAttachments from "../SqlAttachments.js"
@@ -136,10 +136,13 @@ const begin = (payload: RunPayload, host: RunHost) =>
     const calls = yield* CallClaim.ToolCalls
     const workflow = yield* Effect.context<WorkflowEngine | WorkflowInstance>()
     const local = yield* host.register(runId, conversationId)
-    const row = yield* Effect.flatMap(log.run(runId), Option.match({
-      onNone: () => Effect.dieMessage(`run ${runId} is not in the run log`),
-      onSome: Effect.succeed
-    })).pipe(Effect.orDie)
+    const row = yield* Effect.flatMap(
+      log.run(runId),
+      Option.match({
+        onNone: () => Effect.dieMessage(`run ${runId} is not in the run log`),
+        onSome: Effect.succeed
+      })
+    ).pipe(Effect.orDie)
     const stored = yield* Effect.orDie(log.storedKeys(runId))
     const summary = yield* Ref.make<Summary>({ streamed: "", failure: undefined, retries: 0 })
     const resumed = [...stored.keys].some((key) => key !== QUEUED_KEY)
@@ -190,7 +193,14 @@ const end = (run: Omit<Run, "journal">, summary: Effect.Effect<Summary>, done: D
     const status = cancelled ? "cancelled" : failure !== undefined ? "failed" : "done"
     const line = endLine(runId, conversationId, status, done, retries, elapsed)
     yield* status === "failed" ? Effect.logWarning(`${line}: ${failure}`) : Effect.logInfo(line)
-    return { ...done, answer, elapsed, conversation_id: conversationId, run_id: runId, ...(cancelled ? { cancelled: true } : {}) }
+    return {
+      ...done,
+      answer,
+      elapsed,
+      conversation_id: conversationId,
+      run_id: runId,
+      ...(cancelled ? { cancelled: true } : {})
+    }
   })
 
 /** A run found half done says so once, and its clients get a fresh detach grace (they are reconnecting). */
@@ -222,7 +232,11 @@ const history = (run: Run) =>
             turns.length === 0 ? Effect.succeed(turns) : guard.checkAndCompact(turns, { hint: "general" }).pipe(
               Effect.tap((checked) =>
                 checked.compacted
-                  ? run.journal.emit({ _tag: "Compact", original_messages: checked.originalMessages, kept_messages: checked.keptMessages })
+                  ? run.journal.emit({
+                    _tag: "Compact",
+                    original_messages: checked.originalMessages,
+                    kept_messages: checked.keptMessages
+                  })
                   : Effect.void
               ),
               Effect.map((checked) => checked.messages)
@@ -252,12 +266,14 @@ const recordInput = (run: Run, turns: ReadonlyArray<Message.ChatMessage>) => {
 
 /** The mode the run executes in (`auto`: an activity asks the router). */
 const route = (run: Run) =>
-  run.payload.mode !== "auto" ? Effect.succeed(run.payload.mode) : Effect.flatMap(DagAgent.DagAgent, (dag) =>
-    run.journal.activity({
-      name: "route",
-      success: Schema.Literal("react", "dag"),
-      execute: () => Effect.map(dag.route(run.payload.query), (routed) => routed.mode)
-    }))
+  run.payload.mode !== "auto" ?
+    Effect.succeed(run.payload.mode) :
+    Effect.flatMap(DagAgent.DagAgent, (dag) =>
+      run.journal.activity({
+        name: "route",
+        success: Schema.Literal("react", "dag"),
+        execute: () => Effect.map(dag.route(run.payload.query), (routed) => routed.mode)
+      }))
 
 /**
  * The agent's own code path through the durable journal, under the
@@ -286,7 +302,9 @@ const execute = (run: Run, turns: ReadonlyArray<Message.ChatMessage>, mode: "rea
       run.store,
       conversationId
     )
-    if (mode === "dag") return yield* governed(Effect.flatMap(DagAgent.DagAgent, (dag) => dag.execute(input, run.journal)))
+    if (mode === "dag") {
+      return yield* governed(Effect.flatMap(DagAgent.DagAgent, (dag) => dag.execute(input, run.journal)))
+    }
     const agent = yield* ReactAgent.ReactAgent
     const recording = Recorder.makeRecording((entry) => {
       const { data, kind } = RunTrace.traceEntry(entry)
@@ -299,8 +317,10 @@ const execute = (run: Run, turns: ReadonlyArray<Message.ChatMessage>, mode: "rea
       query
     )
     // (and its stored recall when it asks the same: a fork embeds nothing for it)
-    const fromStorage = prefix === undefined ? <A, E, R>(self: Effect.Effect<A, E, R>) => self : <A, E, R>(self: Effect.Effect<A, E, R>) =>
-      Replay.withPrefix(prefix)(Memory.withRecorded(fork?.query === query ? prefix.memory : undefined)(self))
+    const fromStorage = prefix === undefined ?
+      <A, E, R>(self: Effect.Effect<A, E, R>) => self :
+      <A, E, R>(self: Effect.Effect<A, E, R>) =>
+        Replay.withPrefix(prefix)(Memory.withRecorded(fork?.query === query ? prefix.memory : undefined)(self))
     return yield* governed(Recorder.withRecording(recording)(fromStorage(agent.execute(input, run.journal))))
   })
 

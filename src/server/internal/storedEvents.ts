@@ -55,11 +55,17 @@ export const append = (
       VALUES (${runId}, ${e.seq}, ${e.key}, ${channel}, ${data}) ON CONFLICT DO NOTHING`
   }
   // one event (the usual case): one statement, committed on its own — no BEGIN / COMMIT around it
-  return Effect.asVoid(events.length === 1 ? insert(events[0]) : sql.withTransaction(Effect.forEach(events, insert, { discard: true })))
+  return Effect.asVoid(
+    events.length === 1 ? insert(events[0]) : sql.withTransaction(Effect.forEach(events, insert, { discard: true }))
+  )
 }
 
 /** The run's events after `after`, in order. */
-export const after = (sql: SqlClient.SqlClient, runId: string, after: number): Effect.Effect<Array<StoredEvent>, SqlError> =>
+export const after = (
+  sql: SqlClient.SqlClient,
+  runId: string,
+  after: number
+): Effect.Effect<Array<StoredEvent>, SqlError> =>
   Effect.map(
     sql<{ seq: number | string; channel: string; data: string }>`SELECT seq, channel, data FROM react_run_events
       WHERE run_id = ${runId} AND seq > ${after} ORDER BY seq`,

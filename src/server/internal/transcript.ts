@@ -101,7 +101,9 @@ export const messagesFromEvents = (t: Transcript): Array<ChatMessage> => {
     else byIteration.set(call.iteration, [call])
   }
   for (const calls of byIteration.values()) {
-    out.push(Message.assistant(null, { toolCalls: calls.map((c) => Message.toolCall(c.id, c.name, stringify(c.args))) }))
+    out.push(
+      Message.assistant(null, { toolCalls: calls.map((c) => Message.toolCall(c.id, c.name, stringify(c.args))) })
+    )
     for (const c of calls) {
       const content = c.observation === undefined ? CANCELLED : c.error ? `Error: ${c.error}` : c.observation
       out.push(Message.tool(c.id, content, c.name))

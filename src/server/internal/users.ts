@@ -20,9 +20,11 @@ export class InvalidUserId extends Schema.TaggedError<InvalidUserId>()("InvalidU
 }
 
 /** 409: the conversation belongs to another user (or to nobody, or to a user when the request has none). */
-export class ConversationUserMismatch extends Schema.TaggedError<ConversationUserMismatch>()("ConversationUserMismatch", {
-  conversationId: Schema.String
-}) {
+export class ConversationUserMismatch
+  extends Schema.TaggedError<ConversationUserMismatch>()("ConversationUserMismatch", {
+    conversationId: Schema.String
+  })
+{
   override get message(): string {
     return "This conversation belongs to another user"
   }
@@ -30,7 +32,9 @@ export class ConversationUserMismatch extends Schema.TaggedError<ConversationUse
 
 export const toResponse = (error: InvalidUserId | ConversationUserMismatch): HttpServerResponse.HttpServerResponse =>
   error._tag === "InvalidUserId"
-    ? HttpServerResponse.unsafeJson({ error: "invalid_user_id", message: error.message, field: error.field }, { status: 400 })
+    ? HttpServerResponse.unsafeJson({ error: "invalid_user_id", message: error.message, field: error.field }, {
+      status: 400
+    })
     : HttpServerResponse.unsafeJson(
       { error: "conversation_user_mismatch", message: error.message, conversation_id: error.conversationId },
       { status: 409 }
@@ -51,7 +55,13 @@ export const userIdOf = (value: unknown, field = "user_id"): Effect.Effect<strin
  * store there is nothing to check.
  */
 export const claim = (
-  store: { readonly claim: (id: string, userId: string | undefined, query: string) => Effect.Effect<boolean, { readonly message: string }> } | undefined,
+  store: {
+    readonly claim: (
+      id: string,
+      userId: string | undefined,
+      query: string
+    ) => Effect.Effect<boolean, { readonly message: string }>
+  } | undefined,
   conversationId: string,
   userId: string | undefined,
   query: string
