@@ -12,6 +12,7 @@
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -151,8 +152,7 @@ export const make: Effect.Effect<A2aTasksService, A2aStoreError, SqlClient.SqlCl
   const one = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullable(rows[0]), toStored)
   return {
     save: (taskId, contextId, state, task) =>
-      Effect.suspend(() => {
-        const now = Date.now()
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const json = JSON.stringify(task)
         return sql`INSERT INTO react_a2a_tasks (task_id, context_id, state, is_final, task, created_at, updated_at)
           VALUES (${taskId}, ${contextId}, ${state}, ${isFinal(state)}, ${json}, ${now}, ${now})
@@ -160,8 +160,7 @@ export const make: Effect.Effect<A2aTasksService, A2aStoreError, SqlClient.SqlCl
             updated_at = excluded.updated_at`
       }).pipe(Effect.asVoid, Effect.mapError(failure("saving the task failed"))),
     link: (o) =>
-      Effect.suspend(() => {
-        const now = Date.now()
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const json = JSON.stringify(o.task)
         return sql`INSERT INTO react_a2a_tasks (task_id, context_id, run_id, idempotency_key, state, is_final, task, created_at, updated_at)
           VALUES (${o.taskId}, ${o.contextId}, ${o.runId}, ${o.idempotencyKey ?? null}, ${o.state}, ${

@@ -139,6 +139,7 @@ const seconds = (d: Duration.Duration): string => `${Math.round(Duration.toMilli
 class StepStuck extends Data.TaggedError("StepStuck")<{ readonly message: string }> {}
 
 /** True while a step's activity executes (its events are then keyed by the activity). */
+// a module-level FiberRef, made once as Effect's own are (globalValue keeps one per process)
 const InActivity = globalValue(Symbol.for("effect-react-engine/DagAgent/inActivity"), () => FiberRef.unsafeMake(false))
 
 /** What the step's run reported, as it ends. */

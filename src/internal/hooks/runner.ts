@@ -53,6 +53,7 @@ export const invalidHook = (hook: unknown, index: number): string | undefined =>
 const guarded = (body: () => unknown): Effect.Effect<Either.Either<unknown, string>> =>
   Effect.suspend(() => {
     const effect = body()
+    // a guard on user code (a hook written in plain JavaScript may return anything), not a fast path
     return Effect.isEffect(effect)
       ? (effect as Effect.Effect<unknown, unknown>)
       : Effect.die(new Error(`run returned ${effect === null ? "null" : typeof effect}, not an Effect`))

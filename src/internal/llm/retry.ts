@@ -34,6 +34,7 @@ export interface RetryNotice {
  */
 export const currentRetryObserver: FiberRef.FiberRef<(notice: RetryNotice) => Effect.Effect<void>> = globalValue(
   Symbol.for("effect-react-engine/Llm/currentRetryObserver"),
+  // a module-level FiberRef, made once as Effect's own are (globalValue keeps one per process)
   () => FiberRef.unsafeMake<(notice: RetryNotice) => Effect.Effect<void>>(() => Effect.void)
 )
 

@@ -163,6 +163,7 @@ export class MemoryError extends Schema.TaggedError<MemoryError>()("MemoryError"
 export const currentUser: FiberRef.FiberRef<Option.Option<{ readonly userId: string; readonly epoch: number }>> =
   globalValue(
     Symbol.for("effect-react-engine/Memory/currentUser"),
+    // a module-level FiberRef, made once as Effect's own are (globalValue keeps one per process)
     () => FiberRef.unsafeMake<Option.Option<{ readonly userId: string; readonly epoch: number }>>(Option.none())
   )
 
@@ -175,5 +176,6 @@ export const currentUser: FiberRef.FiberRef<Option.Option<{ readonly userId: str
  */
 export const currentRecorded: FiberRef.FiberRef<Option.Option<Steps>> = globalValue(
   Symbol.for("effect-react-engine/Memory/currentRecorded"),
+  // a module-level FiberRef, made once as Effect's own are (globalValue keeps one per process)
   () => FiberRef.unsafeMake<Option.Option<Steps>>(Option.none())
 )

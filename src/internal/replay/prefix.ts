@@ -57,6 +57,7 @@ export const makeState = (cassette: Cassette.Cassette): PrefixState => ({
 
 export const currentPrefix: FiberRef.FiberRef<Option.Option<PrefixState>> = globalValue(
   Symbol.for("effect-react-engine/Replay/currentPrefix"),
+  // a module-level FiberRef, made once as Effect's own are (globalValue keeps one per process)
   () => FiberRef.unsafeMake<Option.Option<PrefixState>>(Option.none())
 )
 

@@ -22,6 +22,7 @@ export interface Instrumentation {
 /** Off by default: no content, no metric updates. */
 export const currentInstrumentation: FiberRef.FiberRef<Instrumentation> = globalValue(
   Symbol.for("effect-react-engine/Telemetry/currentInstrumentation"),
+  // a module-level FiberRef, made once as Effect's own are (globalValue keeps one per process)
   () => FiberRef.unsafeMake<Instrumentation>({ captureContent: false, metrics: false })
 )
 

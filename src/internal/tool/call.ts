@@ -52,6 +52,7 @@ export interface CallContext {
  */
 export const currentCall: FiberRef.FiberRef<Option.Option<CallContext>> = globalValue(
   Symbol.for("effect-react-engine/Tool/currentCall"),
+  // a module-level FiberRef, made once as Effect's own are (globalValue keeps one per process)
   () => FiberRef.unsafeMake<Option.Option<CallContext>>(Option.none())
 )
 

@@ -71,7 +71,7 @@ import type { LocalRun, RunHost } from "./runHost.js"
 const CurrentActivity = FiberRef.unsafeMake<string | undefined>(undefined) // a module-level FiberRef, as Effect's own are made
 
 /** Set while a tool call's execution runs: its events are keyed by it and go where its sink says. */
-const CallSink = FiberRef.unsafeMake<CallClaim.Sink | undefined>(undefined)
+const CallSink = FiberRef.unsafeMake<CallClaim.Sink | undefined>(undefined) // module-level, as CurrentActivity
 
 /** A run that stops runs no activity any more: it dies instead of being retried on interruption. */
 class RunStopped extends Schema.TaggedError<RunStopped>()("RunStopped", {}) {}
