@@ -17,12 +17,12 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Attachments from "./Attachments.js"
 import { inRequestOrder } from "./internal/cassette/order.js"
+import { ApprovalDecision, Drain, Json, ModelCall, ToolCall, ToolSpec } from "./internal/cassette/records.js"
 import { scrubber } from "./internal/cassette/volatile.js"
-import { Abilities, ChatResponseSchema, LlmError, LlmErrorReason } from "./Llm.js"
+import { Abilities, LlmError } from "./Llm.js"
 import { Steps } from "./Memory.js"
 import { ChatMessage, Content } from "./Message.js"
 import { isEphemeral, RunEvent } from "./RunEvent.js"
-import { Usage } from "./Usage.js"
 
 /**
  * The version this engine writes.
@@ -40,168 +40,80 @@ export const CURRENT_VERSION = 1 as const
  */
 export const FORMAT = "react-engine-cassette" as const
 
-const Json = Schema.Unknown
+// ---------------------------------------------------------------------------
+// the records a cassette lists (src/internal/cassette/records.ts)
 
-/**
- * A request as the model received it (`Llm.ChatRequest`).
- *
- * @since 0.1.0
- * @category models
- */
-export const ChatRequest = Schema.Struct({
-  messages: Schema.Array(ChatMessage),
-  tools: Schema.optional(Schema.Array(Json)),
-  toolChoice: Schema.optional(Json),
-  responseFormat: Schema.optional(Json),
-  temperature: Schema.optional(Schema.Number),
-  maxTokens: Schema.optional(Schema.Number)
-})
-
-/**
- * One piece of a streamed reply (`Llm.ChatDelta`).
- *
- * @since 0.1.0
- * @category models
- */
-export const ChatDelta = Schema.Union(
-  Schema.TaggedStruct("Content", { text: Schema.String }),
-  Schema.TaggedStruct("Reasoning", { text: Schema.String }),
-  Schema.TaggedStruct("ToolCall", {
-    index: Schema.Number,
-    id: Schema.optional(Schema.String),
-    name: Schema.optional(Schema.String),
-    arguments: Schema.optional(Schema.String)
-  }),
-  Schema.TaggedStruct("Usage", { usage: Usage }),
-  Schema.TaggedStruct("Finish", { reason: Schema.NullOr(Schema.String) })
-)
-
-/**
- * A model call's failure.
- *
- * @since 0.1.0
- * @category models
- */
-export const ModelError = Schema.Struct({
-  reason: LlmErrorReason,
-  message: Schema.String,
-  status: Schema.optional(Schema.Number)
-})
-
-/**
- * One model call: `chat` (a whole reply) or `stream` (its deltas, then
- * perhaps the error that cut the stream).
- *
- * @since 0.1.0
- * @category models
- */
-export const ModelCall = Schema.Struct({
-  method: Schema.Literal("chat", "stream"),
-  request: ChatRequest,
-  reply: Schema.optional(ChatResponseSchema),
-  deltas: Schema.optional(Schema.Array(ChatDelta)),
-  error: Schema.optional(ModelError)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type ModelCall = typeof ModelCall.Type
-
-/**
- * How a tool handler ended, as a cassette stores it — the handler's `Exit`,
- * not the call's outcome (`Tool.ToolOutcome`, which the loop derives from it):
- * the handler's output as it returned it (unchecked: a replay checks it again
- * as the live run did), a `ToolError` message, a defect, or interrupted (a
- * timeout, a cancelled run).
- *
- * @since 0.1.0
- * @category models
- */
-export const ToolOutcome = Schema.Union(
-  Schema.TaggedStruct("Success", { output: Json }),
-  Schema.TaggedStruct("Failure", { message: Schema.String }),
-  Schema.TaggedStruct("Die", { message: Schema.String }),
-  Schema.TaggedStruct("Interrupted", {})
-)
-/**
- * @since 0.1.0
- * @category models
- */
-export type ToolOutcome = typeof ToolOutcome.Type
-
-/**
- * One execution of a tool handler (calls blocked by a hook, denied or of an
- * unknown tool never reach a handler and are not here).
- *
- * @since 0.1.0
- * @category models
- */
-export const ToolCall = Schema.Struct({
-  iteration: Schema.Number,
-  tool_call_id: Schema.optional(Schema.String),
-  tool_name: Schema.String,
-  args: Json,
-  outcome: ToolOutcome
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type ToolCall = typeof ToolCall.Type
-
-/**
- * A tool as the run had it.
- *
- * @since 0.1.0
- * @category models
- */
-export const ToolSpec = Schema.Struct({
-  name: Schema.String,
-  description: Schema.String,
-  parameters: Schema.Record({ key: Schema.String, value: Json }),
-  read_only: Schema.Boolean,
-  pinned: Schema.Boolean,
-  idempotent: Schema.Boolean,
-  /** The tool's own timeout, when it has one. */
-  timeout_ms: Schema.optional(Schema.Number),
-  /** `conditional`: a check of the arguments decided (replay asks where the recorded run asked). */
-  needs_approval: Schema.Literal("never", "always", "conditional")
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type ToolSpec = typeof ToolSpec.Type
-
-/**
- * What one drain of the interrupt queue took (every drain, empty ones too, in order).
- *
- * @since 0.1.0
- * @category models
- */
-export const Drain = Schema.Struct({
-  items: Schema.Array(Schema.Struct({ id: Schema.String, content: Schema.String }))
-})
-
-/**
- * A person's decision on a call that waited for approval.
- *
- * @since 0.1.0
- * @category models
- */
-export const ApprovalDecision = Schema.Struct({
-  tool_call_id: Schema.optional(Schema.String),
-  tool_name: Schema.optional(Schema.String),
-  iteration: Schema.optional(Schema.Number),
-  decision: Schema.Literal("approve", "deny"),
-  reason: Schema.optional(Schema.String)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type ApprovalDecision = typeof ApprovalDecision.Type
+export {
+  /**
+   * A person's decision on a call that waited for approval.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ApprovalDecision,
+  /**
+   * One piece of a streamed reply (`Llm.ChatDelta`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ChatDelta,
+  /**
+   * A request as the model received it (`Llm.ChatRequest`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ChatRequest,
+  /**
+   * What one drain of the interrupt queue took (every drain, empty ones too, in order).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  Drain,
+  /**
+   * One model call: `chat` (a whole reply) or `stream` (its deltas, then
+   * perhaps the error that cut the stream).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ModelCall,
+  /**
+   * A model call's failure.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ModelError,
+  /**
+   * One execution of a tool handler (calls blocked by a hook, denied or of an
+   * unknown tool never reach a handler and are not here).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ToolCall,
+  /**
+   * How a tool handler ended, as a cassette stores it — the handler's `Exit`,
+   * not the call's outcome (`Tool.ToolOutcome`, which the loop derives from it):
+   * the handler's output as it returned it (unchecked: a replay checks it again
+   * as the live run did), a `ToolError` message, a defect, or interrupted (a
+   * timeout, a cancelled run).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ToolOutcome,
+  /**
+   * A tool as the run had it.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ToolSpec
+} from "./internal/cassette/records.js"
 
 /**
  * A cassette of version 1.
