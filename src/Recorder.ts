@@ -18,7 +18,6 @@
  */
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import { globalValue } from "effect/GlobalValue"
@@ -27,17 +26,16 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Attachments from "./Attachments.js"
 import * as Cassette from "./Cassette.js"
-import { CURRENT_VERSION, FORMAT } from "./Cassette.js"
+import { modelOf, requestJson, toCassette } from "./internal/recorder/cassette.js"
 import { wrapMemory } from "./internal/recorder/memory.js"
 import { outcomeOf } from "./internal/recorder/tools.js"
 import * as Interrupts from "./Interrupts.js"
 import type { ChatDelta, ChatRequest, LlmService } from "./Llm.js"
 import { Llm } from "./Llm.js"
 import * as Memory from "./Memory.js"
-import type { ChatMessage } from "./Message.js"
 import type { ReactAgentService, RunInput } from "./ReactAgent.js"
 import { collect } from "./ReactAgent.js"
-import { isEphemeral, type RunEvent, type RunResult } from "./RunEvent.js"
+import type { RunEvent, RunResult } from "./RunEvent.js"
 import type { Tool } from "./Tool.js"
 import * as ToolModule from "./Tool.js"
 import * as Toolkit from "./Toolkit.js"
@@ -115,23 +113,6 @@ export const withRecording =
 
 const emitEntry = (recording: Recording, entry: RecordingEntry): Effect.Effect<void> =>
   recording.onEntry === undefined ? Effect.void : recording.onEntry(entry)
-
-/** The request as plain JSON data (what a cassette stores and compares). */
-export const requestJson = (request: ChatRequest): Cassette.ModelCall["request"] =>
-  JSON.parse(JSON.stringify({
-    messages: request.messages,
-    ...(request.tools !== undefined ? { tools: request.tools } : {}),
-    ...(request.toolChoice !== undefined ? { toolChoice: request.toolChoice } : {}),
-    ...(request.responseFormat !== undefined ? { responseFormat: request.responseFormat } : {}),
-    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-    ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {})
-  }))
-
-const modelOf = (llm: Pick<LlmService, "model" | "abilities" | "contextSize">): Cassette.Cassette["model"] => ({
-  name: llm.model,
-  abilities: llm.abilities,
-  ...(llm.contextSize !== undefined ? { context_size: llm.contextSize } : {})
-})
 
 /**
  * The LLM, recording every call made under a recording.
@@ -246,23 +227,6 @@ export const wrapInterrupts = (interrupts: Interrupts.InterruptsService): Interr
 })
 
 /**
- * A tool as a cassette describes it.
- *
- * @since 0.1.0
- * @category utils
- */
-export const toolSpec = (tool: Tool): Cassette.ToolSpec => ({
-  name: tool.name,
-  description: tool.description,
-  parameters: JSON.parse(JSON.stringify(tool.jsonSchema)),
-  read_only: tool.readOnly,
-  pinned: tool.pinned,
-  idempotent: tool.idempotent,
-  ...(tool.timeout !== undefined ? { timeout_ms: Duration.toMillis(Duration.decode(tool.timeout)) } : {}),
-  needs_approval: tool.needsApproval === undefined ? "never" : tool.needsApproval === true ? "always" : "conditional"
-})
-
-/**
  * What the recorder knows of the services it wraps.
  *
  * @since 0.1.0
@@ -310,71 +274,33 @@ export const layer: Layer.Layer<
     : Context.add(context, Memory.Memory, wrapMemory(memory.value, currentRecording, write))
 }))
 
-/**
- * The approval decisions of a run, from its events.
- *
- * @since 0.1.0
- * @category utils
- */
-export const approvalsOf = (events: ReadonlyArray<RunEvent>): Array<Cassette.ApprovalDecision> => {
-  const requested = new Map<string, Extract<RunEvent, { _tag: "ApprovalRequested" }>>()
-  const out: Array<Cassette.ApprovalDecision> = []
-  for (const event of events) {
-    if (event._tag === "ApprovalRequested") requested.set(event.approval_id, event)
-    else if (event._tag === "ApprovalDecided") {
-      const asked = requested.get(event.approval_id)
-      out.push({
-        ...(asked?.tool_call_id !== undefined ? { tool_call_id: asked.tool_call_id } : {}),
-        ...(asked?.tool_name !== undefined ? { tool_name: asked.tool_name } : {}),
-        ...(asked?.iteration !== undefined ? { iteration: asked.iteration } : {}),
-        decision: event.status === "approved" ? "approve" : "deny",
-        ...(event.reason !== undefined ? { reason: event.reason } : {})
-      })
-    }
-  }
-  return out
-}
+// building the cassette (src/internal/recorder/cassette.ts)
 
-/**
- * Builds a cassette from a finished recording.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const toCassette = (options: {
-  readonly recording: Recording
-  readonly llm: Pick<LlmService, "model" | "abilities" | "contextSize">
-  readonly tools: ReadonlyArray<Tool> | ReadonlyArray<Cassette.ToolSpec>
-  readonly input: RunInput & { readonly conversationId: string }
-  readonly events: ReadonlyArray<RunEvent>
-  readonly agentOptions?: Record<string, unknown>
-  readonly runId?: string
-  readonly source?: "in-process" | "server"
-  readonly recordedAt?: Date
-}): Cassette.Cassette => ({
-  format: FORMAT,
-  version: CURRENT_VERSION,
-  run_id: options.runId ?? `run_${crypto.randomUUID()}`,
-  recorded_at: (options.recordedAt ?? new Date()).toISOString(),
-  source: options.source ?? "in-process",
-  model: options.recording.model ?? modelOf(options.llm),
-  input: {
-    query: options.input.query,
-    conversation_id: options.input.conversationId,
-    history: (options.input.history ?? []) as ReadonlyArray<ChatMessage>,
-    options: JSON.parse(JSON.stringify(options.agentOptions ?? {})),
-    tools: options.tools.map((t) => ("handler" in t ? toolSpec(t) : t)),
-    ...(options.input.maxIterations !== undefined ? { max_iterations: options.input.maxIterations } : {}),
-    ...(options.input.userId !== undefined ? { user_id: options.input.userId } : {})
-  },
-  model_calls: options.recording.modelCalls,
-  tool_calls: options.recording.toolCalls,
-  drains: options.recording.drains,
-  approvals: approvalsOf(options.events),
-  // live-only events (tool progress, partial output) are not part of what a run is
-  events: options.events.filter((event) => !isEphemeral(event)),
-  ...(options.recording.memory !== undefined ? { memory: options.recording.memory } : {})
-})
+export {
+  /**
+   * The approval decisions of a run, from its events.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  approvalsOf,
+  /** The request as plain JSON data (what a cassette stores and compares). */
+  requestJson,
+  /**
+   * Builds a cassette from a finished recording.
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  toCassette,
+  /**
+   * A tool as a cassette describes it.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  toolSpec
+} from "./internal/recorder/cassette.js"
 
 /**
  * Runs `agent` on `input` under a fresh recording: its events, its result and

@@ -34,6 +34,7 @@ import * as ConversationStore from "./ConversationStore.js"
 import * as DurableRuns from "./DurableRuns.js"
 import type { ForkPoint } from "./internal/runCassette.js"
 import * as RunFeed from "./internal/runFeed.js"
+import * as RunUpkeep from "./internal/runUpkeep.js"
 import * as RunWorkflow from "./internal/runWorkflow.js"
 import type { RunRow } from "./RunLog.js"
 import * as RunLog from "./RunLog.js"
@@ -157,8 +158,6 @@ export interface RunRegistryService {
  */
 export class RunRegistry extends Context.Tag("effect-react-engine/RunRegistry")<RunRegistry, RunRegistryService>() {}
 
-const POLL = "100 millis"
-
 /** What a refused start is told to wait before trying again (`Retry-After`, seconds). */
 const RETRY_AFTER_SECONDS = 2
 
@@ -178,8 +177,7 @@ export const make = Effect.gen(function*() {
     Effect.provideService(effect, WorkflowEngineModule.WorkflowEngine, engine)
 
   /** Asks a run to stop, wherever it executes (its instance polls the run log). */
-  const stop = (conversationId: string, runId: string) =>
-    Effect.zipRight(Effect.orDie(log.requestCancel(conversationId)), host.cancelLocal(runId))
+  const stop = RunUpkeep.stop(log, host)
 
   const runOf = (target: Target): Effect.Effect<RunRow, NotFound> => {
     if (typeof target !== "string" && "runId" in target) {
@@ -307,7 +305,7 @@ export const make = Effect.gen(function*() {
         // wait for its `done` (the run ends on its own instance)
         yield* Effect.orDie(log.run(runId.value)).pipe(
           Effect.repeat({
-            schedule: Schedule.spaced(POLL),
+            schedule: Schedule.spaced(RunUpkeep.POLL),
             until: (row) => Option.isNone(row) || row.value.status === "done"
           }),
           Effect.timeout("5 seconds"),
@@ -321,71 +319,8 @@ export const make = Effect.gen(function*() {
     shutdown
   }
 
-  // the followers of runs that do not execute here (elsewhere, or not yet, or no more) read the run log
-  yield* Effect.flatMap(
-    host.feeds.runIds,
-    (runIds) =>
-      Effect.flatMap(
-        Effect.filter(runIds, (runId) => Effect.map(host.executesHere(runId), (here) => !here)),
-        (elsewhere) => RunFeed.poll(host.feeds, elsewhere)
-      )
-  ).pipe(
-    Effect.repeat(Schedule.spaced(POLL)),
-    Effect.interruptible,
-    Effect.forkScoped
-  )
-
-  // every follower's keep-alive
-  yield* RunFeed.beat(host.feeds).pipe(
-    Effect.repeat(Schedule.spaced(settings.heartbeatMs)),
-    Effect.delay(settings.heartbeatMs),
-    Effect.interruptible,
-    Effect.forkScoped
-  )
-
-  // runs executing here learn of a cancel made on any instance
-  yield* Effect.suspend(() => {
-    return Effect.flatMap(
-      host.localRuns,
-      (runs) =>
-        runs.length === 0 ?
-          Effect.void :
-          Effect.flatMap(
-            log.cancelRequested(runs.map((r) => r.runId)),
-            (cancelled) => Effect.forEach(cancelled, host.cancelLocal, { discard: true })
-          )
-    )
-  }).pipe(Effect.ignore, Effect.repeat(Schedule.spaced("250 millis")), Effect.interruptible, Effect.forkScoped)
-
-  // the detach grace of the runs executing here
-  if (settings.detachGraceMs > 0) {
-    const every = Math.min(1000, Math.max(100, Math.floor(settings.detachGraceMs / 4)))
-    yield* Effect.flatMap(
-      Effect.zip(Clock.currentTimeMillis, host.localRuns),
-      ([now, runs]) =>
-        Effect.forEach(runs, (local) =>
-          Effect.flatMap(log.run(local.runId), (row) => {
-            if (Option.isNone(row)) return Effect.void
-            const run = row.value
-            const detached = run.status === "running" && run.leases === 0 && !run.waiting &&
-              run.detachedAt !== undefined && now - run.detachedAt >= settings.detachGraceMs
-            return detached
-              ? Effect.zipRight(
-                Effect.logInfo(`run ${run.runId} cancelled: no client re-attached within ${settings.detachGraceMs} ms`),
-                stop(run.conversationId, run.runId)
-              )
-              : Effect.void
-          }), { discard: true })
-    ).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(every)), Effect.interruptible, Effect.forkScoped)
-  }
-
-  // bounded retention: finished runs' events and messages
-  yield* Effect.flatMap(Clock.currentTimeMillis, (now) => log.prune(now - settings.runRetentionMs)).pipe(
-    Effect.ignore,
-    Effect.repeat(Schedule.spaced("10 minutes")),
-    Effect.interruptible,
-    Effect.forkScoped
-  )
+  // the background work: polls, heartbeats, cancels from other instances, the detach grace, retention
+  yield* RunUpkeep.upkeep(log, host, settings)
 
   // shutdown: runs are durable (they continue after a restart or on another instance); every
   // follower's stream ends (an SSE response with a final frame without an id, so that its client
