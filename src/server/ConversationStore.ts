@@ -7,7 +7,6 @@
  * @since 0.1.0
  */
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
-import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -18,6 +17,7 @@ import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import type { ChatMessage } from "../Message.js"
 import * as Message from "../Message.js"
+import * as Migrations from "./internal/conversationMigrations.js"
 import * as Users from "./internal/conversationUsers.js"
 import * as RunAttachments from "./internal/runAttachments.js"
 import { decodeColumn, encodeColumn } from "./internal/storableText.js"
@@ -167,48 +167,8 @@ const title = (query: string): string => {
   return line.length <= TITLE_CHARS ? line : `${line.slice(0, TITLE_CHARS - 1)}…`
 }
 
-/**
- * The schema migrations.
- *
- * @since 0.1.0
- * @category migrations
- */
-export const migrations = {
-  "1_create_conversations": Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE IF NOT EXISTS conversations (
-      id TEXT PRIMARY KEY,
-      title TEXT NOT NULL,
-      created_at TEXT NOT NULL,
-      updated_at TEXT NOT NULL,
-      turns INTEGER NOT NULL DEFAULT 0
-    )`
-    yield* sql`CREATE TABLE IF NOT EXISTS turns (
-      conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-      turn INTEGER NOT NULL,
-      query TEXT NOT NULL,
-      answer TEXT NOT NULL,
-      messages TEXT NOT NULL,
-      usage TEXT,
-      status TEXT NOT NULL,
-      created_at TEXT NOT NULL,
-      PRIMARY KEY (conversation_id, turn)
-    )`
-    yield* sql`CREATE INDEX IF NOT EXISTS conversations_updated ON conversations (updated_at DESC)`
-  }),
-  "2_run_ids_and_forks": Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`ALTER TABLE turns ADD COLUMN run_id TEXT`
-    yield* sql`ALTER TABLE conversations ADD COLUMN forked_from TEXT`
-  }),
-  // an answer with text PostgreSQL cannot store (U+0000): `answer` keeps a readable copy, this the exact text as JSON
-  "4_turn_answer_json": Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => sql`ALTER TABLE turns ADD COLUMN answer_json TEXT`
-  ),
-  // 5, not the 3 reserved for it: a database already at 4 (main's) would never run a 3
-  "5_conversation_users": Effect.flatMap(SqlClient.SqlClient, Users.migration)
-}
+// The schema migrations, defined beside this module (their docs are there)
+export { migrations } from "./internal/conversationMigrations.js"
 
 const decodeMessages = Schema.decodeUnknownEither(Schema.parseJson(Schema.Array(Message.ChatMessage)))
 
@@ -247,9 +207,7 @@ const storeError = (what: string) => (cause: unknown) =>
  */
 export const make: Effect.Effect<ConversationStoreService, StoreError, SqlClient.SqlClient> = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: "react_engine_migrations" }).pipe(
-    Effect.mapError(storeError("database migration failed"))
-  )
+  yield* Migrations.run.pipe(Effect.mapError(storeError("database migration failed")))
 
   const turnsOf = (id: string) =>
     sql<TurnRow>`SELECT turn, query, answer, answer_json, messages, usage, status, created_at, run_id FROM turns

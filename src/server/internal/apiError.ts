@@ -12,13 +12,8 @@ import * as ParseResult from "effect/ParseResult"
 import * as Stream from "effect/Stream"
 import { timingSafeEqual } from "node:crypto"
 import type { AttachmentError } from "../../Attachments.js"
+import type { Issue } from "./httpErrors.js"
 import { unstorableText } from "./storableText.js"
-
-/** One invalid field (`ApiError.Issue`). */
-interface Issue {
-  readonly path: string
-  readonly message: string
-}
 
 /** The failing fields of a decoding error, with dotted paths (`ApiError.formatIssues`). */
 export const formatIssues = (error: ParseResult.ParseError): Array<Issue> => {
