@@ -60,7 +60,8 @@ export const build = (options: {
       model: options.fallbackModel.name,
       abilities: { toolCall: true, toolChoice: true, jsonMode: true, vision: false, streaming: true, thinking: false }
     },
-    tools: options.tools,
+    // a run without a user was not offered the memory's tool: its requests (and a replay's) do not list it
+    tools: input?.user_id !== undefined ? options.tools : options.tools.filter((t) => t.name !== Memory.UPDATE_TOOL),
     input: {
       query: input?.query ?? options.query,
       conversationId: options.conversationId,
