@@ -13,7 +13,9 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
+import * as HashSet from "effect/HashSet"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
@@ -61,12 +63,18 @@ export const logger = (
 }
 
 /**
- * The default logger with the cluster's retry warnings folded (`logger`).
+ * The process's logger with the cluster's retry warnings folded (`logger`):
+ * the pretty logger `NodeRuntime.runMain` installs, or the default one.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<never> = Logger.replace(Logger.defaultLogger, logger(Logger.defaultLogger))
+export const layer: Layer.Layer<never> = Layer.unwrapEffect(
+  Effect.map(FiberRef.get(FiberRef.currentLoggers), (loggers) => {
+    const base = HashSet.has(loggers, Logger.prettyLoggerDefault) ? Logger.prettyLoggerDefault : Logger.defaultLogger
+    return Logger.replace(base, logger(base))
+  })
+)
 
 /**
  * One line at start-up saying how many stored runs are resumed ("resuming 3
