@@ -25,10 +25,10 @@ const transcriptOf = (llm: ScriptedLlm.ScriptedLlm): string => {
 }
 
 describe("ContextGuard: the compaction transcript", () => {
-  it.effect("one entry per message: user text with images marked, assistant text and calls, tool results, an empty assistant turn; a long entry clipped in the middle", () =>
+  it.effect("one entry per message: user text (an image already left out by the guard, its note), assistant text and calls, tool results, an empty assistant turn; a long entry clipped in the middle", () =>
     Effect.gen(function*() {
       const llm = ScriptedLlm.makeUnsafe([ScriptedLlm.text("summary")], { contextSize: 200_000 })
-      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 3000, keepRecent: 1 })
+      const guard = ContextGuardModule.makeUnsafe({ llm: llm.service, budget: 500, keepRecent: 1 })
       const long = "H".repeat(6000) + "M".repeat(3000) + "T".repeat(2000)
       const input: Array<ChatMessage> = [
         Message.system("You are an agent."),
@@ -49,7 +49,7 @@ describe("ContextGuard: the compaction transcript", () => {
       assert.isTrue(result.compacted)
       const entries = transcriptOf(llm).split("\n\n")
       assert.deepStrictEqual(entries.slice(0, 5), [
-        "User: Look at [image]this.",
+        "User: Look at [An image was left out to fit the context.]this.",
         "Assistant: Let me check.\nAssistant called search [c1] with {\"q\":\"paris\"}\nAssistant called clock [c2] with {}",
         "Tool result (search) [c1]: 18°C in Paris",
         "Tool result [c2]: noon", // no tool name recorded

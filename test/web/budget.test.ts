@@ -21,7 +21,7 @@ const setup = Effect.gen(function*() {
   const server = yield* webAppServer({
     agent: {
       budget: {
-        usd: 0.002,
+        usd: 0.001,
         policy: "ask",
         reserveOutputTokens: 64,
         prices: { "scripted-test": { input: 1, output: 2 } }
@@ -45,7 +45,7 @@ layer(ChromiumLive, { timeout: "60 seconds", excludeTestServices: true })("web p
       yield* ask(page, "slow: look up six things")
       yield* pw(() => page.waitForSelector(".turn:last-child .budget-wait button.extend", { timeout: 20_000 }))
       const question = yield* pw(() => page.textContent(".turn:last-child .budget-wait .approval-question"))
-      assert.match(question ?? "", /The run's budget is spent \(\$[0-9.]+ of \$0\.002\)/)
+      assert.match(question ?? "", /The run's budget is spent \(\$[0-9.]+ of \$0\.001\)/)
       yield* pw(() => page.click(".turn:last-child .budget-wait button.stop-budget"))
       yield* pw(() => page.waitForSelector(".turn:last-child .approval-outcome.denied", { timeout: 10_000 }))
       yield* pw(() => page.waitForSelector(".turn:last-child .phase.budget", { timeout: 10_000 }))

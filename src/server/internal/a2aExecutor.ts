@@ -30,9 +30,9 @@ import type {
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import type { A2aTasksService, StoredTask } from "../A2aTasks.js"
+import type { A2aStoreError, A2aTasksService, StoredTask } from "../A2aTasks.js"
 import { FINAL_STATES } from "../A2aTasks.js"
-import type { RunLogService } from "../RunLog.js"
+import type { RunLogError, RunLogService } from "../RunLog.js"
 import type { RunRegistryService } from "../RunRegistry.js"
 import * as Encoder from "./a2aEncoder.js"
 import { isItem } from "./runFeed.js"
@@ -190,7 +190,7 @@ const endingOf = (deps: Deps, runId: string) =>
   })
 
 /** The stored task, brought up to date when its run ended while nobody followed it. */
-export const current = (deps: Deps, stored: StoredTask) =>
+export const current = (deps: Deps, stored: StoredTask): Effect.Effect<TaskType, A2aStoreError | RunLogError> =>
   Effect.gen(function*() {
     const task = Task.fromJSON(stored.task)
     if (FINAL_STATES.includes(stored.state) || stored.runId === undefined) return task
