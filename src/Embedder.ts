@@ -6,7 +6,8 @@
  *   /embeddings` through the official `openai` SDK (`EMBEDDING_MODEL`, default
  *   `text-embedding-3-small`; `EMBEDDING_BASE_URL` / `EMBEDDING_API_KEY`,
  *   default the `LLM_*` ones);
- * - `layerEmbeddingModel(options)`: any `@effect/ai` `EmbeddingModel` in context;
+ * - `EffectAiEmbedder.layer(options)` (subpath `effect-react-engine/EffectAiEmbedder`): any
+ *   `@effect/ai` `EmbeddingModel` in context;
  * - `layerLocal(options?)`: a local deterministic embedder for the offline demo
  *   (hashed words, not meaning), labelled as such.
  *
@@ -16,7 +17,6 @@
  *
  * @since 0.1.0
  */
-import type * as EmbeddingModel from "@effect/ai/EmbeddingModel"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -237,6 +237,20 @@ const definedOf = (options: Options): Options =>
   Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Options
 
 /**
+ * What the embedder uses of an `@effect/ai` `EmbeddingModel` (its `Service`
+ * has this shape; written here so that the main entry's types do not need
+ * `@effect/ai`, an optional peer dependency).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface EmbeddingModelLike {
+  readonly embedMany: (
+    input: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<ReadonlyArray<number>>, { readonly message: string }>
+}
+
+/**
  * An embedder over an `@effect/ai` `EmbeddingModel` (which reports no usage:
  * its tokens are estimated).
  *
@@ -244,7 +258,7 @@ const definedOf = (options: Options): Options =>
  * @category constructors
  */
 export const fromEmbeddingModel = (
-  model: EmbeddingModel.Service,
+  model: EmbeddingModelLike,
   options: { readonly model: string }
 ): EmbedderService => ({
   model: options.model,
@@ -256,25 +270,6 @@ export const fromEmbeddingModel = (
       Effect.mapError((error) => new EmbeddingError({ message: error.message, retryable: true }))
     )
 })
-
-/**
- * The `EmbeddingModel` in context as the embedder; `model` names it (it is
- * stored with each vector). `@effect/ai` (an optional peer dependency) is
- * loaded when the layer is built.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerEmbeddingModel = (
-  options: { readonly model: string }
-): Layer.Layer<Embedder, never, EmbeddingModel.EmbeddingModel> =>
-  Layer.effect(
-    Embedder,
-    Effect.promise(() => import("@effect/ai/EmbeddingModel")).pipe(
-      Effect.flatMap((module) => module.EmbeddingModel),
-      Effect.map((model) => fromEmbeddingModel(model, options))
-    )
-  )
 
 /**
  * The local deterministic embedder (offline demo, tests): words and their

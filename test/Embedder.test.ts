@@ -3,7 +3,7 @@
  * port (test/utils/fakeEmbeddingsServer.ts: refuses what the real API
  * refuses): `Embedder.layer` through the real `openai` SDK (base64 vectors
  * decoded, the billed tokens reported, an outage an `EmbeddingError`), and
- * `Embedder.layerEmbeddingModel` over the real `@effect/ai-openai`
+ * `EffectAiEmbedder.layer` over the real `@effect/ai-openai`
  * `EmbeddingModel`. Both give the vectors the server sent.
  */
 import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
@@ -13,6 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as EffectAiEmbedder from "../src/EffectAiEmbedder.js"
 import * as Embedder from "../src/Embedder.js"
 import * as FakeEmbeddings from "./utils/fakeEmbeddingsServer.js"
 
@@ -57,7 +58,7 @@ describe("Embedder", () => {
       )
       const embedder = yield* Effect.provide(
         Embedder.Embedder,
-        Embedder.layerEmbeddingModel({ model: "fake-embed" }).pipe(Layer.provide(model))
+        EffectAiEmbedder.layer({ model: "fake-embed" }).pipe(Layer.provide(model))
       )
       assert.strictEqual(embedder.model, "fake-embed")
       const result = yield* embedder.embed(texts)
