@@ -72,8 +72,7 @@ const done = (events: ReadonlyArray<SseEvent>) => events.find((e) => e.event ===
 const requestsFor = (llm: FakeOpenAi.FakeOpenAiServer, query: string) =>
   llm.requests.filter((r) => lastUser(r.body) === query)
 
-// each case builds a server and runs several conversations through it: 2-5 s alone, over 30 s at load 18
-describe("memory through the server", { timeout: 90_000 }, () => {
+describe("memory through the server", () => {
   it.scoped("user ids are checked (400 invalid_user_id) and conversations belong to their user (409)", () =>
     Effect.gen(function*() {
       const { ask, llm, server } = yield* setup
