@@ -155,7 +155,7 @@ export const ChatRoutes = HttpLayerRouter.use((router) =>
               ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {}),
               ...(userId !== undefined ? { userId } : {})
             })
-            return yield* registry.events(handle.conversationId, 0).pipe(Effect.orDie)
+            return yield* registry.events({ runId: handle.runId }, 0).pipe(Effect.orDie)
           }))
           return respond(body.id, events)
         })

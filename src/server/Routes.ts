@@ -183,7 +183,8 @@ export const ApiRoutes = HttpLayerRouter.use((router) =>
             ...(body.output_schema !== undefined ? { outputSchema: body.output_schema } : {}),
             ...(userId !== undefined ? { userId } : {})
           })
-          const following = yield* registry.follow(handle.conversationId, 0).pipe(Effect.orDie)
+          // the run just started (not "the conversation's latest", which another start could have become)
+          const following = yield* registry.follow({ runId: handle.runId }, 0).pipe(Effect.orDie)
           return { conversationId: handle.conversationId, following }
         }))
         return yield* sse(following, conversationId)

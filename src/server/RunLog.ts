@@ -229,8 +229,14 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
           { run_id: string }
         >`SELECT run_id FROM react_active_runs WHERE conversation_id = ${conversationId}`
         if (owner[0]?.run_id !== runId) return false
+        // a conversation's runs start in order (its latest is the one with the greatest start): a run started
+        // in the same millisecond as the one before it, or on an instance whose clock is behind, comes after it
+        const previous = yield* sql<{ at: number | string | null }>`SELECT MAX(started_at) AS at FROM react_runs
+          WHERE conversation_id = ${conversationId}`
+        const after = previous[0]?.at
+        const startedAt = after === null || after === undefined ? now : Math.max(now, Number(after) + 1)
         yield* sql`INSERT INTO react_runs (run_id, conversation_id, query, status, started_at, last_seq, cancel_requested, leases, waiting)
-          VALUES (${runId}, ${conversationId}, ${query}, 'running', ${now}, 0, 0, 0, 0)`
+          VALUES (${runId}, ${conversationId}, ${query}, 'running', ${startedAt}, 0, 0, 0, 0)`
         return true
       })).pipe(
         Effect.mapError(failure("starting the run failed")),

@@ -73,7 +73,7 @@ const requestsFor = (llm: FakeOpenAi.FakeOpenAiServer, query: string) =>
   llm.requests.filter((r) => lastUser(r.body) === query)
 
 describe("memory through the server", () => {
-  it.scoped("user ids are checked (400 invalid_user_id) and conversations belong to their user (409)", () =>
+  it.scopedLive("user ids are checked (400 invalid_user_id) and conversations belong to their user (409)", () =>
     Effect.gen(function*() {
       const { ask, llm, server } = yield* setup
       for (const bad of ["", "has space", "x".repeat(129), 42, "semi;colon"]) {
@@ -117,7 +117,7 @@ describe("memory through the server", () => {
       assert.strictEqual(done(again.events)?.answer, "Noted: hello again")
     }))
 
-  it.scoped("a fact of one conversation is in the first request of the user's next one, never in another user's", () =>
+  it.scopedLive("a fact of one conversation is in the first request of the user's next one, never in another user's", () =>
     Effect.gen(function*() {
       const { ask, embeddings, llm, server } = yield* setup
       yield* ask({ query: FACT, conversation_id: "a1", user_id: "ada" })
@@ -146,7 +146,7 @@ describe("memory through the server", () => {
       assert.deepStrictEqual(others.body.items.map((i: any) => i.conversation_id), ["g1"])
     }))
 
-  it.scoped("update_memory changes what the next conversation's system prompt says; an outage leaves runs answering", () =>
+  it.scopedLive("update_memory changes what the next conversation's system prompt says; an outage leaves runs answering", () =>
     Effect.gen(function*() {
       const { ask, embeddings, llm, server } = yield* setup
       const told = yield* ask({ query: "remember favourite_colour=teal", conversation_id: "u1", user_id: "ada" })
@@ -176,7 +176,7 @@ describe("memory through the server", () => {
       assert.include(JSON.stringify(requestsFor(llm, "still there?")[0].body.messages[0]), "teal")
     }))
 
-  it.scoped("a forget leaves no trace in the database files; a fork embeds nothing", () =>
+  it.scopedLive("a forget leaves no trace in the database files; a fork embeds nothing", () =>
     Effect.gen(function*() {
       const { ask, embeddings, llm, server } = yield* setup
       yield* ask({ query: FACT, conversation_id: "f1", user_id: "ada" })

@@ -8,6 +8,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -96,5 +97,24 @@ describe("run log: one statement per write", () => {
       const e = yield* inject("e")
       assert.deepStrictEqual(yield* drain("k2"), [e])
       assert.deepStrictEqual(yield* drain("k1"), [a, b, c])
+    }))
+
+  it.scoped("a conversation's latest run is the one started last: in the same millisecond, or on a clock behind", () =>
+    Effect.gen(function*() {
+      const log = yield* openLog()
+      const latest = (conversationId: string) =>
+        Effect.map(Effect.orDie(log.latest(conversationId)), (row) => Option.getOrThrow(row).runId)
+      // the test clock stands still: both runs start at the same millisecond (run ids sort against their order)
+      yield* Effect.orDie(log.start({ runId: "run_b", conversationId: "c1", query: "first" }))
+      yield* Effect.orDie(log.finish("run_b"))
+      yield* Effect.orDie(log.start({ runId: "run_a", conversationId: "c1", query: "second" }))
+      assert.strictEqual(yield* latest("c1"), "run_a")
+      // an instance whose clock is 5 s behind starts the next one
+      yield* TestClock.setTime(60_000)
+      yield* Effect.orDie(log.start({ runId: "run_y", conversationId: "c2", query: "first" }))
+      yield* Effect.orDie(log.finish("run_y"))
+      yield* TestClock.setTime(55_000)
+      yield* Effect.orDie(log.start({ runId: "run_x", conversationId: "c2", query: "second" }))
+      assert.strictEqual(yield* latest("c2"), "run_x")
     }))
 })
