@@ -65,12 +65,23 @@ export interface RunRow {
  * @category models
  */
 export interface RunLogService {
-  /** Records a new run and makes it the conversation's active run; `RunInProgress` when it has one. */
+  /**
+   * Records a new run and makes it the conversation's active run; `RunInProgress` when it has one.
+   * `pending`: the workflow request the registry has yet to hand to the engine (kept until `submitted`).
+   */
   readonly start: (run: {
     readonly runId: string
     readonly conversationId: string
     readonly query: string
+    readonly pending?: string
   }) => Effect.Effect<void, RunInProgress | RunLogError>
+  /** The run's workflow request is with the engine: its `pending` request is cleared. */
+  readonly submitted: (runId: string) => Effect.Effect<void, RunLogError>
+  /** The running runs whose workflow request was never handed to the engine (a crash right after their start). */
+  readonly unsubmitted: Effect.Effect<
+    ReadonlyArray<{ readonly runId: string; readonly startedAt: number; readonly pending: string }>,
+    RunLogError
+  >
   /** The run is over: no longer the conversation's active run. */
   readonly finish: (runId: string) => Effect.Effect<void, RunLogError>
   readonly run: (runId: string) => Effect.Effect<Option.Option<RunRow>, RunLogError>
@@ -220,7 +231,7 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
   const injections = Injections.make(sql)
 
   const service: RunLogService = {
-    start: ({ conversationId, query, runId }) =>
+    start: ({ conversationId, pending, query, runId }) =>
       sql.withTransaction(Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         yield* sql`INSERT INTO react_active_runs (conversation_id, run_id) VALUES (${conversationId}, ${runId})
@@ -235,8 +246,8 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
           WHERE conversation_id = ${conversationId}`
         const after = previous[0]?.at
         const startedAt = after === null || after === undefined ? now : Math.max(now, Number(after) + 1)
-        yield* sql`INSERT INTO react_runs (run_id, conversation_id, query, status, started_at, last_seq, cancel_requested, leases, waiting)
-          VALUES (${runId}, ${conversationId}, ${query}, 'running', ${startedAt}, 0, 0, 0, 0)`
+        yield* sql`INSERT INTO react_runs (run_id, conversation_id, query, status, started_at, last_seq, cancel_requested, leases, waiting, pending_start)
+          VALUES (${runId}, ${conversationId}, ${query}, 'running', ${startedAt}, 0, 0, 0, 0, ${pending ?? null})`
         return true
       })).pipe(
         Effect.mapError(failure("starting the run failed")),
@@ -247,6 +258,18 @@ export const make: Effect.Effect<RunLogService, RunLogError, SqlClient.SqlClient
         sql`UPDATE react_runs SET status = 'done' WHERE run_id = ${runId}`,
         sql`DELETE FROM react_active_runs WHERE run_id = ${runId}`
       )).pipe(Effect.asVoid, Effect.mapError(failure("finishing the run failed"))),
+    submitted: (runId) =>
+      sql`UPDATE react_runs SET pending_start = NULL WHERE run_id = ${runId}`.pipe(
+        Effect.asVoid,
+        Effect.mapError(failure("marking the run's start handed over failed"))
+      ),
+    unsubmitted: sql<{ run_id: string; started_at: number | string; pending_start: string }>`SELECT run_id, started_at,
+      pending_start FROM react_runs WHERE status = 'running' AND pending_start IS NOT NULL ORDER BY started_at`.pipe(
+      Effect.map((rows) =>
+        rows.map((row) => ({ runId: row.run_id, startedAt: Number(row.started_at), pending: row.pending_start }))
+      ),
+      Effect.mapError(failure("listing the runs not handed to the engine failed"))
+    ),
     run: (runId) =>
       sql<RunSqlRow>`SELECT ${columns} FROM react_runs WHERE run_id = ${runId}`.pipe(
         Effect.map(one),

@@ -34,6 +34,7 @@ import * as ConversationStore from "./ConversationStore.js"
 import * as DurableRuns from "./DurableRuns.js"
 import type { ForkPoint } from "./internal/runCassette.js"
 import * as RunFeed from "./internal/runFeed.js"
+import * as RunStarts from "./internal/runStarts.js"
 import * as RunUpkeep from "./internal/runUpkeep.js"
 import * as RunWorkflow from "./internal/runWorkflow.js"
 import type { RunRow } from "./RunLog.js"
@@ -176,6 +177,14 @@ export const make = Effect.gen(function*() {
   const withEngine = <A, E>(effect: Effect.Effect<A, E, WorkflowEngine>) =>
     Effect.provideService(effect, WorkflowEngineModule.WorkflowEngine, engine)
 
+  // started runs handed to the engine after their start is answered (and those a stopped process left)
+  const starts = yield* RunStarts.make({
+    log,
+    store,
+    execute: (payload) => DurableRuns.AgentRun.execute(payload, { discard: true }).pipe(Effect.asVoid, withEngine),
+    now: Clock.currentTimeMillis
+  })
+
   /** Asks a run to stop, wherever it executes (its instance polls the run log). */
   const stop = RunUpkeep.stop(log, host)
 
@@ -218,19 +227,22 @@ export const make = Effect.gen(function*() {
     )
 
   /**
-   * A run that must wait for a free slot is acknowledged at once: its first event, `Queued`
-   * with the number of runs ahead of it, is stored before its workflow is started, so its
-   * client gets it from the log whatever the workflow engine is doing.
+   * A run that must wait is acknowledged at once: its first event, `Queued` with the number of
+   * runs accepted here before it that do not execute yet, is stored with its start (answered
+   * before the workflow engine has the run), so its client gets it whatever the engine is doing.
+   * A run waits when every slot is taken, or when more runs are in line to be started than the
+   * engine is handed at once (`RunStarts.CONCURRENCY`: a burst of starts).
    */
   const acknowledge = (runId: string) =>
     Effect.flatMap(host.admission, ({ active, maxActive, waiting }) => {
-      // `waiting` counts this run (reserved): the runs ahead of it are the others past the slots
-      const ahead = active + waiting - 1 - maxActive
-      return ahead < 0
-        ? Effect.void
-        : Effect.orDie(
-          log.append(runId, [{ seq: 1, key: RunWorkflow.QUEUED_KEY, event: { _tag: "Queued", position: ahead } }])
+      // `waiting` counts this run (reserved): the others are in line before it
+      const inLine = waiting - 1
+      const waitsForSlot = active + waiting > maxActive
+      return waitsForSlot || inLine >= RunStarts.CONCURRENCY
+        ? Effect.orDie(
+          log.append(runId, [{ seq: 1, key: RunWorkflow.QUEUED_KEY, event: { _tag: "Queued", position: inLine } }])
         )
+        : Effect.void
     })
 
   const follow = (target: Target, after: number) =>
@@ -255,38 +267,34 @@ export const make = Effect.gen(function*() {
           )
           return yield* Effect.fail(new Overloaded({ retryAfterSeconds: RETRY_AFTER_SECONDS }))
         }
+        const parent = yield* Telemetry.currentParent
+        const request: RunStarts.PendingStart = {
+          runId,
+          ...(Option.isSome(parent) ? { parent: parent.value } : {}),
+          conversationId,
+          query: options.query,
+          ...(options.attachments !== undefined ? { attachments: options.attachments } : {}),
+          mode: options.mode ?? settings.defaultMode,
+          ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
+          ...(options.fork !== undefined ? { fork: options.fork } : {}),
+          ...(options.outputSchema !== undefined ? { outputSchema: options.outputSchema } : {}),
+          ...(options.userId !== undefined ? { userId: options.userId } : {})
+        }
         yield* Effect.gen(function*() {
-          yield* log.start({ runId, conversationId, query: options.query }).pipe(
+          // the run, with its workflow request until the engine has it (a crash in between: the next start-up)
+          yield* log.start({ runId, conversationId, query: options.query, pending: RunStarts.encode(request) }).pipe(
             Effect.catchTag("RunLogError", Effect.die)
           )
           yield* acknowledge(runId)
-          const parent = yield* Telemetry.currentParent
-          // the conversation is stored from here on; its turns so far go with the run (else its `history` step reads them)
-          const history = Option.isNone(store) ?
-            undefined :
+          // the conversation is stored from here on (its turns so far go with the run, read when it is handed over)
+          if (Option.isSome(store)) {
             yield* store.value.open(conversationId, options.query).pipe(
-              Effect.zipRight(store.value.history(conversationId)),
-              Effect.catchAll((error) =>
-                Effect.as(
-                  Effect.logWarning(`run ${runId}: ${error.message}; the run reads its history itself`),
-                  undefined
-                )
-              )
+              Effect.catchAll((error) => Effect.logWarning(`run ${runId}: ${error.message}`))
             )
-          yield* DurableRuns.AgentRun.execute({
-            runId,
-            ...(Option.isSome(parent) ? { parent: parent.value } : {}),
-            conversationId,
-            query: options.query,
-            ...(options.attachments !== undefined ? { attachments: options.attachments } : {}),
-            mode: options.mode ?? settings.defaultMode,
-            ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
-            ...(options.fork !== undefined ? { fork: options.fork } : {}),
-            ...(options.outputSchema !== undefined ? { outputSchema: options.outputSchema } : {}),
-            ...(history !== undefined ? { history } : {}),
-            ...(options.userId !== undefined ? { userId: options.userId } : {})
-          }, { discard: true }).pipe(withEngine)
+          }
         }).pipe(Effect.onError(() => host.unreserve(runId)))
+        // answered now; the engine gets the request after (`internal/runStarts.ts`)
+        yield* starts.submit(request)
         yield* Effect.logInfo(`run ${runId} started (conversation ${conversationId})`)
         return { conversationId, runId }
       }),

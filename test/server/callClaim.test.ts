@@ -284,11 +284,14 @@ describe("tool-call claims (RunLog.claim, callClaim.attempt)", () => {
         // the run log's migrations as the previous version had them (the activity starts table last)
         yield* Migrator.make({})({
           loader: Migrator.fromRecord({
-            // (of the run log's first tables, only the one a later migration alters)
+            // (of the run log's first tables, only those later migrations alter)
             "1_create_run_log": Effect.flatMap(
               SqlClient.SqlClient,
               (sql) =>
-                sql`CREATE TABLE IF NOT EXISTS react_injections (id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, run_id TEXT NOT NULL, content TEXT NOT NULL, state TEXT NOT NULL, created_at BIGINT NOT NULL)`
+                Effect.zipRight(
+                  sql`CREATE TABLE IF NOT EXISTS react_injections (id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, run_id TEXT NOT NULL, content TEXT NOT NULL, state TEXT NOT NULL, created_at BIGINT NOT NULL)`,
+                  sql`CREATE TABLE IF NOT EXISTS react_runs (run_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, query TEXT NOT NULL, status TEXT NOT NULL, started_at BIGINT NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0, cancel_requested INTEGER NOT NULL DEFAULT 0, leases INTEGER NOT NULL DEFAULT 0, detached_at BIGINT, waiting INTEGER NOT NULL DEFAULT 0)`
+                )
             ),
             "2_create_approvals": Effect.void,
             "3_create_activity_starts": Effect.flatMap(SqlClient.SqlClient, (sql) =>

@@ -93,6 +93,13 @@ const migrations = {
     // the workflow engine delivers again — here or on another instance — adopts it instead of
     // running the call again; NULL while the call runs, and on rows written before
     yield* sql`ALTER TABLE react_activity_starts ADD COLUMN outcome TEXT`
+  }),
+  "7_pending_start": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // a run's workflow request (JSON), stored with the run and cleared once the engine has it: the
+    // registry answers the start before it hands the request over, and a process that crashed in
+    // between leaves it for the next start-up to hand over (NULL: handed over, or stored before)
+    yield* sql`ALTER TABLE react_runs ADD COLUMN pending_start TEXT`
   })
 }
 
