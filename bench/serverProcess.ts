@@ -51,6 +51,7 @@ import * as DurableRuns from "../src/server/DurableRuns.js"
 import * as RunRegistry from "../src/server/RunRegistry.js"
 import * as Server from "../src/server/Server.js"
 import * as ServerConfig from "../src/server/ServerConfig.js"
+import * as ServerScheduler from "../src/server/ServerScheduler.js"
 import * as SqlInterrupts from "../src/server/SqlInterrupts.js"
 import * as Tool from "../src/Tool.js"
 import * as Toolkit from "../src/Toolkit.js"
@@ -137,7 +138,9 @@ const layer = HttpLayerRouter.serve(Server.Routes, { disableLogger: true, disabl
     // admission control, as the server reads it (docs/configuration.md)
     ...(process.env.REACT_MAX_ACTIVE_RUNS ? { maxActiveRuns: Number(process.env.REACT_MAX_ACTIVE_RUNS) } : {}),
     ...(process.env.REACT_RUN_QUEUE ? { runQueue: Number(process.env.REACT_RUN_QUEUE) } : {})
-  }))
+  })),
+  // the server's scheduler, as `npm start` runs it (`REACT_SCHEDULER_SLICE_MS`, 0: Effect's default)
+  Layer.provide(Layer.orDie(ServerScheduler.layerConfig))
 )
 
 const send = (message: unknown) => process.send?.(message)

@@ -23,6 +23,7 @@ import * as Database from "../server/Database.js"
 import * as OperatorLog from "../server/OperatorLog.js"
 import * as Server from "../server/Server.js"
 import * as ServerConfig from "../server/ServerConfig.js"
+import * as ServerScheduler from "../server/ServerScheduler.js"
 import * as SqlMemory from "../server/SqlMemory.js"
 import * as Telemetry from "../Telemetry.js"
 import * as App from "./App.js"
@@ -102,7 +103,14 @@ const ignoreRepeatedStop = () => {
 
 ignoreRepeatedStop()
 // telemetry first: the tracer reaches every request and run, and the last spans are flushed after the server closed
-Layer.launch(MainLayer.pipe(Layer.provide(Telemetry.layerConfig), Layer.provide(OperatorLog.layer))).pipe(
+// the scheduler outermost: the server's fibers and its runs' give the event loop a turn every few ms
+Layer.launch(
+  MainLayer.pipe(
+    Layer.provide(Telemetry.layerConfig),
+    Layer.provide(OperatorLog.layer),
+    Layer.provide(ServerScheduler.layerConfig)
+  )
+).pipe(
   reportFailure,
   (program) => NodeRuntime.runMain(program, { disableErrorReporting: true })
 )

@@ -49,6 +49,8 @@ export * as ForkRoutes from "./ForkRoutes.js"
 /** @since 0.1.0 */
 export * as ServerConfig from "./ServerConfig.js"
 /** @since 0.1.0 */
+export * as ServerScheduler from "./ServerScheduler.js"
+/** @since 0.1.0 */
 export * as SqlApprovals from "./SqlApprovals.js"
 /** @since 0.1.0 */
 export * as SqlAttachments from "./SqlAttachments.js"

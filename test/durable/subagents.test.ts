@@ -73,22 +73,21 @@ describe("sub-agents as child runs (real server process)", () => {
         try {
           const first = await startServerProcess(env)
           const before: Array<SseEvent> = []
-          let killing: Promise<void> | undefined
+          // killed once the recorder has the second call's start (its SSE event can come before the record:
+          // the recorder is another process), whatever the stream is doing; the stream ends with the process
+          const killing = waitUntil(
+            () => s.records().includes("start c2"),
+            30_000,
+            "the child's second tool call started"
+          )
+            .then(() => first.kill("SIGKILL"))
           await openSse(`${first.url}/api/react`, {
             body: { query: "PARENT-QUERY", conversation_id: "sub-kill" },
             timeoutMs: 60_000,
             onEvent: (e) => {
               before.push(e)
-            },
-            until: () => {
-              if (killing === undefined && s.records().includes("start c2")) killing = first.kill("SIGKILL")
-              return killing !== undefined
             }
           }).catch(() => undefined)
-          if (killing === undefined) {
-            await waitUntil(() => s.records().includes("start c2"), 30_000, "the child's second tool call started")
-            killing = first.kill("SIGKILL")
-          }
           await killing
           const requestsBefore = fake.requests.length
           assert.deepStrictEqual(
