@@ -193,20 +193,24 @@ describe("durable journal: activities", () => {
           yield* begin(log, runId)
           const started = yield* Deferred.make<void>()
           let attempts = 0
+          // the run's body stored an event before the activity: only the activity's own earlier events count as shown
           const stream = (journal: DurableJournal.DurableJournal) =>
-            journal.activity({
-              name: "llm/2",
-              success: Schema.Array(Schema.Boolean),
-              restartAware: true,
-              execute: (ctx) =>
-                Effect.gen(function*() {
-                  attempts++
-                  if (attempts === 1 && emitFirst) yield* journal.emit(note("partial"))
-                  yield* Deferred.succeed(started, undefined)
-                  if (attempts === 1) yield* Effect.never
-                  return [ctx.restarted, ctx.shown === true]
-                })
-            })
+            Effect.zipRight(
+              journal.emit(note("before the call")),
+              journal.activity({
+                name: "llm/2",
+                success: Schema.Array(Schema.Boolean),
+                restartAware: true,
+                execute: (ctx) =>
+                  Effect.gen(function*() {
+                    attempts++
+                    if (attempts === 1 && emitFirst) yield* journal.emit(note("partial"))
+                    yield* Deferred.succeed(started, undefined)
+                    if (attempts === 1) yield* Effect.never
+                    return [ctx.restarted, ctx.shown === true]
+                  })
+              })
+            )
           const first = yield* Effect.fork(inRun(log, runId, process, stream))
           yield* Deferred.await(started)
           yield* Fiber.interrupt(first)
