@@ -7,6 +7,7 @@
  * the callback ran, not timed; and every fiber still runs to its end.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
@@ -63,5 +64,17 @@ describe("ServerScheduler", () => {
       assert.isTrue(yield* Effect.provide(current, ServerScheduler.layer(0)))
       assert.isFalse(yield* Effect.provide(current, ServerScheduler.layer(5)))
       assert.isFalse(yield* Effect.provide(current, Layer.orDie(ServerScheduler.layerConfig)))
+    }))
+
+  it.live("REACT_SCHEDULER_SLICE_MS: 0 keeps Effect's default; a negative or non-integer value is refused, named", () =>
+    Effect.gen(function*() {
+      const withEnv = (value: string) =>
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["REACT_SCHEDULER_SLICE_MS", value]])))
+      const current = Effect.map(FiberRef.get(FiberRef.currentScheduler), (s) => s === Scheduler.defaultScheduler)
+      assert.isTrue(yield* Effect.provide(current, ServerScheduler.layerConfig).pipe(withEnv("0")))
+      for (const bad of ["-1", "2.5", "fast"]) {
+        const refused = yield* Effect.flip(Effect.provide(current, ServerScheduler.layerConfig).pipe(withEnv(bad)))
+        assert.include(String(refused), "REACT_SCHEDULER_SLICE_MS", bad)
+      }
     }))
 })

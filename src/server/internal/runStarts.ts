@@ -116,7 +116,8 @@ export const make = (deps: {
                   submit(payload)
                 )
               ),
-              Effect.catchAll((error) => Effect.logError(`run ${row.runId}: its stored start cannot be read`, error))
+              // (the parse error would quote the stored request, the user's query with it: not logged)
+              Effect.catchAll(() => Effect.logError(`run ${row.runId}: its stored start cannot be read; left as it is`))
             )
           }, { discard: true })
         ),
