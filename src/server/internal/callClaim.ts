@@ -48,6 +48,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as ParseResult from "effect/ParseResult"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -220,10 +221,39 @@ type Decision =
   | { readonly _tag: "Run"; readonly restarted: boolean; readonly until: number }
   | { readonly _tag: "Adopt"; readonly stored: string }
 
+/** How an outcome is stored: its `Exit` as JSON text. */
+interface StoredCodec<A, E> {
+  readonly decode: (stored: string) => Effect.Effect<Exit.Exit<A, E>, ParseResult.ParseError>
+  readonly encode: (exit: Exit.Exit<A, E>) => Effect.Effect<string, ParseResult.ParseError>
+}
+
+/**
+ * The stored codec of each outcome schema, built once: Effect compiles a parser per schema object, so
+ * one built per call would be compiled again on every call (≈ a quarter of the Schema work of a
+ * stored iteration, bench/cpuProfile.ts --marginal). A weak map: an outcome schema no call uses any
+ * more goes with its codec.
+ */
+const storedCodecs = new WeakMap<Schema.Schema.All, StoredCodec<any, any>>()
+
+const storedCodecOf = <A, E>(outcome: Schema.Schema<Exit.Exit<A, E>, any>): StoredCodec<A, E> => {
+  const known = storedCodecs.get(outcome)
+  if (known !== undefined) return known
+  const stored = Schema.parseJson(Schema.Struct({ exit: outcome }))
+  const decode = Schema.decodeUnknown(stored)
+  const encode = Schema.encode(stored)
+  const codec: StoredCodec<A, E> = {
+    decode: (text) => Effect.map(decode(text), (s) => s.exit),
+    encode: (exit) => encode({ exit })
+  }
+  storedCodecs.set(outcome, codec)
+  return codec
+}
+
 /** One execution of a call against its row in storage (see the module comment). */
 export const attempt = <A, E>(o: CallOptions<A, E>): Effect.Effect<A, E> => {
   const { holder, log, name, runId, settings } = o
   const { leaseMs, renewMs } = settings
+  const codec = storedCodecOf(o.outcome)
   const cut = o.cut ??
     (() => Effect.dieMessage(`tool call ${name} of run ${runId} was cut, and it has no answer for that`))
 
@@ -232,9 +262,7 @@ export const attempt = <A, E>(o: CallOptions<A, E>): Effect.Effect<A, E> => {
 
   const adopt = (stored: string): Effect.Effect<A, E> => {
     if (stored === CUT) return cut()
-    return Effect.flatten(Effect.orDie(
-      Schema.decodeUnknown(Schema.parseJson(Schema.Struct({ exit: o.outcome })))(stored).pipe(Effect.map((s) => s.exit))
-    ))
+    return Effect.flatten(Effect.orDie(codec.decode(stored)))
   }
 
   // claimed, the outcome stored, or Busy (a live holder, or storage not answering)
@@ -321,7 +349,7 @@ export const attempt = <A, E>(o: CallOptions<A, E>): Effect.Effect<A, E> => {
           Effect.zipRight(Effect.logWarning(`run ${runId}: lost the claim of ${name}; claiming it again`), loop),
         onSome: (exit) =>
           Effect.flatMap(
-            Effect.orDie(Schema.encode(Schema.parseJson(Schema.Struct({ exit: o.outcome })))({ exit })),
+            Effect.orDie(codec.encode(exit)),
             (stored) => Effect.flatMap(settle(stored), (settled) => (settled ? exit : loop))
           )
       })

@@ -54,6 +54,7 @@ import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/Workflow
 import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
@@ -75,6 +76,26 @@ const CallSink = FiberRef.unsafeMake<CallClaim.Sink | undefined>(undefined) // m
 
 /** A run that stops runs no activity any more: it dies instead of being retried on interruption. */
 class RunStopped extends Schema.TaggedError<RunStopped>()("RunStopped", {}) {}
+
+/**
+ * A tool call's outcome schema (`Schema.Exit` of the activity's success and error), one per pair of
+ * schemas: Effect compiles a parser per schema object, and the call claim's stored codec is keyed by
+ * this one (`callClaim.ts`), so one built per call would be compiled again on every call.
+ */
+const exitSchemas = new WeakMap<Schema.Schema.All, WeakMap<Schema.Schema.All, Schema.Schema.All>>()
+
+const exitSchemaOf = <A, IA, E, IE>(
+  success: Schema.Schema<A, IA>,
+  failure: Schema.Schema<E, IE>
+): Schema.Schema<Exit.Exit<A, E>, Schema.ExitEncoded<IA, IE, unknown>> => {
+  const byFailure = exitSchemas.get(success) ?? new WeakMap<Schema.Schema.All, Schema.Schema.All>()
+  exitSchemas.set(success, byFailure)
+  const known = byFailure.get(failure)
+  if (known !== undefined) return known as Schema.Schema<Exit.Exit<A, E>, Schema.ExitEncoded<IA, IE, unknown>>
+  const made = Schema.Exit({ success, failure, defect: Schema.Defect })
+  byFailure.set(failure, made)
+  return made
+}
 
 export interface DurableJournal extends RunJournal {
   /** Emits an event under a key of the host's choosing (once: skipped when stored). */
@@ -245,11 +266,7 @@ export const make = (options: {
     // from before it starts until its outcome is stored: a shutdown waits for it; once the process is
     // stopping none starts
     const toolCall = <A, IA, E, IE>(o: ActivityOptions<A, IA, E, IE>): Effect.Effect<A, E> => {
-      const outcome = Schema.Exit({
-        success: o.success,
-        failure: (o.error ?? Schema.Never) as Schema.Schema<E, IE>,
-        defect: Schema.Defect
-      })
+      const outcome = exitSchemaOf(o.success, (o.error ?? Schema.Never) as Schema.Schema<E, IE>)
       const execution = (sink: CallClaim.Sink) =>
         Effect.uninterruptibleMask((restore) =>
           Effect.flatMap(host.beginCall, (began) =>
