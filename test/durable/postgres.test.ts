@@ -394,12 +394,13 @@ describe.skipIf("missing" in found)("several instances on one PostgreSQL databas
             await victim.kill("SIGKILL")
             const requestsBefore = row.killed()
             // every run ends through the survivor
-            const finals = await Promise.all(runs.map(async (label) => {
-              const events =
-                (await openSse(`${survivor.url}/api/react/events?conversation_id=${label}`, { timeoutMs: 150_000 }))
-                  .events
-              return events[events.length - 1]
-            }))
+            const streams = await Promise.all(runs.map(async (label) =>
+              (await openSse(`${survivor.url}/api/react/events?conversation_id=${label}`, { timeoutMs: 150_000 }))
+                .events
+            ))
+            const finals = streams.map((events) =>
+              events[events.length - 1]
+            )
             assert.deepStrictEqual(finals.map((e) => e.event), runs.map(() => "done"))
             const ends = new Map<string, number>()
             for (const line of c.records().filter((l) => l.startsWith("end "))) {
@@ -446,7 +447,25 @@ describe.skipIf("missing" in found)("several instances on one PostgreSQL databas
               [],
               `no model request asked twice but one in flight at the kill (the kill after request ${requestsBefore})`
             )
-            assert.deepStrictEqual(finals.map((e) => e.data.answer), runs.map((label) => `Recorded ${label}.`))
+            // a wrong answer names the run, its done (without the history) and its last events
+            const wrong = runs.flatMap((label, i) => {
+              const done = finals[i]
+              if (done?.data.answer === `Recorded ${label}.`) return []
+              const { messages: _messages, steps: _steps, ...fields } = (done?.data ?? {}) as Record<string, unknown>
+              const tail = streams[i].slice(-12).map((e) =>
+                e.event === "error" || e.event === "answer" ? `${e.event} ${JSON.stringify(e.data)}` : e.event
+              )
+              // what either instance logged about the run's conversation (a failed run says why)
+              const logged = [victim, survivor].flatMap((instance) =>
+                instance.output().split("\n").filter((line) => line.includes(`conversation ${label})`))
+              )
+              return [
+                `${label}: done ${JSON.stringify(fields)}; last events: ${tail.join(" | ")}; logged: ${
+                  logged.join(" / ")
+                }`
+              ]
+            })
+            assert.deepStrictEqual(wrong, [], "every run answers what its synthesis streamed")
             const records = c.records()
             const count = (prefix: string, instance: string) =>
               records.filter((l) => l.startsWith(prefix) && l.endsWith(` ${instance}`)).length
