@@ -96,6 +96,9 @@ const child = async (
 ) => {
   const c = loopCases.find((x) => x.label === label)!
   const engine = await engineOf(name, flavour)
+  // tsx (which loads this file) turns source maps on, which makes every stack trace an engine or its
+  // web streams take map through them: off, as in a plain `node` process
+  process.setSourceMapsEnabled(false)
   const long = await engine.prepare(c.long)
   const short = await engine.prepare(c.short)
   for (let i = 0; i < 100; i++) {
