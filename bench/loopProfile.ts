@@ -15,8 +15,9 @@
  * fiber loop evaluates (a `Supervisor`'s `onEffect` under the `OpSupervision` flag, by opcode) and
  * the fibers started — figures that do not depend on the machine's load.
  *
- *   npx tsx bench/loopProfile.ts <w1|w2|w3> <ours|ai|agents> <generate|stream> [runs=300] [rounds=5]
+ *   npx tsx bench/loopProfile.ts <w1|w2|w3> <ours|ai|agents> <generate|stream> [runs=300] [rounds=5] [warmup=100]
  *
+ * `warmup`: runs of each scenario before the profiler starts (the child-process method warms up 20).
  * Each round runs the long child, then the short one; each piece's figure is its median over the
  * rounds (the rounds' totals are printed beside it: on a loaded machine they spread).
  *
@@ -92,6 +93,7 @@ const child = async (
   flavour: Flavour,
   which: "long" | "short",
   runs: number,
+  warmup: number,
   out: string
 ) => {
   const c = loopCases.find((x) => x.label === label)!
@@ -101,7 +103,7 @@ const child = async (
   process.setSourceMapsEnabled(false)
   const long = await engine.prepare(c.long)
   const short = await engine.prepare(c.short)
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < warmup; i++) {
     await long()
     await short()
   }
@@ -210,7 +212,8 @@ const spawnProfiled = (args: ReadonlyArray<string>) =>
   })
 
 const main = async () => {
-  const [label = "w2", name = "ours", flavour = "generate", runsText = "300", roundsText = "5"] = process.argv.slice(2)
+  const [label = "w2", name = "ours", flavour = "generate", runsText = "300", roundsText = "5", warmupText = "100"] =
+    process.argv.slice(2)
   const c = loopCases.find((x) => x.label === label)
   if (c === undefined) throw new Error(`unknown workload ${label} (w1, w2, w3)`)
   if (!["ours", "ai", "agents"].includes(name)) throw new Error(`unknown engine ${name} (ours, ai, agents)`)
@@ -227,7 +230,7 @@ const main = async () => {
       const dir = mkdtempSync(join(tmpdir(), "react-engine-loop-prof-"))
       try {
         const file = join(dir, "profile.cpuprofile")
-        cpu[which] = await spawnProfiled([label, name, flavour, which, String(runs), file])
+        cpu[which] = await spawnProfiled([label, name, flavour, which, String(runs), warmupText, file])
         busy[which] = busyByBucket(JSON.parse(readFileSync(file, "utf8")) as Profile)
       } finally {
         rmSync(dir, { recursive: true, force: true })
@@ -264,8 +267,8 @@ const main = async () => {
 }
 
 if (process.argv[2] === "--child") {
-  const [label, name, flavour, which, runs, out] = process.argv.slice(3)
-  void child(label!, name!, flavour as Flavour, which as "long" | "short", Number(runs), out!).then(
+  const [label, name, flavour, which, runs, warmup, out] = process.argv.slice(3)
+  void child(label!, name!, flavour as Flavour, which as "long" | "short", Number(runs), Number(warmup), out!).then(
     () => process.exit(0),
     (e) => {
       console.error(e)
