@@ -88,8 +88,11 @@ const exitSchemaOf = <A, IA, E, IE>(
   success: Schema.Schema<A, IA>,
   failure: Schema.Schema<E, IE>
 ): Schema.Schema<Exit.Exit<A, E>, Schema.ExitEncoded<IA, IE, unknown>> => {
-  const byFailure = exitSchemas.get(success) ?? new WeakMap<Schema.Schema.All, Schema.Schema.All>()
-  exitSchemas.set(success, byFailure)
+  let byFailure = exitSchemas.get(success)
+  if (byFailure === undefined) {
+    byFailure = new WeakMap<Schema.Schema.All, Schema.Schema.All>()
+    exitSchemas.set(success, byFailure)
+  }
   const known = byFailure.get(failure)
   if (known !== undefined) return known as Schema.Schema<Exit.Exit<A, E>, Schema.ExitEncoded<IA, IE, unknown>>
   const made = Schema.Exit({ success, failure, defect: Schema.Defect })
