@@ -373,7 +373,20 @@ describe.skipIf("missing" in found)("several instances on one PostgreSQL databas
                 timeoutMs: 60_000
               })
             ))
-            assert.deepStrictEqual(started.map((r) => r.status), runs.map(() => 200))
+            // a refused start names the run, its status and what the instance answered
+            const refused = started.flatMap((r, i) =>
+              r.status === 200
+                ? []
+                : [`${runs[i]} via ${i % 2 === 0 ? "A" : "B"}: ${r.status} ${JSON.stringify(r.body)}`]
+            )
+            // ... and what either instance logged above INFO then
+            const warned = refused.length === 0 ?
+              [] :
+              [a, b].flatMap((instance, i) =>
+                instance.output().split("\n").filter((line) => /level=(WARN|ERROR|FATAL)/.test(line))
+                  .slice(-20).map((line) => `${i === 0 ? "A" : "B"}: ${line.slice(0, 600)}`)
+              )
+            assert.deepStrictEqual([...refused, ...warned], [], "every start is answered with its event stream")
             // runs between their two calls, by the instance that executes them (shards decide which one that is)
             const inMiddle = (instance: string) => {
               const records = c.records()
