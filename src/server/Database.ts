@@ -120,15 +120,16 @@ export const describe = (where: Location): string => {
  */
 export const layer = (where: Location): Layer.Layer<SqlClient.SqlClient, DatabaseError> => {
   if (where._tag === "Postgres") {
-    // loaded only for PostgreSQL: the embedded default needs no `@effect/sql-pg` installed
+    // loaded only for PostgreSQL: the embedded default needs no `@effect/sql-pg` installed; `@effect/sql-pg`
+    // over a pool whose connections are not cancelled by process id (internal/database.ts says why)
     return Layer.unwrapEffect(
       Effect.tryPromise({
-        try: () => import("@effect/sql-pg/PgClient"),
+        try: () => import("./internal/database.js"),
         catch: () =>
           new DatabaseError({
             message: "DATABASE_URL is a PostgreSQL URL but @effect/sql-pg is not installed: npm install @effect/sql-pg"
           })
-      }).pipe(Effect.map((PgClient) => PgClient.layer({ url: where.url, applicationName: "effect-react-engine" })))
+      }).pipe(Effect.map((internal) => internal.pgLayer(where.url, "effect-react-engine")))
     ).pipe(
       Layer.mapError((e) =>
         e instanceof DatabaseError
