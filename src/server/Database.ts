@@ -112,6 +112,10 @@ export const describe = (where: Location): string => {
   }
 }
 
+/** What the driver said (refused, timed out, authentication failed), after the client's own message. */
+const causeOf = (error: { readonly cause?: unknown }): string =>
+  error.cause instanceof Error && error.cause.message !== "" ? ` (${error.cause.message})` : ""
+
 /**
  * The `SqlClient` of a location (a SQLite file's directory is created; `:memory:` works too).
  *
@@ -134,7 +138,7 @@ export const layer = (where: Location): Layer.Layer<SqlClient.SqlClient, Databas
       Layer.mapError((e) =>
         e instanceof DatabaseError
           ? e
-          : new DatabaseError({ message: `cannot connect to ${describe(where)}: ${e.message}` })
+          : new DatabaseError({ message: `cannot connect to ${describe(where)}: ${e.message}${causeOf(e)}` })
       )
     )
   }

@@ -11,12 +11,14 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { afterAll, assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import { type AddressInfo, createServer, type Server, type Socket } from "node:net"
 import * as Database from "../../src/server/Database.js"
 import { findPostgres, type Postgres, startPostgres } from "../utils/postgres.js"
 
@@ -29,7 +31,7 @@ if ("missing" in found) {
 /** `pg`'s default pool size (`Database.layer` does not change it). */
 const POOL = 10
 
-describe.skipIf("missing" in found)("PostgreSQL: an interrupted statement (real server)", () => {
+describe.skipIf("missing" in found)("the PostgreSQL client of Database.layer (real server)", () => {
   let pg: Postgres | undefined
   const database = (name: string) =>
     Effect.promise(async () => {
@@ -97,7 +99,61 @@ describe.skipIf("missing" in found)("PostgreSQL: an interrupted statement (real 
       assert.isTrue(Exit.isFailure(exit))
       assert.match(
         String(Exit.isFailure(exit) ? exit.cause : ""),
-        /cannot connect to postgres:\/\/127\.0\.0\.1:1\/nothing/
+        /cannot connect to postgres:\/\/127\.0\.0\.1:1\/nothing: PgClient: Failed to connect \(connect ECONNREFUSED 127\.0\.0\.1:1\)/
       )
     }).pipe(Effect.scoped))
+
+  it.live(
+    "a server that accepts the connection and never answers: the layer fails within 5 s",
+    () =>
+      Effect.gen(function*() {
+        const sockets: Array<Socket> = []
+        const silent = yield* Effect.acquireRelease(
+          Effect.promise(() =>
+            new Promise<Server>((resolve) => {
+              // every connection kept open and silent, destroyed when the test ends
+              const server = createServer((socket) => void sockets.push(socket))
+              server.listen(0, "127.0.0.1", () => resolve(server))
+            })
+          ),
+          (server) =>
+            Effect.promise(() =>
+              new Promise((resolve) => {
+                server.close(resolve)
+                for (const socket of sockets) socket.destroy()
+              })
+            )
+        )
+        const port = (silent.address() as AddressInfo).port
+        const started = Date.now()
+        const exit = yield* Effect.exit(
+          Layer.build(
+            Database.layer({ _tag: "Postgres", url: Redacted.make(`postgres://postgres@127.0.0.1:${port}/x`) })
+          )
+        )
+        assert.isTrue(Exit.isFailure(exit))
+        assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /Failed to connect/)
+        assert.match(Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "", /Connection timed out/)
+        assert.isAtMost(Date.now() - started, 10_000)
+      }).pipe(Effect.scoped),
+    30_000
+  )
+
+  it.live("a connection the server ends while idle is replaced; the process goes on", () =>
+    Effect.gen(function*() {
+      const url = yield* database("cancel_idle")
+      const context = yield* Layer.build(Database.layer({ _tag: "Postgres", url: Redacted.make(url) }))
+      const sql = Context.get(context, SqlClient.SqlClient)
+      // a few idle connections in the pool
+      yield* Effect.all(Array.from({ length: 3 }, () => sql`SELECT pg_sleep(0.05)`), { concurrency: "unbounded" })
+      // the server ends the others (as a restart or an administrator would): the pool gets an error event for each
+      const ended = yield* sql<{ n: number }>`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+        WHERE application_name = 'effect-react-engine' AND pid <> pg_backend_pid()`
+      assert.isAtLeast(Number(ended[0]?.n ?? 0), 1)
+      yield* Effect.sleep("300 millis")
+      const rows = yield* Effect.all(Array.from({ length: 3 }, () => sql<{ n: number }>`SELECT 3 AS n`), {
+        concurrency: "unbounded"
+      })
+      assert.deepStrictEqual(rows.map((r) => Number(r[0]?.n)), [3, 3, 3])
+    }).pipe(Effect.scoped), 30_000)
 })

@@ -97,7 +97,8 @@ export const pgLayer = (
               })
             ]).finally(() => clearTimeout(timer))
           } catch (cause) {
-            await pool.end().catch(() => undefined)
+            // not awaited: a connection still waiting for a server that never answers would hold it
+            pool.end().catch(() => undefined)
             throw cause
           }
           return pool
