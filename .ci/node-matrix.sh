@@ -97,7 +97,7 @@ for log in "${logs[@]}"; do
   echo "================ failures in $(basename "$log" .log) ================"
   sed -e 's/\x1b\[[0-9;]*m//g' "$log" >"$log.plain"
   grep -E '^ *(×|❯|FAIL) ' "$log.plain" | head -n 60 || true
-  awk '/⎯ (Failed Tests|Unhandled Errors?) /{on=1} /^ +Test Files /{print; on=0} on' "$log.plain" | head -n 400
+  awk '/⎯ (Failed Tests|Unhandled Errors?) /{on=1} /^ +Test Files /{print; on=0} on' "$log.plain" | head -n 400 || true
 done
 
 echo
