@@ -383,7 +383,9 @@ describe.skipIf("missing" in found)("several instances on one PostgreSQL databas
             const warned = refused.length === 0 ?
               [] :
               [a, b].flatMap((instance, i) =>
-                instance.output().split("\n").filter((line) => /level=(WARN|ERROR|FATAL)/.test(line))
+                instance.output().split("\n").filter((line) =>
+                  /level=(WARN|ERROR|FATAL)|\] (WARN|ERROR|FATAL) /.test(line)
+                )
                   .slice(-20).map((line) => `${i === 0 ? "A" : "B"}: ${line.slice(0, 600)}`)
               )
             assert.deepStrictEqual([...refused, ...warned], [], "every start is answered with its event stream")
