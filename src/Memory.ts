@@ -287,7 +287,10 @@ export interface Store {
   ) => Effect.Effect<Option.Option<Float32Array>, MemoryError>
   /** Adds an item (false when its run is indexed already, or the epoch moved: nothing added). */
   readonly insert: (item: StoredItem, vector: Float32Array, epoch: number) => Effect.Effect<boolean, MemoryError>
-  /** The user's items of `model` outside `excludeConversationId`, most similar first: at most `k`, score ≥ `minScore`. */
+  /**
+   * The user's items of `model` outside `excludeConversationId`, most similar first: at most `k`, score ≥
+   * `minScore`, one per text (items of the same `sha`, a turn said again word for word, are one: the latest).
+   */
   readonly search: (query: {
     readonly userId: string
     readonly excludeConversationId: string

@@ -56,6 +56,29 @@ describe("Memory", () => {
       assert.isFalse(items.some((i) => i.conversation_id === "conv-a"))
     }))
 
+  it.effect("a question asked again and again is one memory: it does not push what the user told out of recall", () =>
+    Effect.gen(function*() {
+      const world = makeWorld()
+      yield* runOnce(world, [ScriptedLlm.text("Noted.")], { query: FACT, conversationId: "conv-a", userId: "ada" })
+      // asked more often than the recall has places (top 4), answered the same way each time
+      for (let i = 0; i < 6; i++) {
+        yield* runOnce(world, [ScriptedLlm.text("I am not sure.")], {
+          query: "What does my dog eat?",
+          conversationId: `conv-q${i}`,
+          userId: "ada"
+        })
+      }
+      const next = yield* runOnce(world, [ScriptedLlm.text("Carrots.")], {
+        query: "What does my dog eat?",
+        conversationId: "conv-b",
+        userId: "ada"
+      })
+      assert.include(requestText(next.requests[0]), FACT)
+      const recalled = next.events.flatMap((e) => (e._tag === "MemoryRecalled" ? e.items : []))
+      // the repeated turn once, as last said, and the fact
+      assert.deepStrictEqual(recalled.map((i) => i.conversation_id), ["conv-q5", "conv-a"])
+    }))
+
   it.effect("update_memory changes what the next conversation's system prompt says", () =>
     Effect.gen(function*() {
       const world = makeWorld()

@@ -85,6 +85,9 @@ interface ItemRow {
   readonly dims: number | string
 }
 
+/** The most hits one search asks the index for (`sqlite-vec` answers at most 4096). */
+const widest = 1024
+
 const toItem = (row: ItemRow): StoredItem => ({
   user_id: row.user_id,
   conversation_id: row.conversation_id,
@@ -214,21 +217,35 @@ export const makeStore: Effect.Effect<Store, Memory.MemoryError, SqlClient.SqlCl
         yield* index.add(Number(id), item, vector)
         return true
       })).pipe(Effect.mapError(failed("indexing the turn failed"))),
-    search: (search) =>
-      index.search({ ...search }).pipe(
-        Effect.flatMap((hits) => {
+    search: (search) => {
+      // A turn said again word for word (the same text: the same sha) is one memory, the latest: its copies
+      // share one vector (an indexed text's vector is reused), so they come together and would take the k
+      // places of other memories. The index is asked for more until k distinct texts, the threshold or the
+      // end of the user's items is reached (at most `widest` hits: one text repeated more often may hide
+      // texts less similar than it).
+      const round = (asked: number): Effect.Effect<ReadonlyArray<{ item: StoredItem; score: number }>, SqlError> =>
+        Effect.flatMap(index.search({ ...search, k: asked }), (hits) => {
           const kept = hits.filter((hit) => hit.score >= search.minScore)
-          return Effect.map(itemsOf(kept.map((hit) => hit.id)), (rows) => {
+          return Effect.flatMap(itemsOf(kept.map((hit) => hit.id)), (rows) => {
             const byId = new Map(rows.map((row) => [Number(row.item_id), row]))
-            // the user is checked again on the item itself: an index row never crosses users
-            return kept.flatMap((hit) => {
+            const bySha = new Map<string, { row: ItemRow; score: number }>()
+            for (const hit of kept) {
               const row = byId.get(hit.id)
-              return row === undefined || row.user_id !== search.userId ? [] : [{ item: toItem(row), score: hit.score }]
-            })
+              // the user is checked again on the item itself: an index row never crosses users
+              if (row === undefined || row.user_id !== search.userId) continue
+              const seen = bySha.get(row.sha)
+              if (seen === undefined) bySha.set(row.sha, { row, score: hit.score })
+              else if (Number(row.item_id) > Number(seen.row.item_id)) seen.row = row
+            }
+            const distinct = [...bySha.values()].slice(0, search.k)
+            const exhausted = hits.length < asked || kept.length < hits.length || asked >= widest
+            return distinct.length >= search.k || exhausted
+              ? Effect.succeed(distinct.map(({ row, score }) => ({ item: toItem(row), score })))
+              : round(Math.min(asked * 4, widest))
           })
-        }),
-        Effect.mapError(failed("searching the memory failed"))
-      ),
+        })
+      return round(search.k).pipe(Effect.mapError(failed("searching the memory failed")))
+    },
     items: (userId) =>
       sql<ItemRow>`SELECT * FROM react_memory_items WHERE user_id = ${userId} ORDER BY item_id`.pipe(
         Effect.map((rows) => rows.map(toItem)),

@@ -112,6 +112,40 @@ const storeOn = (label: string, location: (name: string) => Effect.Effect<Databa
       assert.isTrue(Option.isSome(known) && Math.abs(known.value[0] - vec(texts[1])[0]) < 1e-6)
     }))
 
+  it.scoped(`${label}: a turn repeated word for word is one memory (the latest), however often it was said`, () =>
+    Effect.gen(function*() {
+      const { store } = yield* openStore(yield* location("repeats"))
+      const asked = "what is my favourite fruit"
+      // ten copies of one turn (one sha), then two other turns: the copies come first in the index. Copies share
+      // one vector, except when two runs indexed the same text at once (each embedded it): the first copy here
+      // has a vector of its own, the most similar, and the latest copy is still the one recalled
+      for (let i = 0; i < 10; i++) {
+        const copy = { ...item("ada", `c${i}`, `r${i}`, asked), sha: "same-turn" }
+        assert.isTrue(yield* Effect.orDie(store.insert(copy, vec(i === 0 ? asked : `${asked} now`), 0)))
+      }
+      const told = "my favourite fruit is the quince"
+      const other = "the cat Pixel sleeps on the sofa"
+      assert.isTrue(yield* Effect.orDie(store.insert(item("ada", "t", "rt", told), vec(told), 0)))
+      assert.isTrue(yield* Effect.orDie(store.insert(item("ada", "o", "ro", other), vec(other), 0)))
+      const search = (k: number, minScore: number) =>
+        Effect.orDie(store.search({
+          userId: "ada",
+          excludeConversationId: "none",
+          model: embedder.model,
+          vector: vec(asked),
+          k,
+          minScore
+        }))
+      const two = yield* search(2, -1)
+      assert.deepStrictEqual(two.map((h) => h.item.run_id), ["r9", "rt"])
+      assert.isAbove(two[0].score, two[1].score)
+      const all = yield* search(4, -1)
+      assert.deepStrictEqual(all.map((h) => h.item.run_id), ["r9", "rt", "ro"])
+      // the threshold ends the search as before: above the told turn's score only the copies are left
+      const close = yield* search(4, all[1].score + 0.001)
+      assert.deepStrictEqual(close.map((h) => h.item.run_id), ["r9"])
+    }))
+
   it.scoped(`${label}: an update applies once per key; a forget deletes the user's memory only and fences older runs`, () =>
     Effect.gen(function*() {
       const { sql, store } = yield* openStore(yield* location("forget"))

@@ -69,14 +69,24 @@ export const make = (): Store => {
         return true
       }),
     search: ({ excludeConversationId, k, minScore, model, userId, vector }) =>
-      Effect.sync(() =>
-        (users.get(userId)?.items ?? [])
+      Effect.sync(() => {
+        const hits = (users.get(userId)?.items ?? [])
           .filter((i) => i.item.model === model && i.item.conversation_id !== excludeConversationId)
-          .map((i) => ({ item: i.item, score: dot(i.vector, vector) }))
+          .map((i, at) => ({ item: i.item, score: dot(i.vector, vector), at }))
           .filter((hit) => hit.score >= minScore)
-          .sort((a, b) => b.score - a.score)
-          .slice(0, k)
-      ),
+          // most similar first; of equal scores the latest first (so a repeated turn is recalled as last said)
+          .sort((a, b) => b.score - a.score || b.at - a.at)
+        // a turn said again word for word (the same text, the same sha) is one memory
+        const seen = new Set<string>()
+        const distinct: Array<{ readonly item: StoredItem; readonly score: number }> = []
+        for (const hit of hits) {
+          if (distinct.length === k) break
+          if (seen.has(hit.item.sha)) continue
+          seen.add(hit.item.sha)
+          distinct.push({ item: hit.item, score: hit.score })
+        }
+        return distinct
+      }),
     items: (userId) => Effect.sync(() => (users.get(userId)?.items ?? []).map((i) => i.item)),
     forget: (userId) =>
       Effect.sync(() => {
