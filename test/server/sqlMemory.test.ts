@@ -2,7 +2,7 @@
  * The server's memory store on a real SQLite file (`sqlite-vec` loaded into
  * the database's connection) and a real PostgreSQL (exact scan here: pgvector
  * is not installed on this machine; the start-up description says so): the
- * same answers as the in-memory store — search per user, other conversations
+ * same answers as the in-memory store (the searches run on it too) — search per user, other conversations
  * only, the threshold, updates once per key, the forget epoch, forget deleting
  * everything of the user and nothing of another's.
  */
@@ -20,7 +20,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import * as Embedder from "../../src/Embedder.js"
-import type * as Memory from "../../src/Memory.js"
+import * as Memory from "../../src/Memory.js"
 import * as Database from "../../src/server/Database.js"
 import * as SqlMemory from "../../src/server/SqlMemory.js"
 import { findPostgres, type Postgres, startPostgres } from "../utils/postgres.js"
@@ -61,10 +61,18 @@ const item = (userId: string, conversationId: string, runId: string, query: stri
   sha: runId
 })
 
-const storeOn = (label: string, location: (name: string) => Effect.Effect<Database.Location>, index: RegExp) => {
+type Open = (name: string) => Effect.Effect<{ store: Memory.Store; sql?: SqlClient.SqlClient }, never, Scope.Scope>
+
+const onDatabase = (location: (name: string) => Effect.Effect<Database.Location>): Open => (name) =>
+  Effect.flatMap(location(name), openStore)
+
+/** The in-memory store (`Memory.layerMemory`'s): the same answers to the same searches. */
+const inMemory: Open = () => Effect.sync(() => ({ store: Memory.makeStoreUnsafe() }))
+
+const storeOn = (label: string, open: Open, index: RegExp) => {
   it.scoped(`${label}: search is per user and outside the run's conversation, above the threshold, most similar first`, () =>
     Effect.gen(function*() {
-      const { store } = yield* openStore(yield* location("search"))
+      const { store } = yield* open("search")
       assert.match(store.description, index)
       const texts = [
         "the dog Biscuit eats carrots",
@@ -114,14 +122,16 @@ const storeOn = (label: string, location: (name: string) => Effect.Effect<Databa
 
   it.scoped(`${label}: a turn repeated word for word is one memory (the latest), however often it was said`, () =>
     Effect.gen(function*() {
-      const { store } = yield* openStore(yield* location("repeats"))
+      const { store } = yield* open("repeats")
       const asked = "what is my favourite fruit"
       // ten copies of one turn (one sha), then two other turns: the copies come first in the index. Copies share
       // one vector, except when two runs indexed the same text at once (each embedded it): the first copy here
-      // has a vector of its own, the most similar, and the latest copy is still the one recalled
+      // has a vector of its own, the most similar, the latest one another, less similar, and the rest a third:
+      // the text takes the place and score of its most similar copy and is recalled as last said
       for (let i = 0; i < 10; i++) {
         const copy = { ...item("ada", `c${i}`, `r${i}`, asked), sha: "same-turn" }
-        assert.isTrue(yield* Effect.orDie(store.insert(copy, vec(i === 0 ? asked : `${asked} now`), 0)))
+        const text = i === 0 ? asked : i === 9 ? `${asked} now` : `${asked} now please`
+        assert.isTrue(yield* Effect.orDie(store.insert(copy, vec(text), 0)))
       }
       const told = "my favourite fruit is the quince"
       const other = "the cat Pixel sleeps on the sofa"
@@ -138,17 +148,37 @@ const storeOn = (label: string, location: (name: string) => Effect.Effect<Databa
         }))
       const two = yield* search(2, -1)
       assert.deepStrictEqual(two.map((h) => h.item.run_id), ["r9", "rt"])
+      assert.isAbove(two[0].score, 0.999)
       assert.isAbove(two[0].score, two[1].score)
       const all = yield* search(4, -1)
       assert.deepStrictEqual(all.map((h) => h.item.run_id), ["r9", "rt", "ro"])
       // the threshold ends the search as before: above the told turn's score only the copies are left
       const close = yield* search(4, all[1].score + 0.001)
       assert.deepStrictEqual(close.map((h) => h.item.run_id), ["r9"])
+      // a score equal to the threshold is kept
+      const equal = yield* search(4, all[1].score)
+      assert.deepStrictEqual(equal.map((h) => h.item.run_id), ["r9", "rt"])
+
+      // a wider search finds more distinct texts than asked for: k of them, the most similar
+      for (let i = 0; i < 3; i++) {
+        yield* Effect.orDie(store.insert({ ...item("bob", `b${i}`, `b${i}`, asked), sha: "bob-same" }, vec(asked), 0))
+      }
+      yield* Effect.orDie(store.insert(item("bob", "bt", "bt", told), vec(told), 0))
+      yield* Effect.orDie(store.insert(item("bob", "bo", "bo", other), vec(other), 0))
+      const bob = yield* Effect.orDie(store.search({
+        userId: "bob",
+        excludeConversationId: "none",
+        model: embedder.model,
+        vector: vec(asked),
+        k: 2,
+        minScore: -1
+      }))
+      assert.deepStrictEqual(bob.map((h) => h.item.run_id), ["b2", "bt"])
     }))
 
   it.scoped(`${label}: an update applies once per key; a forget deletes the user's memory only and fences older runs`, () =>
     Effect.gen(function*() {
-      const { sql, store } = yield* openStore(yield* location("forget"))
+      const { sql, store } = yield* open("forget")
       const set = (n: number) => (current: Memory.WorkingMemory) =>
         Either.right({ keys: ["n"], working: { ...current, n } })
       const first = yield* Effect.orDie(store.update("ada", "k1", 0, set(1)))
@@ -171,11 +201,13 @@ const storeOn = (label: string, location: (name: string) => Effect.Effect<Databa
       assert.isFalse(yield* Effect.orDie(store.insert(item("ada", "c", "r3", "late"), vec("late"), 0)))
       assert.deepStrictEqual(yield* Effect.orDie(store.items("ada")), [])
       // the user's rows are gone from every table (the vectors too)
-      const left = yield* Effect.orDie(sql<{ n: number | string }>`SELECT
-        (SELECT COUNT(*) FROM react_memory_items WHERE user_id = 'ada') +
-        (SELECT COUNT(*) FROM react_memory_working WHERE user_id = 'ada') +
-        (SELECT COUNT(*) FROM react_memory_updates WHERE user_id = 'ada') AS n`)
-      assert.strictEqual(Number(left[0].n), 0)
+      if (sql !== undefined) {
+        const left = yield* Effect.orDie(sql<{ n: number | string }>`SELECT
+          (SELECT COUNT(*) FROM react_memory_items WHERE user_id = 'ada') +
+          (SELECT COUNT(*) FROM react_memory_working WHERE user_id = 'ada') +
+          (SELECT COUNT(*) FROM react_memory_updates WHERE user_id = 'ada') AS n`)
+        assert.strictEqual(Number(left[0].n), 0)
+      }
       const hits = yield* Effect.orDie(store.search({
         userId: "ada",
         excludeConversationId: "x",
@@ -189,7 +221,29 @@ const storeOn = (label: string, location: (name: string) => Effect.Effect<Databa
 }
 
 describe("SqlMemory", () => {
-  storeOn("SQLite", () => sqliteFile(), /^sqlite-vec v0\.1\.9$/)
+  storeOn("in memory", inMemory, /^in-memory exact scan$/)
+  storeOn("SQLite", onDatabase(() => sqliteFile()), /^sqlite-vec v0\.1\.9$/)
+
+  // the index is asked for at most 1024 hits: a text repeated more often hides what is less similar than it
+  // (the search ends there, it does not ask again)
+  it.scoped("SQLite: a text repeated beyond the widest search ends the search", () =>
+    Effect.gen(function*() {
+      const { store } = yield* openStore(yield* sqliteFile())
+      const asked = "what is my favourite fruit"
+      for (let i = 0; i < 1030; i++) {
+        yield* Effect.orDie(store.insert({ ...item("ada", `c${i}`, `r${i}`, asked), sha: "same" }, vec(asked), 0))
+      }
+      yield* Effect.orDie(store.insert(item("ada", "t", "rt", "my favourite fruit is the quince"), vec("quince"), 0))
+      const hits = yield* Effect.orDie(store.search({
+        userId: "ada",
+        excludeConversationId: "none",
+        model: embedder.model,
+        vector: vec(asked),
+        k: 2,
+        minScore: -1
+      }))
+      assert.deepStrictEqual(hits.map((h) => h.item.sha), ["same"])
+    }), 120_000)
 
   // each user is a partition of the vec0 table with chunks of its own: a user with one turn must not cost megabytes
   it.scoped("SQLite: many users with a turn each keep the file small (1536 dimensions)", () =>
@@ -203,6 +257,6 @@ describe("SqlMemory", () => {
       assert.isBelow(megabytes, 20, `${megabytes.toFixed(1)} MB for 20 users with one turn each`)
     }), 120_000)
   describe.skipIf("missing" in found)("PostgreSQL", () => {
-    storeOn("PostgreSQL", pgDatabase, /^(pgvector|exact scan \(pgvector not available\))$/)
+    storeOn("PostgreSQL", onDatabase(pgDatabase), /^(pgvector|exact scan \(pgvector not available\))$/)
   })
 })

@@ -74,18 +74,16 @@ export const make = (): Store => {
           .filter((i) => i.item.model === model && i.item.conversation_id !== excludeConversationId)
           .map((i, at) => ({ item: i.item, score: dot(i.vector, vector), at }))
           .filter((hit) => hit.score >= minScore)
-          // most similar first; of equal scores the latest first (so a repeated turn is recalled as last said)
-          .sort((a, b) => b.score - a.score || b.at - a.at)
-        // a turn said again word for word (the same text, the same sha) is one memory
-        const seen = new Set<string>()
-        const distinct: Array<{ readonly item: StoredItem; readonly score: number }> = []
+          .sort((a, b) => b.score - a.score)
+        // a turn said again word for word (the same text, the same sha) is one memory: in the place of its most
+        // similar copy, recalled as last said (its latest copy)
+        const bySha = new Map<string, { item: StoredItem; readonly score: number; at: number }>()
         for (const hit of hits) {
-          if (distinct.length === k) break
-          if (seen.has(hit.item.sha)) continue
-          seen.add(hit.item.sha)
-          distinct.push({ item: hit.item, score: hit.score })
+          const seen = bySha.get(hit.item.sha)
+          if (seen === undefined) bySha.set(hit.item.sha, { ...hit })
+          else if (hit.at > seen.at) Object.assign(seen, { item: hit.item, at: hit.at })
         }
-        return distinct
+        return [...bySha.values()].slice(0, k).map(({ item, score }) => ({ item, score }))
       }),
     items: (userId) => Effect.sync(() => (users.get(userId)?.items ?? []).map((i) => i.item)),
     forget: (userId) =>
