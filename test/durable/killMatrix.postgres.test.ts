@@ -213,6 +213,14 @@ describe.skipIf("missing" in found)("kill-point matrix on PostgreSQL (two instan
           result: `FAIL: ${message}`,
           seconds: (Date.now() - started) / 1000
         })
+        // what the instances said (A then B): their warnings and errors, and their lines about the run — a lease
+        // lost under load, a step that failed
+        servers.forEach((server, i) => {
+          const lines = server.output().split("\n").filter((line) =>
+            /\bWARN\b|\bERROR\b|level=(WARN|ERROR)/.test(line) || line.includes(conversation)
+          )
+          console.log(`--- instance ${"AB"[i]}: ${lines.length} lines\n${lines.slice(-40).join("\n")}`)
+        })
         throw error
       } finally {
         await lock?.release()
